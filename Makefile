@@ -1,0 +1,52 @@
+# ldafwd build. `make test` is what CI runs (.ci/run); it installs its own
+# dependencies first so a fresh machine passes.
+GO       ?= go
+BIN      := bin/ldafwd
+# DPDK is linked through cgo when pkg-config finds it (scripts/deps.sh
+# installs it); without it the binary builds and says so when asked for a
+# dpdk: port.
+TAGS     := $(shell pkg-config --exists libdpdk 2>/dev/null && echo dpdk)
+GOFLAGS_TAGS := $(if $(TAGS),-tags $(TAGS),)
+PKGS     := ./...
+
+.PHONY: all build deps test test-short race fuzz bench accuracy demo lint clean
+
+all: build
+
+deps:
+	./scripts/deps.sh
+
+build:
+	$(GO) build $(GOFLAGS_TAGS) -o $(BIN) ./cmd/ldafwd
+
+# The test suite: unit, race, zero-allocation pins, short fuzz passes on every
+# decoder and the end-to-end tests (root-only ones skip with a message).
+test: deps build
+	$(GO) vet $(GOFLAGS_TAGS) $(PKGS)
+	$(GO) test $(GOFLAGS_TAGS) -count=1 -timeout 20m $(PKGS)
+	$(GO) test $(GOFLAGS_TAGS) -race -count=1 -timeout 20m -short $(PKGS)
+	./scripts/fuzz.sh 5s
+
+test-short: build
+	$(GO) test $(GOFLAGS_TAGS) -short -count=1 $(PKGS)
+
+fuzz:
+	./scripts/fuzz.sh 60s
+
+bench: deps build
+	$(GO) test $(GOFLAGS_TAGS) -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+	./$(BIN) bench --format json
+
+# Long accuracy sweeps reproducing the papers' figures (docs/accuracy.md).
+accuracy: build
+	./scripts/accuracy.sh
+
+demo: deps build
+	./$(BIN) demo
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	$(GO) vet $(GOFLAGS_TAGS) $(PKGS)
+
+clean:
+	rm -rf bin

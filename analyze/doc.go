@@ -1,0 +1,2 @@
+// Package analyze is part of ldafwd; see DESIGN.md.
+package analyze

@@ -1,0 +1,2 @@
+// Package bench is part of ldafwd; see DESIGN.md.
+package bench

@@ -1,0 +1,2 @@
+// Package classifier is part of ldafwd; see DESIGN.md.
+package classifier

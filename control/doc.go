@@ -1,0 +1,2 @@
+// Package control is part of ldafwd; see DESIGN.md.
+package control

@@ -1,0 +1,2 @@
+// Package dataplane is part of ldafwd; see DESIGN.md.
+package dataplane

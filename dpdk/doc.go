@@ -1,0 +1,2 @@
+// Package dpdk is part of ldafwd; see DESIGN.md.
+package dpdk

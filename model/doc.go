@@ -1,0 +1,2 @@
+// Package model is part of ldafwd; see DESIGN.md.
+package model

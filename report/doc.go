@@ -1,0 +1,2 @@
+// Package report is part of ldafwd; see DESIGN.md.
+package report

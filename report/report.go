@@ -1,0 +1,110 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"sync"
+)
+
+// Interval is a `"type":"interval"` report line (DESIGN §6). The JSON names
+// are a contract with users' scripts: add fields, never rename.
+type Interval struct {
+	Type      string  `json:"type"` // always "interval"
+	Interval  int64   `json:"interval"`
+	StartNs   int64   `json:"start_ns"`
+	EndNs     int64   `json:"end_ns"`
+	Direction string  `json:"direction"`
+	MEC       string  `json:"mec"`
+	Synopsis  string  `json:"synopsis"`
+	Flow      string  `json:"flow,omitempty"`
+	Sent      uint64  `json:"sent"`
+	Received  uint64  `json:"received"`
+	Lost      uint64  `json:"lost"`
+	MeanNs    float64 `json:"mean_ns"`
+	StddevNs  float64 `json:"stddev_ns"`
+	MeanCINs  float64 `json:"mean_ci_ns"`
+	Conf      float64 `json:"confidence,omitempty"`
+	Samples   uint64  `json:"samples"`
+	Usable    int     `json:"usable_buckets"`
+	Buckets   int     `json:"total_buckets"`
+	Valid     bool    `json:"valid"`
+	Reason    string  `json:"reason,omitempty"`
+	Clock     string  `json:"clock,omitempty"`
+
+	// Ground truth, present only where the exact truth is known.
+	TrueMeanNs   *float64 `json:"true_mean_ns,omitempty"`
+	TrueStddevNs *float64 `json:"true_stddev_ns,omitempty"`
+	TrueLost     *uint64  `json:"true_lost,omitempty"`
+
+	// Extra carries synopsis-specific fields (RDA decode, LDS weights…).
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Port is a `"type":"port"` report line.
+type Port struct {
+	Type      string  `json:"type"` // "port"
+	Port      string  `json:"port"` // "a" or "b"
+	Name      string  `json:"name,omitempty"`
+	RxPackets uint64  `json:"rx_packets"`
+	TxPackets uint64  `json:"tx_packets"`
+	RxDropped uint64  `json:"rx_dropped"`
+	TxDropped uint64  `json:"tx_dropped"`
+	ElapsedS  float64 `json:"elapsed_s"`
+	RxMpps    float64 `json:"rx_mpps"`
+	TxMpps    float64 `json:"tx_mpps"`
+	Final     bool    `json:"final,omitempty"`
+}
+
+// Bench is a `"type":"bench"` report line.
+type Bench struct {
+	Type     string         `json:"type"` // "bench"
+	Name     string         `json:"name"`
+	Mpps     float64        `json:"mpps"`
+	NsPerPkt float64        `json:"ns_per_pkt"`
+	Baseline string         `json:"baseline,omitempty"`
+	Ratio    float64        `json:"ratio,omitempty"`
+	Extra    map[string]any `json:"extra,omitempty"`
+}
+
+// Writer writes JSON lines to one or more sinks (stdout and --report FILE).
+// It is safe for concurrent use; NaN and Inf are written as null-free 0 with
+// valid=false expected to be set by the caller.
+type Writer struct {
+	mu  sync.Mutex
+	out []io.Writer
+}
+
+// NewWriter returns a Writer that copies every line to each of ws.
+func NewWriter(ws ...io.Writer) *Writer { return &Writer{out: ws} }
+
+// Write encodes v as one JSON line on every sink.
+func (w *Writer) Write(v any) error {
+	if iv, ok := v.(*Interval); ok {
+		iv.Type = "interval"
+		iv.MeanNs, iv.StddevNs, iv.MeanCINs = finite(iv.MeanNs), finite(iv.StddevNs), finite(iv.MeanCINs)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first error
+	for _, o := range w.out {
+		if _, err := o.Write(b); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// finite maps NaN and ±Inf, which JSON cannot carry, to 0; such numbers only
+// occur in invalid intervals whose Reason explains them.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}

@@ -1,0 +1,2 @@
+// Package ring is part of ldafwd; see DESIGN.md.
+package ring

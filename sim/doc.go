@@ -1,0 +1,2 @@
+// Package sim is part of ldafwd; see DESIGN.md.
+package sim

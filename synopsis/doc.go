@@ -1,0 +1,2 @@
+// Package synopsis is part of ldafwd; see DESIGN.md.
+package synopsis

@@ -1,0 +1,25 @@
+package synopsis
+
+// Estimate is what every synopsis's estimator returns for one interval: the
+// number and, beside it, how far to trust it. Reports (DESIGN §6) are built
+// from it field by field.
+type Estimate struct {
+	Synopsis string // "lda", "rda" or "lds"
+
+	Sent     uint64 // packets recorded at the sender
+	Received uint64 // packets recorded at the receiver
+	Lost     uint64 // Sent - Received when Sent >= Received, else 0
+
+	MeanNs   float64 // estimated mean one-way delay, ns
+	StddevNs float64 // estimated standard deviation of the delay, ns
+	MeanCINs float64 // half-width of the confidence interval of MeanNs, ns
+	Conf     float64 // confidence level of MeanCINs, e.g. 0.98
+
+	Samples       uint64 // effective sample size behind MeanNs
+	StddevSamples uint64 // effective sample size behind StddevNs
+	UsableBuckets int    // buckets whose sender and receiver sides matched
+	TotalBuckets  int
+
+	Valid  bool   // false: do not use MeanNs/StddevNs; Reason says why
+	Reason string // empty when Valid
+}
