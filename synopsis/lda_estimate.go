@@ -1,0 +1,155 @@
+package synopsis
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultConfidence is the confidence level of MeanCINs when the caller
+// passes 0 (the ToN paper's 98 %).
+const DefaultConfidence = 0.98
+
+// ldaMinStddevRows is the fewest usable collapsed rows behind a std-dev
+// estimate. Eq. 5 averages one squared ±1-signed sum per collapsed row;
+// with fewer rows its variance is so large that the derived confidence
+// bound would be a guess.
+const ldaMinStddevRows = 4
+
+// LDADiagnostics says why buckets were not used (beyond Estimate's
+// UsableBuckets/TotalBuckets).
+type LDADiagnostics struct {
+	EmptyBuckets       int // both sides counted 0 packets (neither usable nor lost)
+	CountMismatch      int // counts differ: a loss (or reorder) hit the bucket
+	DigestMismatch     int // counts equal, hash digests differ (packet sets differ)
+	ImplausibleBuckets int // compact encoding only: delay sum outside the stated bounds
+	UsableRowPairs     int // collapsed rows (2i, 2i+1) behind the std-dev
+}
+
+// ldaBucketPair is one bucket seen from both ends.
+type ldaBucketPair struct {
+	usable bool
+	count  uint64 // packets (equal at both ends when usable)
+	delay  uint64 // T_B − T_A, wrap-around: the exact sum of the bucket's delays as int64
+}
+
+// EstimateLDA combines the sender's and the receiver's LDA of one interval
+// into mean delay, std-dev, loss and their quality (ToN paper Sec. III-D,
+// III-E). conf is the confidence level of MeanCINs in (0,1); 0 means
+// DefaultConfidence. It returns an error only when the configurations
+// differ (wrapping ErrConfigMismatch); every other problem gives
+// Valid=false with a Reason.
+func EstimateLDA(sender, receiver *LDA, conf float64) (Estimate, error) {
+	e, _, err := EstimateLDADetailed(sender, receiver, conf)
+	return e, err
+}
+
+// EstimateLDADetailed is EstimateLDA plus the bucket diagnostics.
+func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiagnostics, error) {
+	if !sender.cfg.equal(receiver.cfg) {
+		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, fmt.Errorf("%w: LDA sender %v, receiver %v", ErrConfigMismatch, sender.cfg, receiver.cfg)
+	}
+	var d LDADiagnostics
+	pairs := make([]ldaBucketPair, len(receiver.cells))
+	for i := range pairs {
+		a, b := sender.cells[i], receiver.cells[i]
+		switch {
+		case a.count != b.count:
+			d.CountMismatch++
+		case a.count == 0:
+			d.EmptyBuckets++
+		case sender.digests != nil && sender.digests[i] != receiver.digests[i]:
+			d.DigestMismatch++
+		default:
+			pairs[i] = ldaBucketPair{usable: true, count: a.count, delay: b.sum - a.sum}
+		}
+	}
+	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, &d)
+	return e, d, nil
+}
+
+// ldaEstimate is the estimator proper, shared by the full and the compact
+// sender encodings. pairs is indexed like LDA.cells.
+func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, conf float64, d *LDADiagnostics) Estimate {
+	e := Estimate{Synopsis: "lda", Sent: sent, Received: received, TotalBuckets: len(pairs)}
+	if sent >= received {
+		e.Lost = sent - received
+	}
+	if conf == 0 {
+		conf = DefaultConfidence
+	}
+	e.Conf = conf
+
+	// Mean (Sec. III-D): D = (T_B − T_A)/S over usable buckets. The sum of
+	// differences is taken in uint64 (wrap-around) and only then read as
+	// int64: exact while the true delay sum fits in 63 bits.
+	var sumDelay, s uint64
+	for _, p := range pairs {
+		if p.usable {
+			e.UsableBuckets++
+			sumDelay += p.delay
+			s += p.count
+		}
+	}
+	e.Samples = s
+	if s > 0 {
+		e.MeanNs = float64(int64(sumDelay)) / float64(s)
+	}
+
+	// Std-dev (Sec. III-E): collapse rows 2i and 2i+1 of each bank, the
+	// lowest row bit being the ±1 sign s_x. Departures from the paper:
+	//  1. A collapsed row is usable when both of its rows are usable (the
+	//     paper asks only for equal summed counts). Without reordering the
+	//     two are the same, and it lets the compact encoding, which only
+	//     reconstructs usable buckets, share this code.
+	//  2. Eq. 5 is applied to centered values: Y = Σ s_x (w_x − D) =
+	//     (d_odd − D·c_odd) − (d_even − D·c_even), and σ² = ΣY²/S̃.
+	//     E[Y²] = Σ (w_x − μ)² (cross terms vanish as in eq. 4), so this is
+	//     eq. 5 with eq. 3 (σ² = F − μ²; eq. 3 as printed is garbled) with the
+	//     μ² subtracted inside the square instead of after it. The paper's
+	//     F − μ² cancels catastrophically when μ ≫ σ (a long but steady
+	//     path); the centered form does not. lda_test.go pins both.
+	var sumY2 float64
+	var sTilde uint64
+	off := 0
+	for _, b := range cfg.Banks {
+		for r := 0; r+1 < b.Rows; r += 2 {
+			pe, po := pairs[off+r], pairs[off+r+1]
+			if !pe.usable || !po.usable {
+				continue
+			}
+			y := (float64(int64(po.delay)) - e.MeanNs*float64(po.count)) -
+				(float64(int64(pe.delay)) - e.MeanNs*float64(pe.count))
+			sumY2 += y * y
+			sTilde += pe.count + po.count
+			d.UsableRowPairs++
+		}
+		off += b.Rows
+	}
+	e.StddevSamples = sTilde
+	if sTilde > 0 {
+		e.StddevNs = math.Sqrt(sumY2 / float64(sTilde))
+	}
+	if s > 0 && e.StddevNs > 0 {
+		// Eq. 1 solved for the half-width εμ at confidence conf:
+		// 2·exp(−ε²Sμ²/2σ²) = 1−conf  ⇒  εμ = σ·sqrt(2·ln(2/(1−conf))/S).
+		e.MeanCINs = e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf))/float64(s))
+	}
+
+	switch {
+	case !(conf > 0 && conf < 1):
+		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
+	case received > sent:
+		e.Reason = fmt.Sprintf("receiver recorded %d packets, sender %d: reordering across the interval boundary or duplication", received, sent)
+	case d.ImplausibleBuckets > 0:
+		e.Reason = fmt.Sprintf("%d buckets have a delay sum outside the compact encoding's bounds: delays exceed the configured maximum (raise it)", d.ImplausibleBuckets)
+	case s == 0 && sent == 0:
+		e.Reason = "no packets in the interval"
+	case s == 0:
+		e.Reason = fmt.Sprintf("no usable bucket (%d of %d buckets hit by loss): loss too high for this LDA configuration", d.CountMismatch, len(pairs))
+	case d.UsableRowPairs < ldaMinStddevRows:
+		e.Reason = fmt.Sprintf("only %d usable collapsed rows, need %d for a std-dev and confidence bound", d.UsableRowPairs, ldaMinStddevRows)
+	default:
+		e.Valid = true
+	}
+	return e
+}

@@ -1,0 +1,361 @@
+package synopsis
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ---- a tiny trace generator with exact ground truth ----
+
+// delayModel draws one-way delays in ns.
+type delayModel struct {
+	name string
+	draw func(r *rand.Rand) float64
+}
+
+// weibullDelay has the given mean (ns) and shape β (the paper uses
+// 0.6–0.8, after Papagiannaki et al.).
+func weibullDelay(meanNs, beta float64) delayModel {
+	scale := meanNs / math.Gamma(1+1/beta)
+	return delayModel{fmt.Sprintf("weibull(%.0fns,%.1f)", meanNs, beta), func(r *rand.Rand) float64 {
+		return scale * math.Pow(-math.Log(1-r.Float64()), 1/beta)
+	}}
+}
+
+func expDelay(meanNs float64) delayModel {
+	return delayModel{fmt.Sprintf("exp(%.0fns)", meanNs), func(r *rand.Rand) float64 { return r.ExpFloat64() * meanNs }}
+}
+
+// offsetDelay is a long steady path: base + exponential jitter.
+func offsetDelay(baseNs, jitterNs float64) delayModel {
+	return delayModel{fmt.Sprintf("base%.0fns+exp(%.0fns)", baseNs, jitterNs), func(r *rand.Rand) float64 { return baseNs + r.ExpFloat64()*jitterNs }}
+}
+
+type ldaTruth struct {
+	sent, received uint64
+	meanNs, stddev float64
+}
+
+func (t ldaTruth) lost() uint64 { return t.sent - t.received }
+
+// splitmix64 gives random-looking packet hashes.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// ldaTraceStart is the absolute send time of packet 0 (ns): late enough in
+// the Unix epoch that timestamp sums wrap around uint64 many times.
+const ldaTraceStart = 1_780_000_000_000_000_000
+
+// genTrace feeds n packets into every sender LDA and the survivors of
+// Bernoulli loss into the matching receiver LDA; it returns the exact truth.
+// Packets are sent every 100 ns; delays are rounded to whole ns.
+func genTrace(seed uint64, n int, loss float64, dm delayModel, senders, receivers []*LDA) ldaTruth {
+	r := rand.New(rand.NewPCG(seed, seed^0xda3e39cb94b95bdb))
+	var tr ldaTruth
+	var sum, sum2 float64
+	for i := 0; i < n; i++ {
+		h := splitmix64(seed<<32 ^ uint64(i))
+		ts := uint64(ldaTraceStart) + uint64(i)*100
+		for _, s := range senders {
+			s.Add(h, ts)
+		}
+		tr.sent++
+		if loss > 0 && r.Float64() < loss {
+			continue
+		}
+		d := math.Round(dm.draw(r))
+		for _, rc := range receivers {
+			rc.Add(h, ts+uint64(int64(d)))
+		}
+		tr.received++
+		sum += d
+		sum2 += d * d
+	}
+	if tr.received > 0 {
+		tr.meanNs = sum / float64(tr.received)
+		tr.stddev = math.Sqrt(math.Max(0, sum2/float64(tr.received)-tr.meanNs*tr.meanNs))
+	}
+	return tr
+}
+
+func relErr(est, truth float64) float64 { return math.Abs(est-truth) / math.Abs(truth) }
+
+// ---- tests ----
+
+func TestLDAConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  LDAConfig
+		ok   bool
+	}{
+		{"default", DefaultLDAConfig(), true},
+		{"paper 2x512", LDAConfig{Banks: []BankConfig{{512, 7}, {512, 11}}}, true},
+		{"no banks", LDAConfig{}, false},
+		{"rows 0", LDAConfig{Banks: []BankConfig{{0, 0}}}, false},
+		{"rows 1", LDAConfig{Banks: []BankConfig{{1, 0}}}, false},
+		{"rows 3", LDAConfig{Banks: []BankConfig{{3, 0}}}, false},
+		{"rows too many", LDAConfig{Banks: []BankConfig{{LDAMaxRows * 2, 0}}}, false},
+		{"negative rows", LDAConfig{Banks: []BankConfig{{-4, 0}}}, false},
+		{"sample too small", LDAConfig{Banks: []BankConfig{{4, LDAMaxSampleLog2 + 1}}}, false},
+		{"duplicate sampling", LDAConfig{Banks: []BankConfig{{4, 3}, {8, 3}}}, false},
+		{"17 banks", LDAConfig{Banks: func() []BankConfig {
+			b := make([]BankConfig, 17)
+			for i := range b {
+				b[i] = BankConfig{2, uint8(i)}
+			}
+			return b
+		}()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewLDA(tt.cfg)
+			if (err == nil) != tt.ok {
+				t.Fatalf("NewLDA(%v) err = %v, want ok=%v", tt.cfg, err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("error %v does not wrap ErrBadConfig", err)
+			}
+		})
+	}
+}
+
+// TestLDABankSelection pins the bank choice: the bank with the largest
+// SampleLog2 ≤ leading zeros, none when no bank qualifies; row = low bits.
+func TestLDABankSelection(t *testing.T) {
+	l := MustNewLDA(LDAConfig{Banks: []BankConfig{{8, 7}, {4, 3}}}) // deliberately unordered
+	tests := []struct {
+		h         uint64
+		bank, row int // bank -1: not sampled
+	}{
+		{1 << 63, -1, 0},             // lz 0
+		{1<<61 | 5, -1, 0},           // lz 2
+		{1<<60 | 5, 1, 1},            // lz 3 → bank with s=3, row 5&3
+		{1<<57 | 6, 1, 2},            // lz 6
+		{1<<56 | 6, 0, 6},            // lz 7 → bank with s=7
+		{0xf, 0, 7},                  // lz 60
+		{0, 0, 0},                    // lz 64
+		{1<<56 | 0xffff_fff9, 0, 1},  // high row bits ignored
+		{1<<59 | 0xffff_fffe, 1, 2},  // lz 4
+		{1<<62 | 0xffff_fffe, -1, 0}, // lz 1
+	}
+	for _, tt := range tests {
+		l.Reset()
+		l.Add(tt.h, 1000)
+		if l.Count() != 1 {
+			t.Fatalf("Count = %d", l.Count())
+		}
+		found := -1
+		for b := 0; b < l.NumBanks(); b++ {
+			for r := 0; r < l.cfg.Banks[b].Rows; r++ {
+				if s, c, _ := l.Bucket(b, r); c != 0 {
+					if c != 1 || s != 1000 || found >= 0 {
+						t.Fatalf("h=%#x: bucket (%d,%d) = %d,%d", tt.h, b, r, s, c)
+					}
+					found = b
+					if b != tt.bank || r != tt.row {
+						t.Errorf("h=%#x: went to (%d,%d), want (%d,%d)", tt.h, b, r, tt.bank, tt.row)
+					}
+				}
+			}
+		}
+		if found != tt.bank {
+			t.Errorf("h=%#x: bank %d, want %d", tt.h, found, tt.bank)
+		}
+	}
+}
+
+// TestLDAPaperFig2 is the ToN paper's Fig. 2: one bank of four rows, one
+// packet lost in row 2; mean = (60+22+8)/(5+2+1) = 11.25.
+func TestLDAPaperFig2(t *testing.T) {
+	cfg := LDAConfig{Banks: []BankConfig{{Rows: 4}}}
+	a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+	rows := []struct {
+		sumA, cntA, sumB, cntB uint64
+	}{
+		{120, 5, 180, 5},
+		{234, 10, 348, 9},
+		{15, 2, 37, 2},
+		{6, 1, 14, 1},
+	}
+	add := func(l *LDA, row int, sum, cnt uint64) {
+		// cnt packets hashing to row; one carries the whole sum.
+		for k := uint64(0); k < cnt; k++ {
+			ts := uint64(0)
+			if k == 0 {
+				ts = sum
+			}
+			l.Add(uint64(row)|k<<8, ts)
+		}
+	}
+	for i, r := range rows {
+		add(a, i, r.sumA, r.cntA)
+		add(b, i, r.sumB, r.cntB)
+	}
+	e, d, err := EstimateLDADetailed(a, b, 0.98)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.MeanNs != 11.25 || e.Samples != 8 || e.UsableBuckets != 3 || e.TotalBuckets != 4 {
+		t.Fatalf("mean %v samples %d usable %d/%d; want 11.25, 8, 3/4", e.MeanNs, e.Samples, e.UsableBuckets, e.TotalBuckets)
+	}
+	if e.Sent != 18 || e.Received != 17 || e.Lost != 1 || d.CountMismatch != 1 {
+		t.Fatalf("sent %d received %d lost %d mismatch %d", e.Sent, e.Received, e.Lost, d.CountMismatch)
+	}
+	// Collapsed rows: (0,1) has the lossy row 1, (2,3) is usable; one
+	// usable pair is below ldaMinStddevRows, so the estimate is invalid
+	// with a reason — never a silent number.
+	if e.Valid || e.Reason == "" || d.UsableRowPairs != 1 || e.StddevSamples != 3 {
+		t.Fatalf("valid %v reason %q pairs %d stddev samples %d", e.Valid, e.Reason, d.UsableRowPairs, e.StddevSamples)
+	}
+}
+
+func TestLDAAddAllocs(t *testing.T) {
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), {Banks: []BankConfig{{1024, 0}}, Digest: true}} {
+		l := MustNewLDA(cfg)
+		h := uint64(12345)
+		allocs := testing.AllocsPerRun(1000, func() {
+			h = splitmix64(h)
+			l.Add(h, h>>20)
+		})
+		if allocs != 0 {
+			t.Fatalf("%v: Add allocates %v per packet", cfg, allocs)
+		}
+	}
+}
+
+func TestLDAZeroValue(t *testing.T) {
+	var l LDA
+	l.Add(1, 2)
+	if l.Count() != 1 || l.Sampled() != 0 || l.NumBanks() != 0 {
+		t.Fatalf("zero LDA: count %d sampled %d", l.Count(), l.Sampled())
+	}
+	s, c, d := l.Bucket(0, 0)
+	if s|c|d != 0 {
+		t.Fatal("zero LDA bucket not zero")
+	}
+}
+
+// TestLDAMergeEqualsSingle: shards fed disjoint parts of a trace sum to the
+// LDA fed the whole trace.
+func TestLDAMergeEqualsSingle(t *testing.T) {
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), {Banks: []BankConfig{{64, 1}, {32, 5}}, Digest: true}} {
+		whole := MustNewLDA(cfg)
+		shards := []*LDA{MustNewLDA(cfg), MustNewLDA(cfg), MustNewLDA(cfg)}
+		for i := 0; i < 30000; i++ {
+			h := splitmix64(uint64(i))
+			ts := uint64(ldaTraceStart) + uint64(i)*7
+			whole.Add(h, ts)
+			shards[int(h>>7)%3].Add(h, ts)
+		}
+		m := shards[0].Clone()
+		for _, s := range shards[1:] {
+			if err := m.Merge(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !m.equalState(whole) {
+			t.Fatalf("%v: merged shards differ from the single LDA", cfg)
+		}
+		if m.equalState(shards[0]) {
+			t.Fatal("Clone shares state with its original")
+		}
+	}
+}
+
+func TestLDAMergeMismatch(t *testing.T) {
+	a := MustNewLDA(DefaultLDAConfig())
+	a.Add(5, 5)
+	before := a.Clone()
+	for _, cfg := range []LDAConfig{
+		{Banks: []BankConfig{{1024, 0}}},
+		func() LDAConfig { c := DefaultLDAConfig(); c.Digest = true; return c }(),
+		func() LDAConfig { c := DefaultLDAConfig(); c.Banks[3].SampleLog2 = 7; return c }(),
+	} {
+		b := MustNewLDA(cfg)
+		b.Add(5, 5)
+		if err := a.Merge(b); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("Merge with %v: err %v", cfg, err)
+		}
+		if !a.equalState(before) {
+			t.Fatal("failed Merge changed the receiver")
+		}
+		if _, err := EstimateLDA(a, b, 0.98); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("EstimateLDA with %v: err %v", cfg, err)
+		}
+	}
+}
+
+func TestLDAReset(t *testing.T) {
+	l := MustNewLDA(LDAConfig{Banks: []BankConfig{{16, 0}}, Digest: true})
+	for i := 0; i < 100; i++ {
+		l.Add(splitmix64(uint64(i)), uint64(i))
+	}
+	l.Reset()
+	if !l.equalState(MustNewLDA(l.Config())) {
+		t.Fatal("Reset left state behind")
+	}
+}
+
+// TestLDAExactWhenLossless: without loss every bucket is usable and the mean
+// is the exact mean, to float rounding, whatever the sampling.
+func TestLDAExactWhenLossless(t *testing.T) {
+	cfg := DefaultLDAConfig()
+	a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+	tr := genTrace(7, 50000, 0, weibullDelay(50000, 0.6), []*LDA{a}, []*LDA{b})
+	e, err := EstimateLDA(a, b, 0.98)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Valid || e.Samples != tr.received || e.Lost != 0 {
+		t.Fatalf("lossless: %+v", e)
+	}
+	if relErr(e.MeanNs, tr.meanNs) > 1e-12 {
+		t.Fatalf("lossless mean %v, true %v", e.MeanNs, tr.meanNs)
+	}
+}
+
+func TestLDAReceiverMoreThanSender(t *testing.T) {
+	cfg := LDAConfig{Banks: []BankConfig{{8, 0}}}
+	a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+	for i := 0; i < 100; i++ {
+		h := splitmix64(uint64(i))
+		a.Add(h, 10)
+		b.Add(h, 20)
+	}
+	b.Add(splitmix64(1000), 20)
+	e, _ := EstimateLDA(a, b, 0.98)
+	if e.Valid || e.Lost != 0 || e.Reason == "" {
+		t.Fatalf("receiver > sender: %+v", e)
+	}
+}
+
+// TestLDADigestCatchesSwap: a bucket where one packet was lost and another
+// arrived instead has equal counts; only the digest notices.
+func TestLDADigestCatchesSwap(t *testing.T) {
+	for _, digest := range []bool{false, true} {
+		cfg := LDAConfig{Banks: []BankConfig{{2, 0}}, Digest: digest}
+		a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+		for i := uint64(0); i < 8; i++ {
+			h := i << 1 // row 0
+			a.Add(h, 1000)
+			if i != 3 {
+				b.Add(h, 1100)
+			}
+		}
+		b.Add(99<<1, 1_000_000) // a stray packet from the next interval, same row
+		e, d, _ := EstimateLDADetailed(a, b, 0.98)
+		if digest && (e.UsableBuckets != 0 || d.DigestMismatch != 1) {
+			t.Fatalf("digest on: usable %d digest mismatches %d", e.UsableBuckets, d.DigestMismatch)
+		}
+		if !digest && e.UsableBuckets != 1 {
+			t.Fatalf("digest off: usable %d (the swap should go unnoticed)", e.UsableBuckets)
+		}
+	}
+}
