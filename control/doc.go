@@ -1,2 +1,71 @@
-// Package control is part of ldafwd; see DESIGN.md.
+// Package control is ldafwd's in-band control protocol: the frames a
+// sending appliance puts on the measured segment so that the receiving
+// appliance knows where each interval ends and what the sender's synopses
+// held (DESIGN §5, docs/protocol.md for the byte layout).
+//
+// # Role
+//
+// The LDA papers (ToN 2012 Sec. II-B and V) have the sender send a Start and
+// an End control message per interval, in the data path, sequence numbered,
+// with the sender's synopsis in the End message; a lost control message
+// makes that interval unusable and nothing else. Here:
+//
+//   - Each sender lane (worker and its transmit queue) emits an End marker
+//     for interval k right after the last data frame it recorded in k
+//     (EndWriter.AppendEnd). With double-buffered synopses the End of k is
+//     also the Start of k+1, so there is no separate Start message (the
+//     paper's alternative of a Start sent T' later is not needed: no sample
+//     falls between intervals).
+//   - The control goroutine then encodes the idle synopses and sends, per
+//     interval, one Hello (the session's configuration, so a receiver that
+//     restarts learns it within one interval) and each synopsis cut into
+//     fragments that fit the port MTU (Sender.AppendInterval).
+//   - The Receiver validates every frame (magic, version, lengths,
+//     HMAC-SHA256 tag, direction, session, replay window), reassembles each
+//     interval and emits either an IntervalBundle with the sender's End
+//     counts and encoded synopses, or an IntervalFailure with a Reason.
+//     A failed interval never produces a number; the next one starts clean.
+//
+// The synopsis encodings are opaque bytes here: this package imports no
+// other ldafwd package, so the parser can be fuzzed on its own.
+//
+// # Lifetimes
+//
+// A Sender is one session: created at start with a fresh random session id,
+// alive until the process stops. A restart is a new session; the receiver
+// notices the new id, fails the old session's intervals in flight with
+// ReasonSessionRestart, and refuses to return to the last 8 session ids.
+// A Receiver lives as long as the direction it receives. Frames passed to
+// Consume are not retained; IntervalBundle payloads are copies owned by the
+// bundle. A Frame from ParseFrame aliases the parsed buffer.
+//
+// # Concurrency
+//
+// Workers (hot path) each own one EndWriter and one preallocated frame
+// buffer; AppendEnd takes no lock and allocates nothing. The frame sequence
+// number is shared by the whole session, so it is one atomic add per
+// control frame (never per data packet). Everything else on a Sender, and
+// all of a Receiver except Counters, belongs to the control goroutine.
+// Authenticator keeps hash state: one per goroutine. On the receiving side a
+// worker that flips its synopses at an End marker may use ParseFrame and its
+// own Authenticator.Verify (both allocation-free) to check the marker before
+// flipping; the replay window lives only in the Receiver.
+//
+// # Hazards
+//
+//   - Without a key (insecure mode) anyone on the segment can forge
+//     intervals; the caller must have been told (--insecure) and warn.
+//   - The tag covers the control header and payload, not the Ethernet
+//     header: MACs and VLAN tags may be rewritten in the segment.
+//   - A Receiver that itself restarted accepts any authentic session id,
+//     including a recorded older one, until the live sender's next frame
+//     retires it. Hello.SentNs lets a caller with synchronised clocks
+//     reject stale sessions; this package does not compare clocks.
+//   - Interval numbers come from the sender. An authentic frame with a
+//     far-future interval number makes frames more than 64 intervals
+//     behind it late; only key holders (or anyone, in insecure mode) can
+//     do that.
+//   - Reassembly memory is bounded by ReceiverConfig (intervals, bytes,
+//     fragments per part, parts per interval); each bound, when hit, fails
+//     an interval with ReasonEvicted or ReasonOversize and moves a counter.
 package control

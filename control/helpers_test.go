@@ -1,0 +1,78 @@
+package control
+
+import (
+	"testing"
+)
+
+// newTestSender returns a keyed Sender with lanes End lanes and the given
+// parts (MEC 0 "all", MEC 1 "voice").
+func newTestSender(t testing.TB, mtu, lanes int, parts []PartKey) *Sender {
+	t.Helper()
+	return newTestSenderKey(t, mtu, lanes, parts, testKey, 0)
+}
+
+func newTestSenderKey(t testing.TB, mtu, lanes int, parts []PartKey, key []byte, session uint64) *Sender {
+	t.Helper()
+	s, err := NewSender(SenderConfig{Key: key, Insecure: len(key) == 0, MTU: mtu, Session: session, Direction: 1,
+		Hello: Hello{IntervalNs: 1e9, ConfigHash: 77, Lanes: uint16(lanes), Clock: "CLOCK_REALTIME",
+			MECs: []string{"all", "voice"}, Parts: parts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newTestReceiver(t testing.TB, mod func(*ReceiverConfig)) *Receiver {
+	t.Helper()
+	cfg := ReceiverConfig{Key: testKey, Direction: 1, ConfigHash: 77}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewReceiver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// intervalFrames returns every frame of interval k in send order: one End
+// per lane, then the Hello and the fragments.
+func intervalFrames(t testing.TB, s *Sender, k uint64, parts []Part) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for l := uint16(0); l < s.cfg.Hello.Lanes; l++ {
+		w, err := s.NewEndWriter(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := End{StartNs: int64(k) * 1e9, EndNs: int64(k+1) * 1e9, Frames: 1000*k + uint64(l), Bytes: 64000 * k}
+		out = append(out, w.AppendEnd(nil, k, &e))
+	}
+	fr, err := s.AppendInterval(nil, k, int64(k+1)*1e9, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, fr...)
+}
+
+// payloadFor is deterministic content for (interval, part, size).
+func payloadFor(k uint64, p PartKey, n int) []byte {
+	b := make([]byte, n)
+	x := k*0x9E3779B97F4A7C15 + uint64(p.MEC)<<8 + uint64(p.Kind) + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+func consumeAll(t testing.TB, r *Receiver, frames [][]byte, now int64) {
+	t.Helper()
+	for _, f := range frames {
+		if err := r.Consume(f, now); err != nil {
+			t.Fatalf("consume: %v", err)
+		}
+	}
+}

@@ -1,0 +1,411 @@
+package control
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Reason says why an interval's synopses could not be assembled. A failed
+// interval is reported invalid with this reason, never as a number.
+type Reason uint8
+
+// Failure reasons.
+const (
+	ReasonFragmentLost   Reason = iota + 1 // timed out with a fragment missing
+	ReasonEndLost                          // timed out without an End marker from every lane
+	ReasonNoHello                          // timed out before the session's Hello arrived
+	ReasonConfigMismatch                   // the sender's ConfigHash differs from ours
+	ReasonEvicted                          // too many intervals in flight; the oldest gave way
+	ReasonOversize                         // over the fragment, part or byte limits
+	ReasonInconsistent                     // fragments of one part disagree on their count
+	ReasonSessionRestart                   // the sender restarted (new session id) mid-interval
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonFragmentLost:
+		return "control fragment lost"
+	case ReasonEndLost:
+		return "end marker lost"
+	case ReasonNoHello:
+		return "no hello from sender"
+	case ReasonConfigMismatch:
+		return "sender synopsis configuration differs"
+	case ReasonEvicted:
+		return "evicted: too many intervals in flight"
+	case ReasonOversize:
+		return "control payload over the reassembly limits"
+	case ReasonInconsistent:
+		return "inconsistent fragments"
+	case ReasonSessionRestart:
+		return "sender restarted"
+	}
+	return "unknown"
+}
+
+// IntervalBundle is everything the sender said about one interval: its End
+// markers (summed over lanes) and every announced part, reassembled.
+type IntervalBundle struct {
+	Session   uint64
+	Direction uint16
+	Interval  uint64
+	StartNs   int64  // earliest lane start, ns since the Unix epoch (sender clock)
+	EndNs     int64  // latest lane end
+	Frames    uint64 // data frames the sender recorded, all lanes
+	Bytes     uint64 // their bytes
+	Hello     *Hello // the session's configuration (shared, read-only)
+	// Payloads holds one encoded synopsis per announced part. The slices
+	// are owned by the bundle.
+	Payloads map[PartKey][]byte
+	// ControlFrames and ControlBytes count what carried this interval on
+	// the wire (Hello, End markers, fragments; Ethernet frames without FCS).
+	ControlFrames int
+	ControlBytes  int
+}
+
+// IntervalFailure reports an interval that cannot be assembled.
+type IntervalFailure struct {
+	Session  uint64
+	Interval uint64
+	Reason   Reason
+	Detail   string // human-readable specifics (which part, how many fragments)
+}
+
+func (f *IntervalFailure) Error() string {
+	if f.Detail == "" {
+		return fmt.Sprintf("interval %d: %s", f.Interval, f.Reason)
+	}
+	return fmt.Sprintf("interval %d: %s (%s)", f.Interval, f.Reason, f.Detail)
+}
+
+// Result is one finished interval: exactly one of Bundle and Failure is set.
+type Result struct {
+	Bundle  *IntervalBundle
+	Failure *IntervalFailure
+}
+
+// finishedMemory is how many finished interval numbers the reassembler
+// remembers, and how far behind the newest interval a frame may be before
+// it is late without looking: a finished interval is never reopened.
+const finishedMemory = 64
+
+// partState collects the fragments of one part.
+type partState struct {
+	count uint16
+	got   int
+	have  []bool
+	frags [][]byte
+}
+
+// intervalState is one interval in flight.
+type intervalState struct {
+	k         uint64
+	firstNs   int64
+	ends      map[uint16]End
+	parts     map[PartKey]*partState
+	bytes     int // charged against MaxBytes
+	frames    int
+	wireBytes int
+}
+
+// sliceCost is what the reassembler charges per announced fragment before
+// any arrives (a slice header and a flag), so a FragCount of 65535 costs
+// memory budget even if no fragment follows.
+const sliceCost = 24 + 1
+
+// reassembler holds the intervals in flight of one session. The Receiver
+// owns it and resets it on a session change, so its key (interval, MEC,
+// kind) is implicitly also keyed by the session.
+type reassembler struct {
+	cfg       *ReceiverConfig
+	session   uint64
+	direction uint16
+	hello     *Hello
+	mismatch  bool // hello.ConfigHash differs from cfg.ConfigHash
+	inflight  map[uint64]*intervalState
+	finished  map[uint64]struct{}
+	order     []uint64 // finished, oldest first (≤ finishedMemory)
+	highest   uint64
+	any       bool
+	bytes     int
+	c         *counterSet
+	out       *[]Result
+}
+
+func (a *reassembler) reset(session uint64, why Reason) {
+	a.failAll(why)
+	a.session = session
+	a.hello = nil
+	a.mismatch = false
+	a.inflight = map[uint64]*intervalState{}
+	a.finished = map[uint64]struct{}{}
+	a.order = a.order[:0]
+	a.highest, a.any = 0, false
+	a.bytes = 0
+}
+
+// failAll fails every interval in flight (oldest first).
+func (a *reassembler) failAll(why Reason) {
+	for _, k := range a.sortedInflight() {
+		a.fail(a.inflight[k], why, "")
+	}
+}
+
+func (a *reassembler) sortedInflight() []uint64 {
+	ks := make([]uint64, 0, len(a.inflight))
+	for k := range a.inflight {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
+}
+
+// get returns the state of interval k, creating it; nil if k is finished
+// or too far behind (late).
+func (a *reassembler) get(k uint64, nowNs int64) *intervalState {
+	if st := a.inflight[k]; st != nil {
+		return st
+	}
+	if _, done := a.finished[k]; done || (a.any && k+finishedMemory < a.highest) {
+		a.c.inc(cLate)
+		return nil
+	}
+	if !a.any || k > a.highest {
+		a.highest, a.any = k, true
+	}
+	if len(a.inflight) >= a.cfg.MaxIntervals {
+		// Full: the oldest interval gives way, which is k itself when k is
+		// older than everything in flight.
+		ks := a.sortedInflight()
+		a.c.inc(cEvicted)
+		detail := fmt.Sprintf("limit %d intervals", a.cfg.MaxIntervals)
+		if k < ks[0] {
+			a.fail(&intervalState{k: k}, ReasonEvicted, detail)
+			return nil
+		}
+		a.fail(a.inflight[ks[0]], ReasonEvicted, detail)
+	}
+	st := &intervalState{k: k, firstNs: nowNs, ends: map[uint16]End{}, parts: map[PartKey]*partState{}}
+	a.inflight[k] = st
+	return st
+}
+
+// charge adds n bytes to st's share of the memory budget; false (and st
+// failed) when the budget is exceeded.
+func (a *reassembler) charge(st *intervalState, n int) bool {
+	if a.bytes+n > a.cfg.MaxBytes {
+		a.c.inc(cOversize)
+		a.fail(st, ReasonOversize, fmt.Sprintf("limit %d bytes in flight", a.cfg.MaxBytes))
+		return false
+	}
+	a.bytes += n
+	st.bytes += n
+	return true
+}
+
+func (a *reassembler) note(st *intervalState, frameLen int) {
+	st.frames++
+	st.wireBytes += frameLen
+}
+
+// addHello records the session's Hello and re-checks every interval.
+func (a *reassembler) addHello(h *Hello, k uint64, frameLen int) {
+	if st := a.inflight[k]; st != nil {
+		a.note(st, frameLen)
+	}
+	if a.hello != nil {
+		return
+	}
+	a.hello = h
+	a.mismatch = a.cfg.ConfigHash != 0 && h.ConfigHash != a.cfg.ConfigHash
+	for _, k := range a.sortedInflight() {
+		a.check(a.inflight[k])
+	}
+}
+
+func (a *reassembler) addEnd(k uint64, e *End, nowNs int64, frameLen int) {
+	st := a.get(k, nowNs)
+	if st == nil {
+		return
+	}
+	a.note(st, frameLen)
+	if _, dup := st.ends[e.Lane]; dup {
+		a.c.inc(cDuplicate)
+		return
+	}
+	if a.hello != nil && e.Lane >= a.hello.Lanes {
+		a.c.inc(cBadPayload)
+		return
+	}
+	if len(st.ends) >= a.cfg.MaxParts {
+		a.c.inc(cOversize)
+		a.fail(st, ReasonOversize, fmt.Sprintf("more than %d lanes", a.cfg.MaxParts))
+		return
+	}
+	if !a.charge(st, EndPayloadLen) {
+		return
+	}
+	st.ends[e.Lane] = *e
+	a.check(st)
+}
+
+func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
+	key := PartKey{MEC: f.MEC, Kind: f.Kind}
+	if a.hello != nil && !a.hello.hasPart(key) {
+		a.c.inc(cUnknownPart)
+		return
+	}
+	st := a.get(f.Interval, nowNs)
+	if st == nil {
+		return
+	}
+	a.note(st, frameLen)
+	ps := st.parts[key]
+	if ps == nil {
+		if len(st.parts) >= a.cfg.MaxParts || int(f.FragCount) > a.cfg.MaxFragments {
+			a.c.inc(cOversize)
+			a.fail(st, ReasonOversize, fmt.Sprintf("part %v: %d fragments (limits: %d parts, %d fragments)", key, f.FragCount, a.cfg.MaxParts, a.cfg.MaxFragments))
+			return
+		}
+		if !a.charge(st, int(f.FragCount)*sliceCost) {
+			return
+		}
+		ps = &partState{count: f.FragCount, have: make([]bool, f.FragCount), frags: make([][]byte, f.FragCount)}
+		st.parts[key] = ps
+	}
+	if ps.count != f.FragCount {
+		a.c.inc(cInconsistent)
+		a.fail(st, ReasonInconsistent, fmt.Sprintf("part %v: fragment counts %d and %d", key, ps.count, f.FragCount))
+		return
+	}
+	if ps.have[f.FragIndex] {
+		a.c.inc(cDuplicate)
+		return
+	}
+	if !a.charge(st, len(f.Payload)) {
+		return
+	}
+	ps.have[f.FragIndex] = true
+	ps.frags[f.FragIndex] = append([]byte(nil), f.Payload...)
+	ps.got++
+	a.check(st)
+}
+
+// check emits st if it is complete (or fails it on a config mismatch).
+func (a *reassembler) check(st *intervalState) {
+	h := a.hello
+	if h == nil {
+		return
+	}
+	if a.mismatch {
+		a.fail(st, ReasonConfigMismatch, fmt.Sprintf("sender config hash %016x, ours %016x", h.ConfigHash, a.cfg.ConfigHash))
+		return
+	}
+	if len(st.ends) < int(h.Lanes) {
+		return
+	}
+	for l := uint16(0); l < h.Lanes; l++ {
+		if _, ok := st.ends[l]; !ok {
+			return
+		}
+	}
+	for _, p := range h.Parts {
+		ps := st.parts[p]
+		if ps == nil || ps.got < int(ps.count) {
+			return
+		}
+	}
+	b := &IntervalBundle{Session: a.session, Direction: a.direction, Interval: st.k, Hello: h,
+		Payloads: make(map[PartKey][]byte, len(h.Parts)), ControlFrames: st.frames, ControlBytes: st.wireBytes}
+	first := true
+	for _, e := range st.ends {
+		if first || e.StartNs < b.StartNs {
+			b.StartNs = e.StartNs
+		}
+		if first || e.EndNs > b.EndNs {
+			b.EndNs = e.EndNs
+		}
+		first = false
+		b.Frames += e.Frames
+		b.Bytes += e.Bytes
+	}
+	for _, p := range h.Parts {
+		ps := st.parts[p]
+		n := 0
+		for _, f := range ps.frags {
+			n += len(f)
+		}
+		buf := make([]byte, 0, n)
+		for _, f := range ps.frags {
+			buf = append(buf, f...)
+		}
+		b.Payloads[p] = buf
+	}
+	a.finish(st)
+	a.c.inc(cBundles)
+	*a.out = append(*a.out, Result{Bundle: b})
+}
+
+func (a *reassembler) fail(st *intervalState, why Reason, detail string) {
+	a.finish(st)
+	a.c.inc(cFailures)
+	*a.out = append(*a.out, Result{Failure: &IntervalFailure{Session: a.session, Interval: st.k, Reason: why, Detail: detail}})
+}
+
+// finish removes st from flight, frees its budget and remembers k so
+// later frames for it count as late instead of reopening it.
+func (a *reassembler) finish(st *intervalState) {
+	delete(a.inflight, st.k)
+	a.bytes -= st.bytes
+	a.finished[st.k] = struct{}{}
+	a.order = append(a.order, st.k)
+	if len(a.order) > finishedMemory {
+		delete(a.finished, a.order[0])
+		a.order = append(a.order[:0], a.order[1:]...)
+	}
+}
+
+// expire fails every interval whose first frame is Timeout or more old.
+func (a *reassembler) expire(nowNs int64) {
+	for _, k := range a.sortedInflight() {
+		st := a.inflight[k]
+		if nowNs-st.firstNs < a.cfg.Timeout {
+			continue
+		}
+		a.c.inc(cTimeout)
+		why, detail := a.missing(st)
+		a.fail(st, why, detail)
+	}
+}
+
+// missing names what an interval timed out waiting for.
+func (a *reassembler) missing(st *intervalState) (Reason, string) {
+	h := a.hello
+	if h == nil {
+		return ReasonNoHello, ""
+	}
+	for l := uint16(0); l < h.Lanes; l++ {
+		if _, ok := st.ends[l]; !ok {
+			return ReasonEndLost, fmt.Sprintf("lane %d of %d", l, h.Lanes)
+		}
+	}
+	for _, p := range h.Parts {
+		ps := st.parts[p]
+		if ps == nil {
+			return ReasonFragmentLost, fmt.Sprintf("part %v: no fragment", p)
+		}
+		if ps.got < int(ps.count) {
+			return ReasonFragmentLost, fmt.Sprintf("part %v: %d of %d fragments", p, ps.got, ps.count)
+		}
+	}
+	return ReasonFragmentLost, ""
+}
+
+func (h *Hello) hasPart(p PartKey) bool {
+	for _, q := range h.Parts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}

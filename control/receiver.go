@@ -1,0 +1,323 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// ReceiverConfig configures a Receiver. Zero limits take the defaults.
+type ReceiverConfig struct {
+	// Key is the pre-shared HMAC key; nil or empty means insecure mode,
+	// which must be asked for explicitly with Insecure.
+	Key       []byte
+	Insecure  bool
+	Direction uint16 // frames of another direction are rejected
+	// ConfigHash is the hash of our own synopsis configurations; a sender
+	// announcing another makes every interval fail with
+	// ReasonConfigMismatch. 0 disables the check.
+	ConfigHash uint64
+	// Timeout is how long an interval may stay incomplete after its first
+	// frame, in ns (default 2 s). It must cover the sender's pacing of
+	// one interval's frames plus the path delay.
+	Timeout int64
+	// MaxIntervals bounds the intervals in flight (default 4); the oldest
+	// gives way to a newer one.
+	MaxIntervals int
+	// MaxBytes bounds the payload bytes held in flight, all intervals
+	// together (default 16 MiB).
+	MaxBytes int
+	// MaxFragments bounds one part's fragment count (default 4096, ≈ 5.9 MB
+	// per part at MTU 1500).
+	MaxFragments int
+	// MaxParts bounds the parts, and separately the End lanes, of one
+	// interval (default 1024).
+	MaxParts int
+}
+
+// Receiver limits' defaults.
+const (
+	DefaultTimeout      = int64(2e9) // ns
+	DefaultMaxIntervals = 4
+	DefaultMaxBytes     = 16 << 20
+	DefaultMaxFragments = 4096
+	DefaultMaxParts     = 1024
+)
+
+// retiredSessions is how many previous session ids a Receiver refuses to
+// go back to, so replayed frames of an older (authenticated) session
+// cannot drag it away from the live one.
+const retiredSessions = 8
+
+// Receive errors, one per reject reason; ParseFrame's errors are returned
+// as they are. Each increments its counter.
+var (
+	ErrBadTag         = errors.New("control: tag does not authenticate the frame")
+	ErrWrongDirection = errors.New("control: frame for another direction")
+	ErrStaleSession   = errors.New("control: frame of a retired session")
+	ErrReplayed       = errors.New("control: sequence number seen before (duplicate or replay)")
+	ErrTooOld         = errors.New("control: sequence number older than the replay window")
+)
+
+// Counters are the Receiver's counts by outcome, for logs and Prometheus.
+type Counters struct {
+	Accepted        uint64 // authenticated frames that passed the replay window
+	NotControl      uint64 // EtherType is not ours
+	Truncated       uint64 // shorter than the header or its announced payload
+	BadMagic        uint64
+	BadVersion      uint64
+	BadHeader       uint64 // impossible type, flags, kind, seq or fragment fields
+	BadPayload      uint64 // an authenticated Hello/End payload that does not decode
+	BadTag          uint64 // forged, corrupted, wrong key, or keyed/insecure mismatch
+	WrongDirection  uint64
+	StaleSession    uint64 // frames of a session the receiver has moved on from
+	SessionRestarts uint64 // new session ids adopted after the first
+	Replayed        uint64 // seq seen before: a network duplicate or a replay
+	TooOld          uint64 // seq behind the replay window
+	OutOfOrder      uint64 // accepted, but behind the highest seq seen
+	Duplicate       uint64 // a fragment or End already held, under a new seq
+	Late            uint64 // for an interval already finished, or far behind
+	UnknownPart     uint64 // a fragment for a part the Hello does not announce
+	Inconsistent    uint64 // fragments of one part disagree on their count
+	Oversize        uint64 // over MaxFragments, MaxParts or MaxBytes
+	Evicted         uint64 // intervals pushed out by MaxIntervals
+	Timeout         uint64 // intervals failed by Expire
+	Bundles         uint64 // intervals completed
+	Failures        uint64 // intervals failed, any reason
+}
+
+const (
+	cAccepted = iota
+	cNotControl
+	cTruncated
+	cBadMagic
+	cBadVersion
+	cBadHeader
+	cBadPayload
+	cBadTag
+	cWrongDirection
+	cStaleSession
+	cSessionRestarts
+	cReplayed
+	cTooOld
+	cOutOfOrder
+	cDuplicate
+	cLate
+	cUnknownPart
+	cInconsistent
+	cOversize
+	cEvicted
+	cTimeout
+	cBundles
+	cFailures
+	numCounters
+)
+
+// counterSet is written by the Receiver's goroutine and read by anyone
+// (Prometheus scrapes), hence atomic.
+type counterSet [numCounters]atomic.Uint64
+
+func (c *counterSet) inc(i int) { c[i].Add(1) }
+
+// Receiver validates control frames of one direction, follows the sender's
+// session, reassembles each interval's synopses and emits Results. It is
+// for one goroutine (the control goroutine); only Counters may be called
+// concurrently.
+type Receiver struct {
+	cfg     ReceiverConfig
+	auth    *Authenticator
+	have    bool
+	session uint64
+	retired [retiredSessions]uint64
+	nRet    int
+	replay  replayFilter
+	asm     reassembler
+	out     []Result
+	c       counterSet
+	f       Frame
+}
+
+// NewReceiver validates cfg and returns a Receiver.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	if len(cfg.Key) == 0 && !cfg.Insecure {
+		return nil, errors.New("control: no key: give a key file or choose insecure mode explicitly")
+	}
+	if len(cfg.Key) > 0 && cfg.Insecure {
+		return nil, errors.New("control: both a key and insecure mode given")
+	}
+	auth, err := NewAuthenticator(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	def := func(v *int, d int, name string) error {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < 1 {
+			return fmt.Errorf("control: %s %d must be ≥ 1", name, *v)
+		}
+		return nil
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("control: timeout %d ns must be > 0", cfg.Timeout)
+	}
+	for _, e := range []error{
+		def(&cfg.MaxIntervals, DefaultMaxIntervals, "max intervals"),
+		def(&cfg.MaxBytes, DefaultMaxBytes, "max bytes"),
+		def(&cfg.MaxFragments, DefaultMaxFragments, "max fragments"),
+		def(&cfg.MaxParts, DefaultMaxParts, "max parts"),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	if cfg.MaxFragments > 0xFFFF {
+		cfg.MaxFragments = 0xFFFF
+	}
+	r := &Receiver{cfg: cfg, auth: auth}
+	r.asm.cfg = &r.cfg
+	r.asm.direction = cfg.Direction
+	r.asm.c = &r.c
+	r.asm.out = &r.out
+	r.asm.reset(0, 0)
+	return r, nil
+}
+
+// Consume takes one received control frame (an Ethernet frame, possibly
+// VLAN-tagged) at receiver time nowNs. It returns nil when the frame was
+// accepted, otherwise the reason it was dropped; either way the matching
+// counter moved and any interval that finished because of it is waiting in
+// Results. frame is not retained.
+func (r *Receiver) Consume(frame []byte, nowNs int64) error {
+	f := &r.f
+	if err := ParseFrame(frame, f); err != nil {
+		r.c.inc(parseCounter(err))
+		return err
+	}
+	if !r.auth.Verify(f) {
+		r.c.inc(cBadTag)
+		return ErrBadTag
+	}
+	// From here the frame is authentic: the sender (or a replay of it)
+	// wrote it.
+	if f.Direction != r.cfg.Direction {
+		r.c.inc(cWrongDirection)
+		return ErrWrongDirection
+	}
+	if !r.have || f.Session != r.session {
+		for i := 0; i < r.nRet; i++ {
+			if r.retired[i] == f.Session {
+				r.c.inc(cStaleSession)
+				return ErrStaleSession
+			}
+		}
+		r.adopt(f.Session)
+	}
+	switch r.replay.check(f.Seq) {
+	case seqReplayed:
+		r.c.inc(cReplayed)
+		return ErrReplayed
+	case seqTooOld:
+		r.c.inc(cTooOld)
+		return ErrTooOld
+	case seqReordered:
+		r.c.inc(cOutOfOrder)
+	}
+	r.replay.accept(f.Seq)
+	r.c.inc(cAccepted)
+	n := len(frame)
+	switch f.Type {
+	case TypeHello:
+		h := new(Hello)
+		if err := h.UnmarshalBinary(f.Payload); err != nil {
+			r.c.inc(cBadPayload)
+			return err
+		}
+		r.asm.addHello(h, f.Interval, n)
+	case TypeEnd:
+		var e End
+		if err := e.UnmarshalBinary(f.Payload); err != nil {
+			r.c.inc(cBadPayload)
+			return err
+		}
+		r.asm.addEnd(f.Interval, &e, nowNs, n)
+	case TypeFragment:
+		r.asm.addFragment(f, nowNs, n)
+	}
+	return nil
+}
+
+// adopt makes s the current session: the previous one (if any) is retired
+// and its intervals in flight fail with ReasonSessionRestart; the replay
+// window and the Hello start afresh.
+func (r *Receiver) adopt(s uint64) {
+	if r.have {
+		r.c.inc(cSessionRestarts)
+		copy(r.retired[1:], r.retired[:retiredSessions-1])
+		r.retired[0] = r.session
+		r.nRet = min(r.nRet+1, retiredSessions)
+	}
+	r.asm.reset(s, ReasonSessionRestart)
+	r.have, r.session = true, s
+	r.replay = replayFilter{}
+}
+
+func parseCounter(err error) int {
+	switch err {
+	case ErrNotControl:
+		return cNotControl
+	case ErrTruncated:
+		return cTruncated
+	case ErrBadMagic:
+		return cBadMagic
+	case ErrBadVersion:
+		return cBadVersion
+	case ErrBadPayload:
+		return cBadPayload
+	}
+	return cBadHeader
+}
+
+// Expire fails, with the reason they are stuck on, every interval that has
+// waited Timeout or longer at receiver time nowNs. Call it periodically
+// (e.g. every interval tick) from the same goroutine as Consume.
+func (r *Receiver) Expire(nowNs int64) { r.asm.expire(nowNs) }
+
+// Results appends the intervals finished since the last call to dst, in
+// the order they finished, and forgets them.
+func (r *Receiver) Results(dst []Result) []Result {
+	dst = append(dst, r.out...)
+	clear(r.out)
+	r.out = r.out[:0]
+	return dst
+}
+
+// Session returns the current session id and whether there is one.
+func (r *Receiver) Session() (uint64, bool) { return r.session, r.have }
+
+// Hello returns the current session's configuration, nil until its Hello
+// has arrived.
+func (r *Receiver) Hello() *Hello { return r.asm.hello }
+
+// InFlight returns the number of intervals being reassembled and the
+// payload bytes they hold.
+func (r *Receiver) InFlight() (intervals, bytes int) { return len(r.asm.inflight), r.asm.bytes }
+
+// Counters returns a snapshot of the counters. It is safe to call from any
+// goroutine.
+func (r *Receiver) Counters() Counters {
+	c := &r.c
+	return Counters{
+		Accepted: c[cAccepted].Load(), NotControl: c[cNotControl].Load(), Truncated: c[cTruncated].Load(),
+		BadMagic: c[cBadMagic].Load(), BadVersion: c[cBadVersion].Load(), BadHeader: c[cBadHeader].Load(),
+		BadPayload: c[cBadPayload].Load(), BadTag: c[cBadTag].Load(), WrongDirection: c[cWrongDirection].Load(),
+		StaleSession: c[cStaleSession].Load(), SessionRestarts: c[cSessionRestarts].Load(),
+		Replayed: c[cReplayed].Load(), TooOld: c[cTooOld].Load(), OutOfOrder: c[cOutOfOrder].Load(),
+		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),
+		Inconsistent: c[cInconsistent].Load(), Oversize: c[cOversize].Load(), Evicted: c[cEvicted].Load(),
+		Timeout: c[cTimeout].Load(), Bundles: c[cBundles].Load(), Failures: c[cFailures].Load(),
+	}
+}

@@ -1,0 +1,216 @@
+package control
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// SenderConfig configures one sending session (one measured direction).
+type SenderConfig struct {
+	// Key is the pre-shared HMAC key; nil or empty means insecure mode,
+	// which must be asked for explicitly with Insecure.
+	Key      []byte
+	Insecure bool
+	// MTU is the segment port's IP-layer MTU (bytes); 0 means DefaultMTU.
+	// Every frame is at most EthHeaderLen+MTU bytes.
+	MTU int
+	// Session is the session id; 0 draws a random one (the normal case:
+	// a fresh id per start is how the receiver notices a restart).
+	Session   uint64
+	Direction uint16
+	// SrcMAC is the source address of control frames; the zero value uses
+	// a locally administered unicast address derived from the session id.
+	SrcMAC [6]byte
+	// Hello is the configuration announced to the receiver. SentNs is set
+	// per transmission.
+	Hello Hello
+}
+
+// Sender builds the control frames of one session: a Hello and the
+// synopsis fragments per interval (AppendInterval, control goroutine), and
+// End markers (EndWriter, one per worker). Its methods other than
+// NewEndWriter and Session are for one goroutine only.
+type Sender struct {
+	cfg      SenderConfig
+	auth     *Authenticator
+	seq      atomic.Uint64 // last sequence number handed out; shared with EndWriters
+	fragSize int           // payload bytes per fragment at this MTU
+	scratch  []byte
+}
+
+// NewSender validates cfg and returns a Sender. A Hello that does not fit
+// in one frame at cfg.MTU is an error.
+func NewSender(cfg SenderConfig) (*Sender, error) {
+	if len(cfg.Key) == 0 && !cfg.Insecure {
+		return nil, errors.New("control: no key: give a key file or choose insecure mode explicitly")
+	}
+	if len(cfg.Key) > 0 && cfg.Insecure {
+		return nil, errors.New("control: both a key and insecure mode given")
+	}
+	auth, err := NewAuthenticator(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = DefaultMTU
+	}
+	if cfg.MTU < MinMTU || cfg.MTU > 9216 {
+		return nil, fmt.Errorf("control: MTU %d outside %d..9216", cfg.MTU, MinMTU)
+	}
+	if cfg.Session == 0 {
+		var b [8]byte
+		for cfg.Session == 0 {
+			if _, err := rand.Read(b[:]); err != nil {
+				return nil, fmt.Errorf("control: session id: %w", err)
+			}
+			cfg.Session = binary.BigEndian.Uint64(b[:])
+		}
+	}
+	if cfg.SrcMAC == ([6]byte{}) {
+		// 0x02: locally administered, unicast.
+		cfg.SrcMAC = [6]byte{0x02, byte(cfg.Session >> 32), byte(cfg.Session >> 24), byte(cfg.Session >> 16), byte(cfg.Session >> 8), byte(cfg.Session)}
+	}
+	cfg.Hello.MECs = append([]string(nil), cfg.Hello.MECs...)
+	cfg.Hello.Parts = append([]PartKey(nil), cfg.Hello.Parts...)
+	p, err := cfg.Hello.AppendBinary(nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{cfg: cfg, auth: auth, fragSize: FragmentPayload(cfg.MTU)}
+	if len(p) > s.fragSize {
+		return nil, fmt.Errorf("control: hello is %d bytes, more than one frame holds at MTU %d (%d): fewer or shorter MEC names", len(p), cfg.MTU, s.fragSize)
+	}
+	return s, nil
+}
+
+// FragmentPayload is the synopsis bytes one fragment carries at an IP-layer
+// MTU: everything after the Ethernet header but the control header and tag.
+func FragmentPayload(mtu int) int { return mtu - HeaderLen - TagLen }
+
+// Session returns the session id.
+func (s *Sender) Session() uint64 { return s.cfg.Session }
+
+// FragmentSize returns the payload bytes per fragment.
+func (s *Sender) FragmentSize() int { return s.fragSize }
+
+// nextSeq hands out the next frame sequence number. It is shared by the
+// control goroutine and every EndWriter, hence atomic (one add per frame,
+// not per packet).
+func (s *Sender) nextSeq() uint64 { return s.seq.Add(1) }
+
+// Part is one per-interval payload to send: an encoded synopsis of one MEC.
+type Part struct {
+	PartKey
+	Payload []byte
+}
+
+// ErrPartTooLarge is returned when a payload needs more than 65535
+// fragments.
+var ErrPartTooLarge = errors.New("control: payload needs more than 65535 fragments")
+
+// AppendInterval builds the frames that carry interval k after its End
+// markers: a Hello, then every part in order, each cut into fragments of at
+// most FragmentSize bytes (an empty payload is one empty fragment). The
+// frames are written into bufs, reusing each buffer's capacity; the
+// returned slice holds exactly the frames to transmit, in order, and aliases
+// bufs. nowNs stamps the Hello. Parts must be those announced in the Hello.
+func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Part) ([][]byte, error) {
+	n := 1
+	for _, p := range parts {
+		c := s.fragments(len(p.Payload))
+		if c > 0xFFFF {
+			return bufs[:0], ErrPartTooLarge
+		}
+		n += c
+	}
+	for len(bufs) < n {
+		bufs = append(bufs, nil)
+	}
+	bufs = bufs[:n]
+	hello := s.cfg.Hello
+	hello.SentNs = nowNs
+	var err error
+	if s.scratch, err = hello.AppendBinary(s.scratch[:0]); err != nil {
+		return bufs[:0], err
+	}
+	h := Header{Type: TypeHello, Session: s.cfg.Session, Interval: k, Seq: s.nextSeq(), FragCount: 1, Direction: s.cfg.Direction}
+	if bufs[0], err = AppendFrame(bufs[0][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
+		return bufs[:0], err
+	}
+	i := 1
+	for _, p := range parts {
+		c := s.fragments(len(p.Payload))
+		for f := 0; f < c; f++ {
+			lo := f * s.fragSize
+			hi := min(lo+s.fragSize, len(p.Payload))
+			h := Header{Type: TypeFragment, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
+				Seq: s.nextSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
+			if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi]); err != nil {
+				return bufs[:0], err
+			}
+			i++
+		}
+	}
+	return bufs, nil
+}
+
+// fragments is how many fragments a payload of n bytes takes (≥ 1).
+func (s *Sender) fragments(n int) int {
+	if n == 0 {
+		return 1
+	}
+	return (n + s.fragSize - 1) / s.fragSize
+}
+
+// IntervalBytes returns the control bytes one interval costs on the wire
+// (Ethernet frames without FCS, as Overhead counts them) for the given
+// payload sizes and lanes End markers: one Hello, lanes End frames and the
+// fragments. It is computed from the same rules as AppendInterval, and the
+// tests check the two agree.
+func (s *Sender) IntervalBytes(lanes int, payloadSizes ...int) int {
+	hello, _ := s.cfg.Hello.AppendBinary(nil)
+	total := Overhead + len(hello) + lanes*EndFrameLen
+	for _, n := range payloadSizes {
+		total += s.fragments(n)*Overhead + n
+	}
+	return total
+}
+
+// EndWriter builds End markers for one sender lane (a worker and its
+// transmit queue). Each worker owns one: it holds its own HMAC state, so
+// AppendEnd takes no lock and allocates nothing.
+type EndWriter struct {
+	s    *Sender
+	auth *Authenticator
+	lane uint16
+	pay  [EndPayloadLen]byte
+}
+
+// NewEndWriter returns the EndWriter for lane (0 ≤ lane < Hello.Lanes). It
+// is safe to call from any goroutine.
+func (s *Sender) NewEndWriter(lane uint16) (*EndWriter, error) {
+	if lane >= s.cfg.Hello.Lanes {
+		return nil, fmt.Errorf("control: lane %d, session has %d", lane, s.cfg.Hello.Lanes)
+	}
+	auth, err := NewAuthenticator(s.cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &EndWriter{s: s, auth: auth, lane: lane}, nil
+}
+
+// AppendEnd appends the End marker of interval k for this lane to dst
+// (e.Lane is overwritten with the writer's lane). It does not allocate when
+// dst has EndFrameLen bytes of room; workers call it from the hot path into
+// a preallocated frame buffer. It cannot fail: the header it builds is
+// always valid.
+func (w *EndWriter) AppendEnd(dst []byte, k uint64, e *End) []byte {
+	e.Lane = w.lane
+	p := e.AppendBinary(w.pay[:0])
+	h := Header{Type: TypeEnd, Session: w.s.cfg.Session, Interval: k, Seq: w.s.nextSeq(), FragCount: 1, Direction: w.s.cfg.Direction}
+	out, _ := AppendFrame(dst, w.auth, w.s.cfg.SrcMAC, &h, p)
+	return out
+}

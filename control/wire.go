@@ -1,0 +1,315 @@
+package control
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Wire constants. docs/protocol.md specifies the format byte by byte; the
+// offsets below are that specification in code.
+const (
+	// EtherType is the EtherType of every control frame (IEEE 802 local
+	// experimental EtherType 1); it equals classifier.ControlEtherType. It is
+	// repeated here so that this package (and its fuzz targets) import
+	// nothing from the dataplane side.
+	EtherType = 0x88B5
+
+	// Magic is the first two bytes after the EtherType: "LD".
+	Magic uint16 = 0x4C44
+	// Version is the protocol version this package writes and accepts.
+	Version uint8 = 1
+
+	// EthHeaderLen is the untagged Ethernet header this package writes:
+	// destination MAC, source MAC, EtherType (bytes).
+	EthHeaderLen = 14
+	// HeaderLen is the control header after the EtherType (bytes).
+	HeaderLen = 40
+	// TagLen is the HMAC-SHA256 tag truncated to 128 bits (bytes), as in
+	// RFC 4868's HMAC-SHA-256-128: a forger's chance per attempt is 2^-128,
+	// far below anything an attacker on a link can try, and the 16 bytes
+	// saved per frame count against the 36 kbit/interval budget.
+	TagLen = 16
+	// Overhead is what every control frame adds to its payload (bytes):
+	// Ethernet header, control header and tag. FCS, preamble and the
+	// inter-frame gap are not counted (docs/protocol.md gives both).
+	Overhead = EthHeaderLen + HeaderLen + TagLen
+
+	// DefaultMTU is the IP-layer MTU of a standard Ethernet port (bytes):
+	// everything after the Ethernet header must fit in it.
+	DefaultMTU = 1500
+	// MinMTU is the smallest MTU a Sender accepts: a header, a tag and room
+	// for the largest fixed payload (the End marker) and a useful Hello.
+	MinMTU = 256
+
+	// EndPayloadLen is the size of an End marker's payload (bytes).
+	EndPayloadLen = 34
+	// EndFrameLen is the size of a whole End frame (bytes).
+	EndFrameLen = Overhead + EndPayloadLen
+)
+
+// DstMAC is the destination of every control frame: a locally administered
+// (bit 1) group (bit 0) address, 03:4C:44:41:00:01 ("LDA", 0x0001). A group
+// address is flooded by learning bridges in the measured segment, so the
+// frame follows the data path without either end knowing the other's MAC,
+// and no NIC accepts it as unicast by mistake. It is not in the
+// 01:80:C2:00:00:0x range that 802.1D bridges must not forward.
+var DstMAC = [6]byte{0x03, 0x4C, 0x44, 0x41, 0x00, 0x01}
+
+// Type is the control frame type (header byte 3).
+type Type uint8
+
+// Control frame types.
+const (
+	TypeHello    Type = 1 // session setup: carries the sender's configuration
+	TypeEnd      Type = 2 // End-of-interval marker, sent in the data path
+	TypeFragment Type = 3 // one fragment of one encoded synopsis
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeHello:
+		return "hello"
+	case TypeEnd:
+		return "end"
+	case TypeFragment:
+		return "fragment"
+	}
+	return "unknown"
+}
+
+// Kind says which synopsis a fragment carries (header byte 5).
+type Kind uint8
+
+// Synopsis kinds. KindMeta is any other per-interval payload (and the value
+// in Hello and End headers).
+const (
+	KindMeta Kind = 0
+	KindLDA  Kind = 1
+	KindRDA  Kind = 2
+	KindLDS  Kind = 3
+	maxKind       = KindLDS
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindMeta:
+		return "meta"
+	case KindLDA:
+		return "lda"
+	case KindRDA:
+		return "rda"
+	case KindLDS:
+		return "lds"
+	}
+	return "unknown"
+}
+
+// FlagInsecure (header byte 4, bit 0) marks a frame written without a key:
+// its tag is sixteen zero bytes and authenticates nothing. A keyed receiver
+// rejects such frames; see Authenticator.
+const FlagInsecure uint8 = 1 << 0
+
+// knownFlags are the flag bits version 1 defines; any other bit set is a
+// malformed header (a later version must bump Version to use them).
+const knownFlags = FlagInsecure
+
+// Errors from ParseFrame and the payload decoders. They are created once so
+// the End-frame path can return them without allocating.
+var (
+	ErrNotControl = errors.New("control: not a control frame (EtherType is not 0x88B5)")
+	ErrTruncated  = errors.New("control: frame truncated")
+	ErrBadMagic   = errors.New("control: bad magic")
+	ErrBadVersion = errors.New("control: unsupported protocol version")
+	ErrBadHeader  = errors.New("control: malformed header (type, flags, kind, sequence or fragment fields)")
+	ErrBadPayload = errors.New("control: malformed payload")
+)
+
+// Header is the fixed 40-byte control header (docs/protocol.md).
+type Header struct {
+	Type      Type
+	Flags     uint8
+	Kind      Kind
+	MEC       uint16 // index into the session's Hello.MECs (0 for Hello/End)
+	Session   uint64 // random per sender start; a new value means a restart
+	Interval  uint64 // interval number k (Hello: the sender's current interval)
+	Seq       uint64 // per session, 1, 2, 3… over every control frame
+	FragIndex uint16 // 0-based; 0 for Hello and End
+	FragCount uint16 // ≥ 1; 1 for Hello and End
+	Direction uint16 // which measured direction this session reports on
+	// PayloadLen is filled in by AppendFrame from the payload and checked
+	// by ParseFrame against the frame length.
+	PayloadLen uint16
+}
+
+// Frame is a parsed control frame. Its slices alias the parsed buffer and
+// are valid only as long as that buffer is.
+type Frame struct {
+	Header
+	SrcMAC  [6]byte
+	Payload []byte // PayloadLen bytes
+	Tag     []byte // TagLen bytes
+	// Authed is the control header and payload: the bytes the tag covers.
+	// The Ethernet header (MACs, VLAN tags) is left out on purpose: bridges
+	// and VLAN rewriting in the segment may change it.
+	Authed []byte
+}
+
+// ParseFrame parses an Ethernet frame b into f without allocating. It
+// checks EtherType, magic, version, the header fields and the lengths, but
+// not the tag (Authenticator.Verify does that). Up to two 802.1Q/802.1ad
+// tags before the EtherType are skipped, since a switch in the segment may
+// add them. Bytes after the tag (padding, a kept FCS) are ignored: they are
+// not authenticated and nothing reads them. On error f is unspecified.
+func ParseFrame(b []byte, f *Frame) error {
+	if len(b) < EthHeaderLen {
+		return ErrTruncated
+	}
+	copy(f.SrcMAC[:], b[6:12])
+	off := 12
+	et := binary.BigEndian.Uint16(b[off:])
+	for tags := 0; tags < 2 && (et == 0x8100 || et == 0x88A8); tags++ {
+		off += 4
+		if len(b) < off+2 {
+			return ErrTruncated
+		}
+		et = binary.BigEndian.Uint16(b[off:])
+	}
+	if et != EtherType {
+		return ErrNotControl
+	}
+	h := b[off+2:]
+	if len(h) < HeaderLen {
+		return ErrTruncated
+	}
+	if binary.BigEndian.Uint16(h[0:]) != Magic {
+		return ErrBadMagic
+	}
+	if h[2] != Version {
+		return ErrBadVersion
+	}
+	f.Type = Type(h[3])
+	f.Flags = h[4]
+	f.Kind = Kind(h[5])
+	f.MEC = binary.BigEndian.Uint16(h[6:])
+	f.Session = binary.BigEndian.Uint64(h[8:])
+	f.Interval = binary.BigEndian.Uint64(h[16:])
+	f.Seq = binary.BigEndian.Uint64(h[24:])
+	f.FragIndex = binary.BigEndian.Uint16(h[32:])
+	f.FragCount = binary.BigEndian.Uint16(h[34:])
+	f.Direction = binary.BigEndian.Uint16(h[36:])
+	f.PayloadLen = binary.BigEndian.Uint16(h[38:])
+	if !f.Header.valid() {
+		return ErrBadHeader
+	}
+	n := HeaderLen + int(f.PayloadLen)
+	if len(h) < n+TagLen {
+		return ErrTruncated
+	}
+	if f.Type == TypeEnd && f.PayloadLen != EndPayloadLen {
+		return ErrBadPayload
+	}
+	f.Authed = h[:n:n]
+	f.Payload = h[HeaderLen:n:n]
+	f.Tag = h[n : n+TagLen : n+TagLen]
+	return nil
+}
+
+// valid reports whether the fields a version-1 parser can check on their
+// own are consistent. AppendFrame refuses what ParseFrame would reject, so a
+// sender cannot emit a frame its peer drops as malformed.
+func (h *Header) valid() bool {
+	if h.Flags&^knownFlags != 0 || h.Kind > maxKind || h.Seq == 0 {
+		return false
+	}
+	switch h.Type {
+	case TypeHello, TypeEnd:
+		return h.Kind == KindMeta && h.MEC == 0 && h.FragIndex == 0 && h.FragCount == 1
+	case TypeFragment:
+		return h.FragCount >= 1 && h.FragIndex < h.FragCount
+	}
+	return false
+}
+
+// AppendFrame appends a complete control frame to dst: Ethernet header
+// (DstMAC, src, EtherType), h with PayloadLen set from payload, payload and
+// the tag computed by a (all zero with FlagInsecure when a has no key). It
+// does not allocate when dst has room for Overhead+len(payload) more bytes.
+// It returns dst unchanged and ErrBadHeader if h is not a valid header or
+// payload is longer than 65535 bytes. a must not be used concurrently.
+func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload []byte) ([]byte, error) {
+	if len(payload) > 0xFFFF {
+		return dst, ErrBadHeader
+	}
+	hh := *h
+	hh.PayloadLen = uint16(len(payload))
+	hh.Flags &^= FlagInsecure
+	if a.Insecure() {
+		hh.Flags |= FlagInsecure
+	}
+	if !hh.valid() || (hh.Type == TypeEnd && len(payload) != EndPayloadLen) {
+		return dst, ErrBadHeader
+	}
+	dst = append(dst, DstMAC[:]...)
+	dst = append(dst, src[:]...)
+	dst = binary.BigEndian.AppendUint16(dst, EtherType)
+	authStart := len(dst)
+	dst = hh.append(dst)
+	dst = append(dst, payload...)
+	dst = a.appendTag(dst, dst[authStart:])
+	return dst, nil
+}
+
+// append writes the 40-byte header.
+func (h *Header) append(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, Magic)
+	dst = append(dst, Version, byte(h.Type), h.Flags, byte(h.Kind))
+	dst = binary.BigEndian.AppendUint16(dst, h.MEC)
+	dst = binary.BigEndian.AppendUint64(dst, h.Session)
+	dst = binary.BigEndian.AppendUint64(dst, h.Interval)
+	dst = binary.BigEndian.AppendUint64(dst, h.Seq)
+	dst = binary.BigEndian.AppendUint16(dst, h.FragIndex)
+	dst = binary.BigEndian.AppendUint16(dst, h.FragCount)
+	dst = binary.BigEndian.AppendUint16(dst, h.Direction)
+	dst = binary.BigEndian.AppendUint16(dst, h.PayloadLen)
+	return dst
+}
+
+// End is the payload of an End-of-interval marker: what one sender lane (a
+// worker and its transmit queue) recorded in interval k. The receiver
+// cross-checks Frames against its own counts; StartNs/EndNs bound the
+// interval on the sender's clock.
+type End struct {
+	StartNs int64  // interval start, ns since the Unix epoch (sender clock)
+	EndNs   int64  // interval end, ns since the Unix epoch (sender clock)
+	Frames  uint64 // data frames this lane sent (and recorded) in the interval
+	Bytes   uint64 // their bytes
+	Lane    uint16 // the lane (worker / tx queue) that emitted the marker
+}
+
+// AppendBinary appends the 34-byte End payload. It does not allocate when
+// dst has room.
+func (e *End) AppendBinary(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.StartNs))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.EndNs))
+	dst = binary.BigEndian.AppendUint64(dst, e.Frames)
+	dst = binary.BigEndian.AppendUint64(dst, e.Bytes)
+	dst = binary.BigEndian.AppendUint16(dst, e.Lane)
+	return dst
+}
+
+// UnmarshalBinary decodes an End payload; on error e is unchanged.
+func (e *End) UnmarshalBinary(p []byte) error {
+	if len(p) != EndPayloadLen {
+		return ErrBadPayload
+	}
+	start := int64(binary.BigEndian.Uint64(p[0:]))
+	end := int64(binary.BigEndian.Uint64(p[8:]))
+	if end < start {
+		return ErrBadPayload
+	}
+	e.StartNs, e.EndNs = start, end
+	e.Frames = binary.BigEndian.Uint64(p[16:])
+	e.Bytes = binary.BigEndian.Uint64(p[24:])
+	e.Lane = binary.BigEndian.Uint16(p[32:])
+	return nil
+}
