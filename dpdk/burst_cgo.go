@@ -1,0 +1,160 @@
+//go:build dpdk
+
+package dpdk
+
+// This file holds every unsafe conversion of package dpdk, the ones the
+// burst paths need to hand frames between C and Go without copying and
+// without a cgo call per packet.
+//
+// Why: an rx burst is one cgo call (ldaf_rx) that fills a C array of
+// ldaf_rxd (data pointer, length, mbuf address, timestamp); Go then makes
+// each Packet.Data a slice over the mbuf's bytes with unsafe.Slice, and
+// keeps the mbuf address as a plain uintptr in Packet.Handle. Tx and Free go
+// the other way through a C array of ldaf_txd filled from Go.
+//
+// How it can break:
+//   - Packet.Data points into C memory owned by the mempool. Using it after
+//     the packet was transmitted or freed reads a buffer DPDK may already
+//     have reused for another frame (the Packet contract forbids it; the
+//     race detector cannot see it).
+//   - Handle and the ldaf_txd fields are uintptr_t on the C side too, so Go
+//     never turns a uintptr back into a pointer (go vet's unsafeptr rule). A
+//     Handle that is not an rte_mbuf* from one of our pools (a packet from a
+//     non-DPDK port) is undefined behaviour in C: workers must not hand a
+//     DPDK port such packets.
+//   - The C arrays are sized MaxBurst at queue creation; every burst is cut
+//     to Config.Burst so C never writes past them.
+//   - The layout of ldaf_rxd/ldaf_txd is shared with shim.h through cgo;
+//     change both together.
+
+/*
+#cgo pkg-config: libdpdk
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+)
+
+// Queue is one rx/tx queue pair of a Port, the unit a worker owns. Its
+// arrays are C memory allocated once, so a burst allocates nothing in Go
+// and passes no Go pointer to C.
+type Queue struct {
+	port   *Port
+	portID C.uint16_t
+	q      C.uint16_t
+	index  uint8
+	burst  int
+	pool   *C.struct_rte_mempool
+	clk    *C.struct_ldaf_clock
+	mbufs  **C.struct_rte_mbuf // [MaxBurst] scratch for the C helpers
+	rxdC   *C.struct_ldaf_rxd  // [MaxBurst]
+	txdC   *C.struct_ldaf_txd  // [MaxBurst]
+	rxd    []C.struct_ldaf_rxd // Go view of rxdC
+	txd    []C.struct_ldaf_txd // Go view of txdC
+	_      [64]byte            // keep two queues' hot fields off one cache line
+}
+
+func newQueue(p *Port, q uint16) *Queue {
+	qq := &Queue{
+		port: p, portID: C.uint16_t(p.id), q: C.uint16_t(q), index: p.cfg.Index,
+		burst: p.cfg.Burst, pool: p.pool, clk: p.clk,
+	}
+	qq.mbufs = (**C.struct_rte_mbuf)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof((*C.struct_rte_mbuf)(nil)))))
+	qq.rxdC = (*C.struct_ldaf_rxd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_rxd{}))))
+	qq.txdC = (*C.struct_ldaf_txd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_txd{}))))
+	qq.rxd = unsafe.Slice(qq.rxdC, MaxBurst)
+	qq.txd = unsafe.Slice(qq.txdC, MaxBurst)
+	return qq
+}
+
+func (q *Queue) free() {
+	C.free(unsafe.Pointer(q.mbufs))
+	C.free(unsafe.Pointer(q.rxdC))
+	C.free(unsafe.Pointer(q.txdC))
+	q.mbufs, q.rxdC, q.txdC, q.rxd, q.txd = nil, nil, nil, nil, nil
+}
+
+// Name is the port's spec.
+func (q *Queue) Name() string { return q.port.name }
+
+// Stats are the whole port's counters.
+func (q *Queue) Stats() dataplane.Stats { return q.port.Stats() }
+
+// Close does nothing: a queue lives as long as its Port; close the Port.
+func (q *Queue) Close() error { return nil }
+
+// RxBurst receives up to min(len(pkts), Config.Burst) frames in one cgo
+// call. Each Packet's Data is the frame in place in its mbuf.
+func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
+	n := min(len(pkts), q.burst)
+	if n == 0 {
+		return 0
+	}
+	nb := int(C.ldaf_rx(q.portID, q.q, q.mbufs, q.rxdC, C.uint16_t(n), q.clk))
+	for i, d := range q.rxd[:nb] {
+		p := pkts[i]
+		// Frames are single-segment: scatter rx is never enabled and
+		// the data room (2 KiB) holds a 1518-byte frame.
+		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
+		p.TS = uint64(d.ts)
+		p.Handle = uintptr(d.m)
+		p.Port = q.index
+	}
+	return nb
+}
+
+// TxBurst transmits up to min(len(pkts), Config.Burst) packets from any
+// DPDK port of this process in one cgo call; the mbuf's data offset and
+// length follow Data. A Data slice outside its mbuf (built in Go memory) is
+// copied into the mbuf. The packets not taken stay the caller's.
+func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
+	n := min(len(pkts), q.burst)
+	if n == 0 {
+		return 0
+	}
+	q.fill(pkts[:n])
+	return int(C.ldaf_tx(q.portID, q.q, q.mbufs, q.txdC, C.uint16_t(n)))
+}
+
+func (q *Queue) fill(pkts []*dataplane.Packet) {
+	for i, p := range pkts {
+		d := &q.txd[i]
+		d.m = C.uintptr_t(p.Handle)
+		d.data = C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(p.Data))))
+		d.len = C.uint32_t(len(p.Data))
+	}
+}
+
+// Alloc fills pkts (up to Config.Burst, all or nothing) with fresh mbufs
+// whose Data spans the whole data room; reslice Data to the frame length.
+func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
+	n := min(len(pkts), q.burst)
+	if n == 0 {
+		return 0
+	}
+	nb := int(C.ldaf_alloc(q.pool, q.mbufs, q.rxdC, C.uint16_t(n)))
+	for i, d := range q.rxd[:nb] {
+		p := pkts[i]
+		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
+		p.TS = 0
+		p.Handle = uintptr(d.m)
+		p.Port = q.index
+	}
+	return nb
+}
+
+// Free returns packets to their mempool, Config.Burst per cgo call.
+func (q *Queue) Free(pkts []*dataplane.Packet) {
+	for len(pkts) > 0 {
+		n := min(len(pkts), q.burst)
+		for i, p := range pkts[:n] {
+			q.txd[i].m = C.uintptr_t(p.Handle)
+		}
+		C.ldaf_free(q.mbufs, q.txdC, C.uint16_t(n))
+		pkts = pkts[n:]
+	}
+}

@@ -1,0 +1,47 @@
+//go:build !dpdk
+
+package dpdk
+
+import "github.com/ldafwd/ldafwd/dataplane"
+
+// Built reports whether this binary links DPDK.
+const Built = false
+
+// ErrNoDevice is wrapped when a device cannot be found or probed.
+var ErrNoDevice = ErrNotBuilt
+
+// Init returns ErrNotBuilt: this binary has no DPDK.
+func Init(args []string) error { return ErrNotBuilt }
+
+// InitEAL returns ErrNotBuilt: this binary has no DPDK.
+func InitEAL(cfg EALConfig) error { return ErrNotBuilt }
+
+// EALArgv returns nil: this binary has no DPDK.
+func EALArgv() []string { return nil }
+
+// Cleanup does nothing without DPDK.
+func Cleanup() error { return nil }
+
+// RegisterThread returns ErrNotBuilt: this binary has no DPDK.
+func RegisterThread(cpu int) (int, error) { return -1, ErrNotBuilt }
+
+// UnregisterThread does nothing without DPDK.
+func UnregisterThread() {}
+
+// LcoreID is -1 without DPDK.
+func LcoreID() int { return -1 }
+
+// Port is never opened in a build without DPDK.
+type Port struct{ dataplane.Port }
+
+// Open returns ErrNotBuilt after checking the spec, so a bad spec is still
+// reported as such.
+func Open(spec string, cfg Config) (*Port, error) {
+	if _, err := ParseSpec(spec); err != nil {
+		return nil, err
+	}
+	return nil, ErrNotBuilt
+}
+
+// TimestampSource is "none" without DPDK.
+func (p *Port) TimestampSource() string { return "none" }

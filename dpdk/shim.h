@@ -1,0 +1,263 @@
+// shim.h holds the small C helpers the cgo files of package dpdk call. They
+// exist so that Go makes ONE cgo call per burst: each helper does a whole
+// burst (rx + descriptor fill, or length fix-up + tx) in C. Everything here is
+// static inline: the package has no .c files, so a build without DPDK (no cgo
+// files compiled) never sees this header.
+#ifndef LDAFWD_DPDK_SHIM_H
+#define LDAFWD_DPDK_SHIM_H
+
+// rte_eth_read_clock and rte_thread_register are still "experimental" in
+// 22.11 (stable for years in practice).
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_common.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_mempool.h>
+#include <rte_bus_vdev.h>
+
+// ldaf_rxd describes one received frame to Go: where its bytes are, how many,
+// which mbuf holds them and when it arrived (ns since the Unix epoch).
+struct ldaf_rxd {
+	void *data;
+	uint32_t len;
+	uint32_t nb_segs;
+	uintptr_t m;           // struct rte_mbuf *, as Go's Packet.Handle holds it
+	uint64_t ts;
+};
+
+// ldaf_txd is what Go hands back for transmission: the mbuf and the frame as
+// the Go side sees it now (it may have moved the start or changed the length).
+struct ldaf_txd {
+	uintptr_t m;           // struct rte_mbuf *
+	uintptr_t data;        // first byte of the frame
+	uint32_t len;
+	uint32_t _pad;
+};
+
+// ldaf_clock converts NIC clock ticks into ns since the Unix epoch: a line
+// through one (tick, realtime) pair measured at port start with the tick rate
+// measured over a short interval. ts_off < 0 means software timestamps.
+struct ldaf_clock {
+	int ts_off;            // dynfield offset of the rx timestamp, -1 = none
+	uint64_t ts_flag;      // ol_flags bit telling the field is valid
+	uint64_t tick0;        // NIC clock at calibration
+	uint64_t ns0;          // CLOCK_REALTIME at calibration, ns
+	double ns_per_tick;
+};
+
+static inline uint64_t ldaf_realtime_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+// ldaf_rx receives up to n frames on (port, q) into mbufs and describes them
+// in out. One software timestamp per burst is taken right after the frames
+// were handed over: every frame of the burst had arrived by then.
+static inline uint16_t ldaf_rx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
+		struct ldaf_rxd *out, uint16_t n, const struct ldaf_clock *clk) {
+	uint16_t nb = rte_eth_rx_burst(port, q, mbufs, n);
+	if (nb == 0)
+		return 0;
+	uint64_t sw = ldaf_realtime_ns();
+	for (uint16_t i = 0; i < nb; i++) {
+		struct rte_mbuf *m = mbufs[i];
+		out[i].data = rte_pktmbuf_mtod(m, void *);
+		out[i].len = m->data_len;
+		out[i].nb_segs = m->nb_segs;
+		out[i].m = (uintptr_t)m;
+		out[i].ts = sw;
+		if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
+			uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
+			out[i].ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+		}
+	}
+	return nb;
+}
+
+// ldaf_tx sets each mbuf's data offset and length from what Go holds and
+// transmits the burst. It returns how many the PMD took; the rest still
+// belong to the caller (the Port contract), untouched except for the lengths.
+static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
+		const struct ldaf_txd *in, uint16_t n) {
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = (struct rte_mbuf *)in[i].m;
+		char *buf = (char *)m->buf_addr;
+		char *data = (char *)in[i].data;
+		uint32_t len = in[i].len;
+		if (data >= buf && data + len <= buf + m->buf_len) {
+			m->data_off = (uint16_t)(data - buf);
+		} else {
+			// The frame was built outside the mbuf (a Go buffer):
+			// copy it in after the headroom, cut to the data room.
+			uint32_t room = m->buf_len - RTE_PKTMBUF_HEADROOM;
+			if (len > room)
+				len = room;
+			memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
+			m->data_off = RTE_PKTMBUF_HEADROOM;
+		}
+		m->data_len = (uint16_t)len;
+		m->pkt_len = len;
+		m->nb_segs = 1;
+		m->next = NULL;
+		mbufs[i] = m;
+	}
+	return rte_eth_tx_burst(port, q, mbufs, n);
+}
+
+// ldaf_alloc takes n fresh mbufs from pool, all or nothing, and describes
+// them like received frames with the whole data room as length.
+static inline int ldaf_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+		struct ldaf_rxd *out, uint16_t n) {
+	if (rte_pktmbuf_alloc_bulk(pool, mbufs, n) != 0)
+		return 0;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = mbufs[i];
+		out[i].data = rte_pktmbuf_mtod(m, void *);
+		out[i].len = rte_pktmbuf_tailroom(m);
+		out[i].nb_segs = 1;
+		out[i].m = (uintptr_t)m;
+		out[i].ts = 0;
+	}
+	return n;
+}
+
+static inline void ldaf_free(struct rte_mbuf **mbufs, const struct ldaf_txd *in, uint16_t n) {
+	for (uint16_t i = 0; i < n; i++)
+		mbufs[i] = (struct rte_mbuf *)in[i].m;
+	rte_pktmbuf_free_bulk(mbufs, n);
+}
+
+// The wrappers below return -rte_errno on failure from the same C call:
+// rte_errno is thread-local and a goroutine may change threads between two
+// cgo calls, so Go must never read it in a second call.
+static inline int ldaf_eal_init(int argc, char **argv) {
+	int ret = rte_eal_init(argc, argv);
+	return ret < 0 ? -rte_errno : ret;
+}
+
+static inline struct rte_mempool *ldaf_pool_create(const char *name, unsigned n, int socket, int *err) {
+	struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, 256, 0,
+			RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+	*err = mp == NULL ? rte_errno : 0;
+	return mp;
+}
+
+static inline int ldaf_thread_register(void) {
+	return rte_thread_register() < 0 ? -rte_errno : (int)rte_lcore_id();
+}
+
+static inline int ldaf_link(uint16_t port, uint32_t *speed) {
+	struct rte_eth_link l;
+	int ret = rte_eth_link_get_nowait(port, &l);
+	if (ret < 0)
+		return ret;
+	*speed = l.link_speed;
+	return l.link_status;
+}
+
+static inline int ldaf_mac(uint16_t port, uint8_t *out) {
+	struct rte_ether_addr a;
+	int ret = rte_eth_macaddr_get(port, &a);
+	if (ret == 0)
+		memcpy(out, a.addr_bytes, 6);
+	return ret;
+}
+
+// ldaf_port_setup configures and starts port with nq rx and tx queues, RSS
+// over IP/TCP/UDP when nq > 1 and the rx timestamp offload when want_ts and
+// the PMD offers it. *hw_ts tells whether it was enabled.
+static inline int ldaf_port_setup(uint16_t port, uint16_t nq, uint16_t nb_rxd, uint16_t nb_txd,
+		struct rte_mempool *pool, int want_ts, int *hw_ts) {
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	int ret;
+
+	memset(&conf, 0, sizeof(conf));
+	*hw_ts = 0;
+	ret = rte_eth_dev_info_get(port, &info);
+	if (ret != 0)
+		return ret;
+	if (nq > info.max_rx_queues || nq > info.max_tx_queues)
+		return -EINVAL;
+	if (nq > 1) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+		if (conf.rx_adv_conf.rss_conf.rss_hf == 0)
+			conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
+	}
+	if (want_ts && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP)) {
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+		*hw_ts = 1;
+	}
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	ret = rte_eth_dev_configure(port, nq, nq, &conf);
+	if (ret != 0)
+		return ret;
+	ret = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
+	if (ret != 0)
+		return ret;
+	int socket = rte_eth_dev_socket_id(port);
+	if (socket < 0)
+		socket = 0;
+	for (uint16_t q = 0; q < nq; q++) {
+		struct rte_eth_rxconf rxq = info.default_rxconf;
+		rxq.offloads = conf.rxmode.offloads;
+		ret = rte_eth_rx_queue_setup(port, q, nb_rxd, socket, &rxq, pool);
+		if (ret != 0)
+			return ret;
+		struct rte_eth_txconf txq = info.default_txconf;
+		txq.offloads = conf.txmode.offloads;
+		ret = rte_eth_tx_queue_setup(port, q, nb_txd, socket, &txq);
+		if (ret != 0)
+			return ret;
+	}
+	ret = rte_eth_dev_start(port);
+	if (ret != 0)
+		return ret;
+	// A bump in the wire forwards every frame whatever its destination MAC.
+	// Virtual devices without the notion return -ENOTSUP; that is fine.
+	rte_eth_promiscuous_enable(port);
+	return 0;
+}
+
+// ldaf_calibrate measures the NIC clock against CLOCK_REALTIME over ~10 ms.
+static inline int ldaf_calibrate(uint16_t port, struct ldaf_clock *clk) {
+	uint64_t t0, t1, n0, n1;
+	struct timespec d = {0, 10 * 1000 * 1000};
+	if (rte_eth_read_clock(port, &t0) != 0)
+		return -1;
+	n0 = ldaf_realtime_ns();
+	nanosleep(&d, NULL);
+	if (rte_eth_read_clock(port, &t1) != 0)
+		return -1;
+	n1 = ldaf_realtime_ns();
+	if (t1 <= t0)
+		return -1;
+	clk->tick0 = t1;
+	clk->ns0 = n1;
+	clk->ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+	return 0;
+}
+
+// ldaf_vdev_uninit removes a vdev after its ethdev was closed; a device
+// already gone is fine.
+static inline int ldaf_vdev_uninit(const char *name) {
+	return rte_vdev_uninit(name);
+}
+
+#endif
