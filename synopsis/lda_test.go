@@ -359,3 +359,78 @@ func TestLDADigestCatchesSwap(t *testing.T) {
 		}
 	}
 }
+
+// TestLDAAccuracyGrid holds the estimator against exact truth over
+// configurations × sizes × loss × delay models: the true mean must lie in
+// the reported confidence interval, and the relative errors of mean and
+// std-dev stay under limits that scale with the effective sample size.
+func TestLDAAccuracyGrid(t *testing.T) {
+	sizes := []int{3000, 100_000, 1_000_000}
+	if testing.Short() {
+		sizes = []int{3000, 100_000}
+	}
+	losses := []float64{0, 0.001, 0.05}
+	models := []delayModel{weibullDelay(50_000, 0.6), expDelay(20_000), offsetDelay(5_000_000, 3_000)}
+	for _, n := range sizes {
+		for _, loss := range losses {
+			configs := []struct {
+				name string
+				cfg  LDAConfig
+			}{
+				{"default", DefaultLDAConfig()},
+				{"sized", SizeLDA(uint64(n), []float64{loss}, 1024)},
+				{"paper2bank", SizeLDA(uint64(n), []float64{0.005, 0.1}, 1024)},
+			}
+			for _, c := range configs {
+				for mi, dm := range models {
+					name := fmt.Sprintf("n=%d/loss=%g/%s/%s", n, loss, c.name, dm.name)
+					t.Run(name, func(t *testing.T) {
+						a, b := MustNewLDA(c.cfg), MustNewLDA(c.cfg)
+						seed := uint64(n)*131 + uint64(loss*1e6) + uint64(mi)
+						tr := genTrace(seed, n, loss, dm, []*LDA{a}, []*LDA{b})
+						e, err := EstimateLDA(a, b, 0.98)
+						if err != nil {
+							t.Fatal(err)
+						}
+						checkLDAEstimate(t, e, tr)
+					})
+				}
+			}
+		}
+	}
+}
+
+// checkLDAEstimate asserts what an LDA estimate must satisfy against truth.
+func checkLDAEstimate(t *testing.T, e Estimate, tr ldaTruth) {
+	t.Helper()
+	if e.Sent != tr.sent || e.Received != tr.received || e.Lost != tr.lost() {
+		t.Fatalf("counts: sent %d/%d received %d/%d lost %d/%d", e.Sent, tr.sent, e.Received, tr.received, e.Lost, tr.lost())
+	}
+	if !e.Valid {
+		// Only acceptable when there is too little to go on.
+		if e.StddevSamples > 1000 {
+			t.Fatalf("invalid with %d std-dev samples: %s", e.StddevSamples, e.Reason)
+		}
+		t.Logf("invalid (S=%d): %s", e.Samples, e.Reason)
+		return
+	}
+	errMean := math.Abs(e.MeanNs - tr.meanNs)
+	if errMean > e.MeanCINs {
+		t.Errorf("true mean %.1f outside %.1f ± %.1f (S=%d)", tr.meanNs, e.MeanNs, e.MeanCINs, e.Samples)
+	}
+	// Sampling error of a mean is σ/√S; allow 4 of those.
+	if lim := 4 * tr.stddev / math.Sqrt(float64(e.Samples)); errMean > lim {
+		t.Errorf("mean error %.1f ns > 4σ/√S = %.1f ns (S=%d)", errMean, lim, e.Samples)
+	}
+	// Std-dev: eq. 5 averages U/2 squared sums; its relative error shrinks
+	// like 1/√rows rather than 1/√S. Check loosely, tighter with more rows.
+	lim := 0.5
+	if e.StddevSamples >= 10_000 {
+		lim = 0.25
+	}
+	if re := relErr(e.StddevNs, tr.stddev); re > lim {
+		t.Errorf("std-dev %.1f vs true %.1f: rel. error %.2f > %.2f (S~=%d)", e.StddevNs, tr.stddev, re, lim, e.StddevSamples)
+	}
+	t.Logf("S=%d usable %d/%d mean %.1f (true %.1f, rel %.2g%%, CI ±%.1f) sd %.1f (true %.1f, rel %.2g%%)",
+		e.Samples, e.UsableBuckets, e.TotalBuckets, e.MeanNs, tr.meanNs, 100*relErr(e.MeanNs, tr.meanNs), e.MeanCINs, e.StddevNs, tr.stddev, 100*relErr(e.StddevNs, tr.stddev))
+}

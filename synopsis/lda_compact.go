@@ -1,0 +1,368 @@
+package synopsis
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Compact sender encoding of an LDA, for the control plane.
+//
+// The receiver needs from the sender only, per bucket, the count S_A and
+// enough of the timestamp sum T_A to form T_B − T_A. The count is sent in
+// full, as the offset from the bank's smallest count in the fewest bits
+// that hold the bank's largest offset (the sender knows both; bucket counts
+// of a bank cluster around N·p/m, so this is ~log2 of a few √(N·p/m)). The sum is sent modulo 2^w, where w depends on the bucket's own
+// count c (so the decoder, having read c, knows w):
+//
+//	w(c) = min(64, bitlen(c·span) + guard),   span = MaxDelayNs − MinDelayNs
+//
+// If every delay lies in [MinDelayNs, MaxDelayNs], the true bucket delay sum
+// satisfies 0 ≤ T_B − T_A − c·MinDelayNs ≤ c·span < 2^w, so
+// x = (T_B − c·MinDelayNs − (T_A mod 2^w)) mod 2^w recovers it exactly.
+// If x > c·span the bounds were violated: the bucket is counted as
+// implausible and the estimate is invalid (never a number from an aliased
+// sum). With guard = 1, 2^w > 2·c·span, so a bucket whose sum lies outside
+// its window lands in the detectable gap (c·span, 2^w) unless the bounds
+// are missed by more than c·span; buckets with the same violation are
+// caught independently, so an interval whose delays exceed the bounds is
+// flagged with probability ≥ 1 − 2^-(violating buckets).
+//
+// Wire format, version 1:
+//
+//	offset  size        field
+//	0       3           magic "LDC"
+//	3       1           version = 1
+//	4       1           flags: bit 0 = Digest
+//	5       1           n = number of banks (1..16)
+//	6       2·n         per bank: log2(Rows), SampleLog2
+//	        uvarint     packets offered (every Add at the sender)
+//	        varint      MinDelayNs (zig-zag)
+//	        uvarint     span = MaxDelayNs − MinDelayNs, ns, ≥ 1
+//	        1           guard bits g (0..8)
+//	        1           digest bits d (0..64; 0 unless Digest)
+//	        per bank:
+//	          uvarint   base: the bank's smallest bucket count
+//	          1         count width cw (1..64)
+//	        bit stream, LSB first, bank by bank, row by row, per bucket:
+//	          cw bits   packet count c − base
+//	          w(c) bits timestamp sum mod 2^w(c) (nothing when c = 0)
+//	          d bits    low bits of the hash digest (nothing when c = 0)
+//	        zero bits up to the byte boundary
+//
+// Size: about cw + w(c) bits per bucket. Measured for 1024 buckets in
+// lda_compact_test.go (TestLDACompactSize) and docs/lda.md.
+const (
+	ldaCompactMagic   = "LDC"
+	ldaCompactVersion = 1
+	ldaCompactGuard   = 1 // guard bits per sum: see above
+)
+
+// CompactBounds state what the compact encoding may assume about delays.
+type CompactBounds struct {
+	// MinDelayNs and MaxDelayNs bound every one-way delay the receiver
+	// can observe, clock offset included, ns. MinDelayNs may be negative
+	// (a receiver clock behind the sender's). Each doubling of the span
+	// costs one bit per non-empty bucket.
+	MinDelayNs int64
+	MaxDelayNs int64
+	// DigestBits is how many low bits of each bucket's hash digest are
+	// sent (0..64) when the LDA keeps digests; 0 sends none (the receiver
+	// then checks counts only). 16 bits miss a changed packet set with
+	// probability 2^-16.
+	DigestBits uint8
+}
+
+// DefaultCompactBounds: delays from −10 µs (clock offset) to 1 ms, 16
+// digest bits. A 1 ms maximum suits a LAN or data-centre segment; set
+// MaxDelayNs for longer paths (a violation invalidates the interval, it
+// never gives a wrong number).
+func DefaultCompactBounds() CompactBounds {
+	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, DigestBits: 16}
+}
+
+func (cb CompactBounds) validate() error {
+	if cb.MaxDelayNs <= cb.MinDelayNs {
+		return fmt.Errorf("%w: compact bounds: max delay %d ns ≤ min delay %d ns", ErrBadConfig, cb.MaxDelayNs, cb.MinDelayNs)
+	}
+	if cb.MinDelayNs < 0 && cb.MaxDelayNs > math.MaxInt64+cb.MinDelayNs {
+		return fmt.Errorf("%w: compact bounds: delay span from %d to %d ns overflows", ErrBadConfig, cb.MinDelayNs, cb.MaxDelayNs)
+	}
+	if cb.DigestBits > 64 {
+		return fmt.Errorf("%w: compact bounds: %d digest bits > 64", ErrBadConfig, cb.DigestBits)
+	}
+	return nil
+}
+
+// ldaSumWidth is w(c) above.
+func ldaSumWidth(c, span uint64, guard uint8) uint {
+	if c == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(c, span)
+	if hi != 0 {
+		return 64
+	}
+	w := uint(bits.Len64(lo)) + uint(guard)
+	if w > 64 {
+		w = 64
+	}
+	return w
+}
+
+func lowBits(v uint64, w uint) uint64 {
+	if w >= 64 {
+		return v
+	}
+	return v & (1<<w - 1)
+}
+
+// AppendCompact appends the compact sender encoding of l (see the format
+// above) to b. The only error is invalid bounds (wrapping ErrBadConfig).
+func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
+	if err := bounds.validate(); err != nil {
+		return b, err
+	}
+	if !l.cfg.Digest {
+		bounds.DigestBits = 0
+	}
+	span := uint64(bounds.MaxDelayNs) - uint64(bounds.MinDelayNs)
+	b = append(b, ldaCompactMagic...)
+	b = append(b, ldaCompactVersion)
+	b = appendLDAConfig(b, &l.cfg)
+	b = binary.AppendUvarint(b, l.offered)
+	b = binary.AppendVarint(b, bounds.MinDelayNs)
+	b = binary.AppendUvarint(b, span)
+	b = append(b, ldaCompactGuard, bounds.DigestBits)
+	widths := make([]uint, len(l.cfg.Banks))
+	bases := make([]uint64, len(l.cfg.Banks))
+	for j, bk := range l.cfg.Banks {
+		cells := l.cells[l.offs[j] : l.offs[j]+bk.Rows]
+		lo, hi := cells[0].count, cells[0].count
+		for _, c := range cells {
+			lo, hi = min(lo, c.count), max(hi, c.count)
+		}
+		bases[j] = lo
+		widths[j] = max(1, uint(bits.Len64(hi-lo))) // ≥ 1 bit per bucket bounds what a decoder allocates per input byte
+		b = binary.AppendUvarint(b, lo)
+		b = append(b, byte(widths[j]))
+	}
+	w := bitWriter{b: b}
+	for j, bk := range l.cfg.Banks {
+		for i := l.offs[j]; i < l.offs[j]+bk.Rows; i++ {
+			c := l.cells[i]
+			w.write(c.count-bases[j], widths[j])
+			if c.count == 0 {
+				continue
+			}
+			w.write(c.sum, ldaSumWidth(c.count, span, ldaCompactGuard))
+			if bounds.DigestBits > 0 {
+				w.write(l.digests[i], uint(bounds.DigestBits))
+			}
+		}
+	}
+	return w.flush(), nil
+}
+
+// CompactLDA is a sender LDA decoded from its compact encoding: exact
+// counts, timestamp sums modulo 2^w(count), truncated digests. It can only
+// be estimated against the receiver's full LDA (EstimateLDACompact).
+type CompactLDA struct {
+	cfg        LDAConfig
+	offered    uint64
+	minDelay   int64
+	span       uint64
+	guard      uint8
+	digestBits uint8
+	widths     []uint   // count width per bank
+	bases      []uint64 // smallest count per bank
+	counts     []uint64 // per bucket, like LDA.cells
+	sums       []uint64 // timestamp sum mod 2^w(count)
+	digests    []uint64 // low digestBits bits; nil when digestBits = 0
+}
+
+// Config is the sender's LDA configuration.
+func (c *CompactLDA) Config() LDAConfig { return c.cfg.clone() }
+
+// Count is the number of packets offered to the sender's LDA.
+func (c *CompactLDA) Count() uint64 { return c.offered }
+
+// Bounds are the delay bounds the encoding was made with.
+func (c *CompactLDA) Bounds() CompactBounds {
+	return CompactBounds{MinDelayNs: c.minDelay, MaxDelayNs: c.minDelay + int64(c.span), DigestBits: c.digestBits}
+}
+
+// BucketCount is the sender's packet count of one bucket (0 when out of
+// range), e.g. to find buckets with exactly one loss.
+func (c *CompactLDA) BucketCount(bank, row int) uint64 {
+	if bank < 0 || bank >= len(c.cfg.Banks) || row < 0 || row >= c.cfg.Banks[bank].Rows {
+		return 0
+	}
+	off := 0
+	for j := 0; j < bank; j++ {
+		off += c.cfg.Banks[j].Rows
+	}
+	return c.counts[off+row]
+}
+
+// UnmarshalBinary replaces c with the compact encoding in b. On error
+// (wrapping ErrBadEncoding) c is unchanged.
+func (c *CompactLDA) UnmarshalBinary(b []byte) error {
+	r := encReader{b: b}
+	r.magic(ldaCompactMagic, ldaCompactVersion)
+	n := CompactLDA{cfg: readLDAConfig(&r)}
+	n.offered = r.uvarint("packets offered")
+	n.minDelay = r.varint("min delay")
+	n.span = r.uvarint("delay span")
+	n.guard = r.u8("guard bits")
+	n.digestBits = r.u8("digest bits")
+	if r.err != nil {
+		return r.err
+	}
+	switch {
+	case n.span == 0 || n.span > 1<<63-1 || n.minDelay > 1<<63-1-int64(n.span):
+		r.fail("delay span %d from %d ns", n.span, n.minDelay)
+	case n.guard > 8:
+		r.fail("%d guard bits", n.guard)
+	case n.digestBits > 64 || (n.digestBits > 0 && !n.cfg.Digest):
+		r.fail("%d digest bits (digest %v)", n.digestBits, n.cfg.Digest)
+	}
+	n.widths = make([]uint, len(n.cfg.Banks))
+	n.bases = make([]uint64, len(n.cfg.Banks))
+	minBits := 0
+	for j := range n.widths {
+		n.bases[j] = r.uvarint("count base")
+		n.widths[j] = uint(r.u8("count width"))
+		if r.err == nil && (n.widths[j] < 1 || n.widths[j] > 64) {
+			r.fail("bank %d: count width %d", j, n.widths[j])
+		}
+		minBits += n.cfg.Banks[j].Rows * int(n.widths[j])
+	}
+	if r.err == nil && len(r.b)*8 < minBits {
+		r.fail("truncated: counts need %d bits, %d left", minBits, len(r.b)*8)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	total := n.cfg.TotalRows()
+	n.counts = make([]uint64, total)
+	n.sums = make([]uint64, total)
+	if n.digestBits > 0 {
+		n.digests = make([]uint64, total)
+	}
+	br := bitReader{b: r.b}
+	var sampled uint64
+	i := 0
+	for j, bk := range n.cfg.Banks {
+		for k := 0; k < bk.Rows; k, i = k+1, i+1 {
+			cnt, carry := bits.Add64(br.read(n.widths[j]), n.bases[j], 0)
+			if carry != 0 {
+				r.fail("bucket count overflows")
+				return r.err
+			}
+			n.counts[i] = cnt
+			if cnt == 0 {
+				continue
+			}
+			n.sums[i] = br.read(ldaSumWidth(cnt, n.span, n.guard))
+			if n.digests != nil {
+				n.digests[i] = br.read(uint(n.digestBits))
+			}
+			sampled, carry = bits.Add64(sampled, cnt, 0)
+			if carry != 0 || sampled > n.offered {
+				r.fail("bucket counts exceed the %d packets offered", n.offered)
+				return r.err
+			}
+		}
+	}
+	switch {
+	case br.err:
+		r.fail("truncated bit stream")
+	case !br.cleanEnd():
+		r.fail("non-zero padding or %d trailing bytes", len(br.b))
+	}
+	if r.err != nil {
+		return r.err
+	}
+	*c = n
+	return nil
+}
+
+// AppendBinary re-encodes c exactly as the sender did (AppendCompact).
+func (c *CompactLDA) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, ldaCompactMagic...)
+	b = append(b, ldaCompactVersion)
+	b = appendLDAConfig(b, &c.cfg)
+	b = binary.AppendUvarint(b, c.offered)
+	b = binary.AppendVarint(b, c.minDelay)
+	b = binary.AppendUvarint(b, c.span)
+	b = append(b, c.guard, c.digestBits)
+	for j, w := range c.widths {
+		b = binary.AppendUvarint(b, c.bases[j])
+		b = append(b, byte(w))
+	}
+	w := bitWriter{b: b}
+	i := 0
+	for j, bk := range c.cfg.Banks {
+		for k := 0; k < bk.Rows; k, i = k+1, i+1 {
+			w.write(c.counts[i]-c.bases[j], c.widths[j])
+			if c.counts[i] == 0 {
+				continue
+			}
+			w.write(c.sums[i], ldaSumWidth(c.counts[i], c.span, c.guard))
+			if c.digests != nil {
+				w.write(c.digests[i], uint(c.digestBits))
+			}
+		}
+	}
+	return w.flush(), nil
+}
+
+// EstimateLDACompact is EstimateLDA with the sender's LDA in compact form.
+func EstimateLDACompact(sender *CompactLDA, receiver *LDA, conf float64) (Estimate, error) {
+	e, _, err := EstimateLDACompactDetailed(sender, receiver, conf)
+	return e, err
+}
+
+// EstimateLDACompactDetailed is EstimateLDACompact plus diagnostics; a
+// bucket whose reconstructed delay sum falls outside the bounds is counted
+// in ImplausibleBuckets and makes the estimate invalid.
+func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64) (Estimate, LDADiagnostics, error) {
+	if !sender.cfg.equal(receiver.cfg) || len(sender.counts) != len(receiver.cells) {
+		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, fmt.Errorf("%w: LDA sender %v, receiver %v", ErrConfigMismatch, sender.cfg, receiver.cfg)
+	}
+	var d LDADiagnostics
+	pairs := make([]ldaBucketPair, len(receiver.cells))
+	minD := uint64(sender.minDelay)
+	for i := range pairs {
+		cA, rb := sender.counts[i], receiver.cells[i]
+		switch {
+		case cA != rb.count:
+			d.CountMismatch++
+			continue
+		case cA == 0:
+			d.EmptyBuckets++
+			continue
+		case sender.digests != nil && lowBits(receiver.digests[i], uint(sender.digestBits)) != sender.digests[i]:
+			d.DigestMismatch++
+			continue
+		}
+		w := ldaSumWidth(cA, sender.span, sender.guard)
+		var delay uint64
+		if w >= 64 {
+			delay = rb.sum - sender.sums[i]
+		} else {
+			// w < 64 ⇒ c·span < 2^63: no overflow below.
+			x := lowBits(rb.sum-cA*minD-sender.sums[i], w)
+			if x > cA*sender.span {
+				d.ImplausibleBuckets++
+				continue
+			}
+			delay = x + cA*minD
+		}
+		pairs[i] = ldaBucketPair{usable: true, count: cA, delay: delay}
+	}
+	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, &d)
+	return e, d, nil
+}

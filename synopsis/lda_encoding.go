@@ -1,0 +1,141 @@
+package synopsis
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Full (lossless) LDA encoding, version 1. Every field is exact, so a
+// decoded LDA equals the encoded one and can be merged, re-encoded or
+// estimated against anything:
+//
+//	offset  size        field
+//	0       3           magic "LDA"
+//	3       1           version = 1
+//	4       1           flags: bit 0 = Digest; other bits 0
+//	5       1           n = number of banks (1..16)
+//	6       2·n         per bank: log2(Rows), SampleLog2
+//	        uvarint     packets offered (Count: every Add, sampled or not)
+//	        per bucket, bank by bank, row by row:
+//	          uvarint   packet count
+//	          8         timestamp sum, little-endian, ns (wrap-around)
+//	          8         hash digest, little-endian (only with Digest)
+//
+// A decoder rejects a configuration NewLDA would reject, bucket counts that
+// add up to more than the packets offered, and trailing bytes. For the
+// control plane, AppendCompact is about half the size.
+const (
+	ldaMagic   = "LDA"
+	ldaVersion = 1
+	ldaFlagDig = 1 << 0
+)
+
+// appendLDAConfig writes flags, bank count and banks (shared by the full
+// and the compact encodings).
+func appendLDAConfig(b []byte, cfg *LDAConfig) []byte {
+	flags := byte(0)
+	if cfg.Digest {
+		flags |= ldaFlagDig
+	}
+	b = append(b, flags, byte(len(cfg.Banks)))
+	for _, bk := range cfg.Banks {
+		b = append(b, byte(bits.TrailingZeros(uint(bk.Rows))), bk.SampleLog2)
+	}
+	return b
+}
+
+// readLDAConfig reads what appendLDAConfig wrote and validates it.
+func readLDAConfig(r *encReader) LDAConfig {
+	var cfg LDAConfig
+	flags := r.u8("flags")
+	if flags&^ldaFlagDig != 0 {
+		r.fail("unknown LDA flags %#x", flags)
+	}
+	cfg.Digest = flags&ldaFlagDig != 0
+	n := int(r.u8("bank count"))
+	if r.err == nil && (n == 0 || n > LDAMaxBanks) {
+		r.fail("LDA bank count %d", n)
+	}
+	if r.err != nil {
+		return cfg
+	}
+	cfg.Banks = make([]BankConfig, n)
+	for i := range cfg.Banks {
+		lg := r.u8("bank rows")
+		s := r.u8("bank sampling")
+		if r.err == nil && (lg < 1 || lg > 20) {
+			r.fail("LDA bank %d: log2(rows) %d", i, lg)
+		}
+		cfg.Banks[i] = BankConfig{Rows: 1 << (lg & 31), SampleLog2: s}
+	}
+	if r.err == nil {
+		if err := cfg.Validate(); err != nil {
+			r.fail("%v", err)
+		}
+	}
+	return cfg
+}
+
+// AppendBinary appends the full encoding of l to b (see the format above).
+// It implements encoding.BinaryAppender; the error is always nil.
+func (l *LDA) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, ldaMagic...)
+	b = append(b, ldaVersion)
+	b = appendLDAConfig(b, &l.cfg)
+	b = binary.AppendUvarint(b, l.offered)
+	for i, c := range l.cells {
+		b = binary.AppendUvarint(b, c.count)
+		b = binary.LittleEndian.AppendUint64(b, c.sum)
+		if l.digests != nil {
+			b = binary.LittleEndian.AppendUint64(b, l.digests[i])
+		}
+	}
+	return b, nil
+}
+
+// MarshalBinary is AppendBinary(nil).
+func (l *LDA) MarshalBinary() ([]byte, error) { return l.AppendBinary(nil) }
+
+// UnmarshalBinary replaces l with the LDA encoded in b by AppendBinary.
+// On error (wrapping ErrBadEncoding) l is unchanged.
+func (l *LDA) UnmarshalBinary(b []byte) error {
+	r := encReader{b: b}
+	r.magic(ldaMagic, ldaVersion)
+	cfg := readLDAConfig(&r)
+	offered := r.uvarint("packets offered")
+	if r.err != nil {
+		return r.err
+	}
+	per := 1 + 8 // at least: 1-byte count, sum
+	if cfg.Digest {
+		per += 8
+	}
+	if n := cfg.TotalRows(); len(r.b) < n*per {
+		r.fail("truncated: %d buckets need at least %d bytes, %d left", n, n*per, len(r.b))
+		return r.err
+	}
+	nl, err := NewLDA(cfg)
+	if err != nil { // cannot happen: readLDAConfig validated
+		r.fail("%v", err)
+		return r.err
+	}
+	nl.offered = offered
+	var total uint64
+	for i := range nl.cells {
+		c := r.uvarint("bucket count")
+		nl.cells[i] = ldaCell{count: c, sum: r.u64("bucket sum")}
+		if nl.digests != nil {
+			nl.digests[i] = r.u64("bucket digest")
+		}
+		var carry uint64
+		total, carry = bits.Add64(total, c, 0)
+		if r.err == nil && (carry != 0 || total > offered) {
+			r.fail("bucket counts exceed the %d packets offered", offered)
+		}
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	*l = *nl
+	return nil
+}

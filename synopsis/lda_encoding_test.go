@@ -1,0 +1,362 @@
+package synopsis
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// filledLDAPair returns a sender/receiver pair fed a lossy trace.
+func filledLDAPair(t testing.TB, cfg LDAConfig, n int, loss float64, dm delayModel) (*LDA, *LDA, ldaTruth) {
+	a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+	tr := genTrace(uint64(n)^0x5eed, n, loss, dm, []*LDA{a}, []*LDA{b})
+	return a, b, tr
+}
+
+func TestLDABinaryRoundTrip(t *testing.T) {
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), {Banks: []BankConfig{{512, 7}, {512, 11}}, Digest: true}, {Banks: []BankConfig{{2, 0}}}} {
+		a, b, tr := filledLDAPair(t, cfg, 200_000, 0.01, weibullDelay(50_000, 0.7))
+		var decoded [2]*LDA
+		for k, l := range []*LDA{a, b} {
+			enc, err := l.AppendBinary([]byte("prefix"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(enc, []byte("prefix")) {
+				t.Fatal("AppendBinary dropped the prefix")
+			}
+			decoded[k] = &LDA{}
+			if err := decoded[k].UnmarshalBinary(enc[6:]); err != nil {
+				t.Fatal(err)
+			}
+			if !decoded[k].equalState(l) {
+				t.Fatalf("%v: round trip changed the LDA", cfg)
+			}
+			re, _ := decoded[k].MarshalBinary()
+			if !bytes.Equal(re, enc[6:]) {
+				t.Fatal("re-encoding differs")
+			}
+		}
+		// Estimates after the round trip are the same, and still right.
+		e1, _ := EstimateLDA(a, b, 0.98)
+		e2, _ := EstimateLDA(decoded[0], decoded[1], 0.98)
+		if e1 != e2 {
+			t.Fatalf("estimate changed by round trip:\n%+v\n%+v", e1, e2)
+		}
+		checkLDAEstimate(t, e2, tr)
+		// Decoded LDAs keep working: Add lands where it did before.
+		decoded[0].Add(42, 42)
+		a.Add(42, 42)
+		if !decoded[0].equalState(a) {
+			t.Fatal("decoded LDA records differently")
+		}
+	}
+}
+
+// ldaBadEncodings are malformed inputs for UnmarshalBinary; they also seed
+// the fuzzer.
+func ldaBadEncodings() map[string][]byte {
+	good, _ := MustNewLDA(LDAConfig{Banks: []BankConfig{{2, 0}, {4, 3}}}).AppendBinary(nil)
+	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	return map[string][]byte{
+		"empty":          {},
+		"magic only":     []byte("LDA"),
+		"wrong magic":    mod(func(b []byte) []byte { b[0] = 'X'; return b }),
+		"version 2":      mod(func(b []byte) []byte { b[3] = 2; return b }),
+		"unknown flag":   mod(func(b []byte) []byte { b[4] = 0x80; return b }),
+		"zero banks":     mod(func(b []byte) []byte { b[5] = 0; return b }),
+		"17 banks":       mod(func(b []byte) []byte { b[5] = 17; return b }),
+		"rows 2^0":       mod(func(b []byte) []byte { b[6] = 0; return b }),
+		"rows 2^31":      mod(func(b []byte) []byte { b[6] = 31; return b }),
+		"same sampling":  mod(func(b []byte) []byte { b[9] = 0; return b }),
+		"sampling 200":   mod(func(b []byte) []byte { b[7] = 200; return b }),
+		"truncated":      good[:len(good)-1],
+		"trailing":       append(append([]byte(nil), good...), 0),
+		"huge rows":      []byte{'L', 'D', 'A', 1, 0, 1, 20, 0, 0},
+		"counts>offered": mod(func(b []byte) []byte { b[11] = 5; return b }),
+		"bad varint":     append([]byte{'L', 'D', 'A', 1, 0, 1, 1, 0}, bytes.Repeat([]byte{0xff}, 11)...),
+	}
+}
+
+func TestLDAUnmarshalBad(t *testing.T) {
+	for name, b := range ldaBadEncodings() {
+		t.Run(name, func(t *testing.T) {
+			l := MustNewLDA(DefaultLDAConfig())
+			l.Add(7, 7)
+			before := l.Clone()
+			err := l.UnmarshalBinary(b)
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("err = %v, want ErrBadEncoding", err)
+			}
+			if !l.equalState(before) {
+				t.Fatal("failed UnmarshalBinary changed the receiver")
+			}
+		})
+	}
+}
+
+// FuzzLDAUnmarshalBinary: arbitrary bytes never panic; whatever decodes
+// re-encodes to bytes that decode to the same LDA, accepts Add, and can be
+// estimated against itself and a fresh LDA without panicking.
+func FuzzLDAUnmarshalBinary(f *testing.F) {
+	for _, b := range ldaBadEncodings() {
+		f.Add(b)
+	}
+	for _, cfg := range []LDAConfig{{Banks: []BankConfig{{4, 0}}}, {Banks: []BankConfig{{2, 0}, {8, 2}}, Digest: true}} {
+		a, _, _ := filledLDAPair(f, cfg, 100, 0.1, expDelay(1000))
+		b, _ := a.AppendBinary(nil)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var l LDA
+		if err := l.UnmarshalBinary(b); err != nil {
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("error %v does not wrap ErrBadEncoding", err)
+			}
+			return
+		}
+		re, err := l.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l2 LDA
+		if err := l2.UnmarshalBinary(re); err != nil || !l2.equalState(&l) {
+			t.Fatalf("round trip: err %v", err)
+		}
+		if l.Sampled() > l.Count() {
+			t.Fatal("decoded more sampled packets than offered")
+		}
+		for _, e := range []func() (Estimate, error){
+			func() (Estimate, error) { return EstimateLDA(&l, &l2, 0.98) },
+			func() (Estimate, error) { return EstimateLDA(&l, MustNewLDA(l.Config()), 0.98) },
+			func() (Estimate, error) { return EstimateLDA(MustNewLDA(l.Config()), &l, 0.98) },
+		} {
+			est, err := e()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if est.Valid && (math.IsNaN(est.MeanNs) || math.IsInf(est.MeanNs, 0) || math.IsNaN(est.MeanCINs)) {
+				t.Fatalf("valid estimate with a non-finite number: %+v", est)
+			}
+		}
+		l.Add(0xdeadbeef, 1)
+	})
+}
+
+// TestLDACompactMatchesFull: within the bounds, estimating from the compact
+// encoding gives exactly the estimate from the full sender LDA.
+func TestLDACompactMatchesFull(t *testing.T) {
+	dig := DefaultLDAConfig()
+	dig.Digest = true
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), dig, SizeLDA(1e6, []float64{0.005, 0.1}, 1024)} {
+		for _, loss := range []float64{0, 0.001, 0.05} {
+			for _, dm := range []delayModel{weibullDelay(50_000, 0.6), offsetDelay(400_000, 20_000)} {
+				t.Run(fmt.Sprintf("%v/%g/%s", cfg, loss, dm.name), func(t *testing.T) {
+					n := 300_000
+					if testing.Short() {
+						n = 50_000
+					}
+					a, b, tr := filledLDAPair(t, cfg, n, loss, dm)
+					bounds := DefaultCompactBounds()
+					if dm.name[0] == 'w' {
+						bounds.MaxDelayNs = 50 << 20 // Weibull β=0.6 has a long tail
+					}
+					enc, err := a.AppendCompact(nil, bounds)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var c CompactLDA
+					if err := c.UnmarshalBinary(enc); err != nil {
+						t.Fatal(err)
+					}
+					re, _ := c.AppendBinary(nil)
+					if !bytes.Equal(re, enc) {
+						t.Fatal("compact re-encoding differs")
+					}
+					full, _, _ := EstimateLDADetailed(a, b, 0.98)
+					comp, d, err := EstimateLDACompactDetailed(&c, b, 0.98)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d.ImplausibleBuckets != 0 || full != comp {
+						t.Fatalf("compact estimate differs (%d implausible):\nfull    %+v\ncompact %+v", d.ImplausibleBuckets, full, comp)
+					}
+					checkLDAEstimate(t, comp, tr)
+					full2, _ := a.AppendBinary(nil)
+					t.Logf("compact %d bytes (%.1f bits/bucket), full %d bytes", len(enc), float64(8*len(enc))/float64(cfg.TotalRows()), len(full2))
+				})
+			}
+		}
+	}
+}
+
+// TestLDACompactAliasing: when delays exceed the stated bounds the estimate
+// is invalid with the implausible buckets counted — never a wrong number.
+func TestLDACompactAliasing(t *testing.T) {
+	cfg := DefaultLDAConfig()
+	for _, tc := range []struct {
+		name   string
+		dm     delayModel
+		bounds CompactBounds
+	}{
+		{"delay 20ms, max 1ms", offsetDelay(20_000_000, 1000), DefaultCompactBounds()},
+		{"delay 1.5ms, max 1ms", offsetDelay(1_500_000, 1000), DefaultCompactBounds()},
+		{"delay 3ms, max 1ms", offsetDelay(3_000_000, 1000), DefaultCompactBounds()},
+		{"negative -1ms, min -10us", offsetDelay(-1_000_000, 1000), DefaultCompactBounds()},
+		{"exactly 2^k multiples", offsetDelay(2_020_000, 0), CompactBounds{MinDelayNs: 0, MaxDelayNs: 1_010_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, _ := filledLDAPair(t, cfg, 100_000, 0.001, tc.dm)
+			enc, err := a.AppendCompact(nil, tc.bounds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c CompactLDA
+			if err := c.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			e, d, err := EstimateLDACompactDetailed(&c, b, 0.98)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Valid || d.ImplausibleBuckets == 0 {
+				t.Fatalf("out-of-bounds delays gave a valid estimate: %+v (implausible %d)", e, d.ImplausibleBuckets)
+			}
+			t.Logf("%d implausible buckets: %s", d.ImplausibleBuckets, e.Reason)
+		})
+	}
+}
+
+// TestLDACompactSize measures the compact encoding of 1024 buckets at
+// realistic counts: the control plane's budget is 36 kbit per interval
+// (half the paper's 1024 × 72 bit).
+func TestLDACompactSize(t *testing.T) {
+	const budgetBits = 36_000
+	for _, tc := range []struct {
+		name   string
+		cfg    LDAConfig
+		n      int
+		loss   float64
+		dm     delayModel
+		budget bool // must fit the budget
+	}{
+		{"default 100k pkts", DefaultLDAConfig(), 100_000, 0.001, weibullDelay(50_000, 0.7), true},
+		{"default 1M pkts", DefaultLDAConfig(), 1_000_000, 0.001, weibullDelay(50_000, 0.7), true},
+		{"default 1M pkts 5% loss", DefaultLDAConfig(), 1_000_000, 0.05, weibullDelay(50_000, 0.7), true},
+		{"paper 2x512 5M pkts", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024), 5_000_000, 0.005, weibullDelay(200, 0.6), true},
+		{"default 10M pkts", DefaultLDAConfig(), 10_000_000, 0.001, weibullDelay(50_000, 0.7), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.n > 1_000_000 {
+				t.Skip("large trace")
+			}
+			a, _, _ := filledLDAPair(t, tc.cfg, tc.n, tc.loss, tc.dm)
+			enc, err := a.AppendCompact(nil, DefaultCompactBounds())
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, _ := a.AppendBinary(nil)
+			bitsPer := float64(8*len(enc)) / float64(tc.cfg.TotalRows())
+			t.Logf("%s: compact %d bits (%.1f bits/bucket), full %d bits (%.1f bits/bucket)",
+				tc.cfg, 8*len(enc), bitsPer, 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
+			if tc.budget && 8*len(enc) > budgetBits {
+				t.Errorf("compact encoding %d bits > budget %d", 8*len(enc), budgetBits)
+			}
+		})
+	}
+}
+
+func TestLDACompactBadBounds(t *testing.T) {
+	l := MustNewLDA(DefaultLDAConfig())
+	for _, cb := range []CompactBounds{{MinDelayNs: 5, MaxDelayNs: 5}, {MinDelayNs: 0, MaxDelayNs: 1, DigestBits: 65}, {MinDelayNs: math.MinInt64, MaxDelayNs: 1}} {
+		if _, err := l.AppendCompact(nil, cb); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("bounds %+v: err %v", cb, err)
+		}
+	}
+}
+
+// ldaBadCompact are malformed compact encodings (and fuzz seeds).
+func ldaBadCompact() map[string][]byte {
+	l := MustNewLDA(LDAConfig{Banks: []BankConfig{{2, 0}, {4, 3}}, Digest: true})
+	for i := 0; i < 20; i++ {
+		l.Add(splitmix64(uint64(i)), 1000+uint64(i))
+	}
+	good, _ := l.AppendCompact(nil, DefaultCompactBounds())
+	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	hdr := []byte{'L', 'D', 'C', 1, 0, 1, 20, 0, 0} // 2^20 rows, offered 0
+	return map[string][]byte{
+		"good":            good,
+		"empty":           {},
+		"full magic":      mod(func(b []byte) []byte { b[2] = 'A'; return b }),
+		"version 0":       mod(func(b []byte) []byte { b[3] = 0; return b }),
+		"truncated":       good[:len(good)-1],
+		"trailing":        append(append([]byte(nil), good...), 0),
+		"zero span":       binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 0),
+		"huge span":       binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1<<63),
+		"huge rows":       append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 0, 0, 1),
+		"count width 0":   append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 0, 0, 0),
+		"count width 65":  append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 0, 0, 65),
+		"guard 9":         append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 9, 0, 0, 1),
+		"count overflow":  append(binary.AppendUvarint(binary.AppendVarint([]byte{'L', 'D', 'C', 1, 0, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}, 0), 1000), 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 1, 0x3),
+		"digest w/o flag": append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 8, 0, 1),
+	}
+}
+
+func TestLDACompactUnmarshalBad(t *testing.T) {
+	for name, b := range ldaBadCompact() {
+		t.Run(name, func(t *testing.T) {
+			var c CompactLDA
+			err := c.UnmarshalBinary(b)
+			if name == "good" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("err = %v, want ErrBadEncoding", err)
+			}
+			if c.counts != nil {
+				t.Fatal("failed UnmarshalBinary changed the receiver")
+			}
+		})
+	}
+}
+
+// FuzzLDACompactUnmarshal: arbitrary bytes never panic; what decodes
+// re-encodes to the same bytes and estimates against receivers without
+// panicking or yielding a valid non-finite number.
+func FuzzLDACompactUnmarshal(f *testing.F) {
+	for _, b := range ldaBadCompact() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c CompactLDA
+		if err := c.UnmarshalBinary(b); err != nil {
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("error %v does not wrap ErrBadEncoding", err)
+			}
+			return
+		}
+		re, _ := c.AppendBinary(nil)
+		if !bytes.Equal(re, b) {
+			t.Fatalf("re-encoding differs:\n%x\n%x", b, re)
+		}
+		recv := MustNewLDA(c.Config())
+		for i := 0; i < 64; i++ {
+			recv.Add(splitmix64(uint64(i)), uint64(i)*1000)
+		}
+		est, err := EstimateLDACompact(&c, recv, 0.98)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est.Valid && (math.IsNaN(est.MeanNs) || math.IsInf(est.MeanNs, 0) || math.IsNaN(est.MeanCINs)) {
+			t.Fatalf("valid estimate with a non-finite number: %+v", est)
+		}
+		_ = c.Bounds()
+		_ = c.BucketCount(0, 0)
+	})
+}
