@@ -1,0 +1,278 @@
+package synopsis
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Limits of an RDA configuration. They keep a forged encoding from asking
+// for absurd memory (24 bytes per cell).
+const (
+	RDAMaxBanks      = 16
+	RDAMaxCells      = 1 << 22 // cells per bank
+	RDAMaxTotalCells = 1 << 24 // cells over all banks (384 MiB)
+
+	// DefaultRDABanks is the paper's k = 2 (Sec. VIII-B).
+	DefaultRDABanks = 2
+	// DefaultRDACells per bank: with 2 banks, peeling succeeds with
+	// probability ≥ 99 % up to a set difference of about 580 packets and
+	// ≥ 87 % up to 2048 (SizeRDA); 192 KiB of cells, about 123 KB on the wire.
+	DefaultRDACells = 4096
+	// DefaultRDACacheBudget is the timestamp cache per RDA, bytes (16 per
+	// cached packet: 2^20 slots, up to 786 432 packets before sampling).
+	DefaultRDACacheBudget = 16 << 20
+)
+
+// RDAConfig is the shape of an RDA (paper Sec. V-A): Banks banks of Cells
+// cells each, and the memory for the per-interval timestamp cache that
+// repair needs. Sender and receiver must use equal Banks and Cells; the
+// cache budgets may differ (coordinated sampling reconciles them).
+type RDAConfig struct {
+	Banks       int // k hash functions, one cell per bank per packet; ≥ 1
+	Cells       int // m cells per bank; ≥ 2 (any value, not only powers of two)
+	CacheBudget int // bytes for the timestamp cache (hash → ts); 0 = no cache, no repair
+}
+
+// DefaultRDAConfig is 2 banks × 4096 cells with a 16 MiB timestamp cache.
+func DefaultRDAConfig() RDAConfig {
+	return RDAConfig{Banks: DefaultRDABanks, Cells: DefaultRDACells, CacheBudget: DefaultRDACacheBudget}
+}
+
+// Validate says whether c can build an RDA (errors wrap ErrBadConfig).
+func (c RDAConfig) Validate() error {
+	switch {
+	case c.Banks < 1 || c.Banks > RDAMaxBanks:
+		return fmt.Errorf("%w: RDA banks %d not in [1,%d]", ErrBadConfig, c.Banks, RDAMaxBanks)
+	case c.Cells < 2 || c.Cells > RDAMaxCells:
+		return fmt.Errorf("%w: RDA cells per bank %d not in [2,%d]", ErrBadConfig, c.Cells, RDAMaxCells)
+	case c.Banks*c.Cells > RDAMaxTotalCells:
+		return fmt.Errorf("%w: RDA %d×%d cells exceed %d", ErrBadConfig, c.Banks, c.Cells, RDAMaxTotalCells)
+	case c.CacheBudget < 0:
+		return fmt.Errorf("%w: RDA cache budget %d bytes is negative", ErrBadConfig, c.CacheBudget)
+	case c.CacheBudget > 0 && c.CacheBudget < TSCacheMinBudget:
+		return fmt.Errorf("%w: RDA cache budget %d bytes below the minimum %d", ErrBadConfig, c.CacheBudget, TSCacheMinBudget)
+	}
+	return nil
+}
+
+func (c RDAConfig) String() string {
+	return fmt.Sprintf("rda{banks=%d cells=%d cache=%dB}", c.Banks, c.Cells, c.CacheBudget)
+}
+
+// rdaCell is one RDA bucket (paper Sec. V-A): the XOR of the packet
+// identifiers (ID), the wrap-around sum of their timestamps (TS, ns) and
+// the signed packet count (Δ; negative after Delete or Subtract).
+type rdaCell struct {
+	id uint64
+	ts uint64
+	n  int64
+}
+
+// RDA is a Reconcilable Difference Aggregator (Fu, Barlet-Ros, Li, "Every
+// Timestamp Counts", Sec. V): k banks of m cells; every packet is added to
+// one cell in every bank, chosen by an independent hash of its identity.
+// Subtracting the sender's RDA from the receiver's cancels every packet
+// seen at both ends, and peeling (Algorithm 1) lists the identities of the
+// lost and extra packets; repair then removes their timestamps, taken from
+// the per-interval timestamp cache, so every cell again holds only
+// packets seen at both ends and the mean delay comes out exact.
+//
+// Departure from the paper: the packet identifier is the packet identity
+// hash h itself (DESIGN §2), and bank b's cell is
+// fastrange(Remix(h, SaltRDA+b·φ), m) rather than a separate Bob hash.
+//
+// An RDA is not safe for concurrent use: give each worker its own and
+// Merge them on the control side.
+type RDA struct {
+	cells []rdaCell // bank-major: bank b is cells[b*m : (b+1)*m]
+	m     uint64    // cells per bank
+	k     int       // banks
+	base  uint64    // first timestamp added since Reset (ns); only makes the encoding compact
+	cache *TSCache  // nil when CacheBudget is 0
+	// remoteLevel: for an RDA decoded from the wire, the sampling level of
+	// the sender's cache (its cache is not shipped; see docs/rda.md).
+	remoteLevel uint8
+	hasRemote   bool
+	cfg         RDAConfig
+}
+
+// NewRDA returns an empty RDA with configuration cfg.
+func NewRDA(cfg RDAConfig) (*RDA, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &RDA{
+		cells: make([]rdaCell, cfg.Banks*cfg.Cells),
+		m:     uint64(cfg.Cells),
+		k:     cfg.Banks,
+		cfg:   cfg,
+	}
+	if cfg.CacheBudget > 0 {
+		c, err := NewTSCache(cfg.CacheBudget)
+		if err != nil {
+			return nil, err
+		}
+		r.cache = c
+	}
+	return r, nil
+}
+
+// MustNewRDA is NewRDA for configurations known to be valid; it panics on
+// a bad one.
+func MustNewRDA(cfg RDAConfig) *RDA {
+	r, err := NewRDA(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// rdaBankSalt is bank b's salt for Remix: far-apart salts (golden-ratio
+// steps) so the banks' cell choices are independent.
+func rdaBankSalt(b int) uint64 { return SaltRDA + uint64(b)*0x9e3779b97f4a7c15 }
+
+// cellIndex is the index into r.cells of identity h's cell in bank b.
+// fastrange (Lemire): the high word of Remix·m is uniform on [0,m) without
+// a division.
+func (r *RDA) cellIndex(h uint64, b int) int {
+	hi, _ := bits.Mul64(Remix(h, rdaBankSalt(b)), r.m)
+	return b*int(r.m) + int(hi)
+}
+
+// Add records one packet with identity hash h at absolute time ts (ns) in
+// one cell of every bank and in the timestamp cache. It allocates nothing
+// and uses no floating point.
+func (r *RDA) Add(h, ts uint64) {
+	if r.base == 0 {
+		r.base = ts
+	}
+	for b := 0; b < r.k; b++ {
+		c := &r.cells[r.cellIndex(h, b)]
+		c.id ^= h
+		c.ts += ts // wraps; differences of sums stay exact (DESIGN §3)
+		c.n++
+	}
+	if r.cache != nil {
+		r.cache.Insert(h, ts)
+	}
+}
+
+// Delete removes a packet added with Add(h, ts) from the cells (paper Sec.
+// V-A: TS −= ts, Δ −= 1). It does not touch the cache. Deleting a packet
+// that was never added leaves a negative count, as in the paper.
+func (r *RDA) Delete(h, ts uint64) {
+	for b := 0; b < r.k; b++ {
+		c := &r.cells[r.cellIndex(h, b)]
+		c.id ^= h
+		c.ts -= ts
+		c.n--
+	}
+}
+
+func (r *RDA) sameShape(o *RDA) error {
+	if r.k != o.k || r.m != o.m {
+		return fmt.Errorf("%w: RDA %d×%d vs %d×%d cells", ErrConfigMismatch, r.k, r.m, o.k, o.m)
+	}
+	return nil
+}
+
+// Merge adds o into r (per-worker shards of one interval): cell by cell
+// ID ^= , TS += , Δ += , and o's cache entries into r's cache. Shapes must
+// match (else an error wrapping ErrConfigMismatch and r is unchanged).
+func (r *RDA) Merge(o *RDA) error {
+	if err := r.sameShape(o); err != nil {
+		return err
+	}
+	for i := range r.cells {
+		r.cells[i].id ^= o.cells[i].id
+		r.cells[i].ts += o.cells[i].ts
+		r.cells[i].n += o.cells[i].n
+	}
+	if r.base == 0 {
+		r.base = o.base
+	}
+	if r.cache != nil && o.cache != nil {
+		r.cache.Merge(o.cache)
+	}
+	return nil
+}
+
+// Subtract makes r the subtraction RDA r − o (paper Sec. V-B (i)): ID ^=,
+// TS −=, Δ −=. Called on the receiver's copy with the sender's, packets
+// seen at both ends cancel from ID and Δ; what is left is the set
+// difference, which Peel lists. The cache is not changed.
+func (r *RDA) Subtract(o *RDA) error {
+	if err := r.sameShape(o); err != nil {
+		return err
+	}
+	for i := range r.cells {
+		r.cells[i].id ^= o.cells[i].id
+		r.cells[i].ts -= o.cells[i].ts
+		r.cells[i].n -= o.cells[i].n
+	}
+	return nil
+}
+
+// Reset empties r and its cache, keeping configuration and memory.
+func (r *RDA) Reset() {
+	clear(r.cells)
+	r.base = 0
+	r.hasRemote, r.remoteLevel = false, 0
+	if r.cache != nil {
+		r.cache.Reset()
+	}
+}
+
+// Clone returns a deep copy of r (cells and cache).
+func (r *RDA) Clone() *RDA {
+	c := *r
+	c.cells = append([]rdaCell(nil), r.cells...)
+	if r.cache != nil {
+		c.cache = r.cache.Clone()
+	}
+	return &c
+}
+
+// Config returns r's configuration.
+func (r *RDA) Config() RDAConfig { return r.cfg }
+
+// Banks and Cells give r's shape k × m.
+func (r *RDA) Banks() int { return r.k }
+
+// Cells is the number of cells per bank (m).
+func (r *RDA) Cells() int { return int(r.m) }
+
+// Count is the net number of packets recorded (Adds − Deletes): the sum
+// of bank 0's Δ.
+func (r *RDA) Count() int64 {
+	var n int64
+	for _, c := range r.cells[:r.m] {
+		n += c.n
+	}
+	return n
+}
+
+// Cache is r's timestamp cache, or nil.
+func (r *RDA) Cache() *TSCache { return r.cache }
+
+// Cell returns bank b's cell i (ID xor, TS sum ns, Δ). For tests and
+// tools.
+func (r *RDA) Cell(b, i int) (id, ts uint64, n int64) {
+	c := r.cells[b*int(r.m)+i]
+	return c.id, c.ts, c.n
+}
+
+// sampleLevel is the sampling level of the cache that holds this side's
+// timestamps (local cache, or the remote sender's as stated on the wire),
+// and whether there is one at all.
+func (r *RDA) sampleLevel() (uint8, bool) {
+	switch {
+	case r.cache != nil && !r.cache.partial:
+		return r.cache.level, true
+	case r.hasRemote:
+		return r.remoteLevel, true
+	case r.cache != nil:
+		return r.cache.level, true
+	}
+	return 0, false
+}

@@ -1,0 +1,104 @@
+package synopsis
+
+// RDADecoding is the result of peeling a subtraction RDA (receiver −
+// sender): the identities of the set difference S_S ⊕ S_R (paper Sec.
+// IV-A), split by side.
+type RDADecoding struct {
+	Lost  []uint64 // seen by the sender only (Δ = −1 in receiver − sender): lost, or late past the interval end
+	Extra []uint64 // seen by the receiver only (Δ = +1): reordered in from the previous interval, or rewritten in transit
+	// Complete: every cell peeled to empty (ID 0, Δ 0), so Lost and Extra
+	// are the whole set difference (up to a 2^-64 chance of cancelling
+	// identities).
+	Complete bool
+	// ResidualCells: cells still non-empty after peeling — the decode
+	// failure (a 2-core of the hypergraph: too many problem packets for m,
+	// duplicates, or forged cells).
+	ResidualCells int
+	// Aborted: the peeling stopped at its step bound (adversarial input).
+	Aborted bool
+}
+
+// pure is the paper's pure-cell test (Sec. V-B (ii)): |Δ| = 1 and the
+// bank's hash of the cell's ID field points back at this very cell. A
+// cell holding several identities passes it with probability 1/m (its
+// ID XOR points anywhere); see Peel for how such false positives are
+// caught. ID 0 is never pure: it is an empty cell or a duplicate.
+func (r *RDA) pure(i int) bool {
+	c := &r.cells[i]
+	if (c.n != 1 && c.n != -1) || c.id == 0 {
+		return false
+	}
+	b := i / int(r.m)
+	return r.cellIndex(c.id, b) == i
+}
+
+// Peel decodes a subtraction RDA in place (paper Algorithm 1): it finds
+// pure cells, records each one's identity as lost (Δ = −1) or extra
+// (Δ = +1) and removes it from its cell in every bank, which may make
+// other cells pure, until no pure cell is left. r must be a receiver RDA
+// from which the sender's was subtracted (Subtract); afterwards it holds
+// the residual. TS fields are left alone: repair needs the timestamps of
+// the listed packets from the caches (EstimateRDA).
+//
+// Departures from Algorithm 1: the sign convention (its line 13 calls
+// Δ = 1 lost, its Sec. IV-C calls it reordered; we subtract sender from
+// receiver, so +1 is receiver-only = extra); a popped cell is re-tested
+// for purity, not only for emptiness (another peel may have changed it);
+// and the loop is bounded so forged cells cannot make it run forever.
+func (r *RDA) Peel() RDADecoding {
+	var d RDADecoding
+	stack := make([]int32, 0, 64)
+	for i := range r.cells {
+		if r.pure(i) {
+			stack = append(stack, int32(i))
+		}
+	}
+	// Every true peel empties one cell per bank; 2 × cells steps is more
+	// than any honest decode needs.
+	budget := 2*len(r.cells) + 16
+	for len(stack) > 0 {
+		i := int(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if !r.pure(i) {
+			continue
+		}
+		if budget == 0 {
+			d.Aborted = true
+			break
+		}
+		budget--
+		id, delta := r.cells[i].id, r.cells[i].n
+		if delta < 0 {
+			d.Lost = append(d.Lost, id)
+		} else {
+			d.Extra = append(d.Extra, id)
+		}
+		for b := 0; b < r.k; b++ {
+			q := r.cellIndex(id, b)
+			c := &r.cells[q]
+			c.id ^= id
+			c.n -= delta
+			if r.pure(q) {
+				stack = append(stack, int32(q))
+			}
+		}
+	}
+	for i := range r.cells {
+		if r.cells[i].id != 0 || r.cells[i].n != 0 {
+			d.ResidualCells++
+		}
+	}
+	d.Complete = d.ResidualCells == 0 && !d.Aborted
+	return d
+}
+
+// DecodeRDA subtracts sender from receiver (in a scratch copy; neither
+// is changed) and peels the difference.
+func DecodeRDA(sender, receiver *RDA) (RDADecoding, error) {
+	if err := receiver.sameShape(sender); err != nil {
+		return RDADecoding{}, err
+	}
+	d := &RDA{cells: append([]rdaCell(nil), receiver.cells...), m: receiver.m, k: receiver.k}
+	_ = d.Subtract(sender)
+	return d.Peel(), nil
+}

@@ -1,0 +1,353 @@
+package synopsis
+
+import (
+	"fmt"
+	"math"
+)
+
+// rdaMinStddevPairs is the fewest collapsed cell pairs behind a std-dev
+// (as ldaMinStddevRows: fewer and the estimate is a guess).
+const rdaMinStddevPairs = 4
+
+// RDAStats says what the RDA decode and repair achieved for one interval,
+// beyond Estimate's usable buckets and samples.
+type RDAStats struct {
+	Banks, Cells int
+
+	SetDifference  int  // decoded identities, Lost + Extra (= |S_S ⊕ S_R| when DecodeComplete)
+	Lost           int  // decoded sender-only packets
+	Extra          int  // decoded receiver-only packets
+	DecodeComplete bool // peeling emptied every cell
+	ResidualCells  int  // cells peeling could not empty (decode failure)
+	DecodeAborted  bool // peeling hit its step bound (forged input)
+
+	Repaired   int // decoded packets whose timestamps were found and removed from their cells
+	Unrepaired int // decoded packets without a timestamp: their cells are left out
+	// Inconsistent: decoded identities a cache contradicts (a "lost"
+	// packet the receiver saw, or one the sender's full cache should
+	// hold but does not): false pure cells. Their cells are left out.
+	Inconsistent int
+	// Coverage is Repaired / SetDifference (1 with no difference).
+	Coverage float64
+	// SampleFraction is the share of the hash space both caches hold
+	// (2^-max(level)); 0 when a side has no cache.
+	SampleFraction float64
+	// MissingSender lists lost identities whose sender timestamps the
+	// sender's cache holds but this RDA copy lacks (it came over the
+	// wire): send them in a timestamp request (AppendTimestampRequest)
+	// and feed the reply to the sender copy's AddRemoteTimestamps.
+	MissingSender []uint64
+
+	UsableCells  int // cells with equal ID and Δ at both ends after repair, Δ > 0
+	EmptyCells   int
+	DamagedCells int // cells left out of the estimate
+
+	// Exact: every problem packet was decoded and repaired and every cell
+	// is usable, so MeanNs is the exact mean over all packets seen at both
+	// ends (up to float64 rounding).
+	Exact bool
+	// BankTotalsAgree: with Exact, every bank's total delay and count
+	// agree (each bank partitions the same matched packets). A mismatch
+	// means a corrupted input and makes the estimate invalid.
+	BankTotalsAgree bool
+	CollapsedPairs  int // Algorithm 2 pairs behind the std-dev
+
+	// StddevAlg3Ns is the paper's own Algorithm 3, sqrt(F − μ²) over the
+	// same pairs (NaN when F < μ²), for comparison; StddevNs uses the
+	// centred form (see EstimateRDA).
+	StddevAlg3Ns float64
+
+	Note string // what limited the estimate, when not Exact
+}
+
+// EstimateRDA combines the sender's and the receiver's RDA of one interval
+// (paper Sec. V-B, V-C): it subtracts, peels the set difference
+// (Algorithm 1), repairs the cells of the decoded packets with their
+// timestamps from the sender's and the receiver's caches, and estimates
+// the mean delay over the usable cells of all banks and the std-dev by
+// selective collapse (Algorithms 2–3). conf is the confidence level of
+// MeanCINs (0 means DefaultConfidence).
+//
+// Within capacity (complete decode, every problem packet's timestamp
+// cached) the mean is exact and MeanCINs is 0. Otherwise cells that still
+// hold a problem packet are left out, the mean is that of the packets in
+// the remaining cells (an unbiased sample: cells are chosen by hash) with
+// a confidence bound, and RDAStats.Note says why. Neither RDA is changed.
+//
+// Departure from Algorithm 3: the paper's σ² = ΣY²/ΣΔ − μ² with
+// Y = X_p − X_q cancels catastrophically when μ ≫ σ (every Y carries
+// (Δ_p − Δ_q)·μ). We centre each collapsed pair with the exact mean,
+// Y = (X_p − μΔ_p) − (X_q − μΔ_q), and divide by its expectation under a
+// random split of the bank's N matched packets into cells,
+// E[Y²] = σ²·(N(Δ_p+Δ_q) − (Δ_p−Δ_q)²)/(N−1) — unbiased for the
+// population variance. StddevAlg3Ns keeps the paper's figure.
+func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error) {
+	e := Estimate{Synopsis: "rda"}
+	st := RDAStats{Banks: receiver.k, Cells: int(receiver.m)}
+	if err := receiver.sameShape(sender); err != nil {
+		return e, st, err
+	}
+	if conf == 0 {
+		conf = DefaultConfidence
+	}
+	e.Conf = conf
+	sent, recv := sender.Count(), receiver.Count()
+	if sent > 0 {
+		e.Sent = uint64(sent)
+	}
+	if recv > 0 {
+		e.Received = uint64(recv)
+	}
+	e.TotalBuckets = len(receiver.cells)
+
+	dec, _ := DecodeRDA(sender, receiver)
+	st.Lost, st.Extra = len(dec.Lost), len(dec.Extra)
+	st.SetDifference = st.Lost + st.Extra
+	st.DecodeComplete, st.ResidualCells, st.DecodeAborted = dec.Complete, dec.ResidualCells, dec.Aborted
+
+	// Repair (paper Sec. VIII-A, "Latency Aggregation"): delete the lost
+	// packets from the sender's cells and the extra ones from the
+	// receiver's, with their own timestamps.
+	S := append([]rdaCell(nil), sender.cells...)
+	R := append([]rdaCell(nil), receiver.cells...)
+	damaged := make([]bool, len(R))
+	lvS, haveS := sender.sampleLevel()
+	lvR, haveR := receiver.sampleLevel()
+	if haveS && haveR {
+		st.SampleFraction = math.Ldexp(1, -int(max(lvS, lvR)))
+	}
+	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
+		ts, ok := own.cache.Lookup(id)
+		if other.cache != nil && !other.cache.partial {
+			if _, seen := other.cache.Lookup(id); seen {
+				ok = false // the other end saw it: a false pure cell
+				st.Inconsistent++
+			}
+		}
+		if !ok && haveOwn && Covers(id, lvOwn) {
+			switch {
+			case own.cache != nil && !own.cache.partial:
+				st.Inconsistent++ // the full cache must hold it: not a real packet
+			case own == sender:
+				st.MissingSender = append(st.MissingSender, id)
+			}
+		}
+		if ok {
+			st.Repaired++
+		} else {
+			st.Unrepaired++
+		}
+		for b := 0; b < receiver.k; b++ {
+			q := receiver.cellIndex(id, b)
+			cells[q].id ^= id
+			cells[q].n--
+			if ok {
+				cells[q].ts -= ts
+			} else {
+				damaged[q] = true
+			}
+		}
+	}
+	for _, id := range dec.Lost {
+		repair(S, id, sender, receiver, lvS, haveS)
+	}
+	for _, id := range dec.Extra {
+		repair(R, id, receiver, sender, lvR, haveR)
+	}
+	st.Coverage = 1
+	if st.SetDifference > 0 {
+		st.Coverage = float64(st.Repaired) / float64(st.SetDifference)
+	}
+
+	// Usable cells and the mean: per bank, the wrap-around sum of
+	// TS_R − TS_S over usable cells is the exact delay sum of their packets
+	// while it fits in 63 bits.
+	k, m := receiver.k, int(receiver.m)
+	bankDelay := make([]uint64, k)
+	bankCount := make([]int64, k)
+	usable := func(i int) bool {
+		return !damaged[i] && S[i].id == R[i].id && S[i].n == R[i].n && S[i].n > 0
+	}
+	for i := range R {
+		switch {
+		case usable(i):
+			st.UsableCells++
+			bankDelay[i/m] += R[i].ts - S[i].ts
+			bankCount[i/m] += R[i].n
+		case !damaged[i] && S[i] == (rdaCell{}) && R[i] == (rdaCell{}):
+			st.EmptyCells++
+		default:
+			st.DamagedCells++
+		}
+	}
+	e.UsableBuckets = st.UsableCells
+	var sumDelay float64
+	var sumCount int64
+	var maxCount int64
+	for b := 0; b < k; b++ {
+		sumDelay += float64(int64(bankDelay[b]))
+		sumCount += bankCount[b]
+		maxCount = max(maxCount, bankCount[b])
+	}
+	if sumCount > 0 {
+		e.MeanNs = sumDelay / float64(sumCount)
+	}
+	// Samples: distinct packets behind the mean; a bank's cells are
+	// disjoint, so the best bank's count is a lower bound on the union.
+	e.Samples = uint64(maxCount)
+	st.Exact = dec.Complete && st.Unrepaired == 0 && st.Inconsistent == 0 && st.DamagedCells == 0
+	st.BankTotalsAgree = true
+	for b := 1; b < k; b++ {
+		if bankDelay[b] != bankDelay[0] || bankCount[b] != bankCount[0] {
+			st.BankTotalsAgree = false
+		}
+	}
+	if st.Exact && st.BankTotalsAgree && bankCount[0] > 0 {
+		e.MeanNs = float64(int64(bankDelay[0])) / float64(bankCount[0])
+	}
+
+	// Loss: exact from the decode when complete.
+	switch {
+	case dec.Complete:
+		e.Lost = uint64(st.Lost)
+	case sent > recv:
+		e.Lost = uint64(sent - recv)
+	}
+	// N: packets seen at both ends (exact when the decode is complete).
+	nMatched := float64(maxCount)
+	if dec.Complete {
+		nMatched = float64(sent - int64(st.Lost))
+	}
+
+	// Std-dev: Algorithm 2 (selective collapse: per bank, pair the
+	// usable non-empty cells in index order) and the centred Algorithm 3.
+	var sumY2, sumW, sumX2, sumC float64
+	var maxPairCount int64
+	for b := 0; b < k; b++ {
+		N := float64(bankCount[b])
+		if st.Exact {
+			N = float64(bankCount[0])
+		} else {
+			N = math.Max(nMatched, N)
+		}
+		p := -1
+		var pairCount int64
+		for i := b * m; i < (b+1)*m; i++ {
+			if !usable(i) {
+				continue
+			}
+			if p < 0 {
+				p = i
+				continue
+			}
+			q := i
+			np, nq := float64(R[p].n), float64(R[q].n)
+			xp, xq := float64(int64(R[p].ts-S[p].ts)), float64(int64(R[q].ts-S[q].ts))
+			y := (xp - e.MeanNs*np) - (xq - e.MeanNs*nq)
+			sumY2 += y * y
+			if N > 1 {
+				sumW += (N*(np+nq) - (np-nq)*(np-nq)) / (N - 1)
+			} else {
+				sumW += np + nq
+			}
+			sumX2 += (xp - xq) * (xp - xq)
+			sumC += np + nq
+			pairCount += R[p].n + R[q].n
+			st.CollapsedPairs++
+			p = -1
+		}
+		maxPairCount = max(maxPairCount, pairCount)
+	}
+	e.StddevSamples = uint64(maxPairCount)
+	if sumW > 0 {
+		e.StddevNs = math.Sqrt(sumY2 / sumW)
+	}
+	st.StddevAlg3Ns = math.NaN()
+	if sumC > 0 {
+		if v := sumX2/sumC - e.MeanNs*e.MeanNs; v >= 0 {
+			st.StddevAlg3Ns = math.Sqrt(v)
+		}
+	}
+
+	// Confidence bound: 0 when exact; otherwise the LDA's Hoeffding form
+	// (eq. 1 solved for εμ, σ standing in for the range) with the
+	// finite-population factor sqrt(1 − S/N): the left-out cells are a
+	// hash-random part of the same N packets.
+	if !st.Exact && e.Samples > 0 && e.StddevNs > 0 && conf > 0 && conf < 1 {
+		fpc := 1.0
+		if nMatched > 0 {
+			fpc = math.Max(0, 1-float64(e.Samples)/nMatched)
+		}
+		e.MeanCINs = e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf))/float64(e.Samples)) * math.Sqrt(fpc)
+	}
+
+	if !st.Exact {
+		switch {
+		case !dec.Complete:
+			st.Note = fmt.Sprintf("decode incomplete: %d cells unpeeled (set difference beyond the capacity of %d×%d cells); mean from %d of %d cells", dec.ResidualCells, k, m, st.UsableCells, len(R))
+		case st.Inconsistent > 0:
+			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (false pure cells); their cells left out", st.Inconsistent)
+		case len(st.MissingSender) > 0:
+			st.Note = fmt.Sprintf("%d lost packets await sender timestamps (request them); their cells left out", len(st.MissingSender))
+		case st.Unrepaired > 0:
+			st.Note = fmt.Sprintf("%d of %d problem packets outside the timestamp caches (coverage %.3g); their cells left out", st.Unrepaired, st.SetDifference, st.Coverage)
+		}
+	}
+
+	switch {
+	case !(conf > 0 && conf < 1):
+		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
+	case sent <= 0 && recv <= 0:
+		e.Reason = "no packets in the interval"
+	case st.Exact && !st.BankTotalsAgree:
+		e.Reason = "RDA banks disagree after repair: corrupted synopsis or timestamps"
+	case dec.Aborted:
+		e.Reason = "RDA peeling aborted: forged or corrupted cells"
+	case st.UsableCells == 0:
+		e.Reason = fmt.Sprintf("no usable RDA cell: set difference beyond capacity (%d cells unpeeled, %d decoded)", dec.ResidualCells, st.SetDifference)
+	case st.CollapsedPairs < rdaMinStddevPairs:
+		e.Reason = fmt.Sprintf("only %d collapsed cell pairs, need %d for a std-dev and confidence bound", st.CollapsedPairs, rdaMinStddevPairs)
+	default:
+		e.Valid = true
+	}
+	return e, st, nil
+}
+
+// AddRemoteTimestamps feeds a timestamp reply (the sender's answer to a
+// request for ids, see TSCache.AppendReply) into r, the receiver's copy
+// of the sender's RDA, so the next EstimateRDA can repair those lost
+// packets. Errors wrap ErrBadEncoding; r is unchanged on error.
+func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
+	ts := make([]uint64, len(ids))
+	ok := make([]bool, len(ids))
+	if err := ParseReply(reply, ids, ts, ok); err != nil {
+		return err
+	}
+	if r.cache != nil && !r.cache.partial {
+		return fmt.Errorf("%w: RDA has its own full timestamp cache; remote timestamps are for a copy decoded from the wire", ErrConfigMismatch)
+	}
+	level, _ := r.sampleLevel()
+	nc := newPartialTSCache(r.cache.Len()+len(ids), level)
+	if r.cache != nil {
+		for _, e := range r.cache.slots {
+			if e.h != 0 {
+				nc.put(e.h, Remix(e.h, SaltSampling), e.ts, false)
+			}
+		}
+		if r.cache.hasZero {
+			nc.hasZero, nc.zero = true, r.cache.zero
+		}
+	}
+	for i, id := range ids {
+		if !ok[i] {
+			continue
+		}
+		if id == 0 {
+			nc.hasZero, nc.zero = true, ts[i]
+			continue
+		}
+		nc.put(id, Remix(id, SaltSampling), ts[i], false)
+	}
+	r.cache = nc
+	return nil
+}

@@ -1,0 +1,403 @@
+package synopsis
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// TSCacheMinBudget is the smallest timestamp-cache budget, bytes (64 slots).
+const TSCacheMinBudget = 64 * tsEntryBytes
+
+const (
+	tsEntryBytes = 16 // one slot: hash + timestamp
+	// tsMaxLoadNum/Den: the table holds at most 3/4 of its slots before
+	// the sampling level is raised. Linear probing then needs about 8.5
+	// probes for a miss (2–3 cache lines), 2.5 for a hit.
+	tsMaxLoadNum, tsMaxLoadDen = 3, 4
+	// tsMaxLevel: the deepest sampling level (probability 2^-63).
+	tsMaxLevel = 63
+)
+
+type tsEntry struct {
+	h  uint64 // packet identity; 0 marks an empty slot (h == 0 lives in zero)
+	ts uint64 // ns, the first time h was seen in this interval
+}
+
+// TSCache is the per-interval timestamp cache of RDA repair (paper Sec.
+// VIII-A, "late-binding": hash → timestamp of every packet of the
+// interval), bounded by a memory budget. It is a preallocated open
+// addressing table (linear probing); Insert allocates nothing.
+//
+// Coordinated sampling (paper Sec. VIII-B, "Cache Size"): the cache holds
+// a packet only when s = Remix(h, SaltSampling) has its top Level bits
+// zero, i.e. with probability 2^-Level, and the choice depends on h alone,
+// so the sender and the receiver hold the same subset. Level starts at 0
+// (every packet); when an insert would exceed the budget, Level rises by
+// one and the entries no longer sampled are dropped (the sample halves).
+// The two ends may end an interval at different levels; repair uses the
+// deeper one, where both ends hold every packet they saw (Covers).
+//
+// A packet seen twice in one interval keeps its first timestamp (Dups
+// counts the others).
+//
+// Not safe for concurrent use.
+type TSCache struct {
+	slots   []tsEntry
+	mask    uint64 // len(slots) − 1
+	limit   int    // most entries before the level rises
+	n       int    // entries in slots (not counting zero)
+	level   uint8
+	hasZero bool
+	zero    uint64 // timestamp of h == 0
+	offered uint64 // Insert calls this interval
+	dups    uint64
+	// partial: built from a timestamp reply (InsertReply), not from every
+	// packet of the interval, so a miss means "not asked for", not "not
+	// seen".
+	partial bool
+}
+
+// NewTSCache returns an empty cache using at most budget bytes of slots
+// (16 bytes per slot, a power of two; at most 3/4 of the slots are used).
+func NewTSCache(budget int) (*TSCache, error) {
+	if budget < TSCacheMinBudget {
+		return nil, fmt.Errorf("%w: timestamp cache budget %d bytes below %d", ErrBadConfig, budget, TSCacheMinBudget)
+	}
+	slots := 1
+	for slots*2*tsEntryBytes <= budget && slots < 1<<40 {
+		slots *= 2
+	}
+	c := &TSCache{}
+	c.alloc(slots)
+	return c, nil
+}
+
+func (c *TSCache) alloc(slots int) {
+	c.slots = make([]tsEntry, slots)
+	c.mask = uint64(slots - 1)
+	c.limit = slots * tsMaxLoadNum / tsMaxLoadDen
+}
+
+// sampled says whether level keeps the packet whose sampling hash is s.
+func sampled(s uint64, level uint8) bool {
+	return s>>(64-uint(level)) == 0 // level 0: s>>64 == 0 in Go, every packet
+}
+
+// Insert records that packet h was seen at ts (ns), if the sampling level
+// keeps it. It allocates nothing; when the table is full it raises the
+// level in place (an O(slots) pass, at most a few times per interval).
+func (c *TSCache) Insert(h, ts uint64) {
+	c.offered++
+	s := Remix(h, SaltSampling)
+	if !sampled(s, c.level) {
+		return
+	}
+	if h == 0 {
+		if c.hasZero {
+			c.dups++
+			return
+		}
+		c.hasZero, c.zero = true, ts
+		return
+	}
+	c.put(h, s, ts, true)
+}
+
+// put stores (h, ts) at home position s; sample: raise the level when full.
+func (c *TSCache) put(h, s, ts uint64, sample bool) {
+again:
+	for i := s & c.mask; ; i = (i + 1) & c.mask {
+		e := &c.slots[i]
+		if e.h == h {
+			c.dups++
+			return
+		}
+		if e.h != 0 {
+			continue
+		}
+		if c.n >= c.limit {
+			if !sample || c.level >= tsMaxLevel {
+				return // full (partial cache sized for its reply, or pathological input)
+			}
+			c.raiseLevel(c.level + 1)
+			if !sampled(s, c.level) {
+				return
+			}
+			goto again
+		}
+		e.h, e.ts = h, ts
+		c.n++
+		return
+	}
+}
+
+// raiseLevel drops every entry the new level does not sample and closes
+// the holes so linear probing stays correct (in-place rehash: after the
+// first empty slot, every entry is taken out and put back; it lands at or
+// before its old place in probe order).
+func (c *TSCache) raiseLevel(level uint8) {
+	if level <= c.level {
+		return
+	}
+	c.level = level
+	if c.hasZero && !sampled(Remix(0, SaltSampling), level) {
+		c.hasZero = false
+	}
+	for i := range c.slots {
+		e := &c.slots[i]
+		if e.h != 0 && !sampled(Remix(e.h, SaltSampling), level) {
+			*e = tsEntry{}
+			c.n--
+		}
+	}
+	start := -1
+	for i := range c.slots {
+		if c.slots[i].h == 0 {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return // cannot happen: the table is never full (limit < slots)
+	}
+	for j := 1; j <= len(c.slots); j++ {
+		i := (uint64(start) + uint64(j)) & c.mask
+		e := c.slots[i]
+		if e.h == 0 {
+			continue
+		}
+		c.slots[i] = tsEntry{}
+		for p := Remix(e.h, SaltSampling) & c.mask; ; p = (p + 1) & c.mask {
+			if c.slots[p].h == 0 {
+				c.slots[p] = e
+				break
+			}
+		}
+	}
+}
+
+// Lookup returns the timestamp recorded for h.
+func (c *TSCache) Lookup(h uint64) (ts uint64, ok bool) {
+	if c == nil {
+		return 0, false
+	}
+	if h == 0 {
+		return c.zero, c.hasZero
+	}
+	for i := Remix(h, SaltSampling) & c.mask; ; i = (i + 1) & c.mask {
+		e := &c.slots[i]
+		if e.h == h {
+			return e.ts, true
+		}
+		if e.h == 0 {
+			return 0, false
+		}
+	}
+}
+
+// Covers says whether a cache at sampling level would hold h had it seen
+// it.
+func Covers(h uint64, level uint8) bool { return sampled(Remix(h, SaltSampling), level) }
+
+// Level is the sampling level: the cache holds a packet with probability
+// 2^-Level.
+func (c *TSCache) Level() uint8 { return c.level }
+
+// SampleFraction is 2^-Level.
+func (c *TSCache) SampleFraction() float64 { return math.Ldexp(1, -int(c.level)) }
+
+// Len is the number of packets held.
+func (c *TSCache) Len() int {
+	if c == nil {
+		return 0
+	}
+	if c.hasZero {
+		return c.n + 1
+	}
+	return c.n
+}
+
+// Offered is the number of Insert calls since Reset.
+func (c *TSCache) Offered() uint64 { return c.offered }
+
+// Dups counts inserts of a hash already held (its first timestamp kept).
+func (c *TSCache) Dups() uint64 { return c.dups }
+
+// Partial says the cache was built from a timestamp reply: a miss means
+// "not asked for".
+func (c *TSCache) Partial() bool { return c.partial }
+
+// Reset empties the cache and returns it to level 0.
+func (c *TSCache) Reset() {
+	clear(c.slots)
+	c.n, c.level, c.hasZero, c.zero, c.offered, c.dups = 0, 0, false, 0, 0, 0
+}
+
+// Clone returns a deep copy.
+func (c *TSCache) Clone() *TSCache {
+	d := *c
+	d.slots = append([]tsEntry(nil), c.slots...)
+	return &d
+}
+
+// Merge adds o's entries (another worker's shard of the same interval).
+// The result is at the deeper of the two levels, raised further if the
+// entries do not fit.
+func (c *TSCache) Merge(o *TSCache) {
+	c.raiseLevel(o.level)
+	c.offered += o.offered
+	c.dups += o.dups
+	if o.hasZero && sampled(Remix(0, SaltSampling), c.level) {
+		if c.hasZero {
+			c.dups++
+		} else {
+			c.hasZero, c.zero = true, o.zero
+		}
+	}
+	for _, e := range o.slots {
+		if e.h != 0 {
+			s := Remix(e.h, SaltSampling)
+			if sampled(s, c.level) {
+				c.put(e.h, s, e.ts, true)
+			}
+		}
+	}
+}
+
+// Timestamp request and reply (docs/rda.md, "Exchange"). After peeling,
+// the receiver knows the identities of the lost packets but not their
+// sender timestamps; it asks for them with a request and the sender
+// answers from its cache with a reply. Both are versioned and compact:
+//
+//	request: 'Q' 0x01 | uvarint count | count × id (uint64 LE)
+//	reply:   'A' 0x01 | uvarint count | check (uint64 LE) | base (uint64 LE) |
+//	         count × uvarint v, v = 0: not cached, else ts = base + v − 1
+//
+// The reply lists timestamps in the order of the request (the ids are not
+// repeated); check, the XOR of Remix(id, SaltSampling) over the requested
+// ids, binds it to its request. base is the smallest timestamp sent, so v
+// is a few bytes (delays within one interval).
+const (
+	tsRequestMagic = 'Q'
+	tsReplyMagic   = 'A'
+	tsWireVersion  = 1
+	// TSMaxRequest bounds the ids in one request or reply (a forged count
+	// must not allocate without bound).
+	TSMaxRequest = 1 << 20
+)
+
+func tsCheck(ids []uint64) uint64 {
+	var x uint64
+	for _, id := range ids {
+		x ^= Remix(id, SaltSampling)
+	}
+	return x
+}
+
+// AppendTimestampRequest appends a request for the timestamps of ids.
+func AppendTimestampRequest(dst []byte, ids []uint64) []byte {
+	dst = append(dst, tsRequestMagic, tsWireVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	for _, id := range ids {
+		dst = binary.LittleEndian.AppendUint64(dst, id)
+	}
+	return dst
+}
+
+// ParseTimestampRequest returns the ids of a request (errors wrap
+// ErrBadEncoding).
+func ParseTimestampRequest(b []byte) ([]uint64, error) {
+	if len(b) < 2 || b[0] != tsRequestMagic || b[1] != tsWireVersion {
+		return nil, fmt.Errorf("%w: timestamp request: bad magic or version", ErrBadEncoding)
+	}
+	b = b[2:]
+	cnt, k := binary.Uvarint(b)
+	if k <= 0 || cnt > TSMaxRequest {
+		return nil, fmt.Errorf("%w: timestamp request: bad count", ErrBadEncoding)
+	}
+	b = b[k:]
+	if uint64(len(b)) != cnt*8 {
+		return nil, fmt.Errorf("%w: timestamp request: %d bytes for %d ids", ErrBadEncoding, len(b), cnt)
+	}
+	ids := make([]uint64, cnt)
+	for i := range ids {
+		ids[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return ids, nil
+}
+
+// AppendReply appends the answer to a request for ids from c (the
+// sender's cache of the interval).
+func (c *TSCache) AppendReply(dst []byte, ids []uint64) []byte {
+	base := uint64(math.MaxUint64)
+	for _, id := range ids {
+		if ts, ok := c.Lookup(id); ok && ts < base {
+			base = ts
+		}
+	}
+	if base == math.MaxUint64 {
+		base = 0
+	}
+	dst = append(dst, tsReplyMagic, tsWireVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	dst = binary.LittleEndian.AppendUint64(dst, tsCheck(ids))
+	dst = binary.LittleEndian.AppendUint64(dst, base)
+	for _, id := range ids {
+		v := uint64(0)
+		if ts, ok := c.Lookup(id); ok && ts-base != math.MaxUint64 {
+			v = ts - base + 1
+		}
+		dst = binary.AppendUvarint(dst, v)
+	}
+	return dst
+}
+
+// ParseReply decodes a reply to a request for ids into ts and ok (each
+// len(ids)); errors wrap ErrBadEncoding.
+func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
+	if len(ts) < len(ids) || len(ok) < len(ids) {
+		return fmt.Errorf("%w: timestamp reply: output slices shorter than the request", ErrBadConfig)
+	}
+	if len(b) < 2 || b[0] != tsReplyMagic || b[1] != tsWireVersion {
+		return fmt.Errorf("%w: timestamp reply: bad magic or version", ErrBadEncoding)
+	}
+	b = b[2:]
+	cnt, k := binary.Uvarint(b)
+	if k <= 0 || cnt != uint64(len(ids)) {
+		return fmt.Errorf("%w: timestamp reply: count does not match the request", ErrBadEncoding)
+	}
+	b = b[k:]
+	if len(b) < 16 {
+		return fmt.Errorf("%w: timestamp reply: truncated header", ErrBadEncoding)
+	}
+	if binary.LittleEndian.Uint64(b) != tsCheck(ids) {
+		return fmt.Errorf("%w: timestamp reply answers another request", ErrBadEncoding)
+	}
+	base := binary.LittleEndian.Uint64(b[8:])
+	b = b[16:]
+	for i := range ids {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return fmt.Errorf("%w: timestamp reply: truncated at entry %d", ErrBadEncoding, i)
+		}
+		b = b[k:]
+		ts[i], ok[i] = base+v-1, v != 0
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: timestamp reply: %d trailing bytes", ErrBadEncoding, len(b))
+	}
+	return nil
+}
+
+// newPartialTSCache returns a cache sized for n entries that marks itself
+// partial (a reply's answers, not a whole interval).
+func newPartialTSCache(n int, level uint8) *TSCache {
+	slots := 64
+	for slots*tsMaxLoadNum/tsMaxLoadDen < n+1 {
+		slots *= 2
+	}
+	c := &TSCache{partial: true, level: level}
+	c.alloc(slots)
+	return c
+}
