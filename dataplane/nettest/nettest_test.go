@@ -1,0 +1,55 @@
+package nettest
+
+import (
+	"testing"
+	"time"
+)
+
+func TestVethRoundTrip(t *testing.T) {
+	v := NewVeth(t, Options{})
+	peer, err := v.PeerSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	host, err := v.HostSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	for i := uint64(0); i < 10; i++ {
+		if err := peer.Send(Frame(v.HostMAC, v.PeerMAC, 7, i, 64+int(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 2048)
+	got := 0
+	for got < 10 {
+		n, err := host.Recv(buf, time.Second)
+		if err != nil || n == 0 {
+			t.Fatalf("after %d frames: n=%d err=%v", got, n, err)
+		}
+		tag, seq, ok := ParseFrame(buf[:n])
+		if !ok {
+			continue // not ours
+		}
+		if tag != 7 || seq != uint64(got) || n != 64+got {
+			t.Fatalf("frame %d: tag %d seq %d len %d", got, tag, seq, n)
+		}
+		got++
+	}
+}
+
+func TestParseFrame(t *testing.T) {
+	f := Frame(nil, nil, 1, 99, 70)
+	if tag, seq, ok := ParseFrame(f); !ok || tag != 1 || seq != 99 {
+		t.Fatalf("ParseFrame = %d %d %v", tag, seq, ok)
+	}
+	f[40]++
+	if _, _, ok := ParseFrame(f); ok {
+		t.Fatal("corrupted payload accepted")
+	}
+	if _, _, ok := ParseFrame(f[:20]); ok {
+		t.Fatal("short frame accepted")
+	}
+}
