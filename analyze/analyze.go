@@ -1,0 +1,347 @@
+package analyze
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// Config says what to compute from a pair of captures.
+type Config struct {
+	Interval   time.Duration // 0: the whole capture is one interval
+	LDA        synopsis.LDAConfig
+	UseLDA     bool
+	Extra      []SynopsisFactory // RDA, LDS… (see synopses.go)
+	Classifier *classifier.Classifier
+	Truth      bool    // add exact ground truth from matching identities
+	Conf       float64 // confidence of mean_ci_ns, e.g. 0.98
+	Direction  string  // report's "direction", e.g. "a>b"
+}
+
+// Stats counts what happened to the frames of both captures.
+type Stats struct {
+	SenderFrames, ReceiverFrames       uint64
+	SenderMalformed, ReceiverMalformed uint64 // truncated or malformed headers (still measured)
+	SenderControl, ReceiverControl     uint64 // ldafwd control frames, not measured
+	SenderSnapped, ReceiverSnapped     uint64 // records cut by the snap length
+	Intervals                          int
+	TruthAmbiguous                     uint64 // identities seen twice at the sender within an interval
+	Warnings                           []string
+}
+
+// side is one end's synopses for one interval: one set per MEC.
+type side struct {
+	lda    []*synopsis.LDA
+	extra  [][]SideSynopsis // [mec][factory]
+	frames uint64
+}
+
+func newSide(cfg *Config, classes int) (*side, error) {
+	s := &side{}
+	for i := 0; i < classes; i++ {
+		if cfg.UseLDA {
+			l, err := synopsis.NewLDA(cfg.LDA)
+			if err != nil {
+				return nil, err
+			}
+			s.lda = append(s.lda, l)
+		}
+		var ex []SideSynopsis
+		for _, f := range cfg.Extra {
+			x, err := f.New()
+			if err != nil {
+				return nil, err
+			}
+			ex = append(ex, x)
+		}
+		s.extra = append(s.extra, ex)
+	}
+	return s, nil
+}
+
+func (s *side) add(m *classifier.Meta, mec uint16, ts uint64) {
+	if s.lda != nil {
+		s.lda[mec].Add(m.Hash, ts)
+	}
+	for _, x := range s.extra[mec] {
+		x.Add(m, ts)
+	}
+	s.frames++
+}
+
+func (s *side) reset() {
+	for _, l := range s.lda {
+		l.Reset()
+	}
+	for _, ex := range s.extra {
+		for _, x := range ex {
+			x.Reset()
+		}
+	}
+	s.frames = 0
+}
+
+// truthInterval is the exact truth for the packets the sender sent in one
+// interval: kept until the receiver has been read one interval further, so
+// that packets crossing the interval edge are matched too.
+type truthInterval struct {
+	k        int64
+	sent     map[uint64]sentPacket // identity → what the sender saw; removed when matched
+	dupes    uint64
+	pending  []*report.Interval // reports waiting for this truth
+	mecTruth []truthAcc         // per MEC
+}
+
+type sentPacket struct {
+	ts  uint64 // ns
+	mec uint16
+}
+
+// truthAcc accumulates exact delays of matched packets, in ns and ns².
+type truthAcc struct {
+	sent, matched uint64
+	sum, sq       float64
+}
+
+// Run analyzes the sender and receiver captures and calls emit for every
+// report line, in interval order. Damaged or unreadable frames are counted,
+// not fatal; only unreadable files are errors (returned by OpenCapture).
+func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
+	var st Stats
+	if cfg.Classifier == nil {
+		c, err := classifier.NewClassifier(nil)
+		if err != nil {
+			return st, err
+		}
+		cfg.Classifier = c
+	}
+	if !cfg.UseLDA && len(cfg.Extra) == 0 {
+		return st, errors.New("no synopsis selected")
+	}
+	if cfg.Conf <= 0 || cfg.Conf >= 1 {
+		cfg.Conf = 0.98
+	}
+	if cfg.Direction == "" {
+		cfg.Direction = "a>b"
+	}
+	classes := cfg.Classifier.NumClasses()
+	names := cfg.Classifier.Names()
+	snd, err := newSide(&cfg, classes)
+	if err != nil {
+		return st, err
+	}
+	rcv, err := newSide(&cfg, classes)
+	if err != nil {
+		return st, err
+	}
+	width := uint64(cfg.Interval.Nanoseconds())
+	intervalOf := func(ts uint64) int64 {
+		if width == 0 {
+			return 0
+		}
+		return int64(ts / width)
+	}
+
+	var prevTruth, curTruth *truthInterval
+	newTruth := func(k int64) *truthInterval {
+		if !cfg.Truth {
+			return nil
+		}
+		return &truthInterval{k: k, sent: make(map[uint64]sentPacket), mecTruth: make([]truthAcc, classes)}
+	}
+	flushTruth := func(t *truthInterval) {
+		if t == nil {
+			return
+		}
+		// Whatever the sender sent in t.k and nobody received by the end of
+		// t.k+1 counts as lost: one-way delays longer than an interval are
+		// outside what the truth (and the synopses) can pair.
+		for _, r := range t.pending {
+			acc := t.mecTruth[mecIndex(names, r.MEC)]
+			lost := acc.sent - acc.matched
+			var mean, sd float64
+			if acc.matched > 0 {
+				mean = acc.sum / float64(acc.matched)
+				v := acc.sq/float64(acc.matched) - mean*mean
+				sd = math.Sqrt(math.Max(v, 0))
+			}
+			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
+			emit(r)
+		}
+		st.TruthAmbiguous += t.dupes
+	}
+
+	firstTS, lastTS := uint64(math.MaxUint64), uint64(0)
+	span := func(ts uint64) {
+		firstTS, lastTS = min(firstTS, ts), max(lastTS, ts)
+	}
+	var meta classifier.Meta
+	for {
+		sts, sok := sender.Peek()
+		rts, rok := receiver.Peek()
+		if !sok && !rok {
+			break
+		}
+		// The next interval is the earliest one either capture has a frame in.
+		var k int64
+		switch {
+		case sok && rok:
+			k = min(intervalOf(sts), intervalOf(rts))
+		case sok:
+			k = intervalOf(sts)
+		default:
+			k = intervalOf(rts)
+		}
+		if cfg.Truth {
+			prevTruth, curTruth = curTruth, newTruth(k)
+			if prevTruth != nil && prevTruth.k != k-1 {
+				// A gap: the previous interval can have no more receptions.
+				flushTruth(prevTruth)
+				prevTruth = nil
+			}
+		}
+		for {
+			ts, ok := sender.Peek()
+			if !ok || intervalOf(ts) != k {
+				break
+			}
+			frame, ts, _ := sender.Next()
+			span(ts)
+			classifier.Parse(frame, &meta)
+			st.SenderFrames++
+			if meta.Flags&classifier.FlagControl != 0 {
+				st.SenderControl++
+				continue
+			}
+			if meta.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+				st.SenderMalformed++
+			}
+			mec := cfg.Classifier.Classify(&meta)
+			snd.add(&meta, mec, ts)
+			if curTruth != nil {
+				if _, dup := curTruth.sent[meta.Hash]; dup {
+					curTruth.dupes++
+					continue
+				}
+				curTruth.sent[meta.Hash] = sentPacket{ts: ts, mec: mec}
+				curTruth.mecTruth[mec].sent++
+			}
+		}
+		for {
+			ts, ok := receiver.Peek()
+			if !ok || intervalOf(ts) != k {
+				break
+			}
+			frame, ts, _ := receiver.Next()
+			span(ts)
+			classifier.Parse(frame, &meta)
+			st.ReceiverFrames++
+			if meta.Flags&classifier.FlagControl != 0 {
+				st.ReceiverControl++
+				continue
+			}
+			if meta.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+				st.ReceiverMalformed++
+			}
+			mec := cfg.Classifier.Classify(&meta)
+			rcv.add(&meta, mec, ts)
+			if cfg.Truth {
+				for _, t := range [2]*truthInterval{curTruth, prevTruth} {
+					if t == nil {
+						continue
+					}
+					if sp, ok := t.sent[meta.Hash]; ok {
+						delete(t.sent, meta.Hash)
+						d := float64(int64(ts - sp.ts))
+						a := &t.mecTruth[sp.mec]
+						a.matched++
+						a.sum += d
+						a.sq += d * d
+						break
+					}
+				}
+			}
+		}
+
+		// Estimate interval k for every MEC and synopsis.
+		start, end := int64(0), int64(0)
+		if width > 0 {
+			start, end = k*int64(width), (k+1)*int64(width)
+		}
+		var lines []*report.Interval
+		for mec := 0; mec < classes; mec++ {
+			base := report.Interval{Interval: k, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
+			if cfg.UseLDA {
+				e, err := synopsis.EstimateLDA(snd.lda[mec], rcv.lda[mec], cfg.Conf)
+				if err != nil {
+					return st, err
+				}
+				r := base
+				fill(&r, e)
+				lines = append(lines, &r)
+			}
+			for i, f := range cfg.Extra {
+				for _, r := range f.Estimate(snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf) {
+					rr := r
+					rr.Interval, rr.StartNs, rr.EndNs, rr.Direction, rr.MEC = base.Interval, base.StartNs, base.EndNs, base.Direction, base.MEC
+					lines = append(lines, &rr)
+				}
+			}
+		}
+		if width == 0 {
+			// One interval over the whole capture: report its real span.
+			for _, r := range lines {
+				r.StartNs, r.EndNs = int64(firstTS), int64(lastTS)+1
+			}
+		}
+		st.Intervals++
+		if cfg.Truth {
+			curTruth.pending = append(curTruth.pending, lines...)
+			if prevTruth != nil {
+				flushTruth(prevTruth)
+				prevTruth = nil
+			}
+		} else {
+			for _, r := range lines {
+				emit(r)
+			}
+		}
+		snd.reset()
+		rcv.reset()
+	}
+	if cfg.Truth && curTruth != nil {
+		flushTruth(curTruth)
+	}
+	st.SenderSnapped, st.ReceiverSnapped = sender.Truncated, receiver.Truncated
+	for _, c := range []*Capture{sender, receiver} {
+		if c.EndedEarly != nil {
+			st.Warnings = append(st.Warnings, c.EndedEarly.Error())
+		}
+	}
+	return st, nil
+}
+
+func mecIndex(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	return 0
+}
+
+// fill copies an Estimate into a report line.
+func fill(r *report.Interval, e synopsis.Estimate) {
+	r.Synopsis = e.Synopsis
+	r.Sent, r.Received, r.Lost = e.Sent, e.Received, e.Lost
+	r.MeanNs, r.StddevNs, r.MeanCINs, r.Conf = e.MeanNs, e.StddevNs, e.MeanCINs, e.Conf
+	r.Samples, r.Usable, r.Buckets = e.Samples, e.UsableBuckets, e.TotalBuckets
+	r.Valid, r.Reason = e.Valid, e.Reason
+}
+
+// Fill is fill for other packages (the appliance reports the same fields).
+func Fill(r *report.Interval, e synopsis.Estimate) { fill(r, e) }

@@ -1,0 +1,238 @@
+// Package analyzetest writes pairs of captures of the same traffic as seen at
+// the two ends of a routed segment, with exact truth, for tests of
+// `ldafwd analyze` and of the synopses behind it.
+package analyzetest
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// Config describes the traffic and what the segment does to it.
+type Config struct {
+	Packets   int           // packets sent
+	Rate      float64       // packets per second at the sender
+	Start     time.Time     // first send time
+	Flows     int           // distinct 5-tuples (Pareto-ish sizes are not needed here)
+	MeanDelay time.Duration // Weibull-distributed one-way delay with this mean
+	Shape     float64       // Weibull shape (0.6–0.8 per the LDA paper)
+	Loss      float64       // uniform loss probability
+	Seed      uint64
+	IPv6Share float64 // fraction of flows that are IPv6
+	NanoPcap  bool    // sender pcap with ns timestamps (µs otherwise)
+	PcapNG    bool    // receiver as pcapng (ns timestamps); µs pcap otherwise
+}
+
+// Truth is what the generator did, packet by packet.
+type Truth struct {
+	Sent, Received, Lost uint64
+	MeanNs, StddevNs     float64 // over received packets
+	SendNs, RecvNs       []int64 // per packet, RecvNs = -1 when lost
+}
+
+type pkt struct {
+	send, recv int64
+	snd, rcv   []byte
+}
+
+// Write generates the traffic and writes the sender and receiver captures.
+// The receiver sees each surviving frame routed: new MACs, TTL/hop limit
+// decremented, IPv4 header checksum recomputed, an 802.1Q tag pushed, DSCP
+// rewritten. Receiver timestamps are quantised to the capture's resolution
+// and the truth uses the quantised values, so it is exact for what the
+// files say.
+func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
+	if cfg.Shape == 0 {
+		cfg.Shape = 0.7
+	}
+	if cfg.Flows == 0 {
+		cfg.Flows = 64
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	scale := float64(cfg.MeanDelay.Nanoseconds()) / math.Gamma(1+1/cfg.Shape)
+	gap := 1e9 / cfg.Rate
+	t0 := cfg.Start.UnixNano()
+
+	type flow struct {
+		v6         bool
+		src, dst   net.IP
+		sport, dpt uint16
+		proto      layers.IPProtocol
+		id         uint16
+	}
+	flows := make([]flow, cfg.Flows)
+	for i := range flows {
+		f := &flows[i]
+		f.v6 = r.Float64() < cfg.IPv6Share
+		if f.v6 {
+			f.src = net.IP{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)}
+			f.dst = net.IP{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}
+		} else {
+			f.src = net.IPv4(10, 1, byte(i>>8), byte(i)).To4()
+			f.dst = net.IPv4(10, 2, 0, 2).To4()
+		}
+		f.sport, f.dpt = uint16(1024+r.IntN(60000)), uint16([]int{53, 80, 443, 5001}[r.IntN(4)])
+		f.proto = layers.IPProtocolUDP
+		if r.IntN(2) == 0 {
+			f.proto = layers.IPProtocolTCP
+		}
+		f.id = uint16(r.Uint32())
+	}
+	// Timestamp resolution of each file: pcap is µs unless NanoPcap (sender
+	// only); gopacket's pcapng writer always writes ns.
+	sendQ, quantum := int64(1000), int64(1000)
+	if cfg.NanoPcap {
+		sendQ = 1
+	}
+	if cfg.PcapNG {
+		quantum = 1
+	}
+
+	var tr Truth
+	pk := make([]pkt, 0, cfg.Packets)
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	payload := make([]byte, 64)
+	for i := 0; i < cfg.Packets; i++ {
+		f := &flows[r.IntN(len(flows))]
+		f.id++
+		for j := range payload {
+			payload[j] = byte(r.Uint32())
+		}
+		plen := 16 + r.IntN(48)
+		send := (t0 + int64(float64(i)*gap)) / sendQ * sendQ
+		mk := func(routed bool) []byte {
+			eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}
+			ttl, tos := uint8(64), uint8(0)
+			var ls []gopacket.SerializableLayer
+			if routed {
+				eth.SrcMAC, eth.DstMAC = net.HardwareAddr{2, 0, 0, 0, 9, 1}, net.HardwareAddr{2, 0, 0, 0, 9, 2}
+				ttl, tos = 63, 0xb8
+				eth.EthernetType = layers.EthernetTypeDot1Q
+				ls = append(ls, eth, &layers.Dot1Q{VLANIdentifier: 100, Type: etherType(f.v6)})
+			} else {
+				eth.EthernetType = etherType(f.v6)
+				ls = append(ls, eth)
+			}
+			var nl gopacket.NetworkLayer
+			if f.v6 {
+				ip := &layers.IPv6{Version: 6, HopLimit: ttl, TrafficClass: tos, NextHeader: f.proto, SrcIP: f.src, DstIP: f.dst, FlowLabel: uint32(f.sport)}
+				ls, nl = append(ls, ip), ip
+			} else {
+				ip := &layers.IPv4{Version: 4, IHL: 5, TTL: ttl, TOS: tos, Id: f.id, Protocol: f.proto, SrcIP: f.src, DstIP: f.dst, Flags: layers.IPv4DontFragment}
+				ls, nl = append(ls, ip), ip
+			}
+			if f.proto == layers.IPProtocolTCP {
+				tcp := &layers.TCP{SrcPort: layers.TCPPort(f.sport), DstPort: layers.TCPPort(f.dpt), Seq: uint32(i) * 1000, ACK: true, Window: 512}
+				tcp.SetNetworkLayerForChecksum(nl)
+				ls = append(ls, tcp)
+			} else {
+				udp := &layers.UDP{SrcPort: layers.UDPPort(f.sport), DstPort: layers.UDPPort(f.dpt)}
+				udp.SetNetworkLayerForChecksum(nl)
+				ls = append(ls, udp)
+			}
+			ls = append(ls, gopacket.Payload(payload[:plen]))
+			if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
+				panic(err) // generator bug, not input
+			}
+			return append([]byte(nil), buf.Bytes()...)
+		}
+		p := pkt{send: send, recv: -1, snd: mk(false)}
+		tr.Sent++
+		if r.Float64() >= cfg.Loss {
+			d := scale * math.Pow(-math.Log(1-r.Float64()), 1/cfg.Shape)
+			p.recv = (send + int64(d)) / quantum * quantum
+			if p.recv <= send { // a receive never precedes its send
+				p.recv = (send/quantum + 1) * quantum
+			}
+			p.rcv = mk(true)
+			tr.Received++
+		}
+		pk = append(pk, p)
+	}
+	tr.Lost = tr.Sent - tr.Received
+	var sum, sq float64
+	for _, p := range pk {
+		tr.SendNs = append(tr.SendNs, p.send)
+		tr.RecvNs = append(tr.RecvNs, p.recv)
+		if p.recv >= 0 {
+			d := float64(p.recv - p.send)
+			sum += d
+			sq += d * d
+		}
+	}
+	if tr.Received > 0 {
+		tr.MeanNs = sum / float64(tr.Received)
+		tr.StddevNs = math.Sqrt(math.Max(sq/float64(tr.Received)-tr.MeanNs*tr.MeanNs, 0))
+	}
+
+	// Sender capture in send order.
+	sw := pcapgo.NewWriter(sender)
+	if cfg.NanoPcap {
+		sw = pcapgo.NewWriterNanos(sender)
+	}
+	if err := sw.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		return tr, err
+	}
+	for _, p := range pk {
+		if err := sw.WritePacket(ci(p.send, len(p.snd)), p.snd); err != nil {
+			return tr, err
+		}
+	}
+	// Receiver capture in arrival order.
+	rx := make([]pkt, 0, tr.Received)
+	for _, p := range pk {
+		if p.recv >= 0 {
+			rx = append(rx, p)
+		}
+	}
+	sort.SliceStable(rx, func(i, j int) bool { return rx[i].recv < rx[j].recv })
+	writeRx := func(write func(gopacket.CaptureInfo, []byte) error) error {
+		for _, p := range rx {
+			if err := write(ci(p.recv, len(p.rcv)), p.rcv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if cfg.PcapNG {
+		nw, err := pcapgo.NewNgWriter(receiver, layers.LinkTypeEthernet)
+		if err != nil {
+			return tr, err
+		}
+		if err := writeRx(nw.WritePacket); err != nil {
+			return tr, err
+		}
+		return tr, nw.Flush()
+	}
+	rw := pcapgo.NewWriter(receiver)
+	if err := rw.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		return tr, err
+	}
+	return tr, writeRx(rw.WritePacket)
+}
+
+func etherType(v6 bool) layers.EthernetType {
+	if v6 {
+		return layers.EthernetTypeIPv6
+	}
+	return layers.EthernetTypeIPv4
+}
+
+func ci(ns int64, n int) gopacket.CaptureInfo {
+	return gopacket.CaptureInfo{Timestamp: time.Unix(0, ns), CaptureLength: n, Length: n}
+}
+
+// String summarises the truth for test logs.
+func (t Truth) String() string {
+	return fmt.Sprintf("sent %d received %d lost %d mean %.1f ns sd %.1f ns", t.Sent, t.Received, t.Lost, t.MeanNs, t.StddevNs)
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+func init() {
+	register("analyze", "offline: two captures of the same traffic at the two ends → delay and loss reports", runAnalyze)
+}
+
+// analyzeOptions are the parsed and validated flags of `ldafwd analyze`.
+type analyzeOptions struct {
+	out       outputFlags
+	sender    string
+	receiver  string
+	interval  time.Duration
+	synopsis  string
+	mec       []string
+	truth     bool
+	conf      float64
+	direction string
+	lda       ldaFlags
+	extra     extraSynopsisFlags
+}
+
+func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
+
+func analyzeMain(args []string, stdout, stderr io.Writer) error {
+	var o analyzeOptions
+	fs := newFlagSet("analyze")
+	fs.StringVar(&o.sender, "sender", "", "capture taken where the segment starts (pcap or pcapng)")
+	fs.StringVar(&o.receiver, "receiver", "", "capture taken where the segment ends (pcap or pcapng)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "interval length, aligned to multiples since the Unix epoch; 0 = the whole capture as one interval")
+	fs.StringVar(&o.synopsis, "synopsis", "lda", "synopses to compute: lda, rda, lds or all (comma-separated list allowed)")
+	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
+	fs.BoolVar(&o.truth, "truth", false, "add exact ground truth (true_mean_ns, true_stddev_ns, true_lost) by matching packet identities")
+	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
+	fs.StringVar(&o.direction, "direction", "a>b", "direction label in the reports")
+	o.lda.register(fs)
+	o.extra.register(fs)
+	o.out.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("analyze: unexpected arguments %q", fs.Args())
+	}
+	cfg, err := o.build()
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	snd, err := analyze.OpenCapture(o.sender)
+	if err != nil {
+		return fmt.Errorf("analyze: --sender: %w", err)
+	}
+	defer snd.Close()
+	rcv, err := analyze.OpenCapture(o.receiver)
+	if err != nil {
+		return fmt.Errorf("analyze: --receiver: %w", err)
+	}
+	defer rcv.Close()
+
+	w, closeReport, err := o.out.open(stdout)
+	if err != nil {
+		return err
+	}
+	defer closeReport()
+	var tw *tabwriter.Writer
+	if o.out.format == "table" {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, intervalTableHeader(o.truth))
+	}
+	var werr error
+	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
+		if err := w.Write(r); err != nil && werr == nil {
+			werr = err
+		}
+		if tw != nil {
+			fmt.Fprintln(tw, intervalTableRow(r, o.truth))
+		}
+	})
+	if tw != nil {
+		tw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	for _, warn := range st.Warnings {
+		fmt.Fprintln(stderr, "analyze: warning:", warn)
+	}
+	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d control), receiver %d frames (%d malformed, %d control)\n",
+		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderControl, st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverControl)
+	return werr
+}
+
+func (o *analyzeOptions) build() (analyze.Config, error) {
+	var cfg analyze.Config
+	if err := o.out.validate(); err != nil {
+		return cfg, err
+	}
+	if o.sender == "" || o.receiver == "" {
+		return cfg, errors.New("--sender and --receiver are both required")
+	}
+	if o.interval < 0 {
+		return cfg, fmt.Errorf("--interval %v: must be ≥ 0", o.interval)
+	}
+	if !(o.conf > 0 && o.conf < 1) {
+		return cfg, fmt.Errorf("--confidence %v: must be between 0 and 1", o.conf)
+	}
+	kinds, err := parseSynopsisList(o.synopsis)
+	if err != nil {
+		return cfg, err
+	}
+	var rules []classifier.Rule
+	for _, spec := range o.mec {
+		r, err := classifier.ParseMEC(spec)
+		if err != nil {
+			return cfg, fmt.Errorf("--mec: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	cl, err := classifier.NewClassifier(rules)
+	if err != nil {
+		return cfg, fmt.Errorf("--mec: %w", err)
+	}
+	cfg = analyze.Config{Interval: o.interval, Classifier: cl, Truth: o.truth, Conf: o.conf, Direction: o.direction}
+	if kinds["lda"] {
+		cfg.UseLDA = true
+		if cfg.LDA, err = o.lda.config(); err != nil {
+			return cfg, err
+		}
+	}
+	extra, err := o.extra.factories(kinds, cl)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Extra = extra
+	return cfg, nil
+}
+
+// parseSynopsisList parses --synopsis: lda, rda, lds, all, or a list.
+func parseSynopsisList(s string) (map[string]bool, error) {
+	kinds := map[string]bool{}
+	for _, k := range strings.Split(s, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "lda", "rda", "lds":
+			kinds[k] = true
+		case "all":
+			kinds["lda"], kinds["rda"], kinds["lds"] = true, true, true
+		default:
+			return nil, fmt.Errorf("--synopsis: unknown synopsis %q (want lda, rda, lds or all)", k)
+		}
+	}
+	return kinds, nil
+}
+
+func intervalTableHeader(truth bool) string {
+	h := "interval\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
+	if truth {
+		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
+	}
+	return h + "\t"
+}
+
+func intervalTableRow(r *report.Interval, truth bool) string {
+	valid := "yes"
+	if !r.Valid {
+		valid = "no: " + r.Reason
+	}
+	flow := r.Flow
+	if flow == "" {
+		flow = "-"
+	}
+	s := fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d/%d\t%s",
+		r.Interval, r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
+		r.MeanNs/1e3, r.MeanCINs/1e3, r.StddevNs/1e3, r.Samples, r.Usable, r.Buckets, valid)
+	if truth && r.TrueMeanNs != nil {
+		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
+	}
+	return s + "\t"
+}
+
