@@ -1,0 +1,261 @@
+package synopsis
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// FlowKeyBytes is a flow's name as the LDS flow table stores it: 40 opaque
+// bytes. The synopsis never looks inside; the caller (analyze, the
+// appliance) packs its 5-tuple into it and unpacks it for reports, so
+// synopsis does not depend on classifier. A classifier.FlowKey needs 38
+// bytes (two 16-byte addresses, two ports, protocol, IPv6 flag).
+type FlowKeyBytes [40]byte
+
+// FlowEntry is one held flow: its flow hash (classifier.Meta.FlowHash), the
+// packets this side counted since the flow was admitted, its weight (from
+// the MEC rules, ≥ 1) and its name. It is 64 bytes, one cache line.
+type FlowEntry struct {
+	FlowHash uint64
+	Packets  uint64
+	Weight   uint32 // 0 marks an empty slot
+	_        uint32
+	Key      FlowKeyBytes
+}
+
+// saltFlowHold derives the sample-and-hold admission bits from the packet
+// identity, independent of every synopsis's bits (hash.go).
+const saltFlowHold uint64 = 0x484f4c44_a54ff53a // "HOLD"
+
+// maxFlowTable bounds a flow table's capacity: 1<<20 flows in 2^21 slots of
+// 64 bytes is 128 MiB, beyond which naming flows is not what the memory
+// should be spent on.
+const maxFlowTable = 1 << 20
+
+var errFlowTableCap = fmt.Errorf("%w: flow table capacity out of range (0..1048576)", ErrBadConfig)
+
+// FlowTable names the flows an LDS measures. The LDS paper assumes the flow
+// identifiers are known at query time (from NetFlow or similar); an
+// appliance must learn them itself. Each side keeps a FlowTable beside its
+// LDS and the sender ships its table with the sketch, so the receiver can
+// query every flow either side saw — including flows whose packets were all
+// lost.
+//
+// It is a preallocated open-addressing (linear probing) table keyed by flow
+// hash, at most 3/4 full so probe sequences stay short. New flows are
+// admitted by sample-and-hold (Estan–Varghese, the slides' heavy-hitter
+// scheme): on a miss the packet admits its flow with probability holdRate,
+// decided from bits of the packet identity so sender and receiver admit a
+// flow at the same packet. With holdRate 1 (the default) every flow is held
+// from its first packet and Packets is exact; with holdRate p a flow of n
+// packets is held with probability 1-(1-p)^n, so the table fills with the
+// large flows the LDS measures well. When the table is full new flows are
+// refused and counted, never stored.
+//
+// Observe is the hot path: no allocation, no map, no error value. The zero
+// value is a table of capacity 0 that counts everything as missed.
+type FlowTable struct {
+	slots   []FlowEntry
+	mask    uint64
+	used    int
+	limit   int    // capacity in flows, < len(slots)
+	holdThr uint64 // admit a new flow when Remix(h, saltFlowHold)>>32 < holdThr; 1<<32 admits all
+
+	missed  uint64 // packets of flows not held (not yet admitted, or table full)
+	refused uint64 // admissions refused because the table was full
+}
+
+// NewFlowTable returns a table that holds up to capacity flows, admitting a
+// new flow per packet with probability holdRate (0 means 1).
+func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
+	if capacity < 0 || capacity > maxFlowTable {
+		return nil, errFlowTableCap
+	}
+	thr, err := rateThreshold(holdRate)
+	if err != nil {
+		return nil, err
+	}
+	t := &FlowTable{holdThr: thr}
+	t.alloc(capacity)
+	return t, nil
+}
+
+// alloc sizes the slot array for capacity flows at load ≤ 3/4.
+func (t *FlowTable) alloc(capacity int) {
+	t.limit = capacity
+	if capacity == 0 {
+		t.slots, t.mask = nil, 0
+		return
+	}
+	n := uint64(1) << bits.Len64(uint64(capacity+capacity/3))
+	t.slots = make([]FlowEntry, n)
+	t.mask = n - 1
+}
+
+// rateThreshold turns a sampling probability into a threshold on 32 hash
+// bits: a packet is taken when hash>>32 < threshold. 0 means 1 (take all).
+func rateThreshold(rate float64) (uint64, error) {
+	if rate == 0 {
+		return 1 << 32, nil
+	}
+	if !(rate > 0 && rate <= 1) {
+		return 0, fmt.Errorf("%w: sampling rate must be in (0, 1]", ErrBadConfig)
+	}
+	thr := uint64(math.Round(rate * (1 << 32)))
+	if thr < 1 {
+		thr = 1
+	}
+	return thr, nil
+}
+
+// Observe records one packet of flow flowHash with packet identity h. key
+// names the flow (nil: unnamed); it is copied only when the flow is
+// admitted. weight is the flow's weight (0 means 1).
+func (t *FlowTable) Observe(flowHash, h uint64, key *FlowKeyBytes, weight uint32) {
+	if t.limit == 0 {
+		t.missed++
+		return
+	}
+	i := flowHash & t.mask
+	for {
+		s := &t.slots[i]
+		if s.Weight == 0 {
+			break
+		}
+		if s.FlowHash == flowHash {
+			s.Packets++
+			return
+		}
+		i = (i + 1) & t.mask
+	}
+	// A miss: i is the empty slot that ends the probe sequence.
+	if t.holdThr < 1<<32 && Remix(h, saltFlowHold)>>32 >= t.holdThr {
+		t.missed++
+		return
+	}
+	if t.used >= t.limit {
+		t.refused++
+		t.missed++
+		return
+	}
+	s := &t.slots[i]
+	s.FlowHash = flowHash
+	s.Packets = 1
+	if weight == 0 {
+		weight = 1
+	}
+	s.Weight = weight
+	if key != nil {
+		s.Key = *key
+	} else {
+		s.Key = FlowKeyBytes{}
+	}
+	t.used++
+}
+
+// find returns the slot holding flowHash or the empty slot where it would
+// go; nil when the table has no slots.
+func (t *FlowTable) find(flowHash uint64) *FlowEntry {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	i := flowHash & t.mask
+	for {
+		s := &t.slots[i]
+		if s.Weight == 0 || s.FlowHash == flowHash {
+			return s
+		}
+		i = (i + 1) & t.mask
+	}
+}
+
+// Lookup returns the entry of flowHash.
+func (t *FlowTable) Lookup(flowHash uint64) (FlowEntry, bool) {
+	s := t.find(flowHash)
+	if s == nil || s.Weight == 0 {
+		return FlowEntry{}, false
+	}
+	return *s, true
+}
+
+// insert adds packets to flowHash's entry, creating it when there is room;
+// false when the table is full.
+func (t *FlowTable) insert(e *FlowEntry) bool {
+	s := t.find(e.FlowHash)
+	if s == nil {
+		return false
+	}
+	if s.Weight != 0 {
+		s.Packets += e.Packets
+		return true
+	}
+	if t.used >= t.limit {
+		return false
+	}
+	*s = *e
+	if s.Weight == 0 {
+		s.Weight = 1
+	}
+	t.used++
+	return true
+}
+
+// Len is the number of flows held.
+func (t *FlowTable) Len() int { return t.used }
+
+// Cap is the number of flows the table can hold.
+func (t *FlowTable) Cap() int { return t.limit }
+
+// Missed is the number of packets of flows that were not held (not yet
+// admitted by sample-and-hold, or refused because the table was full).
+func (t *FlowTable) Missed() uint64 { return t.missed }
+
+// Refused is the number of admissions refused because the table was full;
+// non-zero means the table is too small for the traffic.
+func (t *FlowTable) Refused() uint64 { return t.refused }
+
+// Entries appends the held flows to dst in flow-hash order and returns it.
+// It allocates; call it on the control side.
+func (t *FlowTable) Entries(dst []FlowEntry) []FlowEntry {
+	start := len(dst)
+	for i := range t.slots {
+		if t.slots[i].Weight != 0 {
+			dst = append(dst, t.slots[i])
+		}
+	}
+	out := dst[start:]
+	sort.Slice(out, func(a, b int) bool { return out[a].FlowHash < out[b].FlowHash })
+	return dst
+}
+
+// Merge adds o's flows and counters to t (per-worker shards are summed).
+// Flows that do not fit are counted as refused, their packets as missed.
+func (t *FlowTable) Merge(o *FlowTable) {
+	for i := range o.slots {
+		e := &o.slots[i]
+		if e.Weight == 0 {
+			continue
+		}
+		if !t.insert(e) {
+			t.refused++
+			t.missed += e.Packets
+		}
+	}
+	t.missed += o.missed
+	t.refused += o.refused
+}
+
+// Reset empties the table, keeping its memory.
+func (t *FlowTable) Reset() {
+	clear(t.slots)
+	t.used, t.missed, t.refused = 0, 0, 0
+}
+
+// Clone returns a deep copy.
+func (t *FlowTable) Clone() *FlowTable {
+	c := *t
+	c.slots = append([]FlowEntry(nil), t.slots...)
+	return &c
+}

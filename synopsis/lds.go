@@ -1,0 +1,297 @@
+package synopsis
+
+import (
+	"fmt"
+	"math"
+)
+
+// LDS is the Lossy Difference Sketch (Sanjuàs-Cuxart et al., IMC 2011): a
+// per-flow delay sketch. It is a matrix of Rows × Cols cells, each a
+// (timestamp sum, count, XOR digest) triple like an LDA bucket. A flow owns
+// a virtual LDA of CellsPerFlow (k) contiguous cells in every row, starting
+// at a column chosen by the flow hash (Sec. 2.3.4, Fig. 5); each packet goes
+// to one of those k cells per row, chosen by the packet identity, so a lost
+// or reordered packet spoils only one cell of the flow per row (Sec. 2.3.3).
+// Each row samples packets at its own rate (multi-bank LDS, Sec. 4.2) so at
+// least one row suits a flow's loss rate, and each packet adds its flow's
+// weight w (Sec. 4.1): sum += w·ts, count += w.
+//
+// The sender and the receiver each keep an LDS with the same LDSConfig; at
+// the end of an interval the sender's is encoded and shipped, and the
+// receiver estimates per-flow mean delay (the α-filtered estimator of
+// Fig. 6), flow size (count-min, Sec. 4.3) and per-flow loss from the pair.
+// An optional FlowTable (LDSConfig.MaxFlows) names the flows.
+//
+// An LDS is not safe for concurrent use: one per worker, merged on the
+// control side. Add and AddFlow allocate nothing and use no floating point.
+type LDS struct {
+	cfg   LDSConfig // normalised
+	rows  int
+	cols  uint64
+	k     uint64
+	thr   [maxLDSRows]uint64 // per-row sampling threshold on 32 hash bits; 1<<32 = take all
+	cells []ldsCell          // row-major: cell (r, c) at r*cols + c
+
+	packets uint64 // Add calls, i.e. packets offered (before row sampling)
+	lastTs  uint64 // ns, the latest timestamp added; the encoding's base
+
+	flows *FlowTable // nil when cfg.MaxFlows == 0
+}
+
+// ldsCell is one LDS cell. sum wraps (absolute ns timestamps times
+// weights); only differences of sums between sender and receiver mean
+// anything, and those stay exact while the true weighted delay sum fits in
+// 63 bits.
+type ldsCell struct {
+	sum    uint64 // Σ w·ts, ns, wrap-around
+	count  uint64 // Σ w
+	digest uint64 // XOR of the packet identities (h) that hit the cell
+}
+
+// maxLDSRows bounds Rows so the per-row thresholds live in a fixed array
+// (no bounds checks, no slice header on the hot path).
+const maxLDSRows = 16
+
+// maxLDSCells bounds Rows·Cols: 1<<26 cells of 24 bytes is 1.5 GiB.
+const maxLDSCells = 1 << 26
+
+// LDSConfig sizes an LDS. Sender and receiver must use equal configs
+// (Alpha excepted, it only steers the receiver's estimator).
+type LDSConfig struct {
+	// Rows is R, the number of rows (independent hash functions). 0 means 4,
+	// the paper's choice; at most 16.
+	Rows int
+	// Cols is C, cells per row. Required; DimensionLDS derives it from the
+	// expected number of flows.
+	Cols int
+	// CellsPerFlow is k, the length of each flow's virtual LDA in a row
+	// (1 ≤ k ≤ Cols). 0 means 1.
+	CellsPerFlow int
+	// RowRates is the packet sampling probability of each row (multi-bank
+	// LDS). nil means 1 for every row; otherwise one entry per row, each in
+	// (0, 1], quantised to multiples of 2^-32.
+	RowRates []float64
+	// Alpha is the estimator's tolerance: cells holding up to (1+α) times
+	// the packets of the least-loaded cell are averaged (Fig. 6). 0 means
+	// 0.1, the paper's value.
+	Alpha float64
+	// MaxFlows is the capacity of the flow table that names flows; 0 means
+	// no flow table (the caller maps flow hashes to keys itself).
+	MaxFlows int
+	// HoldRate is the flow table's sample-and-hold admission probability
+	// per packet of an unheld flow. 0 means 1 (hold every flow).
+	HoldRate float64
+}
+
+// Errors of the LDS wrap the package's sentinels, so callers test them
+// with errors.Is(err, ErrConfigMismatch) and errors.Is(err, ErrBadEncoding).
+var (
+	errLDSConfigMismatch = fmt.Errorf("%w: LDS configs differ", ErrConfigMismatch)
+	errLDSBadEncoding    = fmt.Errorf("%w: LDS", ErrBadEncoding)
+)
+
+// normalise fills defaults and validates; it returns the thresholds.
+func (c LDSConfig) normalise() (LDSConfig, [maxLDSRows]uint64, error) {
+	var thr [maxLDSRows]uint64
+	if c.Rows == 0 {
+		c.Rows = 4
+	}
+	if c.CellsPerFlow == 0 {
+		c.CellsPerFlow = 1
+	}
+	if c.Alpha == 0 {
+		c.Alpha = 0.1
+	}
+	switch {
+	case c.Rows < 1 || c.Rows > maxLDSRows:
+		return c, thr, fmt.Errorf("%w: LDS Rows %d out of range 1..%d", ErrBadConfig, c.Rows, maxLDSRows)
+	case c.Cols < 1 || int64(c.Rows)*int64(c.Cols) > maxLDSCells:
+		return c, thr, fmt.Errorf("%w: LDS Cols %d out of range (1..%d cells in all); see DimensionLDS", ErrBadConfig, c.Cols, maxLDSCells)
+	case c.CellsPerFlow < 1 || c.CellsPerFlow > c.Cols:
+		return c, thr, fmt.Errorf("%w: LDS CellsPerFlow %d out of range 1..Cols", ErrBadConfig, c.CellsPerFlow)
+	case !(c.Alpha >= 0) || math.IsInf(c.Alpha, 0):
+		return c, thr, fmt.Errorf("%w: LDS Alpha %v must be a finite number ≥ 0", ErrBadConfig, c.Alpha)
+	case c.MaxFlows < 0 || c.MaxFlows > maxFlowTable:
+		return c, thr, errFlowTableCap
+	case c.RowRates != nil && len(c.RowRates) != c.Rows:
+		return c, thr, fmt.Errorf("%w: LDS RowRates has %d entries for %d rows", ErrBadConfig, len(c.RowRates), c.Rows)
+	}
+	if _, err := rateThreshold(c.HoldRate); err != nil {
+		return c, thr, err
+	}
+	if c.HoldRate == 0 {
+		c.HoldRate = 1
+	}
+	rates := make([]float64, c.Rows)
+	for r := range rates {
+		rate := 1.0
+		if c.RowRates != nil {
+			rate = c.RowRates[r]
+		}
+		t, err := rateThreshold(rate)
+		if err != nil || rate == 0 {
+			return c, thr, fmt.Errorf("%w: LDS RowRates[%d] = %v must be in (0, 1]", ErrBadConfig, r, rate)
+		}
+		thr[r] = t
+		rates[r] = float64(t) / (1 << 32) // what the hot path really applies
+	}
+	c.RowRates = rates
+	return c, thr, nil
+}
+
+// NewLDS returns an empty LDS for cfg.
+func NewLDS(cfg LDSConfig) (*LDS, error) {
+	cfg, thr, err := cfg.normalise()
+	if err != nil {
+		return nil, err
+	}
+	l := &LDS{
+		cfg:   cfg,
+		rows:  cfg.Rows,
+		cols:  uint64(cfg.Cols),
+		k:     uint64(cfg.CellsPerFlow),
+		thr:   thr,
+		cells: make([]ldsCell, cfg.Rows*cfg.Cols),
+	}
+	if cfg.MaxFlows > 0 {
+		l.flows, err = NewFlowTable(cfg.MaxFlows, cfg.HoldRate)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Config returns the normalised configuration (defaults filled in, RowRates
+// as quantised). The caller must not modify RowRates.
+func (l *LDS) Config() LDSConfig { return l.cfg }
+
+// Flows returns the flow table, nil when MaxFlows is 0.
+func (l *LDS) Flows() *FlowTable { return l.flows }
+
+// Packets is the number of packets added (before row sampling).
+func (l *LDS) Packets() uint64 { return l.packets }
+
+// rowSalt separates the rows' hash functions: h_r and h'_r of Fig. 5 are
+// Remix with a per-row salt.
+func rowSalt(salt uint64, r int) uint64 { return salt + uint64(r)*0x9e3779b97f4a7c15 }
+
+// fastRange maps 32 uniform bits onto [0, n) without a division (Lemire).
+func fastRange(x32, n uint64) uint64 { return (x32 * n) >> 32 }
+
+// flowBase is h_r(f) of Fig. 5: the first column of flow f's virtual LDA
+// in row r.
+func (l *LDS) flowBase(flowHash uint64, r int) uint64 {
+	return fastRange(Remix(flowHash, rowSalt(SaltLDSRow, r))&0xffffffff, l.cols)
+}
+
+// Add records one packet: flowHash is the hash of its 5-tuple
+// (classifier.Meta.FlowHash), h its identity (classifier.Meta.Hash), ts its
+// timestamp in absolute ns, weight its flow's weight (0 means 1). For each
+// row the packet is sampled with the row's rate, from the high 32 bits of
+// Remix(h, row salt); the low 32 bits pick its cell among the flow's k.
+func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
+	w := uint64(weight)
+	if w == 0 {
+		w = 1
+	}
+	l.packets++
+	l.lastTs = ts
+	wts := w * ts
+	for r := 0; r < l.rows && r < maxLDSRows; r++ {
+		px := Remix(h, rowSalt(SaltLDSCell, r))
+		if px>>32 >= l.thr[r] {
+			continue
+		}
+		c := l.flowBase(flowHash, r) + fastRange(px&0xffffffff, l.k)
+		if c >= l.cols {
+			c -= l.cols
+		}
+		cell := &l.cells[uint64(r)*l.cols+c]
+		cell.sum += wts
+		cell.count += w
+		cell.digest ^= h
+	}
+}
+
+// AddFlow is Add plus the flow table: it also counts the packet for its
+// flow and, on the flow's first held packet, stores key (nil: unnamed).
+func (l *LDS) AddFlow(flowHash, h, ts uint64, weight uint32, key *FlowKeyBytes) {
+	l.Add(flowHash, h, ts, weight)
+	if l.flows != nil {
+		l.flows.Observe(flowHash, h, key, weight)
+	}
+}
+
+// sameShape reports whether o was built from the same structural config
+// (everything that decides where a packet goes).
+func (l *LDS) sameShape(o *LDS) bool {
+	return l.rows == o.rows && l.cols == o.cols && l.k == o.k && l.thr == o.thr
+}
+
+// Merge adds o into l: cell sums and counts add, digests XOR, flow tables
+// merge. Per-worker shards of one side are merged this way; merging a
+// sender into a receiver is meaningless. It fails, leaving l unchanged,
+// when the configs differ.
+func (l *LDS) Merge(o *LDS) error {
+	if !l.sameShape(o) {
+		return errLDSConfigMismatch
+	}
+	for i := range l.cells {
+		a, b := &l.cells[i], &o.cells[i]
+		a.sum += b.sum
+		a.count += b.count
+		a.digest ^= b.digest
+	}
+	l.packets += o.packets
+	if o.lastTs > l.lastTs {
+		l.lastTs = o.lastTs
+	}
+	if o.flows != nil {
+		if l.flows == nil {
+			l.flows = o.flows.Clone()
+			l.cfg.MaxFlows, l.cfg.HoldRate = o.cfg.MaxFlows, o.cfg.HoldRate
+		} else {
+			l.flows.Merge(o.flows)
+		}
+	}
+	return nil
+}
+
+// Reset zeroes the sketch and empties the flow table, keeping the memory.
+func (l *LDS) Reset() {
+	clear(l.cells)
+	l.packets, l.lastTs = 0, 0
+	if l.flows != nil {
+		l.flows.Reset()
+	}
+}
+
+// Clone returns a deep copy.
+func (l *LDS) Clone() *LDS {
+	c := *l
+	c.cfg.RowRates = append([]float64(nil), l.cfg.RowRates...)
+	c.cells = append([]ldsCell(nil), l.cells...)
+	if l.flows != nil {
+		c.flows = l.flows.Clone()
+	}
+	return &c
+}
+
+// NumBanks, BankSize and Bucket present the LDS as banks of buckets for
+// DetectMicrobursts: each row is a bank (multi-bank LDS, Sec. 4.2), each
+// cell a bucket.
+func (l *LDS) NumBanks() int { return l.rows }
+
+// BankSize is the number of cells in a row (Cols).
+func (l *LDS) BankSize(int) int { return int(l.cols) }
+
+// Bucket returns cell (row, col): its timestamp sum (ns, wrap-around), its
+// weighted count and its XOR digest. Out-of-range indices give zeros.
+func (l *LDS) Bucket(row, col int) (tsSum, count, digest uint64) {
+	if row < 0 || row >= l.rows || col < 0 || uint64(col) >= l.cols {
+		return 0, 0, 0
+	}
+	c := &l.cells[uint64(row)*l.cols+uint64(col)]
+	return c.sum, c.count, c.digest
+}

@@ -1,0 +1,262 @@
+package synopsis
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// ldsMagic and ldsVersion open every encoded LDS.
+const (
+	ldsMagic   = "LDS"
+	ldsVersion = 1
+)
+
+// AppendBinary appends the versioned encoding of l to b.
+//
+// Wire format, version 1 (integers little-endian; uvarint/varint as in
+// encoding/binary):
+//
+//	"LDS" 0x01                       magic, version
+//	uvarint Rows, Cols, CellsPerFlow
+//	Rows × uvarint threshold          row sampling threshold on 32 hash bits, 1..2^32
+//	8 bytes Alpha                     float64 bits
+//	uvarint MaxFlows, uvarint hold    flow-table capacity, admission threshold 1..2^32
+//	uvarint packets                   packets added
+//	8 bytes base                      ns, the latest timestamp added
+//	Rows·Cols cells, row-major:
+//	    uvarint count                 weighted count; 0 ends an empty cell
+//	    varint  sum − count·base      wrap-around, so small when the cell's
+//	                                  timestamps are near base (≈5 bytes, not 8)
+//	    8 bytes digest
+//	uvarint F                         held flows, F ≤ MaxFlows
+//	F × { 8 bytes flow hash (strictly increasing), uvarint packets,
+//	      uvarint weight 1..2^32−1, 40 bytes key }
+//	uvarint missed, uvarint refused   flow-table counters
+//
+// A cell with count 0 is empty (Add never leaves sum or digest set without
+// count). Nothing may follow the last field.
+func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, ldsMagic...)
+	b = append(b, ldsVersion)
+	b = binary.AppendUvarint(b, uint64(l.rows))
+	b = binary.AppendUvarint(b, l.cols)
+	b = binary.AppendUvarint(b, l.k)
+	for r := 0; r < l.rows; r++ {
+		b = binary.AppendUvarint(b, l.thr[r])
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(l.cfg.Alpha))
+	maxFlows := l.cfg.MaxFlows
+	hold, _ := rateThreshold(l.cfg.HoldRate)
+	if l.flows != nil {
+		hold = l.flows.holdThr
+		maxFlows = max(maxFlows, l.flows.used)
+	}
+	b = binary.AppendUvarint(b, uint64(maxFlows))
+	b = binary.AppendUvarint(b, hold)
+	b = binary.AppendUvarint(b, l.packets)
+	base := l.lastTs
+	b = binary.LittleEndian.AppendUint64(b, base)
+	for i := range l.cells {
+		c := &l.cells[i]
+		b = binary.AppendUvarint(b, c.count)
+		if c.count == 0 {
+			continue
+		}
+		b = binary.AppendVarint(b, int64(c.sum-c.count*base))
+		b = binary.LittleEndian.AppendUint64(b, c.digest)
+	}
+	var entries []FlowEntry
+	var missed, refused uint64
+	if l.flows != nil {
+		entries = l.flows.Entries(nil)
+		missed, refused = l.flows.missed, l.flows.refused
+	}
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for i := range entries {
+		e := &entries[i]
+		b = binary.LittleEndian.AppendUint64(b, e.FlowHash)
+		b = binary.AppendUvarint(b, e.Packets)
+		b = binary.AppendUvarint(b, uint64(e.Weight))
+		b = append(b, e.Key[:]...)
+	}
+	b = binary.AppendUvarint(b, missed)
+	b = binary.AppendUvarint(b, refused)
+	return b, nil
+}
+
+// MarshalBinary is AppendBinary(nil).
+func (l *LDS) MarshalBinary() ([]byte, error) { return l.AppendBinary(nil) }
+
+// ldsReader walks an encoding; the first error sticks.
+type ldsReader struct {
+	b   []byte
+	err error
+}
+
+func (r *ldsReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", errLDSBadEncoding, what)
+	}
+}
+
+func (r *ldsReader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail(what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *ldsReader) varint(what string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail(what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *ldsReader) u64(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.fail(what)
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// UnmarshalBinary replaces l with the LDS encoded in data (see
+// AppendBinary). On error l is unchanged. A decoded LDS's flow table holds
+// exactly the decoded flows (its capacity is their number, so a forged
+// MaxFlows cannot make the decoder allocate); use it for estimation or merge
+// it into a live LDS.
+func (l *LDS) UnmarshalBinary(data []byte) error {
+	if len(data) < 4 || string(data[:3]) != ldsMagic {
+		return fmt.Errorf("%w: no LDS magic", errLDSBadEncoding)
+	}
+	if data[3] != ldsVersion {
+		return fmt.Errorf("%w: version %d, want %d", errLDSBadEncoding, data[3], ldsVersion)
+	}
+	r := &ldsReader{b: data[4:]}
+	rows := r.uvarint("rows")
+	cols := r.uvarint("cols")
+	k := r.uvarint("cells per flow")
+	if r.err != nil {
+		return r.err
+	}
+	if rows < 1 || rows > maxLDSRows || cols < 1 || cols > maxLDSCells || rows*cols > maxLDSCells || k < 1 || k > cols {
+		return fmt.Errorf("%w: shape %d×%d k=%d out of range", errLDSBadEncoding, rows, cols, k)
+	}
+	cfg := LDSConfig{Rows: int(rows), Cols: int(cols), CellsPerFlow: int(k), RowRates: make([]float64, rows)}
+	for i := range cfg.RowRates {
+		t := r.uvarint("row threshold")
+		if r.err == nil && (t < 1 || t > 1<<32) {
+			r.fail("row threshold out of range")
+		}
+		cfg.RowRates[i] = float64(t) / (1 << 32)
+	}
+	cfg.Alpha = math.Float64frombits(r.u64("alpha"))
+	maxFlows := r.uvarint("max flows")
+	hold := r.uvarint("hold threshold")
+	packets := r.uvarint("packets")
+	base := r.u64("base")
+	if r.err != nil {
+		return r.err
+	}
+	if !(cfg.Alpha > 0) || math.IsInf(cfg.Alpha, 0) {
+		return fmt.Errorf("%w: alpha %v", errLDSBadEncoding, cfg.Alpha)
+	}
+	if maxFlows > maxFlowTable || hold < 1 || hold > 1<<32 {
+		return fmt.Errorf("%w: flow table %d flows, hold %d", errLDSBadEncoding, maxFlows, hold)
+	}
+	cfg.MaxFlows = int(maxFlows)
+	cfg.HoldRate = float64(hold) / (1 << 32)
+	// Every cell takes at least one byte: refuse before allocating when the
+	// input cannot hold them.
+	if uint64(len(r.b)) < rows*cols {
+		return fmt.Errorf("%w: %d cells announced, %d bytes left", errLDSBadEncoding, rows*cols, len(r.b))
+	}
+	nl, err := NewLDS(LDSConfig{Rows: cfg.Rows, Cols: cfg.Cols, CellsPerFlow: cfg.CellsPerFlow, RowRates: cfg.RowRates, Alpha: cfg.Alpha})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errLDSBadEncoding, err)
+	}
+	nl.cfg.MaxFlows, nl.cfg.HoldRate = cfg.MaxFlows, cfg.HoldRate
+	nl.packets, nl.lastTs = packets, base
+	for i := range nl.cells {
+		c := &nl.cells[i]
+		c.count = r.uvarint("cell count")
+		if c.count == 0 {
+			continue
+		}
+		c.sum = uint64(r.varint("cell sum")) + c.count*base
+		c.digest = r.u64("cell digest")
+		if r.err != nil {
+			return r.err
+		}
+	}
+	nf := r.uvarint("flows")
+	if r.err != nil {
+		return r.err
+	}
+	if nf > maxFlows || nf > uint64(len(r.b))/50 {
+		return fmt.Errorf("%w: %d flows (capacity %d, %d bytes left)", errLDSBadEncoding, nf, maxFlows, len(r.b))
+	}
+	if maxFlows > 0 {
+		t := &FlowTable{holdThr: hold}
+		t.alloc(int(nf))
+		var prev uint64
+		for i := uint64(0); i < nf; i++ {
+			var e FlowEntry
+			e.FlowHash = r.u64("flow hash")
+			e.Packets = r.uvarint("flow packets")
+			w := r.uvarint("flow weight")
+			if r.err != nil {
+				return r.err
+			}
+			if w < 1 || w > math.MaxUint32 {
+				return fmt.Errorf("%w: flow weight %d", errLDSBadEncoding, w)
+			}
+			if i > 0 && e.FlowHash <= prev {
+				return fmt.Errorf("%w: flow hashes not increasing", errLDSBadEncoding)
+			}
+			prev = e.FlowHash
+			e.Weight = uint32(w)
+			if len(r.b) < len(e.Key) {
+				return fmt.Errorf("%w: flow key truncated", errLDSBadEncoding)
+			}
+			copy(e.Key[:], r.b)
+			r.b = r.b[len(e.Key):]
+			t.insert(&e)
+		}
+		nl.flows = t
+	}
+	missed := r.uvarint("missed")
+	refused := r.uvarint("refused")
+	if r.err != nil {
+		return r.err
+	}
+	if nl.flows != nil {
+		nl.flows.missed, nl.flows.refused = missed, refused
+	} else if missed != 0 || refused != 0 {
+		return fmt.Errorf("%w: flow-table counters without a flow table", errLDSBadEncoding)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", errLDSBadEncoding, len(r.b))
+	}
+	*l = *nl
+	return nil
+}

@@ -1,0 +1,335 @@
+package synopsis
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// FlowEstimate is the per-flow answer of an LDS pair: the flow, its name
+// when a flow table held it, and the Estimate (Synopsis "lds").
+//
+// In the Estimate: Sent is the count-min flow size at the sender (Sec. 4.3)
+// in packets; Lost the count-min per-flow loss (the least of the rows'
+// count differences over the flow's cells, an upper bound when no packet is
+// reordered); Received = Sent − Lost so the Estimate's contract holds.
+// MeanNs is the α-filtered mean delay (Fig. 6); Samples is the largest
+// number of packets one row contributed to it (the rows share packets, so
+// this is the distinct-packet count behind the mean, colliding flows'
+// packets included); UsableBuckets counts the flow's cells whose sender and
+// receiver sides match, TotalBuckets is Rows·k. MeanCINs is 0: the LDS
+// bounds no confidence interval (collisions bias, they do not just spread).
+type FlowEstimate struct {
+	FlowHash uint64
+	Key      FlowKeyBytes // valid when Named
+	Named    bool         // a flow table held the flow at either side
+	Weight   uint32       // the flow's weight, 1 when not held
+
+	// HeldSent and HeldReceived are the packets the sender's and the
+	// receiver's flow tables counted since admitting the flow. With
+	// HoldRate 1 and no table overflow they are exact.
+	HeldSent, HeldReceived uint64
+
+	// SelectedCells is how many cells the α-filter averaged.
+	SelectedCells int
+
+	Estimate
+}
+
+// LDSOrder names a ranking for TopFlows.
+type LDSOrder int
+
+const (
+	ByPackets LDSOrder = iota // largest Sent first
+	ByDelay                   // largest MeanNs first, valid estimates only
+	ByLoss                    // largest Lost first, flows with no loss left out
+)
+
+// ldsSelCell is one usable cell during estimation.
+type ldsSelCell struct {
+	row  int
+	n    uint64 // weighted count, equal at both sides
+	diff uint64 // receiver sum − sender sum, ns, wrap-around
+}
+
+// ldsEstimator holds the scratch space of one estimation pass so that
+// estimating many flows reuses it.
+type ldsEstimator struct {
+	s, r  *LDS
+	alpha float64
+	top   float64 // the highest configured row rate
+	cells []ldsSelCell
+	rowN  [maxLDSRows]uint64
+}
+
+func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
+	if sender == nil || receiver == nil {
+		return nil, errors.New("synopsis: nil LDS")
+	}
+	if !sender.sameShape(receiver) {
+		return nil, errLDSConfigMismatch
+	}
+	e := &ldsEstimator{s: sender, r: receiver, alpha: receiver.cfg.Alpha}
+	for _, p := range receiver.cfg.RowRates {
+		e.top = math.Max(e.top, p)
+	}
+	return e, nil
+}
+
+// EstimateLDSFlow estimates flow flowHash (weight 0 means 1) from the
+// sender's and the receiver's LDS. It fails only when the configs differ.
+func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Estimate, error) {
+	e, err := newLDSEstimator(sender, receiver)
+	if err != nil {
+		return Estimate{Synopsis: "lds", Reason: err.Error()}, err
+	}
+	est, _ := e.flow(flowHash, weight)
+	return est, nil
+}
+
+// flow is the estimator of one flow. Departure from the paper: Fig. 6
+// compares raw counts; with per-row sampling Sec. 4.2 says to compare
+// inverted counts n/p. An inverted count from a sparsely sampled row is
+// noisy and, when it happens to be the least, would leave the estimate to a
+// handful of packets. So the reference count n_min is taken only over the
+// usable cells of the most densely sampled rows that have any usable cell;
+// cells of every row whose inverted count is within (1+α)·n_min/p_top are
+// then averaged, each weighted by its own sampled count. With equal row
+// rates this is exactly Fig. 6.
+func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
+	s, r := e.s, e.r
+	w := float64(weight)
+	if weight == 0 {
+		w = 1
+	}
+	est := Estimate{Synopsis: "lds", TotalBuckets: s.rows * int(s.k)}
+	e.cells = e.cells[:0]
+	rates := r.cfg.RowRates
+
+	sentMin, lossMin := math.Inf(1), math.Inf(1)
+	for row := 0; row < s.rows; row++ {
+		base := s.flowBase(flowHash, row)
+		var rowS, rowR uint64
+		for j := uint64(0); j < s.k; j++ {
+			c := base + j
+			if c >= s.cols {
+				c -= s.cols
+			}
+			i := uint64(row)*s.cols + c
+			a, b := &s.cells[i], &r.cells[i]
+			rowS += a.count
+			rowR += b.count
+			if a.count != 0 && a.count == b.count && a.digest == b.digest {
+				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum})
+			}
+		}
+		// Count-min over the most densely sampled rows only: inverting a
+		// sparse row's count adds sampling noise that the minimum would
+		// pick up as an underestimate.
+		if rates[row] == e.top {
+			sentMin = math.Min(sentMin, float64(rowS)/rates[row]/w)
+			loss := 0.0
+			if rowS > rowR {
+				loss = float64(rowS-rowR) / rates[row] / w
+			}
+			lossMin = math.Min(lossMin, loss)
+		}
+	}
+	est.Sent = uint64(math.Round(sentMin))
+	est.Lost = uint64(math.Round(math.Min(lossMin, sentMin)))
+	if est.Lost > est.Sent {
+		est.Lost = est.Sent
+	}
+	est.Received = est.Sent - est.Lost
+	est.UsableBuckets = len(e.cells)
+
+	// A top-rate row whose cells hold nothing at the sender proves the flow
+	// sent nothing: the usable cells belong to other flows.
+	if len(e.cells) == 0 || est.Sent == 0 {
+		e.cells = e.cells[:0]
+		est.UsableBuckets = 0
+		if est.Sent == 0 {
+			est.Reason = "no packet of the flow in the sketch"
+		} else {
+			est.Reason = "every cell of the flow lost or reordered packets"
+		}
+		return est, 0
+	}
+	pTop := 0.0
+	for _, c := range e.cells {
+		pTop = math.Max(pTop, rates[c.row])
+	}
+	nMin := uint64(math.MaxUint64)
+	for _, c := range e.cells {
+		if rates[c.row] == pTop && c.n < nMin {
+			nMin = c.n
+		}
+	}
+	limit := (1 + e.alpha) * float64(nMin) / pTop
+	var sum, n float64
+	selected := 0
+	e.rowN = [maxLDSRows]uint64{}
+	for _, c := range e.cells {
+		if float64(c.n)/rates[c.row] > limit {
+			continue
+		}
+		sum += float64(int64(c.diff))
+		n += float64(c.n)
+		e.rowN[c.row] += c.n
+		selected++
+	}
+	var best uint64
+	for _, v := range e.rowN {
+		best = max(best, v)
+	}
+	est.MeanNs = sum / n
+	est.Samples = uint64(math.Round(float64(best) / w))
+	est.Valid = true
+	return est, selected
+}
+
+// EstimateLDSFlows estimates every flow that the sender's or the
+// receiver's flow table holds, in flow-hash order. A flow held at only one
+// side is still estimated (a flow whose packets were all lost is held only
+// at the sender). It fails only when the configs differ.
+func EstimateLDSFlows(sender, receiver *LDS) ([]FlowEstimate, error) {
+	e, err := newLDSEstimator(sender, receiver)
+	if err != nil {
+		return nil, err
+	}
+	var se, re []FlowEntry
+	if sender.flows != nil {
+		se = sender.flows.Entries(nil)
+	}
+	if receiver.flows != nil {
+		re = receiver.flows.Entries(nil)
+	}
+	out := make([]FlowEstimate, 0, max(len(se), len(re)))
+	i, j := 0, 0
+	for i < len(se) || j < len(re) {
+		var f FlowEstimate
+		switch {
+		case j >= len(re) || (i < len(se) && se[i].FlowHash < re[j].FlowHash):
+			f = FlowEstimate{FlowHash: se[i].FlowHash, Key: se[i].Key, Weight: se[i].Weight, HeldSent: se[i].Packets}
+			i++
+		case i >= len(se) || re[j].FlowHash < se[i].FlowHash:
+			f = FlowEstimate{FlowHash: re[j].FlowHash, Key: re[j].Key, Weight: re[j].Weight, HeldReceived: re[j].Packets}
+			j++
+		default: // held at both sides; the sender's name and weight win
+			f = FlowEstimate{FlowHash: se[i].FlowHash, Key: se[i].Key, Weight: se[i].Weight,
+				HeldSent: se[i].Packets, HeldReceived: re[j].Packets}
+			i++
+			j++
+		}
+		f.Named = true
+		f.Estimate, f.SelectedCells = e.flow(f.FlowHash, f.Weight)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// TopFlows returns up to n flows ranked by the given order, leaving flows
+// untouched. Ties keep flow-hash order.
+func TopFlows(flows []FlowEstimate, n int, by LDSOrder) []FlowEstimate {
+	out := make([]FlowEstimate, 0, len(flows))
+	for _, f := range flows {
+		switch by {
+		case ByDelay:
+			if !f.Valid {
+				continue
+			}
+		case ByLoss:
+			if f.Lost == 0 {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	key := func(f *FlowEstimate) float64 {
+		switch by {
+		case ByDelay:
+			return f.MeanNs
+		case ByLoss:
+			return float64(f.Lost)
+		}
+		return float64(f.Sent)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return key(&out[a]) > key(&out[b]) })
+	if n >= 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// LDSDimensioning states what an LDS must achieve (Sec. 3).
+type LDSDimensioning struct {
+	// ExpectedFlows is n, the flows expected in one interval.
+	ExpectedFlows int
+	// Epsilon is the target probability that a large flow suffers large
+	// collisions in every one of its R·k cells. 0 means 0.015, the paper's
+	// example (q = 0.985 with R = 4).
+	Epsilon float64
+	// LargeFlowFraction is P, the fraction of flows that are "large" (more
+	// than x packets) under the traffic's fitted Pareto distribution. 0
+	// means 0.04375, the paper's trace (z = nP/C = 0.0875 at n/C = 2).
+	LargeFlowFraction float64
+	// CellsPerFlow is k; 0 means 1 (no loss expected, Sec. 5.1).
+	CellsPerFlow int
+	// Rows overrides R; 0 derives it from Epsilon and k.
+	Rows int
+	// MaxLossesPerFlow L, when > 0, makes the rows sample at geometrically
+	// spaced rates from k/L (the LDA's optimal rate for L/k losses per cell,
+	// Sec. 2.3.3) up to 1, so one row suits any loss rate up to L per flow
+	// (Sec. 4.2, 5.2). 0 means every row samples every packet.
+	MaxLossesPerFlow int
+	// MaxFlows and HoldRate are copied into the config (flow naming).
+	MaxFlows int
+	HoldRate float64
+}
+
+// DimensionLDS derives an LDSConfig from the Sec. 3 analysis. With R rows
+// of virtual LDAs of k cells, a large flow survives (has a cell with only
+// small collisions) with probability Q = 1 − (n·k·R·P/C)^(R·k) where C is
+// the total number of cells. Hence R = round(max(1, −ln ε / k)) and
+// C ≥ n·k·R·P / ε^(1/(R·k)). With the defaults this gives R = 4 and
+// n/C ≈ 2 flows per cell, the paper's configuration.
+func DimensionLDS(d LDSDimensioning) (LDSConfig, error) {
+	if d.ExpectedFlows < 1 {
+		return LDSConfig{}, fmt.Errorf("%w: DimensionLDS needs ExpectedFlows ≥ 1", ErrBadConfig)
+	}
+	eps, p, k := d.Epsilon, d.LargeFlowFraction, d.CellsPerFlow
+	if eps == 0 {
+		eps = 0.015
+	}
+	if p == 0 {
+		p = 0.04375
+	}
+	if k == 0 {
+		k = 1
+	}
+	if !(eps > 0 && eps < 1) || !(p > 0 && p <= 1) || k < 1 || d.Rows < 0 || d.Rows > maxLDSRows || d.MaxLossesPerFlow < 0 {
+		return LDSConfig{}, fmt.Errorf("%w: DimensionLDS: Epsilon and LargeFlowFraction must be in (0,1), CellsPerFlow ≥ 1, Rows ≤ 16", ErrBadConfig)
+	}
+	rows := d.Rows
+	if rows == 0 {
+		rows = int(math.Round(math.Max(1, -math.Log(eps)/float64(k))))
+		rows = min(rows, maxLDSRows)
+	}
+	total := float64(d.ExpectedFlows) * float64(k) * float64(rows) * p / math.Pow(eps, 1/float64(rows*k))
+	cols := int(math.Ceil(total / float64(rows)))
+	cols = max(cols, k)
+	if int64(cols)*int64(rows) > maxLDSCells {
+		return LDSConfig{}, fmt.Errorf("%w: DimensionLDS: the sketch would exceed 2^26 cells", ErrBadConfig)
+	}
+	cfg := LDSConfig{Rows: rows, Cols: cols, CellsPerFlow: k, MaxFlows: d.MaxFlows, HoldRate: d.HoldRate}
+	if d.MaxLossesPerFlow > 0 && rows > 1 {
+		pMin := math.Min(1, float64(k)/float64(d.MaxLossesPerFlow))
+		cfg.RowRates = make([]float64, rows)
+		for r := range cfg.RowRates {
+			// Row 0 suits the worst case, the last row samples everything.
+			cfg.RowRates[r] = math.Pow(pMin, float64(rows-1-r)/float64(rows-1))
+		}
+	}
+	return cfg, nil
+}

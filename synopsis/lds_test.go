@@ -1,0 +1,645 @@
+package synopsis
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// ldsBaseNs is an absolute timestamp (2023-11) so sums wrap as on the wire.
+const ldsBaseNs = uint64(1_700_000_000_000_000_000)
+
+// ldsFlowTruth is the exact per-flow truth of a generated interval.
+type ldsFlowTruth struct {
+	hash     uint64
+	key      FlowKeyBytes
+	weight   uint32
+	sent     uint64
+	received uint64
+	delaySum float64 // ns, over received packets
+}
+
+func (f *ldsFlowTruth) mean() float64 { return f.delaySum / float64(f.received) }
+
+// ldsTraffic describes one generated interval.
+type ldsTraffic struct {
+	flows    int
+	shape    float64 // Pareto shape of flow sizes (packets)
+	minSize  float64 // Pareto scale
+	maxSize  int
+	lossRate float64                  // uniform loss probability
+	weight   func(flow int) uint32    // nil: 1
+	seed     uint64                   // rng seed
+	onPacket func(h, ts uint64)       // optional extra sink (sender side)
+	lose     func(sendNs uint64) bool // optional extra loss rule
+}
+
+// run generates the interval into sender and receiver LDSes (either may be
+// a slice of shards: packet i goes to shard i%len) and returns the truth.
+// Every flow has its own mean delay, 20 µs to 2 ms, and per-packet delays
+// spread around it (0.5·μ + Exp(0.5·μ)), so colliding flows bias each
+// other.
+func (tr ldsTraffic) run(senders, receivers []*LDS) []ldsFlowTruth {
+	rng := rand.New(rand.NewPCG(tr.seed, 0x5eed))
+	truth := make([]ldsFlowTruth, tr.flows)
+	pkt := 0
+	for f := range truth {
+		t := &truth[f]
+		t.hash = rng.Uint64()
+		t.key[0], t.key[1], t.key[2] = byte(f), byte(f>>8), byte(f>>16)
+		t.weight = 1
+		if tr.weight != nil {
+			t.weight = tr.weight(f)
+		}
+		size := int(tr.minSize / math.Pow(1-rng.Float64(), 1/tr.shape))
+		size = max(1, min(size, tr.maxSize))
+		mu := 200e3 * math.Exp(0.5*rng.NormFloat64())
+		for range size {
+			h := rng.Uint64()
+			send := ldsBaseNs + uint64(rng.Float64()*1e9)
+			d := uint64(0.5*mu + rng.ExpFloat64()*0.5*mu)
+			s := senders[pkt%len(senders)]
+			s.AddFlow(t.hash, h, send, t.weight, &t.key)
+			if tr.onPacket != nil {
+				tr.onPacket(h, send)
+			}
+			t.sent++
+			lost := tr.lossRate > 0 && rng.Float64() < tr.lossRate
+			if tr.lose != nil && tr.lose(send) {
+				lost = true
+			}
+			if !lost {
+				r := receivers[pkt%len(receivers)]
+				r.AddFlow(t.hash, h, send+d, t.weight, &t.key)
+				t.received++
+				t.delaySum += float64(d)
+			}
+			pkt++
+		}
+	}
+	return truth
+}
+
+func mustLDS(t testing.TB, cfg LDSConfig) *LDS {
+	t.Helper()
+	l, err := NewLDS(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// relErrs returns per-flow relative errors of the mean delay for flows
+// with at least minPkts and fewer than maxPkts sent packets, and how many
+// of those flows had no valid estimate.
+func relErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts uint64, filter func(*ldsFlowTruth) bool) (errs []float64, invalid int) {
+	t.Helper()
+	for i := range truth {
+		f := &truth[i]
+		if f.sent < minPkts || f.sent >= maxPkts || f.received == 0 || (filter != nil && !filter(f)) {
+			continue
+		}
+		est, err := EstimateLDSFlow(s, r, f.hash, f.weight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !est.Valid {
+			invalid++
+			continue
+		}
+		errs = append(errs, math.Abs(est.MeanNs-f.mean())/f.mean())
+	}
+	sort.Float64s(errs)
+	return errs, invalid
+}
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	return x[len(x)/2]
+}
+
+func TestLDSConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  LDSConfig
+		ok   bool
+	}{
+		{"defaults", LDSConfig{Cols: 100}, true},
+		{"no cols", LDSConfig{}, false},
+		{"too many rows", LDSConfig{Rows: 17, Cols: 10}, false},
+		{"negative rows", LDSConfig{Rows: -1, Cols: 10}, false},
+		{"k above cols", LDSConfig{Cols: 4, CellsPerFlow: 5}, false},
+		{"k equals cols", LDSConfig{Cols: 4, CellsPerFlow: 4}, true},
+		{"rates length", LDSConfig{Rows: 2, Cols: 4, RowRates: []float64{1}}, false},
+		{"rate zero", LDSConfig{Rows: 2, Cols: 4, RowRates: []float64{1, 0}}, false},
+		{"rate above one", LDSConfig{Rows: 2, Cols: 4, RowRates: []float64{1, 1.5}}, false},
+		{"rate NaN", LDSConfig{Rows: 1, Cols: 4, RowRates: []float64{math.NaN()}}, false},
+		{"alpha negative", LDSConfig{Cols: 4, Alpha: -1}, false},
+		{"alpha inf", LDSConfig{Cols: 4, Alpha: math.Inf(1)}, false},
+		{"too many cells", LDSConfig{Rows: 16, Cols: 1 << 23}, false},
+		{"flow table too big", LDSConfig{Cols: 4, MaxFlows: 1 << 21}, false},
+		{"hold rate", LDSConfig{Cols: 4, MaxFlows: 4, HoldRate: 2}, false},
+		{"sampled rows", LDSConfig{Rows: 2, Cols: 4, RowRates: []float64{0.01, 1}, MaxFlows: 8, HoldRate: 0.5}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := NewLDS(tt.cfg)
+			if (err == nil) != tt.ok {
+				t.Fatalf("NewLDS(%+v) err = %v, want ok=%v", tt.cfg, err, tt.ok)
+			}
+			if err == nil && l.Config().Rows*l.Config().Cols != len(l.cells) {
+				t.Fatalf("cells %d for %+v", len(l.cells), l.Config())
+			}
+		})
+	}
+}
+
+// A flow alone in the sketch is measured exactly, whatever its delays.
+func TestLDSSingleFlowExact(t *testing.T) {
+	for _, k := range []int{1, 3} {
+		s := mustLDS(t, LDSConfig{Cols: 64, CellsPerFlow: k})
+		r := mustLDS(t, LDSConfig{Cols: 64, CellsPerFlow: k})
+		rng := rand.New(rand.NewPCG(1, 2))
+		var sum float64
+		const n = 1000
+		for range n {
+			h, ts := rng.Uint64(), ldsBaseNs+rng.Uint64N(1e9)
+			d := rng.Uint64N(1e6)
+			s.Add(42, h, ts, 1)
+			r.Add(42, h, ts+d, 1)
+			sum += float64(d)
+		}
+		est, err := EstimateLDSFlow(s, r, 42, 1)
+		if err != nil || !est.Valid {
+			t.Fatalf("k=%d: %+v %v", k, est, err)
+		}
+		if want := sum / n; math.Abs(est.MeanNs-want) > 1e-6*want {
+			t.Errorf("k=%d: mean %v, want %v", k, est.MeanNs, want)
+		}
+		if est.Sent != n || est.Lost != 0 || est.Received != n || est.Samples != n {
+			t.Errorf("k=%d: sent %d lost %d received %d samples %d, want %d 0 %d %d", k, est.Sent, est.Lost, est.Received, est.Samples, n, n, n)
+		}
+		if est.UsableBuckets == 0 || est.TotalBuckets != 4*k {
+			t.Errorf("k=%d: buckets %d/%d", k, est.UsableBuckets, est.TotalBuckets)
+		}
+		// A flow that never was: invalid with a reason.
+		est, _ = EstimateLDSFlow(s, r, 7, 1)
+		if est.Sent == 0 && (est.Valid || est.Reason == "") {
+			t.Errorf("k=%d: unknown flow %+v", k, est)
+		}
+	}
+}
+
+// TestLDSAccuracyPareto is the bar: Pareto flow sizes, per-flow
+// mean delays that differ, about 2 flows per cell over 4 rows (default
+// settings from DimensionLDS), median relative error ≤ 2 % for flows of
+// ≥ 500 packets and ≤ 0.5 % for ≥ 5 000 packets (paper Fig. 10: 1.2 % for
+// 500–999, 0.4 %, 0.06 %).
+func TestLDSAccuracyPareto(t *testing.T) {
+	nFlows := 40000
+	if testing.Short() {
+		nFlows = 15000
+	}
+	cfg, err := DimensionLDS(LDSDimensioning{ExpectedFlows: nFlows, MaxFlows: nFlows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perCell := float64(nFlows) / float64(cfg.Rows*cfg.Cols)
+	if cfg.Rows != 4 || perCell < 1.8 || perCell > 2.2 {
+		t.Fatalf("DimensionLDS default: %d rows, %.2f flows per cell; want 4 and ≈ 2", cfg.Rows, perCell)
+	}
+	s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+	// Pareto shape 1 with scale 2.1875: P(size > 50) = 0.04375, the
+	// paper's fitted large-flow fraction that DimensionLDS assumes.
+	tr := ldsTraffic{flows: nFlows, shape: 1, minSize: 2.1875, maxSize: 200000, seed: 7}
+	truth := tr.run([]*LDS{s}, []*LDS{r})
+
+	// The bar is on flows ≥ 500 and ≥ 5 000 packets; the paper's
+	// 500–999 and 1 000–4 999 bins are logged for comparison (bar 1).
+	bins := []struct {
+		lo, hi uint64
+		bar    float64
+	}{
+		{500, 1000, 1},
+		{1000, 5000, 1},
+		{500, math.MaxUint64, 0.02},
+		{5000, math.MaxUint64, 0.005},
+	}
+	for _, b := range bins {
+		errs, invalid := relErrs(t, s, r, truth, b.lo, b.hi, nil)
+		if len(errs) < 5 {
+			t.Fatalf("bin [%d,%d): only %d flows", b.lo, b.hi, len(errs))
+		}
+		m := median(errs)
+		t.Logf("flows %d..%d pkts: %d flows, median rel err %.4f%%, 95th %.4f%%, invalid %d",
+			b.lo, b.hi, len(errs), 100*m, 100*errs[len(errs)*95/100], invalid)
+		if invalid != 0 {
+			t.Errorf("bin [%d,%d): %d invalid estimates without loss", b.lo, b.hi, invalid)
+		}
+		if m > b.bar {
+			t.Errorf("bin [%d,%d): median rel err %.4f > %.4f", b.lo, b.hi, m, b.bar)
+		}
+	}
+
+	// Without loss and reordering the count-min flow size is an upper bound
+	// and every cell is usable.
+	for i := range truth {
+		f := &truth[i]
+		est, _ := EstimateLDSFlow(s, r, f.hash, 1)
+		if est.Sent < f.sent || est.Lost != 0 {
+			t.Fatalf("flow %d: count-min sent %d < true %d or lost %d", i, est.Sent, f.sent, est.Lost)
+		}
+	}
+}
+
+// TestLDSFlowWeights follows LDS Fig. 12: bronze 90 %, silver 9 %, gold
+// 1 % of the flows, weights 1/10/100. Weighting must improve gold's
+// accuracy over the unweighted sketch and over bronze.
+func TestLDSFlowWeights(t *testing.T) {
+	nFlows := 40000
+	if testing.Short() {
+		nFlows = 20000
+	}
+	class := func(f int) uint32 {
+		switch x := uint64(f) * 0x9e3779b97f4a7c15 >> 54; { // 0..1023, hashed
+		case x < 10:
+			return 100 // gold
+		case x < 102:
+			return 10 // silver
+		}
+		return 1 // bronze
+	}
+	// A sketch 4× smaller than the default so collisions matter.
+	cfg := LDSConfig{Rows: 4, Cols: nFlows / 32}
+	tr := ldsTraffic{flows: nFlows, shape: 1, minSize: 5, maxSize: 100000, seed: 11}
+	flat := tr
+	tr.weight = class
+	sW, rW := mustLDS(t, cfg), mustLDS(t, cfg)
+	truthW := tr.run([]*LDS{sW}, []*LDS{rW})
+	s1, r1 := mustLDS(t, cfg), mustLDS(t, cfg)
+	truth1 := flat.run([]*LDS{s1}, []*LDS{r1})
+
+	isClass := func(w uint32) func(*ldsFlowTruth) bool {
+		return func(f *ldsFlowTruth) bool { return class(int(f.key[0])|int(f.key[1])<<8|int(f.key[2])<<16) == w }
+	}
+	med := func(s, r *LDS, truth []ldsFlowTruth, w uint32) float64 {
+		errs, _ := relErrs(t, s, r, truth, 100, math.MaxUint64, isClass(w))
+		return median(errs)
+	}
+	goldW, goldFlat := med(sW, rW, truthW, 100), med(s1, r1, truth1, 100)
+	bronzeW, bronzeFlat := med(sW, rW, truthW, 1), med(s1, r1, truth1, 1)
+	silverW, silverFlat := med(sW, rW, truthW, 10), med(s1, r1, truth1, 10)
+	t.Logf("flows ≥ 100 pkts, median rel err: gold %.3f%% (unweighted %.3f%%), silver %.3f%% (%.3f%%), bronze %.3f%% (%.3f%%)",
+		100*goldW, 100*goldFlat, 100*silverW, 100*silverFlat, 100*bronzeW, 100*bronzeFlat)
+	if !(goldW < goldFlat/2) {
+		t.Errorf("gold weighted %.4f not better than half of unweighted %.4f", goldW, goldFlat)
+	}
+	if !(goldW < silverW && silverW < bronzeW) {
+		t.Errorf("accuracy not ordered by weight: gold %.4f silver %.4f bronze %.4f", goldW, silverW, bronzeW)
+	}
+	// Weights must not change the estimator's unit: count-min sizes are in
+	// packets, not weighted counts.
+	for i := range truthW {
+		f := &truthW[i]
+		if est, _ := EstimateLDSFlow(sW, rW, f.hash, f.weight); est.Sent < f.sent {
+			t.Fatalf("weighted flow %d: sent %d < true %d", i, est.Sent, f.sent)
+		}
+	}
+}
+
+// TestLDSLoss: with uniform loss, virtual LDAs of k = 4 cells and rows
+// sampled from k/L up to 1 (Sec. 4.2, 5.2) keep most large flows
+// measurable, the per-flow loss estimate is an upper bound that is mostly
+// exact, and k = 1 without sampling loses the flows (the reason is said).
+func TestLDSLoss(t *testing.T) {
+	nFlows := 20000
+	if testing.Short() {
+		nFlows = 8000
+	}
+	cfg, err := DimensionLDS(LDSDimensioning{ExpectedFlows: nFlows, CellsPerFlow: 4, Rows: 4, MaxLossesPerFlow: 200, MaxFlows: nFlows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("config %d×%d k=%d rates %v", cfg.Rows, cfg.Cols, cfg.CellsPerFlow, cfg.RowRates)
+	plain := LDSConfig{Rows: 4, Cols: cfg.Cols, CellsPerFlow: 1, MaxFlows: nFlows}
+	s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+	sp, rp := mustLDS(t, plain), mustLDS(t, plain)
+	tr := ldsTraffic{flows: nFlows, shape: 1, minSize: 2.1875, maxSize: 50000, lossRate: 0.002, seed: 3}
+	truth := tr.run([]*LDS{s}, []*LDS{r})
+	truthP := tr.run([]*LDS{sp}, []*LDS{rp})
+
+	errs, invalid := relErrs(t, s, r, truth, 500, math.MaxUint64, nil)
+	_, invalidP := relErrs(t, sp, rp, truthP, 500, math.MaxUint64, nil)
+	total := len(errs) + invalid
+	t.Logf("0.2%% loss, flows ≥ 500 pkts: multi-bank k=4 median rel err %.3f%%, invalid %d/%d; k=1 unsampled invalid %d/%d",
+		100*median(errs), invalid, total, invalidP, total)
+	if invalid*10 > total {
+		t.Errorf("multi-bank LDS: %d of %d large flows invalid under 0.2%% loss", invalid, total)
+	}
+	if invalidP <= invalid {
+		t.Errorf("k=1 unsampled LDS should lose more flows to loss than the multi-bank LDS: %d vs %d", invalidP, invalid)
+	}
+	if m := median(errs); m > 0.05 {
+		t.Errorf("multi-bank LDS under loss: median rel err %.4f > 5%%", m)
+	}
+
+	flows, err := EstimateLDSFlows(s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != nFlows {
+		t.Fatalf("EstimateLDSFlows: %d flows, want %d", len(flows), nFlows)
+	}
+	byHash := map[uint64]*ldsFlowTruth{}
+	for i := range truth {
+		byHash[truth[i].hash] = &truth[i]
+	}
+	exact, lossy := 0, 0
+	for _, f := range flows {
+		tf := byHash[f.FlowHash]
+		if tf == nil || !f.Named || f.Key != tf.key {
+			t.Fatalf("flow %x not named right", f.FlowHash)
+		}
+		if f.HeldSent != tf.sent || f.HeldReceived != tf.received {
+			t.Fatalf("flow %x held %d/%d, want %d/%d", f.FlowHash, f.HeldSent, f.HeldReceived, tf.sent, tf.received)
+		}
+		if f.Sent < tf.sent || f.Lost < tf.sent-tf.received {
+			t.Fatalf("flow %x: count-min sent %d lost %d below truth %d %d", f.FlowHash, f.Sent, f.Lost, tf.sent, tf.sent-tf.received)
+		}
+		if tf.sent > tf.received {
+			lossy++
+			if f.Lost == tf.sent-tf.received {
+				exact++
+			}
+		}
+	}
+	t.Logf("per-flow loss: exact for %d of %d flows with loss", exact, lossy)
+	if exact*2 < lossy {
+		t.Errorf("per-flow loss exact for only %d of %d lossy flows", exact, lossy)
+	}
+	top := TopFlows(flows, 5, ByLoss)
+	if len(top) != 5 || top[0].Lost < top[4].Lost {
+		t.Fatalf("TopFlows by loss: %+v", top)
+	}
+	for _, by := range []LDSOrder{ByPackets, ByDelay} {
+		top := TopFlows(flows, 10, by)
+		if len(top) != 10 {
+			t.Fatalf("TopFlows(%d): %d", by, len(top))
+		}
+		for i := 1; i < len(top); i++ {
+			a, b := top[i-1], top[i]
+			if (by == ByPackets && a.Sent < b.Sent) || (by == ByDelay && (a.MeanNs < b.MeanNs || !b.Valid)) {
+				t.Fatalf("TopFlows(%d) out of order at %d", by, i)
+			}
+		}
+	}
+	// A flow whose packets all vanish: held only by the sender, reported
+	// with its loss and without a delay.
+	s2, r2 := mustLDS(t, cfg), mustLDS(t, cfg)
+	key := FlowKeyBytes{1, 2, 3}
+	for i := range 100 {
+		s2.AddFlow(99, uint64(i)*0x9e3779b97f4a7c15+1, ldsBaseNs+uint64(i), 1, &key)
+	}
+	fl, _ := EstimateLDSFlows(s2, r2)
+	if len(fl) != 1 || fl[0].Valid || fl[0].Key != key || fl[0].HeldSent != 100 || fl[0].Lost == 0 || fl[0].Reason == "" {
+		t.Fatalf("blackholed flow: %+v", fl)
+	}
+}
+
+// Per-worker shards merged equal one sketch fed everything.
+func TestLDSMergeShards(t *testing.T) {
+	cfg := LDSConfig{Rows: 3, Cols: 500, CellsPerFlow: 2, RowRates: []float64{0.25, 0.5, 1}, MaxFlows: 3000}
+	whole, wholeR := mustLDS(t, cfg), mustLDS(t, cfg)
+	shards := []*LDS{mustLDS(t, cfg), mustLDS(t, cfg), mustLDS(t, cfg)}
+	shardsR := []*LDS{mustLDS(t, cfg), mustLDS(t, cfg)}
+	tr := ldsTraffic{flows: 2000, shape: 1.2, minSize: 2, maxSize: 5000, lossRate: 0.001, seed: 5}
+	tr.run([]*LDS{whole}, []*LDS{wholeR})
+	tr.run(shards, shardsR)
+	for _, o := range shards[1:] {
+		if err := shards[0].Merge(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shardsR[0].Merge(shardsR[1]); err != nil {
+		t.Fatal(err)
+	}
+	if !ldsEqual(whole, shards[0]) || !ldsEqual(wholeR, shardsR[0]) {
+		t.Fatal("merged shards differ from the whole")
+	}
+	other := mustLDS(t, LDSConfig{Rows: 3, Cols: 501})
+	before := shards[0].Clone()
+	if err := shards[0].Merge(other); !errors.Is(err, errLDSConfigMismatch) {
+		t.Fatalf("Merge of different configs: %v", err)
+	}
+	if !ldsEqual(before, shards[0]) {
+		t.Fatal("failed Merge changed the receiver")
+	}
+	if _, err := EstimateLDSFlow(whole, other, 1, 1); err == nil {
+		t.Fatal("estimate across configs did not fail")
+	}
+	whole.Reset()
+	if whole.Packets() != 0 || whole.Flows().Len() != 0 || slices.ContainsFunc(whole.cells, func(c ldsCell) bool { return c != ldsCell{} }) {
+		t.Fatal("Reset left state")
+	}
+}
+
+// ldsEqual compares everything an LDS carries.
+func ldsEqual(a, b *LDS) bool {
+	if !a.sameShape(b) || a.packets != b.packets || a.lastTs != b.lastTs || !slices.Equal(a.cells, b.cells) {
+		return false
+	}
+	if (a.flows == nil) != (b.flows == nil) {
+		return false
+	}
+	if a.flows == nil {
+		return true
+	}
+	return slices.Equal(a.flows.Entries(nil), b.flows.Entries(nil)) && a.flows.missed == b.flows.missed && a.flows.refused == b.flows.refused
+}
+
+// Encoding round trip, then the same estimates.
+func TestLDSEncodingRoundTrip(t *testing.T) {
+	cfg := LDSConfig{Rows: 4, Cols: 2000, CellsPerFlow: 2, RowRates: []float64{0.125, 0.25, 0.5, 1}, MaxFlows: 5000, Alpha: 0.2}
+	s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+	truth := ldsTraffic{flows: 4000, shape: 1, minSize: 5, maxSize: 20000, lossRate: 0.001, seed: 9}.run([]*LDS{s}, []*LDS{r})
+	enc, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d LDS
+	if err := d.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if !ldsEqual(s, &d) {
+		t.Fatal("decoded LDS differs")
+	}
+	enc2, _ := d.AppendBinary(nil)
+	if !bytes.Equal(enc, enc2) {
+		t.Fatal("re-encoding differs")
+	}
+	raw := 24 * len(s.cells)
+	t.Logf("encoded %d bytes for %d cells (%d bytes raw) and %d flows", len(enc), len(s.cells), raw, s.Flows().Len())
+	a, _ := EstimateLDSFlows(s, r)
+	b, _ := EstimateLDSFlows(&d, r)
+	if !slices.Equal(a, b) {
+		t.Fatal("estimates differ after the round trip")
+	}
+	valid := 0
+	for _, f := range b {
+		if f.Valid {
+			valid++
+		}
+	}
+	if valid < len(truth)/2 {
+		t.Fatalf("only %d of %d flows valid", valid, len(truth))
+	}
+	// A failed decode leaves the receiver unchanged.
+	before := d.Clone()
+	if err := d.UnmarshalBinary(enc[:len(enc)-1]); !errors.Is(err, errLDSBadEncoding) {
+		t.Fatalf("truncated: %v", err)
+	}
+	if !ldsEqual(before, &d) {
+		t.Fatal("failed decode changed the receiver")
+	}
+}
+
+func TestLDSAddAllocs(t *testing.T) {
+	l := mustLDS(t, LDSConfig{Rows: 4, Cols: 1024, CellsPerFlow: 4, RowRates: []float64{0.01, 0.1, 0.5, 1}, MaxFlows: 64})
+	key := FlowKeyBytes{1}
+	var i uint64
+	allocs := testing.AllocsPerRun(1000, func() {
+		i++
+		l.AddFlow(i%100, i*0x9e3779b97f4a7c15, ldsBaseNs+i, 1, &key)
+	})
+	if allocs != 0 {
+		t.Fatalf("AddFlow allocates %v per packet", allocs)
+	}
+	if l.Flows().Refused() == 0 {
+		t.Fatal("table of 64 never overflowed with 100 flows")
+	}
+}
+
+func TestDimensionLDS(t *testing.T) {
+	// The paper's example: 146 000 flows, ε = 0.015 → R = 4, ≈ 70 000 cells.
+	cfg, err := DimensionLDS(LDSDimensioning{ExpectedFlows: 146000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total := cfg.Rows * cfg.Cols; cfg.Rows != 4 || total < 65000 || total > 80000 {
+		t.Fatalf("paper example: %d×%d", cfg.Rows, cfg.Cols)
+	}
+	cfg, _ = DimensionLDS(LDSDimensioning{ExpectedFlows: 1000, CellsPerFlow: 5, Rows: 4, MaxLossesPerFlow: 500})
+	if len(cfg.RowRates) != 4 || math.Abs(cfg.RowRates[0]-0.01) > 1e-9 || cfg.RowRates[3] != 1 {
+		t.Fatalf("rates %v", cfg.RowRates)
+	}
+	if _, err := NewLDS(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []LDSDimensioning{{}, {ExpectedFlows: 1, Epsilon: 1}, {ExpectedFlows: 1, LargeFlowFraction: -1}, {ExpectedFlows: 1 << 40}} {
+		if _, err := DimensionLDS(d); err == nil {
+			t.Errorf("DimensionLDS(%+v) accepted", d)
+		}
+	}
+}
+
+// ldsMalformed doubles as the fuzz seed table.
+func ldsMalformed(t testing.TB) [][]byte {
+	l := mustLDS(t, LDSConfig{Rows: 2, Cols: 8, CellsPerFlow: 2, MaxFlows: 4, RowRates: []float64{0.5, 1}})
+	key := FlowKeyBytes{9}
+	for i := range uint64(20) {
+		l.AddFlow(i%3, i*0x9e3779b97f4a7c15, ldsBaseNs+i*1000, uint32(i%2), &key)
+	}
+	good, _ := l.MarshalBinary()
+	empty, _ := mustLDS(t, LDSConfig{Rows: 1, Cols: 1}).MarshalBinary()
+	return [][]byte{
+		good, empty,
+		nil, []byte("LDS"), []byte("LDX\x01"), []byte("LDS\x02"),
+		good[:len(good)-1], append(slices.Clone(good), 0),
+		[]byte("LDS\x01\x00\x01\x01"),                 // zero rows
+		[]byte("LDS\x01\x01\xff\xff\xff\xff\x0f\x01"), // huge cols
+		[]byte("LDS\x01\x10\x80\x80\x80\x20\x01"),     // 16 × 2^26 cells, no bytes
+		[]byte("LDS\x01\x01\x01\x02"),                 // k > cols
+	}
+}
+
+func TestLDSUnmarshalMalformed(t *testing.T) {
+	for i, b := range ldsMalformed(t)[2:] {
+		var l LDS
+		if err := l.UnmarshalBinary(b); err == nil {
+			t.Errorf("case %d (%q) decoded", i, b)
+		}
+	}
+}
+
+func FuzzLDSUnmarshal(f *testing.F) {
+	for _, b := range ldsMalformed(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var l LDS
+		if err := l.UnmarshalBinary(data); err != nil {
+			if !errors.Is(err, errLDSBadEncoding) {
+				t.Fatalf("error not wrapping errLDSBadEncoding: %v", err)
+			}
+			return
+		}
+		enc, err := l.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m LDS
+		if err := m.UnmarshalBinary(enc); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !ldsEqual(&l, &m) {
+			t.Fatal("round trip differs")
+		}
+		// Decoded sketches are usable: estimate, merge, add.
+		if _, err := EstimateLDSFlows(&l, &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Merge(&l); err != nil {
+			t.Fatal(err)
+		}
+		m.AddFlow(1, 2, 3, 4, nil)
+	})
+}
+
+func BenchmarkLDSAdd(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		cfg  LDSConfig
+		key  bool
+	}{
+		{"R4_k1", LDSConfig{Rows: 4, Cols: 1 << 14}, false},
+		{"R4_k4_sampled", LDSConfig{Rows: 4, Cols: 1 << 16, CellsPerFlow: 4, RowRates: []float64{0.02, 0.1, 0.5, 1}}, false},
+		{"R4_k1_flowtable", LDSConfig{Rows: 4, Cols: 1 << 14, MaxFlows: 1 << 15}, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l := mustLDS(b, bc.cfg)
+			const nf = 1 << 15
+			flows := make([]uint64, nf)
+			for i := range flows {
+				flows[i] = uint64(i+1) * 0xd6e8feb86659fd93
+			}
+			key := FlowKeyBytes{1}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h := uint64(i) * 0x9e3779b97f4a7c15
+				if bc.key {
+					l.AddFlow(flows[h>>49], h, ldsBaseNs+uint64(i), 1, &key)
+				} else {
+					l.Add(flows[h>>49], h, ldsBaseNs+uint64(i), 1)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
+		})
+	}
+}
