@@ -1,2 +1,66 @@
-// Package dataplane is part of ldafwd; see DESIGN.md.
+// Package dataplane moves frames: the Port contract every packet I/O
+// backend implements, the in-process ring port with its impairment stage,
+// the pcap port, and (added by the worker code) the pinned
+// run-to-completion workers that forward between two ports (DESIGN §4).
+//
+// # Ports
+//
+// A Port moves bursts of *Packet (RxBurst, TxBurst; 32 by default, fixed
+// for a port's life). Kinds: DPDK ethdev (package dpdk), AF_XDP
+// (dataplane/afxdp), the ring port ("ring:<link>.a" / "ring:<link>.b",
+// OpenRingPort) and pcap files ("pcap:<file>", OpenPcapPort). Nothing on a
+// port's burst path allocates, locks, or returns an error value; a refused
+// or dropped frame is a counter in Stats.
+//
+// # Buffer ownership
+//
+// The port that produced a Packet (RxBurst or Alloc) owns its memory until
+// the packet is either accepted by a TxBurst — then the transmitting port
+// owns it — or returned with Free. Ports of our own (ring, pcap) take
+// their buffers from a PacketPool: a preallocated set of MTU-sized buffers
+// (2048 bytes by default) in one allocation, with a lock-free MPMC free
+// list (package ring). A pooled packet's Handle names its pool and slot, so
+// FreePooled returns it to its own pool from anywhere. That is what lets a
+// ring link hand a buffer over instead of copying: a frame received on
+// link X and transmitted on link Y travels in X's buffer and is freed to X's
+// pool by whoever ends its life. A port that receives a packet it cannot
+// free (an rte_mbuf, an AF_XDP frame) copies it into one of its own buffers
+// and gives the original back to its producer in one call per burst
+// (RingPort.SetPeer). Non-pool ports do the reverse: IsPooled tells them a
+// buffer is ours, FreePooled gives it back after they copied it out.
+//
+// # Ring links and impairment
+//
+// A RingLink joins two RingPorts with one ring.SPSC per direction. Each
+// direction may carry an Impairer: a delay line whose packets become
+// receivable only when the link clock (injectable, ns; CLOCK_REALTIME by
+// default) passes tx time + a delay drawn from a DelayModel (any
+// model.Delay), with loss from a LossModel (any model.Loss), duplication
+// and reordering (a packet held back until k later ones overtook it).
+// Without reordering a direction is FIFO: delivery = max(tx + delay,
+// previous delivery). The stage records the exact truth of what it did —
+// aggregate ImpairStats and, optionally, one TruthRecord per packet to a
+// TruthFunc (TruthLog is a zero-allocation one) — so tests, the demo and
+// benchmarks can hold the appliances' estimates against it. The stage runs
+// on the receiving port's goroutine, inside RxBurst; it is also usable on
+// its own (NewImpairer, Admit, Release).
+//
+// # Concurrency
+//
+// A Port is driven by one goroutine per direction at a time (one worker
+// usually does both); Stats, Close and an Impairer's Stats may be called
+// from the control goroutine. Counters are atomics updated once per burst,
+// never per packet. PacketPool and FreePooled are safe from any goroutine.
+//
+// # Hazards
+//
+//   - A packet freed twice corrupts nothing only if its pool is full at that
+//     moment (then it is counted in PacketPool.Stray); otherwise the buffer
+//     is handed out twice. Ownership bugs are the caller's to avoid.
+//   - After both ends of a RingLink are closed its pool is closed: packets
+//     of that pool still held elsewhere are no longer taken back (FreePooled
+//     reports them) and are left to the garbage collector.
+//   - RxBurst on an impaired port sets TS to the frame's arrival time on the
+//     link (like a NIC hardware timestamp), which is earlier than the
+//     RxBurst call when the receiver polls late.
 package dataplane
