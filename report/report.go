@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -84,11 +85,15 @@ func (w *Writer) Write(v any) error {
 		iv.Type = "interval"
 		iv.MeanNs, iv.StddevNs, iv.MeanCINs = finite(iv.MeanNs), finite(iv.StddevNs), finite(iv.MeanCINs)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	// No HTML escaping: flows and directions contain '>' ("6 a:1>b:2"),
+	// which users grep for literally.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // Encode appends the newline
 		return err
 	}
-	b = append(b, '\n')
+	b := buf.Bytes()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var first error

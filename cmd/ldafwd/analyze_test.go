@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/analyze/analyzetest"
+)
+
+func writeCaptures(t *testing.T, cfg analyzetest.Config) (string, string, analyzetest.Truth) {
+	t.Helper()
+	dir := t.TempDir()
+	var sb, rb bytes.Buffer
+	tr, err := analyzetest.Write(cfg, &sb, &rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, r := filepath.Join(dir, "s.pcap"), filepath.Join(dir, "r.pcap")
+	os.WriteFile(s, sb.Bytes(), 0o644)
+	os.WriteFile(r, rb.Bytes(), 0o644)
+	return s, r, tr
+}
+
+// TestAnalyzeCommand runs `ldafwd analyze` end to end and checks the JSON
+// contract of DESIGN §6 field by field, and that --report gets the same lines.
+func TestAnalyzeCommand(t *testing.T) {
+	s, r, tr := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
+		MeanDelay: 30 * time.Microsecond, Loss: 0.002, Seed: 5, IPv6Share: 0.5})
+	rep := filepath.Join(t.TempDir(), "rep.jsonl")
+	var out, errb bytes.Buffer
+	err := analyzeMain([]string{"--sender", s, "--receiver", r, "--interval", "0", "--truth", "--format", "json",
+		"--report", rep, "--mec", "web=dport:80|443", "--direction", "x>y"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("analyze: %v\n%s", err, errb.String())
+	}
+	stdout := append([]byte(nil), out.Bytes()...)
+	if !bytes.Contains(stdout, []byte(`"direction":"x>y"`)) {
+		t.Errorf("'>' must not be escaped in JSON lines: %s", stdout)
+	}
+	lines := 0
+	var lost uint64
+	mecs := map[string]bool{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		for _, k := range []string{"type", "interval", "start_ns", "end_ns", "direction", "mec", "synopsis", "sent", "received",
+			"lost", "mean_ns", "stddev_ns", "mean_ci_ns", "samples", "valid", "true_mean_ns", "true_stddev_ns", "true_lost"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("report line lacks %q: %s", k, sc.Text())
+			}
+		}
+		if m["type"] != "interval" || m["synopsis"] != "lda" || m["direction"] != "x>y" {
+			t.Errorf("unexpected line %s", sc.Text())
+		}
+		mecs[m["mec"].(string)] = true
+		lost += uint64(m["lost"].(float64))
+		lines++
+	}
+	if lines != 2 || !mecs["all"] || !mecs["web"] {
+		t.Errorf("want one line per MEC (all, web), got %d lines %v", lines, mecs)
+	}
+	if lost != tr.Lost {
+		t.Errorf("Σlost %d, want %d", lost, tr.Lost)
+	}
+	b, _ := os.ReadFile(rep)
+	if !bytes.Equal(b, stdout) {
+		t.Errorf("--report differs from stdout:\n%s\n---\n%s", b, stdout)
+	}
+
+	// Table mode prints a header and rows.
+	out.Reset()
+	if err := analyzeMain([]string{"--sender", s, "--receiver", r}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "mean_us") || !strings.Contains(out.String(), "lda") {
+		t.Errorf("table output:\n%s", out.String())
+	}
+}
+
+// TestAnalyzeFlagErrors: every bad flag is a clear error, never a panic.
+func TestAnalyzeFlagErrors(t *testing.T) {
+	s, r, _ := writeCaptures(t, analyzetest.Config{Packets: 100, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 1})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--receiver", r}, "--sender and --receiver"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "xyz"}, "unknown synopsis"},
+		{[]string{"--sender", s, "--receiver", r, "--format", "xml"}, "--format"},
+		{[]string{"--sender", s, "--receiver", r, "--confidence", "1.5"}, "--confidence"},
+		{[]string{"--sender", s, "--receiver", r, "--interval", "-1s"}, "--interval"},
+		{[]string{"--sender", s, "--receiver", r, "--mec", "x=dscp:99"}, "dscp"},
+		{[]string{"--sender", s, "--receiver", r, "--lda-banks", "12:x"}, "--lda-banks"},
+		{[]string{"--sender", s, "--receiver", r, "--lda-banks", "100:3"}, "LDA configuration"},
+		{[]string{"--sender", s, "--receiver", r, "--lda-loss-rates", "2"}, "loss rate"},
+		{[]string{"--sender", "/nonexistent", "--receiver", r}, "--sender"},
+		{[]string{"--sender", s, "--receiver", r, "extra"}, "unexpected arguments"},
+		{[]string{"--bogus"}, "unknown flag"},
+	} {
+		var out, errb bytes.Buffer
+		err := analyzeMain(tc.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+}
