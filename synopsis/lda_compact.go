@@ -12,20 +12,35 @@ import (
 // The receiver needs from the sender only, per bucket, the count S_A and
 // enough of the timestamp sum T_A to form T_B − T_A. The count is sent in
 // full, as the offset from the bank's smallest count in the fewest bits
-// that hold the bank's largest offset (the sender knows both; bucket counts
-// of a bank cluster around N·p/m, so this is ~log2 of a few √(N·p/m)). The sum is sent modulo 2^w, where w depends on the bucket's own
-// count c (so the decoder, having read c, knows w):
+// that hold the bank's largest offset (the sender knows both; the counts of
+// a bank cluster around N·p/m, so this is log2 of a few √(N·p/m)).
 //
-//	w(c) = min(64, bitlen(c·span) + guard),   span = MaxDelayNs − MinDelayNs
+// The sum is sent as q = round(T_A / 2^r) mod 2^v, where r and v depend on
+// the bucket's own count c (so the decoder, having read c, knows them):
 //
-// If every delay lies in [MinDelayNs, MaxDelayNs], the true bucket delay sum
-// satisfies 0 ≤ T_B − T_A − c·MinDelayNs ≤ c·span < 2^w, so
-// x = (T_B − c·MinDelayNs − (T_A mod 2^w)) mod 2^w recovers it exactly.
-// If x > c·span the bounds were violated: the bucket is counted as
+//	span   = MaxDelayNs − MinDelayNs
+//	r(c)   = floor(log2(2·c·MeanResolutionNs))   (0 when MeanResolutionNs = 0)
+//	h      = 2^r / 2                              (0 when r = 0)
+//	v(c)   = bitlen(c·span + 2h) + guard − r      (all 64 bits, r = 0, when that reaches 64)
+//
+// If every delay lies in [MinDelayNs, MaxDelayNs], the bucket's delay sum
+// X = T_B − T_A satisfies 0 ≤ X − c·MinDelayNs ≤ c·span, and the receiver
+// recovers
+//
+//	y = (T_B − c·MinDelayNs − q·2^r + h) mod 2^(v+r) = X − c·MinDelayNs + δ + h
+//
+// with δ = q·2^r − T_A's rounding error, |δ| ≤ h ≤ c·MeanResolutionNs: the
+// sum of the bucket's delays is off by at most c·MeanResolutionNs, so the
+// mean is off by at most MeanResolutionNs (0 ⇒ exact). The estimator adds
+// MeanResolutionNs to MeanCINs. Each halving of the resolution costs one bit
+// per bucket; each doubling of span costs one bit. With a resolution the
+// width no longer grows with the count: ≈ log2(span/resolution) + guard.
+//
+// If y ≥ c·span + 2h the bounds were violated: the bucket is counted as
 // implausible and the estimate is invalid (never a number from an aliased
-// sum). With guard = 1, 2^w > 2·c·span, so a bucket whose sum lies outside
-// its window lands in the detectable gap (c·span, 2^w) unless the bounds
-// are missed by more than c·span; buckets with the same violation are
+// sum). With guard = 1 the window is at least twice the plausible range, so
+// a bucket whose sum falls outside its window lands in the detectable gap
+// unless the bounds are missed by more than c·span; violating buckets are
 // caught independently, so an interval whose delays exceed the bounds is
 // flagged with probability ≥ 1 − 2^-(violating buckets).
 //
@@ -39,7 +54,8 @@ import (
 //	6       2·n         per bank: log2(Rows), SampleLog2
 //	        uvarint     packets offered (every Add at the sender)
 //	        varint      MinDelayNs (zig-zag)
-//	        uvarint     span = MaxDelayNs − MinDelayNs, ns, ≥ 1
+//	        uvarint     span = MaxDelayNs − MinDelayNs, ns, 1 ≤ span < 2^63
+//	        uvarint     MeanResolutionNs (0 = exact), < 2^32
 //	        1           guard bits g (0..8)
 //	        1           digest bits d (0..64; 0 unless Digest)
 //	        per bank:
@@ -47,12 +63,12 @@ import (
 //	          1         count width cw (1..64)
 //	        bit stream, LSB first, bank by bank, row by row, per bucket:
 //	          cw bits   packet count c − base
-//	          w(c) bits timestamp sum mod 2^w(c) (nothing when c = 0)
+//	          v(c) bits q, the rounded timestamp sum (nothing when c = 0)
 //	          d bits    low bits of the hash digest (nothing when c = 0)
 //	        zero bits up to the byte boundary
 //
-// Size: about cw + w(c) bits per bucket. Measured for 1024 buckets in
-// lda_compact_test.go (TestLDACompactSize) and docs/lda.md.
+// Size: about cw + v(c) bits per bucket. Measured for 1024 buckets in
+// lda_encoding_test.go (TestLDACompactSize) and docs/lda.md.
 const (
 	ldaCompactMagic   = "LDC"
 	ldaCompactVersion = 1
@@ -67,6 +83,11 @@ type CompactBounds struct {
 	// costs one bit per non-empty bucket.
 	MinDelayNs int64
 	MaxDelayNs int64
+	// MeanResolutionNs is how far (ns) the mean may be moved by rounding
+	// the timestamp sums: 0 sends them exactly (the width then grows with
+	// log2 of the bucket count); 1 ns keeps every bucket at about
+	// log2(span) + 2 bits whatever the packet rate. Less than 2^32.
+	MeanResolutionNs uint64
 	// DigestBits is how many low bits of each bucket's hash digest are
 	// sent (0..64) when the LDA keeps digests; 0 sends none (the receiver
 	// then checks counts only). 16 bits miss a changed packet set with
@@ -74,12 +95,12 @@ type CompactBounds struct {
 	DigestBits uint8
 }
 
-// DefaultCompactBounds: delays from −10 µs (clock offset) to 1 ms, 16
-// digest bits. A 1 ms maximum suits a LAN or data-centre segment; set
+// DefaultCompactBounds: delays from −10 µs (clock offset) to 1 ms, mean
+// resolution 1 ns (below what software timestamps resolve), 16 digest bits. A 1 ms maximum suits a LAN or data-centre segment; set
 // MaxDelayNs for longer paths (a violation invalidates the interval, it
 // never gives a wrong number).
 func DefaultCompactBounds() CompactBounds {
-	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, DigestBits: 16}
+	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, MeanResolutionNs: 1, DigestBits: 16}
 }
 
 func (cb CompactBounds) validate() error {
@@ -89,26 +110,42 @@ func (cb CompactBounds) validate() error {
 	if cb.MinDelayNs < 0 && cb.MaxDelayNs > math.MaxInt64+cb.MinDelayNs {
 		return fmt.Errorf("%w: compact bounds: delay span from %d to %d ns overflows", ErrBadConfig, cb.MinDelayNs, cb.MaxDelayNs)
 	}
+	if cb.MeanResolutionNs >= 1<<32 {
+		return fmt.Errorf("%w: compact bounds: mean resolution %d ns ≥ 2^32", ErrBadConfig, cb.MeanResolutionNs)
+	}
 	if cb.DigestBits > 64 {
 		return fmt.Errorf("%w: compact bounds: %d digest bits > 64", ErrBadConfig, cb.DigestBits)
 	}
 	return nil
 }
 
-// ldaSumWidth is w(c) above.
-func ldaSumWidth(c, span uint64, guard uint8) uint {
+// ldaSumShape returns r(c), v(c) and h (see above) for a bucket of count
+// c: the sum is sent rounded to 2^r in v bits. v = 64 means the full sum,
+// exact (r = 0).
+func ldaSumShape(c, span, res uint64, guard uint8) (r, v uint, h uint64) {
 	if c == 0 {
-		return 0
+		return 0, 0, 0
+	}
+	if res > 0 {
+		hi, lo := bits.Mul64(c, 2*res) // res < 2^32
+		if hi != 0 {
+			return 0, 64, 0
+		}
+		r = uint(bits.Len64(lo)) - 1
+		if r > 0 {
+			h = 1 << (r - 1)
+		}
 	}
 	hi, lo := bits.Mul64(c, span)
-	if hi != 0 {
-		return 64
+	window, carry := bits.Add64(lo, 2*h, 0)
+	if hi != 0 || carry != 0 {
+		return 0, 64, 0
 	}
-	w := uint(bits.Len64(lo)) + uint(guard)
-	if w > 64 {
-		w = 64
+	total := uint(bits.Len64(window)) + uint(guard)
+	if total >= 64 {
+		return 0, 64, 0
 	}
-	return w
+	return r, total - r, h
 }
 
 func lowBits(v uint64, w uint) uint64 {
@@ -134,6 +171,7 @@ func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
 	b = binary.AppendUvarint(b, l.offered)
 	b = binary.AppendVarint(b, bounds.MinDelayNs)
 	b = binary.AppendUvarint(b, span)
+	b = binary.AppendUvarint(b, bounds.MeanResolutionNs)
 	b = append(b, ldaCompactGuard, bounds.DigestBits)
 	widths := make([]uint, len(l.cfg.Banks))
 	bases := make([]uint64, len(l.cfg.Banks))
@@ -156,7 +194,8 @@ func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
 			if c.count == 0 {
 				continue
 			}
-			w.write(c.sum, ldaSumWidth(c.count, span, ldaCompactGuard))
+			r, v, h := ldaSumShape(c.count, span, bounds.MeanResolutionNs, ldaCompactGuard)
+			w.write((c.sum+h)>>r, v) // rounded; wraps like the sum itself
 			if bounds.DigestBits > 0 {
 				w.write(l.digests[i], uint(bounds.DigestBits))
 			}
@@ -173,12 +212,13 @@ type CompactLDA struct {
 	offered    uint64
 	minDelay   int64
 	span       uint64
+	resolution uint64 // MeanResolutionNs
 	guard      uint8
 	digestBits uint8
 	widths     []uint   // count width per bank
 	bases      []uint64 // smallest count per bank
 	counts     []uint64 // per bucket, like LDA.cells
-	sums       []uint64 // timestamp sum mod 2^w(count)
+	sums       []uint64 // rounded timestamp sum q mod 2^v(count)
 	digests    []uint64 // low digestBits bits; nil when digestBits = 0
 }
 
@@ -190,7 +230,7 @@ func (c *CompactLDA) Count() uint64 { return c.offered }
 
 // Bounds are the delay bounds the encoding was made with.
 func (c *CompactLDA) Bounds() CompactBounds {
-	return CompactBounds{MinDelayNs: c.minDelay, MaxDelayNs: c.minDelay + int64(c.span), DigestBits: c.digestBits}
+	return CompactBounds{MinDelayNs: c.minDelay, MaxDelayNs: c.minDelay + int64(c.span), MeanResolutionNs: c.resolution, DigestBits: c.digestBits}
 }
 
 // BucketCount is the sender's packet count of one bucket (0 when out of
@@ -215,6 +255,7 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 	n.offered = r.uvarint("packets offered")
 	n.minDelay = r.varint("min delay")
 	n.span = r.uvarint("delay span")
+	n.resolution = r.uvarint("mean resolution")
 	n.guard = r.u8("guard bits")
 	n.digestBits = r.u8("digest bits")
 	if r.err != nil {
@@ -223,6 +264,8 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 	switch {
 	case n.span == 0 || n.span > 1<<63-1 || n.minDelay > 1<<63-1-int64(n.span):
 		r.fail("delay span %d from %d ns", n.span, n.minDelay)
+	case n.resolution >= 1<<32:
+		r.fail("mean resolution %d ns", n.resolution)
 	case n.guard > 8:
 		r.fail("%d guard bits", n.guard)
 	case n.digestBits > 64 || (n.digestBits > 0 && !n.cfg.Digest):
@@ -265,7 +308,8 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 			if cnt == 0 {
 				continue
 			}
-			n.sums[i] = br.read(ldaSumWidth(cnt, n.span, n.guard))
+			_, v, _ := ldaSumShape(cnt, n.span, n.resolution, n.guard)
+			n.sums[i] = br.read(v)
 			if n.digests != nil {
 				n.digests[i] = br.read(uint(n.digestBits))
 			}
@@ -297,6 +341,7 @@ func (c *CompactLDA) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendUvarint(b, c.offered)
 	b = binary.AppendVarint(b, c.minDelay)
 	b = binary.AppendUvarint(b, c.span)
+	b = binary.AppendUvarint(b, c.resolution)
 	b = append(b, c.guard, c.digestBits)
 	for j, w := range c.widths {
 		b = binary.AppendUvarint(b, c.bases[j])
@@ -310,7 +355,8 @@ func (c *CompactLDA) AppendBinary(b []byte) ([]byte, error) {
 			if c.counts[i] == 0 {
 				continue
 			}
-			w.write(c.sums[i], ldaSumWidth(c.counts[i], c.span, c.guard))
+			_, v, _ := ldaSumShape(c.counts[i], c.span, c.resolution, c.guard)
+			w.write(c.sums[i], v)
 			if c.digests != nil {
 				w.write(c.digests[i], uint(c.digestBits))
 			}
@@ -348,21 +394,28 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 			d.DigestMismatch++
 			continue
 		}
-		w := ldaSumWidth(cA, sender.span, sender.guard)
+		r, v, h := ldaSumShape(cA, sender.span, sender.resolution, sender.guard)
 		var delay uint64
-		if w >= 64 {
+		if v >= 64 {
 			delay = rb.sum - sender.sums[i]
 		} else {
-			// w < 64 ⇒ c·span < 2^63: no overflow below.
-			x := lowBits(rb.sum-cA*minD-sender.sums[i], w)
-			if x > cA*sender.span {
+			// v+r < 64 ⇒ c·span + 2h < 2^63: no overflow below.
+			y := lowBits(rb.sum-cA*minD-sender.sums[i]<<r+h, v+r)
+			if y >= cA*sender.span+2*h+boolUint(h == 0) {
 				d.ImplausibleBuckets++
 				continue
 			}
-			delay = x + cA*minD
+			delay = y - h + cA*minD
 		}
 		pairs[i] = ldaBucketPair{usable: true, count: cA, delay: delay}
 	}
-	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, &d)
+	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, float64(sender.resolution), &d)
 	return e, d, nil
+}
+
+func boolUint(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

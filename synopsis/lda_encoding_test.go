@@ -160,33 +160,55 @@ func TestLDACompactMatchesFull(t *testing.T) {
 						n = 50_000
 					}
 					a, b, tr := filledLDAPair(t, cfg, n, loss, dm)
-					bounds := DefaultCompactBounds()
-					if dm.name[0] == 'w' {
-						bounds.MaxDelayNs = 50 << 20 // Weibull β=0.6 has a long tail
-					}
-					enc, err := a.AppendCompact(nil, bounds)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var c CompactLDA
-					if err := c.UnmarshalBinary(enc); err != nil {
-						t.Fatal(err)
-					}
-					re, _ := c.AppendBinary(nil)
-					if !bytes.Equal(re, enc) {
-						t.Fatal("compact re-encoding differs")
-					}
 					full, _, _ := EstimateLDADetailed(a, b, 0.98)
-					comp, d, err := EstimateLDACompactDetailed(&c, b, 0.98)
-					if err != nil {
-						t.Fatal(err)
+					for _, res := range []uint64{0, 1, 64} {
+						bounds := DefaultCompactBounds()
+						bounds.MeanResolutionNs = res
+						if dm.name[0] == 'w' {
+							bounds.MaxDelayNs = 50 << 20 // Weibull β=0.6 has a long tail
+						}
+						enc, err := a.AppendCompact(nil, bounds)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var c CompactLDA
+						if err := c.UnmarshalBinary(enc); err != nil {
+							t.Fatal(err)
+						}
+						if !cfg.Digest {
+							bounds.DigestBits = 0 // nothing to send
+						}
+						if c.Bounds() != bounds {
+							t.Fatalf("bounds %+v, want %+v", c.Bounds(), bounds)
+						}
+						re, _ := c.AppendBinary(nil)
+						if !bytes.Equal(re, enc) {
+							t.Fatal("compact re-encoding differs")
+						}
+						comp, d, err := EstimateLDACompactDetailed(&c, b, 0.98)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if d.ImplausibleBuckets != 0 {
+							t.Fatalf("resolution %d: %d implausible buckets", res, d.ImplausibleBuckets)
+						}
+						if res == 0 && full != comp {
+							t.Fatalf("exact compact estimate differs:\nfull    %+v\ncompact %+v", full, comp)
+						}
+						// Rounding moves the mean by at most the resolution and
+						// widens the bound by it; counts and samples are exact.
+						if dm := math.Abs(comp.MeanNs - full.MeanNs); dm > float64(res) || (full.Valid && comp.MeanCINs < float64(res)) {
+							t.Fatalf("resolution %d: mean moved %.3f ns", res, dm)
+						}
+						if comp.Samples != full.Samples || comp.Lost != full.Lost || comp.UsableBuckets != full.UsableBuckets || comp.Valid != full.Valid {
+							t.Fatalf("resolution %d: compact %+v, full %+v", res, comp, full)
+						}
+						if full.Valid && relErr(comp.StddevNs, full.StddevNs) > 1e-3*float64(1+res/8) {
+							t.Fatalf("resolution %d: std-dev %.1f vs %.1f", res, comp.StddevNs, full.StddevNs)
+						}
+						checkLDAEstimate(t, comp, tr)
+						t.Logf("resolution %d ns: compact %d bytes (%.1f bits/bucket), mean moved %.3f ns", res, len(enc), float64(8*len(enc))/float64(cfg.TotalRows()), comp.MeanNs-full.MeanNs)
 					}
-					if d.ImplausibleBuckets != 0 || full != comp {
-						t.Fatalf("compact estimate differs (%d implausible):\nfull    %+v\ncompact %+v", d.ImplausibleBuckets, full, comp)
-					}
-					checkLDAEstimate(t, comp, tr)
-					full2, _ := a.AppendBinary(nil)
-					t.Logf("compact %d bytes (%.1f bits/bucket), full %d bytes", len(enc), float64(8*len(enc))/float64(cfg.TotalRows()), len(full2))
 				})
 			}
 		}
@@ -236,34 +258,36 @@ func TestLDACompactAliasing(t *testing.T) {
 func TestLDACompactSize(t *testing.T) {
 	const budgetBits = 36_000
 	for _, tc := range []struct {
-		name   string
-		cfg    LDAConfig
-		n      int
-		loss   float64
-		dm     delayModel
-		budget bool // must fit the budget
+		name string
+		cfg  LDAConfig
+		n    int
+		loss float64
+		dm   delayModel
 	}{
-		{"default 100k pkts", DefaultLDAConfig(), 100_000, 0.001, weibullDelay(50_000, 0.7), true},
-		{"default 1M pkts", DefaultLDAConfig(), 1_000_000, 0.001, weibullDelay(50_000, 0.7), true},
-		{"default 1M pkts 5% loss", DefaultLDAConfig(), 1_000_000, 0.05, weibullDelay(50_000, 0.7), true},
-		{"paper 2x512 5M pkts", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024), 5_000_000, 0.005, weibullDelay(200, 0.6), true},
-		{"default 10M pkts", DefaultLDAConfig(), 10_000_000, 0.001, weibullDelay(50_000, 0.7), false},
+		{"default 100k pkts", DefaultLDAConfig(), 100_000, 0.001, weibullDelay(50_000, 0.7)},
+		{"default 1M pkts", DefaultLDAConfig(), 1_000_000, 0.001, weibullDelay(50_000, 0.7)},
+		{"default 1M pkts 5% loss", DefaultLDAConfig(), 1_000_000, 0.05, weibullDelay(50_000, 0.7)},
+		{"paper 2x512 5M pkts", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024), 5_000_000, 0.005, weibullDelay(200, 0.6)},
+		{"default 10M pkts", DefaultLDAConfig(), 10_000_000, 0.001, weibullDelay(50_000, 0.7)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if testing.Short() && tc.n > 1_000_000 {
 				t.Skip("large trace")
 			}
 			a, _, _ := filledLDAPair(t, tc.cfg, tc.n, tc.loss, tc.dm)
-			enc, err := a.AppendCompact(nil, DefaultCompactBounds())
-			if err != nil {
-				t.Fatal(err)
-			}
 			full, _ := a.AppendBinary(nil)
-			bitsPer := float64(8*len(enc)) / float64(tc.cfg.TotalRows())
-			t.Logf("%s: compact %d bits (%.1f bits/bucket), full %d bits (%.1f bits/bucket)",
-				tc.cfg, 8*len(enc), bitsPer, 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
-			if tc.budget && 8*len(enc) > budgetBits {
-				t.Errorf("compact encoding %d bits > budget %d", 8*len(enc), budgetBits)
+			exact := DefaultCompactBounds()
+			exact.MeanResolutionNs = 0
+			for _, bounds := range []CompactBounds{exact, DefaultCompactBounds()} {
+				enc, err := a.AppendCompact(nil, bounds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s, resolution %d ns: compact %d bits (%.1f bits/bucket); full %d bits (%.1f bits/bucket)",
+					tc.cfg, bounds.MeanResolutionNs, 8*len(enc), float64(8*len(enc))/float64(tc.cfg.TotalRows()), 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
+				if bounds.MeanResolutionNs > 0 && 8*len(enc) > budgetBits {
+					t.Errorf("compact encoding %d bits > budget %d", 8*len(enc), budgetBits)
+				}
 			}
 		})
 	}

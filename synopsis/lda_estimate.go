@@ -63,13 +63,15 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 			pairs[i] = ldaBucketPair{usable: true, count: a.count, delay: b.sum - a.sum}
 		}
 	}
-	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, &d)
+	e := ldaEstimate(&receiver.cfg, pairs, sender.offered, receiver.offered, conf, 0, &d)
 	return e, d, nil
 }
 
 // ldaEstimate is the estimator proper, shared by the full and the compact
-// sender encodings. pairs is indexed like LDA.cells.
-func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, conf float64, d *LDADiagnostics) Estimate {
+// sender encodings. pairs is indexed like LDA.cells. meanErrNs is a
+// deterministic bound on the error of the bucket delay sums per packet
+// (the compact encoding's rounding), added to MeanCINs.
+func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, conf, meanErrNs float64, d *LDADiagnostics) Estimate {
 	e := Estimate{Synopsis: "lda", Sent: sent, Received: received, TotalBuckets: len(pairs)}
 	if sent >= received {
 		e.Lost = sent - received
@@ -134,6 +136,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 		// 2·exp(−ε²Sμ²/2σ²) = 1−conf  ⇒  εμ = σ·sqrt(2·ln(2/(1−conf))/S).
 		e.MeanCINs = e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf))/float64(s))
 	}
+	e.MeanCINs += meanErrNs
 
 	switch {
 	case !(conf > 0 && conf < 1):
