@@ -1,6 +1,7 @@
 package control
 
 import (
+	"crypto/sha256"
 	"testing"
 )
 
@@ -75,4 +76,19 @@ func consumeAll(t testing.TB, r *Receiver, frames [][]byte, now int64) {
 			t.Fatalf("consume: %v", err)
 		}
 	}
+}
+
+// referenceHMAC is HMAC-SHA256 written out from RFC 2104 with crypto/sha256
+// only, the naive twin of Authenticator.
+func referenceHMAC(key, msg []byte) []byte {
+	var ipad, opad [64]byte
+	copy(ipad[:], key)
+	copy(opad[:], key)
+	for i := range ipad {
+		ipad[i] ^= 0x36
+		opad[i] ^= 0x5c
+	}
+	inner := sha256.Sum256(append(ipad[:], msg...))
+	outer := sha256.Sum256(append(opad[:], inner[:]...))
+	return outer[:]
 }
