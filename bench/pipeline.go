@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane/porttest"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// Frames returns n valid frames (IPv4/IPv6 × UDP/TCP over many flows) of the
+// given size, generated once, for per-packet benchmarks.
+func Frames(n, size, flows int) ([][]byte, error) {
+	g, err := porttest.NewGen(porttest.GenConfig{Flows: flows, Size: size})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = g.Frame(make([]byte, size), uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return out, nil
+}
+
+// Stage is one per-packet pipeline measured over a frame set: it processes
+// every frame once per call and returns something the compiler cannot drop.
+type Stage struct {
+	Name string
+	Run  func(frames [][]byte) uint64
+}
+
+// PerPacketStages are the stages of issue 2's cost question, cheapest first:
+// hashing a pre-gathered invariant window alone (xxhash), the packet
+// identity (locate headers, gather the invariant bytes, hash), and the full
+// per-packet measurement (identity + MEC classify + synopsis update).
+func PerPacketStages(frames [][]byte) ([]Stage, error) {
+	// The invariant window the identity hashes is ≤ 64 bytes for these
+	// frames (addresses, id/length/flow label, L4 header without checksum,
+	// first payload bytes); hash the same amount from a fixed array.
+	windows := make([][64]byte, len(frames))
+	for i, f := range frames {
+		copy(windows[i][:], f[14:])
+	}
+	cl, err := classifier.NewClassifier(nil)
+	if err != nil {
+		return nil, err
+	}
+	rules := []string{"voice=dscp:46,proto:udp", "web=dport:80|443", "mgmt=src:10.0.0.0/8,vlan:100"}
+	cl3, err := classifier.NewClassifierFromSpecs(rules)
+	if err != nil {
+		return nil, err
+	}
+	ldas := make([]*synopsis.LDA, cl3.NumClasses())
+	for i := range ldas {
+		ldas[i] = synopsis.MustNewLDA(synopsis.DefaultLDAConfig())
+	}
+	lda := ldas[0]
+	rda := synopsis.MustNewRDA(synopsis.DefaultRDAConfig())
+	var meta classifier.Meta
+	ts := uint64(1_700_000_000_000_000_000)
+	stages := []Stage{
+		{"xxhash-window", func(fr [][]byte) uint64 {
+			var x uint64
+			for i := range fr {
+				x ^= xxhash.Sum64(windows[i][:])
+			}
+			return x
+		}},
+		{"identity", func(fr [][]byte) uint64 {
+			var x uint64
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				x ^= meta.Hash
+			}
+			return x
+		}},
+		{"identity-classify-lda", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				mec := cl.Classify(&meta)
+				ts += 100
+				ldas[mec].Add(meta.Hash, ts)
+			}
+			return lda.Count()
+		}},
+		{"identity-classify3-lda", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				mec := cl3.Classify(&meta)
+				ts += 100
+				ldas[mec].Add(meta.Hash, ts)
+			}
+			return lda.Count()
+		}},
+		{"identity-classify-rda", func(fr [][]byte) uint64 {
+			var x uint64
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				_ = cl.Classify(&meta)
+				ts += 100
+				rda.Add(meta.Hash, ts)
+				x ^= meta.Hash
+			}
+			return x
+		}},
+	}
+	return append(stages, extraStages(frames, cl, &meta)...), nil
+}
+
+// extraStages is where synopses that land later (LDS) add their stage.
+var extraStages = func(frames [][]byte, cl *classifier.Classifier, meta *classifier.Meta) []Stage { return nil }
+
+// Measurement is a stage's cost, median over rounds.
+type Measurement struct {
+	Name     string
+	NsPerPkt float64
+	Mpps     float64
+	Rounds   []float64 // ns/pkt of each round
+}
+
+// Compare measures the stages in the same run, interleaved: each round runs
+// every stage once (testing.Benchmark picks the iteration count), and the
+// median over rounds is reported. Interleaving makes the ratios robust to
+// the machine's load changing during the run; absolute numbers are not.
+func Compare(stages []Stage, frames [][]byte, rounds int) []Measurement {
+	if rounds < 1 {
+		rounds = 1
+	}
+	ms := make([]Measurement, len(stages))
+	for r := 0; r < rounds; r++ {
+		for i, s := range stages {
+			res := testing.Benchmark(func(b *testing.B) {
+				var sink uint64
+				for b.Loop() {
+					sink ^= s.Run(frames)
+				}
+				benchSink = sink
+			})
+			ns := float64(res.NsPerOp()) / float64(len(frames))
+			if res.N > 0 && res.T > 0 {
+				ns = float64(res.T.Nanoseconds()) / float64(res.N) / float64(len(frames))
+			}
+			ms[i].Name = s.Name
+			ms[i].Rounds = append(ms[i].Rounds, ns)
+		}
+	}
+	for i := range ms {
+		r := append([]float64(nil), ms[i].Rounds...)
+		sort.Float64s(r)
+		ms[i].NsPerPkt = r[len(r)/2]
+		if ms[i].NsPerPkt > 0 {
+			ms[i].Mpps = 1e3 / ms[i].NsPerPkt
+		}
+	}
+	return ms
+}
+
+var benchSink uint64
+
+// Find returns the measurement named name.
+func Find(ms []Measurement, name string) (Measurement, error) {
+	for _, m := range ms {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return Measurement{}, fmt.Errorf("bench: no measurement %q", name)
+}

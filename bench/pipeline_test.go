@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"testing"
+)
+
+// BenchmarkPerPacket reports ns/pkt for every per-packet stage over the
+// same frames, so `go test -bench PerPacket` shows the ratio of the full
+// measurement to hashing alone.
+func BenchmarkPerPacket(b *testing.B) {
+	frames, err := Frames(4096, 128, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stages, err := PerPacketStages(frames)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range stages {
+		b.Run(s.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			var sink uint64
+			for b.Loop() {
+				sink ^= s.Run(frames)
+			}
+			benchSink = sink
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(frames)), "ns/pkt")
+		})
+	}
+}
+
+// TestStagesAllocateNothing pins the hot path: identity, classification and
+// every synopsis update allocate nothing per packet.
+func TestStagesAllocateNothing(t *testing.T) {
+	frames, err := Frames(256, 128, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, err := PerPacketStages(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stages {
+		if a := testing.AllocsPerRun(20, func() { s.Run(frames) }); a != 0 {
+			t.Errorf("%s: %.1f allocations per %d packets, want 0", s.Name, a, len(frames))
+		}
+	}
+}
+
+// TestCompare checks the measuring harness itself: every stage measured,
+// medians positive, Find finds.
+func TestCompare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs testing.Benchmark (about a second per stage)")
+	}
+	frames, _ := Frames(512, 128, 64)
+	stages, _ := PerPacketStages(frames)
+	ms := Compare(stages[:2], frames, 1)
+	for _, m := range ms {
+		if m.NsPerPkt <= 0 || m.Mpps <= 0 || len(m.Rounds) != 1 {
+			t.Errorf("%+v", m)
+		}
+	}
+	if _, err := Find(ms, "identity"); err != nil {
+		t.Error(err)
+	}
+	if _, err := Find(ms, "nope"); err == nil {
+		t.Error("Find of a missing name succeeded")
+	}
+}

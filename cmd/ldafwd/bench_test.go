@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchPerPacket runs the per-packet suite small and checks the
+// "type":"bench" contract: name, mpps, ns_per_pkt, baseline and ratio.
+func TestBenchPerPacket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs benchmarks")
+	}
+	var out, errb bytes.Buffer
+	if err := benchMain([]string{"--only", "^perpacket$", "--rounds", "1", "--frames", "256", "--format", "json"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	names := map[string]map[string]any{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %s", sc.Text())
+		}
+		if m["type"] != "bench" || m["mpps"].(float64) <= 0 || m["ns_per_pkt"].(float64) <= 0 {
+			t.Errorf("bad record %s", sc.Text())
+		}
+		names[m["name"].(string)] = m
+	}
+	full, ok := names["pkt-identity-classify-lda"]
+	if !ok || full["baseline"] != "pkt-identity" || full["ratio"].(float64) <= 0 {
+		t.Errorf("full measurement record %v", full)
+	}
+	if _, ok := names["pkt-xxhash-window"]; !ok {
+		t.Error("no hashing-alone baseline")
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := benchMain([]string{"--list"}, &out, &errb); err != nil || !strings.Contains(out.String(), "perpacket") {
+		t.Errorf("--list: %v %q", err, out.String())
+	}
+	for _, args := range [][]string{{"--only", "("}, {"--only", "nomatch"}, {"--rounds", "0"}, {"--format", "x"}, {"x"}} {
+		if err := benchMain(args, &out, &errb); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
