@@ -49,6 +49,18 @@ func NewAuthenticator(key []byte) (*Authenticator, error) {
 	return &Authenticator{mac: hmac.New(sha256.New, key)}, nil
 }
 
+// newAuthenticatorMode applies the rule every constructor shares: a key, or
+// insecure mode asked for explicitly, never both, never neither.
+func newAuthenticatorMode(key []byte, insecure bool) (*Authenticator, error) {
+	if len(key) == 0 && !insecure {
+		return nil, errors.New("control: no key: give a key file or choose insecure mode explicitly")
+	}
+	if len(key) > 0 && insecure {
+		return nil, errors.New("control: both a key and insecure mode given")
+	}
+	return NewAuthenticator(key)
+}
+
 // Insecure reports whether a has no key.
 func (a *Authenticator) Insecure() bool { return a.mac == nil }
 

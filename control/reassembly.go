@@ -65,10 +65,14 @@ type IntervalBundle struct {
 
 // IntervalFailure reports an interval that cannot be assembled.
 type IntervalFailure struct {
-	Session  uint64
-	Interval uint64
-	Reason   Reason
-	Detail   string // human-readable specifics (which part, how many fragments)
+	Session   uint64
+	Direction uint16
+	Interval  uint64
+	// StartNs and EndNs are the interval's bounds from the End markers
+	// that did arrive (earliest start, latest end), 0 when none did.
+	StartNs, EndNs int64
+	Reason         Reason
+	Detail         string // human-readable specifics (which part, how many fragments)
 }
 
 func (f *IntervalFailure) Error() string {
@@ -214,6 +218,12 @@ func (a *reassembler) addHello(h *Hello, k uint64, frameLen int) {
 		a.note(st, frameLen)
 	}
 	if a.hello != nil {
+		if !a.hello.sameConfig(h) {
+			// A session's configuration never changes; a sender that
+			// changes it without a new session id is broken. Keep the
+			// first, count the rest.
+			a.c.inc(cInconsistent)
+		}
 		return
 	}
 	a.hello = h
@@ -224,6 +234,10 @@ func (a *reassembler) addHello(h *Hello, k uint64, frameLen int) {
 }
 
 func (a *reassembler) addEnd(k uint64, e *End, nowNs int64, frameLen int) {
+	if a.hello != nil && e.Lane >= a.hello.Lanes {
+		a.c.inc(cBadPayload)
+		return
+	}
 	st := a.get(k, nowNs)
 	if st == nil {
 		return
@@ -231,10 +245,6 @@ func (a *reassembler) addEnd(k uint64, e *End, nowNs int64, frameLen int) {
 	a.note(st, frameLen)
 	if _, dup := st.ends[e.Lane]; dup {
 		a.c.inc(cDuplicate)
-		return
-	}
-	if a.hello != nil && e.Lane >= a.hello.Lanes {
-		a.c.inc(cBadPayload)
 		return
 	}
 	if len(st.ends) >= a.cfg.MaxParts {
@@ -317,15 +327,8 @@ func (a *reassembler) check(st *intervalState) {
 	}
 	b := &IntervalBundle{Session: a.session, Direction: a.direction, Interval: st.k, Hello: h,
 		Payloads: make(map[PartKey][]byte, len(h.Parts)), ControlFrames: st.frames, ControlBytes: st.wireBytes}
-	first := true
+	b.StartNs, b.EndNs = st.bounds()
 	for _, e := range st.ends {
-		if first || e.StartNs < b.StartNs {
-			b.StartNs = e.StartNs
-		}
-		if first || e.EndNs > b.EndNs {
-			b.EndNs = e.EndNs
-		}
-		first = false
 		b.Frames += e.Frames
 		b.Bytes += e.Bytes
 	}
@@ -349,7 +352,25 @@ func (a *reassembler) check(st *intervalState) {
 func (a *reassembler) fail(st *intervalState, why Reason, detail string) {
 	a.finish(st)
 	a.c.inc(cFailures)
-	*a.out = append(*a.out, Result{Failure: &IntervalFailure{Session: a.session, Interval: st.k, Reason: why, Detail: detail}})
+	f := &IntervalFailure{Session: a.session, Direction: a.direction, Interval: st.k, Reason: why, Detail: detail}
+	f.StartNs, f.EndNs = st.bounds()
+	*a.out = append(*a.out, Result{Failure: f})
+}
+
+// bounds returns the earliest start and latest end over the End markers
+// held (0, 0 without any).
+func (st *intervalState) bounds() (start, end int64) {
+	first := true
+	for _, e := range st.ends {
+		if first || e.StartNs < start {
+			start = e.StartNs
+		}
+		if first || e.EndNs > end {
+			end = e.EndNs
+		}
+		first = false
+	}
+	return start, end
 }
 
 // finish removes st from flight, frees its budget and remembers k so
@@ -408,4 +429,24 @@ func (h *Hello) hasPart(p PartKey) bool {
 		}
 	}
 	return false
+}
+
+// sameConfig reports whether h and o announce the same configuration
+// (everything but SentNs).
+func (h *Hello) sameConfig(o *Hello) bool {
+	if h.IntervalNs != o.IntervalNs || h.ConfigHash != o.ConfigHash || h.Lanes != o.Lanes || h.Clock != o.Clock ||
+		len(h.MECs) != len(o.MECs) || len(h.Parts) != len(o.Parts) {
+		return false
+	}
+	for i := range h.MECs {
+		if h.MECs[i] != o.MECs[i] {
+			return false
+		}
+	}
+	for i := range h.Parts {
+		if h.Parts[i] != o.Parts[i] {
+			return false
+		}
+	}
+	return true
 }

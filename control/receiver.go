@@ -78,7 +78,7 @@ type Counters struct {
 	Duplicate       uint64 // a fragment or End already held, under a new seq
 	Late            uint64 // for an interval already finished, or far behind
 	UnknownPart     uint64 // a fragment for a part the Hello does not announce
-	Inconsistent    uint64 // fragments of one part disagree on their count
+	Inconsistent    uint64 // fragments of one part disagree on their count, or a Hello on the configuration
 	Oversize        uint64 // over MaxFragments, MaxParts or MaxBytes
 	Evicted         uint64 // intervals pushed out by MaxIntervals
 	Timeout         uint64 // intervals failed by Expire
@@ -139,13 +139,7 @@ type Receiver struct {
 
 // NewReceiver validates cfg and returns a Receiver.
 func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
-	if len(cfg.Key) == 0 && !cfg.Insecure {
-		return nil, errors.New("control: no key: give a key file or choose insecure mode explicitly")
-	}
-	if len(cfg.Key) > 0 && cfg.Insecure {
-		return nil, errors.New("control: both a key and insecure mode given")
-	}
-	auth, err := NewAuthenticator(cfg.Key)
+	auth, err := newAuthenticatorMode(cfg.Key, cfg.Insecure)
 	if err != nil {
 		return nil, err
 	}

@@ -166,7 +166,12 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 				t.Fatalf("expired early: %v", describe(res))
 			}
 			r.Expire(1e9 + DefaultTimeout)
-			wantFailure(t, r.Results(nil), 1, tt.why)
+			res := r.Results(nil)
+			wantFailure(t, res, 1, tt.why)
+			// The failure carries the bounds of the End markers that came.
+			if f := res[0].Failure; tt.why != ReasonEndLost && (f.StartNs != 1e9 || f.EndNs != 2e9 || f.Direction != 1) {
+				t.Fatalf("failure bounds %d..%d direction %d", f.StartNs, f.EndNs, f.Direction)
+			}
 			// A straggler for the failed interval is late, not a reopening.
 			f := intervalFrames(t, s, 1, makeParts(1, twoParts, 4000, 100))
 			if err := r.Consume(f[len(f)-1], 3e9); err != nil {

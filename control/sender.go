@@ -44,13 +44,7 @@ type Sender struct {
 // NewSender validates cfg and returns a Sender. A Hello that does not fit
 // in one frame at cfg.MTU is an error.
 func NewSender(cfg SenderConfig) (*Sender, error) {
-	if len(cfg.Key) == 0 && !cfg.Insecure {
-		return nil, errors.New("control: no key: give a key file or choose insecure mode explicitly")
-	}
-	if len(cfg.Key) > 0 && cfg.Insecure {
-		return nil, errors.New("control: both a key and insecure mode given")
-	}
-	auth, err := NewAuthenticator(cfg.Key)
+	auth, err := newAuthenticatorMode(cfg.Key, cfg.Insecure)
 	if err != nil {
 		return nil, err
 	}
