@@ -52,6 +52,11 @@ type ldsCell struct {
 // (no bounds checks, no slice header on the hot path).
 const maxLDSRows = 16
 
+// maxLDSCellsPerFlow bounds k: the paper uses k ≤ 5; beyond a few dozen
+// cells a flow's virtual LDA only adds collisions, and k bounds the
+// estimator's work per flow (Rows·k cells).
+const maxLDSCellsPerFlow = 64
+
 // maxLDSCells bounds Rows·Cols: 1<<26 cells of 24 bytes is 1.5 GiB.
 const maxLDSCells = 1 << 26
 
@@ -107,8 +112,8 @@ func (c LDSConfig) normalise() (LDSConfig, [maxLDSRows]uint64, error) {
 		return c, thr, fmt.Errorf("%w: LDS Rows %d out of range 1..%d", ErrBadConfig, c.Rows, maxLDSRows)
 	case c.Cols < 1 || int64(c.Rows)*int64(c.Cols) > maxLDSCells:
 		return c, thr, fmt.Errorf("%w: LDS Cols %d out of range (1..%d cells in all); see DimensionLDS", ErrBadConfig, c.Cols, maxLDSCells)
-	case c.CellsPerFlow < 1 || c.CellsPerFlow > c.Cols:
-		return c, thr, fmt.Errorf("%w: LDS CellsPerFlow %d out of range 1..Cols", ErrBadConfig, c.CellsPerFlow)
+	case c.CellsPerFlow < 1 || c.CellsPerFlow > c.Cols || c.CellsPerFlow > maxLDSCellsPerFlow:
+		return c, thr, fmt.Errorf("%w: LDS CellsPerFlow %d out of range 1..min(Cols, %d)", ErrBadConfig, c.CellsPerFlow, maxLDSCellsPerFlow)
 	case !(c.Alpha >= 0) || math.IsInf(c.Alpha, 0):
 		return c, thr, fmt.Errorf("%w: LDS Alpha %v must be a finite number ≥ 0", ErrBadConfig, c.Alpha)
 	case c.MaxFlows < 0 || c.MaxFlows > maxFlowTable:

@@ -158,7 +158,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	if rows < 1 || rows > maxLDSRows || cols < 1 || cols > maxLDSCells || rows*cols > maxLDSCells || k < 1 || k > cols {
+	if rows < 1 || rows > maxLDSRows || cols < 1 || cols > maxLDSCells || rows*cols > maxLDSCells || k < 1 || k > cols || k > maxLDSCellsPerFlow {
 		return fmt.Errorf("%w: shape %d×%d k=%d out of range", errLDSBadEncoding, rows, cols, k)
 	}
 	cfg := LDSConfig{Rows: int(rows), Cols: int(cols), CellsPerFlow: int(k), RowRates: make([]float64, rows)}
