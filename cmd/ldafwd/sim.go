@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/sim"
+)
+
+func init() {
+	register("sim", "accuracy experiments of the LDA paper (Figs. 4–6): LDA vs exact truth and active probes", runSim)
+}
+
+// simOptions are the parsed flags of `ldafwd sim`.
+type simOptions struct {
+	out         outputFlags
+	experiments []string
+	opts        sim.Options
+	mean        string
+	workers     int
+	csv         string
+	plot        string
+	quick       bool
+	claims      bool
+}
+
+// Quick mode: small enough for `make demo` (a few seconds on 2 cores),
+// large enough that the table tells the same story as the full run.
+const (
+	quickPackets = 1_000_000
+	quickRuns    = 5
+)
+
+var quickLosses = []float64{0.001, 0.01, 0.05, 0.2}
+
+func runSim(args []string) error { return simMain(context.Background(), args, os.Stdout, os.Stderr) }
+
+func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := simOptions{opts: sim.DefaultOptions()}
+	def := sim.DefaultOptions()
+	fs := newFlagSet("sim")
+	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6 or all (comma-separated list allowed)")
+	fs.IntVar(&o.opts.Packets, "packets", def.Packets, "packets per interval N (the paper's 10 Gb/s link for 1 s)")
+	fs.IntVar(&o.opts.Runs, "runs", def.Runs, "runs per point; each run draws new packet identities and losses over the same delay trace")
+	fs.IntVar(&o.opts.Counters, "counters", def.Counters, "LDA counters (buckets) over all banks, a power of two")
+	fs.Uint64Var(&o.opts.Seed, "seed", def.Seed, "seed of every random choice; equal seeds give equal tables")
+	fs.Float64SliceVar(&o.opts.Losses, "losses", def.Losses, "loss rates to sweep (the x axis)")
+	fs.StringVar(&o.mean, "mean", "0.2us", "mean delay every distribution is scaled to (ns, us, ms, s)")
+	fs.Float64Var(&o.opts.Alpha, "alpha", def.Alpha, "α of the bank tuning p = α·m/(L+1)")
+	fs.Float64Var(&o.opts.Burst, "burst", def.Burst, "fig6: mean loss-episode length, packets")
+	fs.Float64SliceVar(&o.opts.ProbeRates, "probe-rates", def.ProbeRates, "fig6: Poisson active-probe rates, Hz")
+	fs.Float64Var(&o.opts.Confidence, "confidence", def.Confidence, "confidence level of the Hoeffding bound")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines running runs in parallel (0 = one per CPU)")
+	fs.StringVar(&o.csv, "csv", "", "also write every point to this CSV file")
+	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")
+	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("small demo run: %d packets, %d runs, losses %v unless given explicitly", quickPackets, quickRuns, quickLosses))
+	fs.BoolVar(&o.claims, "claims", true, "check the paper's claims (stated for N = 5 000 000 and 1024 counters) after the tables; off by default with --quick")
+	o.out.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
+	}
+	if o.quick {
+		if !fs.Changed("packets") {
+			o.opts.Packets = quickPackets
+		}
+		if !fs.Changed("runs") {
+			o.opts.Runs = quickRuns
+		}
+		if !fs.Changed("losses") {
+			o.opts.Losses = append([]float64(nil), quickLosses...)
+		}
+		if !fs.Changed("claims") {
+			o.claims = false
+		}
+	}
+	names, err := o.validate()
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+
+	w, closeReport, err := o.out.open(stdout)
+	if err != nil {
+		return err
+	}
+	defer closeReport()
+	table := o.out.format == "table"
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	start := time.Now()
+	var all []sim.Point
+	for _, name := range names {
+		t0 := time.Now()
+		var pts []sim.Point
+		progress := func(exp string, done, total int, s *sim.Scenario) {
+			if done == 0 {
+				fmt.Fprintf(stderr, "sim: %s: %d points × %d runs × %d packets…\n", exp, total, s.Runs, s.Packets)
+			}
+		}
+		err := sim.RunExperiments(ctx, []string{name}, o.opts, o.workers, progress, func(p sim.Point) error {
+			pts = append(pts, p)
+			return w.Write(&p)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "sim: %s done in %.1fs\n", name, time.Since(t0).Seconds())
+		if table {
+			if err := sim.WriteTable(stdout, pts); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+		}
+		all = append(all, pts...)
+	}
+	if o.claims {
+		cs := sim.CheckClaims(all, o.opts.Confidence)
+		for i := range cs {
+			if err := w.Write(&cs[i]); err != nil {
+				return err
+			}
+		}
+		if table && len(cs) > 0 {
+			fmt.Fprintf(stdout, "Paper claims (ToN LDA Sec. IV) at N=%d, %d counters, %d runs per point:\n", o.opts.Packets, o.opts.Counters, o.opts.Runs)
+			if err := sim.WriteClaims(stdout, cs); err != nil {
+				return err
+			}
+		}
+	} else if table && o.quick {
+		fmt.Fprintf(stdout, "Quick run (N=%d, %d runs): errors are about √(5e6/N) = %.1f× the paper's N=5 000 000 figures; `make accuracy` runs the full sweeps and checks the paper's claims.\n",
+			o.opts.Packets, o.opts.Runs, sqrtRatio(5e6, float64(o.opts.Packets)))
+	}
+	if o.csv != "" {
+		if err := writeFileWith(o.csv, func(f io.Writer) error { return sim.WriteCSV(f, all) }); err != nil {
+			return fmt.Errorf("sim: --csv: %w", err)
+		}
+	}
+	if o.plot != "" {
+		files, err := sim.WritePlots(o.plot, all)
+		if err != nil {
+			return fmt.Errorf("sim: --plot: %w", err)
+		}
+		fmt.Fprintf(stderr, "sim: wrote %d plots to %s\n", len(files), o.plot)
+	}
+	fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
+	return nil
+}
+
+// validate checks every flag and returns the experiments to run.
+func (o *simOptions) validate() ([]string, error) {
+	if err := o.out.validate(); err != nil {
+		return nil, err
+	}
+	mean, err := model.ParseDuration(o.mean)
+	if err != nil {
+		return nil, fmt.Errorf("--mean: %w", err)
+	}
+	o.opts.MeanNs = mean
+	if o.workers < 0 || o.workers > 1024 {
+		return nil, fmt.Errorf("--workers %d outside [0, 1024]", o.workers)
+	}
+	if err := o.opts.Validate(); err != nil {
+		return nil, err
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, e := range o.experiments {
+		e = strings.ToLower(strings.TrimSpace(e))
+		list := []string{e}
+		if e == "all" {
+			list = sim.Experiments
+		} else if !contains(sim.Experiments, e) {
+			return nil, fmt.Errorf("--experiment %q: want %s or all", e, strings.Join(sim.Experiments, ", "))
+		}
+		for _, n := range list {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("--experiment: none given")
+	}
+	return names, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func sqrtRatio(a, b float64) float64 { return math.Sqrt(a / b) }
+
+func writeFileWith(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

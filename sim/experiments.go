@@ -1,0 +1,287 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// PaperLosses is the loss-rate axis of Figs. 4–6 (10^-4 … 0.2, log scale).
+var PaperLosses = []float64{1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2}
+
+// PaperProbeRates are the active-probe rates of Sec. IV-C, Hz: once per
+// interval like the LDA's report; 7 packets like the LDA's 72 kb report;
+// the same bandwidth with 64-byte probes; and the rate that matches LDA.
+var PaperProbeRates = []float64{1, 7, 144, 10_000}
+
+// Experiments lists the experiment names Build accepts, in run order.
+var Experiments = []string{"fig4", "fig5", "fig6"}
+
+// Options parameterise the experiments. DefaultOptions gives the paper's.
+type Options struct {
+	Packets    int       // packets per interval, N (paper: 5 000 000)
+	Runs       int       // runs per point (paper: 10)
+	Counters   int       // LDA buckets in all banks together, a power of two (paper: 1024)
+	Seed       uint64    // everything random derives from it
+	Losses     []float64 // loss rates, the x axis
+	MeanNs     float64   // mean delay of every distribution (paper: 0.2 µs)
+	Alpha      float64   // α of the tuning p = α·m/(L+1) (paper: 0.5)
+	Burst      float64   // fig6: mean loss-episode length, packets (paper: ≈100)
+	ProbeRates []float64 // fig6: active-probe rates, Hz
+	IntervalNs float64   // interval the probes are spread over, ns (paper: 1 s)
+	Confidence float64   // of the Hoeffding bound (paper: 0.98)
+}
+
+// DefaultOptions are the paper's Sec. IV parameters.
+func DefaultOptions() Options {
+	return Options{
+		Packets:    5_000_000,
+		Runs:       10,
+		Counters:   1024,
+		Seed:       1,
+		Losses:     append([]float64(nil), PaperLosses...),
+		MeanNs:     200,
+		Alpha:      synopsis.SizingAlpha,
+		Burst:      100,
+		ProbeRates: append([]float64(nil), PaperProbeRates...),
+		IntervalNs: 1e9,
+		Confidence: synopsis.DefaultConfidence,
+	}
+}
+
+// Validate reports the first bad option.
+func (o *Options) Validate() error {
+	switch {
+	case o.Packets < 1 || o.Packets > MaxPackets:
+		return fmt.Errorf("sim: packets %d outside [1, %d]", o.Packets, MaxPackets)
+	case o.Runs < 1 || o.Runs > MaxRuns:
+		return fmt.Errorf("sim: runs %d outside [1, %d]", o.Runs, MaxRuns)
+	case o.Counters < 8 || o.Counters > synopsis.LDAMaxRows || o.Counters&(o.Counters-1) != 0:
+		return fmt.Errorf("sim: counters %d: want a power of two in [8, %d] (banks split it in halves and quarters)", o.Counters, synopsis.LDAMaxRows)
+	case len(o.Losses) == 0:
+		return fmt.Errorf("sim: no loss rates")
+	case !(o.MeanNs > 0) || o.MeanNs > 1e9:
+		// The LDA's sums are exact while N·mean < 2^63 ns; 1 s × 5·10^6
+		// is far inside.
+		return fmt.Errorf("sim: mean delay %g ns outside (0, 1 s]", o.MeanNs)
+	case !(o.Alpha > 0 && o.Alpha <= 4):
+		return fmt.Errorf("sim: alpha %g outside (0, 4]", o.Alpha)
+	case !(o.Burst >= 1 && o.Burst <= 1e9):
+		return fmt.Errorf("sim: burst %g outside [1, 1e9] packets", o.Burst)
+	case !(o.IntervalNs > 0 && o.IntervalNs <= 3600e9):
+		return fmt.Errorf("sim: interval %g ns outside (0, 1 h]", o.IntervalNs)
+	case !(o.Confidence > 0 && o.Confidence < 1):
+		return fmt.Errorf("sim: confidence %g not in (0, 1)", o.Confidence)
+	}
+	for _, l := range o.Losses {
+		if !(l >= 0 && l < 1) {
+			return fmt.Errorf("sim: loss rate %g outside [0, 1)", l)
+		}
+	}
+	for _, r := range o.ProbeRates {
+		if !(r > 0 && r*o.IntervalNs/1e9 <= 1e8) {
+			return fmt.Errorf("sim: probe rate %g Hz: want > 0 and at most 1e8 probes per interval", r)
+		}
+	}
+	return nil
+}
+
+// Build returns the scenarios of the named experiment ("fig4", "fig5",
+// "fig6").
+func Build(name string, o Options) ([]Scenario, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	switch name {
+	case "fig4":
+		return fig4(o)
+	case "fig5":
+		return fig5(o)
+	case "fig6":
+		return fig6(o)
+	}
+	return nil, fmt.Errorf("sim: unknown experiment %q (want %s)", name, strings.Join(Experiments, ", "))
+}
+
+// TunedSampleLog2 is k such that 2^-k is the power of two nearest (in
+// log scale) to the paper's p = α·rows/(L+1), L = packets·loss (Sec.
+// III-D), capped to [0, LDAMaxSampleLog2].
+//
+// Departure from the paper: the LDA samples by leading zeros of the hash
+// (Sec. III-B), so p must be a power of two. Rounding to the nearest one
+// keeps the effective α within a factor √2 of the chosen α (0.35…0.71 for
+// α = 0.5); the expected effective sample size, ≈ p·R·e^(−pL/m) ∝ α·e^(−α),
+// is then at worst 18 % below its value at α = 0.5. synopsis.SizeLDA, the
+// appliance's sizing helper, rounds down instead (never above the design
+// p; α in 0.25…0.5, up to 36 % fewer samples); the simulation of an
+// optimally tuned bank should not carry that penalty.
+func TunedSampleLog2(packets int, loss float64, rows int, alpha float64) uint8 {
+	L := float64(packets) * loss
+	p := alpha * float64(rows) / (L + 1)
+	if p >= 1 {
+		return 0
+	}
+	k := math.Round(-math.Log2(p))
+	return uint8(math.Min(k, synopsis.LDAMaxSampleLog2))
+}
+
+// TunedLDA is an LDA of len(rows) banks, bank j with rows[j] rows tuned
+// for loss rate losses[j]. When two banks land on the same sampling rate
+// (small N: both want p = 1), the later one moves to the next rate down,
+// because a packet can go to only one bank of a given rate.
+func TunedLDA(packets int, rows []int, losses []float64, alpha float64) synopsis.LDAConfig {
+	var cfg synopsis.LDAConfig
+	used := map[uint8]bool{}
+	for j := range rows {
+		k := TunedSampleLog2(packets, losses[j], rows[j], alpha)
+		for used[k] && k < synopsis.LDAMaxSampleLog2 {
+			k++
+		}
+		used[k] = true
+		cfg.Banks = append(cfg.Banks, synopsis.BankConfig{Rows: rows[j], SampleLog2: k})
+	}
+	return cfg
+}
+
+// paperDelays are the distributions of Fig. 4, each scaled to mean.
+func paperDelays(mean float64) ([]string, []model.Delay, error) {
+	w6, err1 := model.NewWeibull(mean, 0.6)
+	w8, err2 := model.NewWeibull(mean, 0.8)
+	p3, err3 := model.NewPareto(mean, 3)
+	p5, err4 := model.NewPareto(mean, 5)
+	if err := firstErr(err1, err2, err3, err4); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	return []string{"weibull β=0.6", "weibull β=0.8", "pareto β=3", "pareto β=5"},
+		[]model.Delay{w6, w8, p3, p5}, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// fig4: Sec. IV-A — a single bank of all counters tuned for the true loss
+// rate, uniform loss, four delay distributions.
+func fig4(o Options) ([]Scenario, error) {
+	names, delays, err := paperDelays(o.MeanNs)
+	if err != nil {
+		return nil, err
+	}
+	var out []Scenario
+	for i, d := range delays {
+		for _, l := range o.Losses {
+			loss, err := model.NewUniformLoss(l)
+			if err != nil {
+				return nil, err
+			}
+			cfg := TunedLDA(o.Packets, []int{o.Counters}, []float64{l}, o.Alpha)
+			m, err := LDASpec("LDA 1 bank tuned", cfg, o.Confidence)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Scenario{
+				Experiment: "fig4", Series: names[i], Delay: d, Loss: loss, LossRate: l,
+				Packets: o.Packets, Runs: o.Runs, Seed: o.Seed, Methods: []MethodSpec{m},
+			})
+		}
+	}
+	return out, nil
+}
+
+// multiBank are the Sec. IV-B configurations: banks tuned to fixed design
+// loss rates, all with o.Counters counters in total. The paper gives the
+// three-bank LDA "roughly one-third" each; rows must be powers of two
+// here, so it gets 1/4, 1/2, 1/4 (the middle, 1 %, bank the largest).
+func multiBank(o Options) []struct {
+	label  string
+	rows   []int
+	losses []float64
+} {
+	c := o.Counters
+	return []struct {
+		label  string
+		rows   []int
+		losses []float64
+	}{
+		{"LDA 2 banks (0.005, 0.1)", []int{c / 2, c / 2}, []float64{0.005, 0.1}},
+		{"LDA 3 banks (0.001, 0.01, 0.1)", []int{c / 4, c / 2, c / 4}, []float64{0.001, 0.01, 0.1}},
+		{"LDA 4 banks (0.001, 0.01, 0.05, 0.1)", []int{c / 4, c / 4, c / 4, c / 4}, []float64{0.001, 0.01, 0.05, 0.1}},
+	}
+}
+
+// fig5: Sec. IV-B — the multi-bank LDAs against the single bank tuned for
+// the true loss, Weibull β = 0.6 (the least accurate case of Fig. 4),
+// uniform loss.
+func fig5(o Options) ([]Scenario, error) {
+	d, err := model.NewWeibull(o.MeanNs, 0.6)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	var out []Scenario
+	for _, l := range o.Losses {
+		loss, err := model.NewUniformLoss(l)
+		if err != nil {
+			return nil, err
+		}
+		tuned, err := LDASpec("LDA 1 bank tuned", TunedLDA(o.Packets, []int{o.Counters}, []float64{l}, o.Alpha), o.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		ms := []MethodSpec{tuned}
+		for _, mb := range multiBank(o) {
+			m, err := LDASpec(mb.label, TunedLDA(o.Packets, mb.rows, mb.losses, o.Alpha), o.Confidence)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, m)
+		}
+		out = append(out, Scenario{
+			Experiment: "fig5", Series: "weibull β=0.6", Delay: d, Loss: loss, LossRate: l,
+			Packets: o.Packets, Runs: o.Runs, Seed: o.Seed, Methods: ms,
+		})
+	}
+	return out, nil
+}
+
+// fig6: Sec. IV-C — the two-bank LDA against Poisson active probes,
+// Weibull β = 0.6, loss in exponentially distributed episodes of about
+// o.Burst packets.
+func fig6(o Options) ([]Scenario, error) {
+	d, err := model.NewWeibull(o.MeanNs, 0.6)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	two := multiBank(o)[0]
+	var out []Scenario
+	for _, l := range o.Losses {
+		loss, err := model.NewBurstyLoss(l, o.Burst)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		lda, err := LDASpec(two.label, TunedLDA(o.Packets, two.rows, two.losses, o.Alpha), o.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		ms := []MethodSpec{lda}
+		for _, r := range o.ProbeRates {
+			p, err := ProbeSpec(r, o.IntervalNs, d, o.Confidence)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, p)
+		}
+		out = append(out, Scenario{
+			Experiment: "fig6", Series: "weibull β=0.6", Delay: d, Loss: loss, LossRate: l,
+			Packets: o.Packets, Runs: o.Runs, Seed: o.Seed, Methods: ms,
+		})
+	}
+	return out, nil
+}
