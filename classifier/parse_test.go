@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/gopacket/layers"
 )
 
@@ -285,6 +286,28 @@ func TestParseZeroAllocs(t *testing.T) {
 	for _, f := range frames {
 		if n := testing.AllocsPerRun(100, func() { Parse(f, &m) }); n != 0 {
 			t.Errorf("Parse allocates %v per frame", n)
+		}
+	}
+}
+
+// TestSum64WordsIsXXH64 pins the register XXH64 to the xxhash package.
+func TestSum64WordsIsXXH64(t *testing.T) {
+	var w ident
+	var b [len(w) * 8]byte
+	x := uint64(0x243f6a8885a308d3)
+	for trial := 0; trial < 200; trial++ {
+		for i := range w {
+			x = x*6364136223846793005 + 1442695040888963407
+			w[i] = x
+			if trial%3 == 0 {
+				w[i] &= 0xff // mostly-zero words too
+			}
+			binary.LittleEndian.PutUint64(b[8*i:], w[i])
+		}
+		for _, n := range []int{v4Words, nonIPWords, v6Words} {
+			if got, want := sum64Words(&w, n), xxhash.Sum64(b[:8*n]); got != want {
+				t.Fatalf("n=%d: sum64Words %#x, xxhash %#x", n, got, want)
+			}
 		}
 	}
 }

@@ -24,12 +24,12 @@ func naiveIdentity(frame []byte) (h uint64, k FlowKey, ok bool) {
 	}
 	if ip, _ := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ip != nil {
 		buf[0] = 4
-		copy(buf[1:5], ip.SrcIP.To4())
-		copy(buf[5:9], ip.DstIP.To4())
-		buf[9] = byte(ip.Protocol)
-		binary.BigEndian.PutUint16(buf[10:], ip.Length)
-		binary.BigEndian.PutUint16(buf[12:], ip.Id)
-		binary.BigEndian.PutUint16(buf[14:], uint16(ip.Flags)<<13|ip.FragOffset)
+		buf[1] = byte(ip.Protocol)
+		binary.BigEndian.PutUint16(buf[2:], ip.Length)
+		binary.BigEndian.PutUint16(buf[4:], ip.Id)
+		binary.BigEndian.PutUint16(buf[6:], uint16(ip.Flags)<<13|ip.FragOffset)
+		copy(buf[8:12], ip.SrcIP.To4())
+		copy(buf[12:16], ip.DstIP.To4())
 		k.Proto = uint8(ip.Protocol)
 		s, d := net.IP(ip.SrcIP).To16(), net.IP(ip.DstIP).To16()
 		copy(k.Src[:], s)
@@ -43,11 +43,11 @@ func naiveIdentity(frame []byte) (h uint64, k FlowKey, ok bool) {
 	}
 	if ip, _ := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ip != nil {
 		buf[0] = 6
-		copy(buf[1:17], ip.SrcIP)
-		copy(buf[17:33], ip.DstIP)
-		buf[33] = byte(ip.NextHeader)
-		binary.BigEndian.PutUint16(buf[34:], ip.Length)
-		buf[36], buf[37], buf[38] = byte(ip.FlowLabel>>16), byte(ip.FlowLabel>>8), byte(ip.FlowLabel)
+		buf[1] = byte(ip.NextHeader)
+		binary.BigEndian.PutUint16(buf[2:], ip.Length)
+		buf[4], buf[5], buf[6] = byte(ip.FlowLabel>>16), byte(ip.FlowLabel>>8), byte(ip.FlowLabel)
+		copy(buf[8:24], ip.SrcIP)
+		copy(buf[24:40], ip.DstIP)
 		k.IPv6 = true
 		k.Proto = uint8(ip.NextHeader)
 		copy(k.Src[:], ip.SrcIP)
@@ -70,7 +70,7 @@ func naiveIdentity(frame []byte) (h uint64, k FlowKey, ok bool) {
 		return 0, k, false
 	}
 	buf[1], buf[2] = byte(et>>8), byte(et)
-	copy(buf[3:64], rest)
+	copy(buf[8:64], rest)
 	return xxhash.Sum64(buf[:64]), k, true
 }
 
