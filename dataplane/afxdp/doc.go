@@ -1,0 +1,42 @@
+// Package afxdp is ldafwd's native AF_XDP port, "afxdp:<ifname>[@queue]",
+// written in pure Go (golang.org/x/sys/unix for the socket and rings,
+// cilium/ebpf for the XDP program and its XSKMAP); docs/afxdp.md says why
+// not libxdp through cgo.
+//
+// Role. Open creates one AF_XDP socket on one queue of an interface with
+// its own UMEM (2×RingSize rx frames feeding the fill ring, RingSize tx
+// frames), loads and attaches the interface's redirect program (shared by
+// every queue the process opens on that interface) in driver mode, generic
+// mode when the driver has no XDP, and binds zero-copy when the driver can,
+// copy mode otherwise. need_wakeup is always requested: the fill ring is
+// kicked with recvfrom and the tx ring with sendto only when the kernel asks.
+//
+// Buffer hand-off between ports (bump in the wire): copy. TxBurst copies a
+// frame received on another AF_XDP port (found by Packet.Port in a
+// process-wide table) into one of its own tx frames and gives the rx frame
+// straight back to its owner's free list. Frames from Alloc go out in
+// place. Packets from non-AF_XDP ports are refused (TxBurst stops there;
+// the caller frees them). See docs/afxdp.md for why not a shared UMEM.
+//
+// Lifetimes. The XDP program is attached through a bpf_link, which the
+// kernel destroys when its last file descriptor closes: a crashed ldafwd
+// leaves nothing attached. A program named ProgName attached the old way
+// (netlink) is detached at Open as a leftover. Close removes the socket from
+// the XSKMAP, detaches the program with the interface's last socket and
+// unmaps rings and UMEM.
+//
+// Concurrency. A port's rx side (fill + rx ring, rx frames) belongs to the
+// worker calling RxBurst; its tx side (tx + completion ring, tx frames) to
+// the worker calling TxBurst and Alloc. A worker that received a packet is
+// the one that passes it to TxBurst or Free (run to completion), so giving
+// a copied frame back to its owner's rx side happens on the owner's rx
+// worker. Counters are atomics updated once per burst; Stats and Close may
+// be called from the control goroutine, Close only after the workers
+// stopped.
+//
+// Timestamps are software: CLOCK_REALTIME read once per burst, right after
+// the rx ring was read.
+//
+// Hazards. Packet.Data points into the UMEM; after TxBurst took it or Free
+// returned it the kernel may overwrite it. All unsafe code is in unsafe.go.
+package afxdp

@@ -1,0 +1,454 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+)
+
+// Config describes a port to Open. The zero value plus Index is usable.
+type Config struct {
+	// Index is the value written to dataplane.Packet.Port for frames this
+	// port receives or allocates; unique among the AF_XDP ports of the
+	// process (TxBurst finds a frame's owner by it).
+	Index uint8
+	// Burst is the largest burst RxBurst/TxBurst handle; 0 means 32.
+	Burst int
+	// RingSize is the number of descriptors of each of the four rings, a
+	// power of two; 0 means 2048. The UMEM holds 2×RingSize rx frames and
+	// RingSize tx frames.
+	RingSize int
+	// FrameSize is the UMEM chunk size in bytes, 2048 or 4096; 0 means
+	// 2048 (a 1518-byte frame plus the kernel's 256-byte XDP headroom fits).
+	FrameSize int
+	// NoZeroCopy binds in copy mode without trying zero-copy first.
+	NoZeroCopy bool
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Burst == 0 {
+		c.Burst = 32
+	}
+	if c.RingSize == 0 {
+		c.RingSize = 2048
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 2048
+	}
+	switch {
+	case c.Burst < 1 || c.Burst > 1024:
+		return c, fmt.Errorf("afxdp: burst %d (want 1..1024)", c.Burst)
+	case c.RingSize < 64 || c.RingSize > 1<<16 || c.RingSize&(c.RingSize-1) != 0:
+		return c, fmt.Errorf("afxdp: ring size %d (want a power of two in 64..65536)", c.RingSize)
+	case c.FrameSize != 2048 && c.FrameSize != 4096:
+		return c, fmt.Errorf("afxdp: frame size %d (want 2048 or 4096)", c.FrameSize)
+	case c.Burst > c.RingSize:
+		return c, fmt.Errorf("afxdp: burst %d larger than the rings (%d)", c.Burst, c.RingSize)
+	}
+	return c, nil
+}
+
+// registry finds the port that owns a frame by Packet.Port, so TxBurst can
+// give a copied frame back to its owner's fill side. Written by Open and
+// Close, read by TxBurst.
+var registry [256]atomic.Pointer[Port]
+
+// rxSide is the receive half of a port: fill and rx rings and the free rx
+// frames. Only the worker that calls RxBurst touches it (and TxBurst/Free
+// of that same worker when it hands frames back).
+type rxSide struct {
+	fill, rx ring
+	free     []uint64 // frame addresses not in the fill ring, stack
+	packets  atomic.Uint64
+	bytes    atomic.Uint64
+	_        [64]byte
+}
+
+// txSide is the transmit half: tx and completion rings and the free tx
+// frames. Only the worker that calls TxBurst (and Alloc) touches it.
+type txSide struct {
+	tx, comp ring
+	free     []uint64
+	packets  atomic.Uint64
+	bytes    atomic.Uint64
+	refused  atomic.Uint64 // packets TxBurst did not take (ring full, foreign)
+	_        [64]byte
+}
+
+// Port is one AF_XDP socket bound to one queue of one interface.
+type Port struct {
+	name      string
+	ifname    string
+	queue     int
+	index     uint8
+	burst     int
+	frameSize uint64
+	rxFrames  uint64 // frames [0, rxFrames) feed rx; the rest are tx frames
+	fd        int
+	umem      []byte
+	prog      *xdpProg
+	zeroCopy  bool
+
+	rx rxSide
+	tx txSide
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ dataplane.Port = (*Port)(nil)
+
+// Open creates an AF_XDP socket on the interface and queue of spec
+// ("afxdp:eth1@0"), with its own UMEM, attaches (or shares) the redirect
+// XDP program of the interface, binds zero-copy when the driver can and in
+// copy mode otherwise, and fills the fill ring.
+func Open(spec string, cfg Config) (*Port, error) {
+	ifname, queue, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: %s: %w", spec, err)
+	}
+	if nq := rxQueues(ifname); nq > 0 && queue >= nq {
+		return nil, fmt.Errorf("afxdp: %s: queue %d, but %s has %d rx queues", spec, queue, ifname, nq)
+	}
+	p := &Port{
+		name: "afxdp:" + ifname + "@" + fmt.Sprint(queue), ifname: ifname, queue: queue,
+		index: cfg.Index, burst: cfg.Burst, frameSize: uint64(cfg.FrameSize), fd: -1,
+	}
+	if !registry[cfg.Index].CompareAndSwap(nil, p) {
+		return nil, fmt.Errorf("afxdp: %s: port index %d already used by %s", spec, cfg.Index, registry[cfg.Index].Load().name)
+	}
+	if err := p.open(ifi.Index, cfg); err != nil {
+		p.teardown()
+		return nil, fmt.Errorf("afxdp: %s: %w", spec, err)
+	}
+	return p, nil
+}
+
+func (p *Port) open(ifindex int, cfg Config) error {
+	n := uint32(cfg.RingSize)
+	p.rxFrames = 2 * uint64(n)
+	total := p.rxFrames + uint64(n)
+	var err error
+	p.umem, err = unix.Mmap(-1, 0, int(total*p.frameSize), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("UMEM of %d bytes: %w", total*p.frameSize, err)
+	}
+	p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("AF_XDP socket: %w", err)
+	}
+	reg := unix.XDPUmemReg{Len: uint64(len(p.umem)), Size: uint32(p.frameSize)}
+	reg.Addr = umemAddr(p.umem)
+	if err := setsockoptUmemReg(p.fd, &reg); err != nil {
+		return fmt.Errorf("XDP_UMEM_REG: %w", err)
+	}
+	for _, o := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING, unix.XDP_TX_RING} {
+		if err := unix.SetsockoptInt(p.fd, unix.SOL_XDP, o, int(n)); err != nil {
+			return fmt.Errorf("ring size option %d = %d: %w", o, n, err)
+		}
+	}
+	off, err := getsockoptMmapOffsets(p.fd)
+	if err != nil {
+		return fmt.Errorf("XDP_MMAP_OFFSETS: %w", err)
+	}
+	for _, m := range []struct {
+		pgoff int64
+		off   unix.XDPRingOffset
+		size  uintptr
+		r     *ring
+	}{
+		{unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, 8, &p.rx.fill},
+		{unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, 8, &p.tx.comp},
+		{unix.XDP_PGOFF_RX_RING, off.Rx, 16, &p.rx.rx},
+		{unix.XDP_PGOFF_TX_RING, off.Tx, 16, &p.tx.tx},
+	} {
+		if err := mapRing(p.fd, m.pgoff, m.off, n, m.size, m.r); err != nil {
+			return err
+		}
+	}
+	if p.prog, err = acquireProg(ifindex, p.ifname); err != nil {
+		return err
+	}
+	sa := &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(p.queue)}
+	zerr := errors.New("not tried (NoZeroCopy)")
+	if !cfg.NoZeroCopy {
+		zerr = unix.Bind(p.fd, sa)
+	}
+	p.zeroCopy = zerr == nil
+	if zerr != nil {
+		sa.Flags = unix.XDP_COPY | unix.XDP_USE_NEED_WAKEUP
+		if err := unix.Bind(p.fd, sa); err != nil {
+			return fmt.Errorf("bind to queue %d: zero-copy: %v; copy: %w", p.queue, zerr, err)
+		}
+	}
+	if err := p.prog.xsks.Update(uint32(p.queue), uint32(p.fd), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("insert socket into XSKMAP: %w", err)
+	}
+	// Frame layout: rx frames first (the fill ring starts full, the rest
+	// wait in rx.free), then tx frames.
+	p.rx.free = make([]uint64, 0, p.rxFrames)
+	for f := uint64(0); f < p.rxFrames; f++ {
+		p.rx.free = append(p.rx.free, f*p.frameSize)
+	}
+	p.tx.free = make([]uint64, 0, uint64(n))
+	for f := p.rxFrames; f < total; f++ {
+		p.tx.free = append(p.tx.free, f*p.frameSize)
+	}
+	p.refill()
+	return nil
+}
+
+// Name is "afxdp:<ifname>@<queue>".
+func (p *Port) Name() string { return p.name }
+
+// ZeroCopy says whether the socket is bound in zero-copy mode (the driver
+// DMAs into the UMEM) rather than copy mode.
+func (p *Port) ZeroCopy() bool { return p.zeroCopy }
+
+// XDPMode is how the redirect program is attached: "driver" (native) or
+// "generic" (skb, slower, for drivers without XDP).
+func (p *Port) XDPMode() string { return p.prog.mode }
+
+// TimestampSource is "software": AF_XDP carries no rx timestamp, so each
+// burst gets CLOCK_REALTIME read right after the rx ring was read.
+func (p *Port) TimestampSource() string { return "software" }
+
+func (p *Port) isTxFrame(addr uint64) bool { return addr >= p.rxFrames*p.frameSize }
+
+func (p *Port) frameOf(addr uint64) uint64 { return addr - addr%p.frameSize }
+
+// refill moves free rx frames into the fill ring.
+func (p *Port) refill() {
+	r := &p.rx
+	k := r.fill.reserve(uint32(len(r.free)))
+	if k == 0 {
+		return
+	}
+	idx := r.fill.cachedProd
+	top := len(r.free)
+	for i := uint32(0); i < k; i++ {
+		r.fill.addrs[(idx+i)&r.fill.mask] = r.free[top-1-int(i)]
+	}
+	r.free = r.free[:top-int(k)]
+	r.fill.submit(k)
+}
+
+// RxBurst receives up to min(len(pkts), Config.Burst) frames. Data is the
+// frame in place in the UMEM.
+func (p *Port) RxBurst(pkts []*dataplane.Packet) int {
+	r := &p.rx
+	p.refill()
+	n := r.rx.peek(uint32(min(len(pkts), p.burst)))
+	if n == 0 {
+		if r.fill.needWakeup() {
+			_ = kickRx(p.fd)
+		}
+		return 0
+	}
+	now := uint64(time.Now().UnixNano())
+	idx := r.rx.cachedCons
+	var bytes uint64
+	for i := uint32(0); i < n; i++ {
+		d := r.rx.descs[(idx+i)&r.rx.mask]
+		end := p.frameOf(d.Addr) + p.frameSize
+		pk := pkts[i]
+		pk.Data = p.umem[d.Addr : d.Addr+uint64(d.Len) : end]
+		pk.TS = now
+		pk.Handle = uintptr(d.Addr)
+		pk.Port = p.index
+		bytes += uint64(d.Len)
+	}
+	r.rx.release(n)
+	r.packets.Add(uint64(n))
+	r.bytes.Add(bytes)
+	return int(n)
+}
+
+// reclaim takes transmitted frames back from the completion ring.
+func (p *Port) reclaim() {
+	t := &p.tx
+	n := t.comp.peek(t.comp.size)
+	if n == 0 {
+		return
+	}
+	idx := t.comp.cachedCons
+	for i := uint32(0); i < n; i++ {
+		t.free = append(t.free, p.frameOf(t.comp.addrs[(idx+i)&t.comp.mask]))
+	}
+	t.comp.release(n)
+}
+
+// TxBurst queues up to min(len(pkts), Config.Burst) packets. A frame
+// allocated from this port (Alloc) goes out in place; a frame received on
+// this or another AF_XDP port of the process is copied into a tx frame and
+// its rx frame goes straight back to its owner's fill side (the copy
+// hand-off, see docs/afxdp.md). It stops at the first packet it cannot take
+// (tx ring or tx frames exhausted, a packet from a non-AF_XDP port, a frame
+// too big); those stay the caller's.
+func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
+	t := &p.tx
+	p.reclaim()
+	want := min(len(pkts), p.burst)
+	n := int(t.tx.reserve(uint32(want)))
+	idx := t.tx.cachedProd
+	var bytes uint64
+	i := 0
+	for ; i < n; i++ {
+		pk := pkts[i]
+		l := uint64(len(pk.Data))
+		if l == 0 || l > p.frameSize {
+			break
+		}
+		var addr uint64
+		if pk.Port == p.index && p.isTxFrame(uint64(pk.Handle)) {
+			off, ok := offsetIn(p.umem, pk.Data)
+			if !ok || p.frameOf(off) != p.frameOf(uint64(pk.Handle)) {
+				// Built outside its frame (Go memory): copy it in.
+				off = p.frameOf(uint64(pk.Handle))
+				copy(p.umem[off:off+l], pk.Data)
+			}
+			addr = off
+		} else {
+			owner := registry[pk.Port].Load()
+			if owner == nil || len(t.free) == 0 {
+				break
+			}
+			addr = t.free[len(t.free)-1]
+			t.free = t.free[:len(t.free)-1]
+			copy(p.umem[addr:addr+l], pk.Data)
+			owner.recycle(uint64(pk.Handle))
+		}
+		t.tx.descs[(idx+uint32(i))&t.tx.mask] = unix.XDPDesc{Addr: addr, Len: uint32(l)}
+		bytes += l
+	}
+	if i > 0 {
+		t.tx.submit(uint32(i))
+	}
+	// Copy mode transmits only inside this system call; zero-copy drivers
+	// ask for it with the need_wakeup flag when their tx path sleeps.
+	if t.tx.needWakeup() && (i > 0 || len(t.free) == 0) {
+		_ = kickTx(p.fd)
+	}
+	t.packets.Add(uint64(i))
+	t.bytes.Add(bytes)
+	if i < len(pkts) {
+		t.refused.Add(uint64(len(pkts) - i))
+	}
+	return i
+}
+
+// recycle gives a frame received on this port back to the rx side.
+func (p *Port) recycle(addr uint64) {
+	f := p.frameOf(addr)
+	if p.isTxFrame(f) {
+		p.tx.free = append(p.tx.free, f)
+		return
+	}
+	p.rx.free = append(p.rx.free, f)
+}
+
+// Alloc fills pkts with free tx frames (as many as there are); Data spans
+// the whole frame: reslice it to the frame length before TxBurst.
+func (p *Port) Alloc(pkts []*dataplane.Packet) int {
+	t := &p.tx
+	if len(t.free) < len(pkts) {
+		p.reclaim()
+	}
+	n := min(len(pkts), len(t.free))
+	for i := 0; i < n; i++ {
+		f := t.free[len(t.free)-1]
+		t.free = t.free[:len(t.free)-1]
+		pk := pkts[i]
+		pk.Data = p.umem[f : f+p.frameSize : f+p.frameSize]
+		pk.TS = 0
+		pk.Handle = uintptr(f)
+		pk.Port = p.index
+	}
+	return n
+}
+
+// Free returns frames received or allocated on this port. Packets of
+// another port are ignored (they are not ours to free).
+func (p *Port) Free(pkts []*dataplane.Packet) {
+	for _, pk := range pkts {
+		if pk.Port == p.index {
+			p.recycle(uint64(pk.Handle))
+		}
+	}
+}
+
+// Stats combines our burst counters with the kernel's XDP_STATISTICS:
+// RxDropped = frames the kernel dropped for want of an rx ring slot or a
+// fill ring frame (plus its rx_dropped), RxErrors = invalid fill
+// descriptors, TxDropped = invalid tx descriptors + packets TxBurst refused.
+func (p *Port) Stats() dataplane.Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := dataplane.Stats{
+		RxPackets: p.rx.packets.Load(), RxBytes: p.rx.bytes.Load(),
+		TxPackets: p.tx.packets.Load(), TxBytes: p.tx.bytes.Load(),
+		TxDropped: p.tx.refused.Load(),
+	}
+	if p.closed {
+		return s
+	}
+	if k, err := getsockoptStatistics(p.fd); err == nil {
+		s.RxDropped = k.Rx_dropped + k.Rx_ring_full + k.Rx_fill_ring_empty_descs
+		s.RxErrors = k.Rx_invalid_descs
+		s.TxDropped += k.Tx_invalid_descs
+	}
+	return s
+}
+
+// Close removes the socket from the XSKMAP, detaches the XDP program when
+// it was the interface's last socket, closes the socket and unmaps the
+// rings and the UMEM. Workers must have stopped. Idempotent.
+func (p *Port) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.teardown()
+}
+
+func (p *Port) teardown() error {
+	var errs []error
+	if p.prog != nil {
+		if p.fd >= 0 {
+			_ = p.prog.xsks.Delete(uint32(p.queue))
+		}
+		errs = append(errs, p.prog.release())
+		p.prog = nil
+	}
+	if p.fd >= 0 {
+		errs = append(errs, unix.Close(p.fd))
+		p.fd = -1
+	}
+	for _, r := range []*ring{&p.rx.fill, &p.rx.rx, &p.tx.tx, &p.tx.comp} {
+		r.unmap()
+	}
+	if p.umem != nil {
+		errs = append(errs, unix.Munmap(p.umem))
+		p.umem = nil
+	}
+	registry[p.index].CompareAndSwap(p, nil)
+	return errors.Join(errs...)
+}
