@@ -53,7 +53,9 @@ var ErrPoolConfig = errors.New("dataplane: bad packet pool config")
 const MaxMTU = 16384
 
 // NewPacketPool preallocates n buffers of mtu bytes (n ≥ 1, 64 ≤ mtu ≤
-// MaxMTU) and registers the pool so FreePooled finds it. Close unregisters.
+// MaxMTU), n rounded up to a power of two so the free ring holds exactly
+// the pool (a free into a full pool is then always a double free), and
+// registers the pool so FreePooled finds it. Close unregisters.
 func NewPacketPool(n, mtu int) (*PacketPool, error) {
 	if n < 1 || n > 1<<24 {
 		return nil, fmt.Errorf("%w: %d buffers (want 1..2^24)", ErrPoolConfig, n)
@@ -69,6 +71,7 @@ func NewPacketPool(n, mtu int) (*PacketPool, error) {
 	if err != nil {
 		return nil, err
 	}
+	n = size
 	p := &PacketPool{mtu: mtu, mem: make([]byte, n*mtu), pkts: make([]Packet, n), free: free}
 	if err := p.register(); err != nil {
 		return nil, err

@@ -194,8 +194,8 @@ func BenchmarkRingLink(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					k := l.A().Alloc(out)
-					for i, q := range out[:k] {
-						q.Data = g.Frame(q.Data, uint64(i))
+					for _, q := range out[:k] {
+						q.Data = q.Data[:g.Size()] // frame contents do not matter to the link
 					}
 					took := l.A().TxBurst(out[:k])
 					l.A().Free(out[took:k])
