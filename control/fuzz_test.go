@@ -100,6 +100,87 @@ func newFuzzWorld(t testing.TB) *fuzzWorld {
 	return w
 }
 
+// customSession is the session of the fuzzer's own authentic frames, whose
+// header fields (interval, part, fragment index and count, lane, sequence)
+// the fuzzer picks. Their content is a function of those fields, so a
+// bundle of this session can be checked against what could have been sent.
+const customSession = 0x777
+
+var customParts = []PartKey{{0, KindLDA}, {1, KindRDA}, {0, KindLDS}} // the last is never announced
+
+func customContent(k uint64, p PartKey, i, c int) []byte {
+	n := int(k*7+uint64(i)*13+uint64(c)+uint64(p.Kind)*5) % 300
+	return payloadFor(k*1000+uint64(i)*10+uint64(c), p, n)
+}
+
+func customHello() Hello {
+	return Hello{IntervalNs: 1e9, ConfigHash: 77, Lanes: 2, Clock: "x", MECs: []string{"all", "voice"}, Parts: twoParts}
+}
+
+// customFrame builds an authentic frame of customSession from fuzz bytes
+// b (at least 4 are used) and the running sequence number.
+func customFrame(t *testing.T, a *Authenticator, b []byte, seq *uint64) []byte {
+	next := int64(*seq) + int64(b[3]%16) - 4
+	if next < 1 {
+		next = 1
+	}
+	*seq = max(*seq, uint64(next))
+	k := uint64(b[0] % 6)
+	h := Header{Session: customSession, Interval: k, Seq: uint64(next), FragCount: 1, Direction: 1}
+	var payload []byte
+	switch b[1] % 4 {
+	case 0:
+		h.Type = TypeHello
+		hello := customHello()
+		payload, _ = hello.AppendBinary(nil)
+	case 1:
+		h.Type = TypeEnd
+		lane := uint16(b[2] % 3) // lane 2 is beyond the Hello's 2 lanes
+		e := End{StartNs: int64(k), EndNs: int64(k) + 1, Frames: k*10 + uint64(lane), Lane: lane}
+		payload = e.AppendBinary(nil)
+	default:
+		h.Type = TypeFragment
+		p := customParts[int(b[2]>>4)%len(customParts)]
+		c := int(b[2]&3) + 1
+		i := int(b[2]>>2&3) % c
+		if b[2]&0x80 != 0 && c > 1 { // now and then an inconsistent count
+			c--
+			i %= c
+		}
+		h.Kind, h.MEC, h.FragIndex, h.FragCount = p.Kind, p.MEC, uint16(i), uint16(c)
+		payload = customContent(k, p, i, c)
+	}
+	out, err := AppendFrame(nil, a, [6]byte{2}, &h, payload)
+	if err != nil {
+		t.Fatalf("custom frame: %v", err)
+	}
+	return out
+}
+
+// checkCustomBundle: every part must be the concatenation of the custom
+// fragments of one fragment count.
+func checkCustomBundle(t *testing.T, b *IntervalBundle) {
+	if len(b.Payloads) != len(twoParts) {
+		t.Fatalf("custom bundle has %d parts", len(b.Payloads))
+	}
+	for _, p := range twoParts {
+		ok := false
+		for c := 1; c <= 4 && !ok; c++ {
+			var want []byte
+			for i := 0; i < c; i++ {
+				want = append(want, customContent(b.Interval, p, i, c)...)
+			}
+			ok = bytes.Equal(b.Payloads[p], want)
+		}
+		if !ok {
+			t.Fatalf("custom bundle interval %d part %v is no concatenation of sent fragments", b.Interval, p)
+		}
+	}
+	if b.Frames != 20*b.Interval+1 {
+		t.Fatalf("custom bundle end counts %d", b.Frames)
+	}
+}
+
 // FuzzReceiver drives a Receiver with an arbitrary sequence of authentic,
 // forged, corrupted and raw frames and expiries. It must never panic, stay
 // within its memory bounds, and every bundle must hold exactly what an
@@ -118,67 +199,101 @@ func FuzzReceiver(f *testing.F) {
 		rev = append(rev, 1, byte(i))
 	}
 	f.Add(rev)
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		r := newTestReceiver(t, func(c *ReceiverConfig) { c.MaxBytes = 8 << 10; c.MaxIntervals = 3 })
-		var now int64
-		for len(ops) >= 2 {
-			op, arg := ops[0], ops[1]
-			ops = ops[2:]
-			switch op % 8 {
-			case 0, 1, 2, 3:
-				r.Consume(w.pool[int(arg)%len(w.pool)], now)
-			case 4:
-				r.Consume(w.fake[int(arg)%len(w.fake)], now)
-			case 5:
-				if len(ops) == 0 {
-					break
-				}
-				g := append([]byte(nil), w.pool[int(arg)%len(w.pool)]...)
-				pos := int(ops[0]) * 7 % len(g)
-				g[pos] ^= 1 << (ops[0] % 8)
-				ops = ops[1:]
-				// Only a flip in the MAC addresses (not authenticated, not
-				// read) may pass.
-				if err := r.Consume(g, now); err == nil && pos >= 12 {
-					t.Fatalf("frame with byte %d corrupted accepted", pos)
-				}
-			case 6:
-				now += int64(arg) * 1e7
-				r.Expire(now)
-			case 7:
-				n := min(int(arg), len(ops))
-				r.Consume(ops[:n], now)
-				ops = ops[n:]
+	f.Add(customSeed)
+	f.Fuzz(func(t *testing.T, ops []byte) { runFuzzReceiver(t, w, ops) })
+}
+
+// customSeed completes custom intervals 1 and 2: Hello, End of lanes 0
+// and 1, the LDA part in two fragments, the RDA part in one.
+var customSeed = []byte{
+	8, 1, 0, 0, 5, 8, 1, 1, 0, 5, 8, 1, 1, 1, 5, 8, 1, 2, 0x01, 5, 8, 1, 2, 0x05, 5, 8, 1, 2, 0x10, 5,
+	8, 2, 1, 0, 5, 8, 2, 1, 1, 5, 8, 2, 2, 0x01, 5, 8, 2, 2, 0x05, 5, 8, 2, 2, 0x10, 5,
+}
+
+// runFuzzReceiver is FuzzReceiver's body; it returns the bundles seen.
+func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*IntervalBundle) {
+	r := newTestReceiver(t, func(c *ReceiverConfig) { c.MaxBytes = 8 << 10; c.MaxIntervals = 3 })
+	auth := mustAuth(t, testKey)
+	var customSeq uint64
+	var now int64
+	for len(ops) >= 2 {
+		op, arg := ops[0], ops[1]
+		ops = ops[2:]
+		switch op % 9 {
+		case 8:
+			if len(ops) < 3 {
+				break
 			}
-			if in, b := r.InFlight(); in > 3 || b > 8<<10 {
-				t.Fatalf("in flight %d intervals, %d bytes", in, b)
+			r.Consume(customFrame(t, auth, []byte{arg, ops[0], ops[1], ops[2]}, &customSeq), now)
+			ops = ops[3:]
+		case 0, 1, 2, 3:
+			r.Consume(w.pool[int(arg)%len(w.pool)], now)
+		case 4:
+			r.Consume(w.fake[int(arg)%len(w.fake)], now)
+		case 5:
+			if len(ops) == 0 {
+				break
 			}
-			for _, res := range r.Results(nil) {
-				if (res.Bundle == nil) == (res.Failure == nil) {
-					t.Fatal("result with both or neither of bundle and failure")
+			g := append([]byte(nil), w.pool[int(arg)%len(w.pool)]...)
+			pos := int(ops[0]) * 7 % len(g)
+			g[pos] ^= 1 << (ops[0] % 8)
+			ops = ops[1:]
+			// Only a flip in the MAC addresses (not authenticated, not
+			// read) may pass.
+			if err := r.Consume(g, now); err == nil && pos >= 12 {
+				t.Fatalf("frame with byte %d corrupted accepted", pos)
+			}
+		case 6:
+			now += int64(arg) * 1e7
+			r.Expire(now)
+		case 7:
+			n := min(int(arg), len(ops))
+			r.Consume(ops[:n], now)
+			ops = ops[n:]
+		}
+		if in, b := r.InFlight(); in > 3 || b > 8<<10 {
+			t.Fatalf("in flight %d intervals, %d bytes", in, b)
+		}
+		for _, res := range r.Results(nil) {
+			if (res.Bundle == nil) == (res.Failure == nil) {
+				t.Fatal("result with both or neither of bundle and failure")
+			}
+			b := res.Bundle
+			if b == nil {
+				continue
+			}
+			bundles = append(bundles, b)
+			if b.Session == customSession {
+				checkCustomBundle(t, b)
+				continue
+			}
+			want, ok := w.ref[[2]uint64{b.Session, b.Interval}]
+			if !ok {
+				t.Fatalf("bundle for session %x interval %d that nobody sent", b.Session, b.Interval)
+			}
+			if len(b.Payloads) != len(want) {
+				t.Fatalf("bundle has %d parts", len(b.Payloads))
+			}
+			for _, p := range want {
+				if !bytes.Equal(b.Payloads[p.PartKey], p.Payload) {
+					t.Fatalf("session %x interval %d part %v differs from what was sent", b.Session, b.Interval, p.PartKey)
 				}
-				b := res.Bundle
-				if b == nil {
-					continue
-				}
-				want, ok := w.ref[[2]uint64{b.Session, b.Interval}]
-				if !ok {
-					t.Fatalf("bundle for session %x interval %d that nobody sent", b.Session, b.Interval)
-				}
-				if len(b.Payloads) != len(want) {
-					t.Fatalf("bundle has %d parts", len(b.Payloads))
-				}
-				for _, p := range want {
-					if !bytes.Equal(b.Payloads[p.PartKey], p.Payload) {
-						t.Fatalf("session %x interval %d part %v differs from what was sent", b.Session, b.Interval, p.PartKey)
-					}
-				}
-				if b.Frames != 2000*b.Interval+1 {
-					t.Fatalf("end counts %d", b.Frames)
-				}
+			}
+			if b.Frames != 2000*b.Interval+1 {
+				t.Fatalf("end counts %d", b.Frames)
 			}
 		}
-	})
+	}
+	return bundles
+}
+
+// TestFuzzReceiverSeeds: the custom seed yields both custom bundles, so the
+// fuzzer's authentic-frame path is not vacuous.
+func TestFuzzReceiverSeeds(t *testing.T) {
+	got := runFuzzReceiver(t, newFuzzWorld(t), customSeed)
+	if len(got) != 2 || got[0].Session != customSession || got[0].Interval != 1 || got[1].Interval != 2 {
+		t.Fatalf("%d bundles", len(got))
+	}
 }
 
 // TestFuzzWorldCompletes makes sure the fuzz world is not vacuous: the

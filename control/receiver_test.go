@@ -396,10 +396,31 @@ func TestHelloLateOrMismatched(t *testing.T) {
 		s := newTestSender(t, DefaultMTU, 1, twoParts[:1])
 		r := newTestReceiver(t, nil)
 		parts := makeParts(1, twoParts, 100) // RDA of MEC 1 is not in the Hello
-		consumeAll(t, r, intervalFrames(t, s, 1, parts), 0)
+		if _, err := s.AppendInterval(nil, 1, 0, parts); !errors.Is(err, ErrPartsMismatch) {
+			t.Fatalf("sender sent an unannounced part: %v", err)
+		}
+		// A sender that does anyway (another implementation) is counted.
+		w, _ := s.NewEndWriter(0)
+		consumeAll(t, r, [][]byte{w.AppendEnd(nil, 1, &End{StartNs: 1e9, EndNs: 2e9, Frames: 1000, Bytes: 64000})}, 0)
+		fr, _ := s.AppendInterval(nil, 1, 0, parts[:1])
+		h := Header{Type: TypeFragment, Kind: KindRDA, MEC: 1, Session: s.Session(), Interval: 1, Seq: s.nextSeq(), FragCount: 1, Direction: 1}
+		rogue, _ := AppendFrame(nil, s.auth, s.cfg.SrcMAC, &h, parts[1].Payload)
+		consumeAll(t, r, append(fr, rogue), 0)
 		wantBundle(t, r.Results(nil), s, 1, parts[:1])
 		if c := r.Counters(); c.UnknownPart != 1 {
 			t.Fatalf("counters %+v", c)
+		}
+	})
+	t.Run("sender parts must match the hello", func(t *testing.T) {
+		s := newTestSender(t, DefaultMTU, 1, twoParts)
+		for _, parts := range [][]Part{nil, makeParts(1, twoParts[:1], 10), makeParts(1, []PartKey{twoParts[0], twoParts[0]}, 10)} {
+			if _, err := s.AppendInterval(nil, 1, 0, parts); !errors.Is(err, ErrPartsMismatch) {
+				t.Fatalf("parts %d: %v", len(parts), err)
+			}
+		}
+		rev := makeParts(1, []PartKey{twoParts[1], twoParts[0]}, 10)
+		if _, err := s.AppendInterval(nil, 1, 0, rev); err != nil {
+			t.Fatalf("reordered parts: %v", err)
 		}
 	})
 }

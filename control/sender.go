@@ -112,6 +112,9 @@ var ErrPartTooLarge = errors.New("control: payload needs more than 65535 fragmen
 // returned slice holds exactly the frames to transmit, in order, and aliases
 // bufs. nowNs stamps the Hello. Parts must be those announced in the Hello.
 func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Part) ([][]byte, error) {
+	if err := s.checkParts(parts); err != nil {
+		return bufs[:0], err
+	}
 	n := 1
 	for _, p := range parts {
 		c := s.fragments(len(p.Payload))
@@ -149,6 +152,31 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 		}
 	}
 	return bufs, nil
+}
+
+// ErrPartsMismatch is returned by AppendInterval when the parts are not
+// exactly those the Hello announces: the receiver would otherwise wait for
+// a part that never comes and report the interval as lost.
+var ErrPartsMismatch = errors.New("control: parts differ from those the hello announces")
+
+// checkParts requires parts to be a permutation of the Hello's parts. It is
+// quadratic in the (small) number of parts and allocates nothing.
+func (s *Sender) checkParts(parts []Part) error {
+	want := s.cfg.Hello.Parts
+	if len(parts) != len(want) {
+		return ErrPartsMismatch
+	}
+	for i, p := range parts {
+		if !s.cfg.Hello.hasPart(p.PartKey) {
+			return ErrPartsMismatch
+		}
+		for _, q := range parts[:i] {
+			if q.PartKey == p.PartKey {
+				return ErrPartsMismatch
+			}
+		}
+	}
+	return nil
 }
 
 // fragments is how many fragments a payload of n bytes takes (≥ 1).
