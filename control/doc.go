@@ -49,7 +49,9 @@
 // Authenticator keeps hash state: one per goroutine. On the receiving side a
 // worker that flips its synopses at an End marker may use ParseFrame and its
 // own Authenticator.Verify (both allocation-free) to check the marker before
-// flipping; the replay window lives only in the Receiver.
+// flipping — EndReader packages that with a per-session guard so a replayed
+// or second-lane End(k) never flips twice; the replay window and all
+// counters live in the Receiver, which still gets every control frame.
 //
 // # Hazards
 //
