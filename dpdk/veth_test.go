@@ -1,0 +1,93 @@
+//go:build dpdk
+
+package dpdk
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
+)
+
+// TestVethVdevs runs DPDK's kernel-interface PMDs on a veth pair whose other
+// end sits in a namespace: frames a raw socket sends there must come out of
+// RxBurst, and frames TxBurst sends must reach the raw socket.
+func TestVethVdevs(t *testing.T) {
+	needEAL(t)
+	for i, drv := range []string{"net_af_packet", "net_af_xdp"} {
+		t.Run(drv, func(t *testing.T) {
+			v := nettest.NewVeth(t, nettest.Options{})
+			spec := "dpdk:" + drv + "9" + string(rune('0'+i)) + ",iface=" + v.Host
+			p, err := Open(spec, Config{Index: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			peer, err := v.PeerSocket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			const n = 200
+			pkts := newPackets(32)
+			var next uint64
+			deadline := time.Now().Add(5 * time.Second)
+			for i := uint64(0); i < n; i++ {
+				if err := peer.Send(nettest.Frame(v.HostMAC, v.PeerMAC, 5, i, 60+int(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for next < n && time.Now().Before(deadline) {
+				k := p.RxBurst(pkts)
+				for _, pk := range pkts[:k] {
+					tag, seq, ok := nettest.ParseFrame(pk.Data)
+					if !ok || tag != 5 {
+						continue
+					}
+					if seq != next || len(pk.Data) != 60+int(seq) {
+						t.Fatalf("got seq %d (%d bytes), want %d", seq, len(pk.Data), next)
+					}
+					next++
+				}
+				p.Free(pkts[:k])
+				if k == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			if next != n {
+				t.Fatalf("received %d of %d", next, n)
+			}
+			k := p.Alloc(pkts[:10])
+			if k != 10 {
+				t.Fatalf("alloc %d", k)
+			}
+			for j, pk := range pkts[:k] {
+				f := nettest.Frame(v.PeerMAC, v.HostMAC, 6, uint64(j), 80)
+				pk.Data = pk.Data[:len(f)]
+				copy(pk.Data, f)
+			}
+			sent := 0
+			for sent < k && time.Now().Before(deadline) {
+				sent += p.TxBurst(pkts[sent:k])
+			}
+			buf := make([]byte, 2048)
+			got := 0
+			for got < k {
+				m, err := peer.Recv(buf, 5*time.Second)
+				if err != nil || m == 0 {
+					t.Fatalf("peer got %d of %d (err %v)", got, k, err)
+				}
+				if tag, seq, ok := nettest.ParseFrame(buf[:m]); ok && tag == 6 {
+					if seq != uint64(got) {
+						t.Fatalf("peer got seq %d, want %d", seq, got)
+					}
+					got++
+				}
+			}
+			s := p.Stats()
+			if s.RxPackets < n || s.TxPackets != uint64(k) {
+				t.Errorf("stats %+v, want ≥ %d rx and %d tx", s, n, k)
+			}
+		})
+	}
+}
