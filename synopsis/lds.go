@@ -86,6 +86,12 @@ type LDSConfig struct {
 	// HoldRate is the flow table's sample-and-hold admission probability
 	// per packet of an unheld flow. 0 means 1 (hold every flow).
 	HoldRate float64
+	// ShipMinPackets leaves flows held with fewer packets out of the
+	// encoding (their packets count as missed there), to keep the shipped
+	// table small: the LDS cannot measure such small flows well anyway
+	// (Sec. 3: they are not "survivable"), and the receiver still names the
+	// ones it saw itself. 0 or 1 ships every held flow.
+	ShipMinPackets uint64
 }
 
 // Errors of the LDS wrap the package's sentinels, so callers test them
@@ -255,7 +261,7 @@ func (l *LDS) Merge(o *LDS) error {
 	if o.flows != nil {
 		if l.flows == nil {
 			l.flows = o.flows.Clone()
-			l.cfg.MaxFlows, l.cfg.HoldRate = o.cfg.MaxFlows, o.cfg.HoldRate
+			l.cfg.MaxFlows, l.cfg.HoldRate, l.cfg.ShipMinPackets = o.cfg.MaxFlows, o.cfg.HoldRate, o.cfg.ShipMinPackets
 		} else {
 			l.flows.Merge(o.flows)
 		}

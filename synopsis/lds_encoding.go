@@ -22,6 +22,7 @@ const (
 //	Rows × uvarint threshold          row sampling threshold on 32 hash bits, 1..2^32
 //	8 bytes Alpha                     float64 bits
 //	uvarint MaxFlows, uvarint hold    flow-table capacity, admission threshold 1..2^32
+//	uvarint ShipMinPackets
 //	uvarint packets                   packets added
 //	8 bytes base                      ns, the latest timestamp added
 //	Rows·Cols cells, row-major:
@@ -30,9 +31,11 @@ const (
 //	                                  timestamps are near base (≈5 bytes, not 8)
 //	    8 bytes digest
 //	uvarint F                         held flows, F ≤ MaxFlows
-//	F × { 8 bytes flow hash (strictly increasing), uvarint packets,
-//	      uvarint weight 1..2^32−1, 40 bytes key }
-//	uvarint missed, uvarint refused   flow-table counters
+//	F × { 8 bytes flow hash (strictly increasing), uvarint packets
+//	      (≥ max(1, ShipMinPackets)), uvarint weight 1..2^32−1,
+//	      uvarint L ≤ 40, L bytes key (trailing zero bytes trimmed) }
+//	uvarint missed, uvarint refused   flow-table counters (missed includes
+//	                                  the packets of flows not shipped)
 //
 // A cell with count 0 is empty (Add never leaves sum or digest set without
 // count). Nothing may follow the last field.
@@ -54,6 +57,7 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(maxFlows))
 	b = binary.AppendUvarint(b, hold)
+	b = binary.AppendUvarint(b, l.cfg.ShipMinPackets)
 	b = binary.AppendUvarint(b, l.packets)
 	base := l.lastTs
 	b = binary.LittleEndian.AppendUint64(b, base)
@@ -69,8 +73,16 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 	var entries []FlowEntry
 	var missed, refused uint64
 	if l.flows != nil {
-		entries = l.flows.Entries(nil)
 		missed, refused = l.flows.missed, l.flows.refused
+		all := l.flows.Entries(nil)
+		entries = all[:0]
+		for _, e := range all {
+			if e.Packets >= l.cfg.ShipMinPackets {
+				entries = append(entries, e)
+			} else {
+				missed += e.Packets
+			}
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i := range entries {
@@ -78,7 +90,12 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint64(b, e.FlowHash)
 		b = binary.AppendUvarint(b, e.Packets)
 		b = binary.AppendUvarint(b, uint64(e.Weight))
-		b = append(b, e.Key[:]...)
+		n := len(e.Key)
+		for n > 0 && e.Key[n-1] == 0 {
+			n--
+		}
+		b = binary.AppendUvarint(b, uint64(n))
+		b = append(b, e.Key[:n]...)
 	}
 	b = binary.AppendUvarint(b, missed)
 	b = binary.AppendUvarint(b, refused)
@@ -172,6 +189,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	cfg.Alpha = math.Float64frombits(r.u64("alpha"))
 	maxFlows := r.uvarint("max flows")
 	hold := r.uvarint("hold threshold")
+	shipMin := r.uvarint("ship min packets")
 	packets := r.uvarint("packets")
 	base := r.u64("base")
 	if r.err != nil {
@@ -194,7 +212,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errLDSBadEncoding, err)
 	}
-	nl.cfg.MaxFlows, nl.cfg.HoldRate = cfg.MaxFlows, cfg.HoldRate
+	nl.cfg.MaxFlows, nl.cfg.HoldRate, nl.cfg.ShipMinPackets = cfg.MaxFlows, cfg.HoldRate, shipMin
 	nl.packets, nl.lastTs = packets, base
 	for i := range nl.cells {
 		c := &nl.cells[i]
@@ -212,7 +230,8 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	if nf > maxFlows || nf > uint64(len(r.b))/50 {
+	// An entry takes at least 11 bytes.
+	if nf > maxFlows || nf > uint64(len(r.b))/11 {
 		return fmt.Errorf("%w: %d flows (capacity %d, %d bytes left)", errLDSBadEncoding, nf, maxFlows, len(r.b))
 	}
 	if maxFlows > 0 {
@@ -230,16 +249,23 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 			if w < 1 || w > math.MaxUint32 {
 				return fmt.Errorf("%w: flow weight %d", errLDSBadEncoding, w)
 			}
+			if e.Packets == 0 || e.Packets < shipMin {
+				return fmt.Errorf("%w: flow with %d packets (ship minimum %d)", errLDSBadEncoding, e.Packets, shipMin)
+			}
 			if i > 0 && e.FlowHash <= prev {
 				return fmt.Errorf("%w: flow hashes not increasing", errLDSBadEncoding)
 			}
 			prev = e.FlowHash
 			e.Weight = uint32(w)
-			if len(r.b) < len(e.Key) {
-				return fmt.Errorf("%w: flow key truncated", errLDSBadEncoding)
+			kl := r.uvarint("flow key length")
+			if r.err != nil {
+				return r.err
 			}
-			copy(e.Key[:], r.b)
-			r.b = r.b[len(e.Key):]
+			if kl > uint64(len(e.Key)) || kl > uint64(len(r.b)) {
+				return fmt.Errorf("%w: flow key of %d bytes", errLDSBadEncoding, kl)
+			}
+			copy(e.Key[:], r.b[:kl])
+			r.b = r.b[kl:]
 			t.insert(&e)
 		}
 		nl.flows = t

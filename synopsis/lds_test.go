@@ -247,6 +247,17 @@ func TestLDSAccuracyPareto(t *testing.T) {
 		}
 	}
 
+	enc, _ := s.MarshalBinary()
+	t.Logf("sender encoding: %d bytes (%d cells, %d named flows): %.1f bytes/cell incl. the flow table",
+		len(enc), cfg.Rows*cfg.Cols, s.Flows().Len(), float64(len(enc))/float64(cfg.Rows*cfg.Cols))
+	noTable := cfg
+	noTable.MaxFlows = 0
+	s0 := mustLDS(t, noTable)
+	s0.Merge(s) // cells only: a table-less LDS adopts s's table, so re-zero it
+	s0.flows, s0.cfg.MaxFlows = nil, 0
+	enc0, _ := s0.MarshalBinary()
+	t.Logf("cells alone: %d bytes, %.1f bytes/cell (24 in memory)", len(enc0), float64(len(enc0))/float64(cfg.Rows*cfg.Cols))
+
 	// Without loss and reordering the count-min flow size is an upper bound
 	// and every cell is usable.
 	for i := range truth {
@@ -264,7 +275,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 func TestLDSFlowWeights(t *testing.T) {
 	nFlows := 40000
 	if testing.Short() {
-		nFlows = 20000
+		nFlows = 10000
 	}
 	class := func(f int) uint32 {
 		switch x := uint64(f) * 0x9e3779b97f4a7c15 >> 54; { // 0..1023, hashed
@@ -499,6 +510,36 @@ func TestLDSEncodingRoundTrip(t *testing.T) {
 	if valid < len(truth)/2 {
 		t.Fatalf("only %d of %d flows valid", valid, len(truth))
 	}
+	// ShipMinPackets: small flows stay home, counted as missed; the shipped
+	// flows estimate as before.
+	s.cfg.ShipMinPackets = 50
+	encSmall, _ := s.MarshalBinary()
+	var ds LDS
+	if err := ds.UnmarshalBinary(encSmall); err != nil {
+		t.Fatal(err)
+	}
+	var shipped, held, heldPkts uint64
+	for _, e := range s.Flows().Entries(nil) {
+		if e.Packets >= 50 {
+			shipped++
+		} else {
+			heldPkts += e.Packets
+		}
+		held++
+	}
+	if uint64(ds.Flows().Len()) != shipped || ds.Flows().Missed() != s.Flows().Missed()+heldPkts {
+		t.Fatalf("ShipMinPackets 50: %d flows shipped (want %d), missed %d (want %d)", ds.Flows().Len(), shipped, ds.Flows().Missed(), s.Flows().Missed()+heldPkts)
+	}
+	t.Logf("ShipMinPackets 50: %d bytes, %d of %d flows shipped", len(encSmall), shipped, held)
+	for _, e := range ds.Flows().Entries(nil) {
+		x, _ := EstimateLDSFlow(s, r, e.FlowHash, e.Weight)
+		y, _ := EstimateLDSFlow(&ds, r, e.FlowHash, e.Weight)
+		if x != y {
+			t.Fatalf("flow %x estimates differently after a lossy-table round trip", e.FlowHash)
+		}
+	}
+	s.cfg.ShipMinPackets = 0
+
 	// A failed decode leaves the receiver unchanged.
 	before := d.Clone()
 	if err := d.UnmarshalBinary(enc[:len(enc)-1]); !errors.Is(err, errLDSBadEncoding) {
@@ -550,10 +591,10 @@ func TestDimensionLDS(t *testing.T) {
 
 // ldsMalformed doubles as the fuzz seed table.
 func ldsMalformed(t testing.TB) [][]byte {
-	l := mustLDS(t, LDSConfig{Rows: 2, Cols: 8, CellsPerFlow: 2, MaxFlows: 4, RowRates: []float64{0.5, 1}})
+	l := mustLDS(t, LDSConfig{Rows: 2, Cols: 8, CellsPerFlow: 2, MaxFlows: 4, RowRates: []float64{0.5, 1}, ShipMinPackets: 2})
 	key := FlowKeyBytes{9}
 	for i := range uint64(20) {
-		l.AddFlow(i%3, i*0x9e3779b97f4a7c15, ldsBaseNs+i*1000, uint32(i%2), &key)
+		l.AddFlow(i%3+i/19*7, i*0x9e3779b97f4a7c15, ldsBaseNs+i*1000, uint32(i%2), &key)
 	}
 	good, _ := l.MarshalBinary()
 	empty, _ := mustLDS(t, LDSConfig{Rows: 1, Cols: 1}).MarshalBinary()
