@@ -59,10 +59,12 @@
 //     intervals; the caller must have been told (--insecure) and warn.
 //   - The tag covers the control header and payload, not the Ethernet
 //     header: MACs and VLAN tags may be rewritten in the segment.
-//   - A Receiver that itself restarted accepts any authentic session id,
-//     including a recorded older one, until the live sender's next frame
-//     retires it. Hello.SentNs lets a caller with synchronised clocks
-//     reject stale sessions; this package does not compare clocks.
+//   - By default a Receiver that itself restarted accepts any authentic
+//     session id, including a recorded older one, until the live sender's
+//     next frame retires it. ReceiverConfig.MaxClockSkew closes that: a new
+//     session is then adopted only by a Hello stamped within the skew of
+//     the receiver's clock (the clocks are synchronised anyway, DESIGN §1),
+//     at the price of the new session's first interval.
 //   - Interval numbers come from the sender. An authentic frame with a
 //     far-future interval number makes frames more than 64 intervals
 //     behind it late; only key holders (or anyone, in insecure mode) can

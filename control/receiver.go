@@ -33,6 +33,14 @@ type ReceiverConfig struct {
 	// MaxParts bounds the parts, and separately the End lanes, of one
 	// interval (default 1024).
 	MaxParts int
+	// MaxClockSkew, when > 0 (ns), makes a new session id adoptable only
+	// by a Hello whose SentNs lies within ±MaxClockSkew of the receive
+	// time passed to Consume. With synchronised clocks (DESIGN §1) this
+	// stops a recorded older session from being replayed into a receiver
+	// that has itself restarted. Cost: after a sender restart, frames
+	// before its first Hello are dropped, so its first interval fails
+	// (End lost) and the second is valid. 0 adopts on any authentic frame.
+	MaxClockSkew int64
 }
 
 // Receiver limits' defaults.
@@ -57,6 +65,8 @@ var (
 	ErrStaleSession   = errors.New("control: frame of a retired session")
 	ErrReplayed       = errors.New("control: sequence number seen before (duplicate or replay)")
 	ErrTooOld         = errors.New("control: sequence number older than the replay window")
+	ErrNoFreshHello   = errors.New("control: new session not yet adopted: waiting for its hello")
+	ErrStaleHello     = errors.New("control: hello of a new session is outside the clock-skew window")
 )
 
 // Counters are the Receiver's counts by outcome, for logs and Prometheus.
@@ -71,6 +81,8 @@ type Counters struct {
 	BadTag          uint64 // forged, corrupted, wrong key, or keyed/insecure mismatch
 	WrongDirection  uint64
 	StaleSession    uint64 // frames of a session the receiver has moved on from
+	UnknownSession  uint64 // frames of a new session before its fresh Hello (MaxClockSkew only)
+	StaleHello      uint64 // a new session's Hello outside ±MaxClockSkew (MaxClockSkew only)
 	SessionRestarts uint64 // new session ids adopted after the first
 	Replayed        uint64 // seq seen before: a network duplicate or a replay
 	TooOld          uint64 // seq behind the replay window
@@ -97,6 +109,8 @@ const (
 	cBadTag
 	cWrongDirection
 	cStaleSession
+	cUnknownSession
+	cStaleHello
 	cSessionRestarts
 	cReplayed
 	cTooOld
@@ -158,6 +172,9 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("control: timeout %d ns must be > 0", cfg.Timeout)
 	}
+	if cfg.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("control: max clock skew %d ns must be ≥ 0", cfg.MaxClockSkew)
+	}
 	for _, e := range []error{
 		def(&cfg.MaxIntervals, DefaultMaxIntervals, "max intervals"),
 		def(&cfg.MaxBytes, DefaultMaxBytes, "max bytes"),
@@ -208,6 +225,9 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 				return ErrStaleSession
 			}
 		}
+		if err := r.fresh(f, nowNs); err != nil {
+			return err
+		}
 		r.adopt(f.Session)
 	}
 	switch r.replay.check(f.Seq) {
@@ -240,6 +260,27 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 		r.asm.addEnd(f.Interval, &e, nowNs, n)
 	case TypeFragment:
 		r.asm.addFragment(f, nowNs, n)
+	}
+	return nil
+}
+
+// fresh applies MaxClockSkew to the first frame of a new session.
+func (r *Receiver) fresh(f *Frame, nowNs int64) error {
+	if r.cfg.MaxClockSkew <= 0 {
+		return nil
+	}
+	if f.Type != TypeHello {
+		r.c.inc(cUnknownSession)
+		return ErrNoFreshHello
+	}
+	var h Hello
+	if err := h.UnmarshalBinary(f.Payload); err != nil {
+		r.c.inc(cBadPayload)
+		return err
+	}
+	if d := h.SentNs - nowNs; d > r.cfg.MaxClockSkew || d < -r.cfg.MaxClockSkew {
+		r.c.inc(cStaleHello)
+		return ErrStaleHello
 	}
 	return nil
 }
@@ -308,8 +349,9 @@ func (r *Receiver) Counters() Counters {
 		Accepted: c[cAccepted].Load(), NotControl: c[cNotControl].Load(), Truncated: c[cTruncated].Load(),
 		BadMagic: c[cBadMagic].Load(), BadVersion: c[cBadVersion].Load(), BadHeader: c[cBadHeader].Load(),
 		BadPayload: c[cBadPayload].Load(), BadTag: c[cBadTag].Load(), WrongDirection: c[cWrongDirection].Load(),
-		StaleSession: c[cStaleSession].Load(), SessionRestarts: c[cSessionRestarts].Load(),
-		Replayed: c[cReplayed].Load(), TooOld: c[cTooOld].Load(), OutOfOrder: c[cOutOfOrder].Load(),
+		StaleSession: c[cStaleSession].Load(), UnknownSession: c[cUnknownSession].Load(), StaleHello: c[cStaleHello].Load(),
+		SessionRestarts: c[cSessionRestarts].Load(),
+		Replayed:        c[cReplayed].Load(), TooOld: c[cTooOld].Load(), OutOfOrder: c[cOutOfOrder].Load(),
 		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),
 		Inconsistent: c[cInconsistent].Load(), Oversize: c[cOversize].Load(), Evicted: c[cEvicted].Load(),
 		Timeout: c[cTimeout].Load(), Bundles: c[cBundles].Load(), Failures: c[cFailures].Load(),

@@ -591,3 +591,47 @@ func TestRetransmittedFragments(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+// TestClockSkewGuard: with MaxClockSkew a recorded older session cannot be
+// replayed into a freshly started receiver, and a real restart is adopted
+// at its first Hello.
+func TestClockSkewGuard(t *testing.T) {
+	const skew = int64(5e9)
+	old := newTestSenderKey(t, DefaultMTU, 1, twoParts, testKey, 0x1111)
+	recorded := intervalFrames(t, old, 1, makeParts(1, twoParts, 100)) // Hello stamped 2 s
+	r := newTestReceiver(t, func(c *ReceiverConfig) { c.MaxClockSkew = skew })
+	now := int64(3600e9) // an hour later
+	wantErrs := []error{ErrNoFreshHello, ErrStaleHello, ErrNoFreshHello, ErrNoFreshHello}
+	for i, f := range recorded {
+		if err := r.Consume(f, now); !errors.Is(err, wantErrs[i]) {
+			t.Fatalf("recorded frame %d: %v, want %v", i, err, wantErrs[i])
+		}
+	}
+	if _, ok := r.Session(); ok {
+		t.Fatal("replayed session adopted")
+	}
+	// The live sender: its End(k) before the first Hello is dropped, so
+	// the first interval fails; the next is valid.
+	live := newTestSenderKey(t, DefaultMTU, 1, twoParts, testKey, 0x2222)
+	k := uint64(3600)
+	f1 := intervalFrames(t, live, k, makeParts(k, twoParts, 100)) // Hello stamped (k+1) s
+	if err := r.Consume(f1[0], now); !errors.Is(err, ErrNoFreshHello) {
+		t.Fatal(err)
+	}
+	consumeAll(t, r, f1[1:], now)
+	if sess, _ := r.Session(); sess != 0x2222 {
+		t.Fatalf("session %x", sess)
+	}
+	parts := makeParts(k+1, twoParts, 100)
+	consumeAll(t, r, intervalFrames(t, live, k+1, parts), now+1e9)
+	r.Expire(now + 1e9 + DefaultTimeout)
+	res := r.Results(nil)
+	if len(res) != 2 {
+		t.Fatalf("%v", describe(res))
+	}
+	wantBundle(t, res[:1], live, k+1, parts)
+	wantFailure(t, res[1:], k, ReasonEndLost)
+	if c := r.Counters(); c.UnknownSession != 4 || c.StaleHello != 1 || c.SessionRestarts != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
