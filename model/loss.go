@@ -33,13 +33,18 @@ func (NoLoss) Clone() Loss    { return NoLoss{} }
 func (NoLoss) String() string { return "none" }
 
 // UniformLoss loses each packet independently with probability rate.
+//
+// It does not draw a random number per packet: the number of packets
+// passing between two losses of a Bernoulli process is geometric, so it
+// draws that gap (one ExpFloat64 per loss) and counts down. The sequence
+// of losses has exactly the Bernoulli distribution; at the paper's rates
+// (10^-4 … 0.2) this is 5 … 10 000 times fewer draws.
 type UniformLoss struct {
 	rate float64
-	// thr is rate scaled to 2^64: one Uint64 draw and a compare per packet.
-	// thr = 2^64·rate rounds to the nearest representable; the bias is
-	// below 2^-53 relative.
-	thr    uint64
-	always bool // rate == 1 (2^64 does not fit thr)
+	c    float64 // 1/-ln(1-rate): gap = floor(c·E), E ~ Exp(1)
+
+	started bool
+	left    uint64 // packets still to pass before the next loss
 }
 
 // NewUniformLoss validates rate ∈ [0, 1].
@@ -48,24 +53,71 @@ func NewUniformLoss(rate float64) (*UniformLoss, error) {
 		return nil, fmt.Errorf("%w: loss rate=%g outside [0, 1]", errParam, rate)
 	}
 	u := &UniformLoss{rate: rate}
-	if rate == 1 {
-		u.always = true
-	} else {
-		u.thr = uint64(rate * (1 << 64))
+	if rate > 0 && rate < 1 {
+		u.c = 1 / -math.Log1p(-rate)
 	}
 	return u, nil
 }
 
-func (u *UniformLoss) Lost(r *rand.Rand) bool {
-	return u.always || r.Uint64() < u.thr
+// gap draws the number of packets that pass before the next loss.
+func (u *UniformLoss) gap(r *rand.Rand) uint64 {
+	x := u.c * r.ExpFloat64()
+	if x >= 1<<62 {
+		return 1 << 62
+	}
+	return uint64(x)
 }
+
+func (u *UniformLoss) Lost(r *rand.Rand) bool {
+	switch {
+	case u.rate == 0:
+		return false
+	case u.rate == 1:
+		return true
+	}
+	if !u.started {
+		u.started, u.left = true, u.gap(r)
+	}
+	if u.left > 0 {
+		u.left--
+		return false
+	}
+	u.left = u.gap(r)
+	return true
+}
+
 func (u *UniformLoss) Fill(r *rand.Rand, lost []bool) {
-	for i := range lost {
-		lost[i] = u.always || r.Uint64() < u.thr
+	if u.rate == 0 || u.rate == 1 {
+		for i := range lost {
+			lost[i] = u.rate == 1
+		}
+		return
+	}
+	if !u.started {
+		u.started, u.left = true, u.gap(r)
+	}
+	for i := 0; i < len(lost); {
+		// Pass min(left, rest) packets, then lose one.
+		n := min(u.left, uint64(len(lost)-i))
+		for j := uint64(0); j < n; j++ {
+			lost[i] = false
+			i++
+		}
+		u.left -= n
+		if i < len(lost) {
+			lost[i] = true
+			i++
+			u.left = u.gap(r)
+		}
 	}
 }
-func (u *UniformLoss) Rate() float64  { return u.rate }
-func (u *UniformLoss) Clone() Loss    { c := *u; return &c }
+
+func (u *UniformLoss) Rate() float64 { return u.rate }
+func (u *UniformLoss) Clone() Loss {
+	c := *u
+	c.started, c.left = false, 0
+	return &c
+}
 func (u *UniformLoss) String() string { return "uniform:rate=" + fmtFloat(u.rate) }
 
 // BurstyLoss loses packets in episodes (ToN LDA paper Sec. IV-C: loss
