@@ -1,0 +1,516 @@
+package dataplane
+
+import (
+	"sync/atomic"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/ring"
+)
+
+// Role says what a lane measures.
+type Role uint8
+
+const (
+	// RoleForward forwards without measuring (measurement off).
+	RoleForward Role = iota
+	// RoleSender forwards toward the segment port and records every frame
+	// it transmits there, with its transmit timestamp, in the sender
+	// synopses; it emits End markers and the control side's frames.
+	RoleSender
+	// RoleReceiver forwards frames arriving on the segment port, records
+	// them with their receive timestamp, strips control frames and flips
+	// its synopses at each End marker.
+	RoleReceiver
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleSender:
+		return "sender"
+	case RoleReceiver:
+		return "receiver"
+	}
+	return "forward"
+}
+
+// LaneConfig is one direction of the bump in the wire: frames received on
+// Rx are transmitted on Tx.
+type LaneConfig struct {
+	Rx, Tx     Port
+	Role       Role
+	Burst      int    // frames per RxBurst/TxBurst; default 32
+	DrainNs    uint64 // flush a partial tx buffer after this long, ns; default 100 µs
+	TxRetries  int    // TxBurst attempts per flush; default 4
+	StallNs    uint64 // drop buffered frames the tx port has taken nothing of for this long, ns; default 50 ms
+	Clock      func() uint64
+	Classifier *classifier.Classifier
+	Buffer     *DoubleBuffer // synopses (sender and receiver roles)
+
+	// Sender role.
+	Epoch  *atomic.Uint64     // the interval clock: the control side stores k+1 when interval k ends
+	End    *control.EndWriter // builds End markers
+	Inject *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
+	Pace   int                // control frames injected per poll; default 4
+
+	// Receiver role.
+	ToControl *FrameQueue        // stripped control frames, for the control side
+	EndReader *control.EndReader // checks End markers (tag, direction, replay) before flipping; one per lane
+}
+
+// LaneStats are a lane's counters. The worker updates them once per burst
+// (atomic adds, never per packet); anyone may read them.
+type LaneStats struct {
+	RxFrames, TxFrames atomic.Uint64
+	RxBytes            atomic.Uint64
+	TxDropped          atomic.Uint64 // refused by the tx port after TxRetries, freed
+	Recorded           atomic.Uint64 // frames recorded in the synopses
+	Malformed          atomic.Uint64 // frames with truncated/malformed headers (forwarded, measured as far as parsed)
+	ControlStripped    atomic.Uint64 // receiver: control frames taken off the wire
+	ControlQueueFull   atomic.Uint64 // receiver: stripped frames the control side had no room for
+	ControlPassed      atomic.Uint64 // sender: control frames of others forwarded unrecorded
+	EndsSent           atomic.Uint64
+	EndsFailed         atomic.Uint64 // End markers the tx port refused (the receiver sees a lost End)
+	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
+	EndsIgnored        atomic.Uint64 // receiver: End markers rejected (bad tag, old interval, other direction)
+	Injected           atomic.Uint64 // sender: control frames sent for the control side
+	InjectFailed       atomic.Uint64
+	Flips              atomic.Uint64
+	MaxTxStampGapNs    atomic.Uint64 // sender: widest clock gap around a TxBurst (timestamp uncertainty), ns
+	_                  [64]byte      // keep the next lane's counters off this cache line
+}
+
+// Lane is one direction's run-to-completion state: preallocated burst
+// arrays, the tx buffer, and the current interval. Only its worker touches
+// it, except Stats.
+type Lane struct {
+	cfg   LaneConfig
+	Stats LaneStats
+
+	rxPkts     []*Packet
+	txPkts     []*Packet // tx buffer: frames waiting to be transmitted
+	txMeta     []classifier.Meta
+	txMec      []uint16
+	txRec      []bool // record this tx buffer slot on transmission (sender)
+	txOwn      []bool // allocated from Tx (control frames), not received on Rx
+	txN        int
+	lastTx     uint64
+	maxTxGap   uint64
+	stallSince uint64    // when the tx port last refused frames without taking any, ns; 0: not stalled
+	free       []*Packet // frames to Free on Rx at the end of a poll
+	one        [1]*Packet
+
+	curK                uint64 // sender: interval being recorded; receiver: last End's interval
+	started             bool
+	intStart            uint64
+	intFrames, intBytes uint64
+	endBuf              []byte
+	endFrame            control.Frame
+	injectBuf           [1][]byte
+	meta                classifier.Meta
+}
+
+// Defaults for LaneConfig.
+const (
+	DefaultLaneBurst = 32
+	DefaultDrainNs   = 100_000
+	DefaultTxRetries = 4
+	DefaultPace      = 4
+	DefaultStallNs   = 50_000_000
+)
+
+// NewLane checks cfg and preallocates everything the loop needs.
+func NewLane(cfg LaneConfig) (*Lane, error) {
+	if cfg.Rx == nil || cfg.Tx == nil {
+		return nil, errLane("rx and tx ports are required")
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = DefaultLaneBurst
+	}
+	if cfg.Burst < 1 || cfg.Burst > 1024 {
+		return nil, errLane("burst must be 1..1024")
+	}
+	if cfg.DrainNs == 0 {
+		cfg.DrainNs = DefaultDrainNs
+	}
+	if cfg.TxRetries == 0 {
+		cfg.TxRetries = DefaultTxRetries
+	}
+	if cfg.Pace == 0 {
+		cfg.Pace = DefaultPace
+	}
+	if cfg.StallNs == 0 {
+		cfg.StallNs = DefaultStallNs
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealtimeClock
+	}
+	if cfg.Role != RoleForward {
+		if cfg.Buffer == nil || cfg.Classifier == nil {
+			return nil, errLane("a measuring lane needs synopses and a classifier")
+		}
+	}
+	if cfg.Role == RoleSender && cfg.Epoch == nil {
+		return nil, errLane("a sender lane needs the interval clock")
+	}
+	if cfg.Role == RoleReceiver && cfg.EndReader == nil {
+		return nil, errLane("a receiver lane needs an End marker reader")
+	}
+	// The tx buffer holds two rx bursts (one waiting out back-pressure, one
+	// new) plus injected control frames and an End marker.
+	txCap := 2*cfg.Burst + cfg.Pace + 1
+	l := &Lane{
+		cfg:    cfg,
+		rxPkts: make([]*Packet, cfg.Burst),
+		txPkts: make([]*Packet, txCap),
+		txMeta: make([]classifier.Meta, txCap),
+		txMec:  make([]uint16, txCap),
+		txRec:  make([]bool, txCap),
+		txOwn:  make([]bool, txCap),
+		free:   make([]*Packet, 0, cfg.Burst),
+		endBuf: make([]byte, 0, 256),
+	}
+	return l, nil
+}
+
+type errLane string
+
+func (e errLane) Error() string { return "dataplane: lane: " + string(e) }
+
+// Config returns the lane's configuration.
+func (l *Lane) Config() LaneConfig { return l.cfg }
+
+// Poll runs one iteration of the lane's loop and reports whether it moved
+// any frame. It allocates nothing, takes no lock and makes one RxBurst and
+// at most a few TxBurst calls.
+func (l *Lane) Poll() bool {
+	now := l.cfg.Clock()
+	if !l.started {
+		l.start(now)
+	}
+	work := false
+	if l.cfg.Role == RoleSender {
+		// The interval clock is read once per burst.
+		if k := l.cfg.Epoch.Load(); k != l.curK {
+			l.closeInterval(k, now)
+			work = true
+		}
+		if l.inject() {
+			work = true
+		}
+	}
+	// Receive only as much as the tx buffer has room for, keeping room for
+	// injected control frames and an End marker.
+	n := 0
+	if room := min(l.cfg.Burst, len(l.txPkts)-l.cfg.Pace-1-l.txN); room > 0 {
+		n = l.cfg.Rx.RxBurst(l.rxPkts[:room])
+	}
+	if n > 0 {
+		work = true
+		l.receive(n, now)
+	}
+	if l.txN > 0 && (l.txN >= l.cfg.Burst || now-l.lastTx >= l.cfg.DrainNs || n == 0) {
+		l.flush()
+	}
+	return work
+}
+
+func (l *Lane) start(now uint64) {
+	l.started = true
+	l.lastTx = now
+	if l.cfg.Role == RoleSender {
+		l.curK = l.cfg.Epoch.Load()
+		l.intStart = now
+		l.cfg.Buffer.Begin(l.curK, now)
+	}
+	if l.cfg.Role == RoleReceiver {
+		l.cfg.Buffer.Begin(0, now)
+	}
+}
+
+// receive handles one rx burst: classify, record (receiver), strip
+// control frames (receiver), and queue the rest for transmission.
+func (l *Lane) receive(n int, now uint64) {
+	var rxBytes uint64
+	var malformed uint64
+	role := l.cfg.Role
+	set := (*SynSet)(nil)
+	if role == RoleReceiver {
+		set = l.cfg.Buffer.Active()
+	}
+	for i := 0; i < n; i++ {
+		p := l.rxPkts[i]
+		rxBytes += uint64(len(p.Data))
+		if p.TS == 0 {
+			p.TS = now // the port has no timestamp of its own: one clock read per burst
+		}
+		if role == RoleForward {
+			l.queue(p, false, false)
+			continue
+		}
+		slot := l.txN // Poll received no more than there is room for
+		m := &l.txMeta[slot]
+		if role == RoleReceiver {
+			m = &l.meta
+		}
+		classifier.Parse(p.Data, m)
+		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+			malformed++
+		}
+		if m.Flags&classifier.FlagControl != 0 {
+			if role == RoleReceiver {
+				if l.controlFrame(p, now) {
+					set = l.cfg.Buffer.Active() // flipped at this frame's position
+				}
+				l.free = append(l.free, p)
+				continue
+			}
+			// Sender: a control frame of someone else's is traffic we
+			// forward but never record: the peer strips every control
+			// frame, so recording it would count as loss.
+			l.Stats.ControlPassed.Add(1)
+			l.queue(p, false, false)
+			continue
+		}
+		mec := l.cfg.Classifier.Classify(m)
+		if role == RoleReceiver {
+			set.Record(m, mec, p.TS)
+			l.queue(p, false, false)
+			continue
+		}
+		l.txMec[slot] = mec
+		l.queue(p, true, false)
+	}
+	if role == RoleReceiver {
+		l.Stats.Recorded.Add(uint64(n - len(l.free)))
+	}
+	if len(l.free) > 0 {
+		l.cfg.Rx.Free(l.free)
+		l.free = l.free[:0]
+	}
+	l.Stats.RxFrames.Add(uint64(n))
+	l.Stats.RxBytes.Add(rxBytes)
+	if malformed > 0 {
+		l.Stats.Malformed.Add(malformed)
+	}
+}
+
+// queue appends p to the tx buffer, flushing first if it is full.
+func (l *Lane) queue(p *Packet, record, own bool) {
+	if l.txN == len(l.txPkts) {
+		l.flushAll()
+	}
+	l.txPkts[l.txN] = p
+	l.txRec[l.txN] = record
+	l.txOwn[l.txN] = own
+	l.txN++
+}
+
+// flush transmits the tx buffer. Frames the port takes are recorded
+// (sender) with one transmit timestamp per TxBurst. Frames it refuses stay
+// at the front of the buffer and the lane stops receiving until they go
+// (back-pressure: the rx port's own queue absorbs the burst, as a NIC's rx
+// ring does); only when the port has taken nothing for StallNs are they
+// freed and counted as dropped, so a dead link never wedges the lane.
+func (l *Lane) flush() {
+	if l.txN == 0 {
+		return
+	}
+	sent := 0
+	for try := 0; try < l.cfg.TxRetries && sent < l.txN; try++ {
+		// The transmit timestamp is the midpoint of clock reads around
+		// the TxBurst: a thread preempted before or after the call (GC,
+		// an oversubscribed host) errs by half the gap, not all of it.
+		before := l.cfg.Clock()
+		k := l.cfg.Tx.TxBurst(l.txPkts[sent:l.txN])
+		if l.cfg.Role == RoleSender && k > 0 {
+			after := l.cfg.Clock()
+			if gap := after - before; gap > l.maxTxGap {
+				l.maxTxGap = gap
+				l.Stats.MaxTxStampGapNs.Store(gap)
+			}
+			l.record(sent, sent+k, before+(after-before)/2, (after-before)/2)
+		}
+		sent += k
+		if k == 0 {
+			break
+		}
+	}
+	now := l.cfg.Clock()
+	l.lastTx = now
+	l.Stats.TxFrames.Add(uint64(sent))
+	switch {
+	case sent == l.txN:
+		l.stallSince = 0
+	case sent > 0 || l.stallSince == 0:
+		l.stallSince = now
+	case now-l.stallSince >= l.cfg.StallNs:
+		l.Stats.TxDropped.Add(uint64(l.txN - sent))
+		for i := sent; i < l.txN; i++ {
+			l.one[0] = l.txPkts[i]
+			if l.txOwn[i] {
+				l.cfg.Tx.Free(l.one[:])
+			} else {
+				l.cfg.Rx.Free(l.one[:])
+			}
+		}
+		sent = l.txN
+		l.stallSince = 0
+	}
+	// Keep what is left at the front, in order.
+	rest := copy(l.txPkts, l.txPkts[sent:l.txN])
+	copy(l.txMeta, l.txMeta[sent:l.txN])
+	copy(l.txMec, l.txMec[sent:l.txN])
+	copy(l.txRec, l.txRec[sent:l.txN])
+	copy(l.txOwn, l.txOwn[sent:l.txN])
+	for i := rest; i < l.txN; i++ {
+		l.txPkts[i] = nil
+	}
+	l.txN = rest
+}
+
+// flushAll transmits everything buffered, waiting out back-pressure up to
+// the stall limit (interval ends and stop, never per packet).
+func (l *Lane) flushAll() {
+	for l.txN > 0 {
+		l.flush()
+	}
+}
+
+// record adds the sender's transmitted frames [from, to) to the active
+// synopses with their transmit timestamp ts, known to ±uncert ns.
+func (l *Lane) record(from, to int, ts, uncert uint64) {
+	set := l.cfg.Buffer.Active()
+	var rec uint64
+	for i := from; i < to; i++ {
+		if !l.txRec[i] {
+			continue
+		}
+		m := &l.txMeta[i]
+		set.Record(m, l.txMec[i], ts)
+		set.StampErrNs += uncert
+		l.intFrames++
+		l.intBytes += uint64(m.Len)
+		rec++
+	}
+	l.Stats.Recorded.Add(rec)
+}
+
+// closeInterval ends sender interval curK: everything queued so far is
+// transmitted (and recorded in curK), then the End marker goes out on the
+// same queue right behind it, then the synopses flip to interval k.
+func (l *Lane) closeInterval(k, now uint64) {
+	l.flushAll()
+	old := l.curK
+	if l.cfg.End != nil {
+		e := control.End{StartNs: int64(l.intStart), EndNs: int64(now), Frames: l.intFrames, Bytes: l.intBytes}
+		l.endBuf = l.cfg.End.AppendEnd(l.endBuf[:0], old, &e)
+		l.sendOwn(l.endBuf, &l.Stats.EndsSent, &l.Stats.EndsFailed)
+	}
+	// Several intervals may have passed without a poll (a stalled
+	// worker): the copy then covers them all and is reported merged.
+	if k != old+1 {
+		l.cfg.Buffer.Active().Merged = true
+	}
+	if l.cfg.Buffer.Flip(k-1, now) {
+		l.Stats.Flips.Add(1)
+	}
+	l.curK = k
+	l.intStart, l.intFrames, l.intBytes = now, 0, 0
+}
+
+// sendOwn transmits one frame the appliance originates (End marker,
+// control fragment) on Tx, in a port buffer of its own.
+func (l *Lane) sendOwn(frame []byte, ok, failed *atomic.Uint64) {
+	if l.cfg.Tx.Alloc(l.one[:]) != 1 {
+		failed.Add(1)
+		return
+	}
+	p := l.one[0]
+	if cap(p.Data) < len(frame) {
+		l.cfg.Tx.Free(l.one[:])
+		failed.Add(1)
+		return
+	}
+	p.Data = p.Data[:len(frame)]
+	copy(p.Data, frame)
+	// Wait out back-pressure like data does, up to the stall limit.
+	start := l.cfg.Clock()
+	for {
+		if l.cfg.Tx.TxBurst(l.one[:]) == 1 {
+			ok.Add(1)
+			return
+		}
+		if l.cfg.Clock()-start >= l.cfg.StallNs {
+			break
+		}
+	}
+	l.cfg.Tx.Free(l.one[:])
+	failed.Add(1)
+}
+
+// inject sends up to Pace control frames from the control side, paced so
+// a synopsis of many fragments never takes a burst's worth of the wire.
+func (l *Lane) inject() bool {
+	if l.cfg.Inject == nil {
+		return false
+	}
+	sent := false
+	for i := 0; i < l.cfg.Pace; i++ {
+		if l.cfg.Inject.DequeueBurst(l.injectBuf[:]) != 1 {
+			break
+		}
+		l.flushAll() // keep the order: data queued before stays before
+		l.sendOwn(l.injectBuf[0], &l.Stats.Injected, &l.Stats.InjectFailed)
+		l.injectBuf[0] = nil
+		sent = true
+	}
+	return sent
+}
+
+// controlFrame handles a control frame arriving on the segment port: it is
+// handed to the control side, and an authentic End marker for a newer
+// interval flips the synopses right here, between the frames before it
+// and the frames after it. It reports whether it flipped.
+func (l *Lane) controlFrame(p *Packet, now uint64) bool {
+	l.Stats.ControlStripped.Add(1)
+	if l.cfg.ToControl != nil && !l.cfg.ToControl.Put(p.Data, p.TS) {
+		l.Stats.ControlQueueFull.Add(1)
+	}
+	k, _, st := l.cfg.EndReader.Read(p.Data)
+	switch st {
+	case control.EndNotMarker:
+		return false
+	case control.EndForged, control.EndStale:
+		// Forged, replayed or duplicated: never flip on it.
+		l.Stats.EndsIgnored.Add(1)
+		return false
+	}
+	l.Stats.EndsSeen.Add(1)
+	if l.curK == 0 || k != l.curK+1 {
+		// The copy before the first End began mid-interval (we started
+		// after the sender), or an End marker was lost and the copy holds
+		// more than one interval: either way it matches no single sender
+		// interval.
+		l.cfg.Buffer.Active().Merged = true
+	}
+	l.curK = k
+	if l.cfg.Buffer.Flip(k, p.TS) {
+		l.Stats.Flips.Add(1)
+		return true
+	}
+	return false
+}
+
+// Drain transmits whatever the tx buffer holds (used at stop).
+func (l *Lane) Drain() { l.flushAll() }
+
+// CloseInterval ends the sender's current interval now (used at stop so
+// the last interval is measured and sent).
+func (l *Lane) CloseInterval() {
+	if l.cfg.Role != RoleSender || !l.started {
+		return
+	}
+	now := l.cfg.Clock()
+	l.closeInterval(l.curK+1, now)
+}

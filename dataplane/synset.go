@@ -1,0 +1,200 @@
+package dataplane
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// SynConfig says which synopses a lane records and how big they are. The
+// two appliances of a segment must use equal configurations (the Hello's
+// config hash checks it).
+type SynConfig struct {
+	LDA     synopsis.LDAConfig
+	RDA     *synopsis.RDAConfig // nil: no RDA
+	LDS     *synopsis.LDSConfig // nil: no LDS
+	Classes int                 // MECs; index 0 is "all"
+	Weights []uint32            // LDS flow weight per MEC (nil: all 1)
+}
+
+// SynSet is one copy of a lane's synopses for one interval: an LDA (and
+// optionally an RDA) per MEC, and one LDS over all flows. Record is the
+// per-packet entry point; it allocates nothing and takes no lock.
+type SynSet struct {
+	LDA     []*synopsis.LDA
+	RDA     []*synopsis.RDA
+	LDS     *synopsis.LDS
+	weights []uint32
+	Frames  uint64 // data frames recorded
+	Bytes   uint64
+	// StampErrNs is Σ over recorded frames of how far each timestamp may
+	// be from the frame's real hand-off to the port, ns (sender: half the
+	// clock gap around its TxBurst). StampErrNs/Frames bounds the
+	// systematic error the timestamps add to the mean delay; reports add
+	// it to the sampling bound.
+	StampErrNs uint64
+
+	// Interval bookkeeping, written by the worker before it publishes a
+	// flip, read by the control side after it.
+	FirstK, LastK  uint64 // intervals this copy covers (FirstK < LastK: merged by an overrun or a lost End)
+	StartNs, EndNs uint64 // first and last flip time bounding the copy, ns
+	Merged         bool   // covers more than one interval
+}
+
+// NewSynSet allocates one copy.
+func NewSynSet(cfg SynConfig) (*SynSet, error) {
+	if cfg.Classes < 1 {
+		return nil, fmt.Errorf("dataplane: %d measurement classes", cfg.Classes)
+	}
+	s := &SynSet{weights: cfg.Weights}
+	if s.weights == nil {
+		s.weights = make([]uint32, cfg.Classes)
+		for i := range s.weights {
+			s.weights[i] = 1
+		}
+	}
+	if len(s.weights) != cfg.Classes {
+		return nil, fmt.Errorf("dataplane: %d weights for %d classes", len(s.weights), cfg.Classes)
+	}
+	for i := 0; i < cfg.Classes; i++ {
+		l, err := synopsis.NewLDA(cfg.LDA)
+		if err != nil {
+			return nil, err
+		}
+		s.LDA = append(s.LDA, l)
+		if cfg.RDA != nil {
+			r, err := synopsis.NewRDA(*cfg.RDA)
+			if err != nil {
+				return nil, err
+			}
+			s.RDA = append(s.RDA, r)
+		}
+	}
+	if cfg.LDS != nil {
+		l, err := synopsis.NewLDS(*cfg.LDS)
+		if err != nil {
+			return nil, err
+		}
+		s.LDS = l
+	}
+	return s, nil
+}
+
+// Record adds one packet: its identity, class and timestamp (ns).
+func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
+	s.LDA[mec].Add(m.Hash, ts)
+	if s.RDA != nil {
+		s.RDA[mec].Add(m.Hash, ts)
+	}
+	if s.LDS != nil && m.FlowHash != 0 {
+		s.LDS.Add(m.FlowHash, m.Hash, ts, s.weights[mec])
+	}
+	s.Frames++
+	s.Bytes += uint64(m.Len)
+}
+
+// Reset zeroes the copy for reuse.
+func (s *SynSet) Reset() {
+	for _, l := range s.LDA {
+		l.Reset()
+	}
+	for _, r := range s.RDA {
+		r.Reset()
+	}
+	if s.LDS != nil {
+		s.LDS.Reset()
+	}
+	s.Frames, s.Bytes, s.StampErrNs = 0, 0, 0
+	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false
+}
+
+// DoubleBuffer holds a lane's two copies of its synopses and the epoch
+// protocol of DESIGN §4 between the lane's worker and the control side:
+//
+//   - the worker records into Sets[flips&1];
+//   - to flip (sender: the control side moved the interval clock; receiver:
+//     an End marker arrived) the worker first checks that the control side
+//     has drained the idle copy (released == flips), fills in the active
+//     copy's interval bookkeeping, then publishes flips+1 with one atomic
+//     store: from then on the old copy is the control side's;
+//   - the control side sees flips > released, reads and encodes
+//     Sets[released&1], zeroes it and publishes released+1.
+//
+// If the control side has not drained the idle copy when the next flip is
+// due (an overrun), the worker does not flip: it keeps recording into the
+// active copy, which then covers several intervals and is reported invalid
+// (Merged). Forwarding never waits for the control side.
+type DoubleBuffer struct {
+	Sets     [2]*SynSet
+	flips    atomic.Uint64
+	_        [56]byte // flips is the worker's, released the control side's: separate cache lines
+	released atomic.Uint64
+	_        [56]byte
+	overruns atomic.Uint64
+}
+
+// NewDoubleBuffer allocates both copies.
+func NewDoubleBuffer(cfg SynConfig) (*DoubleBuffer, error) {
+	d := &DoubleBuffer{}
+	for i := range d.Sets {
+		s, err := NewSynSet(cfg)
+		if err != nil {
+			return nil, err
+		}
+		d.Sets[i] = s
+	}
+	return d, nil
+}
+
+// Active is the copy the worker records into now (worker only).
+func (d *DoubleBuffer) Active() *SynSet { return d.Sets[d.flips.Load()&1] }
+
+// Flip closes the active copy as interval k (covering up to nowNs) and
+// switches to the other copy, if the control side has released it. It
+// reports whether it flipped. Worker only; called once per interval.
+func (d *DoubleBuffer) Flip(k, nowNs uint64) bool {
+	f := d.flips.Load()
+	a := d.Sets[f&1]
+	a.LastK, a.EndNs = k, nowNs
+	if d.released.Load() != f {
+		// Overrun: keep recording here; the copy now spans intervals.
+		a.Merged = true
+		d.overruns.Add(1)
+		return false
+	}
+	next := d.Sets[(f+1)&1]
+	next.FirstK, next.StartNs = k+1, nowNs
+	d.flips.Store(f + 1)
+	return true
+}
+
+// Begin sets the active copy's first interval and start time (worker, once
+// before the first packet).
+func (d *DoubleBuffer) Begin(k, nowNs uint64) {
+	a := d.Sets[d.flips.Load()&1]
+	a.FirstK, a.StartNs = k, nowNs
+}
+
+// Idle returns the copy the worker has handed over, if any (control side).
+// The caller reads it, then calls Release.
+func (d *DoubleBuffer) Idle() (*SynSet, bool) {
+	r := d.released.Load()
+	if d.flips.Load() == r {
+		return nil, false
+	}
+	return d.Sets[r&1], true
+}
+
+// Release zeroes the idle copy and gives it back to the worker (control
+// side).
+func (d *DoubleBuffer) Release() {
+	r := d.released.Load()
+	d.Sets[r&1].Reset()
+	d.released.Store(r + 1)
+}
+
+// Overruns counts flips that could not happen because the control side was
+// late.
+func (d *DoubleBuffer) Overruns() uint64 { return d.overruns.Load() }

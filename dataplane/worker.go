@@ -1,0 +1,146 @@
+package dataplane
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// WorkerConfig configures one worker: a goroutine locked to an OS thread,
+// pinned to a core, polling its lanes run-to-completion.
+type WorkerConfig struct {
+	ID    int
+	Core  int // CPU to pin to; < 0: not pinned (shared machines, tests)
+	Lanes []*Lane
+	// IdleSleep, when > 0, makes an idle worker sleep this long after a
+	// run of empty polls, so that a demo on a laptop does not burn a core
+	// per worker. 0 (the appliance on dedicated cores) spins, yielding the
+	// processor now and then.
+	IdleSleep time.Duration
+	// OnStart runs on the worker's thread after pinning, before the first
+	// poll (DPDK registers the thread as an EAL lcore here); OnExit after
+	// the last.
+	OnStart func() error
+	OnExit  func()
+}
+
+// Worker runs its lanes until stopped. Stop is two-phase so that the last
+// interval is measured and shipped: Close asks sender lanes to end their
+// interval (End marker, flip) while forwarding goes on — the control side
+// still needs the lanes to carry its frames — and Quit ends the loop after
+// a final drain.
+type Worker struct {
+	cfg     WorkerConfig
+	closing atomic.Bool
+	closed  atomic.Bool // the lanes have ended their last interval
+	quit    atomic.Bool
+	polls   atomic.Uint64
+	idle    atomic.Uint64
+	done    chan error
+}
+
+// NewWorker checks cfg.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if len(cfg.Lanes) == 0 {
+		return nil, fmt.Errorf("dataplane: worker %d has no lanes", cfg.ID)
+	}
+	if cfg.Core >= runtime.NumCPU() {
+		return nil, fmt.Errorf("dataplane: worker %d: core %d does not exist (this machine has %d)", cfg.ID, cfg.Core, runtime.NumCPU())
+	}
+	return &Worker{cfg: cfg, done: make(chan error, 1)}, nil
+}
+
+// Start runs the worker on its own goroutine; Wait returns its error.
+func (w *Worker) Start() { go func() { w.done <- w.run() }() }
+
+// Wait blocks until the worker has stopped.
+func (w *Worker) Wait() error { return <-w.done }
+
+// Close ends the current interval of every sender lane (at the worker's
+// next poll) and keeps forwarding.
+func (w *Worker) Close() { w.closing.Store(true) }
+
+// Closed reports whether Close has taken effect.
+func (w *Worker) Closed() bool { return w.closed.Load() }
+
+// Quit stops the loop after draining the tx buffers.
+func (w *Worker) Quit() { w.quit.Store(true) }
+
+// Polls and IdlePolls count loop iterations, all and empty.
+func (w *Worker) Polls() uint64     { return w.polls.Load() }
+func (w *Worker) IdlePolls() uint64 { return w.idle.Load() }
+
+func (w *Worker) run() error {
+	if w.cfg.Core >= 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		set.Set(w.cfg.Core)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
+		}
+	}
+	if w.cfg.OnStart != nil {
+		if err := w.cfg.OnStart(); err != nil {
+			return fmt.Errorf("dataplane: worker %d: %w", w.cfg.ID, err)
+		}
+	}
+	if w.cfg.OnExit != nil {
+		defer w.cfg.OnExit()
+	}
+	lanes := w.cfg.Lanes
+	var polls, idle uint64
+	emptyRun := 0
+	for !w.quit.Load() {
+		if w.closing.Load() && !w.closed.Load() {
+			for _, l := range lanes {
+				l.CloseInterval()
+			}
+			w.closed.Store(true)
+		}
+		work := false
+		for _, l := range lanes {
+			if l.Poll() {
+				work = true
+			}
+		}
+		polls++
+		if work {
+			emptyRun = 0
+		} else {
+			idle++
+			emptyRun++
+			switch {
+			case w.cfg.IdleSleep > 0 && emptyRun >= 256:
+				time.Sleep(w.cfg.IdleSleep)
+			case emptyRun&63 == 0:
+				runtime.Gosched()
+			}
+		}
+		if polls&1023 == 0 {
+			w.polls.Store(polls)
+			w.idle.Store(idle)
+		}
+	}
+	// Forward what is still in flight, then flush.
+	for i := 0; i < 64; i++ {
+		work := false
+		for _, l := range lanes {
+			if l.Poll() {
+				work = true
+			}
+		}
+		if !work {
+			break
+		}
+	}
+	for _, l := range lanes {
+		l.Drain()
+	}
+	w.polls.Store(polls)
+	w.idle.Store(idle)
+	return nil
+}
