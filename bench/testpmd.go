@@ -1,0 +1,212 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrNoTestpmd is returned by RunTestpmd when dpdk-testpmd is not installed.
+var ErrNoTestpmd = errors.New("bench: dpdk-testpmd not found (apt-get install dpdk)")
+
+// TestpmdConfig describes one dpdk-testpmd baseline run.
+type TestpmdConfig struct {
+	Binary string   // default "dpdk-testpmd"
+	Vdevs  []string // the port pair, e.g. "net_null0,copy=1", "net_af_xdp0,iface=veth1"
+	// MainCore runs testpmd's prompt; FwdCore runs the forwarding loop,
+	// the single core the comparison is about.
+	MainCore, FwdCore int
+	ForwardMode       string        // "macswap" or "io"; default "macswap"
+	Duration          time.Duration // forwarding time; default 5 s
+	Burst             int           // packets per burst; default 32 (as ldafwd)
+	EAL               []string      // extra EAL arguments
+}
+
+// TestpmdResult is what testpmd forwarded, summed over its ports.
+type TestpmdResult struct {
+	RxPackets, TxPackets uint64
+	RxDropped, TxDropped uint64
+	Elapsed              time.Duration // from "Press enter to exit" (forwarding started) to stop
+	Mpps                 float64       // TxPackets / Elapsed, millions per second
+}
+
+// RunTestpmd runs dpdk-testpmd on cfg.Vdevs with one forwarding core for
+// cfg.Duration in non-interactive mode and returns its accumulated forward
+// statistics. It needs root (EAL) and the dpdk package.
+//
+// Timing: testpmd starts forwarding just before printing "Press enter to
+// exit" and stops when its stdin reaches end of file, so Elapsed runs from
+// seeing that line (stdout made line-buffered with stdbuf) to closing
+// stdin; the startup (EAL init, PMD loading) is not counted.
+func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
+	if cfg.Binary == "" {
+		cfg.Binary = "dpdk-testpmd"
+	}
+	bin, err := exec.LookPath(cfg.Binary)
+	if err != nil {
+		return TestpmdResult{}, ErrNoTestpmd
+	}
+	if cfg.ForwardMode == "" {
+		cfg.ForwardMode = "macswap"
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 5 * time.Second
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 32
+	}
+	if len(cfg.Vdevs) == 0 || cfg.MainCore == cfg.FwdCore {
+		return TestpmdResult{}, fmt.Errorf("bench: testpmd needs vdevs and two different cores (main %d, forwarding %d)", cfg.MainCore, cfg.FwdCore)
+	}
+	args := []string{"-oL", bin, "--no-pci", "--file-prefix", fmt.Sprintf("ldafwd-testpmd-%d", os.Getpid()),
+		"-l", fmt.Sprintf("%d,%d", cfg.MainCore, cfg.FwdCore), "--main-lcore", strconv.Itoa(cfg.MainCore),
+		"-d", "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "--log-level", "lib.eal:error"}
+	if !hasHugepages() {
+		args = append(args, "--no-huge", "-m", "1024", "--no-shconf")
+	} else {
+		args = append(args, "--in-memory")
+	}
+	for _, v := range cfg.Vdevs {
+		args = append(args, "--vdev", v)
+	}
+	args = append(args, cfg.EAL...)
+	args = append(args, "--", "--total-num-mbufs=16384", "--forward-mode="+cfg.ForwardMode,
+		"--burst="+strconv.Itoa(cfg.Burst), "--nb-cores=1")
+	cmd := exec.CommandContext(ctx, "stdbuf", args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return TestpmdResult{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return TestpmdResult{}, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return TestpmdResult{}, fmt.Errorf("bench: start testpmd: %w", err)
+	}
+	started := make(chan time.Time, 1)
+	var out strings.Builder
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line)
+			out.WriteByte('\n')
+			if strings.Contains(line, "Press enter to exit") {
+				started <- time.Now()
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		close(started)
+	}()
+	var t0 time.Time
+	select {
+	case t, ok := <-started:
+		if !ok {
+			wg.Wait()
+			err := cmd.Wait()
+			return TestpmdResult{}, fmt.Errorf("bench: testpmd exited before forwarding (%v): %s", err, tail(out.String()+stderr.String(), 800))
+		}
+		t0 = t
+	case <-ctx.Done():
+		_ = cmd.Wait()
+		return TestpmdResult{}, ctx.Err()
+	}
+	select {
+	case <-time.After(cfg.Duration):
+	case <-ctx.Done():
+	}
+	_ = stdin.Close()
+	t1 := time.Now()
+	wg.Wait()
+	if err := cmd.Wait(); err != nil {
+		return TestpmdResult{}, fmt.Errorf("bench: testpmd: %v: %s", err, tail(stderr.String(), 800))
+	}
+	res, err := ParseTestpmd(out.String())
+	if err != nil {
+		return res, err
+	}
+	res.Elapsed = t1.Sub(t0)
+	res.Mpps = float64(res.TxPackets) / res.Elapsed.Seconds() / 1e6
+	return res, nil
+}
+
+var (
+	accumRe = regexp.MustCompile(`(?s)Accumulated forward statistics for all ports\+*\s*\n(.*?)\n\s*\+{10,}`)
+	fieldRe = regexp.MustCompile(`(RX|TX)-(packets|dropped):\s+(\d+)`)
+)
+
+// ParseTestpmd reads the "Accumulated forward statistics for all ports"
+// block testpmd prints when it stops. With a single port testpmd prints no
+// accumulated block; the one port's block is used then.
+func ParseTestpmd(out string) (TestpmdResult, error) {
+	var res TestpmdResult
+	block := ""
+	if m := accumRe.FindStringSubmatch(out); m != nil {
+		block = m[1]
+	} else if i := strings.LastIndex(out, "Forward statistics for port"); i >= 0 {
+		block = out[i:]
+	} else {
+		return res, errors.New("bench: no forward statistics in testpmd output")
+	}
+	seen := 0
+	for _, f := range fieldRe.FindAllStringSubmatch(block, -1) {
+		v, err := strconv.ParseUint(f[3], 10, 64)
+		if err != nil {
+			return res, fmt.Errorf("bench: testpmd %s-%s %q: %w", f[1], f[2], f[3], err)
+		}
+		switch f[1] + f[2] {
+		case "RXpackets":
+			res.RxPackets = v
+		case "RXdropped":
+			res.RxDropped = v
+		case "TXpackets":
+			res.TxPackets = v
+		case "TXdropped":
+			res.TxDropped = v
+		}
+		seen++
+		if seen == 4 {
+			break
+		}
+	}
+	if seen < 4 {
+		return res, errors.New("bench: testpmd forward statistics incomplete")
+	}
+	return res, nil
+}
+
+func hasHugepages() bool {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "HugePages_Free:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n > 0
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
