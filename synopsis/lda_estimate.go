@@ -15,6 +15,12 @@ const DefaultConfidence = 0.98
 // bound would be a guess.
 const ldaMinStddevRows = 4
 
+// ldaStddevWeightK is K in the collapsed-row weight c/(c+K) of the
+// std-dev estimator: (κ−3)/2 for a delay kurtosis κ ≈ 19 (Weibull with
+// shape ≈ 0.7, the paper's delay model; exponential is 9 → 3). Any K keeps
+// the estimator unbiased; it only moves its variance.
+const ldaStddevWeightK = 8
+
 // LDADiagnostics says why buckets were not used (beyond Estimate's
 // UsableBuckets/TotalBuckets).
 type LDADiagnostics struct {
@@ -110,7 +116,13 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	//     μ² subtracted inside the square instead of after it. The paper's
 	//     F − μ² cancels catastrophically when μ ≫ σ (a long but steady
 	//     path); the centered form does not. lda_test.go pins both.
-	var sumY2 float64
+	//  3. Each collapsed row i gives an unbiased Y_i²/c̃_i of σ². Eq. 5
+	//     weights them by c̃_i, so with banks of very different rates the
+	//     few rows of the busiest bank dominate (64 rows → ±9 % σ even
+	//     without loss). Var(Y²/c) = 2σ⁴ + (κ−3)σ⁴/c (κ: kurtosis), so the
+	//     weight c/(c+K), K ≈ (κ−3)/2, is near optimal: ∝ c for small c as
+	//     in eq. 5, equal for large c. K = ldaStddevWeightK.
+	var sumY2, sumW float64
 	var sTilde uint64
 	off := 0
 	for _, b := range cfg.Banks {
@@ -121,7 +133,9 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 			}
 			y := (float64(int64(po.delay)) - e.MeanNs*float64(po.count)) -
 				(float64(int64(pe.delay)) - e.MeanNs*float64(pe.count))
-			sumY2 += y * y
+			c := float64(pe.count + po.count)
+			sumY2 += y * y / (c + ldaStddevWeightK) // weight c/(c+K) times Y²/c
+			sumW += c / (c + ldaStddevWeightK)
 			sTilde += pe.count + po.count
 			d.UsableRowPairs++
 		}
@@ -129,7 +143,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	}
 	e.StddevSamples = sTilde
 	if sTilde > 0 {
-		e.StddevNs = math.Sqrt(sumY2 / float64(sTilde))
+		e.StddevNs = math.Sqrt(sumY2 / sumW)
 	}
 	if s > 0 && e.StddevNs > 0 {
 		// Eq. 1 solved for the half-width εμ at confidence conf:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -55,9 +56,13 @@ const ldaTraceStart = 1_780_000_000_000_000_000
 
 // genTrace feeds n packets into every sender LDA and the survivors of
 // Bernoulli loss into the matching receiver LDA; it returns the exact truth.
-// Packets are sent every 100 ns; delays are rounded to whole ns.
+// Packets are sent every 100 ns. Delays (whole ns) are drawn from a table
+// of 2^16 draws of the model, made once per model, so that tens of millions
+// of packets cost one random number each.
 func genTrace(seed uint64, n int, loss float64, dm delayModel, senders, receivers []*LDA) ldaTruth {
+	table := delayTable(dm)
 	r := rand.New(rand.NewPCG(seed, seed^0xda3e39cb94b95bdb))
+	lossThreshold := uint64(loss * (1 << 48)) // compared with 48 random bits
 	var tr ldaTruth
 	var sum, sum2 float64
 	for i := 0; i < n; i++ {
@@ -67,22 +72,45 @@ func genTrace(seed uint64, n int, loss float64, dm delayModel, senders, receiver
 			s.Add(h, ts)
 		}
 		tr.sent++
-		if loss > 0 && r.Float64() < loss {
+		x := r.Uint64()
+		if x>>16 < lossThreshold {
 			continue
 		}
-		d := math.Round(dm.draw(r))
+		d := table[x&0xffff]
 		for _, rc := range receivers {
-			rc.Add(h, ts+uint64(int64(d)))
+			rc.Add(h, ts+uint64(d))
 		}
 		tr.received++
-		sum += d
-		sum2 += d * d
+		fd := float64(d)
+		sum += fd
+		sum2 += fd * fd
 	}
 	if tr.received > 0 {
 		tr.meanNs = sum / float64(tr.received)
 		tr.stddev = math.Sqrt(math.Max(0, sum2/float64(tr.received)-tr.meanNs*tr.meanNs))
 	}
 	return tr
+}
+
+var (
+	delayTablesMu sync.Mutex
+	delayTables   = map[string][]int64{}
+)
+
+// delayTable is 2^16 draws of dm rounded to ns (fixed seed per model).
+func delayTable(dm delayModel) []int64 {
+	delayTablesMu.Lock()
+	defer delayTablesMu.Unlock()
+	if t, ok := delayTables[dm.name]; ok {
+		return t
+	}
+	r := rand.New(rand.NewPCG(0x7ab1e, uint64(len(dm.name))))
+	t := make([]int64, 1<<16)
+	for i := range t {
+		t[i] = int64(math.Round(dm.draw(r)))
+	}
+	delayTables[dm.name] = t
+	return t
 }
 
 func relErr(est, truth float64) float64 { return math.Abs(est-truth) / math.Abs(truth) }
@@ -433,4 +461,148 @@ func checkLDAEstimate(t *testing.T, e Estimate, tr ldaTruth) {
 	}
 	t.Logf("S=%d usable %d/%d mean %.1f (true %.1f, rel %.2g%%, CI ±%.1f) sd %.1f (true %.1f, rel %.2g%%)",
 		e.Samples, e.UsableBuckets, e.TotalBuckets, e.MeanNs, tr.meanNs, 100*relErr(e.MeanNs, tr.meanNs), e.MeanCINs, e.StddevNs, tr.stddev, 100*relErr(e.StddevNs, tr.stddev))
+}
+
+// TestLDADefaultRange runs DefaultLDAConfig without tuning from a few
+// thousand to tens of millions of packets per interval at 0 %, 0.1 % and
+// 5 % loss, beside a single bank sized for the true (N, loss) on the same
+// trace. The default must pass checkLDAEstimate everywhere and keep at
+// least 1/6 of the tuned bank's effective samples (the design analysis in
+// sizing.go expects about 1/4 under loss; without loss it keeps ~all).
+func TestLDADefaultRange(t *testing.T) {
+	sizes := []int{3000, 30_000, 300_000, 3_000_000, 10_000_000}
+	if testing.Short() {
+		sizes = []int{3000, 30_000, 300_000}
+	}
+	for _, n := range sizes {
+		for _, loss := range []float64{0, 0.001, 0.05} {
+			t.Run(fmt.Sprintf("n=%d/loss=%g", n, loss), func(t *testing.T) {
+				def, tuned := DefaultLDAConfig(), SizeLDA(uint64(n), []float64{loss}, 1024)
+				a, b := MustNewLDA(def), MustNewLDA(def)
+				ta, tb := MustNewLDA(tuned), MustNewLDA(tuned)
+				tr := genTrace(uint64(n)+uint64(loss*1e4), n, loss, weibullDelay(50_000, 0.7), []*LDA{a, ta}, []*LDA{b, tb})
+				e, _ := EstimateLDA(a, b, 0.98)
+				et, _ := EstimateLDA(ta, tb, 0.98)
+				checkLDAEstimate(t, e, tr)
+				t.Logf("default S=%d rel.err mean %.3f%% sd %.1f%%; tuned %v S=%d rel.err mean %.3f%% sd %.1f%%",
+					e.Samples, 100*relErr(e.MeanNs, tr.meanNs), 100*relErr(e.StddevNs, tr.stddev),
+					tuned, et.Samples, 100*relErr(et.MeanNs, tr.meanNs), 100*relErr(et.StddevNs, tr.stddev))
+				if 6*e.Samples < et.Samples {
+					t.Errorf("default S=%d < 1/6 of tuned S=%d", e.Samples, et.Samples)
+				}
+			})
+		}
+	}
+}
+
+// naivePaperStddev is the ToN paper's estimator as printed (eq. 5, then
+// σ² = F − μ²), over collapsed rows usable when their summed counts match.
+// It is the naive twin of ldaEstimate's centered form.
+func naivePaperStddev(a, b *LDA, mean float64) float64 {
+	var f float64
+	var s uint64
+	for i := 0; i+1 < len(a.cells); i += 2 {
+		ca := a.cells[i].count + a.cells[i+1].count
+		if ca == 0 || ca != b.cells[i].count+b.cells[i+1].count {
+			continue
+		}
+		// T̃ = T[odd] − T[even]; T̃_B − T̃_A as exact int64 arithmetic.
+		y := float64(int64((b.cells[i+1].sum - a.cells[i+1].sum) - (b.cells[i].sum - a.cells[i].sum)))
+		f += y * y
+		s += ca
+	}
+	v := f/float64(s) - mean*mean
+	if v < 0 {
+		return 0
+	}
+	return math.Sqrt(v)
+}
+
+// TestLDAStddevCenteredVsPaper pins the departure from eq. 3: on a
+// short path both agree; on a long steady path (μ ≫ σ) F − μ² cancels
+// catastrophically and the centered form does not.
+func TestLDAStddevCenteredVsPaper(t *testing.T) {
+	cfg := LDAConfig{Banks: []BankConfig{{1024, 3}}}
+	for _, tc := range []struct {
+		dm         delayModel
+		paperLimit float64 // the paper's form is within this relative error
+	}{
+		{weibullDelay(50_000, 0.7), 0.25},
+		{offsetDelay(5_000_000, 3_000), math.Inf(1)}, // no promise
+	} {
+		a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+		tr := genTrace(99, 300_000, 0.001, tc.dm, []*LDA{a}, []*LDA{b})
+		e, _ := EstimateLDA(a, b, 0.98)
+		paper := naivePaperStddev(a, b, e.MeanNs)
+		rc, rp := relErr(e.StddevNs, tr.stddev), relErr(paper, tr.stddev)
+		t.Logf("%s: true σ %.0f, centered %.0f (%.1f%%), paper F−μ² %.0f (%.1f%%)", tc.dm.name, tr.stddev, e.StddevNs, 100*rc, paper, 100*rp)
+		if rc > 0.25 {
+			t.Errorf("%s: centered std-dev off by %.1f%%", tc.dm.name, 100*rc)
+		}
+		if rp > tc.paperLimit {
+			t.Errorf("%s: paper std-dev off by %.1f%%", tc.dm.name, 100*rp)
+		}
+	}
+}
+
+func BenchmarkLDAAdd(b *testing.B) {
+	dig := DefaultLDAConfig()
+	dig.Digest = true
+	for _, c := range []struct {
+		name string
+		cfg  LDAConfig
+	}{
+		{"default", DefaultLDAConfig()},
+		{"default+digest", dig},
+		{"paper2x512", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024)},
+		{"1bank-p1", LDAConfig{Banks: []BankConfig{{1024, 0}}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			l := MustNewLDA(c.cfg)
+			hs := make([]uint64, 4096)
+			for i := range hs {
+				hs[i] = splitmix64(uint64(i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l.Add(hs[i&4095], uint64(i))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
+		})
+	}
+}
+
+func BenchmarkEstimateLDA(b *testing.B) {
+	x, y, _ := filledLDAPair(b, DefaultLDAConfig(), 200_000, 0.01, expDelay(10_000))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := EstimateLDA(x, y, 0.98); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLDACompact(b *testing.B) {
+	x, y, _ := filledLDAPair(b, DefaultLDAConfig(), 200_000, 0.01, expDelay(10_000))
+	buf, _ := x.AppendCompact(nil, DefaultCompactBounds())
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			buf, _ = x.AppendCompact(buf[:0], DefaultCompactBounds())
+		}
+		b.ReportMetric(float64(8*len(buf)), "bits")
+	})
+	b.Run("decode+estimate", func(b *testing.B) {
+		b.ReportAllocs()
+		var c CompactLDA
+		for i := 0; i < b.N; i++ {
+			if err := c.UnmarshalBinary(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := EstimateLDACompact(&c, y, 0.98); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
