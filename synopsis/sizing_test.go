@@ -80,7 +80,7 @@ func TestSizeLDAEffectiveSamples(t *testing.T) {
 			tr := genTrace(uint64(loss*1e6), n, loss, expDelay(10_000), []*LDA{a}, []*LDA{b})
 			e, _ := EstimateLDA(a, b, 0.98)
 			m := float64(cfg.Banks[0].Rows)
-			bound := SizingAlpha * (1 - SizingAlpha) * m / (float64(tr.lost())+1) * float64(tr.received)
+			bound := SizingAlpha * (1 - SizingAlpha) * m / (float64(tr.lost()) + 1) * float64(tr.received)
 			t.Logf("%v: S=%d, eq. 2 bound %.0f (ratio %.2f)", cfg, e.Samples, bound, float64(e.Samples)/bound)
 			if float64(e.Samples) < 0.6*bound {
 				t.Errorf("S=%d < 0.6 × eq. 2 bound %.0f", e.Samples, bound)
