@@ -242,6 +242,24 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("MAC addresses changed the meta")
 			}
 		}
+		if at := l3At(frame); a.Flags&(FlagIPv4|FlagIPv6) != 0 && at >= 0 {
+			// TTL/hop limit, DSCP/ECN and the IPv4 header checksum are
+			// not part of the identity.
+			g := cloneB(frame)
+			if a.Flags&FlagIPv4 != 0 {
+				g[at+1] ^= 0xff // TOS
+				g[at+8]--       // TTL
+				g[at+10] ^= 0x5a
+			} else {
+				g[at] ^= 0x0f // traffic class, high nibble
+				g[at+1] ^= 0xf0
+				g[at+7]-- // hop limit
+			}
+			Parse(g, &b)
+			if b.Hash != a.Hash || b.Flow != a.Flow || b.FlowHash != a.FlowHash {
+				t.Fatalf("TTL/DSCP/checksum changed the identity")
+			}
+		}
 		if a.Flags&(FlagIPv4|FlagIPv6) != 0 && a.Flags&FlagTruncated == 0 {
 			g := append(cloneB(frame), 0xff, 0xee, 0, 1, 2, 3, 4)
 			Parse(g, &b)
@@ -251,4 +269,28 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// l3At finds the IP header behind up to maxVLANTags tags, written apart
+// from Parse; -1 if the frame has no complete IP header there.
+func l3At(f []byte) int {
+	at := 12
+	for n := 0; n <= maxVLANTags && at+2 <= len(f); n++ {
+		et := binary.BigEndian.Uint16(f[at:])
+		switch et {
+		case 0x8100, 0x88a8, 0x9100:
+			at += 4
+			continue
+		case 0x0800:
+			if at+2+20 <= len(f) {
+				return at + 2
+			}
+		case 0x86dd:
+			if at+2+40 <= len(f) {
+				return at + 2
+			}
+		}
+		return -1
+	}
+	return -1
 }

@@ -206,3 +206,34 @@ func FuzzParseMEC(f *testing.F) {
 		}
 	})
 }
+
+// TestDocsExample checks the example in docs/mec.md.
+func TestDocsExample(t *testing.T) {
+	c, err := NewClassifierFromSpecs([]string{
+		"voice=dscp:ef,proto:udp,dport:16384-32767",
+		"mgmt=src:10.0.0.0/8|192.168.0.0/16,vlan:100",
+		"v6web=dst:2001:db8::/32,proto:tcp,dport:80|443,weight:4",
+		"assured=dscp:af11-af43",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := net.IPv4(10, 1, 2, 3)
+	for _, tt := range []struct {
+		p    pkt
+		want string
+	}{
+		{pkt{proto: layers.IPProtocolUDP, src: src, tags: []uint16{100}, tos: 46 << 2, dport: 20000}, "voice"},
+		{pkt{proto: layers.IPProtocolTCP, src: src, tags: []uint16{100}, tos: 46 << 2, dport: 20000}, "mgmt"},
+		{pkt{proto: layers.IPProtocolTCP, src: src, tos: 26 << 2}, "assured"},
+		{pkt{proto: layers.IPProtocolTCP, src: src}, "all"},
+	} {
+		m := parsed(tt.p.frame(t))
+		if got := c.Names()[c.Classify(&m)]; got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.p, got, tt.want)
+		}
+	}
+	if c.Weight(3) != 4 {
+		t.Error("v6web weight")
+	}
+}
