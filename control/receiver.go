@@ -341,6 +341,27 @@ func (r *Receiver) Hello() *Hello { return r.asm.hello }
 // payload bytes they hold.
 func (r *Receiver) InFlight() (intervals, bytes int) { return len(r.asm.inflight), r.asm.bytes }
 
+// Each calls fn with a stable snake_case name and the value of every
+// counter, in declaration order, so exporters (Prometheus, logs) need no
+// list of their own.
+func (c Counters) Each(fn func(name string, v uint64)) {
+	for _, x := range []struct {
+		n string
+		v uint64
+	}{
+		{"accepted", c.Accepted}, {"not_control", c.NotControl}, {"truncated", c.Truncated},
+		{"bad_magic", c.BadMagic}, {"bad_version", c.BadVersion}, {"bad_header", c.BadHeader},
+		{"bad_payload", c.BadPayload}, {"bad_tag", c.BadTag}, {"wrong_direction", c.WrongDirection},
+		{"stale_session", c.StaleSession}, {"unknown_session", c.UnknownSession}, {"stale_hello", c.StaleHello},
+		{"session_restarts", c.SessionRestarts}, {"replayed", c.Replayed}, {"too_old", c.TooOld},
+		{"out_of_order", c.OutOfOrder}, {"duplicate", c.Duplicate}, {"late", c.Late},
+		{"unknown_part", c.UnknownPart}, {"inconsistent", c.Inconsistent}, {"oversize", c.Oversize},
+		{"evicted", c.Evicted}, {"timeout", c.Timeout}, {"bundles", c.Bundles}, {"failures", c.Failures},
+	} {
+		fn(x.n, x.v)
+	}
+}
+
 // Counters returns a snapshot of the counters. It is safe to call from any
 // goroutine.
 func (r *Receiver) Counters() Counters {

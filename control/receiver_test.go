@@ -635,3 +635,35 @@ func TestClockSkewGuard(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+// TestCountersEach: every counter has a name, once, and Each reports the
+// value of the field it names (checked by setting each counter alone).
+func TestCountersEach(t *testing.T) {
+	var r Receiver
+	names := map[string]bool{}
+	for i := 0; i < numCounters; i++ {
+		r.c = counterSet{}
+		r.c[i].Store(uint64(i + 1))
+		var hits int
+		r.Counters().Each(func(name string, v uint64) {
+			if i == 0 {
+				if names[name] {
+					t.Fatalf("name %q twice", name)
+				}
+				names[name] = true
+			}
+			if v != 0 {
+				hits++
+				if v != uint64(i+1) {
+					t.Fatalf("counter %d reported as %d under %q", i, v, name)
+				}
+			}
+		})
+		if hits != 1 {
+			t.Fatalf("counter %d reported %d times", i, hits)
+		}
+	}
+	if len(names) != numCounters {
+		t.Fatalf("%d names for %d counters", len(names), numCounters)
+	}
+}
