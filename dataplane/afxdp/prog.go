@@ -202,7 +202,11 @@ func xdpAttached(ifindex int) (id uint32, flags uint32, err error) {
 }
 
 // xdpDetach sets the interface's XDP program to none (fd -1) in mode flags.
-func xdpDetach(ifindex int, flags uint32) error {
+func xdpDetach(ifindex int, flags uint32) error { return xdpSetFD(ifindex, -1, flags) }
+
+// xdpSetFD attaches program fd (-1: none) through netlink, the pre-bpf_link
+// way (tests use it to fake a leftover of a crashed run).
+func xdpSetFD(ifindex int, progFD int, flags uint32) error {
 	attr := func(t uint16, v []byte) []byte {
 		b := make([]byte, 4, 4+len(v)+3)
 		binary.NativeEndian.PutUint16(b[0:2], uint16(4+len(v)))
@@ -213,7 +217,7 @@ func xdpDetach(ifindex int, flags uint32) error {
 		}
 		return b
 	}
-	fd := binary.NativeEndian.AppendUint32(nil, ^uint32(0)) // -1
+	fd := binary.NativeEndian.AppendUint32(nil, uint32(int32(progFD)))
 	fl := binary.NativeEndian.AppendUint32(nil, flags)
 	nested := append(attr(unix.IFLA_XDP_FD, fd), attr(unix.IFLA_XDP_FLAGS, fl)...)
 	_, err := netlinkDo(unix.RTM_SETLINK, unix.NLM_F_ACK, ifindex, attr(unix.IFLA_XDP|unix.NLA_F_NESTED, nested))

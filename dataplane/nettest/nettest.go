@@ -236,15 +236,63 @@ func Frame(dst, src net.HardwareAddr, tag uint32, seq uint64, size int) []byte {
 	return b
 }
 
+// UDPFrame builds an IPv4/UDP test frame of size bytes (at least 60) from
+// 10.0.0.1:sport to 10.0.0.2:9; the UDP payload is a 4-byte tag, an 8-byte
+// sequence number and bytes derived from it. Varying sport varies the flow
+// hash, which spreads frames over a multi-queue veth's queues.
+func UDPFrame(dst, src net.HardwareAddr, tag uint32, seq uint64, size int, sport uint16) []byte {
+	size = max(size, 60)
+	b := make([]byte, size)
+	copy(b[0:6], dst)
+	copy(b[6:12], src)
+	binary.BigEndian.PutUint16(b[12:14], 0x0800)
+	ip := b[14:34]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:4], uint16(size-14))
+	ip[8] = 64
+	ip[9] = 17
+	copy(ip[12:16], []byte{10, 0, 0, 1})
+	copy(ip[16:20], []byte{10, 0, 0, 2})
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	sum = sum>>16 + sum&0xffff
+	sum += sum >> 16
+	binary.BigEndian.PutUint16(ip[10:12], ^uint16(sum))
+	udp := b[34:42]
+	binary.BigEndian.PutUint16(udp[0:2], sport)
+	binary.BigEndian.PutUint16(udp[2:4], 9)
+	binary.BigEndian.PutUint16(udp[4:6], uint16(size-34))
+	binary.BigEndian.PutUint32(b[42:46], tag)
+	binary.BigEndian.PutUint64(b[46:54], seq)
+	for i := 54; i < size; i++ {
+		b[i] = byte(seq) + byte(i)
+	}
+	return b
+}
+
 // ParseFrame returns the tag and sequence number of a frame built by Frame
-// and whether it is one (right EtherType, length and payload bytes).
+// or UDPFrame and whether it is one (right EtherType, length and payload
+// bytes).
 func ParseFrame(b []byte) (tag uint32, seq uint64, ok bool) {
-	if len(b) < 60 || binary.BigEndian.Uint16(b[12:14]) != EtherType {
+	if len(b) < 60 {
 		return 0, 0, false
 	}
-	tag = binary.BigEndian.Uint32(b[14:18])
-	seq = binary.BigEndian.Uint64(b[18:26])
-	for i := 26; i < len(b); i++ {
+	off := 14
+	switch binary.BigEndian.Uint16(b[12:14]) {
+	case EtherType:
+	case 0x0800:
+		if b[14] != 0x45 || b[23] != 17 || binary.BigEndian.Uint16(b[36:38]) != 9 {
+			return 0, 0, false
+		}
+		off = 42
+	default:
+		return 0, 0, false
+	}
+	tag = binary.BigEndian.Uint32(b[off : off+4])
+	seq = binary.BigEndian.Uint64(b[off+4 : off+12])
+	for i := off + 12; i < len(b); i++ {
 		if b[i] != byte(seq)+byte(i) {
 			return 0, 0, false
 		}

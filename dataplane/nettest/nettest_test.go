@@ -45,6 +45,14 @@ func TestParseFrame(t *testing.T) {
 	if tag, seq, ok := ParseFrame(f); !ok || tag != 1 || seq != 99 {
 		t.Fatalf("ParseFrame = %d %d %v", tag, seq, ok)
 	}
+	u := UDPFrame(nil, nil, 2, 77, 90, 1234)
+	if tag, seq, ok := ParseFrame(u); !ok || tag != 2 || seq != 77 {
+		t.Fatalf("ParseFrame(UDP) = %d %d %v", tag, seq, ok)
+	}
+	u[60]++
+	if _, _, ok := ParseFrame(u); ok {
+		t.Fatal("corrupted UDP payload accepted")
+	}
 	f[40]++
 	if _, _, ok := ParseFrame(f); ok {
 		t.Fatal("corrupted payload accepted")
