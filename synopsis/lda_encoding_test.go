@@ -138,9 +138,7 @@ func FuzzLDAUnmarshalBinary(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if est.Valid && (math.IsNaN(est.MeanNs) || math.IsInf(est.MeanNs, 0) || math.IsNaN(est.MeanCINs)) {
-				t.Fatalf("valid estimate with a non-finite number: %+v", est)
-			}
+			checkLDAFinite(t, est)
 		}
 		l.Add(0xdeadbeef, 1)
 	})
@@ -377,10 +375,37 @@ func FuzzLDACompactUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if est.Valid && (math.IsNaN(est.MeanNs) || math.IsInf(est.MeanNs, 0) || math.IsNaN(est.MeanCINs)) {
-			t.Fatalf("valid estimate with a non-finite number: %+v", est)
-		}
+		checkLDAFinite(t, est)
 		_ = c.Bounds()
 		_ = c.BucketCount(0, 0)
 	})
+}
+
+// checkLDAFinite: reports are JSON, which has no NaN or Inf; every float
+// of every estimate, valid or not, must be finite.
+func checkLDAFinite(t *testing.T, e Estimate) {
+	t.Helper()
+	for _, v := range []float64{e.MeanNs, e.StddevNs, e.MeanCINs, e.Conf} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("non-finite number in estimate %+v", e)
+		}
+	}
+}
+
+func TestLDABadConfidence(t *testing.T) {
+	a, b, _ := filledLDAPair(t, DefaultLDAConfig(), 10_000, 0.001, expDelay(1000))
+	for _, conf := range []float64{-1, 1, 2, math.NaN(), math.Inf(1)} {
+		e, err := EstimateLDA(a, b, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Valid || e.Reason == "" || e.MeanCINs != 0 {
+			t.Fatalf("conf %v: %+v", conf, e)
+		}
+		checkLDAFinite(t, e)
+	}
+	e, _ := EstimateLDA(a, b, 0)
+	if e.Conf != DefaultConfidence || !e.Valid {
+		t.Fatalf("conf 0: %+v", e)
+	}
 }

@@ -145,7 +145,11 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	if sTilde > 0 {
 		e.StddevNs = math.Sqrt(sumY2 / sumW)
 	}
-	if s > 0 && e.StddevNs > 0 {
+	confOK := conf > 0 && conf < 1
+	if !confOK {
+		e.Conf = 0 // keep every float finite (reports are JSON); Reason names the bad value
+	}
+	if s > 0 && e.StddevNs > 0 && confOK {
 		// Eq. 1 solved for the half-width εμ at confidence conf:
 		// 2·exp(−ε²Sμ²/2σ²) = 1−conf  ⇒  εμ = σ·sqrt(2·ln(2/(1−conf))/S).
 		e.MeanCINs = e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf))/float64(s))
@@ -153,7 +157,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	e.MeanCINs += meanErrNs
 
 	switch {
-	case !(conf > 0 && conf < 1):
+	case !confOK:
 		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
 	case received > sent:
 		e.Reason = fmt.Sprintf("receiver recorded %d packets, sender %d: reordering across the interval boundary or duplication", received, sent)
