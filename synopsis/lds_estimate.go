@@ -108,8 +108,9 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	rates := r.cfg.RowRates
 
 	sentMin, lossMin := math.Inf(1), math.Inf(1)
+	fx := Remix(flowHash, SaltLDSRow)
 	for row := 0; row < s.rows; row++ {
-		base := s.flowBase(flowHash, row)
+		base := s.flowBase(fx, row)
 		var rowS, rowR uint64
 		for j := uint64(0); j < s.k; j++ {
 			c := base + j
