@@ -606,3 +606,39 @@ func BenchmarkLDACompact(b *testing.B) {
 		}
 	})
 }
+
+// TestLDAShardsConcurrent is the dataplane's use under the race detector:
+// each worker goroutine owns one shard, the control side merges them after
+// the workers are done, and the result equals one LDA fed everything.
+func TestLDAShardsConcurrent(t *testing.T) {
+	const workers, perWorker = 4, 20_000
+	cfg := DefaultLDAConfig()
+	cfg.Digest = true
+	shards := make([]*LDA, workers)
+	var wg sync.WaitGroup
+	for w := range shards {
+		shards[w] = MustNewLDA(cfg)
+		wg.Add(1)
+		go func(l *LDA, w int) {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				k := uint64(w*perWorker + i)
+				l.Add(splitmix64(k), ldaTraceStart+k)
+			}
+		}(shards[w], w)
+	}
+	wg.Wait()
+	whole := MustNewLDA(cfg)
+	for k := uint64(0); k < workers*perWorker; k++ {
+		whole.Add(splitmix64(k), ldaTraceStart+k)
+	}
+	merged := MustNewLDA(cfg)
+	for _, s := range shards {
+		if err := merged.Merge(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !merged.equalState(whole) {
+		t.Fatal("concurrently filled shards do not merge to the single LDA")
+	}
+}
