@@ -3,33 +3,47 @@ package classifier
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // Classifier assigns a MEC id to a parsed packet: the index+1 of the first
 // rule that matches, 0 ("all") when none does. It is immutable after
 // NewClassifier, so any number of workers may share one without locking.
+//
+// With at most 64 rules Classify uses bit vectors (Lakshman and
+// Stiliadis' bit-parallel classification): per DSCP value and per protocol
+// a 64-bit set of the rules that accept it, so one AND leaves the
+// candidate rules and only those are tested further, lowest (first) rule
+// first. Above 64 rules it tests every rule in order.
 type Classifier struct {
 	rules   []compiled
 	names   []string // index = MEC id
 	weights []uint32 // index = MEC id
+
+	bitvec   bool        // len(rules) <= 64: use the sets below
+	dscpSet  [64]uint64  // bit i: rule i accepts this DSCP (IP packets)
+	protoSet [256]uint64 // bit i: rule i accepts this protocol (IP packets)
+	nonIPSet uint64      // bit i: rule i can match a non-IP frame
+	famSet   [2]uint64   // bit i: rule i\'s prefixes allow IPv4 [0] / IPv6 [1]
+	portSet  uint64      // bit i: rule i has a port condition
 }
 
-// Condition bits in compiled.has.
+// Condition bits in compiled.slow.
 const (
 	hasVLAN uint8 = 1 << iota
-	hasDSCP
-	hasProto
 	hasSrc
 	hasDst
 	hasSport
 	hasDport
 )
 
-// compiled is a Rule laid out for Classify: DSCP and protocol as bitsets,
-// prefixes as masked 128-bit values, so matching is loads, ANDs and
-// compares.
+// compiled is a Rule laid out for Classify: DSCP and protocol as bitsets
+// (all ones when the rule has no such condition) tested inline, the rest
+// (VLAN, prefixes, ports) in match, so a rule that fails on DSCP or
+// protocol costs a few loads and no call.
 type compiled struct {
-	has          uint8
+	ipOnly       bool      // the rule has a DSCP, protocol or prefix condition
+	slow         uint8     // hasVLAN|hasSrc|hasDst|hasSport|hasDport bits present
 	dscp         uint64    // bit d set: DSCP d matches
 	proto        [4]uint64 // bit p set: protocol p matches
 	vlan         []Range
@@ -81,6 +95,34 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 		}
 		c.weights = append(c.weights, w)
 	}
+	if len(c.rules) <= 64 {
+		c.bitvec = true
+		for i := range c.rules {
+			r := &c.rules[i]
+			bit := uint64(1) << i
+			for d := 0; d < 64; d++ {
+				if r.dscp&(1<<d) != 0 {
+					c.dscpSet[d] |= bit
+				}
+			}
+			for p := 0; p < 256; p++ {
+				if r.proto[p>>6]&(1<<(p&63)) != 0 {
+					c.protoSet[p] |= bit
+				}
+			}
+			if !r.ipOnly {
+				c.nonIPSet |= bit
+			}
+			if r.slow&(hasSport|hasDport) != 0 {
+				c.portSet |= bit
+			}
+			for fam, v6 := range []bool{false, true} {
+				if allowsFamily(r.src, v6) && allowsFamily(r.dst, v6) {
+					c.famSet[fam] |= bit
+				}
+			}
+		}
+	}
 	return c, nil
 }
 
@@ -99,13 +141,14 @@ func NewClassifierFromSpecs(specs []string) (*Classifier, error) {
 }
 
 func compile(r *Rule) compiled {
-	var c compiled
+	c := compiled{dscp: ^uint64(0), proto: [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}}
 	if r.VLAN != nil {
-		c.has |= hasVLAN
+		c.slow |= hasVLAN
 		c.vlan = append([]Range(nil), r.VLAN...)
 	}
 	if r.DSCP != nil {
-		c.has |= hasDSCP
+		c.ipOnly = true
+		c.dscp = 0
 		for _, x := range r.DSCP {
 			for v := x.Lo; v <= x.Hi; v++ {
 				c.dscp |= 1 << v
@@ -113,7 +156,8 @@ func compile(r *Rule) compiled {
 		}
 	}
 	if r.Proto != nil {
-		c.has |= hasProto
+		c.ipOnly = true
+		c.proto = [4]uint64{}
 		for _, x := range r.Proto {
 			for v := int(x.Lo); v <= int(x.Hi); v++ {
 				c.proto[v>>6] |= 1 << (v & 63)
@@ -121,21 +165,23 @@ func compile(r *Rule) compiled {
 		}
 	}
 	if r.SrcPort != nil {
-		c.has |= hasSport
+		c.slow |= hasSport
 		c.sport = append([]Range(nil), r.SrcPort...)
 	}
 	if r.DstPort != nil {
-		c.has |= hasDport
+		c.slow |= hasDport
 		c.dport = append([]Range(nil), r.DstPort...)
 	}
 	if r.Src != nil {
-		c.has |= hasSrc
+		c.ipOnly = true
+		c.slow |= hasSrc
 		for _, p := range r.Src {
 			c.src = append(c.src, compilePrefix(p.Addr().As16(), p.Bits(), p.Addr().Is6()))
 		}
 	}
 	if r.Dst != nil {
-		c.has |= hasDst
+		c.ipOnly = true
+		c.slow |= hasDst
 		for _, p := range r.Dst {
 			c.dst = append(c.dst, compilePrefix(p.Addr().As16(), p.Bits(), p.Addr().Is6()))
 		}
@@ -169,48 +215,86 @@ func (c *Classifier) Classify(m *Meta) uint16 {
 	if c == nil || len(c.rules) == 0 {
 		return 0
 	}
+	ip := m.Flags&(FlagIPv4|FlagIPv6) != 0
+	if c.bitvec {
+		cand := c.nonIPSet
+		if ip {
+			fam := 0
+			if m.Flow.IPv6 {
+				fam = 1
+			}
+			cand = c.dscpSet[m.DSCP&63] & c.protoSet[m.Proto] & c.famSet[fam]
+		}
+		if m.Flags&FlagPorts == 0 {
+			cand &^= c.portSet
+		}
+		for cand != 0 {
+			i := bits.TrailingZeros64(cand)
+			if r := &c.rules[i&63]; r.slow == 0 || r.match(m) {
+				return uint16(i + 1)
+			}
+			cand &= cand - 1
+		}
+		return 0
+	}
+	return c.classifyLinear(m, ip)
+}
+
+// classifyLinear tests every rule in order: more than 64 rules, and the
+// reference the bit-vector path is tested against.
+func (c *Classifier) classifyLinear(m *Meta, ip bool) uint16 {
+	dbit := uint64(1) << (m.DSCP & 63)
+	pword, pbit := m.Proto>>6, uint64(1)<<(m.Proto&63)
 	for i := range c.rules {
-		if c.rules[i].match(m) {
+		r := &c.rules[i]
+		if r.ipOnly && !ip || r.dscp&dbit == 0 || r.proto[pword&3]&pbit == 0 {
+			continue
+		}
+		if r.slow == 0 || r.match(m) {
 			return uint16(i + 1)
 		}
 	}
 	return 0
 }
 
+// match tests the conditions Classify does not test inline. DSCP and
+// protocol have passed; if the rule has a prefix condition, m is IP.
 func (r *compiled) match(m *Meta) bool {
-	ip := m.Flags&(FlagIPv4|FlagIPv6) != 0
-	if r.has&hasVLAN != 0 && !inRanges(r.vlan, m.VLAN) {
+	if r.slow&hasVLAN != 0 && !inRanges(r.vlan, m.VLAN) {
 		return false
 	}
-	if r.has&(hasDSCP|hasProto|hasSrc|hasDst) != 0 {
-		if !ip {
-			return false
-		}
-		if r.has&hasDSCP != 0 && r.dscp&(1<<(m.DSCP&63)) == 0 {
-			return false
-		}
-		if r.has&hasProto != 0 && r.proto[m.Proto>>6]&(1<<(m.Proto&63)) == 0 {
-			return false
-		}
-		if r.has&hasSrc != 0 && !inPrefixes(r.src, &m.Flow.Src, m.Flow.IPv6) {
-			return false
-		}
-		if r.has&hasDst != 0 && !inPrefixes(r.dst, &m.Flow.Dst, m.Flow.IPv6) {
-			return false
-		}
+	if r.slow&hasSrc != 0 && !inPrefixes(r.src, &m.Flow.Src, m.Flow.IPv6) {
+		return false
 	}
-	if r.has&(hasSport|hasDport) != 0 {
+	if r.slow&hasDst != 0 && !inPrefixes(r.dst, &m.Flow.Dst, m.Flow.IPv6) {
+		return false
+	}
+	if r.slow&(hasSport|hasDport) != 0 {
 		if m.Flags&FlagPorts == 0 {
 			return false
 		}
-		if r.has&hasSport != 0 && !inRanges(r.sport, m.Flow.SrcPort) {
+		if r.slow&hasSport != 0 && !inRanges(r.sport, m.Flow.SrcPort) {
 			return false
 		}
-		if r.has&hasDport != 0 && !inRanges(r.dport, m.Flow.DstPort) {
+		if r.slow&hasDport != 0 && !inRanges(r.dport, m.Flow.DstPort) {
 			return false
 		}
 	}
 	return true
+}
+
+// allowsFamily: a prefix list (nil = no condition) that can match an
+// address of that family.
+func allowsFamily(ps []prefix, v6 bool) bool {
+	if ps == nil {
+		return true
+	}
+	for _, p := range ps {
+		if p.v6 == v6 {
+			return true
+		}
+	}
+	return false
 }
 
 func inRanges(rs []Range, v uint16) bool {
