@@ -24,8 +24,9 @@ type RDAStats struct {
 	Repaired   int // decoded packets whose timestamps were found and removed from their cells
 	Unrepaired int // decoded packets without a timestamp: their cells are left out
 	// Inconsistent: decoded identities a cache contradicts (a "lost"
-	// packet the receiver saw, or one the sender's full cache should
-	// hold but does not): false pure cells. Their cells are left out.
+	// packet the receiver saw, an "extra" one the sender saw, or one the
+	// full cache of its own side should hold but does not): false pure
+	// cells, or packets duplicated on the path. Their cells are left out.
 	Inconsistent int
 	// Coverage is Repaired / SetDifference (1 with no difference).
 	Coverage float64
@@ -118,19 +119,25 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	}
 	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
 		ts, ok := own.cache.Lookup(id)
+		contradicted := false
 		if other.cache != nil && !other.cache.partial {
-			if _, seen := other.cache.Lookup(id); seen {
-				ok = false // the other end saw it: a false pure cell
-				st.Inconsistent++
-			}
+			// The other end saw it too: a false pure cell, or a packet
+			// duplicated on the path (a receiver duplicate decodes as an
+			// extra copy; the cache holds the first copy's timestamp
+			// only, so it cannot be repaired exactly).
+			_, contradicted = other.cache.Lookup(id)
 		}
 		if !ok && haveOwn && Covers(id, lvOwn) {
 			switch {
 			case own.cache != nil && !own.cache.partial:
-				st.Inconsistent++ // the full cache must hold it: not a real packet
+				contradicted = true // the full cache must hold it: not a real packet
 			case own == sender:
 				st.MissingSender = append(st.MissingSender, id)
 			}
+		}
+		if contradicted {
+			ok = false
+			st.Inconsistent++
 		}
 		if ok {
 			st.Repaired++
@@ -213,11 +220,11 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	case sent > recv:
 		e.Lost = uint64(sent - recv)
 	}
-	// N: packets seen at both ends (exact when the decode is complete).
-	nMatched := float64(maxCount)
-	if dec.Complete {
-		nMatched = float64(sent - int64(st.Lost))
-	}
+	// N: packets seen at both ends; exact when the decode is complete,
+	// else bounded above by sent − decoded lost (undecoded lost packets
+	// hide in the damaged cells). The upper bound keeps the
+	// finite-population factor of the confidence bound conservative.
+	nMatched := math.Max(float64(sent-int64(st.Lost)), float64(maxCount))
 
 	// Std-dev: Algorithm 2 (selective collapse: per bank, pair the
 	// usable non-empty cells in index order) and the centred Algorithm 3.
@@ -286,7 +293,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		case !dec.Complete:
 			st.Note = fmt.Sprintf("decode incomplete: %d cells unpeeled (set difference beyond the capacity of %d×%d cells); mean from %d of %d cells", dec.ResidualCells, k, m, st.UsableCells, len(R))
 		case st.Inconsistent > 0:
-			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (false pure cells); their cells left out", st.Inconsistent)
+			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (duplicated packets or false pure cells); their cells left out", st.Inconsistent)
 		case len(st.MissingSender) > 0:
 			st.Note = fmt.Sprintf("%d lost packets await sender timestamps (request them); their cells left out", len(st.MissingSender))
 		case st.Unrepaired > 0:

@@ -215,3 +215,341 @@ func TestRDAConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRDAExchange follows the wire exchange of docs/rda.md: the sender's
+// RDA crosses as bytes; the receiver repairs extras from its own cache at
+// once and asks for the lost packets' sender timestamps in one request.
+func TestRDAExchange(t *testing.T) {
+	cfg := RDAConfig{Banks: 3, Cells: 1024, CacheBudget: 2 << 20}
+	for _, sc := range []rdaScenario{
+		{n: 20_000, extra: 50, baseDelayNs: 20_000, jitterNs: 5_000},
+		{n: 20_000, lost: 70, extra: 30, rewritten: 10, baseDelayNs: 20_000, jitterNs: 5_000},
+	} {
+		s, r := rdaPair(t, cfg)
+		tr := rdaRun(42, sc, []*RDA{s}, []*RDA{r})
+		wire, err := s.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got RDA
+		if err := got.UnmarshalBinary(wire); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := got.AppendBinary(nil)
+		if !slices.Equal(wire, again) {
+			t.Fatal("re-encoding the decoded RDA changed the bytes")
+		}
+		if w := RDAWireBytes(3, 1024, 20_000, 20e6); math.Abs(float64(w-len(wire))) > 0.15*float64(len(wire)) {
+			t.Errorf("RDAWireBytes %d, encoding is %d bytes", w, len(wire))
+		}
+		e, st, err := EstimateRDA(&got, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLost := sc.lost + sc.rewritten
+		if wantLost == 0 {
+			// Extras only: repaired from the receiver's cache, no round trip.
+			if !st.Exact || rdaRelErr(e.MeanNs, tr.meanNs) > 1e-9 || len(st.MissingSender) != 0 {
+				t.Fatalf("extras only: want exact without a request: %+v %+v", e, st)
+			}
+			continue
+		}
+		if st.Exact || len(st.MissingSender) != wantLost || !e.Valid || st.Note == "" {
+			t.Fatalf("before the reply: exact=%v missing=%d (want %d) valid=%v note=%q", st.Exact, len(st.MissingSender), wantLost, e.Valid, st.Note)
+		}
+		if math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+			t.Errorf("provisional mean %v outside %v ± %v", e.MeanNs, tr.meanNs, e.MeanCINs)
+		}
+		req := AppendTimestampRequest(nil, st.MissingSender)
+		ids, err := ParseTimestampRequest(req) // at the sender
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply := s.Cache().AppendReply(nil, ids)
+		if len(req)+len(reply) > 14*wantLost+40 {
+			t.Errorf("request+reply %d bytes for %d packets", len(req)+len(reply), wantLost)
+		}
+		if err := got.AddRemoteTimestamps(reply[:len(reply)-1], st.MissingSender); err == nil {
+			t.Fatal("truncated reply accepted")
+		}
+		if err := got.AddRemoteTimestamps(reply, st.MissingSender[1:]); err == nil {
+			t.Fatal("reply to another request accepted")
+		}
+		if err := got.AddRemoteTimestamps(reply, st.MissingSender); err != nil {
+			t.Fatal(err)
+		}
+		checkRDAExact(t, &got, r, tr)
+	}
+}
+
+func TestRDAMergeShards(t *testing.T) {
+	cfg := RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20}
+	sc := rdaScenario{n: 30_000, lost: 60, extra: 20, baseDelayNs: 7_000, jitterNs: 3_000}
+	single, singleR := rdaPair(t, cfg)
+	tr := rdaRun(7, sc, []*RDA{single}, []*RDA{singleR})
+	var ss, rs []*RDA
+	for i := 0; i < 3; i++ {
+		s, r := rdaPair(t, cfg)
+		ss, rs = append(ss, s), append(rs, r)
+	}
+	tr2 := rdaRun(7, sc, ss, rs[:2])
+	if tr2.meanNs != tr.meanNs {
+		t.Fatal("generator not deterministic")
+	}
+	for _, o := range ss[1:] {
+		if err := ss[0].Merge(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rs[0].Merge(rs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ss[0].cells, single.cells) || !slices.Equal(rs[0].cells, singleR.cells) {
+		t.Fatal("merged shards differ from one RDA fed everything")
+	}
+	checkRDAExact(t, ss[0], rs[0], tr)
+
+	other := MustNewRDA(RDAConfig{Banks: 3, Cells: 500})
+	before := slices.Clone(ss[0].cells)
+	if err := ss[0].Merge(other); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("merge of different shapes: %v", err)
+	}
+	if err := ss[0].Subtract(other); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("subtract of different shapes: %v", err)
+	}
+	if _, _, err := EstimateRDA(other, ss[0], 0); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("estimate of different shapes: %v", err)
+	}
+	if !slices.Equal(before, ss[0].cells) {
+		t.Fatal("failed merge changed the RDA")
+	}
+}
+
+func TestRDAResetCloneDelete(t *testing.T) {
+	r := MustNewRDA(RDAConfig{Banks: 2, Cells: 64, CacheBudget: TSCacheMinBudget})
+	r.Add(11, 100)
+	c := r.Clone()
+	r.Add(12, 200)
+	r.Delete(12, 200)
+	if !slices.Equal(r.cells, c.cells) {
+		t.Fatal("Delete did not undo Add")
+	}
+	r.Reset()
+	if r.Count() != 0 || r.Cache().Len() != 0 || c.Count() != 1 {
+		t.Fatalf("Reset/Clone: r %d packets (cache %d), clone %d", r.Count(), r.Cache().Len(), c.Count())
+	}
+	if ts, ok := c.Cache().Lookup(11); !ok || ts != 100 {
+		t.Fatal("clone lost its cache")
+	}
+}
+
+// TestRDABeyondCapacity: far more problem packets than cells. The
+// estimate must not claim exactness, and when it is valid the truth must
+// lie within its bound.
+func TestRDABeyondCapacity(t *testing.T) {
+	cases := []struct {
+		cfg RDAConfig
+		sc  rdaScenario
+	}{
+		{RDAConfig{Banks: 3, Cells: 300, CacheBudget: 1 << 20}, rdaScenario{n: 40_000, lost: 3000, extra: 500, baseDelayNs: 40_000, jitterNs: 10_000}},
+		{RDAConfig{Banks: 2, Cells: 400, CacheBudget: 1 << 20}, rdaScenario{n: 40_000, lost: 330, extra: 30, baseDelayNs: 40_000, jitterNs: 10_000}},
+		{RDAConfig{Banks: 3, Cells: 200, CacheBudget: 1 << 20}, rdaScenario{n: 40_000, lost: 560, baseDelayNs: 40_000, jitterNs: 10_000}},
+	}
+	outside, valid := 0, 0
+	for ci, c := range cases {
+		for seed := uint64(0); seed < 8; seed++ {
+			s, r := rdaPair(t, c.cfg)
+			tr := rdaRun(1000*uint64(ci)+seed, c.sc, []*RDA{s}, []*RDA{r})
+			e, st, err := EstimateRDA(s, r, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Exact {
+				// Peeling may still succeed near capacity (k = 2 at d/m = 0.9
+				// fails only about half the time); then it must be right.
+				checkRDAExact(t, s, r, tr)
+				continue
+			}
+			if !e.Valid {
+				if e.Reason == "" {
+					t.Fatal("invalid without a reason")
+				}
+				continue
+			}
+			valid++
+			if st.Note == "" || e.MeanCINs <= 0 {
+				t.Errorf("case %d: inexact valid estimate without note or bound: %+v %+v", ci, e, st)
+			}
+			if math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+				outside++
+			}
+		}
+	}
+	if valid == 0 {
+		t.Fatal("no valid estimate at all: the partial case is not exercised")
+	}
+	if outside > valid/10 {
+		t.Errorf("truth outside the 98%% bound in %d of %d valid estimates", outside, valid)
+	}
+}
+
+// TestRDAForgedCells feeds the decoder cells built to look pure (ID
+// hashing back to its own cell, Δ = ±1) that are not, and random cells:
+// it must stop and never claim a valid exact number.
+func TestRDAForgedCells(t *testing.T) {
+	rng := rdaRand(99)
+	for trial := 0; trial < 50; trial++ {
+		k := 1 + trial%4
+		r := MustNewRDA(RDAConfig{Banks: k, Cells: 64})
+		for i := range r.cells {
+			b := i / 64
+			switch rng.next() % 3 {
+			case 0: // pure-looking: find an id that maps here
+				for {
+					id := rng.next()
+					if r.cellIndex(id, b) == i {
+						r.cells[i] = rdaCell{id: id, n: int64(rng.next()%2)*2 - 1, ts: rng.next()}
+						break
+					}
+				}
+			case 1:
+				r.cells[i] = rdaCell{id: rng.next(), n: int64(rng.next()%5) - 2, ts: rng.next()}
+			}
+		}
+		zero := MustNewRDA(RDAConfig{Banks: k, Cells: 64})
+		dec, err := DecodeRDA(zero, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dec.Lost)+len(dec.Extra) > 2*len(r.cells)+16 {
+			t.Fatalf("decoder ran past its bound: %d ids", len(dec.Lost)+len(dec.Extra))
+		}
+		e, st, err := EstimateRDA(zero, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Exact && e.Valid {
+			t.Fatalf("forged cells gave a valid exact estimate: %+v", e)
+		}
+	}
+}
+
+// TestRDAStddevCentred: a long steady path (μ ≫ σ) breaks the paper's
+// Algorithm 3 (F − μ² cancels); the centred form stays within a few %.
+func TestRDAStddevCentred(t *testing.T) {
+	for _, sc := range []rdaScenario{
+		{n: 50_000, lost: 30, baseDelayNs: 5_000_000, jitterNs: 20_000},
+		{n: 50_000, lost: 30, baseDelayNs: 1_000, jitterNs: 100_000},
+	} {
+		s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 2048, CacheBudget: 2 << 20})
+		tr := rdaRun(5, sc, []*RDA{s}, []*RDA{r})
+		e, st := checkRDAExact(t, s, r, tr)
+		re := rdaRelErr(e.StddevNs, tr.stddevNs)
+		t.Logf("μ=%.0f σ=%.0f: centred %.0f (rel err %.3g), Algorithm 3 %.0f", tr.meanNs, tr.stddevNs, e.StddevNs, re, st.StddevAlg3Ns)
+		if re > 0.08 { // about 5 standard deviations of the estimator with 3072 pairs
+			t.Errorf("centred std-dev rel err %.3g > 8%%", re)
+		}
+		if sc.baseDelayNs > 100*sc.jitterNs && !(math.IsNaN(st.StddevAlg3Ns) || rdaRelErr(st.StddevAlg3Ns, tr.stddevNs) > 0.5) {
+			t.Errorf("Algorithm 3 unexpectedly good with μ ≫ σ: %v vs %v", st.StddevAlg3Ns, tr.stddevNs)
+		}
+	}
+}
+
+// TestRDACacheSampling: caches too small for the interval sample by hash
+// at both ends; repair covers about the sampled share and the estimate
+// says so.
+func TestRDACacheSampling(t *testing.T) {
+	cfg := RDAConfig{Banks: 3, Cells: 1024, CacheBudget: 64 << 10} // 4096 slots, 3072 entries
+	s, r := rdaPair(t, cfg)
+	tr := rdaRun(3, rdaScenario{n: 40_000, lost: 400, extra: 100, baseDelayNs: 30_000, jitterNs: 8_000}, []*RDA{s}, []*RDA{r})
+	e, st, err := EstimateRDA(s, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := max(s.Cache().Level(), r.Cache().Level())
+	if lv < 3 || st.SampleFraction != math.Ldexp(1, -int(lv)) {
+		t.Fatalf("levels %d/%d, sample fraction %v", s.Cache().Level(), r.Cache().Level(), st.SampleFraction)
+	}
+	if !st.DecodeComplete || st.Exact || st.Inconsistent != 0 {
+		t.Fatalf("want complete decode, inexact repair, no inconsistency: %+v", st)
+	}
+	// Repaired packets are exactly the problem packets both caches sample.
+	want := 0
+	for _, h := range append(slices.Clone(tr.lost), tr.extra...) {
+		if Covers(h, lv) || (slices.Contains(tr.lost, h) && Covers(h, s.Cache().Level())) || (slices.Contains(tr.extra, h) && Covers(h, r.Cache().Level())) {
+			want++
+		}
+	}
+	if st.Repaired != want || math.Abs(st.Coverage-float64(want)/500) > 1e-12 {
+		t.Errorf("repaired %d (coverage %v), want %d", st.Repaired, st.Coverage, want)
+	}
+	if !e.Valid || math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+		t.Errorf("sampled estimate %v ± %v, truth %v (valid %v)", e.MeanNs, e.MeanCINs, tr.meanNs, e.Valid)
+	}
+}
+
+// TestRDADuplicate: a packet duplicated on the path cannot be peeled
+// (its ID cancels at the receiver); the estimate degrades, never lies.
+func TestRDADuplicate(t *testing.T) {
+	s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20})
+	tr := rdaRun(8, rdaScenario{n: 10_000, lost: 10, baseDelayNs: 9_000, jitterNs: 1_000}, []*RDA{s}, []*RDA{r})
+	var h, ts uint64 // a packet the receiver saw, received twice
+	for _, e := range r.Cache().slots {
+		if e.h != 0 {
+			h, ts = e.h, e.ts
+			break
+		}
+	}
+	r.Add(h, ts+5)
+	e, st, err := EstimateRDA(s, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The duplicate decodes as an extra copy of h, which the sender's
+	// cache contradicts: its cells are left out.
+	if st.Exact || st.Inconsistent != 1 || e.Lost != 10 {
+		t.Fatalf("duplicate not noticed: %+v %+v", e, st)
+	}
+	if e.Valid && math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+		t.Errorf("mean %v ± %v, truth %v", e.MeanNs, e.MeanCINs, tr.meanNs)
+	}
+}
+
+func TestRDASizeRDA(t *testing.T) {
+	trials := 300
+	if testing.Short() {
+		trials = 100
+	}
+	for _, k := range []int{2, 3} {
+		for _, d := range []int{20, 300} {
+			m, err := SizeRDA(d, k, 0.02)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rdaRand(uint64(d * k))
+			fail := 0
+			for i := 0; i < trials; i++ {
+				x := MustNewRDA(RDAConfig{Banks: k, Cells: m})
+				for j := 0; j < d; j++ {
+					x.Add(rng.next(), 1)
+				}
+				if !x.Peel().Complete {
+					fail++
+				}
+			}
+			// 2 % target; allow sampling noise (binomial sd ≈ 0.8 %).
+			if float64(fail)/float64(trials) > 0.05 {
+				t.Errorf("k=%d d=%d m=%d: peeling failed %d/%d", k, d, m, fail, trials)
+			}
+		}
+	}
+	for _, bad := range [][3]float64{{-1, 2, .01}, {10, 0, .01}, {10, 2, 0}, {10, 2, 1}, {1e7, 2, 1e-9}} {
+		if _, err := SizeRDA(int(bad[0]), int(bad[1]), bad[2]); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("SizeRDA%v: %v", bad, err)
+		}
+	}
+	cfg, err := RDAConfigFor(4300)
+	if err != nil || cfg.Cells > DefaultRDACells || cfg.Banks != DefaultRDABanks {
+		t.Errorf("the default should hold a set difference of 4300: %+v %v", cfg, err)
+	}
+}

@@ -312,7 +312,7 @@ func ParseTimestampRequest(b []byte) ([]uint64, error) {
 		return nil, fmt.Errorf("%w: timestamp request: bad magic or version", ErrBadEncoding)
 	}
 	b = b[2:]
-	cnt, k := binary.Uvarint(b)
+	cnt, k := minimalUvarint(b)
 	if k <= 0 || cnt > TSMaxRequest {
 		return nil, fmt.Errorf("%w: timestamp request: bad count", ErrBadEncoding)
 	}
@@ -363,7 +363,7 @@ func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
 		return fmt.Errorf("%w: timestamp reply: bad magic or version", ErrBadEncoding)
 	}
 	b = b[2:]
-	cnt, k := binary.Uvarint(b)
+	cnt, k := minimalUvarint(b)
 	if k <= 0 || cnt != uint64(len(ids)) {
 		return fmt.Errorf("%w: timestamp reply: count does not match the request", ErrBadEncoding)
 	}
@@ -377,7 +377,7 @@ func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
 	base := binary.LittleEndian.Uint64(b[8:])
 	b = b[16:]
 	for i := range ids {
-		v, k := binary.Uvarint(b)
+		v, k := minimalUvarint(b)
 		if k <= 0 {
 			return fmt.Errorf("%w: timestamp reply: truncated at entry %d", ErrBadEncoding, i)
 		}
@@ -388,6 +388,17 @@ func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
 		return fmt.Errorf("%w: timestamp reply: %d trailing bytes", ErrBadEncoding, len(b))
 	}
 	return nil
+}
+
+// minimalUvarint is binary.Uvarint that also refuses non-minimal
+// encodings (k = 0), so every message has one encoding.
+func minimalUvarint(b []byte) (uint64, int) {
+	v, k := binary.Uvarint(b)
+	var scratch [binary.MaxVarintLen64]byte
+	if k <= 0 || k != len(binary.AppendUvarint(scratch[:0], v)) {
+		return 0, 0
+	}
+	return v, k
 }
 
 // newPartialTSCache returns a cache sized for n entries that marks itself

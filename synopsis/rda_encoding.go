@@ -1,0 +1,110 @@
+package synopsis
+
+import "encoding/binary"
+
+// RDA encoding, version 1: the cells, exactly (a decoded RDA subtracts,
+// merges and re-encodes like the original), but not the timestamp cache,
+// which stays at its end (docs/rda.md, "Exchange"):
+//
+//	offset  size      field
+//	0       3         magic "RDA"
+//	3       1         version = 1
+//	4       1         flags: bit 0 = the encoder had a timestamp cache; other bits 0
+//	5       1         that cache's sampling level (0..63; 0 without bit 0)
+//	6       uvarint   banks k (1..16)
+//	        uvarint   cells per bank m (2..2^22; k·m ≤ 2^24)
+//	        8         base timestamp B, little-endian, ns
+//	        per cell, bank by bank:
+//	          8        ID (XOR of packet identities), little-endian
+//	          varint   Δ (zig-zag, signed packet count)
+//	          varint   TS − Δ·B (zig-zag; wrap-around uint64 arithmetic)
+//
+// Storing TS relative to Δ·B (B = the first timestamp of the interval)
+// leaves the spread of the cell's timestamps around B: about 5 bytes for
+// a 1 s interval instead of 8, so a cell costs about 15 bytes. The
+// transformation is a bijection on 64 bits, so any B is lossless. All
+// varints are minimal; trailing bytes are an error.
+const (
+	rdaMagic       = "RDA"
+	rdaVersion     = 1
+	rdaFlagCache   = 1 << 0
+	rdaMinCellSize = 8 + 1 + 1
+)
+
+// AppendBinary appends r's encoding to b. It never fails; the error is for
+// encoding.BinaryAppender.
+func (r *RDA) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, rdaMagic...)
+	b = append(b, rdaVersion)
+	level, has := r.sampleLevel()
+	if has {
+		b = append(b, rdaFlagCache, level)
+	} else {
+		b = append(b, 0, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(r.k))
+	b = binary.AppendUvarint(b, r.m)
+	b = binary.LittleEndian.AppendUint64(b, r.base)
+	for _, c := range r.cells {
+		b = binary.LittleEndian.AppendUint64(b, c.id)
+		b = binary.AppendVarint(b, c.n)
+		b = binary.AppendVarint(b, int64(c.ts-uint64(c.n)*r.base))
+	}
+	return b, nil
+}
+
+// MarshalBinary is AppendBinary(nil).
+func (r *RDA) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
+
+// UnmarshalBinary replaces r with the RDA encoded in b. The result has no
+// timestamp cache of its own (CacheBudget 0) but remembers the encoder's
+// sampling level, so EstimateRDA knows which lost packets the sender can
+// supply timestamps for (RDAStats.MissingSender). On error (wrapping
+// ErrBadEncoding) r is unchanged.
+func (r *RDA) UnmarshalBinary(b []byte) error {
+	d := encReader{b: b}
+	d.magic(rdaMagic, rdaVersion)
+	flags := d.u8("flags")
+	level := d.u8("sampling level")
+	k := d.uvarint("banks")
+	m := d.uvarint("cells per bank")
+	base := d.u64("base timestamp")
+	if d.err != nil {
+		return d.err
+	}
+	switch {
+	case flags&^rdaFlagCache != 0:
+		d.fail("unknown flags %#x", flags)
+	case flags&rdaFlagCache == 0 && level != 0:
+		d.fail("sampling level %d without a cache", level)
+	case level > tsMaxLevel:
+		d.fail("sampling level %d > %d", level, tsMaxLevel)
+	case k < 1 || k > RDAMaxBanks || m < 2 || m > RDAMaxCells || k*m > RDAMaxTotalCells:
+		d.fail("shape %d×%d outside the limits", k, m)
+	case uint64(len(d.b)) < k*m*rdaMinCellSize:
+		d.fail("truncated: %d cells need at least %d bytes, %d left", k*m, k*m*rdaMinCellSize, len(d.b))
+	}
+	if d.err != nil {
+		return d.err
+	}
+	cells := make([]rdaCell, k*m)
+	for i := range cells {
+		id := d.u64("cell ID")
+		n := d.varint("cell count")
+		rel := d.varint("cell TS")
+		cells[i] = rdaCell{id: id, n: n, ts: uint64(rel) + uint64(n)*base}
+	}
+	if err := d.done(); err != nil {
+		return err
+	}
+	*r = RDA{
+		cells:       cells,
+		m:           m,
+		k:           int(k),
+		base:        base,
+		remoteLevel: level,
+		hasRemote:   flags&rdaFlagCache != 0,
+		cfg:         RDAConfig{Banks: int(k), Cells: int(m)},
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package synopsis
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// rdaBadEncodings is the table of malformed RDA encodings; it seeds
+// FuzzRDAUnmarshal too.
+func rdaBadEncodings() map[string][]byte {
+	good := MustNewRDA(RDAConfig{Banks: 2, Cells: 4})
+	good.Add(7, 1000)
+	g, _ := good.AppendBinary(nil)
+	mut := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(g)) }
+	hdr := func(flags, level byte, k, m uint64) []byte {
+		b := append([]byte(rdaMagic), rdaVersion, flags, level)
+		b = binary.AppendUvarint(b, k)
+		b = binary.AppendUvarint(b, m)
+		return binary.LittleEndian.AppendUint64(b, 0)
+	}
+	return map[string][]byte{
+		"empty":           {},
+		"magic":           mut(func(b []byte) []byte { b[0] = 'X'; return b }),
+		"version":         mut(func(b []byte) []byte { b[3] = 9; return b }),
+		"flags":           mut(func(b []byte) []byte { b[4] = 0x80; return b }),
+		"level no cache":  mut(func(b []byte) []byte { b[5] = 3; return b }),
+		"level too deep":  hdr(1, 64, 2, 4),
+		"zero banks":      hdr(0, 0, 0, 4),
+		"17 banks":        hdr(0, 0, 17, 4),
+		"one cell":        hdr(0, 0, 2, 1),
+		"huge shape":      hdr(0, 0, 16, 1<<22),
+		"truncated cells": g[:len(g)-1],
+		"trailing":        append(bytes.Clone(g), 0),
+		"header only":     g[:14],
+		"overlong varint": append(hdr(0, 0, 1, 2), append(append(make([]byte, 8), 0x80, 0x00, 0x00), append(make([]byte, 8), 0, 0)...)...),
+	}
+}
+
+func TestRDAUnmarshalBad(t *testing.T) {
+	for name, b := range rdaBadEncodings() {
+		t.Run(name, func(t *testing.T) {
+			r := MustNewRDA(RDAConfig{Banks: 2, Cells: 8})
+			r.Add(1, 2)
+			before, _ := r.AppendBinary(nil)
+			if err := r.UnmarshalBinary(b); !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("err %v, want ErrBadEncoding", err)
+			}
+			after, _ := r.AppendBinary(nil)
+			if !bytes.Equal(before, after) {
+				t.Fatal("failed UnmarshalBinary changed the RDA")
+			}
+		})
+	}
+}
+
+// FuzzRDAUnmarshal: any bytes either fail cleanly or decode to an RDA
+// that re-encodes to the same bytes (encodings are canonical), and whose
+// peeling and estimate terminate without panicking.
+func FuzzRDAUnmarshal(f *testing.F) {
+	for _, b := range rdaBadEncodings() {
+		f.Add(b)
+	}
+	s := MustNewRDA(RDAConfig{Banks: 3, Cells: 8, CacheBudget: TSCacheMinBudget})
+	for i := uint64(1); i < 40; i++ {
+		s.Add(Remix(i, 1), 1_763_700_000_000_000_000+i*977)
+	}
+	g, _ := s.AppendBinary(nil)
+	f.Add(g)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r RDA
+		if err := r.UnmarshalBinary(b); err != nil {
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("error %v does not wrap ErrBadEncoding", err)
+			}
+			return
+		}
+		again, err := r.AppendBinary(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("round trip changed the bytes:\n%x\n%x", b, again)
+		}
+		other := MustNewRDA(RDAConfig{Banks: r.Banks(), Cells: r.Cells()})
+		e, st, err := EstimateRDA(&r, other, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Valid && st.Exact && !st.BankTotalsAgree {
+			t.Fatal("valid exact estimate with disagreeing banks")
+		}
+		if st.SetDifference > 2*len(r.cells)+16 {
+			t.Fatalf("peeling ran past its bound: %d", st.SetDifference)
+		}
+	})
+}
+
+// FuzzTimestampWire: requests and replies from arbitrary bytes fail
+// cleanly or round trip.
+func FuzzTimestampWire(f *testing.F) {
+	ids := []uint64{1, 2, 0, 1 << 63}
+	c, _ := NewTSCache(TSCacheMinBudget)
+	c.Insert(1, 500)
+	c.Insert(0, 400)
+	f.Add(AppendTimestampRequest(nil, ids))
+	f.Add(c.AppendReply(nil, ids))
+	f.Add([]byte{'Q', 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{'A', 1, 4})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if req, err := ParseTimestampRequest(b); err == nil {
+			if !bytes.Equal(AppendTimestampRequest(nil, req), b) {
+				t.Fatal("request round trip changed the bytes")
+			}
+		} else if !errors.Is(err, ErrBadEncoding) {
+			t.Fatal(err)
+		}
+		ts := make([]uint64, len(ids))
+		ok := make([]bool, len(ids))
+		if err := ParseReply(b, ids, ts, ok); err != nil {
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatal(err)
+			}
+			return
+		}
+		var r RDA
+		if err := r.AddRemoteTimestamps(b, ids); err != nil {
+			t.Fatalf("parsed reply refused: %v", err)
+		}
+		for i, id := range ids {
+			got, found := r.Cache().Lookup(id)
+			if found != ok[i] || (found && got != ts[i]) {
+				t.Fatalf("id %d: cache %v/%v, reply %v/%v", id, got, found, ts[i], ok[i])
+			}
+		}
+		// Re-encoded from the cache, the reply says the same (its base
+		// may differ: any base is valid).
+		ts2 := make([]uint64, len(ids))
+		ok2 := make([]bool, len(ids))
+		if err := ParseReply(r.Cache().AppendReply(nil, ids), ids, ts2, ok2); err != nil {
+			t.Fatal(err)
+		}
+		for i := range ids {
+			if ok2[i] != ok[i] || ok[i] && ts2[i] != ts[i] && ts[i]-ts2[i] != 0 {
+				// A timestamp exactly 2^64−1 above the smallest one cannot
+				// be sent; it is reported as not cached, never as wrong.
+				if !(ok[i] && !ok2[i]) {
+					t.Fatalf("id %d: re-encoded %v/%v, first %v/%v", ids[i], ts2[i], ok2[i], ts[i], ok[i])
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,119 @@
+package synopsis
+
+import (
+	"testing"
+)
+
+// TestTSCacheAgainstMap compares the open-addressing cache with its naive
+// twin, a Go map filtered by the same sampling rule.
+func TestTSCacheAgainstMap(t *testing.T) {
+	for _, budget := range []int{TSCacheMinBudget, 4096 * 16, 1 << 20} {
+		c, err := NewTSCache(budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := map[uint64]uint64{}
+		rng := rdaRand(uint64(budget))
+		var hs []uint64
+		for i := 0; i < 50_000; i++ {
+			var h uint64
+			switch {
+			case i == 7:
+				h = 0 // the identity that marks empty slots
+			case i%10 == 9 && len(hs) > 0:
+				h = hs[rng.next()%uint64(len(hs))] // a duplicate
+			default:
+				h = rng.next()
+			}
+			hs = append(hs, h)
+			if _, ok := first[h]; !ok {
+				first[h] = uint64(i)
+			}
+			c.Insert(h, uint64(i))
+		}
+		held := 0
+		for h, ts := range first {
+			got, ok := c.Lookup(h)
+			want := Covers(h, c.Level())
+			if ok != want || ok && got != ts {
+				t.Fatalf("budget %d level %d: h %x: got %v/%v, want held=%v ts %d", budget, c.Level(), h, got, ok, want, ts)
+			}
+			if ok {
+				held++
+			}
+		}
+		if held != c.Len() || c.Offered() != 50_000 {
+			t.Fatalf("Len %d, held %d, offered %d", c.Len(), held, c.Offered())
+		}
+		if c.Len()*tsEntryBytes > budget {
+			t.Fatalf("holds %d entries in %d bytes", c.Len(), budget)
+		}
+		if budget == 1<<20 && c.Level() != 0 {
+			t.Fatalf("a 1 MiB cache should hold 46 000 packets without sampling (level %d)", c.Level())
+		}
+		if budget == TSCacheMinBudget && c.Level() < 8 {
+			t.Fatalf("64 slots for 46 000 packets: level %d", c.Level())
+		}
+	}
+}
+
+// TestTSCacheCoordinated: two caches of different budgets fed overlapping
+// streams hold the same packets at the deeper level.
+func TestTSCacheCoordinated(t *testing.T) {
+	a, _ := NewTSCache(8 << 10)
+	b, _ := NewTSCache(32 << 10)
+	rng := rdaRand(5)
+	var hs []uint64
+	for i := 0; i < 20_000; i++ {
+		h := rng.next()
+		hs = append(hs, h)
+		a.Insert(h, 1)
+		if i%50 != 0 { // b misses 2 %
+			b.Insert(h, 2)
+		}
+	}
+	lv := max(a.Level(), b.Level())
+	for i, h := range hs {
+		_, inA := a.Lookup(h)
+		_, inB := b.Lookup(h)
+		if Covers(h, lv) && (!inA || (i%50 != 0) != inB) {
+			t.Fatalf("packet %d sampled at level %d: in a %v, in b %v", i, lv, inA, inB)
+		}
+	}
+}
+
+func TestTSCacheMergeCloneReset(t *testing.T) {
+	a, _ := NewTSCache(TSCacheMinBudget * 4)
+	b, _ := NewTSCache(TSCacheMinBudget * 4)
+	for i := uint64(1); i <= 300; i++ {
+		if i%2 == 0 {
+			a.Insert(Remix(i, 3), i)
+		} else {
+			b.Insert(Remix(i, 3), i)
+		}
+	}
+	c := a.Clone()
+	a.Merge(b)
+	lv := a.Level()
+	for i := uint64(1); i <= 300; i++ {
+		ts, ok := a.Lookup(Remix(i, 3))
+		if ok != Covers(Remix(i, 3), lv) || ok && ts != i {
+			t.Fatalf("merged: %d: %v %v (level %d)", i, ts, ok, lv)
+		}
+	}
+	if a.Offered() != 300 || c.Offered() != 150 {
+		t.Fatal("offered counts")
+	}
+	a.Reset()
+	if a.Len() != 0 || a.Level() != 0 || c.Len() == 0 {
+		t.Fatal("reset/clone")
+	}
+}
+
+func TestTSCacheInsertAllocs(t *testing.T) {
+	c, _ := NewTSCache(TSCacheMinBudget)
+	h := uint64(3)
+	if a := testing.AllocsPerRun(20_000, func() { h = Remix(h, 1); c.Insert(h, h) }); a != 0 {
+		t.Fatalf("Insert allocates %v", a)
+	}
+}
