@@ -389,6 +389,7 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 			continue
 		case cA == 0:
 			d.EmptyBuckets++
+			pairs[i].usable = true // agrees; see ldaBucketPair
 			continue
 		case sender.digests != nil && lowBits(receiver.digests[i], uint(sender.digestBits)) != sender.digests[i]:
 			d.DigestMismatch++

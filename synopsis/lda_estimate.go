@@ -33,7 +33,7 @@ type LDADiagnostics struct {
 
 // ldaBucketPair is one bucket seen from both ends.
 type ldaBucketPair struct {
-	usable bool
+	usable bool   // both ends agree (count, digest); empty buckets agree too
 	count  uint64 // packets (equal at both ends when usable)
 	delay  uint64 // T_B − T_A, wrap-around: the exact sum of the bucket's delays as int64
 }
@@ -63,6 +63,7 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 			d.CountMismatch++
 		case a.count == 0:
 			d.EmptyBuckets++
+			pairs[i].usable = true // agrees (nothing on either side): a collapsed row may still use its twin
 		case sender.digests != nil && sender.digests[i] != receiver.digests[i]:
 			d.DigestMismatch++
 		default:
@@ -92,7 +93,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	// int64: exact while the true delay sum fits in 63 bits.
 	var sumDelay, s uint64
 	for _, p := range pairs {
-		if p.usable {
+		if p.usable && p.count > 0 {
 			e.UsableBuckets++
 			sumDelay += p.delay
 			s += p.count
@@ -105,10 +106,11 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 
 	// Std-dev (Sec. III-E): collapse rows 2i and 2i+1 of each bank, the
 	// lowest row bit being the ±1 sign s_x. Departures from the paper:
-	//  1. A collapsed row is usable when both of its rows are usable (the
-	//     paper asks only for equal summed counts). Without reordering the
-	//     two are the same, and it lets the compact encoding, which only
-	//     reconstructs usable buckets, share this code.
+	//  1. A collapsed row is usable when both of its rows agree (equal
+	//     counts, one of them possibly 0) and it is not empty (the paper
+	//     asks only for equal summed counts). Without reordering the two
+	//     are the same, and it lets the compact encoding, which only
+	//     reconstructs agreeing buckets, share this code.
 	//  2. Eq. 5 is applied to centered values: Y = Σ s_x (w_x − D) =
 	//     (d_odd − D·c_odd) − (d_even − D·c_even), and σ² = ΣY²/S̃.
 	//     E[Y²] = Σ (w_x − μ)² (cross terms vanish as in eq. 4), so this is
@@ -128,7 +130,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	for _, b := range cfg.Banks {
 		for r := 0; r+1 < b.Rows; r += 2 {
 			pe, po := pairs[off+r], pairs[off+r+1]
-			if !pe.usable || !po.usable {
+			if !pe.usable || !po.usable || pe.count+po.count == 0 {
 				continue
 			}
 			y := (float64(int64(po.delay)) - e.MeanNs*float64(po.count)) -
