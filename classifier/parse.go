@@ -102,7 +102,15 @@ const (
 // Flow key: the 5-tuple. Ports are valid for TCP, UDP, UDP-Lite and SCTP
 // (FlagPorts). For ICMP and ICMPv6 SrcPort holds the type and DstPort the
 // code, so echo traffic and errors are separate flows; FlagPorts stays
-// clear so port rules never match them. Non-first fragments have ports 0.
+// clear so port rules never match them. Non-first fragments have ports 0,
+// so the fragments of one datagram fall into two flows (first, rest).
+//
+// Flags: FlagIPv4/FlagIPv6 mean the fixed IP header was all there, so
+// Flow, DSCP and Proto are valid; an IP header cut short gets neither (but
+// its identity still uses the IP layout) and FlagTruncated. FlagNonIP
+// means the identity is the raw layout: not IPv4/IPv6, or the VLAN tags
+// could not be walked (too many, or cut off). FlagControl marks EtherType
+// 0x88B5 (ldafwd control frames, DESIGN §5).
 func Parse(frame []byte, m *Meta) {
 	*m = Meta{Len: uint32(len(frame))}
 	var id ident
