@@ -143,6 +143,7 @@ func NewPcapPort(name string, cfg PcapConfig) (*PcapPort, error) {
 		}
 	} else {
 		p.eof = true
+		p.rxEnded.Store(true)
 	}
 	if cfg.Tx != "" {
 		if p.wf, err = os.Create(cfg.Tx); err != nil {
