@@ -1,7 +1,7 @@
 // Package dataplane moves frames: the Port contract every packet I/O
 // backend implements, the in-process ring port with its impairment stage,
-// the pcap port, and (added by the worker code) the pinned
-// run-to-completion workers that forward between two ports (DESIGN §4).
+// the pcap port, and the pinned run-to-completion workers that forward
+// between two ports and feed the synopses (DESIGN §4).
 //
 // # Ports
 //
@@ -44,6 +44,19 @@
 // benchmarks can hold the appliances' estimates against it. The stage runs
 // on the receiving port's goroutine, inside RxBurst; it is also usable on
 // its own (NewImpairer, Admit, Release).
+//
+// # Workers
+//
+// A Lane is one direction of the bump in the wire (frames received on one
+// port are transmitted on its peer) with a Role: forward only, sender
+// (records what leaves through the segment port) or receiver (records what
+// arrives on it and flips at End markers). A Worker is a goroutine locked
+// to an OS thread, optionally pinned to a core, polling its lanes
+// run-to-completion; each lane's synopses are double-buffered (SynSet,
+// DoubleBuffer) so the control side reads an idle copy without locks.
+// IntervalTruth cuts an impaired link's TruthRecords at the sender's End
+// markers into the exact per-interval truth. See their doc comments for
+// the epoch protocol and the stop sequence.
 //
 // # Concurrency
 //
