@@ -37,10 +37,10 @@ func WriteTable(w io.Writer, pts []Point) error {
 			fmt.Fprintf(w, "%s — N=%d packets, %d runs per point, delay mean %.4g ns\n", title, p.Packets, p.Runs, p.TrueMeanNs)
 			fmt.Fprintln(tw, "series\tmethod\tloss\ttrue loss\tsamples\tmean err %\t±se\tmax %\t98% bound %\tmisses\tstd err %\tmax %\tconfig\t")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n",
 			p.Series, p.Method, fmtG(p.LossRate), fmtG(p.TrueLossRate), fmtSamples(p.Samples),
 			pct(p.MeanRelErr), pct(p.MeanRelErrSE), pct(p.MeanRelErrMax), pct(p.BoundRel), p.BoundMisses,
-			pct(p.StddevRelErr), pct(p.StddevRelErrMax), p.Config)
+			pct(p.StddevRelErr), pct(p.StddevRelErrSE), pct(p.StddevRelErrMax), p.Config)
 	}
 	return tw.Flush()
 }
@@ -66,7 +66,7 @@ var CSVHeader = []string{
 	"experiment", "series", "method", "kind", "config", "delay", "loss_model", "loss_rate",
 	"packets", "runs", "true_loss_rate", "true_mean_ns", "true_stddev_ns",
 	"mean_runs", "mean_ns", "mean_rel_err", "mean_rel_err_se", "mean_rel_err_max",
-	"stddev_runs", "stddev_rel_err", "stddev_rel_err_max", "bound_rel", "bound_misses",
+	"stddev_runs", "stddev_rel_err", "stddev_rel_err_se", "stddev_rel_err_max", "bound_rel", "bound_misses",
 	"samples", "samples_min", "loss_exact",
 }
 
@@ -93,7 +93,7 @@ func WriteCSV(w io.Writer, pts []Point) error {
 			p.Experiment, p.Series, p.Method, p.Kind, p.Config, p.Delay, p.LossModel, f(p.LossRate),
 			strconv.Itoa(p.Packets), strconv.Itoa(p.Runs), f(p.TrueLossRate), f(p.TrueMeanNs), f(p.TrueStddevNs),
 			strconv.Itoa(p.MeanRuns), opt(p.MeanNs), opt(p.MeanRelErr), opt(p.MeanRelErrSE), opt(p.MeanRelErrMax),
-			strconv.Itoa(p.StddevRuns), opt(p.StddevRelErr), opt(p.StddevRelErrMax), opt(p.BoundRel), strconv.Itoa(p.BoundMisses),
+			strconv.Itoa(p.StddevRuns), opt(p.StddevRelErr), opt(p.StddevRelErrSE), opt(p.StddevRelErrMax), opt(p.BoundRel), strconv.Itoa(p.BoundMisses),
 			f(p.Samples), strconv.FormatUint(p.SamplesMin, 10), le,
 		}
 		if err := cw.Write(row); err != nil {

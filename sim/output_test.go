@@ -21,7 +21,7 @@ func claimPoints(lowErr, highErr, stdErr, ldaErr, probeErr float64) []Point {
 	for i, s := range []string{"weibull β=0.6", "pareto β=3"} {
 		pts = append(pts,
 			Point{Experiment: "fig4", Series: s, Kind: "lda", LossRate: 5e-4, Runs: 10, MeanRelErr: fp(lowErr), StddevRelErr: fp(stdErr), StddevRuns: 10, LossExact: bp(true)},
-			Point{Experiment: "fig4", Series: s, Kind: "lda", LossRate: 0.001, Runs: 10, MeanRelErr: fp(1), StddevRelErr: fp(stdErr), StddevRuns: 10, LossExact: bp(true)}, // not < 0.1 %: not checked
+			Point{Experiment: "fig4", Series: s, Kind: "lda", LossRate: 0.001, Runs: 10, MeanRelErr: fp(1), StddevRelErr: fp(stdErr), StddevRuns: 10, LossExact: bp(true)},                         // not < 0.1 %: not checked
 			Point{Experiment: "fig4", Series: s, Kind: "lda", LossRate: 0.2, Runs: 10, MeanRelErr: fp(highErr), StddevRelErr: fp(stdErr), StddevRuns: 10, BoundMisses: 1 - i, LossExact: bp(true)}, // 1 miss in 60 runs
 		)
 	}

@@ -78,6 +78,7 @@ type Point struct {
 	MeanRelErrMax   *float64 `json:"mean_rel_err_max,omitempty"`
 	StddevRuns      int      `json:"stddev_runs"` // runs with a std-dev estimate
 	StddevRelErr    *float64 `json:"stddev_rel_err,omitempty"`
+	StddevRelErrSE  *float64 `json:"stddev_rel_err_se,omitempty"`
 	StddevRelErrMax *float64 `json:"stddev_rel_err_max,omitempty"`
 	// BoundRel is the confidence half-width relative to the true mean, from
 	// the run with the fewest samples (the paper's most conservative Fig.
@@ -226,8 +227,8 @@ func aggregate(s *Scenario, spec MethodSpec, truths []Truth, outs [][]Outcome, i
 		p.MeanNs = &est
 	}
 	if len(stdErrs) > 0 {
-		m, _, mx := stats(stdErrs)
-		p.StddevRelErr, p.StddevRelErrMax = &m, &mx
+		m, se, mx := stats(stdErrs)
+		p.StddevRelErr, p.StddevRelErrSE, p.StddevRelErrMax = &m, &se, &mx
 	}
 	if minSamples != math.MaxUint64 {
 		p.BoundRel = &bound
