@@ -511,6 +511,10 @@ const (
 	fk4 = 0x1d8e4e27c47d124f
 )
 
+// Hash is the flow hash Parse stores in Meta.FlowHash for this key, for
+// components that hold FlowKeys and need to find the flow's hash again.
+func (k *FlowKey) Hash() uint64 { return flowHash(k) }
+
 // flowHash hashes the 5-tuple with wyhash-style multiply-fold rounds on
 // 64-bit words: no gathering, one 128-bit multiply for an IPv4 key and
 // three for IPv6, a fraction of the cost of xxhash over the 37 key bytes.

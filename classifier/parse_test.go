@@ -210,7 +210,7 @@ func TestParseFields(t *testing.T) {
 			if m.EtherType != want {
 				t.Errorf("EtherType %#x", m.EtherType)
 			}
-			if m.FlowHash == 0 || m.FlowHash != flowHash(&m.Flow) {
+			if m.FlowHash == 0 || m.FlowHash != m.Flow.Hash() {
 				t.Errorf("FlowHash %#x", m.FlowHash)
 			}
 		})
