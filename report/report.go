@@ -32,6 +32,12 @@ type Interval struct {
 	Valid     bool    `json:"valid"`
 	Reason    string  `json:"reason,omitempty"`
 	Clock     string  `json:"clock,omitempty"`
+	// Control traffic that carried this interval's synopses in-band
+	// (Hello, End markers, fragments; Ethernet frames without FCS).
+	ControlFrames int `json:"control_frames,omitempty"`
+	ControlBytes  int `json:"control_bytes,omitempty"`
+	// Timestamp uncertainty of the sender's stamps included in mean_ci_ns.
+	StampErrNs float64 `json:"stamp_err_ns,omitempty"`
 
 	// Ground truth, present only where the exact truth is known.
 	TrueMeanNs   *float64 `json:"true_mean_ns,omitempty"`

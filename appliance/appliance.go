@@ -1,0 +1,272 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/ring"
+	"github.com/ldafwd/ldafwd/synopsis"
+	"github.com/rs/zerolog"
+)
+
+// Config is one appliance: two ports, which of them faces the measured
+// segment, and what to measure.
+type Config struct {
+	Name         string // label in logs and reports, e.g. "ldafwd"
+	PortA, PortB dataplane.Port
+	Segment      string // "a" or "b": the port facing the measured segment
+	Interval     time.Duration
+	Syn          dataplane.SynConfig
+	Classifier   *classifier.Classifier
+	Key          []byte // pre-shared HMAC key; nil with Insecure
+	Insecure     bool
+	MTU          int // segment IP MTU for control frames; 0: 1500
+	Bounds       synopsis.CompactBounds
+	Conf         float64 // confidence of mean_ci_ns; 0: 0.98
+	Burst        int
+	Cores        []int // worker cores: none (unpinned, one worker), one, or two (one per direction)
+	IdleSleep    time.Duration
+	Clock        func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
+	ClockName    string        // reported; "CLOCK_REALTIME" by default
+	// Reports receive every report line the appliance produces.
+	Reports func(*report.Interval)
+	Log     zerolog.Logger
+	// OnWorkerStart/OnWorkerExit run on each worker thread (DPDK lcore
+	// registration).
+	OnWorkerStart func() error
+	OnWorkerExit  func()
+	// PairTimeout is how long a receiver copy waits for the sender's
+	// synopses before the interval is reported invalid; 0: interval + 2 s.
+	PairTimeout time.Duration
+}
+
+// Direction ids on the wire: data flowing from port a to port b is
+// direction 1 at both appliances of a segment (wire them the same way
+// round: upstream on a), b to a is 2.
+const (
+	DirAtoB uint16 = 1
+	DirBtoA uint16 = 2
+)
+
+// DirectionName is the report's "direction" for a direction id.
+func DirectionName(d uint16) string {
+	if d == DirAtoB {
+		return "a>b"
+	}
+	return "b>a"
+}
+
+// Appliance is a running (or ready) bump in the wire with its control side.
+type Appliance struct {
+	cfg      Config
+	sendDir  uint16
+	recvDir  uint16
+	lanes    [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
+	workers  []*dataplane.Worker
+	sbuf     *dataplane.DoubleBuffer
+	rbuf     *dataplane.DoubleBuffer
+	epoch    atomic.Uint64
+	sender   *control.Sender
+	inject   *ring.SPSC[[]byte]
+	toCtl    *dataplane.FrameQueue
+	receiver *control.Receiver
+	ctl      *controller
+	stop     chan struct{}
+	done     chan struct{}
+	started  time.Time
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New validates cfg and builds the appliance (ports are opened by the
+// caller; the appliance does not close them).
+func New(cfg Config) (*Appliance, error) {
+	if cfg.PortA == nil || cfg.PortB == nil {
+		return nil, errors.New("appliance: two ports are required")
+	}
+	if cfg.Segment != "a" && cfg.Segment != "b" {
+		return nil, fmt.Errorf("appliance: segment port %q: want a or b", cfg.Segment)
+	}
+	if cfg.Interval < time.Millisecond {
+		return nil, fmt.Errorf("appliance: interval %v: at least 1ms", cfg.Interval)
+	}
+	if cfg.Classifier == nil {
+		return nil, errors.New("appliance: no classifier")
+	}
+	if len(cfg.Cores) > 2 {
+		return nil, fmt.Errorf("appliance: %d cores: one worker per direction at most (see docs/performance.md)", len(cfg.Cores))
+	}
+	if cfg.Conf == 0 {
+		cfg.Conf = 0.98
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = dataplane.RealtimeClock
+		if cfg.ClockName == "" {
+			cfg.ClockName = "CLOCK_REALTIME"
+		}
+	}
+	if cfg.Bounds == (synopsis.CompactBounds{}) {
+		cfg.Bounds = synopsis.DefaultCompactBounds()
+	}
+	if cfg.PairTimeout == 0 {
+		cfg.PairTimeout = cfg.Interval + 2*time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "ldafwd"
+	}
+	cfg.Syn.Classes = cfg.Classifier.NumClasses()
+	if cfg.Syn.Weights == nil {
+		for i := 0; i < cfg.Syn.Classes; i++ {
+			cfg.Syn.Weights = append(cfg.Syn.Weights, cfg.Classifier.Weight(uint16(i)))
+		}
+	}
+	a := &Appliance{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	segPort, otherPort := cfg.PortB, cfg.PortA
+	a.sendDir, a.recvDir = DirAtoB, DirBtoA
+	if cfg.Segment == "a" {
+		segPort, otherPort = cfg.PortA, cfg.PortB
+		a.sendDir, a.recvDir = DirBtoA, DirAtoB
+	}
+	var err error
+	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
+		return nil, err
+	}
+	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
+		return nil, err
+	}
+	hash := configHash(&cfg)
+	parts := []control.PartKey{}
+	for m := 0; m < cfg.Syn.Classes; m++ {
+		parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindLDA})
+	}
+	a.sender, err = control.NewSender(control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
+		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: 1, Clock: cfg.ClockName,
+			MECs: cfg.Classifier.Names(), Parts: parts}})
+	if err != nil {
+		return nil, err
+	}
+	endw, err := a.sender.NewEndWriter(0)
+	if err != nil {
+		return nil, err
+	}
+	a.receiver, err = control.NewReceiver(control.ReceiverConfig{Key: cfg.Key, Insecure: cfg.Insecure, Direction: a.recvDir,
+		ConfigHash: hash, Timeout: cfg.PairTimeout.Nanoseconds()})
+	if err != nil {
+		return nil, err
+	}
+	endr, err := control.NewEndReader(cfg.Key, cfg.Insecure, a.recvDir)
+	if err != nil {
+		return nil, err
+	}
+	if a.inject, err = ring.NewSPSC[[]byte](1024); err != nil {
+		return nil, err
+	}
+	if a.toCtl, err = dataplane.NewFrameQueue(1024, 9216+18); err != nil {
+		return nil, err
+	}
+	a.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherPort, Tx: segPort, Role: dataplane.RoleSender, Burst: cfg.Burst,
+		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, Inject: a.inject})
+	if err != nil {
+		return nil, err
+	}
+	a.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: segPort, Tx: otherPort, Role: dataplane.RoleReceiver, Burst: cfg.Burst,
+		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.rbuf, EndReader: endr, ToControl: a.toCtl})
+	if err != nil {
+		return nil, err
+	}
+	groups := [][]*dataplane.Lane{{a.lanes[0], a.lanes[1]}}
+	cores := []int{-1}
+	switch len(cfg.Cores) {
+	case 1:
+		cores = cfg.Cores
+	case 2:
+		groups = [][]*dataplane.Lane{{a.lanes[0]}, {a.lanes[1]}}
+		cores = cfg.Cores
+	}
+	for i, g := range groups {
+		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g, IdleSleep: cfg.IdleSleep,
+			OnStart: cfg.OnWorkerStart, OnExit: cfg.OnWorkerExit})
+		if err != nil {
+			return nil, err
+		}
+		a.workers = append(a.workers, w)
+	}
+	a.ctl = newController(a)
+	return a, nil
+}
+
+// configHash names the synopsis configuration both ends must share.
+func configHash(cfg *Config) uint64 {
+	s := fmt.Sprintf("lda=%v digest=%v rda=%v lds=%v mecs=%v interval=%d", cfg.Syn.LDA, cfg.Syn.LDA.Digest, cfg.Syn.RDA, cfg.Syn.LDS,
+		cfg.Classifier.Names(), cfg.Interval.Nanoseconds())
+	return xxhash.Sum64String(s) | 1
+}
+
+// SendDirection and RecvDirection are the direction ids this appliance
+// sends and receives measurements for.
+func (a *Appliance) SendDirection() uint16 { return a.sendDir }
+func (a *Appliance) RecvDirection() uint16 { return a.recvDir }
+
+// Lanes returns the sender and receiver lanes (for counters).
+func (a *Appliance) Lanes() (sender, receiver *dataplane.Lane) { return a.lanes[0], a.lanes[1] }
+
+// Session is the sender's session id.
+func (a *Appliance) Session() uint64 { return a.sender.Session() }
+
+// ControlCounters are the receiver's control-frame counters.
+func (a *Appliance) ControlCounters() control.Counters { return a.receiver.Counters() }
+
+// Start starts the workers and the control goroutine.
+func (a *Appliance) Start() {
+	a.started = time.Now()
+	a.epoch.Store(a.cfg.Clock() / uint64(a.cfg.Interval.Nanoseconds()))
+	for _, w := range a.workers {
+		w.Start()
+	}
+	go a.ctl.run()
+	a.cfg.Log.Info().Str("segment", a.cfg.Segment).Dur("interval", a.cfg.Interval).Str("clock", a.cfg.ClockName).
+		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Msg("appliance started")
+}
+
+// Stop ends the measurement gracefully: the sender closes its current
+// interval (End marker, synopses sent in-band), the control side waits up
+// to drain for the last reports, then the workers drain their buffers and
+// stop. Frames keep being forwarded until the very end.
+func (a *Appliance) Stop(drain time.Duration) error {
+	a.stopOnce.Do(func() {
+		// The control side closes the sender's interval through the
+		// interval clock (so there is exactly one End marker for it), ships
+		// it, and collects the peer's; it reports what is still missing as
+		// invalid.
+		a.ctl.finishBy(time.Now().Add(drain))
+		close(a.stop)
+		<-a.done
+		for _, w := range a.workers {
+			w.Quit()
+		}
+		for _, w := range a.workers {
+			if err := w.Wait(); err != nil && a.stopErr == nil {
+				a.stopErr = err
+			}
+		}
+		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
+		cc := a.receiver.Counters()
+		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
+			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
+			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
+			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
+			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
+			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
+			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).Msg("appliance stopped")
+	})
+	return a.stopErr
+}

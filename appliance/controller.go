@@ -1,0 +1,324 @@
+package appliance
+
+import (
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// controller is the appliance's control goroutine: it moves the interval
+// clock, encodes the sender's idle synopses and queues them for in-band
+// transmission, feeds stripped control frames to the control.Receiver,
+// pairs each reassembled sender interval with the receiver's own copy and
+// reports. Everything here runs on one goroutine; Stop talks to it through
+// atomics and channels only.
+type controller struct {
+	a        *Appliance
+	bufs     [][]byte
+	pending  [][]byte
+	results  []control.Result
+	rcopies  map[uint64]*rcopy
+	bundles  map[uint64]*waiting
+	first    bool // the next shipped sender interval is the session's first
+	frozen   atomic.Bool
+	shipped  atomic.Uint64 // last sender interval handed to the inject ring
+	settled  atomic.Bool   // nothing queued to send, nothing waiting to pair
+	scratch  []byte
+	cl       synopsis.CompactLDA
+	reported atomic.Uint64 // interval lines emitted
+}
+
+// rcopy is the receiver's copy of one interval, cloned off the double
+// buffer so the worker can reuse it at once.
+type rcopy struct {
+	k              uint64
+	lda            []*synopsis.LDA
+	merged         bool
+	warmup         bool // the receiver's first copy: from its start to the first End marker
+	frames         uint64
+	startNs, endNs uint64
+	at             time.Time
+}
+
+type waiting struct {
+	b  *control.IntervalBundle
+	at time.Time
+}
+
+func newController(a *Appliance) *controller {
+	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true}
+}
+
+// endGrace is how long a complete bundle waits for the receiver's copy
+// of its interval (the worker flips at the End marker, which precedes the
+// fragments, so the copy is normally there already).
+const endGrace = 200 * time.Millisecond
+
+func (c *controller) run() {
+	defer close(c.a.done)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.a.stop:
+			c.step(time.Now())
+			c.final()
+			return
+		case <-tick.C:
+			c.step(time.Now())
+		}
+	}
+}
+
+// finishBy freezes the interval clock one interval ahead, so the sender
+// closes the current interval now, and waits until it is shipped and the
+// peer's intervals are paired, or the deadline.
+func (c *controller) finishBy(deadline time.Time) {
+	c.frozen.Store(true)
+	last := c.a.epoch.Load()
+	// First let the sender lane catch up with the clock as it stands (a
+	// descheduled worker may not have closed last−1 yet): moving the clock
+	// twice before it polls would merge two intervals.
+	for c.shipped.Load()+1 < last && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	c.a.epoch.Store(last + 1)
+	for time.Now().Before(deadline) {
+		if c.shipped.Load() >= last && c.settled.Load() {
+			// Give the lane a moment to put the last frames on the wire.
+			time.Sleep(5 * time.Millisecond)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (c *controller) step(now time.Time) {
+	a := c.a
+	nowNs := a.cfg.Clock()
+	if !c.frozen.Load() {
+		if k := nowNs / uint64(a.cfg.Interval.Nanoseconds()); k > a.epoch.Load() {
+			a.epoch.Store(k)
+		}
+	}
+	// Sender: encode every copy the worker has handed over.
+	for {
+		set, ok := a.sbuf.Idle()
+		if !ok {
+			break
+		}
+		c.ship(set, int64(nowNs))
+		a.sbuf.Release()
+	}
+	if len(c.pending) > 0 {
+		n := a.inject.EnqueueBurst(c.pending)
+		for i := 0; i < n; i++ {
+			c.pending[i] = nil
+		}
+		c.pending = c.pending[n:]
+	}
+	// Receiver: control frames the worker stripped.
+	for {
+		f, _, ok := a.toCtl.Get()
+		if !ok {
+			break
+		}
+		a.receiver.Consume(f, int64(nowNs)) // rejects are counted by the Receiver
+		a.toCtl.Done()
+	}
+	for {
+		set, ok := a.rbuf.Idle()
+		if !ok {
+			break
+		}
+		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now}
+		for _, l := range set.LDA {
+			rc.lda = append(rc.lda, l.Clone())
+		}
+		if old, dup := c.rcopies[rc.k]; dup {
+			old.merged = true // cannot happen with a monotonic End guard; never pair it
+		} else {
+			c.rcopies[rc.k] = rc
+		}
+		a.rbuf.Release()
+	}
+	a.receiver.Expire(int64(nowNs))
+	c.results = a.receiver.Results(c.results[:0])
+	for _, r := range c.results {
+		switch {
+		case r.Bundle != nil:
+			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
+		case r.Failure != nil:
+			f := r.Failure
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			delete(c.rcopies, f.Interval)
+		}
+	}
+	for k, w := range c.bundles {
+		if rc, ok := c.rcopies[k]; ok {
+			c.pair(w.b, rc)
+			delete(c.rcopies, k)
+			delete(c.bundles, k)
+		} else if now.Sub(w.at) > endGrace {
+			c.invalid(k, w.b.StartNs, w.b.EndNs, nil, "end marker lost in the segment: the receiver could not cut this interval")
+			delete(c.bundles, k)
+		}
+	}
+	for k, rc := range c.rcopies {
+		if now.Sub(rc.at) > a.cfg.PairTimeout {
+			if rc.warmup {
+				delete(c.rcopies, k)
+				continue
+			}
+			c.invalid(k, 0, 0, rc, "no synopses from the sender for this interval (control frames lost or sender stopped)")
+			delete(c.rcopies, k)
+		}
+	}
+	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0)
+}
+
+// ship encodes one sender copy and queues its control frames.
+func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
+	a := c.a
+	var flags uint64
+	if set.Merged {
+		flags |= payloadMerged
+	}
+	if c.first {
+		flags |= payloadPartial
+		c.first = false
+	}
+	stamp := uint64(0)
+	if set.Frames > 0 {
+		stamp = (set.StampErrNs + set.Frames - 1) / set.Frames
+	}
+	parts := make([]control.Part, 0, len(set.LDA))
+	for m, l := range set.LDA {
+		p := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: l.Count(), Flags: flags})
+		p, err := l.AppendCompact(p, a.cfg.Bounds)
+		if err != nil {
+			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender LDA")
+			return
+		}
+		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, Payload: p})
+	}
+	frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
+	if err != nil {
+		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
+		return
+	}
+	c.bufs = frames[:cap(frames)]
+	for _, f := range frames {
+		// The lane copies each frame into a port buffer when it sends
+		// it; until then the frame must not change, so it gets its own.
+		c.pending = append(c.pending, append([]byte(nil), f...))
+	}
+	c.shipped.Store(set.LastK)
+}
+
+// pair estimates one interval from the sender's bundle and the
+// receiver's copy, one report line per MEC.
+func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
+	a := c.a
+	if rc.warmup {
+		// From the receiver's start to the first End marker: not an
+		// interval of the measurement at all (both sides started in the
+		// middle of one). Not reported.
+		a.cfg.Log.Debug().Uint64("interval", b.Interval).Msg("warm-up interval not reported")
+		return
+	}
+	for m := range rc.lda {
+		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
+		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
+		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
+		if !ok {
+			c.emitInvalid(r, rc.lda[m].Count(), "no LDA for this class in the sender's synopses")
+			continue
+		}
+		h, body, err := parsePayload(payload)
+		if err == nil {
+			err = c.cl.UnmarshalBinary(body)
+		}
+		if err != nil {
+			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not decode: %v", err))
+			continue
+		}
+		e, err := synopsis.EstimateLDACompact(&c.cl, rc.lda[m], a.cfg.Conf)
+		if err != nil {
+			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))
+			continue
+		}
+		analyze.Fill(r, e)
+		r.StampErrNs = float64(h.StampErrNs)
+		r.MeanCINs += r.StampErrNs
+		switch {
+		case h.Flags&payloadPartial != 0:
+			r.Valid, r.Reason = false, "sender restarted: first interval of its new session is partial"
+		case h.Flags&payloadMerged != 0:
+			r.Valid, r.Reason = false, "sender's control side fell behind: its copy spans several intervals"
+		case rc.merged:
+			r.Valid, r.Reason = false, "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+		}
+		c.emit(r)
+	}
+}
+
+func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {
+	a := c.a
+	return &report.Interval{Interval: int64(k), StartNs: startNs, EndNs: endNs, Direction: DirectionName(a.recvDir),
+		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf}
+}
+
+// invalid reports interval k invalid for every MEC, with what is known.
+func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
+	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
+		r := c.line(k, startNs, endNs, m)
+		var recv uint64
+		if rc != nil {
+			recv = rc.lda[m].Count()
+			if startNs == 0 {
+				r.StartNs, r.EndNs = int64(rc.startNs), int64(rc.endNs)
+			}
+		}
+		c.emitInvalid(r, recv, reason)
+	}
+}
+
+func (c *controller) emitInvalid(r *report.Interval, received uint64, reason string) {
+	r.Received, r.Valid, r.Reason = received, false, reason
+	c.emit(r)
+}
+
+func (c *controller) emit(r *report.Interval) {
+	c.reported.Add(1)
+	if c.a.cfg.Reports != nil {
+		c.a.cfg.Reports(r)
+	}
+}
+
+// final reports what is still waiting when the appliance stops, oldest
+// first.
+func (c *controller) final() {
+	var ks []uint64
+	for k := range c.rcopies {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	for _, k := range ks {
+		rc := c.rcopies[k]
+		if rc.warmup {
+			continue
+		}
+		c.invalid(k, 0, 0, rc, "stopped before the sender's synopses for this interval arrived")
+	}
+	for k, w := range c.bundles {
+		c.invalid(k, w.b.StartNs, w.b.EndNs, nil, "stopped before the receiver cut this interval")
+	}
+}

@@ -1,0 +1,254 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/porttest"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+	"github.com/rs/zerolog"
+)
+
+// DemoConfig is `ldafwd demo`: two appliances in one process joined by an
+// impaired ring link, a generator in front of the first and a sink behind
+// the second.
+//
+//	generator ─ring─ [a  ldafwd#1  b] ═impaired segment═ [a  ldafwd#2  b] ─ring─ sink
+type DemoConfig struct {
+	Duration    time.Duration
+	Interval    time.Duration
+	Delay       model.Delay // one-way delay of the segment (a→b)
+	Loss        model.Loss
+	ReorderProb float64
+	DupProb     float64
+	Rate        float64 // generator packets per second; 0: as fast as the appliances take them
+	Flows       int
+	Size        int // frame bytes
+	Seed        uint64
+	Syn         dataplane.SynConfig
+	Classifier  *classifier.Classifier
+	Bounds      synopsis.CompactBounds
+	Conf        float64
+	Key         []byte
+	Insecure    bool
+	// Reports gets every interval line of the measured direction with the
+	// exact truth (true_*) filled in.
+	Reports func(*report.Interval)
+	Log     zerolog.Logger
+}
+
+// DemoSummary is what the demo saw from end to end.
+type DemoSummary struct {
+	Generated, Sunk    uint64
+	ImpairLost         uint64
+	Intervals, Valid   int
+	LossExact          int // valid intervals whose lost equals the true loss
+	MeanInBound        int // valid intervals whose true mean is inside mean ± mean_ci_ns
+	ApplianceTxDropped uint64
+	ControlBytesPerInt float64 // mean control bytes per interval (a→b)
+}
+
+// RunDemo runs the demo for cfg.Duration and stops cleanly.
+func RunDemo(cfg DemoConfig) (DemoSummary, error) {
+	var sum DemoSummary
+	if cfg.Duration <= 0 || cfg.Interval <= 0 {
+		return sum, errors.New("demo: duration and interval must be positive")
+	}
+	if cfg.Flows == 0 {
+		cfg.Flows = 1000
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 128
+	}
+	if cfg.Bounds == (synopsis.CompactBounds{}) {
+		// The compact encoding must know how long a delay can be. The
+		// segment is FIFO, so a long draw also delays the frames queued
+		// behind it: allow for the tail and the queueing, ≥ 10 ms.
+		cfg.Bounds = synopsis.DefaultCompactBounds()
+		if m := cfg.Delay.Mean(); m*200 > 10e6 && m*200 < 1e12 {
+			cfg.Bounds.MaxDelayNs = int64(m * 200)
+		} else {
+			cfg.Bounds.MaxDelayNs = 10_000_000
+		}
+	}
+	truth, err := dataplane.NewIntervalTruth(DirAtoB)
+	if err != nil {
+		return sum, err
+	}
+	mk := func(name string, c dataplane.LinkConfig) (*dataplane.RingLink, error) {
+		return dataplane.NewRingLink(name, c)
+	}
+	l0, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 16384})
+	if err != nil {
+		return sum, err
+	}
+	l1, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 32768, AtoB: &dataplane.ImpairConfig{
+		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, DupProb: cfg.DupProb, Seed: cfg.Seed,
+		Queue: 16384, Truth: truth.Record}})
+	if err != nil {
+		return sum, err
+	}
+	l2, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 4096})
+	if err != nil {
+		return sum, err
+	}
+	defer func() {
+		for _, l := range []*dataplane.RingLink{l0, l1, l2} {
+			l.A().Close()
+			l.B().Close()
+		}
+	}()
+
+	// Reports of the measured direction wait for their interval's truth.
+	var mu sync.Mutex
+	truths := map[uint64]dataplane.TruthInterval{}
+	var ctlBytes, ctlIntervals float64
+	onReport := func(r *report.Interval) {
+		if r.Direction != DirectionName(DirAtoB) {
+			return // the generator sends a→b only; b→a carries control frames alone
+		}
+		mu.Lock()
+		for {
+			t, ok := truth.Next()
+			if !ok {
+				break
+			}
+			truths[t.K] = t
+		}
+		t, ok := truths[uint64(r.Interval)]
+		if !ok {
+			cfg.Log.Debug().Int64("interval", r.Interval).Int("truths", len(truths)).Msg("no truth yet")
+		}
+		mu.Unlock()
+		if ok && t.Delivered > 0 {
+			mean, sd, lost := t.Mean(), t.Stddev(), t.Lost
+			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
+		}
+		sum.Intervals++
+		if r.Valid {
+			sum.Valid++
+			if ok && r.Lost == t.Lost {
+				sum.LossExact++
+			}
+			if ok && t.Delivered > 0 && abs(r.MeanNs-t.Mean()) <= r.MeanCINs {
+				sum.MeanInBound++
+			}
+		}
+		if r.ControlBytes > 0 && r.MEC == "all" {
+			ctlBytes += float64(r.ControlBytes)
+			ctlIntervals++
+		}
+		if cfg.Reports != nil {
+			cfg.Reports(r)
+		}
+	}
+	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
+		Bounds: cfg.Bounds, Conf: cfg.Conf, IdleSleep: 20 * time.Microsecond, Reports: onReport}
+	c1, c2 := common, common
+	c1.Name, c1.PortA, c1.PortB, c1.Segment, c1.Log = "ldafwd#1", l0.B(), l1.A(), "b", cfg.Log.With().Str("appliance", "#1").Logger()
+	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", l1.B(), l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	a1, err := New(c1)
+	if err != nil {
+		return sum, fmt.Errorf("demo: appliance #1: %w", err)
+	}
+	a2, err := New(c2)
+	if err != nil {
+		return sum, fmt.Errorf("demo: appliance #2: %w", err)
+	}
+	a2.Start()
+	a1.Start()
+
+	var sunk atomic.Uint64
+	stopSink := make(chan struct{})
+	sinkDone := make(chan struct{})
+	go func() {
+		defer close(sinkDone)
+		pk := make([]*dataplane.Packet, 64)
+		for {
+			n := l2.B().RxBurst(pk)
+			if n > 0 {
+				sunk.Add(uint64(n))
+				l2.B().Free(pk[:n])
+				continue
+			}
+			select {
+			case <-stopSink:
+				return
+			default:
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}()
+
+	// Generator: distinct IDs, many flows, paced to Rate when set.
+	gen, err := porttest.NewGen(porttest.GenConfig{Flows: cfg.Flows, Size: cfg.Size})
+	if err != nil {
+		return sum, err
+	}
+	pk := make([]*dataplane.Packet, 32)
+	start := time.Now()
+	end := start.Add(cfg.Duration)
+	id := uint64(1)
+	for now := time.Now(); now.Before(end); now = time.Now() {
+		want := len(pk)
+		if cfg.Rate > 0 {
+			due := uint64(cfg.Rate*now.Sub(start).Seconds()) + 1
+			if due <= id-1 {
+				time.Sleep(50 * time.Microsecond)
+				continue
+			}
+			want = int(min(uint64(len(pk)), due-(id-1)))
+		}
+		n := l0.A().Alloc(pk[:want])
+		for i := 0; i < n; i++ {
+			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], id+uint64(i))
+		}
+		m := l0.A().TxBurst(pk[:n])
+		if m < n {
+			l0.A().Free(pk[m:n])
+			time.Sleep(20 * time.Microsecond)
+		}
+		id += uint64(m)
+	}
+	sum.Generated = id - 1
+	// Let the segment drain, then stop both appliances gracefully.
+	imp := l1.B().Impairer()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if sunk.Load()+imp.Stats().Lost >= sum.Generated {
+			break
+		}
+	}
+	drain := cfg.Interval + time.Second
+	var wg sync.WaitGroup
+	var err1, err2 error
+	wg.Add(2)
+	go func() { defer wg.Done(); err1 = a1.Stop(drain) }()
+	go func() { defer wg.Done(); err2 = a2.Stop(drain) }()
+	wg.Wait()
+	close(stopSink)
+	<-sinkDone
+	sum.Sunk = sunk.Load()
+	sum.ImpairLost = imp.Stats().Lost
+	for _, a := range []*Appliance{a1, a2} {
+		s, r := a.Lanes()
+		sum.ApplianceTxDropped += s.Stats.TxDropped.Load() + r.Stats.TxDropped.Load()
+	}
+	if ctlIntervals > 0 {
+		sum.ControlBytesPerInt = ctlBytes / ctlIntervals
+	}
+	return sum, errors.Join(err1, err2)
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
