@@ -236,10 +236,10 @@ func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
 	proto := h[9]
 	m.Proto = proto
 	m.Flow.Proto = proto
-	m.Flow.Src[10], m.Flow.Src[11] = 0xff, 0xff
-	m.Flow.Dst[10], m.Flow.Dst[11] = 0xff, 0xff
-	copy(m.Flow.Src[12:16], h[12:16])
-	copy(m.Flow.Dst[12:16], h[16:20])
+	// IPv4-mapped addresses, one 8-byte store each: bytes 10-11 0xff,
+	// 12-15 the address (bytes 0-9 are already zero).
+	binary.LittleEndian.PutUint64(m.Flow.Src[8:], 0xffff<<16|uint64(binary.LittleEndian.Uint32(h[12:]))<<32)
+	binary.LittleEndian.PutUint64(m.Flow.Dst[8:], 0xffff<<16|uint64(binary.LittleEndian.Uint32(h[16:]))<<32)
 
 	ihl := int(h[0]&0x0f) * 4
 	total := int(binary.BigEndian.Uint16(h[2:]))
