@@ -208,6 +208,9 @@ func TestLDSSingleFlowExact(t *testing.T) {
 // ≥ 500 packets and ≤ 0.5 % for ≥ 5 000 packets (paper Fig. 10: 1.2 % for
 // 500–999, 0.4 %, 0.06 %).
 func TestLDSAccuracyPareto(t *testing.T) {
+	if ldsRace {
+		t.Skip("single-goroutine accuracy test; runs without -race")
+	}
 	// Several independent intervals, pooled: the ≥ 5 000-packet bin holds
 	// ~20 flows per 40 000, too few for a stable median from one.
 	nFlows, intervals := 40000, 4
@@ -291,6 +294,9 @@ func TestLDSAccuracyPareto(t *testing.T) {
 // 1 % of the flows, weights 1/10/100. Weighting must improve gold's
 // accuracy over the unweighted sketch and over bronze.
 func TestLDSFlowWeights(t *testing.T) {
+	if ldsRace {
+		t.Skip("single-goroutine accuracy test; runs without -race")
+	}
 	nFlows := 40000
 	if testing.Short() {
 		nFlows = 10000
