@@ -537,6 +537,7 @@ func TestRDASizeRDA(t *testing.T) {
 					fail++
 				}
 			}
+			t.Logf("k=%d d=%d: m=%d cells per bank, peeling failed %d/%d", k, d, m, fail, trials)
 			// 2 % target; allow sampling noise (binomial sd ≈ 0.8 %).
 			if float64(fail)/float64(trials) > 0.05 {
 				t.Errorf("k=%d d=%d m=%d: peeling failed %d/%d", k, d, m, fail, trials)
@@ -551,5 +552,39 @@ func TestRDASizeRDA(t *testing.T) {
 	cfg, err := RDAConfigFor(4300)
 	if err != nil || cfg.Cells > DefaultRDACells || cfg.Banks != DefaultRDABanks {
 		t.Errorf("the default should hold a set difference of 4300: %+v %v", cfg, err)
+	}
+}
+
+// TestRDABanksAtFixedMemory measures peeling against the number of banks
+// with the total number of cells fixed (docs/rda.md has the table; run
+// with -v to print it). It pins the reason for DefaultRDABanks = 3: with
+// the same memory, 3 banks decode whatever 2 banks decode, and more.
+func TestRDABanksAtFixedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement table; skipped with -short")
+	}
+	const total, trials = 4096, 200
+	for _, d := range []int{500, 1000, 1500, 2000, 2500, 3000, 3300} {
+		var fails [5]int
+		var undecoded [5]int
+		for _, k := range []int{2, 3, 4} {
+			rng := rdaRand(uint64(d * k))
+			for i := 0; i < trials; i++ {
+				x := MustNewRDA(RDAConfig{Banks: k, Cells: total / k})
+				for j := 0; j < d; j++ {
+					x.Add(rng.next(), 1)
+				}
+				dec := x.Peel()
+				if !dec.Complete {
+					fails[k]++
+				}
+				undecoded[k] += d - len(dec.Extra)
+			}
+		}
+		t.Logf("d=%4d  k=2: %3d/%d failed, %7.1f undecoded  k=3: %3d/%d, %7.1f  k=4: %3d/%d, %7.1f", d,
+			fails[2], trials, float64(undecoded[2])/trials, fails[3], trials, float64(undecoded[3])/trials, fails[4], trials, float64(undecoded[4])/trials)
+		if fails[3] > fails[2] || undecoded[3] > undecoded[2] {
+			t.Errorf("d=%d: 3 banks decode less than 2 with the same memory", d)
+		}
 	}
 }
