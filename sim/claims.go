@@ -59,7 +59,10 @@ func CheckClaims(pts []Point, conf float64) []Claim {
 			}
 			if *v > c.Worst {
 				c.Worst = *v
-				c.Detail = fmt.Sprintf("%s, %s, loss %g (%d runs, ±se shown in the table)", p.Series, p.Method, p.LossRate, p.Runs)
+				c.Detail = fmt.Sprintf("%s, %s, loss %g (%d runs)", p.Series, p.Method, p.LossRate, p.Runs)
+				if se := seOf(p, v); se != nil {
+					c.Detail = fmt.Sprintf("%s, %s, loss %g: %s ± %s %% (%d runs)", p.Series, p.Method, p.LossRate, pct(v), pct(se), p.Runs)
+				}
 			}
 			if !(*v < limit) {
 				c.Pass = false
@@ -104,7 +107,9 @@ func CheckClaims(pts []Point, conf float64) []Claim {
 			}
 			if ratio < c.Worst || math.IsNaN(ratio) {
 				c.Worst = ratio
-				c.Detail = fmt.Sprintf("loss %g: probes %s %%, LDA %s %% (%d runs)", lda.LossRate, pct(pr.MeanRelErr), pct(lda.MeanRelErr), lda.Runs)
+				c.Detail = fmt.Sprintf("loss %g: probes %s ± %s %%, LDA %s ± %s %%, ratio %.3g ± %.2g (%d runs)",
+					lda.LossRate, pct(pr.MeanRelErr), pct(pr.MeanRelErrSE), pct(lda.MeanRelErr), pct(lda.MeanRelErrSE),
+					ratio, ratioSE(ratio, pr, lda), lda.Runs)
 			}
 		}
 	}
@@ -136,7 +141,7 @@ func CheckClaims(pts []Point, conf float64) []Claim {
 	if runs > 0 {
 		frac := float64(misses) / float64(runs)
 		add(Claim{Name: "lda-bound-coverage",
-			Paper:   fmt.Sprintf("%g %% Hoeffding bound (eq. 1) misses the true mean in ≤ %g %% of LDA runs", 100*conf, 100*(1-conf)),
+			Paper:   fmt.Sprintf("%.3g %% Hoeffding bound (eq. 1) misses the true mean in ≤ %.3g %% of LDA runs", 100*conf, 100*(1-conf)),
 			Checked: runs, Pass: frac <= 1-conf, Worst: frac, Limit: 1 - conf,
 			Detail: fmt.Sprintf("%d of %d runs outside their bound", misses, runs)})
 	}
@@ -150,10 +155,32 @@ func WriteClaims(w io.Writer, cs []Claim) error {
 		if !c.Pass {
 			verdict = "FAIL"
 		}
-		if _, err := fmt.Fprintf(w, "%s  %-22s %s — worst %.4g (limit %g) at %s; %d checked\n",
+		if _, err := fmt.Fprintf(w, "%s  %-22s %s — worst %.4g (limit %.3g) at %s; %d checked\n",
 			verdict, c.Name, c.Paper, c.Worst, c.Limit, c.Detail, c.Checked); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ratioSE is the standard error of a/b propagated from the points'
+// standard errors (first order): ratio·√((se_a/a)² + (se_b/b)²).
+func ratioSE(ratio float64, a, b *Point) float64 {
+	if a.MeanRelErr == nil || b.MeanRelErr == nil || a.MeanRelErrSE == nil || b.MeanRelErrSE == nil ||
+		*a.MeanRelErr == 0 || *b.MeanRelErr == 0 {
+		return math.NaN()
+	}
+	ra, rb := *a.MeanRelErrSE / *a.MeanRelErr, *b.MeanRelErrSE / *b.MeanRelErr
+	return ratio * math.Sqrt(ra*ra+rb*rb)
+}
+
+// seOf returns the standard error that goes with v, one of p's averages.
+func seOf(p *Point, v *float64) *float64 {
+	switch v {
+	case p.MeanRelErr:
+		return p.MeanRelErrSE
+	case p.StddevRelErr:
+		return p.StddevRelErrSE
 	}
 	return nil
 }

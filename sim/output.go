@@ -103,3 +103,62 @@ func WriteCSV(w io.Writer, pts []Point) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// WriteSummary prints, per experiment and method, the range of the mean's
+// relative error and of the effective sample size over two loss regimes
+// (≤ 1 % and above): the table's message in a few lines.
+func WriteSummary(w io.Writer, pts []Point) error {
+	type key struct{ exp, method string }
+	type agg struct {
+		n              int
+		errLo, errHi   float64
+		sampLo, sampHi float64
+		lossLo, lossHi float64
+	}
+	var order []key
+	groups := map[key]map[bool]*agg{}
+	for i := range pts {
+		p := &pts[i]
+		if p.MeanRelErr == nil {
+			continue
+		}
+		k := key{p.Experiment, p.Method}
+		if p.Experiment == "fig4" { // one method, four distributions
+			k.method = p.Series
+		}
+		if groups[k] == nil {
+			groups[k] = map[bool]*agg{}
+			order = append(order, k)
+		}
+		low := p.LossRate <= 0.01
+		a := groups[k][low]
+		if a == nil {
+			a = &agg{errLo: *p.MeanRelErr, errHi: *p.MeanRelErr, sampLo: p.Samples, sampHi: p.Samples, lossLo: p.LossRate, lossHi: p.LossRate}
+			groups[k][low] = a
+		}
+		a.n++
+		a.errLo, a.errHi = min(a.errLo, *p.MeanRelErr), max(a.errHi, *p.MeanRelErr)
+		a.sampLo, a.sampHi = min(a.sampLo, p.Samples), max(a.sampHi, p.Samples)
+		a.lossLo, a.lossHi = min(a.lossLo, p.LossRate), max(a.lossHi, p.LossRate)
+	}
+	exp := ""
+	for _, k := range order {
+		if k.exp != exp {
+			exp = k.exp
+			if _, err := fmt.Fprintf(w, "Summary %s (mean delay, relative error averaged over runs; effective samples):\n", exp); err != nil {
+				return err
+			}
+		}
+		for _, low := range []bool{true, false} {
+			a := groups[k][low]
+			if a == nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "  %-38s loss %s–%s: error %s–%s %%, %s–%s samples\n", k.method,
+				fmtG(a.lossLo), fmtG(a.lossHi), fmtG(100*a.errLo), fmtG(100*a.errHi), fmtSamples(a.sampLo), fmtSamples(a.sampHi)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

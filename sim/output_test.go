@@ -111,6 +111,16 @@ func TestWriters(t *testing.T) {
 		}
 	}
 
+	var sum bytes.Buffer
+	if err := WriteSummary(&sum, pts); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Summary fig4", "weibull β=0.6", "probes 144 Hz", "loss 0.001–0.001", "loss 0.1–0.1"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
+
 	var c bytes.Buffer
 	if err := WriteCSV(&c, pts); err != nil {
 		t.Fatal(err)
