@@ -213,7 +213,6 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-
 func writeFileWith(path string, fn func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
