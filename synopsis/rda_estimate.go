@@ -358,3 +358,32 @@ func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
 	r.cache = nc
 	return nil
 }
+
+// ReportFields is st for report.Interval.Extra (DESIGN §6: added fields,
+// snake_case, "rda_" prefix).
+func (st RDAStats) ReportFields() map[string]any {
+	f := map[string]any{
+		"rda_banks":           st.Banks,
+		"rda_cells":           st.Cells,
+		"rda_set_difference":  st.SetDifference,
+		"rda_lost":            st.Lost,
+		"rda_extra":           st.Extra,
+		"rda_decode_complete": st.DecodeComplete,
+		"rda_residual_cells":  st.ResidualCells,
+		"rda_repaired":        st.Repaired,
+		"rda_unrepaired":      st.Unrepaired,
+		"rda_inconsistent":    st.Inconsistent,
+		"rda_coverage":        st.Coverage,
+		"rda_sample_fraction": st.SampleFraction,
+		"rda_usable_cells":    st.UsableCells,
+		"rda_damaged_cells":   st.DamagedCells,
+		"rda_exact":           st.Exact,
+	}
+	if len(st.MissingSender) > 0 {
+		f["rda_missing_sender_ts"] = len(st.MissingSender)
+	}
+	if st.Note != "" {
+		f["rda_note"] = st.Note
+	}
+	return f
+}

@@ -588,3 +588,67 @@ func TestRDABanksAtFixedMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRDAPipelinedIntervals cuts time into intervals by each end's own
+// clock (paper Sec. III-A, the way `analyze` cuts captures): a packet
+// sent late in interval i and received in i+1 is lost to i and extra in
+// i+1. Every interval must still come out exact.
+func TestRDAPipelinedIntervals(t *testing.T) {
+	const intervals, perInterval = 4, 10_000
+	const lenNs = uint64(perInterval) * 1000 // 1 µs spacing
+	cfg := RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20}
+	var snd, rcv [intervals + 1]*RDA
+	for i := range snd {
+		snd[i], rcv[i] = rdaPair(t, cfg)
+	}
+	type acc struct {
+		sum           float64
+		n             int
+		lost, extra   []uint64
+		sent, receivd int
+	}
+	var truth [intervals + 1]acc
+	rng := rdaRand(77)
+	const t0 = uint64(1_763_700_000_000_000_000) / lenNs * lenNs // aligned
+	for i := 0; i < intervals*perInterval; i++ {
+		h := rng.next()
+		ts := t0 + uint64(i)*1000
+		d := uint64(20_000 + rng.next()%60_000) // up to 80 µs: crosses edges
+		si, ri := int((ts-t0)/lenNs), int((ts+d-t0)/lenNs)
+		snd[si].Add(h, ts)
+		truth[si].sent++
+		if rng.next()%500 == 0 { // 0.2 % loss
+			truth[si].lost = append(truth[si].lost, h)
+			continue
+		}
+		rcv[ri].Add(h, ts+d)
+		truth[ri].receivd++
+		if si == ri {
+			truth[si].sum += float64(d)
+			truth[si].n++
+		} else {
+			truth[si].lost = append(truth[si].lost, h)
+			truth[ri].extra = append(truth[ri].extra, h)
+		}
+	}
+	for i := 0; i < intervals; i++ {
+		tr := rdaTruth{lost: sortedCopy(truth[i].lost), extra: sortedCopy(truth[i].extra),
+			meanNs: truth[i].sum / float64(truth[i].n), matched: truth[i].n,
+			sent: truth[i].sent, received: truth[i].receivd}
+		if i > 0 && len(tr.extra) == 0 || len(tr.lost) < 30 {
+			t.Fatalf("interval %d: %d late, %d extra: the edges are not exercised", i, len(tr.lost), len(tr.extra))
+		}
+		checkRDAExact(t, snd[i], rcv[i], tr)
+	}
+}
+
+// TestRDAStatsReportFields: the report fields name every count.
+func TestRDAStatsReportFields(t *testing.T) {
+	s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 256, CacheBudget: 1 << 20})
+	rdaRun(4, rdaScenario{n: 5000, lost: 7, extra: 3, baseDelayNs: 1000, jitterNs: 100}, []*RDA{s}, []*RDA{r})
+	_, st, _ := EstimateRDA(s, r, 0)
+	f := st.ReportFields()
+	if f["rda_lost"] != 7 || f["rda_extra"] != 3 || f["rda_set_difference"] != 10 || f["rda_exact"] != true || f["rda_coverage"] != 1.0 {
+		t.Fatalf("%v", f)
+	}
+}
