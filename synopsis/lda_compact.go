@@ -96,9 +96,10 @@ type CompactBounds struct {
 }
 
 // DefaultCompactBounds: delays from −10 µs (clock offset) to 1 ms, mean
-// resolution 1 ns (below what software timestamps resolve), 16 digest bits. A 1 ms maximum suits a LAN or data-centre segment; set
-// MaxDelayNs for longer paths (a violation invalidates the interval, it
-// never gives a wrong number).
+// resolution 1 ns (below what software timestamps resolve), 16 digest
+// bits. A 1 ms maximum suits a LAN or data-centre segment; set MaxDelayNs
+// for longer paths (a violation invalidates the interval, it never gives a
+// wrong number).
 func DefaultCompactBounds() CompactBounds {
 	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, MeanResolutionNs: 1, DigestBits: 16}
 }
@@ -156,10 +157,14 @@ func lowBits(v uint64, w uint) uint64 {
 }
 
 // AppendCompact appends the compact sender encoding of l (see the format
-// above) to b. The only error is invalid bounds (wrapping ErrBadConfig).
+// above) to b. The only errors are invalid bounds and a zero-value LDA
+// (wrapping ErrBadConfig).
 func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
 	if err := bounds.validate(); err != nil {
 		return b, err
+	}
+	if len(l.cfg.Banks) == 0 {
+		return b, errLDANoConfig
 	}
 	if !l.cfg.Digest {
 		bounds.DigestBits = 0

@@ -2,6 +2,7 @@ package synopsis
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 )
 
@@ -76,9 +77,15 @@ func readLDAConfig(r *encReader) LDAConfig {
 	return cfg
 }
 
+// errLDANoConfig: encoding a zero-value LDA (not made by NewLDA).
+var errLDANoConfig = fmt.Errorf("%w: LDA has no banks (zero value; use NewLDA)", ErrBadConfig)
+
 // AppendBinary appends the full encoding of l to b (see the format above).
-// It implements encoding.BinaryAppender; the error is always nil.
+// It implements encoding.BinaryAppender; the only error is a zero-value LDA.
 func (l *LDA) AppendBinary(b []byte) ([]byte, error) {
+	if len(l.cfg.Banks) == 0 {
+		return b, errLDANoConfig
+	}
 	b = append(b, ldaMagic...)
 	b = append(b, ldaVersion)
 	b = appendLDAConfig(b, &l.cfg)

@@ -268,6 +268,12 @@ func TestLDAZeroValue(t *testing.T) {
 	if s|c|d != 0 {
 		t.Fatal("zero LDA bucket not zero")
 	}
+	if _, err := l.AppendBinary(nil); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("AppendBinary of a zero LDA: %v", err)
+	}
+	if _, err := l.AppendCompact(nil, DefaultCompactBounds()); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("AppendCompact of a zero LDA: %v", err)
+	}
 }
 
 // TestLDAMergeEqualsSingle: shards fed disjoint parts of a trace sum to the
