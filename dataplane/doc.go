@@ -8,7 +8,8 @@
 // A Port moves bursts of *Packet (RxBurst, TxBurst; 32 by default, fixed
 // for a port's life). Kinds: DPDK ethdev (package dpdk), AF_XDP
 // (dataplane/afxdp), the ring port ("ring:<link>.a" / "ring:<link>.b",
-// OpenRingPort) and pcap files ("pcap:<file>", OpenPcapPort). Nothing on a
+// OpenRingPort) and pcap files ("pcap:<file>[,pace][,tx=<file>]",
+// OpenPcapPort). Nothing on a
 // port's burst path allocates, locks, or returns an error value; a refused
 // or dropped frame is a counter in Stats.
 //

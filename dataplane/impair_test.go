@@ -29,6 +29,17 @@ func (e expDelay) Fill(r *rand.Rand, d []float64) {
 	}
 }
 
+// recordingDelay remembers every delay it hands out, in order.
+type recordingDelay struct {
+	d     dataplane.DelayModel
+	drawn []float64
+}
+
+func (r *recordingDelay) Fill(rng *rand.Rand, d []float64) {
+	r.d.Fill(rng, d)
+	r.drawn = append(r.drawn, d...)
+}
+
 type uniformLoss float64
 
 func (u uniformLoss) Fill(r *rand.Rand, l []bool) {
@@ -112,9 +123,20 @@ func runLink(t *testing.T, ic dataplane.ImpairConfig, n int, burst int, gap uint
 // receivable only when the clock passes their delivery time (runLink
 // checks that on every burst).
 func TestImpairFIFO(t *testing.T) {
-	seen, truth, l, _ := runLink(t, dataplane.ImpairConfig{Delay: expDelay(50_000), Seed: 1}, 20000, 16, 5_000)
+	rec := &recordingDelay{d: expDelay(50_000)}
+	seen, truth, l, _ := runLink(t, dataplane.ImpairConfig{Delay: rec, Seed: 1}, 20000, 16, 5_000)
 	if len(seen) != 20000 {
 		t.Fatalf("got %d frames, want 20000", len(seen))
+	}
+	// Naive twin of the delivery rule: frame i is due at
+	// max(tx_i + d_i, due_{i−1}) with d_i the i-th delay drawn.
+	var prev uint64
+	for i, r := range truth {
+		due := max(r.TxNs+uint64(math.Round(rec.drawn[i])), prev)
+		if r.DeliverNs != due {
+			t.Fatalf("frame %d: delivered at %d, the FIFO rule says %d", i, r.DeliverNs, due)
+		}
+		prev = due
 	}
 	queued := 0
 	for i, r := range seen {
