@@ -78,3 +78,34 @@ func RDAWireBytes(k, m int, n uint64, spreadNs float64) int {
 	// TS − Δ·B ≈ Δ · spread/2 (uniform arrivals)
 	return 6 + 2 + 8 + k*m*int(8+varintLen(perCell)+varintLen(perCell*spreadNs/2))
 }
+
+// RDAMaxCacheBudget caps the cache SizeRDAConfig asks for (1 GiB).
+const RDAMaxCacheBudget = 1 << 30
+
+// SizeRDAConfig sizes a whole RDA for an interval of about packets
+// packets of which a share problemRate (loss + reordering across the
+// interval edge + rewriting) is expected in the set difference: 3 banks
+// with cells for twice the expected difference at 1 % failure (the
+// difference fluctuates from interval to interval), and a timestamp cache
+// that holds every packet without sampling, capped at RDAMaxCacheBudget.
+// It is what `analyze` wants for exact results (--interval 0 on a whole
+// capture); the appliance may prefer a smaller cache (see docs/rda.md,
+// Cost).
+func SizeRDAConfig(packets uint64, problemRate float64) (RDAConfig, error) {
+	if !(problemRate >= 0 && problemRate <= 1) {
+		return RDAConfig{}, fmt.Errorf("%w: problem rate %v not in [0,1]", ErrBadConfig, problemRate)
+	}
+	d := 2*float64(packets)*problemRate + 16
+	if d > 1<<22 { // 3 × 2^21 cells (144 MiB) already decode 4 M problem packets
+		d = 1 << 22
+	}
+	m, err := SizeRDA(int(d), DefaultRDABanks, 0.01)
+	if err != nil {
+		return RDAConfig{}, err
+	}
+	slots := uint64(64)
+	for slots*tsMaxLoadNum/tsMaxLoadDen < packets && slots*tsEntryBytes < RDAMaxCacheBudget {
+		slots *= 2
+	}
+	return RDAConfig{Banks: DefaultRDABanks, Cells: m, CacheBudget: int(slots * tsEntryBytes)}, nil
+}

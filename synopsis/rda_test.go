@@ -652,3 +652,23 @@ func TestRDAStatsReportFields(t *testing.T) {
 		t.Fatalf("%v", f)
 	}
 }
+
+func TestRDASizeRDAConfig(t *testing.T) {
+	cfg, err := SizeRDAConfig(1_000_000, 0.002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := NewTSCache(cfg.CacheBudget)
+	if cfg.Banks != 3 || c.limit < 1_000_000 || cfg.CacheBudget > 4*1_000_000*tsEntryBytes {
+		t.Fatalf("%+v holds %d packets", cfg, c.limit)
+	}
+	if m, _ := SizeRDA(4016, 3, 0.01); cfg.Cells != m {
+		t.Fatalf("cells %d, want %d", cfg.Cells, m)
+	}
+	if big, err := SizeRDAConfig(1<<40, 0.001); err != nil || big.CacheBudget != RDAMaxCacheBudget {
+		t.Fatalf("%+v %v", big, err)
+	}
+	if _, err := SizeRDAConfig(10, 2); !errors.Is(err, ErrBadConfig) {
+		t.Fatal(err)
+	}
+}
