@@ -252,3 +252,11 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// DemoBounds is the compact encoding's delay bounds for a given largest
+// one-way delay.
+func DemoBounds(maxDelay time.Duration) synopsis.CompactBounds {
+	b := synopsis.DefaultCompactBounds()
+	b.MaxDelayNs = maxDelay.Nanoseconds()
+	return b
+}

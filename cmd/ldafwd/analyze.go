@@ -192,4 +192,3 @@ func intervalTableRow(r *report.Interval, truth bool) string {
 	}
 	return s + "\t"
 }
-

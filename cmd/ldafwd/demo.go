@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/rs/zerolog"
+)
+
+func init() {
+	register("demo", "two appliances in one process over an impaired link: estimates beside the exact truth (no root, NIC or hugepages)", runDemo)
+}
+
+func runDemo(args []string) error { return demoMain(args, os.Stdout, os.Stderr) }
+
+func demoMain(args []string, stdout, stderr io.Writer) error {
+	var (
+		out                outputFlags
+		lda                ldaFlags
+		duration, interval time.Duration
+		delaySpec          string
+		lossSpec           string
+		reorder, dup, rate float64
+		flows, size        int
+		seed               uint64
+		mecs               []string
+		conf               float64
+		maxDelay           time.Duration
+		verbose            bool
+	)
+	fs := newFlagSet("demo")
+	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
+	fs.DurationVar(&interval, "interval", time.Second, "measurement interval")
+	fs.StringVar(&delaySpec, "delay", "weibull:mean=50us,shape=0.7", "one-way delay of the segment per frame (constant:, exp:, uniform:, weibull:, pareto:, mix:); the segment is FIFO, so frames also queue behind slow ones")
+	fs.StringVar(&lossSpec, "loss", "uniform:rate=0.001", "loss on the segment: none, uniform:rate=R, bursty:rate=R,burst=N")
+	fs.Float64Var(&reorder, "reorder", 0.0001, "probability a frame is held back and overtaken by the next one")
+	fs.Float64Var(&dup, "dup", 0, "probability a frame is duplicated on the segment")
+	fs.Float64Var(&rate, "rate", 20000, "generator packets per second (0: as fast as the appliances forward)")
+	fs.IntVar(&flows, "flows", 1000, "distinct 5-tuples in the generated traffic")
+	fs.IntVar(&size, "size", 128, "frame size, bytes")
+	fs.Uint64Var(&seed, "seed", 1, "seed of the impairment's random choices")
+	fs.StringArrayVar(&mecs, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; docs/mec.md)")
+	fs.Float64Var(&conf, "confidence", 0.98, "confidence level of mean_ci_ns")
+	fs.DurationVar(&maxDelay, "max-delay", 0, "largest one-way delay the compact synopsis encoding allows (0: from the delay model)")
+	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
+	lda.register(fs)
+	out.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+	}
+	if err := out.validate(); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	switch {
+	case duration <= 0:
+		return fmt.Errorf("demo: --duration %v: must be positive", duration)
+	case interval < 10*time.Millisecond:
+		return fmt.Errorf("demo: --interval %v: at least 10ms", interval)
+	case !(reorder >= 0 && reorder < 1):
+		return fmt.Errorf("demo: --reorder %v: a probability in [0, 1)", reorder)
+	case !(dup >= 0 && dup < 1):
+		return fmt.Errorf("demo: --dup %v: a probability in [0, 1)", dup)
+	case rate < 0:
+		return fmt.Errorf("demo: --rate %v: must be ≥ 0", rate)
+	case !(conf > 0 && conf < 1):
+		return fmt.Errorf("demo: --confidence %v: between 0 and 1", conf)
+	case maxDelay < 0:
+		return fmt.Errorf("demo: --max-delay %v: must be ≥ 0", maxDelay)
+	}
+	delay, err := model.ParseDelay(delaySpec)
+	if err != nil {
+		return fmt.Errorf("demo: --delay: %w", err)
+	}
+	loss, err := model.ParseLoss(lossSpec)
+	if err != nil {
+		return fmt.Errorf("demo: --loss: %w", err)
+	}
+	cl, err := classifier.NewClassifierFromSpecs(mecs)
+	if err != nil {
+		return fmt.Errorf("demo: --mec: %w", err)
+	}
+	ldaCfg, err := lda.config()
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	key, err := demoKey()
+	if err != nil {
+		return err
+	}
+	w, closeReport, err := out.open(stdout)
+	if err != nil {
+		return err
+	}
+	defer closeReport()
+	log := zerolog.Nop()
+	if verbose {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
+	}
+	table := out.format == "table"
+	if table {
+		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %v, loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
+			delay, loss, reorder, interval, duration)
+		fmt.Fprintf(stdout, "%-12s %-6s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec", "sent", "received", "samples",
+			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
+	}
+	cfg := appliance.DemoConfig{
+		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
+		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: dataplane.SynConfig{LDA: ldaCfg}, Classifier: cl,
+		Conf: conf, Key: key, Log: log,
+		Reports: func(r *report.Interval) {
+			w.Write(r)
+			if table {
+				fmt.Fprintln(stdout, demoRow(r))
+			}
+		},
+	}
+	if maxDelay > 0 {
+		cfg.Bounds = appliance.DemoBounds(maxDelay)
+	}
+	sum, err := appliance.RunDemo(cfg)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if table {
+		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
+			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
+		fmt.Fprintf(stdout, "%d intervals: %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d; control traffic %.1f kbit per interval\n",
+			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound, sum.ControlBytesPerInt*8/1000)
+	}
+	return nil
+}
+
+// demoKey makes a throw-away HMAC key: the demo authenticates its control
+// frames like a real deployment does, without a key file.
+func demoKey() ([]byte, error) {
+	return controlGenerateKey()
+}
+
+func demoRow(r *report.Interval) string {
+	tru := func(p *float64) string {
+		if p == nil {
+			return "     -"
+		}
+		return fmt.Sprintf("%8.2f", *p/1e3)
+	}
+	trueLost := "-"
+	if r.TrueLost != nil {
+		trueLost = fmt.Sprint(*r.TrueLost)
+	}
+	valid := "yes"
+	if !r.Valid {
+		valid = "no: " + r.Reason
+	}
+	return fmt.Sprintf("%-12d %-6s %10d %10d %8d  %7.2f±%-5.2f(%s) %8.2f (%s) %7d (%6s)  %s",
+		r.Interval, r.MEC, r.Sent, r.Received, r.Samples, r.MeanNs/1e3, r.MeanCINs/1e3, tru(r.TrueMeanNs),
+		r.StddevNs/1e3, tru(r.TrueStddevNs), r.Lost, trueLost, valid)
+}

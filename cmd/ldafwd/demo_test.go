@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDemoJSON runs `ldafwd demo --format json` briefly and checks issue 6's
+// bar on what it prints: every interval valid, loss exact, the true mean
+// inside the reported bound, and the true_* fields present.
+func TestDemoJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000"}
+	if err := demoMain(args, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	n, inBound := 0, 0
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var r struct {
+			Type         string
+			Interval     int64
+			Direction    string
+			Valid        bool
+			Reason       string
+			Lost         uint64
+			MeanNs       float64  `json:"mean_ns"`
+			MeanCINs     float64  `json:"mean_ci_ns"`
+			TrueMeanNs   *float64 `json:"true_mean_ns"`
+			TrueStddevNs *float64 `json:"true_stddev_ns"`
+			TrueLost     *uint64  `json:"true_lost"`
+			ControlBytes int      `json:"control_bytes"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("not JSON: %s", sc.Text())
+		}
+		n++
+		if r.Type != "interval" || r.Direction != "a>b" {
+			t.Errorf("unexpected line %s", sc.Text())
+		}
+		if !r.Valid {
+			t.Errorf("interval %d invalid: %s", r.Interval, r.Reason)
+			continue
+		}
+		if r.TrueMeanNs == nil || r.TrueStddevNs == nil || r.TrueLost == nil {
+			t.Errorf("interval %d lacks truth: %s", r.Interval, sc.Text())
+			continue
+		}
+		if r.Lost != *r.TrueLost {
+			t.Errorf("interval %d: lost %d, true %d", r.Interval, r.Lost, *r.TrueLost)
+		}
+		if d := r.MeanNs - *r.TrueMeanNs; d <= r.MeanCINs && -d <= r.MeanCINs {
+			inBound++
+		}
+		if r.ControlBytes <= 0 || r.ControlBytes*8 > 36000 {
+			t.Errorf("interval %d: control traffic %d bytes (budget 36 kbit)", r.Interval, r.ControlBytes)
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%d interval lines, want ≥ 4", n)
+	}
+	if float64(inBound) < 0.9*float64(n) {
+		t.Errorf("true mean inside the bound in %d of %d intervals", inBound, n)
+	}
+}
+
+func TestDemoFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0s"}, "--duration"},
+		{[]string{"--interval", "1ms"}, "--interval"},
+		{[]string{"--delay", "weibull:mean=-1us"}, "--delay"},
+		{[]string{"--loss", "uniform:rate=2"}, "--loss"},
+		{[]string{"--reorder", "1"}, "--reorder"},
+		{[]string{"--rate", "-5"}, "--rate"},
+		{[]string{"--mec", "x=bogus:1"}, "--mec"},
+		{[]string{"--format", "csv"}, "--format"},
+	} {
+		var out, errb bytes.Buffer
+		err := demoMain(tc.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
