@@ -229,16 +229,19 @@ func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
 	wts := w * ts
 	fx := Remix(flowHash, SaltLDSRow)
 	px0 := Remix(h, SaltLDSCell)
-	for r := 0; r < l.rows && r < maxLDSRows; r++ {
+	// Locals: the cell writes below could alias l's fields as far as the
+	// compiler knows, which would reload them every row.
+	rows, cols, k, cells := l.rows, l.cols, l.k, l.cells
+	for r := 0; r < rows && r < maxLDSRows; r++ {
 		px := ldsRowHash(px0, r)
 		if px>>32 >= l.thr[r] {
 			continue
 		}
-		c := l.flowBase(fx, r) + fastRange(px&0xffffffff, l.k)
-		if c >= l.cols {
-			c -= l.cols
+		c := fastRange(ldsRowHash(fx, r)>>32, cols) + fastRange(px&0xffffffff, k)
+		if c >= cols {
+			c -= cols
 		}
-		cell := &l.cells[uint64(r)*l.cols+c]
+		cell := &cells[uint64(r)*cols+c]
 		cell.sum += wts
 		cell.count += w
 		cell.digest ^= h
