@@ -50,16 +50,19 @@ type TruthFunc func(frame []byte, r *TruthRecord)
 // ImpairConfig describes what one link direction does to frames. The zero
 // value (with Queue defaulted) is a perfect wire with zero delay.
 type ImpairConfig struct {
-	Delay        DelayModel // nil: zero delay
-	Loss         LossModel  // nil: no loss
-	ReorderProb  float64    // probability a packet is held back, [0, 1)
-	ReorderDepth int        // k: later packets that overtake a held one; default 1
-	MaxHoldNs    uint64     // release a held packet this long after its own delivery time even if fewer than k overtook it; default 1 ms
-	DupProb      float64    // probability a delivered packet is followed by a copy, [0, 1)
-	Seed         uint64     // seeds the stage's PCG generator: same seed, same frames → same decisions
-	Queue        int        // delay-line capacity in packets (power of two); default 4096
-	IDOffset     int        // TruthRecord.ID offset in the frame; < 0 or beyond the frame: ID 0
-	Truth        TruthFunc  // optional per-packet truth hook
+	Delay DelayModel // nil: zero delay
+	Loss  LossModel  // nil: no loss
+	// ReorderProb is the probability a packet is held back, [0, 1). One
+	// packet is held at a time: while one waits no other is chosen, so the
+	// realised rate is about p/(1+p·k) — ImpairStats.Reordered has the truth.
+	ReorderProb  float64
+	ReorderDepth int       // k: later packets that overtake a held one; default 1
+	MaxHoldNs    uint64    // release a held packet this long after its own delivery time even if fewer than k overtook it; default 1 ms
+	DupProb      float64   // probability a delivered packet is followed by a copy, [0, 1)
+	Seed         uint64    // seeds the stage's PCG generator: same seed, same frames → same decisions
+	Queue        int       // delay-line capacity in packets (power of two); default 4096
+	IDOffset     int       // TruthRecord.ID offset in the frame; < 0 or beyond the frame: ID 0
+	Truth        TruthFunc // optional per-packet truth hook
 }
 
 // ErrImpairConfig is wrapped by NewImpairer for a bad config.

@@ -155,7 +155,10 @@ func NewPcapPort(name string, cfg PcapConfig) (*PcapPort, error) {
 		}
 		p.bw = bufio.NewWriterSize(p.wf, 256<<10)
 		p.w = pcapgo.NewWriterNanos(p.bw)
-		if err := p.w.WriteFileHeader(uint32(cfg.MTU), layers.LinkTypeEthernet); err != nil {
+		// snaplen: frames handed over from another pool may exceed our
+		// MTU, and readers (pcapgo among them) reject records longer than
+		// the header's snaplen; 256 KiB is tcpdump's maximum.
+		if err := p.w.WriteFileHeader(MaxPcapRecord, layers.LinkTypeEthernet); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("%w: %s: %w", ErrPcapConfig, name, err)
 		}
