@@ -83,8 +83,8 @@ type rdaCell struct {
 // packets seen at both ends and the mean delay comes out exact.
 //
 // Departure from the paper: the packet identifier is the packet identity
-// hash h itself (DESIGN §2), and bank b's cell is
-// fastrange(Remix(h, SaltRDA+b·φ), m) rather than a separate Bob hash.
+// hash h itself (DESIGN §2), and the cells come from slices of
+// Remix(h, SaltRDA) (see setIndexing) rather than k Bob hashes.
 //
 // An RDA is not safe for concurrent use: give each worker its own and
 // Merge them on the control side.
@@ -92,6 +92,7 @@ type RDA struct {
 	cells []rdaCell // bank-major: bank b is cells[b*m : (b+1)*m]
 	m     uint64    // cells per bank
 	k     int       // banks
+	chunk uint      // bits of Remix(h, SaltRDA) per bank, or 0 (see setIndexing)
 	base  uint64    // first timestamp added since Reset (ns); only makes the encoding compact
 	cache *TSCache  // nil when CacheBudget is 0
 	// remoteLevel: for an RDA decoded from the wire, the sampling level of
@@ -112,6 +113,7 @@ func NewRDA(cfg RDAConfig) (*RDA, error) {
 		k:     cfg.Banks,
 		cfg:   cfg,
 	}
+	r.setIndexing()
 	if cfg.CacheBudget > 0 {
 		c, err := NewTSCache(cfg.CacheBudget)
 		if err != nil {
@@ -136,10 +138,33 @@ func MustNewRDA(cfg RDAConfig) *RDA {
 // steps) so the banks' cell choices are independent.
 func rdaBankSalt(b int) uint64 { return SaltRDA + uint64(b)*0x9e3779b97f4a7c15 }
 
+// setIndexing picks how cells are chosen (a function of the shape only,
+// so both ends agree). When every bank can take its own slice of one
+// 64-bit Remix(h, SaltRDA) — c = 64/k bits each, with m ≤ 2^(c−6) so
+// fastrange on c bits is within 1.6 % of uniform (exact when m is a
+// power of two) — Add computes one Remix instead of k: bank b's cell is
+// (bits [b·c, (b+1)·c) of x) · m >> c. The slices of a uniform x are
+// independent, which is what peeling assumes. Otherwise (k = 1, or many
+// cells for the bits) bank b uses fastrange(Remix(h, rdaBankSalt(b)), m).
+func (r *RDA) setIndexing() {
+	r.chunk = 0
+	if r.k < 2 {
+		return
+	}
+	c := uint(64 / r.k)
+	if r.m<<6 <= 1<<c {
+		r.chunk = c
+	}
+}
+
 // cellIndex is the index into r.cells of identity h's cell in bank b.
-// fastrange (Lemire): the high word of Remix·m is uniform on [0,m) without
-// a division.
+// fastrange (Lemire): the high bits of hash·m are uniform on [0,m)
+// without a division.
 func (r *RDA) cellIndex(h uint64, b int) int {
+	if r.chunk != 0 {
+		v := Remix(h, SaltRDA) >> (uint(b) * r.chunk) & (1<<r.chunk - 1)
+		return b*int(r.m) + int(v*r.m>>r.chunk)
+	}
 	hi, _ := bits.Mul64(Remix(h, rdaBankSalt(b)), r.m)
 	return b*int(r.m) + int(hi)
 }
@@ -153,13 +178,25 @@ func (r *RDA) Add(h, ts uint64) {
 	}
 	cells, m := r.cells, r.m
 	off := 0
-	for b := 0; b < r.k; b++ {
-		hi, _ := bits.Mul64(Remix(h, rdaBankSalt(b)), m)
-		c := &cells[off+int(hi)]
-		c.id ^= h
-		c.ts += ts // wraps; differences of sums stay exact (DESIGN §3)
-		c.n++
-		off += int(m)
+	if c := r.chunk; c != 0 {
+		x, mask := Remix(h, SaltRDA), uint64(1)<<c-1
+		for b := 0; b < r.k; b++ {
+			cl := &cells[off+int((x&mask)*m>>c)]
+			cl.id ^= h
+			cl.ts += ts // wraps; differences of sums stay exact (DESIGN §3)
+			cl.n++
+			x >>= c
+			off += int(m)
+		}
+	} else {
+		for b := 0; b < r.k; b++ {
+			hi, _ := bits.Mul64(Remix(h, rdaBankSalt(b)), m)
+			cl := &cells[off+int(hi)]
+			cl.id ^= h
+			cl.ts += ts
+			cl.n++
+			off += int(m)
+		}
 	}
 	if r.cache != nil {
 		r.cache.Insert(h, ts)

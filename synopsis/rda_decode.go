@@ -98,7 +98,7 @@ func DecodeRDA(sender, receiver *RDA) (RDADecoding, error) {
 	if err := receiver.sameShape(sender); err != nil {
 		return RDADecoding{}, err
 	}
-	d := &RDA{cells: append([]rdaCell(nil), receiver.cells...), m: receiver.m, k: receiver.k}
+	d := &RDA{cells: append([]rdaCell(nil), receiver.cells...), m: receiver.m, k: receiver.k, chunk: receiver.chunk}
 	_ = d.Subtract(sender)
 	return d.Peel(), nil
 }

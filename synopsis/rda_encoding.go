@@ -106,5 +106,6 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 		hasRemote:   flags&rdaFlagCache != 0,
 		cfg:         RDAConfig{Banks: int(k), Cells: int(m)},
 	}
+	r.setIndexing()
 	return nil
 }
