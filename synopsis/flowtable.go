@@ -259,3 +259,44 @@ func (t *FlowTable) Clone() *FlowTable {
 	c.slots = append([]FlowEntry(nil), t.slots...)
 	return &c
 }
+
+// PackFlowKey packs a 5-tuple into FlowKeyBytes with the variable part
+// last, so the encoding (which trims trailing zero bytes) ships 14 bytes
+// for IPv4 and 38 for IPv6: proto, flags (bit 0: IPv6), source port, dest
+// port (big-endian), then the source and destination addresses — the last
+// 4 bytes of each (IPv4-mapped) address for IPv4, all 16 for IPv6. The
+// fields are those of classifier.FlowKey; synopsis takes them one by one so
+// it does not depend on classifier.
+func PackFlowKey(src, dst [16]byte, srcPort, dstPort uint16, proto uint8, ipv6 bool) FlowKeyBytes {
+	var k FlowKeyBytes
+	k[0] = proto
+	k[2], k[3] = byte(srcPort>>8), byte(srcPort)
+	k[4], k[5] = byte(dstPort>>8), byte(dstPort)
+	if ipv6 {
+		k[1] = 1
+		copy(k[6:22], src[:])
+		copy(k[22:38], dst[:])
+	} else {
+		copy(k[6:10], src[12:])
+		copy(k[10:14], dst[12:])
+	}
+	return k
+}
+
+// UnpackFlowKey reverses PackFlowKey; IPv4 addresses come back
+// IPv4-mapped (::ffff:a.b.c.d), as classifier.FlowKey stores them.
+func UnpackFlowKey(k *FlowKeyBytes) (src, dst [16]byte, srcPort, dstPort uint16, proto uint8, ipv6 bool) {
+	proto = k[0]
+	ipv6 = k[1]&1 != 0
+	srcPort = uint16(k[2])<<8 | uint16(k[3])
+	dstPort = uint16(k[4])<<8 | uint16(k[5])
+	if ipv6 {
+		copy(src[:], k[6:22])
+		copy(dst[:], k[22:38])
+		return
+	}
+	src[10], src[11], dst[10], dst[11] = 0xff, 0xff, 0xff, 0xff
+	copy(src[12:], k[6:10])
+	copy(dst[12:], k[10:14])
+	return
+}

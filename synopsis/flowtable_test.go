@@ -147,3 +147,27 @@ func TestFlowTableObserveAllocs(t *testing.T) {
 		t.Fatalf("Observe allocates %v", n)
 	}
 }
+
+func TestPackFlowKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range 1000 {
+		var src, dst [16]byte
+		v6 := i%2 == 0
+		for j := range src {
+			src[j], dst[j] = byte(rng.Uint32()), byte(rng.Uint32())
+		}
+		if !v6 {
+			src = [16]byte{10: 0xff, 11: 0xff, 12: src[12], 13: src[13], 14: src[14], 15: src[15]}
+			dst = [16]byte{10: 0xff, 11: 0xff, 12: dst[12], 13: dst[13], 14: dst[14], 15: dst[15]}
+		}
+		sp, dp, proto := uint16(rng.Uint32()), uint16(rng.Uint32()), uint8(rng.Uint32())
+		k := PackFlowKey(src, dst, sp, dp, proto, v6)
+		s2, d2, sp2, dp2, p2, v62 := UnpackFlowKey(&k)
+		if s2 != src || d2 != dst || sp2 != sp || dp2 != dp || p2 != proto || v62 != v6 {
+			t.Fatalf("round trip %d differs", i)
+		}
+		if !v6 && [26]byte(k[14:]) != [26]byte{} {
+			t.Fatalf("IPv4 key uses more than 14 bytes: %x", k)
+		}
+	}
+}

@@ -441,9 +441,22 @@ func TestLDSLoss(t *testing.T) {
 	for i := range 100 {
 		s2.AddFlow(99, uint64(i)*0x9e3779b97f4a7c15+1, ldsBaseNs+uint64(i), 1, &key)
 	}
+	// And one only the receiver saw (packets from the previous interval,
+	// or a flow that bypassed the sender): named, counted, not measured.
+	key2 := FlowKeyBytes{4, 5, 6}
+	for i := range 10 {
+		r2.AddFlow(1, uint64(i)*0x9e3779b97f4a7c15+7, ldsBaseNs+uint64(i), 3, &key2)
+	}
 	fl, _ := EstimateLDSFlows(s2, r2)
-	if len(fl) != 1 || fl[0].Valid || fl[0].Key != key || fl[0].HeldSent != 100 || fl[0].Lost == 0 || fl[0].Reason == "" {
-		t.Fatalf("blackholed flow: %+v", fl)
+	if len(fl) != 2 {
+		t.Fatalf("want 2 flows, got %+v", fl)
+	}
+	extra, black := fl[0], fl[1] // flow-hash order: 1, 99
+	if black.Valid || black.Key != key || black.HeldSent != 100 || black.HeldReceived != 0 || black.Lost != 100 || black.Reason == "" {
+		t.Fatalf("blackholed flow: %+v", black)
+	}
+	if extra.Valid || extra.Key != key2 || extra.Weight != 3 || extra.HeldSent != 0 || extra.HeldReceived != 10 || extra.Sent != 0 || extra.Reason == "" {
+		t.Fatalf("receiver-only flow: %+v", extra)
 	}
 }
 
