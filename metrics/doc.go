@@ -1,0 +1,27 @@
+// Package metrics exports a running appliance to Prometheus (DESIGN §6):
+// the last interval's estimates per direction and measurement class (MEC)
+// as gauges, counters of intervals by validity and reason, and — read at
+// scrape time — the port, lane and control-frame counters. It also serves
+// /healthz for liveness checks.
+//
+// Units follow Prometheus conventions: delays in seconds (the reports'
+// *_ns fields divided by 1e9), packets and bytes as plain counts, every
+// monotonic count a counter with the _total suffix; every name has the
+// ldafwd_ prefix.
+//
+// Lifetimes: one Metrics per appliance, created before the appliance
+// starts (SetState("starting")) and served until the process exits. The
+// sources (ports, lanes, control counters) are attached with SetSources
+// once they exist; until then the scrape-time families are absent.
+//
+// Concurrency: Observe is called from the appliance's control goroutine
+// (its Reports callback), scrapes and /healthz from HTTP goroutines, and
+// SetState/SetSources from main. Everything is safe for concurrent use;
+// nothing here is on the packet path — the lane and port counters are
+// atomics the workers update anyway, read only when Prometheus scrapes.
+//
+// Hazards: report reasons are free text, some with an error message
+// appended; Reason maps each to a short label (the text before its first
+// ':' or '(' as a snake_case slug, at most 48 characters) so the label's
+// cardinality stays bounded by the number of distinct reasons in the code.
+package metrics

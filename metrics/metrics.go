@@ -1,0 +1,269 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "ldafwd"
+
+// Sources are what the scrape-time collector reads. Any field may be nil
+// or empty.
+type Sources struct {
+	// Ports by report name ("a", "b").
+	Ports map[string]dataplane.Port
+	// Lanes by role ("sender", "receiver").
+	Lanes map[string]*dataplane.LaneStats
+	// Control returns the receiver's control-frame counters.
+	Control func() control.Counters
+}
+
+// State is the appliance's life stage as /healthz reports it.
+type State string
+
+// States; only StateRunning is healthy.
+const (
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateStopping State = "stopping"
+	StateStopped  State = "stopped"
+)
+
+// Metrics holds the Prometheus registry of one appliance.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	mean, stddev, ci, lost, sent, received, valid, samples, last *prometheus.GaugeVec
+	ctlBytes, ctlFrames                                          *prometheus.GaugeVec
+	intervals                                                    *prometheus.CounterVec
+	lostTotal, sentTotal, recvTotal, ctlBytesTotal               *prometheus.CounterVec
+
+	mu      sync.Mutex
+	src     Sources
+	state   atomic.Value // State
+	started time.Time
+	info    map[string]string
+	// lastIv is the newest interval observed and whether it was valid,
+	// for /healthz.
+	lastIv    atomic.Int64
+	lastValid atomic.Bool
+	observed  atomic.Uint64
+}
+
+// New builds the registry. info are constant labels of ldafwd_info
+// (segment, session…); they are also shown by /healthz.
+func New(info map[string]string) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), info: info, started: time.Now()}
+	m.state.Store(StateStarting)
+	m.lastIv.Store(-1)
+	ivLabels := []string{"direction", "mec", "synopsis"}
+	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+		m.reg.MustRegister(v)
+		return v
+	}
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+		m.reg.MustRegister(v)
+		return v
+	}
+	m.mean = g("interval_mean_delay_seconds", "Estimated mean one-way delay of the last reported interval, seconds.", ivLabels...)
+	m.stddev = g("interval_delay_stddev_seconds", "Estimated standard deviation of the one-way delay of the last reported interval, seconds.", ivLabels...)
+	m.ci = g("interval_mean_delay_ci_seconds", "Half-width of the confidence interval of the mean delay (mean_ci_ns), seconds.", ivLabels...)
+	m.lost = g("interval_lost_packets", "Packets lost in the last reported interval.", ivLabels...)
+	m.sent = g("interval_sent_packets", "Packets the sender recorded in the last reported interval.", ivLabels...)
+	m.received = g("interval_received_packets", "Packets the receiver recorded in the last reported interval.", ivLabels...)
+	m.valid = g("interval_valid", "1 when the last reported interval is valid, 0 when not (see ldafwd_intervals_total's reason).", ivLabels...)
+	m.samples = g("interval_samples", "Effective sample size of the last reported interval's mean delay estimate.", ivLabels...)
+	m.last = g("interval_number", "Number of the last reported interval (interval start / interval length since the Unix epoch).", ivLabels...)
+	m.ctlBytes = g("control_bytes_per_interval", "Control bytes (Hello, End markers, fragments) that carried the last interval's synopses in-band.", "direction")
+	m.ctlFrames = g("control_frames_per_interval", "Control frames that carried the last interval's synopses in-band.", "direction")
+	m.intervals = c("intervals_total", "Reported intervals by validity and reason (a short slug of the report's reason).", "direction", "mec", "synopsis", "valid", "reason")
+	m.lostTotal = c("lost_packets_total", "Lost packets summed over valid intervals.", ivLabels...)
+	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over valid intervals.", ivLabels...)
+	m.recvTotal = c("received_packets_total", "Receiver-recorded packets summed over valid intervals.", ivLabels...)
+	m.ctlBytesTotal = c("control_bytes_total", "Control bytes of all reported intervals (counted once per interval, not per MEC).", "direction")
+	if len(info) > 0 {
+		inf := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "info",
+			Help: "Constant 1; the labels describe this appliance.", ConstLabels: info})
+		inf.Set(1)
+		m.reg.MustRegister(inf)
+	}
+	m.reg.MustRegister(&scrape{m: m})
+	m.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
+	return m
+}
+
+// Registry is the registry behind /metrics (for tests and embedding).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// SetSources attaches the counters read at scrape time.
+func (m *Metrics) SetSources(s Sources) {
+	m.mu.Lock()
+	m.src = s
+	m.mu.Unlock()
+}
+
+// SetState moves /healthz to st.
+func (m *Metrics) SetState(st State) { m.state.Store(st) }
+
+// Observe records one interval report line (the appliance's Reports
+// callback). Per-flow lines (Flow set) are not exported: their label
+// set would be unbounded.
+func (m *Metrics) Observe(r *report.Interval) {
+	if r.Flow != "" {
+		return
+	}
+	syn := r.Synopsis
+	if syn == "" {
+		syn = "lda"
+	}
+	l := prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn}
+	valid := 0.0
+	if r.Valid {
+		valid = 1
+	}
+	m.valid.With(l).Set(valid)
+	m.last.With(l).Set(float64(r.Interval))
+	m.sent.With(l).Set(float64(r.Sent))
+	m.received.With(l).Set(float64(r.Received))
+	m.intervals.With(prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn,
+		"valid": fmt.Sprint(r.Valid), "reason": Reason(r)}).Inc()
+	if r.Valid {
+		m.mean.With(l).Set(r.MeanNs / 1e9)
+		m.stddev.With(l).Set(r.StddevNs / 1e9)
+		m.ci.With(l).Set(r.MeanCINs / 1e9)
+		m.lost.With(l).Set(float64(r.Lost))
+		m.samples.With(l).Set(float64(r.Samples))
+		m.lostTotal.With(l).Add(float64(r.Lost))
+		m.sentTotal.With(l).Add(float64(r.Sent))
+		m.recvTotal.With(l).Add(float64(r.Received))
+	} else {
+		// An invalid interval has no estimate: NaN says "no value" to
+		// Prometheus instead of repeating the previous interval's.
+		for _, v := range []*prometheus.GaugeVec{m.mean, m.stddev, m.ci, m.lost, m.samples} {
+			v.With(l).Set(nan)
+		}
+	}
+	// Control traffic is per interval and direction, repeated on every
+	// MEC's line: count it once, on the first class ("all").
+	if r.ControlBytes > 0 && (r.MEC == "all" || r.MEC == "") {
+		d := prometheus.Labels{"direction": r.Direction}
+		m.ctlBytes.With(d).Set(float64(r.ControlBytes))
+		m.ctlFrames.With(d).Set(float64(r.ControlFrames))
+		m.ctlBytesTotal.With(d).Add(float64(r.ControlBytes))
+	}
+	m.observed.Add(1)
+	m.lastIv.Store(r.Interval)
+	m.lastValid.Store(r.Valid)
+}
+
+// Reason is the ldafwd_intervals_total reason label of a report line:
+// "ok" for a valid one, else the reason's text up to its first ':' or
+// '(' as a snake_case slug of at most 48 characters.
+func Reason(r *report.Interval) string {
+	if r.Valid {
+		return "ok"
+	}
+	s := r.Reason
+	if i := strings.IndexAny(s, ":("); i >= 0 {
+		s = s[:i]
+	}
+	var b strings.Builder
+	under := false
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if under && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			under = false
+			b.WriteRune(c)
+		} else {
+			under = true
+		}
+		if b.Len() >= 48 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "unknown"
+	}
+	return b.String()
+}
+
+// Health is the /healthz body.
+type Health struct {
+	Status       string            `json:"status"`
+	UptimeS      float64           `json:"uptime_s"`
+	Reports      uint64            `json:"reports"`
+	LastInterval int64             `json:"last_interval"` // -1 before the first report
+	LastValid    bool              `json:"last_valid"`
+	Info         map[string]string `json:"info,omitempty"`
+}
+
+// Handler serves /metrics and /healthz.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/healthz", m.healthz)
+	return mux
+}
+
+func (m *Metrics) healthz(w http.ResponseWriter, _ *http.Request) {
+	st := m.state.Load().(State)
+	h := Health{Status: string(st), UptimeS: time.Since(m.started).Seconds(), Reports: m.observed.Load(),
+		LastInterval: m.lastIv.Load(), LastValid: m.lastValid.Load(), Info: m.info}
+	w.Header().Set("Content-Type", "application/json")
+	if st != StateRunning {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(h)
+}
+
+// Server is a running metrics HTTP server.
+type Server struct {
+	srv  *http.Server
+	addr net.Addr
+	done chan error
+}
+
+// Serve listens on addr (host:port; port 0 picks one) and serves Handler
+// until Close. A bad or busy address is returned as an error at once.
+func (m *Metrics) Serve(addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{srv: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}, addr: ln.Addr(), done: make(chan error, 1)}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Close stops the server, waiting up to 2 s for scrapes in progress.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

@@ -1,0 +1,225 @@
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestObserveGauges(t *testing.T) {
+	m := New(map[string]string{"segment": "b"})
+	r := &report.Interval{Interval: 7, Direction: "a>b", MEC: "all", Synopsis: "lda", Sent: 1000, Received: 990, Lost: 10,
+		MeanNs: 52_000, StddevNs: 3_000, MeanCINs: 400, Samples: 880, Valid: true, ControlBytes: 3000, ControlFrames: 3}
+	m.Observe(r)
+	l := prometheus.Labels{"direction": "a>b", "mec": "all", "synopsis": "lda"}
+	for _, c := range []struct {
+		v    *prometheus.GaugeVec
+		want float64
+	}{{m.mean, 52e-6}, {m.stddev, 3e-6}, {m.ci, 400e-9}, {m.lost, 10}, {m.sent, 1000}, {m.received, 990}, {m.valid, 1}, {m.samples, 880}, {m.last, 7}} {
+		if got := testutil.ToFloat64(c.v.With(l)); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("%v: got %v, want %v", c.v, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.ctlBytes.WithLabelValues("a>b")); got != 3000 {
+		t.Errorf("control bytes %v, want 3000", got)
+	}
+	// A second MEC line of the same interval must not count control bytes twice.
+	r2 := *r
+	r2.MEC = "voice"
+	m.Observe(&r2)
+	if got := testutil.ToFloat64(m.ctlBytesTotal.WithLabelValues("a>b")); got != 3000 {
+		t.Errorf("control bytes total %v, want 3000 (once per interval)", got)
+	}
+	// An invalid interval: valid 0, no estimate (NaN), counted by reason;
+	// the totals over valid intervals do not move.
+	bad := &report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Received: 5, Valid: false,
+		Reason: "sender synopsis does not decode: control: bad encoding (x)"}
+	m.Observe(bad)
+	if got := testutil.ToFloat64(m.valid.With(l)); got != 0 {
+		t.Errorf("valid %v after an invalid interval", got)
+	}
+	if got := testutil.ToFloat64(m.mean.With(l)); !math.IsNaN(got) {
+		t.Errorf("mean %v after an invalid interval, want NaN", got)
+	}
+	if got := testutil.ToFloat64(m.lostTotal.With(l)); got != 10 {
+		t.Errorf("lost total %v, want 10", got)
+	}
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "sender_synopsis_does_not_decode")); got != 1 {
+		t.Errorf("invalid interval counter %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "true", "ok")); got != 1 {
+		t.Errorf("valid interval counter %v, want 1", got)
+	}
+	// Per-flow lines are not exported.
+	before := testutil.CollectAndCount(m.mean)
+	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2", Valid: true})
+	if after := testutil.CollectAndCount(m.mean); after != before {
+		t.Errorf("per-flow line added series: %d → %d", before, after)
+	}
+}
+
+func TestReason(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", "unknown"},
+		{"end marker lost in the segment: the receiver could not cut this interval", "end_marker_lost_in_the_segment"},
+		{"no synopses from the sender for this interval (control frames lost or sender stopped)", "no_synopses_from_the_sender_for_this_interval"},
+		{"sender restarted: first interval of its new session is partial", "sender_restarted"},
+		{strings.Repeat("x", 200), strings.Repeat("x", 48)},
+		{"--::((", "unknown"},
+	} {
+		if got := Reason(&report.Interval{Reason: c.in}); got != c.want {
+			t.Errorf("Reason(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Reason(&report.Interval{Valid: true, Reason: "whatever"}); got != "ok" {
+		t.Errorf("valid: %q", got)
+	}
+}
+
+// fakePort is a dataplane.Port with fixed counters.
+type fakePort struct{ st dataplane.Stats }
+
+func (f *fakePort) Name() string                    { return "fake:x" }
+func (f *fakePort) RxBurst([]*dataplane.Packet) int { return 0 }
+func (f *fakePort) TxBurst([]*dataplane.Packet) int { return 0 }
+func (f *fakePort) Alloc([]*dataplane.Packet) int   { return 0 }
+func (f *fakePort) Free([]*dataplane.Packet)        {}
+func (f *fakePort) Stats() dataplane.Stats          { return f.st }
+func (f *fakePort) Close() error                    { return nil }
+
+func TestScrapeSources(t *testing.T) {
+	m := New(nil)
+	var sender, receiver dataplane.LaneStats
+	sender.EndsSent.Store(5)
+	sender.MaxTxStampGapNs.Store(2500)
+	receiver.ControlStripped.Store(42)
+	cc := control.Counters{Accepted: 11, BadTag: 2, Failures: 1}
+	m.SetSources(Sources{
+		Ports:   map[string]dataplane.Port{"a": &fakePort{dataplane.Stats{RxPackets: 100, TxDropped: 3}}, "b": &fakePort{dataplane.Stats{TxPackets: 97}}},
+		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender, "receiver": &receiver},
+		Control: func() control.Counters { return cc },
+	})
+	want := `
+# HELP ldafwd_port_rx_packets_total Frames received on the port.
+# TYPE ldafwd_port_rx_packets_total counter
+ldafwd_port_rx_packets_total{name="fake:x",port="a"} 100
+ldafwd_port_rx_packets_total{name="fake:x",port="b"} 0
+# HELP ldafwd_port_tx_dropped_total Frames the port refused or dropped on transmit.
+# TYPE ldafwd_port_tx_dropped_total counter
+ldafwd_port_tx_dropped_total{name="fake:x",port="a"} 3
+ldafwd_port_tx_dropped_total{name="fake:x",port="b"} 0
+# HELP ldafwd_lane_ends_sent_total End-of-interval markers sent.
+# TYPE ldafwd_lane_ends_sent_total counter
+ldafwd_lane_ends_sent_total{lane="receiver"} 0
+ldafwd_lane_ends_sent_total{lane="sender"} 5
+# HELP ldafwd_lane_max_tx_stamp_gap_seconds Sender: widest clock gap around a TxBurst so far (timestamp uncertainty), seconds.
+# TYPE ldafwd_lane_max_tx_stamp_gap_seconds gauge
+ldafwd_lane_max_tx_stamp_gap_seconds{lane="receiver"} 0
+ldafwd_lane_max_tx_stamp_gap_seconds{lane="sender"} 2.5e-06
+# HELP ldafwd_control_bad_tag_total Control receiver counter bad_tag (see control.Counters).
+# TYPE ldafwd_control_bad_tag_total counter
+ldafwd_control_bad_tag_total 2
+# HELP ldafwd_up 1 while the appliance is running.
+# TYPE ldafwd_up gauge
+ldafwd_up 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"ldafwd_port_rx_packets_total", "ldafwd_port_tx_dropped_total", "ldafwd_lane_ends_sent_total",
+		"ldafwd_lane_max_tx_stamp_gap_seconds", "ldafwd_control_bad_tag_total", "ldafwd_up"); err != nil {
+		t.Fatal(err)
+	}
+	// Every control.Counters field is exported.
+	n := 0
+	cc.Each(func(name string, v uint64) {
+		n++
+		if c, err := testutil.GatherAndCount(m.Registry(), "ldafwd_control_"+name+"_total"); err != nil || c != 1 {
+			t.Errorf("control counter %s: %d series, %v", name, c, err)
+		}
+	})
+	if n < 20 {
+		t.Fatalf("only %d control counters", n)
+	}
+	probs, err := testutil.GatherAndLint(m.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probs {
+		if strings.HasPrefix(p.Metric, "ldafwd_") && !strings.HasPrefix(p.Metric, "ldafwd_process") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	m := New(map[string]string{"segment": "a"})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"starting"`) {
+		t.Fatalf("before start: %d %s", code, body)
+	}
+	m.SetState(StateRunning)
+	m.Observe(&report.Interval{Interval: 3, Direction: "b>a", MEC: "all", Synopsis: "lda", Valid: true, MeanNs: 1000})
+	code, body := get("/healthz")
+	if code != http.StatusOK {
+		t.Fatalf("running: %d %s", code, body)
+	}
+	var h Health
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != "running" || h.LastInterval != 3 || !h.LastValid || h.Reports != 1 || h.Info["segment"] != "a" {
+		t.Fatalf("health %+v", h)
+	}
+	code, body = get("/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{`ldafwd_interval_mean_delay_seconds{direction="b>a",mec="all",synopsis="lda"} 1e-06`, `ldafwd_up 1`, `ldafwd_info{segment="a"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	m.SetState(StateStopped)
+	if code, _ := get("/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("stopped: %d", code)
+	}
+}
+
+func TestServe(t *testing.T) {
+	m := New(nil)
+	if _, err := m.Serve("256.0.0.1:99999"); err == nil {
+		t.Fatal("bad address accepted")
+	}
+	s, err := m.Serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + s.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
