@@ -86,8 +86,14 @@ type rdaCell struct {
 // hash h itself (DESIGN §2), and the cells come from slices of
 // Remix(h, SaltRDA) (see setIndexing) rather than k Bob hashes.
 //
+// Lifetime: one RDA (with its cache) per side, per worker, per interval
+// buffer; Reset and reuse it. The sender must keep an interval's cache
+// until it has answered that interval's timestamp request (docs/rda.md,
+// "Exchange"). The zero value records nothing; use NewRDA.
+//
 // An RDA is not safe for concurrent use: give each worker its own and
-// Merge them on the control side.
+// Merge them on the control side after the worker has published that it
+// is done with that buffer.
 type RDA struct {
 	cells []rdaCell // bank-major: bank b is cells[b*m : (b+1)*m]
 	m     uint64    // cells per bank
@@ -223,8 +229,9 @@ func (r *RDA) sameShape(o *RDA) error {
 }
 
 // Merge adds o into r (per-worker shards of one interval): cell by cell
-// ID ^= , TS += , Δ += , and o's cache entries into r's cache. Shapes must
-// match (else an error wrapping ErrConfigMismatch and r is unchanged).
+// ID ^= , TS += , Δ += , and o's cache entries into r's cache (dropped
+// when r has no cache). Shapes must match (else an error wrapping
+// ErrConfigMismatch and r is unchanged).
 func (r *RDA) Merge(o *RDA) error {
 	if err := r.sameShape(o); err != nil {
 		return err
