@@ -16,13 +16,23 @@ type FlowKeyBytes [40]byte
 
 // FlowEntry is one held flow: its flow hash (classifier.Meta.FlowHash), the
 // packets this side counted since the flow was admitted, its weight (from
-// the MEC rules, ≥ 1) and its name. It is 64 bytes, one cache line.
+// the MEC rules, ≥ 1) and its name.
 type FlowEntry struct {
 	FlowHash uint64
 	Packets  uint64
-	Weight   uint32 // 0 marks an empty slot
-	_        uint32
+	Weight   uint32
 	Key      FlowKeyBytes
+}
+
+// flowSlot is the hot part of a table slot, 24 bytes: what Observe reads
+// and writes per packet. The 40-byte keys live in a parallel array that is
+// touched only when a flow is admitted or read out, so the per-packet probe
+// walks 2.7× less memory than with the key inline.
+type flowSlot struct {
+	hash    uint64
+	packets uint64
+	weight  uint32 // 0 marks an empty slot
+	_       uint32
 }
 
 // saltFlowHold derives the sample-and-hold admission bits from the packet
@@ -30,7 +40,7 @@ type FlowEntry struct {
 const saltFlowHold uint64 = 0x484f4c44_a54ff53a // "HOLD"
 
 // maxFlowTable bounds a flow table's capacity: 1<<20 flows in 2^21 slots of
-// 64 bytes is 128 MiB, beyond which naming flows is not what the memory
+// 24 bytes plus 40-byte keys is 128 MiB, beyond which naming flows is not what the memory
 // should be spent on.
 const maxFlowTable = 1 << 20
 
@@ -44,7 +54,8 @@ var errFlowTableCap = fmt.Errorf("%w: flow table capacity out of range (0..10485
 // lost.
 //
 // It is a preallocated open-addressing (linear probing) table keyed by flow
-// hash, at most 3/4 full so probe sequences stay short. New flows are
+// hash, at most 3/4 full so probe sequences stay short; 24-byte slots with
+// the keys kept apart. New flows are
 // admitted by sample-and-hold (Estan–Varghese, the slides' heavy-hitter
 // scheme): on a miss the packet admits its flow with probability holdRate,
 // decided from bits of the packet identity so sender and receiver admit a
@@ -57,7 +68,8 @@ var errFlowTableCap = fmt.Errorf("%w: flow table capacity out of range (0..10485
 // Observe is the hot path: no allocation, no map, no error value. The zero
 // value is a table of capacity 0 that counts everything as missed.
 type FlowTable struct {
-	slots   []FlowEntry
+	slots   []flowSlot
+	keys    []FlowKeyBytes // keys[i] names slots[i]
 	mask    uint64
 	used    int
 	limit   int    // capacity in flows, < len(slots)
@@ -86,11 +98,12 @@ func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
 func (t *FlowTable) alloc(capacity int) {
 	t.limit = capacity
 	if capacity == 0 {
-		t.slots, t.mask = nil, 0
+		t.slots, t.keys, t.mask = nil, nil, 0
 		return
 	}
 	n := uint64(1) << bits.Len64(uint64(capacity+capacity/3))
-	t.slots = make([]FlowEntry, n)
+	t.slots = make([]flowSlot, n)
+	t.keys = make([]FlowKeyBytes, n)
 	t.mask = n - 1
 }
 
@@ -121,11 +134,11 @@ func (t *FlowTable) Observe(flowHash, h uint64, key *FlowKeyBytes, weight uint32
 	i := flowHash & t.mask
 	for {
 		s := &t.slots[i]
-		if s.Weight == 0 {
+		if s.weight == 0 {
 			break
 		}
-		if s.FlowHash == flowHash {
-			s.Packets++
+		if s.hash == flowHash {
+			s.packets++
 			return
 		}
 		i = (i + 1) & t.mask
@@ -140,64 +153,65 @@ func (t *FlowTable) Observe(flowHash, h uint64, key *FlowKeyBytes, weight uint32
 		t.missed++
 		return
 	}
-	s := &t.slots[i]
-	s.FlowHash = flowHash
-	s.Packets = 1
 	if weight == 0 {
 		weight = 1
 	}
-	s.Weight = weight
+	t.slots[i] = flowSlot{hash: flowHash, packets: 1, weight: weight}
 	if key != nil {
-		s.Key = *key
+		t.keys[i] = *key
 	} else {
-		s.Key = FlowKeyBytes{}
+		t.keys[i] = FlowKeyBytes{}
 	}
 	t.used++
 }
 
-// find returns the slot holding flowHash or the empty slot where it would
-// go; nil when the table has no slots.
-func (t *FlowTable) find(flowHash uint64) *FlowEntry {
+// find returns the index of the slot holding flowHash or of the empty slot
+// where it would go; -1 when the table has no slots.
+func (t *FlowTable) find(flowHash uint64) int {
 	if len(t.slots) == 0 {
-		return nil
+		return -1
 	}
 	i := flowHash & t.mask
 	for {
 		s := &t.slots[i]
-		if s.Weight == 0 || s.FlowHash == flowHash {
-			return s
+		if s.weight == 0 || s.hash == flowHash {
+			return int(i)
 		}
 		i = (i + 1) & t.mask
 	}
 }
 
-// Lookup returns the entry of flowHash.
-func (t *FlowTable) Lookup(flowHash uint64) (FlowEntry, bool) {
-	s := t.find(flowHash)
-	if s == nil || s.Weight == 0 {
-		return FlowEntry{}, false
-	}
-	return *s, true
+func (t *FlowTable) entry(i int) FlowEntry {
+	s := &t.slots[i]
+	return FlowEntry{FlowHash: s.hash, Packets: s.packets, Weight: s.weight, Key: t.keys[i]}
 }
 
-// insert adds packets to flowHash's entry, creating it when there is room;
-// false when the table is full.
+// Lookup returns the entry of flowHash.
+func (t *FlowTable) Lookup(flowHash uint64) (FlowEntry, bool) {
+	i := t.find(flowHash)
+	if i < 0 || t.slots[i].weight == 0 {
+		return FlowEntry{}, false
+	}
+	return t.entry(i), true
+}
+
+// insert adds e's packets to its flow's entry, creating it when there is
+// room; false when the table is full.
 func (t *FlowTable) insert(e *FlowEntry) bool {
-	s := t.find(e.FlowHash)
-	if s == nil {
+	i := t.find(e.FlowHash)
+	if i < 0 {
 		return false
 	}
-	if s.Weight != 0 {
-		s.Packets += e.Packets
+	s := &t.slots[i]
+	if s.weight != 0 {
+		s.packets += e.Packets
 		return true
 	}
 	if t.used >= t.limit {
 		return false
 	}
-	*s = *e
-	if s.Weight == 0 {
-		s.Weight = 1
-	}
+	*s = flowSlot{hash: e.FlowHash, packets: e.Packets, weight: max(e.Weight, 1)}
+	t.keys[i] = e.Key
 	t.used++
 	return true
 }
@@ -221,8 +235,8 @@ func (t *FlowTable) Refused() uint64 { return t.refused }
 func (t *FlowTable) Entries(dst []FlowEntry) []FlowEntry {
 	start := len(dst)
 	for i := range t.slots {
-		if t.slots[i].Weight != 0 {
-			dst = append(dst, t.slots[i])
+		if t.slots[i].weight != 0 {
+			dst = append(dst, t.entry(i))
 		}
 	}
 	out := dst[start:]
@@ -234,11 +248,11 @@ func (t *FlowTable) Entries(dst []FlowEntry) []FlowEntry {
 // Flows that do not fit are counted as refused, their packets as missed.
 func (t *FlowTable) Merge(o *FlowTable) {
 	for i := range o.slots {
-		e := &o.slots[i]
-		if e.Weight == 0 {
+		if o.slots[i].weight == 0 {
 			continue
 		}
-		if !t.insert(e) {
+		e := o.entry(i)
+		if !t.insert(&e) {
 			t.refused++
 			t.missed += e.Packets
 		}
@@ -249,14 +263,15 @@ func (t *FlowTable) Merge(o *FlowTable) {
 
 // Reset empties the table, keeping its memory.
 func (t *FlowTable) Reset() {
-	clear(t.slots)
+	clear(t.slots) // keys need no clearing: admission overwrites them
 	t.used, t.missed, t.refused = 0, 0, 0
 }
 
 // Clone returns a deep copy.
 func (t *FlowTable) Clone() *FlowTable {
 	c := *t
-	c.slots = append([]FlowEntry(nil), t.slots...)
+	c.slots = append([]flowSlot(nil), t.slots...)
+	c.keys = append([]FlowKeyBytes(nil), t.keys...)
 	return &c
 }
 
