@@ -94,17 +94,62 @@ func FuzzRDAUnmarshal(f *testing.F) {
 	})
 }
 
+var tsWireIDs = []uint64{1, 2, 0, 1 << 63}
+
+// tsWireBad is the table of malformed timestamp requests and replies (for
+// tsWireIDs); it seeds FuzzTimestampWire too.
+func tsWireBad() map[string][]byte {
+	c, _ := NewTSCache(TSCacheMinBudget)
+	c.Insert(1, 500)
+	c.Insert(0, 400)
+	req := AppendTimestampRequest(nil, tsWireIDs)
+	rep := c.AppendReply(nil, tsWireIDs)
+	other := c.AppendReply(nil, []uint64{1, 2, 3, 4})
+	return map[string][]byte{
+		"empty":               {},
+		"request magic":       append([]byte{'X'}, req[1:]...),
+		"request version":     append([]byte{'Q', 2}, req[2:]...),
+		"request huge count":  {'Q', 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"request truncated":   req[:len(req)-1],
+		"request trailing":    append(bytes.Clone(req), 0),
+		"request overlong":    {'Q', 1, 0x80, 0x00},
+		"reply magic":         append([]byte{'Q'}, rep[1:]...),
+		"reply short header":  rep[:10],
+		"reply wrong count":   {'A', 1, 4},
+		"reply other request": other,
+		"reply truncated":     rep[:len(rep)-1],
+		"reply trailing":      append(bytes.Clone(rep), 0),
+	}
+}
+
+func TestTimestampWireBad(t *testing.T) {
+	ts := make([]uint64, len(tsWireIDs))
+	ok := make([]bool, len(tsWireIDs))
+	for name, b := range tsWireBad() {
+		_, errQ := ParseTimestampRequest(b)
+		errA := ParseReply(b, tsWireIDs, ts, ok)
+		if !errors.Is(errQ, ErrBadEncoding) || !errors.Is(errA, ErrBadEncoding) {
+			t.Errorf("%s: request err %v, reply err %v", name, errQ, errA)
+		}
+		var r RDA
+		if err := r.AddRemoteTimestamps(b, tsWireIDs); err == nil || r.Cache() != nil {
+			t.Errorf("%s: AddRemoteTimestamps accepted it or changed the RDA", name)
+		}
+	}
+}
+
 // FuzzTimestampWire: requests and replies from arbitrary bytes fail
 // cleanly or round trip.
 func FuzzTimestampWire(f *testing.F) {
-	ids := []uint64{1, 2, 0, 1 << 63}
+	ids := tsWireIDs
 	c, _ := NewTSCache(TSCacheMinBudget)
 	c.Insert(1, 500)
 	c.Insert(0, 400)
 	f.Add(AppendTimestampRequest(nil, ids))
 	f.Add(c.AppendReply(nil, ids))
-	f.Add([]byte{'Q', 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Add([]byte{'A', 1, 4})
+	for _, b := range tsWireBad() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if req, err := ParseTimestampRequest(b); err == nil {
 			if !bytes.Equal(AppendTimestampRequest(nil, req), b) {
