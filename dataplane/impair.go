@@ -319,6 +319,7 @@ func nanos(ns float64) uint64 {
 func (im *Impairer) Release(out []*Packet, now uint64) int {
 	if im.holding && now >= im.held.deliver+im.cfg.MaxHoldNs && im.tail-im.head < uint64(len(im.line)) {
 		im.releaseHeld()
+		im.publish()
 	}
 	n := 0
 	for n < len(out) && im.head != im.tail {
@@ -345,7 +346,9 @@ func (im *Impairer) Release(out []*Packet, now uint64) int {
 		*e = entry{}
 		im.head++
 	}
-	im.publish()
+	if n > 0 {
+		im.publish() // an empty poll changes nothing: skip the atomic stores
+	}
 	return n
 }
 
