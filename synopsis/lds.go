@@ -78,7 +78,13 @@ type LDSConfig struct {
 	RowRates []float64
 	// Alpha is the estimator's tolerance: cells holding up to (1+α) times
 	// the packets of the least-loaded cell are averaged (Fig. 6). 0 means
-	// 0.1, the paper's value.
+	// automatic: 0.1 (the paper's value) when CellsPerFlow > 1, and 0 —
+	// only the least-loaded cells — when CellsPerFlow is 1. With k = 1 each
+	// row's cell of a flow holds all of the flow's packets, so another
+	// row's cell adds no new sample of the flow, only more colliders: any
+	// α > 0 can only add interference (a departure from the paper, which
+	// tuned α on k = 5; measured in lds_test on Pareto traffic: median error
+	// of flows ≥ 500 packets 0.9 % with α = 0 against 1.6 % with 0.1).
 	Alpha float64
 	// MaxFlows is the capacity of the flow table that names flows; 0 means
 	// no flow table (the caller maps flow hashes to keys itself).
@@ -110,7 +116,7 @@ func (c LDSConfig) normalise() (LDSConfig, [maxLDSRows]uint64, error) {
 	if c.CellsPerFlow == 0 {
 		c.CellsPerFlow = 1
 	}
-	if c.Alpha == 0 {
+	if c.Alpha == 0 && c.CellsPerFlow > 1 {
 		c.Alpha = 0.1
 	}
 	switch {

@@ -195,7 +195,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	if !(cfg.Alpha > 0) || math.IsInf(cfg.Alpha, 0) {
+	if !(cfg.Alpha >= 0) || math.IsInf(cfg.Alpha, 0) {
 		return fmt.Errorf("%w: alpha %v", errLDSBadEncoding, cfg.Alpha)
 	}
 	if maxFlows > maxFlowTable || hold < 1 || hold > 1<<32 {

@@ -239,6 +239,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 	}
 	var s, r *LDS
 	var truth []ldsFlowTruth
+	var paperAlpha []float64
 	for iv := range intervals {
 		s, r = mustLDS(t, cfg), mustLDS(t, cfg)
 		// Pareto shape 1 with scale 2.1875: P(size > 50) = 0.04375, the
@@ -253,7 +254,14 @@ func TestLDSAccuracyPareto(t *testing.T) {
 			}
 			b.errs = append(b.errs, errs...)
 		}
+		// The paper's α = 0.1 on the same sketches, against which the
+		// automatic α = 0 for k = 1 is a departure (LDSConfig.Alpha).
+		r.cfg.Alpha = 0.1
+		errs, _ := relErrs(t, s, r, truth, 500, math.MaxUint64, nil)
+		paperAlpha = append(paperAlpha, errs...)
+		r.cfg.Alpha = cfg.Alpha
 	}
+	sort.Float64s(paperAlpha)
 	for _, b := range bins {
 		errs := b.errs
 		sort.Float64s(errs)
@@ -265,6 +273,12 @@ func TestLDSAccuracyPareto(t *testing.T) {
 			b.lo, b.hi, len(errs), intervals, 100*m, 100*errs[len(errs)*95/100])
 		if m > b.bar {
 			t.Errorf("bin [%d,%d): median rel err %.4f > %.4f", b.lo, b.hi, m, b.bar)
+		}
+		if b.lo == 500 && b.hi == math.MaxUint64 {
+			t.Logf("same flows with the paper's α = 0.1: median rel err %.3f%%", 100*median(paperAlpha))
+			if !(m < median(paperAlpha)) {
+				t.Errorf("automatic α (%.4f) not better than α = 0.1 (%.4f) for k = 1", m, median(paperAlpha))
+			}
 		}
 	}
 
