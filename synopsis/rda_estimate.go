@@ -38,6 +38,10 @@ type RDAStats struct {
 	// wire): send them in a timestamp request (AppendTimestampRequest)
 	// and feed the reply to the sender copy's AddRemoteTimestamps.
 	MissingSender []uint64
+	// MissingReceiver is the mirror image, for the paper's direction (the
+	// receiver's RDA shipped to the sender, Sec. VIII-A): extra
+	// identities whose receiver timestamps the receiver's cache holds.
+	MissingReceiver []uint64
 
 	UsableCells  int // cells with equal ID and Δ at both ends after repair, Δ > 0
 	EmptyCells   int
@@ -133,6 +137,8 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 				contradicted = true // the full cache must hold it: not a real packet
 			case own == sender:
 				st.MissingSender = append(st.MissingSender, id)
+			default:
+				st.MissingReceiver = append(st.MissingReceiver, id)
 			}
 		}
 		if contradicted {
@@ -294,8 +300,8 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 			st.Note = fmt.Sprintf("decode incomplete: %d cells unpeeled (set difference beyond the capacity of %d×%d cells); mean from %d of %d cells", dec.ResidualCells, k, m, st.UsableCells, len(R))
 		case st.Inconsistent > 0:
 			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (duplicated packets or false pure cells); their cells left out", st.Inconsistent)
-		case len(st.MissingSender) > 0:
-			st.Note = fmt.Sprintf("%d lost packets await sender timestamps (request them); their cells left out", len(st.MissingSender))
+		case len(st.MissingSender)+len(st.MissingReceiver) > 0:
+			st.Note = fmt.Sprintf("%d lost and %d extra packets await the other end's timestamps (request them); their cells left out", len(st.MissingSender), len(st.MissingReceiver))
 		case st.Unrepaired > 0:
 			st.Note = fmt.Sprintf("%d of %d problem packets outside the timestamp caches (coverage %.3g); their cells left out", st.Unrepaired, st.SetDifference, st.Coverage)
 		}
@@ -320,10 +326,11 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	return e, st, nil
 }
 
-// AddRemoteTimestamps feeds a timestamp reply (the sender's answer to a
-// request for ids, see TSCache.AppendReply) into r, the receiver's copy
-// of the sender's RDA, so the next EstimateRDA can repair those lost
-// packets. Errors wrap ErrBadEncoding; r is unchanged on error.
+// AddRemoteTimestamps feeds a timestamp reply (the other end's answer to
+// a request for ids, see TSCache.AppendReply) into r, the local copy of
+// the other end's RDA decoded from the wire (usually the sender's), so
+// the next EstimateRDA can repair those packets. Errors wrap
+// ErrBadEncoding; r is unchanged on error.
 func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
 	ts := make([]uint64, len(ids))
 	ok := make([]bool, len(ids))
@@ -381,6 +388,9 @@ func (st RDAStats) ReportFields() map[string]any {
 	}
 	if len(st.MissingSender) > 0 {
 		f["rda_missing_sender_ts"] = len(st.MissingSender)
+	}
+	if len(st.MissingReceiver) > 0 {
+		f["rda_missing_receiver_ts"] = len(st.MissingReceiver)
 	}
 	if st.Note != "" {
 		f["rda_note"] = st.Note

@@ -42,16 +42,19 @@ func rdaRun(seed uint64, sc rdaScenario, senders, receivers []*RDA) rdaTruth {
 	rng := rdaRand(seed)
 	var tr rdaTruth
 	const t0 = 1_763_700_000_000_000_000 // ns since the epoch: sums wrap
+	// Deterministic choices (no map iteration order): the first
+	// sc.rewritten distinct draws are rewritten, the rest lost.
 	drop := map[int]bool{}
-	for len(drop) < sc.lost+sc.rewritten {
-		drop[int(rng.next()%uint64(sc.n))] = true
-	}
 	rewrite := map[int]bool{}
-	for i := range drop {
-		if len(rewrite) == sc.rewritten {
-			break
+	for len(drop) < sc.lost+sc.rewritten {
+		i := int(rng.next() % uint64(sc.n))
+		if drop[i] {
+			continue
 		}
-		rewrite[i] = true
+		drop[i] = true
+		if len(rewrite) < sc.rewritten {
+			rewrite[i] = true
+		}
 	}
 	var sum, sum2 float64
 	for i := 0; i < sc.n; i++ {
@@ -279,6 +282,22 @@ func TestRDAExchange(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRDAExact(t, &got, r, tr)
+
+		// The paper's direction: the receiver's RDA crosses to the sender,
+		// which asks for the extra packets' receiver timestamps.
+		rw, _ := r.AppendBinary(nil)
+		var remoteR RDA
+		if err := remoteR.UnmarshalBinary(rw); err != nil {
+			t.Fatal(err)
+		}
+		_, st, _ = EstimateRDA(s, &remoteR, 0)
+		if st.Exact || len(st.MissingReceiver) != sc.extra+sc.rewritten || len(st.MissingSender) != 0 {
+			t.Fatalf("mirror: exact=%v missing receiver %d sender %d", st.Exact, len(st.MissingReceiver), len(st.MissingSender))
+		}
+		if err := remoteR.AddRemoteTimestamps(r.Cache().AppendReply(nil, st.MissingReceiver), st.MissingReceiver); err != nil {
+			t.Fatal(err)
+		}
+		checkRDAExact(t, s, &remoteR, tr)
 	}
 }
 
