@@ -7,12 +7,20 @@ package dpdk
 // without a cgo call per packet.
 //
 // Why: an rx burst is one cgo call (ldaf_rx) that fills a C array of
-// ldaf_rxd (data pointer, length, mbuf address, timestamp); Go then makes
-// each Packet.Data a slice over the mbuf's bytes with unsafe.Slice, and
-// keeps the mbuf address as a plain uintptr in Packet.Handle. Tx and Free go
-// the other way through a C array of ldaf_txd filled from Go.
+// ldaf_rxd (data pointer, length, mbuf address, timestamp, private area);
+// Go then uses the mbuf's private area as the frame's dataplane.Packet
+// (ports hand out *Packet they own, so the struct must live exactly as long
+// as the mbuf: inside it), makes its Data a slice over the mbuf's bytes with
+// unsafe.Slice and keeps the mbuf address as a plain uintptr in Handle. Tx
+// and Free go the other way through a C array of ldaf_txd filled from Go.
 //
 // How it can break:
+//   - The Packet lives in C memory, which the garbage collector does not
+//     scan. Its Data must keep pointing into the mbuf (reslicing is fine);
+//     pointing it at a Go buffer would hide that buffer from the GC. To send
+//     Go-built bytes, copy them into Data.
+//   - LDAF_PRIV_SIZE in shim.h must hold a dataplane.Packet; init panics at
+//     start if the struct outgrew it.
 //   - Packet.Data points into C memory owned by the mempool. Using it after
 //     the packet was transmitted or freed reads a buffer DPDK may already
 //     have reused for another frame (the Packet contract forbids it; the
@@ -34,6 +42,7 @@ package dpdk
 import "C"
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -55,7 +64,20 @@ type Queue struct {
 	txdC   *C.struct_ldaf_txd  // [MaxBurst]
 	rxd    []C.struct_ldaf_rxd // Go view of rxdC
 	txd    []C.struct_ldaf_txd // Go view of txdC
-	_      [64]byte            // keep two queues' hot fields off one cache line
+	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
+
+	// Counted here, once per burst, rather than read from ethdev: not
+	// every PMD counts bytes (net_null does not), and these are what
+	// ldafwd handed over.
+	rxPackets, rxBytes atomic.Uint64
+	txPackets, txBytes atomic.Uint64
+	_                  [64]byte // keep two queues' hot fields off one cache line
+}
+
+func init() {
+	if unsafe.Sizeof(dataplane.Packet{}) > C.LDAF_PRIV_SIZE {
+		panic("dpdk: dataplane.Packet no longer fits LDAF_PRIV_SIZE in shim.h")
+	}
 }
 
 func newQueue(p *Port, q uint16) *Queue {
@@ -68,6 +90,7 @@ func newQueue(p *Port, q uint16) *Queue {
 	qq.txdC = (*C.struct_ldaf_txd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_txd{}))))
 	qq.rxd = unsafe.Slice(qq.rxdC, MaxBurst)
 	qq.txd = unsafe.Slice(qq.txdC, MaxBurst)
+	qq.pooled = make([]*dataplane.Packet, 0, MaxBurst)
 	return qq
 }
 
@@ -88,57 +111,90 @@ func (q *Queue) Stats() dataplane.Stats { return q.port.Stats() }
 func (q *Queue) Close() error { return nil }
 
 // RxBurst receives up to min(len(pkts), Config.Burst) frames in one cgo
-// call. Each Packet's Data is the frame in place in its mbuf.
+// call and points pkts[i] at their Packets, which live in the mbufs' private
+// areas; Data is the frame in place.
 func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
-	if n == 0 {
+	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
 	nb := int(C.ldaf_rx(q.portID, q.q, q.mbufs, q.rxdC, C.uint16_t(n), q.clk))
+	var bytes uint64
 	for i, d := range q.rxd[:nb] {
-		p := pkts[i]
+		p := (*dataplane.Packet)(d.pkt)
+		pkts[i] = p
 		// Frames are single-segment: scatter rx is never enabled and
 		// the data room (2 KiB) holds a 1518-byte frame.
 		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
 		p.TS = uint64(d.ts)
 		p.Handle = uintptr(d.m)
 		p.Port = q.index
+		bytes += uint64(d.len)
+	}
+	if nb > 0 {
+		q.rxPackets.Add(uint64(nb))
+		q.rxBytes.Add(bytes)
 	}
 	return nb
 }
 
-// TxBurst transmits up to min(len(pkts), Config.Burst) packets from any
-// DPDK port of this process in one cgo call; the mbuf's data offset and
-// length follow Data. A Data slice outside its mbuf (built in Go memory) is
-// copied into the mbuf. The packets not taken stay the caller's.
+// TxBurst transmits up to min(len(pkts), Config.Burst) packets in one cgo
+// call. Packets of any DPDK port of this process go out in their mbuf, its
+// data offset and length following Data (a Data slice built outside its
+// mbuf, in Go memory, is copied into it). Packets of a dataplane
+// PacketPool (ring, pcap ports) are copied into fresh mbufs and given back
+// to their pool. The packets not taken stay the caller's.
 func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
-	if n == 0 {
+	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	q.fill(pkts[:n])
-	return int(C.ldaf_tx(q.portID, q.q, q.mbufs, q.txdC, C.uint16_t(n)))
-}
-
-func (q *Queue) fill(pkts []*dataplane.Packet) {
-	for i, p := range pkts {
+	var bytes uint64
+	for i, p := range pkts[:n] {
 		d := &q.txd[i]
 		d.m = C.uintptr_t(p.Handle)
+		if dataplane.IsPooled(p) {
+			d.m = 0 // ldaf_tx copies it into a fresh mbuf
+		}
 		d.data = C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(p.Data))))
 		d.len = C.uint32_t(len(p.Data))
+		bytes += uint64(len(p.Data))
 	}
+	nb := int(C.ldaf_tx(q.portID, q.q, q.mbufs, q.txdC, C.uint16_t(n), q.pool))
+	if nb < n {
+		bytes = 0
+		for _, p := range pkts[:nb] {
+			bytes += uint64(len(p.Data))
+		}
+	}
+	q.pooled = q.pooled[:0]
+	for i, d := range q.txd[:nb] {
+		if d.m == 0 {
+			q.pooled = append(q.pooled, pkts[i])
+		}
+	}
+	if len(q.pooled) > 0 {
+		dataplane.FreePooled(q.pooled)
+	}
+	if nb > 0 {
+		q.txPackets.Add(uint64(nb))
+		q.txBytes.Add(bytes)
+	}
+	return nb
 }
 
-// Alloc fills pkts (up to Config.Burst, all or nothing) with fresh mbufs
-// whose Data spans the whole data room; reslice Data to the frame length.
+// Alloc points pkts (up to Config.Burst, all or nothing) at the Packets of
+// fresh mbufs whose Data spans the whole data room; reslice Data to the
+// frame length and write the frame into it.
 func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
-	if n == 0 {
+	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
 	nb := int(C.ldaf_alloc(q.pool, q.mbufs, q.rxdC, C.uint16_t(n)))
 	for i, d := range q.rxd[:nb] {
-		p := pkts[i]
+		p := (*dataplane.Packet)(d.pkt)
+		pkts[i] = p
 		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
 		p.TS = 0
 		p.Handle = uintptr(d.m)
@@ -148,7 +204,11 @@ func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 }
 
 // Free returns packets to their mempool, Config.Burst per cgo call.
+// After Close it does nothing (the pools are gone).
 func (q *Queue) Free(pkts []*dataplane.Packet) {
+	if q.port.closed.Load() {
+		return
+	}
 	for len(pkts) > 0 {
 		n := min(len(pkts), q.burst)
 		for i, p := range pkts[:n] {

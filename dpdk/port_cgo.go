@@ -36,9 +36,10 @@ type Port struct {
 	clk    *C.struct_ldaf_clock // C memory: passed to ldaf_rx each burst
 	hwTS   bool
 	queues []*Queue
+	drops  dataplane.Stats // last drop/error counters read from ethdev
 
-	mu     sync.Mutex // guards closed against Stats/XStats/Close
-	closed bool
+	mu     sync.Mutex  // serialises Stats/XStats/Close
+	closed atomic.Bool // set by Close; bursts on a closed port return 0
 }
 
 var _ dataplane.Port = (*Port)(nil)
@@ -182,17 +183,45 @@ func (p *Port) MAC() ([6]byte, error) {
 	return mac, nil
 }
 
-// Stats reads the ethdev basic counters: RxDropped is imissed + rx_nombuf
-// (frames the NIC had no descriptor or mbuf for), TxDropped is oerrors.
+// Stats are the port's counters: packets and bytes as RxBurst/TxBurst
+// handed them over (summed over queues), and from ethdev RxDropped =
+// imissed + rx_nombuf (frames the NIC had no descriptor or mbuf for),
+// TxDropped = oerrors, RxErrors = ierrors. After Close the last values stay.
 func (p *Port) Stats() dataplane.Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return dataplane.Stats{}
+	var st dataplane.Stats
+	for _, q := range p.queues {
+		st.RxPackets += q.rxPackets.Load()
+		st.RxBytes += q.rxBytes.Load()
+		st.TxPackets += q.txPackets.Load()
+		st.TxBytes += q.txBytes.Load()
+	}
+	st.RxDropped, st.TxDropped, st.RxErrors = p.drops.RxDropped, p.drops.TxDropped, p.drops.RxErrors
+	if p.closed.Load() {
+		return st
 	}
 	var s C.struct_rte_eth_stats
-	if C.rte_eth_stats_get(C.uint16_t(p.id), &s) != 0 {
-		return dataplane.Stats{}
+	if C.rte_eth_stats_get(C.uint16_t(p.id), &s) == 0 {
+		st.RxDropped = uint64(s.imissed) + uint64(s.rx_nombuf)
+		st.TxDropped = uint64(s.oerrors)
+		st.RxErrors = uint64(s.ierrors)
+		p.drops = st // kept for Stats after Close
+	}
+	return st
+}
+
+// EthStats reads the ethdev's own basic counters (packets and bytes as the
+// PMD counts them; some, like net_null, count no bytes).
+func (p *Port) EthStats() (dataplane.Stats, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return dataplane.Stats{}, fmt.Errorf("dpdk: %s: closed", p.name)
+	}
+	var s C.struct_rte_eth_stats
+	if ret := C.rte_eth_stats_get(C.uint16_t(p.id), &s); ret != 0 {
+		return dataplane.Stats{}, fmt.Errorf("dpdk: %s: stats: %s", p.name, C.GoString(C.rte_strerror(-ret)))
 	}
 	return dataplane.Stats{
 		RxPackets: uint64(s.ipackets), TxPackets: uint64(s.opackets),
@@ -200,7 +229,7 @@ func (p *Port) Stats() dataplane.Stats {
 		RxDropped: uint64(s.imissed) + uint64(s.rx_nombuf),
 		TxDropped: uint64(s.oerrors),
 		RxErrors:  uint64(s.ierrors),
-	}
+	}, nil
 }
 
 // XStats reads the PMD's extended counters by name (control side only: it
@@ -208,7 +237,7 @@ func (p *Port) Stats() dataplane.Stats {
 func (p *Port) XStats() (map[string]uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Load() {
 		return nil, fmt.Errorf("dpdk: %s: closed", p.name)
 	}
 	id := C.uint16_t(p.id)
@@ -241,10 +270,9 @@ func (p *Port) XStats() (map[string]uint64, error) {
 func (p *Port) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Swap(true) {
 		return nil
 	}
-	p.closed = true
 	var errs []error
 	if ret := C.rte_eth_dev_stop(C.uint16_t(p.id)); ret != 0 {
 		errs = append(errs, fmt.Errorf("dpdk: %s: stop: %s", p.name, C.GoString(C.rte_strerror(-ret))))

@@ -35,7 +35,12 @@ struct ldaf_rxd {
 	uint32_t nb_segs;
 	uintptr_t m;           // struct rte_mbuf *, as Go's Packet.Handle holds it
 	uint64_t ts;
+	void *pkt;             // the mbuf's private area: the Go dataplane.Packet of this mbuf
 };
+
+// LDAF_PRIV_SIZE is the mbuf private area: room for one Go dataplane.Packet
+// (48 bytes; burst_cgo.go checks it fits), a multiple of RTE_MBUF_PRIV_ALIGN.
+#define LDAF_PRIV_SIZE 64
 
 // ldaf_txd is what Go hands back for transmission: the mbuf and the frame as
 // the Go side sees it now (it may have moved the start or changed the length).
@@ -78,6 +83,7 @@ static inline uint16_t ldaf_rx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 		out[i].len = m->data_len;
 		out[i].nb_segs = m->nb_segs;
 		out[i].m = (uintptr_t)m;
+		out[i].pkt = rte_mbuf_to_priv(m);
 		out[i].ts = sw;
 		if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
 			uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
@@ -88,15 +94,24 @@ static inline uint16_t ldaf_rx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 }
 
 // ldaf_tx sets each mbuf's data offset and length from what Go holds and
-// transmits the burst. It returns how many the PMD took; the rest still
-// belong to the caller (the Port contract), untouched except for the lengths.
+// transmits the burst. An entry with m == 0 is a frame from a non-DPDK
+// port (Go memory): it is copied into a fresh mbuf from pool. It returns how
+// many the PMD took; the rest still belong to the caller (the Port
+// contract): their mbufs are untouched except for the lengths, and the
+// fresh mbufs made for foreign frames among them are freed here.
 static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
-		const struct ldaf_txd *in, uint16_t n) {
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = (struct rte_mbuf *)in[i].m;
+		const struct ldaf_txd *in, uint16_t n, struct rte_mempool *pool) {
+	uint16_t k;
+	for (k = 0; k < n; k++) {
+		struct rte_mbuf *m = (struct rte_mbuf *)in[k].m;
+		if (m == NULL) {
+			m = rte_pktmbuf_alloc(pool);
+			if (m == NULL)
+				break;
+		}
 		char *buf = (char *)m->buf_addr;
-		char *data = (char *)in[i].data;
-		uint32_t len = in[i].len;
+		char *data = (char *)in[k].data;
+		uint32_t len = in[k].len;
 		if (data >= buf && data + len <= buf + m->buf_len) {
 			m->data_off = (uint16_t)(data - buf);
 		} else {
@@ -112,9 +127,13 @@ static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 		m->pkt_len = len;
 		m->nb_segs = 1;
 		m->next = NULL;
-		mbufs[i] = m;
+		mbufs[k] = m;
 	}
-	return rte_eth_tx_burst(port, q, mbufs, n);
+	uint16_t nb = k ? rte_eth_tx_burst(port, q, mbufs, k) : 0;
+	for (uint16_t i = nb; i < k; i++)
+		if (in[i].m == 0)
+			rte_pktmbuf_free(mbufs[i]);
+	return nb;
 }
 
 // ldaf_alloc takes n fresh mbufs from pool, all or nothing, and describes
@@ -129,6 +148,7 @@ static inline int ldaf_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
 		out[i].len = rte_pktmbuf_tailroom(m);
 		out[i].nb_segs = 1;
 		out[i].m = (uintptr_t)m;
+		out[i].pkt = rte_mbuf_to_priv(m);
 		out[i].ts = 0;
 	}
 	return n;
@@ -149,7 +169,7 @@ static inline int ldaf_eal_init(int argc, char **argv) {
 }
 
 static inline struct rte_mempool *ldaf_pool_create(const char *name, unsigned n, int socket, int *err) {
-	struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, 256, 0,
+	struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, 256, LDAF_PRIV_SIZE,
 			RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 	*err = mp == NULL ? rte_errno : 0;
 	return mp;
