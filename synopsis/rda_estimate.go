@@ -121,6 +121,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	if haveS && haveR {
 		st.SampleFraction = math.Ldexp(1, -int(max(lvS, lvR)))
 	}
+	falseLost := 0 // decoded "lost" identities the caches contradict
 	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
 		ts, ok := own.cache.Lookup(id)
 		contradicted := false
@@ -144,6 +145,9 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		if contradicted {
 			ok = false
 			st.Inconsistent++
+			if own == sender {
+				falseLost++
+			}
 		}
 		if ok {
 			st.Repaired++
@@ -219,10 +223,11 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		e.MeanNs = float64(int64(bankDelay[0])) / float64(bankCount[0])
 	}
 
-	// Loss: exact from the decode when complete.
+	// Loss: exact from the decode when complete (less the decoded "lost"
+	// identities the caches contradict: duplicates at the sender).
 	switch {
 	case dec.Complete:
-		e.Lost = uint64(st.Lost)
+		e.Lost = uint64(st.Lost - falseLost)
 	case sent > recv:
 		e.Lost = uint64(sent - recv)
 	}

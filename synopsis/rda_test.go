@@ -691,3 +691,31 @@ func TestRDASizeRDAConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRDASenderDuplicate: a packet recorded twice by the sender (seen
+// once at the receiver) decodes as "lost"; the receiver's cache
+// contradicts it, so it is not counted as a loss and its cells are left
+// out.
+func TestRDASenderDuplicate(t *testing.T) {
+	s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20})
+	tr := rdaRun(9, rdaScenario{n: 10_000, lost: 10, baseDelayNs: 9_000, jitterNs: 1_000}, []*RDA{s}, []*RDA{r})
+	var h, ts uint64
+	for _, e := range r.Cache().slots {
+		if e.h != 0 {
+			h = e.h
+			ts, _ = s.Cache().Lookup(h)
+			break
+		}
+	}
+	s.Add(h, ts+3)
+	e, st, err := EstimateRDA(s, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Exact || st.Inconsistent != 1 || st.Lost != 11 || e.Lost != 10 {
+		t.Fatalf("sender duplicate: %+v %+v", e, st)
+	}
+	if !e.Valid || math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+		t.Errorf("mean %v ± %v, truth %v (valid %v)", e.MeanNs, e.MeanCINs, tr.meanNs, e.Valid)
+	}
+}
