@@ -1,7 +1,6 @@
 package synopsis
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -65,10 +64,13 @@ type ldsEstimator struct {
 
 func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 	if sender == nil || receiver == nil {
-		return nil, errors.New("synopsis: nil LDS")
+		return nil, fmt.Errorf("%w: nil LDS", ErrBadConfig)
 	}
 	if !sender.sameShape(receiver) {
 		return nil, errLDSConfigMismatch
+	}
+	if sender.rows == 0 {
+		return nil, fmt.Errorf("%w: zero-value LDS (use NewLDS)", ErrBadConfig)
 	}
 	e := &ldsEstimator{s: sender, r: receiver, alpha: receiver.cfg.Alpha}
 	for _, p := range receiver.cfg.RowRates {

@@ -505,6 +505,18 @@ func TestLDSMergeShards(t *testing.T) {
 	if _, err := EstimateLDSFlow(whole, other, 1, 1); err == nil {
 		t.Fatal("estimate across configs did not fail")
 	}
+	// Clone is deep: the copy does not move when the original does.
+	c := whole.Clone()
+	whole.AddFlow(12345, 1, ldsBaseNs, 1, nil)
+	if ldsEqual(c, whole) || c.Flows().Len() == whole.Flows().Len() {
+		t.Fatal("Clone shares state")
+	}
+	// A zero-value LDS records nothing and cannot be estimated.
+	var zero LDS
+	zero.Add(1, 2, 3, 1)
+	if _, err := EstimateLDSFlow(&zero, &zero, 1, 1); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("zero-value LDS estimated: %v", err)
+	}
 	whole.Reset()
 	if whole.Packets() != 0 || whole.Flows().Len() != 0 || slices.ContainsFunc(whole.cells, func(c ldsCell) bool { return c != ldsCell{} }) {
 		t.Fatal("Reset left state")
