@@ -79,7 +79,8 @@ type txSide struct {
 	free     []uint64
 	packets  atomic.Uint64
 	bytes    atomic.Uint64
-	refused  atomic.Uint64 // packets TxBurst did not take (ring full, foreign)
+	refused  atomic.Uint64       // packets TxBurst did not take (ring full, foreign); not a drop: the caller keeps them
+	pooled   []*dataplane.Packet // scratch: copied frames of dataplane pools, given back once per burst
 	_        [64]byte
 }
 
@@ -94,14 +95,16 @@ type Port struct {
 	rxFrames  uint64 // frames [0, rxFrames) feed rx; the rest are tx frames
 	fd        int
 	umem      []byte
+	pkts      []dataplane.Packet // one per UMEM frame: the Packet RxBurst/Alloc hand out for it
 	prog      *xdpProg
 	zeroCopy  bool
+	closed    atomic.Bool // set by Close; bursts on a closed port return 0
 
 	rx rxSide
 	tx txSide
 
-	mu     sync.Mutex
-	closed bool
+	mu     sync.Mutex      // serialises Stats and Close
+	kstats dataplane.Stats // last kernel counters, for Stats after Close
 }
 
 var _ dataplane.Port = (*Port)(nil)
@@ -210,6 +213,8 @@ func (p *Port) open(ifindex int, cfg Config) error {
 	for f := p.rxFrames; f < total; f++ {
 		p.tx.free = append(p.tx.free, f*p.frameSize)
 	}
+	p.tx.pooled = make([]*dataplane.Packet, 0, cfg.Burst)
+	p.pkts = make([]dataplane.Packet, total)
 	p.refill()
 	return nil
 }
@@ -228,6 +233,13 @@ func (p *Port) XDPMode() string { return p.prog.mode }
 // TimestampSource is "software": AF_XDP carries no rx timestamp, so each
 // burst gets CLOCK_REALTIME read right after the rx ring was read.
 func (p *Port) TimestampSource() string { return "software" }
+
+// owns reports whether pk is the Packet of one of p's frames (by address,
+// so a forged Handle or another kind's packet with our index is caught).
+func (p *Port) owns(pk *dataplane.Packet) bool {
+	h := uint64(pk.Handle)
+	return pk.Port == p.index && h < uint64(len(p.pkts))*p.frameSize && &p.pkts[h/p.frameSize] == pk
+}
 
 func (p *Port) isTxFrame(addr uint64) bool { return addr >= p.rxFrames*p.frameSize }
 
@@ -249,9 +261,13 @@ func (p *Port) refill() {
 	r.fill.submit(k)
 }
 
-// RxBurst receives up to min(len(pkts), Config.Burst) frames. Data is the
-// frame in place in the UMEM.
+// RxBurst receives up to min(len(pkts), Config.Burst) frames and points
+// pkts[i] at their Packets (one per UMEM frame, owned by the port); Data is
+// the frame in place in the UMEM.
 func (p *Port) RxBurst(pkts []*dataplane.Packet) int {
+	if len(pkts) == 0 || p.closed.Load() {
+		return 0
+	}
 	r := &p.rx
 	p.refill()
 	n := r.rx.peek(uint32(min(len(pkts), p.burst)))
@@ -266,8 +282,10 @@ func (p *Port) RxBurst(pkts []*dataplane.Packet) int {
 	var bytes uint64
 	for i := uint32(0); i < n; i++ {
 		d := r.rx.descs[(idx+i)&r.rx.mask]
-		end := p.frameOf(d.Addr) + p.frameSize
-		pk := pkts[i]
+		f := p.frameOf(d.Addr)
+		end := f + p.frameSize
+		pk := &p.pkts[f/p.frameSize]
+		pkts[i] = pk
 		pk.Data = p.umem[d.Addr : d.Addr+uint64(d.Len) : end]
 		pk.TS = now
 		pk.Handle = uintptr(d.Addr)
@@ -298,11 +316,17 @@ func (p *Port) reclaim() {
 // allocated from this port (Alloc) goes out in place; a frame received on
 // this or another AF_XDP port of the process is copied into a tx frame and
 // its rx frame goes straight back to its owner's fill side (the copy
-// hand-off, see docs/afxdp.md). It stops at the first packet it cannot take
-// (tx ring or tx frames exhausted, a packet from a non-AF_XDP port, a frame
-// too big); those stay the caller's.
+// hand-off, see docs/afxdp.md); a frame of a dataplane PacketPool (ring,
+// pcap ports) is copied and given back to its pool. It stops at the first
+// packet it cannot take (tx ring or tx frames exhausted, a packet of an
+// unknown kind such as an rte_mbuf, a frame too big); those stay the
+// caller's.
 func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
+	if len(pkts) == 0 || p.closed.Load() {
+		return 0
+	}
 	t := &p.tx
+	t.pooled = t.pooled[:0]
 	p.reclaim()
 	want := min(len(pkts), p.burst)
 	n := int(t.tx.reserve(uint32(want)))
@@ -316,7 +340,7 @@ func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
 			break
 		}
 		var addr uint64
-		if pk.Port == p.index && p.isTxFrame(uint64(pk.Handle)) {
+		if p.owns(pk) && p.isTxFrame(uint64(pk.Handle)) {
 			off, ok := offsetIn(p.umem, pk.Data)
 			if !ok || p.frameOf(off) != p.frameOf(uint64(pk.Handle)) {
 				// Built outside its frame (Go memory): copy it in.
@@ -325,14 +349,25 @@ func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
 			}
 			addr = off
 		} else {
-			owner := registry[pk.Port].Load()
-			if owner == nil || len(t.free) == 0 {
+			var owner *Port
+			pooled := dataplane.IsPooled(pk)
+			if !pooled {
+				owner = registry[pk.Port].Load()
+				if owner == nil || !owner.owns(pk) {
+					break // not a frame of ours nor of a pool: cannot give it back
+				}
+			}
+			if len(t.free) == 0 {
 				break
 			}
 			addr = t.free[len(t.free)-1]
 			t.free = t.free[:len(t.free)-1]
 			copy(p.umem[addr:addr+l], pk.Data)
-			owner.recycle(uint64(pk.Handle))
+			if pooled {
+				t.pooled = append(t.pooled, pk)
+			} else {
+				owner.recycle(uint64(pk.Handle))
+			}
 		}
 		t.tx.descs[(idx+uint32(i))&t.tx.mask] = unix.XDPDesc{Addr: addr, Len: uint32(l)}
 		bytes += l
@@ -340,15 +375,20 @@ func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
 	if i > 0 {
 		t.tx.submit(uint32(i))
 	}
+	if len(t.pooled) > 0 {
+		dataplane.FreePooled(t.pooled)
+	}
 	// Copy mode transmits only inside this system call; zero-copy drivers
 	// ask for it with the need_wakeup flag when their tx path sleeps.
 	if t.tx.needWakeup() && (i > 0 || len(t.free) == 0) {
 		_ = kickTx(p.fd)
 	}
-	t.packets.Add(uint64(i))
-	t.bytes.Add(bytes)
-	if i < len(pkts) {
-		t.refused.Add(uint64(len(pkts) - i))
+	if i > 0 {
+		t.packets.Add(uint64(i))
+		t.bytes.Add(bytes)
+	}
+	if i < want {
+		t.refused.Add(uint64(want - i))
 	}
 	return i
 }
@@ -363,9 +403,13 @@ func (p *Port) recycle(addr uint64) {
 	p.rx.free = append(p.rx.free, f)
 }
 
-// Alloc fills pkts with free tx frames (as many as there are); Data spans
-// the whole frame: reslice it to the frame length before TxBurst.
+// Alloc points pkts at the Packets of free tx frames (as many as there
+// are); Data spans the whole frame: reslice it to the frame length and
+// write the frame into it before TxBurst.
 func (p *Port) Alloc(pkts []*dataplane.Packet) int {
+	if len(pkts) == 0 || p.closed.Load() {
+		return 0
+	}
 	t := &p.tx
 	if len(t.free) < len(pkts) {
 		p.reclaim()
@@ -374,7 +418,8 @@ func (p *Port) Alloc(pkts []*dataplane.Packet) int {
 	for i := 0; i < n; i++ {
 		f := t.free[len(t.free)-1]
 		t.free = t.free[:len(t.free)-1]
-		pk := pkts[i]
+		pk := &p.pkts[f/p.frameSize]
+		pkts[i] = pk
 		pk.Data = p.umem[f : f+p.frameSize : f+p.frameSize]
 		pk.TS = 0
 		pk.Handle = uintptr(f)
@@ -383,37 +428,51 @@ func (p *Port) Alloc(pkts []*dataplane.Packet) int {
 	return n
 }
 
-// Free returns frames received or allocated on this port. Packets of
-// another port are ignored (they are not ours to free).
+// Free returns frames received or allocated on this port. Packets that
+// are not ours are ignored (they are not ours to free); after Close it does
+// nothing.
 func (p *Port) Free(pkts []*dataplane.Packet) {
+	if p.closed.Load() {
+		return
+	}
 	for _, pk := range pkts {
-		if pk.Port == p.index {
+		if p.owns(pk) {
 			p.recycle(uint64(pk.Handle))
 		}
 	}
 }
 
+// TxRefused counts packets TxBurst did not take (tx ring or frames
+// exhausted, a foreign packet); the caller kept them.
+func (p *Port) TxRefused() uint64 { return p.tx.refused.Load() }
+
 // Stats combines our burst counters with the kernel's XDP_STATISTICS:
 // RxDropped = frames the kernel dropped for want of an rx ring slot or a
 // fill ring frame (plus its rx_dropped), RxErrors = invalid fill
-// descriptors, TxDropped = invalid tx descriptors + packets TxBurst refused.
+// descriptors, TxDropped = invalid tx descriptors. After Close the kernel
+// counters read last stay.
 func (p *Port) Stats() dataplane.Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := dataplane.Stats{
 		RxPackets: p.rx.packets.Load(), RxBytes: p.rx.bytes.Load(),
 		TxPackets: p.tx.packets.Load(), TxBytes: p.tx.bytes.Load(),
-		TxDropped: p.tx.refused.Load(),
+		RxDropped: p.kstats.RxDropped, RxErrors: p.kstats.RxErrors, TxDropped: p.kstats.TxDropped,
 	}
-	if p.closed {
+	if p.closed.Load() {
 		return s
 	}
-	if k, err := getsockoptStatistics(p.fd); err == nil {
-		s.RxDropped = k.Rx_dropped + k.Rx_ring_full + k.Rx_fill_ring_empty_descs
-		s.RxErrors = k.Rx_invalid_descs
-		s.TxDropped += k.Tx_invalid_descs
-	}
+	p.readKernelStats()
+	s.RxDropped, s.RxErrors, s.TxDropped = p.kstats.RxDropped, p.kstats.RxErrors, p.kstats.TxDropped
 	return s
+}
+
+func (p *Port) readKernelStats() {
+	if k, err := getsockoptStatistics(p.fd); err == nil {
+		p.kstats.RxDropped = k.Rx_dropped + k.Rx_ring_full + k.Rx_fill_ring_empty_descs
+		p.kstats.RxErrors = k.Rx_invalid_descs
+		p.kstats.TxDropped = k.Tx_invalid_descs
+	}
 }
 
 // Close removes the socket from the XSKMAP, detaches the XDP program when
@@ -422,10 +481,11 @@ func (p *Port) Stats() dataplane.Stats {
 func (p *Port) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Load() {
 		return nil
 	}
-	p.closed = true
+	p.readKernelStats()
+	p.closed.Store(true)
 	return p.teardown()
 }
 
