@@ -36,12 +36,22 @@ type Stats struct {
 // side is one end's synopses for one interval: one set per MEC.
 type side struct {
 	lda    []*synopsis.LDA
-	extra  [][]SideSynopsis // [mec][factory]
+	extra  [][]SideSynopsis // [mec][factory]; a global factory's instance is shared by every mec
 	frames uint64
 }
 
 func newSide(cfg *Config, classes int) (*side, error) {
 	s := &side{}
+	global := make([]SideSynopsis, len(cfg.Extra))
+	for i, f := range cfg.Extra {
+		if !f.PerMEC() {
+			x, err := f.New()
+			if err != nil {
+				return nil, err
+			}
+			global[i] = x
+		}
+	}
 	for i := 0; i < classes; i++ {
 		if cfg.UseLDA {
 			l, err := synopsis.NewLDA(cfg.LDA)
@@ -51,7 +61,11 @@ func newSide(cfg *Config, classes int) (*side, error) {
 			s.lda = append(s.lda, l)
 		}
 		var ex []SideSynopsis
-		for _, f := range cfg.Extra {
+		for j, f := range cfg.Extra {
+			if !f.PerMEC() {
+				ex = append(ex, global[j])
+				continue
+			}
 			x, err := f.New()
 			if err != nil {
 				return nil, err
@@ -68,7 +82,7 @@ func (s *side) add(m *classifier.Meta, mec uint16, ts uint64) {
 		s.lda[mec].Add(m.Hash, ts)
 	}
 	for _, x := range s.extra[mec] {
-		x.Add(m, ts)
+		x.Add(m, mec, ts)
 	}
 	s.frames++
 }
@@ -77,6 +91,7 @@ func (s *side) reset() {
 	for _, l := range s.lda {
 		l.Reset()
 	}
+	// Shared instances are reset once per MEC; Reset is idempotent.
 	for _, ex := range s.extra {
 		for _, x := range ex {
 			x.Reset()
@@ -89,16 +104,18 @@ func (s *side) reset() {
 // interval: kept until the receiver has been read one interval further, so
 // that packets crossing the interval edge are matched too.
 type truthInterval struct {
-	k        int64
-	sent     map[uint64]sentPacket // identity → what the sender saw; removed when matched
-	dupes    uint64
-	pending  []*report.Interval // reports waiting for this truth
-	mecTruth []truthAcc         // per MEC
+	k         int64
+	sent      map[uint64]sentPacket // identity → what the sender saw; removed when matched
+	dupes     uint64
+	pending   []*report.Interval // reports waiting for this truth
+	mecTruth  []truthAcc         // per MEC
+	flowTruth map[uint64]*truthAcc
 }
 
 type sentPacket struct {
-	ts  uint64 // ns
-	mec uint16
+	ts   uint64 // ns
+	mec  uint16
+	flow uint64 // flow hash
 }
 
 // truthAcc accumulates exact delays of matched packets, in ns and ns².
@@ -151,7 +168,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		if !cfg.Truth {
 			return nil
 		}
-		return &truthInterval{k: k, sent: make(map[uint64]sentPacket), mecTruth: make([]truthAcc, classes)}
+		return &truthInterval{k: k, sent: make(map[uint64]sentPacket), mecTruth: make([]truthAcc, classes), flowTruth: map[uint64]*truthAcc{}}
 	}
 	flushTruth := func(t *truthInterval) {
 		if t == nil {
@@ -162,6 +179,13 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		// outside what the truth (and the synopses) can pair.
 		for _, r := range t.pending {
 			acc := t.mecTruth[mecIndex(names, r.MEC)]
+			if fh, ok := r.Extra["flow_hash"].(uint64); ok && r.Flow != "" {
+				if fa := t.flowTruth[fh]; fa != nil {
+					acc = *fa
+				} else {
+					acc = truthAcc{}
+				}
+			}
 			lost := acc.sent - acc.matched
 			var mean, sd float64
 			if acc.matched > 0 {
@@ -227,8 +251,14 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 					curTruth.dupes++
 					continue
 				}
-				curTruth.sent[meta.Hash] = sentPacket{ts: ts, mec: mec}
+				curTruth.sent[meta.Hash] = sentPacket{ts: ts, mec: mec, flow: meta.FlowHash}
 				curTruth.mecTruth[mec].sent++
+				fa := curTruth.flowTruth[meta.FlowHash]
+				if fa == nil {
+					fa = &truthAcc{}
+					curTruth.flowTruth[meta.FlowHash] = fa
+				}
+				fa.sent++
 			}
 		}
 		for {
@@ -257,10 +287,11 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 					if sp, ok := t.sent[meta.Hash]; ok {
 						delete(t.sent, meta.Hash)
 						d := float64(int64(ts - sp.ts))
-						a := &t.mecTruth[sp.mec]
-						a.matched++
-						a.sum += d
-						a.sq += d * d
+						for _, a := range [2]*truthAcc{&t.mecTruth[sp.mec], t.flowTruth[sp.flow]} {
+							a.matched++
+							a.sum += d
+							a.sq += d * d
+						}
 						break
 					}
 				}
@@ -285,9 +316,15 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				lines = append(lines, &r)
 			}
 			for i, f := range cfg.Extra {
+				if !f.PerMEC() && mec != 0 {
+					continue // one sketch for all traffic: estimated once
+				}
 				for _, r := range f.Estimate(snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf) {
 					rr := r
-					rr.Interval, rr.StartNs, rr.EndNs, rr.Direction, rr.MEC = base.Interval, base.StartNs, base.EndNs, base.Direction, base.MEC
+					rr.Interval, rr.StartNs, rr.EndNs, rr.Direction = base.Interval, base.StartNs, base.EndNs, base.Direction
+					if rr.MEC == "" {
+						rr.MEC = base.MEC
+					}
 					lines = append(lines, &rr)
 				}
 			}

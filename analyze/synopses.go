@@ -9,7 +9,7 @@ import (
 // LDS) for one interval and MEC. Offline analysis calls it through an
 // interface; the appliance's hot path uses the concrete types instead.
 type SideSynopsis interface {
-	Add(m *classifier.Meta, ts uint64)
+	Add(m *classifier.Meta, mec uint16, ts uint64)
 	Reset()
 }
 
@@ -18,6 +18,9 @@ type SideSynopsis interface {
 // flow for LDS). The caller sets interval, times, direction and MEC.
 type SynopsisFactory interface {
 	Name() string
+	// PerMEC: one instance per measurement class (RDA), or one for all
+	// traffic with the class passed to Add (LDS: flow weights by class).
+	PerMEC() bool
 	New() (SideSynopsis, error)
 	Estimate(sender, receiver SideSynopsis, conf float64) []report.Interval
 }

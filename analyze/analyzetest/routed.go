@@ -28,8 +28,19 @@ type Config struct {
 	Loss      float64       // uniform loss probability
 	Seed      uint64
 	IPv6Share float64 // fraction of flows that are IPv6
-	NanoPcap  bool    // sender pcap with ns timestamps (µs otherwise)
-	PcapNG    bool    // receiver as pcapng (ns timestamps); µs pcap otherwise
+	// FlowShape > 0 draws flow sizes from a Pareto distribution of that
+	// shape (packets pick flows in proportion); 0: flows equally likely.
+	FlowShape float64
+	// FlowMinSize > 0 (with FlowShape) gives every flow a fixed size
+	// drawn from Pareto(FlowMinSize, FlowShape), capped at 200 000, the LDS
+	// paper's trace model (shape 1, scale 2.1875: P(size > 50) = 4.375 %);
+	// Packets is then the sum of the sizes, in random order.
+	FlowMinSize float64
+	// FlowDelaySpread s gives each flow its own mean delay, MeanDelay
+	// times a factor uniform in [1−s, 1+s] (LDS: per-flow delays differ).
+	FlowDelaySpread float64
+	NanoPcap        bool // sender pcap with ns timestamps (µs otherwise)
+	PcapNG          bool // receiver as pcapng (ns timestamps); µs pcap otherwise
 }
 
 // Truth is what the generator did, packet by packet.
@@ -63,6 +74,7 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 	t0 := cfg.Start.UnixNano()
 
 	type flow struct {
+		scale      float64 // Weibull scale of this flow's delays
 		v6         bool
 		src, dst   net.IP
 		sport, dpt uint16
@@ -86,6 +98,44 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 			f.proto = layers.IPProtocolTCP
 		}
 		f.id = uint16(r.Uint32())
+		f.scale = scale
+		if cfg.FlowDelaySpread > 0 {
+			f.scale = scale * (1 - cfg.FlowDelaySpread + 2*cfg.FlowDelaySpread*r.Float64())
+		}
+	}
+	// Flow choice: cumulative weights (Pareto sizes) or uniform.
+	var cum []float64
+	if cfg.FlowShape > 0 {
+		cum = make([]float64, len(flows))
+		t := 0.0
+		for i := range flows {
+			t += math.Pow(1-r.Float64(), -1/cfg.FlowShape) // Pareto(1, shape)
+			cum[i] = t
+		}
+	}
+	var seq []int32
+	if cfg.FlowMinSize > 0 && cfg.FlowShape > 0 {
+		for i := range flows {
+			size := int(cfg.FlowMinSize / math.Pow(1-r.Float64(), 1/cfg.FlowShape))
+			size = max(1, min(size, 200_000))
+			for j := 0; j < size; j++ {
+				seq = append(seq, int32(i))
+			}
+		}
+		r.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+		cfg.Packets = len(seq)
+	}
+	pick := func() int {
+		if seq != nil {
+			v := seq[0]
+			seq = seq[1:]
+			return int(v)
+		}
+		if cum == nil {
+			return r.IntN(len(flows))
+		}
+		x := r.Float64() * cum[len(cum)-1]
+		return sort.SearchFloat64s(cum, x)
 	}
 	// Timestamp resolution of each file: pcap is µs unless NanoPcap (sender
 	// only); gopacket's pcapng writer always writes ns.
@@ -103,7 +153,7 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
 	payload := make([]byte, 64)
 	for i := 0; i < cfg.Packets; i++ {
-		f := &flows[r.IntN(len(flows))]
+		f := &flows[min(pick(), len(flows)-1)]
 		f.id++
 		for j := range payload {
 			payload[j] = byte(r.Uint32())
@@ -149,7 +199,7 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 		p := pkt{send: send, recv: -1, snd: mk(false)}
 		tr.Sent++
 		if r.Float64() >= cfg.Loss {
-			d := scale * math.Pow(-math.Log(1-r.Float64()), 1/cfg.Shape)
+			d := f.scale * math.Pow(-math.Log(1-r.Float64()), 1/cfg.Shape)
 			p.recv = (send + int64(d)) / quantum * quantum
 			if p.recv <= send { // a receive never precedes its send
 				p.recv = (send/quantum + 1) * quantum

@@ -86,6 +86,43 @@ func TestAnalyzeCommand(t *testing.T) {
 	}
 }
 
+// TestAnalyzeAllSynopses: --synopsis all gives LDA and RDA lines per MEC
+// and per-flow LDS lines whose flow is named as DESIGN §6 says.
+func TestAnalyzeAllSynopses(t *testing.T) {
+	s, r, tr := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
+		Flows: 50, MeanDelay: 30 * time.Microsecond, Loss: 0.002, Seed: 6, IPv6Share: 0.5})
+	var out, errb bytes.Buffer
+	if err := analyzeMain([]string{"--sender", s, "--receiver", r, "--interval", "0", "--synopsis", "all", "--format", "json", "--top", "10", "--lds-flows", "100"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	kinds := map[string]int{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m struct {
+			Synopsis string
+			Flow     string
+			Lost     uint64
+			Valid    bool
+		}
+		json.Unmarshal(sc.Bytes(), &m)
+		kinds[m.Synopsis]++
+		if m.Synopsis == "rda" && (m.Lost != tr.Lost || !m.Valid) {
+			t.Errorf("rda line lost %d valid %v, want exact %d", m.Lost, m.Valid, tr.Lost)
+		}
+		if m.Synopsis == "lds" {
+			if m.Flow == "" || !(strings.HasPrefix(m.Flow, "6 ") || strings.HasPrefix(m.Flow, "17 ")) || !strings.Contains(m.Flow, ">") {
+				t.Errorf("flow %q not named as DESIGN §6 says", m.Flow)
+			}
+			if strings.Contains(m.Flow, ":") && strings.Count(m.Flow, "[") == 1 {
+				t.Errorf("flow %q: IPv6 addresses must both be bracketed", m.Flow)
+			}
+		}
+	}
+	if kinds["lda"] != 1 || kinds["rda"] != 1 || kinds["lds"] != 10 {
+		t.Errorf("lines per synopsis %v, want lda 1, rda 1, lds 10 (--top 10)", kinds)
+	}
+}
+
 // TestAnalyzeFlagErrors: every bad flag is a clear error, never a panic.
 func TestAnalyzeFlagErrors(t *testing.T) {
 	s, r, _ := writeCaptures(t, analyzetest.Config{Packets: 100, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 1})
@@ -105,6 +142,9 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"--sender", "/nonexistent", "--receiver", r}, "--sender"},
 		{[]string{"--sender", s, "--receiver", r, "extra"}, "unexpected arguments"},
 		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "rda", "--rda-cells", "1"}, "RDA configuration"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--lds-flows", "0"}, "--lds-flows"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--top", "-1"}, "--top"},
 	} {
 		var out, errb bytes.Buffer
 		err := analyzeMain(tc.args, &out, &errb)

@@ -1,16 +1,92 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/spf13/pflag"
 )
 
 // extraSynopsisFlags size the synopses beside the LDA (RDA, LDS).
-type extraSynopsisFlags struct{}
+type extraSynopsisFlags struct {
+	rdaBanks, rdaCells int
+	rdaCache           int
+	rdaPackets         uint64
+	rdaProblem         float64
+	ldsFlows           int
+	ldsK               int
+	ldsMaxLoss         int
+	top                int
+}
 
-func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {}
+func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&e.rdaBanks, "rda-banks", 0, "RDA banks k (default 3)")
+	fs.IntVar(&e.rdaCells, "rda-cells", 0, "RDA cells per bank m (default 2048: decodes a set difference of ~4300 packets)")
+	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per side, bytes (0: no repair; default 16 MiB)")
+	fs.Uint64Var(&e.rdaPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
+	fs.Float64Var(&e.rdaProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
+	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows)")
+	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss)")
+	fs.IntVar(&e.ldsMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
+	fs.IntVar(&e.top, "top", 0, "LDS: report only the N largest flows per interval (0: every named flow)")
+}
+
+func (e *extraSynopsisFlags) rdaConfig() (synopsis.RDAConfig, error) {
+	cfg := synopsis.DefaultRDAConfig()
+	if e.rdaPackets > 0 {
+		c, err := synopsis.SizeRDAConfig(e.rdaPackets, e.rdaProblem)
+		if err != nil {
+			return cfg, fmt.Errorf("--rda-expected-packets: %w", err)
+		}
+		cfg = c
+	}
+	if e.rdaBanks != 0 {
+		cfg.Banks = e.rdaBanks
+	}
+	if e.rdaCells != 0 {
+		cfg.Cells = e.rdaCells
+	}
+	if e.rdaCache >= 0 {
+		cfg.CacheBudget = e.rdaCache
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("RDA configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+func (e *extraSynopsisFlags) ldsConfig() (synopsis.LDSConfig, error) {
+	if e.ldsFlows < 1 {
+		return synopsis.LDSConfig{}, fmt.Errorf("--lds-flows %d: must be ≥ 1", e.ldsFlows)
+	}
+	cfg, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: e.ldsFlows, CellsPerFlow: e.ldsK,
+		MaxLossesPerFlow: e.ldsMaxLoss, MaxFlows: 4 * e.ldsFlows})
+	if err != nil {
+		return cfg, fmt.Errorf("LDS configuration: %w", err)
+	}
+	return cfg, nil
+}
 
 func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Classifier) ([]analyze.SynopsisFactory, error) {
-	return analyzeFactories(kinds, cl)
+	var out []analyze.SynopsisFactory
+	if e.top < 0 {
+		return nil, fmt.Errorf("--top %d: must be ≥ 0", e.top)
+	}
+	if kinds["rda"] {
+		cfg, err := e.rdaConfig()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, analyze.RDAFactory{Config: cfg})
+	}
+	if kinds["lds"] {
+		cfg, err := e.ldsConfig()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, analyze.LDSFactory{Config: cfg, Classifier: cl, Top: e.top})
+	}
+	return out, nil
 }
