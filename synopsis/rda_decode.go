@@ -16,6 +16,9 @@ type RDADecoding struct {
 	ResidualCells int
 	// Aborted: the peeling stopped at its step bound (adversarial input).
 	Aborted bool
+	// Repeats: pure-looking cells whose identity was already decoded
+	// (false pure cells; left unpeeled).
+	Repeats int
 }
 
 // pure is the paper's pure-cell test (Sec. V-B (ii)): |Δ| = 1 and the
@@ -44,10 +47,12 @@ func (r *RDA) pure(i int) bool {
 // Δ = 1 lost, its Sec. IV-C calls it reordered; we subtract sender from
 // receiver, so +1 is receiver-only = extra); a popped cell is re-tested
 // for purity, not only for emptiness (another peel may have changed it);
-// and the loop is bounded so forged cells cannot make it run forever.
+// an identity is peeled at most once; and the loop is bounded, so false
+// or forged pure cells cannot make it run forever.
 func (r *RDA) Peel() RDADecoding {
 	var d RDADecoding
 	stack := make([]int32, 0, 64)
+	seen := make(map[uint64]struct{})
 	for i := range r.cells {
 		if r.pure(i) {
 			stack = append(stack, int32(i))
@@ -68,6 +73,14 @@ func (r *RDA) Peel() RDADecoding {
 		}
 		budget--
 		id, delta := r.cells[i].id, r.cells[i].n
+		if _, again := seen[id]; again {
+			// An honest decode lists an identity once; a second time
+			// means false pure cells feeding each other (past
+			// capacity, or forged). Leave it in place.
+			d.Repeats++
+			continue
+		}
+		seen[id] = struct{}{}
 		if delta < 0 {
 			d.Lost = append(d.Lost, id)
 		} else {

@@ -6,8 +6,12 @@ import (
 )
 
 // rdaMinStddevPairs is the fewest collapsed cell pairs behind a std-dev
-// (as ldaMinStddevRows: fewer and the estimate is a guess).
-const rdaMinStddevPairs = 4
+// (ldaMinStddevRows is 4). Each pair is one squared residual, so with p
+// pairs σ is known to about ±1/sqrt(2p) for normal delays and worse for
+// heavy tails: 16 pairs ≈ ±18 %. Past capacity the usable cells shrink
+// to a handful (TestRDASweepSetDifference: 26 cells, σ off by 56 %), and
+// such an interval is reported invalid rather than with a guessed σ.
+const rdaMinStddevPairs = 16
 
 // RDAStats says what the RDA decode and repair achieved for one interval,
 // beyond Estimate's usable buckets and samples.
@@ -19,7 +23,7 @@ type RDAStats struct {
 	Extra          int  // decoded receiver-only packets
 	DecodeComplete bool // peeling emptied every cell
 	ResidualCells  int  // cells peeling could not empty (decode failure)
-	DecodeAborted  bool // peeling hit its step bound (forged input)
+	DecodeAborted  bool // peeling hit its step bound (false pure cells past capacity, or forged input); the usable-cell estimate stands
 
 	Repaired   int // decoded packets whose timestamps were found and removed from their cells
 	Unrepaired int // decoded packets without a timestamp: their cells are left out
@@ -301,6 +305,8 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 
 	if !st.Exact {
 		switch {
+		case dec.Aborted:
+			st.Note = fmt.Sprintf("peeling stopped at its step bound (false pure cells past capacity, or forged cells); mean from %d of %d cells", st.UsableCells, len(R))
 		case !dec.Complete:
 			st.Note = fmt.Sprintf("decode incomplete: %d cells unpeeled (set difference beyond the capacity of %d×%d cells); mean from %d of %d cells", dec.ResidualCells, k, m, st.UsableCells, len(R))
 		case st.Inconsistent > 0:
@@ -319,8 +325,6 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		e.Reason = "no packets in the interval"
 	case st.Exact && !st.BankTotalsAgree:
 		e.Reason = "RDA banks disagree after repair: corrupted synopsis or timestamps"
-	case dec.Aborted:
-		e.Reason = "RDA peeling aborted: forged or corrupted cells"
 	case st.UsableCells == 0:
 		e.Reason = fmt.Sprintf("no usable RDA cell: set difference beyond capacity (%d cells unpeeled, %d decoded)", dec.ResidualCells, st.SetDifference)
 	case st.CollapsedPairs < rdaMinStddevPairs:

@@ -719,3 +719,39 @@ func TestRDASenderDuplicate(t *testing.T) {
 		t.Errorf("mean %v ± %v, truth %v (valid %v)", e.MeanNs, e.MeanCINs, tr.meanNs, e.Valid)
 	}
 }
+
+// TestRDASweepSetDifference is the paper's Fig. 7 experiment for the
+// default RDA: 200 000 packets, half the set difference lost, half extra,
+// the difference swept past capacity (docs/rda.md has the table; -v
+// prints it). Within capacity the mean is exact; beyond it the estimate
+// is either invalid or the truth lies within its bound.
+func TestRDASweepSetDifference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement sweep; skipped with -short")
+	}
+	cfg := DefaultRDAConfig()
+	cfg.CacheBudget = 8 << 20
+	for _, d := range []int{0, 1000, 2000, 4000, 5000, 5500, 6000, 8000, 16000} {
+		s, r := rdaPair(t, cfg)
+		tr := rdaRun(uint64(d)+1, rdaScenario{n: 200_000, lost: d / 2, extra: d - d/2, baseDelayNs: 100_000, jitterNs: 30_000}, []*RDA{s}, []*RDA{r})
+		e, st, err := EstimateRDA(s, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("d=%5d exact=%-5v valid=%-5v decoded=%5d residual=%5d usable=%5.1f%%  mean rel err %.2g (bound %.2g)  std rel err %.2g",
+			d, st.Exact, e.Valid, st.SetDifference, st.ResidualCells, 100*float64(st.UsableCells)/float64(len(r.cells)),
+			rdaRelErr(e.MeanNs, tr.meanNs), e.MeanCINs/tr.meanNs, rdaRelErr(e.StddevNs, tr.stddevNs))
+		switch {
+		case d <= 4000:
+			if !st.Exact || rdaRelErr(e.MeanNs, tr.meanNs) > 1e-9 {
+				t.Errorf("d=%d within the default capacity but not exact", d)
+			}
+		case e.Valid && math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs:
+			t.Errorf("d=%d: truth outside the bound", d)
+		case d == 5000 && (!e.Valid || st.UsableCells < len(r.cells)/3):
+			t.Errorf("d=5000, 1.2× capacity: want a valid partial estimate from most cells, got valid=%v usable %d", e.Valid, st.UsableCells)
+		case d == 16000 && e.Valid:
+			t.Errorf("d=16000: %d usable cells should not make a valid std-dev", st.UsableCells)
+		}
+	}
+}
