@@ -9,7 +9,9 @@ import (
 // FlowEstimate is the per-flow answer of an LDS pair: the flow, its name
 // when a flow table held it, and the Estimate (Synopsis "lds").
 //
-// In the Estimate: Sent is the count-min flow size at the sender (Sec. 4.3)
+// In the Estimate: when CountsExact, Sent, Received and Lost are the flow
+// tables' exact counts. Otherwise Sent is the count-min flow size at the
+// sender (Sec. 4.3)
 // in packets; Lost the count-min per-flow loss (the least of the rows'
 // count differences over the flow's cells, an upper bound when no packet is
 // reordered); Received = Sent − Lost so the Estimate's contract holds.
@@ -32,6 +34,12 @@ type FlowEstimate struct {
 
 	// SelectedCells is how many cells the α-filter averaged.
 	SelectedCells int
+
+	// CountsExact: Sent, Received and Lost come from the flow tables, which
+	// counted this flow exactly at both ends (HoldRate 1, no refusals, the
+	// flow shipped or the table shipped whole), instead of the count-min
+	// sketch estimates described above.
+	CountsExact bool
 
 	Estimate
 }
@@ -212,6 +220,12 @@ func EstimateLDSFlows(sender, receiver *LDS) ([]FlowEstimate, error) {
 	if receiver.flows != nil {
 		re = receiver.flows.Entries(nil)
 	}
+	// A flow table counts exactly when it admits every flow at its first
+	// packet and refused none; then a flow it does not hold had no packet —
+	// unless the sender's table was shipped without its small flows.
+	complete := func(t *FlowTable) bool { return t != nil && t.holdThr == 1<<32 && t.refused == 0 }
+	sendExact, recvExact := complete(sender.flows), complete(receiver.flows)
+	sendAll := sender.cfg.ShipMinPackets <= 1
 	out := make([]FlowEstimate, 0, max(len(se), len(re)))
 	i, j := 0, 0
 	for i < len(se) || j < len(re) {
@@ -231,6 +245,13 @@ func EstimateLDSFlows(sender, receiver *LDS) ([]FlowEstimate, error) {
 		}
 		f.Named = true
 		f.Estimate, f.SelectedCells = e.flow(f.FlowHash, f.Weight)
+		if (f.HeldSent > 0 || sendAll) && sendExact && recvExact {
+			f.CountsExact = true
+			f.Sent, f.Received, f.Lost = f.HeldSent, f.HeldReceived, 0
+			if f.Sent > f.Received {
+				f.Lost = f.Sent - f.Received
+			}
+		}
 		out = append(out, f)
 	}
 	return out, nil

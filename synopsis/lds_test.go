@@ -418,19 +418,25 @@ func TestLDSLoss(t *testing.T) {
 		if f.HeldSent != tf.sent || f.HeldReceived != tf.received {
 			t.Fatalf("flow %x held %d/%d, want %d/%d", f.FlowHash, f.HeldSent, f.HeldReceived, tf.sent, tf.received)
 		}
-		if f.Sent < tf.sent || f.Lost < tf.sent-tf.received {
-			t.Fatalf("flow %x: count-min sent %d lost %d below truth %d %d", f.FlowHash, f.Sent, f.Lost, tf.sent, tf.sent-tf.received)
+		// Complete flow tables at both ends: exact counts.
+		if !f.CountsExact || f.Sent != tf.sent || f.Received != tf.received || f.Lost != tf.sent-tf.received {
+			t.Fatalf("flow %x: counts %d/%d/%d exact=%v, want %d/%d/%d", f.FlowHash, f.Sent, f.Received, f.Lost, f.CountsExact, tf.sent, tf.received, tf.sent-tf.received)
+		}
+		// The sketch alone (count-min, Sec. 4.3): upper bounds.
+		cm, _ := EstimateLDSFlow(s, r, f.FlowHash, f.Weight)
+		if cm.Sent < tf.sent || cm.Lost < tf.sent-tf.received {
+			t.Fatalf("flow %x: count-min sent %d lost %d below truth %d %d", f.FlowHash, cm.Sent, cm.Lost, tf.sent, tf.sent-tf.received)
 		}
 		if tf.sent > tf.received {
 			lossy++
-			if f.Lost == tf.sent-tf.received {
+			if cm.Lost == tf.sent-tf.received {
 				exact++
 			}
 		}
 	}
-	t.Logf("per-flow loss: exact for %d of %d flows with loss", exact, lossy)
+	t.Logf("count-min per-flow loss: exact for %d of %d flows with loss", exact, lossy)
 	if exact*2 < lossy {
-		t.Errorf("per-flow loss exact for only %d of %d lossy flows", exact, lossy)
+		t.Errorf("count-min per-flow loss exact for only %d of %d lossy flows", exact, lossy)
 	}
 	top := TopFlows(flows, 5, ByLoss)
 	if len(top) != 5 || top[0].Lost < top[4].Lost {
@@ -600,6 +606,21 @@ func TestLDSEncodingRoundTrip(t *testing.T) {
 		if x != y {
 			t.Fatalf("flow %x estimates differently after a lossy-table round trip", e.FlowHash)
 		}
+	}
+	// Flows the receiver holds but the shipped table left out have no exact
+	// sender count: they fall back to the sketch's count-min.
+	fl, _ := EstimateLDSFlows(&ds, r)
+	inexact := 0
+	for _, f := range fl {
+		if f.CountsExact != (f.HeldSent > 0) {
+			t.Fatalf("flow %x: CountsExact %v with HeldSent %d under ShipMinPackets", f.FlowHash, f.CountsExact, f.HeldSent)
+		}
+		if !f.CountsExact {
+			inexact++
+		}
+	}
+	if inexact == 0 {
+		t.Fatal("no flow fell back to count-min")
 	}
 	s.cfg.ShipMinPackets = 0
 
