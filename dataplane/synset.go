@@ -89,7 +89,9 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 		s.RDA[mec].Add(m.Hash, ts)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
-		s.LDS.Add(m.FlowHash, m.Hash, ts, s.weights[mec])
+		// The flow table names flows for per-flow reports (DESIGN §6).
+		k := synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
+		s.LDS.AddFlow(m.FlowHash, m.Hash, ts, s.weights[mec], &k)
 	}
 	s.Frames++
 	s.Bytes += uint64(m.Len)
