@@ -96,7 +96,7 @@ func mustLDS(t testing.TB, cfg LDSConfig) *LDS {
 // relErrs returns per-flow relative errors of the mean delay for flows
 // with at least minPkts and fewer than maxPkts sent packets, and how many
 // of those flows had no valid estimate.
-func relErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts uint64, filter func(*ldsFlowTruth) bool) (errs []float64, invalid int) {
+func ldsRelErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts uint64, filter func(*ldsFlowTruth) bool) (errs []float64, invalid int) {
 	t.Helper()
 	for i := range truth {
 		f := &truth[i]
@@ -117,7 +117,7 @@ func relErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts uin
 	return errs, invalid
 }
 
-func median(x []float64) float64 {
+func ldsMedian(x []float64) float64 {
 	if len(x) == 0 {
 		return math.NaN()
 	}
@@ -248,7 +248,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 		truth = tr.run([]*LDS{s}, []*LDS{r})
 		for i := range bins {
 			b := &bins[i]
-			errs, invalid := relErrs(t, s, r, truth, b.lo, b.hi, nil)
+			errs, invalid := ldsRelErrs(t, s, r, truth, b.lo, b.hi, nil)
 			if invalid != 0 {
 				t.Errorf("bin [%d,%d): %d invalid estimates without loss", b.lo, b.hi, invalid)
 			}
@@ -257,7 +257,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 		// The paper's α = 0.1 on the same sketches, against which the
 		// automatic α = 0 for k = 1 is a departure (LDSConfig.Alpha).
 		r.cfg.Alpha = 0.1
-		errs, _ := relErrs(t, s, r, truth, 500, math.MaxUint64, nil)
+		errs, _ := ldsRelErrs(t, s, r, truth, 500, math.MaxUint64, nil)
 		paperAlpha = append(paperAlpha, errs...)
 		r.cfg.Alpha = cfg.Alpha
 	}
@@ -268,16 +268,16 @@ func TestLDSAccuracyPareto(t *testing.T) {
 		if len(errs) < 20 {
 			t.Fatalf("bin [%d,%d): only %d flows", b.lo, b.hi, len(errs))
 		}
-		m := median(errs)
+		m := ldsMedian(errs)
 		t.Logf("flows %d..%d pkts: %d flows in %d intervals, median rel err %.3f%%, 95th %.3f%%",
 			b.lo, b.hi, len(errs), intervals, 100*m, 100*errs[len(errs)*95/100])
 		if m > b.bar {
 			t.Errorf("bin [%d,%d): median rel err %.4f > %.4f", b.lo, b.hi, m, b.bar)
 		}
 		if b.lo == 500 && b.hi == math.MaxUint64 {
-			t.Logf("same flows with the paper's α = 0.1: median rel err %.3f%%", 100*median(paperAlpha))
-			if !(m < median(paperAlpha)) {
-				t.Errorf("automatic α (%.4f) not better than α = 0.1 (%.4f) for k = 1", m, median(paperAlpha))
+			t.Logf("same flows with the paper's α = 0.1: median rel err %.3f%%", 100*ldsMedian(paperAlpha))
+			if !(m < ldsMedian(paperAlpha)) {
+				t.Errorf("automatic α (%.4f) not better than α = 0.1 (%.4f) for k = 1", m, ldsMedian(paperAlpha))
 			}
 		}
 	}
@@ -338,8 +338,8 @@ func TestLDSFlowWeights(t *testing.T) {
 		return func(f *ldsFlowTruth) bool { return class(int(f.key[0])|int(f.key[1])<<8|int(f.key[2])<<16) == w }
 	}
 	med := func(s, r *LDS, truth []ldsFlowTruth, w uint32) float64 {
-		errs, _ := relErrs(t, s, r, truth, 100, math.MaxUint64, isClass(w))
-		return median(errs)
+		errs, _ := ldsRelErrs(t, s, r, truth, 100, math.MaxUint64, isClass(w))
+		return ldsMedian(errs)
 	}
 	goldW, goldFlat := med(sW, rW, truthW, 100), med(s1, r1, truth1, 100)
 	bronzeW, bronzeFlat := med(sW, rW, truthW, 1), med(s1, r1, truth1, 1)
@@ -383,18 +383,18 @@ func TestLDSLoss(t *testing.T) {
 	truth := tr.run([]*LDS{s}, []*LDS{r})
 	truthP := tr.run([]*LDS{sp}, []*LDS{rp})
 
-	errs, invalid := relErrs(t, s, r, truth, 500, math.MaxUint64, nil)
-	_, invalidP := relErrs(t, sp, rp, truthP, 500, math.MaxUint64, nil)
+	errs, invalid := ldsRelErrs(t, s, r, truth, 500, math.MaxUint64, nil)
+	_, invalidP := ldsRelErrs(t, sp, rp, truthP, 500, math.MaxUint64, nil)
 	total := len(errs) + invalid
 	t.Logf("0.2%% loss, flows ≥ 500 pkts: multi-bank k=4 median rel err %.3f%%, invalid %d/%d; k=1 unsampled invalid %d/%d",
-		100*median(errs), invalid, total, invalidP, total)
+		100*ldsMedian(errs), invalid, total, invalidP, total)
 	if invalid*10 > total {
 		t.Errorf("multi-bank LDS: %d of %d large flows invalid under 0.2%% loss", invalid, total)
 	}
 	if invalidP <= invalid {
 		t.Errorf("k=1 unsampled LDS should lose more flows to loss than the multi-bank LDS: %d vs %d", invalidP, invalid)
 	}
-	if m := median(errs); m > 0.05 {
+	if m := ldsMedian(errs); m > 0.05 {
 		t.Errorf("multi-bank LDS under loss: median rel err %.4f > 5%%", m)
 	}
 
