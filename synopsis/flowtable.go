@@ -85,7 +85,7 @@ func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
 	if capacity < 0 || capacity > maxFlowTable {
 		return nil, errFlowTableCap
 	}
-	thr, err := rateThreshold(holdRate)
+	thr, err := ldsRateThreshold(holdRate)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +107,9 @@ func (t *FlowTable) alloc(capacity int) {
 	t.mask = n - 1
 }
 
-// rateThreshold turns a sampling probability into a threshold on 32 hash
+// ldsRateThreshold turns a sampling probability into a threshold on 32 hash
 // bits: a packet is taken when hash>>32 < threshold. 0 means 1 (take all).
-func rateThreshold(rate float64) (uint64, error) {
+func ldsRateThreshold(rate float64) (uint64, error) {
 	if rate == 0 {
 		return 1 << 32, nil
 	}

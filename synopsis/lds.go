@@ -133,7 +133,7 @@ func (c LDSConfig) normalise() (LDSConfig, [maxLDSRows]uint64, error) {
 	case c.RowRates != nil && len(c.RowRates) != c.Rows:
 		return c, thr, fmt.Errorf("%w: LDS RowRates has %d entries for %d rows", ErrBadConfig, len(c.RowRates), c.Rows)
 	}
-	if _, err := rateThreshold(c.HoldRate); err != nil {
+	if _, err := ldsRateThreshold(c.HoldRate); err != nil {
 		return c, thr, err
 	}
 	if c.HoldRate == 0 {
@@ -145,7 +145,7 @@ func (c LDSConfig) normalise() (LDSConfig, [maxLDSRows]uint64, error) {
 		if c.RowRates != nil {
 			rate = c.RowRates[r]
 		}
-		t, err := rateThreshold(rate)
+		t, err := ldsRateThreshold(rate)
 		if err != nil || rate == 0 {
 			return c, thr, fmt.Errorf("%w: LDS RowRates[%d] = %v must be in (0, 1]", ErrBadConfig, r, rate)
 		}
@@ -210,13 +210,13 @@ func ldsRowHash(x uint64, r int) uint64 {
 	return y ^ y>>32
 }
 
-// fastRange maps 32 uniform bits onto [0, n) without a division (Lemire).
-func fastRange(x32, n uint64) uint64 { return (x32 * n) >> 32 }
+// ldsFastRange maps 32 uniform bits onto [0, n) without a division (Lemire).
+func ldsFastRange(x32, n uint64) uint64 { return (x32 * n) >> 32 }
 
 // flowBase is h_r(f) of Fig. 5: the first column of flow f's virtual LDA
 // in row r; fx is Remix(flowHash, SaltLDSRow).
 func (l *LDS) flowBase(fx uint64, r int) uint64 {
-	return fastRange(ldsRowHash(fx, r)>>32, l.cols)
+	return ldsFastRange(ldsRowHash(fx, r)>>32, l.cols)
 }
 
 // Add records one packet: flowHash is the hash of its 5-tuple
@@ -243,7 +243,7 @@ func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
 		if px>>32 >= l.thr[r] {
 			continue
 		}
-		c := fastRange(ldsRowHash(fx, r)>>32, cols) + fastRange(px&0xffffffff, k)
+		c := ldsFastRange(ldsRowHash(fx, r)>>32, cols) + ldsFastRange(px&0xffffffff, k)
 		if c >= cols {
 			c -= cols
 		}

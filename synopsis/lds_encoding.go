@@ -50,7 +50,7 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 	}
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(l.cfg.Alpha))
 	maxFlows := l.cfg.MaxFlows
-	hold, _ := rateThreshold(l.cfg.HoldRate)
+	hold, _ := ldsRateThreshold(l.cfg.HoldRate)
 	if l.flows != nil {
 		hold = l.flows.holdThr
 		maxFlows = max(maxFlows, l.flows.used)
