@@ -1,10 +1,11 @@
 package synopsis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
-	"sort"
+	"slices"
 )
 
 // FlowKeyBytes is a flow's name as the LDS flow table stores it: 40 opaque
@@ -239,8 +240,7 @@ func (t *FlowTable) Entries(dst []FlowEntry) []FlowEntry {
 			dst = append(dst, t.entry(i))
 		}
 	}
-	out := dst[start:]
-	sort.Slice(out, func(a, b int) bool { return out[a].FlowHash < out[b].FlowHash })
+	slices.SortFunc(dst[start:], func(a, b FlowEntry) int { return cmp.Compare(a.FlowHash, b.FlowHash) })
 	return dst
 }
 

@@ -768,3 +768,20 @@ func BenchmarkLDSAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEstimateLDSFlows: the receiver's control-side cost per interval
+// (40 000 named flows, default sizing), in ns per flow.
+func BenchmarkEstimateLDSFlows(b *testing.B) {
+	const n = 40000
+	cfg, _ := DimensionLDS(LDSDimensioning{ExpectedFlows: n, MaxFlows: n})
+	s, r := mustLDS(b, cfg), mustLDS(b, cfg)
+	ldsTraffic{flows: n, shape: 1, minSize: 2.1875, maxSize: 200000, seed: 7}.run([]*LDS{s}, []*LDS{r})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := EstimateLDSFlows(s, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/flow")
+}
