@@ -304,7 +304,8 @@ type LDSDimensioning struct {
 	LargeFlowFraction float64
 	// CellsPerFlow is k; 0 means 1 (no loss expected, Sec. 5.1).
 	CellsPerFlow int
-	// Rows overrides R; 0 derives it from Epsilon and k.
+	// Rows overrides R; 0 derives it from Epsilon and k (at least 4 when
+	// MaxLossesPerFlow is set, so the rows can sample at different rates).
 	Rows int
 	// MaxLossesPerFlow L, when > 0, makes the rows sample at geometrically
 	// spaced rates from k/L (the LDA's optimal rate for L/k losses per cell,
@@ -351,6 +352,12 @@ func DimensionLDS(d LDSDimensioning) (LDSConfig, error) {
 	rows := d.Rows
 	if rows == 0 {
 		rows = int(math.Round(math.Max(1, -math.Log(eps)/float64(k))))
+		if d.MaxLossesPerFlow > 0 {
+			// Multi-bank LDS needs rows to spread its rates over: the
+			// paper's Sec. 5.2 uses 4 (one worst-case row, three denser),
+			// while −ln ε / k alone would give one row for k ≥ 4.
+			rows = max(rows, 4)
+		}
 		rows = min(rows, maxLDSRows)
 	}
 	total := float64(d.ExpectedFlows) * float64(k) * float64(rows) * p / math.Pow(eps, 1/float64(rows))

@@ -659,9 +659,16 @@ func TestDimensionLDS(t *testing.T) {
 	if total := cfg.Rows * cfg.Cols; cfg.Rows != 4 || total < 65000 || total > 80000 {
 		t.Fatalf("paper example: %d×%d", cfg.Rows, cfg.Cols)
 	}
-	cfg, _ = DimensionLDS(LDSDimensioning{ExpectedFlows: 1000, CellsPerFlow: 5, Rows: 4, MaxLossesPerFlow: 500})
-	if len(cfg.RowRates) != 4 || math.Abs(cfg.RowRates[0]-0.01) > 1e-9 || cfg.RowRates[3] != 1 {
-		t.Fatalf("rates %v", cfg.RowRates)
+	// Sec. 5.2: k = 5, 500 losses per flow → rates 0.01 … 1 over 4 rows,
+	// whether Rows is given or derived (−ln ε / k alone would say 1 row).
+	for _, rows := range []int{4, 0} {
+		cfg, _ = DimensionLDS(LDSDimensioning{ExpectedFlows: 1000, CellsPerFlow: 5, Rows: rows, MaxLossesPerFlow: 500})
+		if cfg.Rows != 4 || len(cfg.RowRates) != 4 || math.Abs(cfg.RowRates[0]-0.01) > 1e-9 || cfg.RowRates[3] != 1 {
+			t.Fatalf("Rows %d: %d rows, rates %v", rows, cfg.Rows, cfg.RowRates)
+		}
+	}
+	if cfg, _ := DimensionLDS(LDSDimensioning{ExpectedFlows: 1000, CellsPerFlow: 4}); cfg.Rows != 1 || cfg.RowRates != nil {
+		t.Fatalf("k = 4 without loss target: %d rows, rates %v (Sec. 3.2: round(−ln 0.015 / 4) = 1)", cfg.Rows, cfg.RowRates)
 	}
 	if _, err := NewLDS(cfg); err != nil {
 		t.Fatal(err)
