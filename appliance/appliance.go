@@ -43,6 +43,9 @@ type Config struct {
 	// registration).
 	OnWorkerStart func() error
 	OnWorkerExit  func()
+	// TopFlows is how many flows (largest first) the LDS reports per
+	// interval; 0: 10.
+	TopFlows int
 	// PairTimeout is how long a receiver copy waits for the sender's
 	// synopses before the interval is reported invalid; 0: interval + 2 s.
 	PairTimeout time.Duration
@@ -95,8 +98,10 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Segment != "a" && cfg.Segment != "b" {
 		return nil, fmt.Errorf("appliance: segment port %q: want a or b", cfg.Segment)
 	}
-	if cfg.Interval < time.Millisecond {
-		return nil, fmt.Errorf("appliance: interval %v: at least 1ms", cfg.Interval)
+	if cfg.Interval < 10*time.Millisecond {
+		// The control side drains each lane's idle copy every ms; an
+		// interval must leave it time to (see minFlipGap).
+		return nil, fmt.Errorf("appliance: interval %v: at least 10ms", cfg.Interval)
 	}
 	if cfg.Classifier == nil {
 		return nil, errors.New("appliance: no classifier")
@@ -122,6 +127,9 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Name == "" {
 		cfg.Name = "ldafwd"
 	}
+	if cfg.TopFlows == 0 {
+		cfg.TopFlows = 10
+	}
 	cfg.Syn.Classes = cfg.Classifier.NumClasses()
 	if cfg.Syn.Weights == nil {
 		for i := 0; i < cfg.Syn.Classes; i++ {
@@ -146,6 +154,12 @@ func New(cfg Config) (*Appliance, error) {
 	parts := []control.PartKey{}
 	for m := 0; m < cfg.Syn.Classes; m++ {
 		parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindLDA})
+		if cfg.Syn.RDA != nil {
+			parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindRDA})
+		}
+	}
+	if cfg.Syn.LDS != nil {
+		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
 	a.sender, err = control.NewSender(control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: 1, Clock: cfg.ClockName,

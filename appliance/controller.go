@@ -33,6 +33,7 @@ type controller struct {
 	scratch  []byte
 	cl       synopsis.CompactLDA
 	reported atomic.Uint64 // interval lines emitted
+	movedAt  atomic.Int64  // when the interval clock last moved, ns (time.Now)
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -40,6 +41,8 @@ type controller struct {
 type rcopy struct {
 	k              uint64
 	lda            []*synopsis.LDA
+	rda            []*synopsis.RDA // nil without RDA
+	lds            *synopsis.LDS   // nil without LDS
 	merged         bool
 	warmup         bool // the receiver's first copy: from its start to the first End marker
 	frames         uint64
@@ -60,6 +63,14 @@ func newController(a *Appliance) *controller {
 // of its interval (the worker flips at the End marker, which precedes the
 // fragments, so the copy is normally there already).
 const endGrace = 200 * time.Millisecond
+
+// settleQuiet is how long Stop waits with nothing to send or pair before
+// it stops: long enough for a peer's last control frames in flight.
+const settleQuiet = 100 * time.Millisecond
+
+// minFlipGap is the least time between two End markers the appliance
+// sends; intervals are never shorter (Config.Interval ≥ 10 ms).
+const minFlipGap = 20 * time.Millisecond
 
 func (c *controller) run() {
 	defer close(c.a.done)
@@ -89,12 +100,26 @@ func (c *controller) finishBy(deadline time.Time) {
 	for c.shipped.Load()+1 < last && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
+	// Two End markers within a few ms would make the peer's receiver flip
+	// twice before its control side has taken the first copy (it drains
+	// every ms): an overrun that merges the last two intervals. Leave the
+	// last natural flip some room.
+	for time.Since(time.Unix(0, c.movedAt.Load())) < minFlipGap && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	c.a.epoch.Store(last + 1)
+	// Settled must hold for a while: the peer's last End marker and
+	// synopses may still be on the segment when ours are out.
+	var quietSince time.Time
 	for time.Now().Before(deadline) {
 		if c.shipped.Load() >= last && c.settled.Load() {
-			// Give the lane a moment to put the last frames on the wire.
-			time.Sleep(5 * time.Millisecond)
-			return
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= settleQuiet {
+				return
+			}
+		} else {
+			quietSince = time.Time{}
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -106,6 +131,7 @@ func (c *controller) step(now time.Time) {
 	if !c.frozen.Load() {
 		if k := nowNs / uint64(a.cfg.Interval.Nanoseconds()); k > a.epoch.Load() {
 			a.epoch.Store(k)
+			c.movedAt.Store(now.UnixNano())
 		}
 	}
 	// Sender: encode every copy the worker has handed over.
@@ -141,6 +167,12 @@ func (c *controller) step(now time.Time) {
 		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now}
 		for _, l := range set.LDA {
 			rc.lda = append(rc.lda, l.Clone())
+		}
+		for _, r := range set.RDA {
+			rc.rda = append(rc.rda, r.Clone())
+		}
+		if set.LDS != nil {
+			rc.lds = set.LDS.Clone()
 		}
 		if old, dup := c.rcopies[rc.k]; dup {
 			old.merged = true // cannot happen with a monotonic End guard; never pair it
@@ -208,6 +240,23 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			return
 		}
 		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, Payload: p})
+		if set.RDA != nil {
+			q := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: uint64(set.RDA[m].Count()), Flags: flags})
+			if q, err = set.RDA[m].AppendBinary(q); err != nil {
+				a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender RDA")
+				return
+			}
+			parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: control.KindRDA}, Payload: q})
+		}
+	}
+	if set.LDS != nil {
+		q := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: set.LDS.Packets(), Flags: flags})
+		q, err := set.LDS.AppendBinary(q)
+		if err != nil {
+			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender LDS")
+			return
+		}
+		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: 0, Kind: control.KindLDS}, Payload: q})
 	}
 	frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
 	if err != nil {
@@ -258,13 +307,107 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		analyze.Fill(r, e)
 		r.StampErrNs = float64(h.StampErrNs)
 		r.MeanCINs += r.StampErrNs
-		switch {
-		case h.Flags&payloadPartial != 0:
-			r.Valid, r.Reason = false, "sender restarted: first interval of its new session is partial"
-		case h.Flags&payloadMerged != 0:
-			r.Valid, r.Reason = false, "sender's control side fell behind: its copy spans several intervals"
-		case rc.merged:
-			r.Valid, r.Reason = false, "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+		if why := sessionReason(h.Flags, rc); why != "" {
+			r.Valid, r.Reason = false, why
+		}
+		c.emit(r)
+		if rc.rda != nil {
+			c.pairRDA(b, rc, m)
+		}
+	}
+	if rc.lds != nil {
+		c.pairLDS(b, rc)
+	}
+}
+
+// sessionReason says why a paired interval cannot be trusted as one
+// interval (sender restart, sender overrun, merged receiver copy), or "".
+func sessionReason(flags uint64, rc *rcopy) string {
+	switch {
+	case flags&payloadPartial != 0:
+		return "sender restarted: first interval of its new session is partial"
+	case flags&payloadMerged != 0:
+		return "sender's control side fell behind: its copy spans several intervals"
+	case rc.merged:
+		return "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+	}
+	return ""
+}
+
+// pairRDA reports the RDA line of one MEC. Lost packets' cells are left
+// out (their sender timestamps would need a round trip, docs/rda.md), so
+// under loss the mean is valid but bounded, not exact.
+func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
+	a := c.a
+	r := c.line(b.Interval, b.StartNs, b.EndNs, m)
+	r.Synopsis = "rda"
+	payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
+	if !ok {
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), "no RDA for this class in the sender's synopses")
+		return
+	}
+	h, body, err := parsePayload(payload)
+	var snd synopsis.RDA
+	if err == nil {
+		err = snd.UnmarshalBinary(body)
+	}
+	if err != nil {
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not decode: %v", err))
+		return
+	}
+	e, st, err := synopsis.EstimateRDA(&snd, rc.rda[m], a.cfg.Conf)
+	if err != nil {
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
+		return
+	}
+	analyze.Fill(r, e)
+	r.Synopsis = "rda"
+	r.Extra = st.ReportFields()
+	r.StampErrNs = float64(h.StampErrNs)
+	r.MeanCINs += r.StampErrNs
+	if why := sessionReason(h.Flags, rc); why != "" {
+		r.Valid, r.Reason = false, why
+	}
+	c.emit(r)
+}
+
+// pairLDS reports the largest flows of the interval, one line each.
+func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
+	a := c.a
+	payload, ok := b.Payloads[control.PartKey{MEC: 0, Kind: control.KindLDS}]
+	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
+	base.Synopsis = "lds"
+	if !ok {
+		c.emitInvalid(base, rc.lds.Packets(), "no LDS in the sender's synopses")
+		return
+	}
+	h, body, err := parsePayload(payload)
+	var snd synopsis.LDS
+	if err == nil {
+		err = snd.UnmarshalBinary(body)
+	}
+	if err != nil {
+		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
+		return
+	}
+	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
+	if err != nil {
+		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
+		return
+	}
+	why := sessionReason(h.Flags, rc)
+	for _, f := range synopsis.TopFlows(flows, a.cfg.TopFlows, synopsis.ByPackets) {
+		r := c.line(b.Interval, b.StartNs, b.EndNs, 0)
+		analyze.Fill(r, f.Estimate)
+		r.Synopsis = "lds"
+		if f.Named {
+			r.Flow = analyze.FlowName(&f.Key)
+		}
+		r.StampErrNs = float64(h.StampErrNs)
+		r.MeanCINs += r.StampErrNs
+		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
+		if why != "" {
+			r.Valid, r.Reason = false, why
 		}
 		c.emit(r)
 	}

@@ -45,3 +45,50 @@ func TestDemo(t *testing.T) {
 		t.Errorf("generated %d, sunk %d, lost on the segment %d, dropped by appliances %d", sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
 	}
 }
+
+// TestDemoAllSynopses runs the appliances with LDA, RDA and LDS shipped
+// in-band: RDA lines are exact when nothing is lost on the segment, and the
+// LDS names the largest flows.
+func TestDemoAllSynopses(t *testing.T) {
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	rda := synopsis.DefaultRDAConfig()
+	lds, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: 200, MaxFlows: 800})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	var rdaLines []report.Interval
+	_, err = appliance.RunDemo(appliance.DemoConfig{
+		Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 2,
+		Flows: 100, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
+		TopFlows: 5, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel),
+		Reports: func(r *report.Interval) {
+			kinds[r.Synopsis]++
+			if r.Synopsis == "rda" {
+				rdaLines = append(rdaLines, *r)
+			}
+			if r.Synopsis == "lds" && (r.Flow == "" || !r.Valid) {
+				t.Errorf("lds line without a flow name or invalid: %+v", r)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lines per synopsis: %v", kinds)
+	if kinds["lda"] < 2 || kinds["rda"] != kinds["lda"] || kinds["lds"] != 5*kinds["lda"] {
+		t.Errorf("lines per synopsis %v: want one rda per lda line and 5 lds lines per interval", kinds)
+	}
+	for _, r := range rdaLines {
+		if !r.Valid || r.TrueMeanNs == nil || r.Lost != 0 {
+			t.Errorf("rda interval %d: valid %v lost %d (%s)", r.Interval, r.Valid, r.Lost, r.Reason)
+			continue
+		}
+		// Without loss the RDA mean is exact, up to the sender's timestamp
+		// uncertainty which it reports in mean_ci_ns.
+		if d := r.MeanNs - *r.TrueMeanNs; d > r.MeanCINs+1 || -d > r.MeanCINs+1 {
+			t.Errorf("rda interval %d: mean %.3f, true %.3f, bound %.3f", r.Interval, r.MeanNs, *r.TrueMeanNs, r.MeanCINs)
+		}
+	}
+}

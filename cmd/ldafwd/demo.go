@@ -12,6 +12,7 @@ import (
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 )
 
@@ -35,6 +36,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		conf               float64
 		maxDelay           time.Duration
 		verbose            bool
+		synopses           string
+		top                int
 	)
 	fs := newFlagSet("demo")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -51,6 +54,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&conf, "confidence", 0.98, "confidence level of mean_ci_ns")
 	fs.DurationVar(&maxDelay, "max-delay", 0, "largest one-way delay the compact synopsis encoding allows (0: from the delay model)")
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
+	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
+	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
 	lda.register(fs)
 	out.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -97,6 +102,27 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	kinds, err := parseSynopsisList(synopses)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if top < 1 {
+		return fmt.Errorf("demo: --top %d: must be ≥ 1", top)
+	}
+	syn := dataplane.SynConfig{LDA: ldaCfg}
+	if kinds["rda"] {
+		c := synopsis.DefaultRDAConfig()
+		syn.RDA = &c
+	}
+	if kinds["lds"] {
+		// Two cells per flow: with one, a single lost packet spoils the
+		// flow's cell in every row (LDS paper Sec. 2.3.3).
+		c, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: max(flows, 1), CellsPerFlow: 2, MaxFlows: 4 * max(flows, 1)})
+		if err != nil {
+			return fmt.Errorf("demo: LDS for %d flows: %w", flows, err)
+		}
+		syn.LDS = &c
+	}
 	key, err := demoKey()
 	if err != nil {
 		return err
@@ -114,13 +140,13 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if table {
 		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %v, loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
 			delay, loss, reorder, interval, duration)
-		fmt.Fprintf(stdout, "%-12s %-6s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec", "sent", "received", "samples",
+		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec/syn", "sent", "received", "samples",
 			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
 	}
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
-		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: dataplane.SynConfig{LDA: ldaCfg}, Classifier: cl,
-		Conf: conf, Key: key, Log: log,
+		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
+		Conf: conf, Key: key, Log: log, TopFlows: top,
 		Reports: func(r *report.Interval) {
 			w.Write(r)
 			if table {
@@ -138,8 +164,10 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if table {
 		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
-		fmt.Fprintf(stdout, "%d intervals: %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d; control traffic %.1f kbit per interval\n",
-			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound, sum.ControlBytesPerInt*8/1000)
+		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
+			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
+		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s (the LDA alone: run with --synopsis lda)\n",
+			sum.ControlBytesPerInt*8/1000, synopses)
 	}
 	return nil
 }
@@ -165,7 +193,12 @@ func demoRow(r *report.Interval) string {
 	if !r.Valid {
 		valid = "no: " + r.Reason
 	}
-	return fmt.Sprintf("%-12d %-6s %10d %10d %8d  %7.2f±%-5.2f(%s) %8.2f (%s) %7d (%6s)  %s",
-		r.Interval, r.MEC, r.Sent, r.Received, r.Samples, r.MeanNs/1e3, r.MeanCINs/1e3, tru(r.TrueMeanNs),
+	if r.Flow != "" {
+		// A flow of the LDS: indented under its interval.
+		return fmt.Sprintf("%-12s   flow %-44s %8d pkts  mean %8.2f µs  lost %d  %s", "", r.Flow, r.Sent,
+			r.MeanNs/1e3, r.Lost, valid)
+	}
+	return fmt.Sprintf("%-12d %-10s %10d %10d %8d  %7.2f±%-5.2f(%s) %8.2f (%s) %7d (%6s)  %s",
+		r.Interval, r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, r.MeanNs/1e3, r.MeanCINs/1e3, tru(r.TrueMeanNs),
 		r.StddevNs/1e3, tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

@@ -13,7 +13,7 @@ import (
 // inside the reported bound, and the true_* fields present.
 func TestDemoJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000"}
+	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000", "--synopsis", "lda"}
 	if err := demoMain(args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
@@ -80,6 +80,8 @@ func TestDemoFlagErrors(t *testing.T) {
 		{[]string{"--rate", "-5"}, "--rate"},
 		{[]string{"--mec", "x=bogus:1"}, "--mec"},
 		{[]string{"--format", "csv"}, "--format"},
+		{[]string{"--synopsis", "xyz"}, "unknown synopsis"},
+		{[]string{"--top", "0"}, "--top"},
 	} {
 		var out, errb bytes.Buffer
 		err := demoMain(tc.args, &out, &errb)
