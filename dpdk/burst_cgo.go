@@ -6,21 +6,23 @@ package dpdk
 // burst paths need to hand frames between C and Go without copying and
 // without a cgo call per packet.
 //
-// Why: an rx burst is one cgo call (ldaf_rx) that fills a C array of
-// ldaf_rxd (data pointer, length, mbuf address, timestamp, private area);
-// Go then uses the mbuf's private area as the frame's dataplane.Packet
-// (ports hand out *Packet they own, so the struct must live exactly as long
-// as the mbuf: inside it), makes its Data a slice over the mbuf's bytes with
-// unsafe.Slice and keeps the mbuf address as a plain uintptr in Handle. Tx
-// and Free go the other way through a C array of ldaf_txd filled from Go.
+// Why: ports hand out *Packet they own, so each frame's dataplane.Packet
+// must live exactly as long as its mbuf: it lives inside it, in the mbuf's
+// private area. An rx burst is one cgo call (ldaf_rx) that fills those
+// Packets in C — Data as a slice header over the mbuf's bytes, the mbuf
+// address as a plain uintptr in Handle — and returns their addresses in a C
+// array; Go only converts each to *Packet. Tx and Free go the other way
+// through a C array of ldaf_txd filled from Go.
 //
 // How it can break:
 //   - The Packet lives in C memory, which the garbage collector does not
 //     scan. Its Data must keep pointing into the mbuf (reslicing is fine);
 //     pointing it at a Go buffer would hide that buffer from the GC. To send
 //     Go-built bytes, copy them into Data.
-//   - LDAF_PRIV_SIZE in shim.h must hold a dataplane.Packet; init panics at
-//     start if the struct outgrew it.
+//   - C writes a Go slice header (pointer, len, cap) and the other fields
+//     through struct ldaf_gopkt, which must mirror dataplane.Packet's layout;
+//     init panics at start if the Go struct changed shape or outgrew
+//     LDAF_PRIV_SIZE.
 //   - Packet.Data points into C memory owned by the mempool. Using it after
 //     the packet was transmitted or freed reads a buffer DPDK may already
 //     have reused for another frame (the Packet contract forbids it; the
@@ -32,8 +34,7 @@ package dpdk
 //     DPDK port such packets.
 //   - The C arrays are sized MaxBurst at queue creation; every burst is cut
 //     to Config.Burst so C never writes past them.
-//   - The layout of ldaf_rxd/ldaf_txd is shared with shim.h through cgo;
-//     change both together.
+//   - The layout of ldaf_txd is shared with shim.h through cgo.
 
 /*
 #cgo pkg-config: libdpdk
@@ -60,9 +61,9 @@ type Queue struct {
 	pool   *C.struct_rte_mempool
 	clk    *C.struct_ldaf_clock
 	mbufs  **C.struct_rte_mbuf // [MaxBurst] scratch for the C helpers
-	rxdC   *C.struct_ldaf_rxd  // [MaxBurst]
+	pktvC  *unsafe.Pointer     // [MaxBurst] Packet addresses from ldaf_rx/ldaf_alloc
 	txdC   *C.struct_ldaf_txd  // [MaxBurst]
-	rxd    []C.struct_ldaf_rxd // Go view of rxdC
+	pktv   []unsafe.Pointer    // Go view of pktvC
 	txd    []C.struct_ldaf_txd // Go view of txdC
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
 
@@ -75,8 +76,14 @@ type Queue struct {
 }
 
 func init() {
-	if unsafe.Sizeof(dataplane.Packet{}) > C.LDAF_PRIV_SIZE {
-		panic("dpdk: dataplane.Packet no longer fits LDAF_PRIV_SIZE in shim.h")
+	var p dataplane.Packet
+	var g C.struct_ldaf_gopkt
+	if unsafe.Sizeof(p) != unsafe.Sizeof(g) || unsafe.Sizeof(p) > C.LDAF_PRIV_SIZE ||
+		unsafe.Offsetof(p.Data) != unsafe.Offsetof(g.data) ||
+		unsafe.Offsetof(p.TS) != unsafe.Offsetof(g.ts) ||
+		unsafe.Offsetof(p.Handle) != unsafe.Offsetof(g.handle) ||
+		unsafe.Offsetof(p.Port) != unsafe.Offsetof(g.port) {
+		panic("dpdk: dataplane.Packet no longer matches struct ldaf_gopkt in shim.h")
 	}
 }
 
@@ -86,9 +93,9 @@ func newQueue(p *Port, q uint16) *Queue {
 		burst: p.cfg.Burst, pool: p.pool, clk: p.clk,
 	}
 	qq.mbufs = (**C.struct_rte_mbuf)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof((*C.struct_rte_mbuf)(nil)))))
-	qq.rxdC = (*C.struct_ldaf_rxd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_rxd{}))))
+	qq.pktvC = (*unsafe.Pointer)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
 	qq.txdC = (*C.struct_ldaf_txd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_txd{}))))
-	qq.rxd = unsafe.Slice(qq.rxdC, MaxBurst)
+	qq.pktv = unsafe.Slice(qq.pktvC, MaxBurst)
 	qq.txd = unsafe.Slice(qq.txdC, MaxBurst)
 	qq.pooled = make([]*dataplane.Packet, 0, MaxBurst)
 	return qq
@@ -96,9 +103,9 @@ func newQueue(p *Port, q uint16) *Queue {
 
 func (q *Queue) free() {
 	C.free(unsafe.Pointer(q.mbufs))
-	C.free(unsafe.Pointer(q.rxdC))
+	C.free(unsafe.Pointer(q.pktvC))
 	C.free(unsafe.Pointer(q.txdC))
-	q.mbufs, q.rxdC, q.txdC, q.rxd, q.txd = nil, nil, nil, nil, nil
+	q.mbufs, q.pktvC, q.txdC, q.pktv, q.txd = nil, nil, nil, nil, nil
 }
 
 // Name is the port's spec.
@@ -118,18 +125,12 @@ func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	nb := int(C.ldaf_rx(q.portID, q.q, q.mbufs, q.rxdC, C.uint16_t(n), q.clk))
+	nb := int(C.ldaf_rx(q.portID, q.q, q.mbufs, (*unsafe.Pointer)(q.pktvC), C.uint16_t(n), q.clk, C.uint8_t(q.index)))
 	var bytes uint64
-	for i, d := range q.rxd[:nb] {
-		p := (*dataplane.Packet)(d.pkt)
+	for i, v := range q.pktv[:nb] {
+		p := (*dataplane.Packet)(v)
 		pkts[i] = p
-		// Frames are single-segment: scatter rx is never enabled and
-		// the data room (2 KiB) holds a 1518-byte frame.
-		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
-		p.TS = uint64(d.ts)
-		p.Handle = uintptr(d.m)
-		p.Port = q.index
-		bytes += uint64(d.len)
+		bytes += uint64(len(p.Data))
 	}
 	if nb > 0 {
 		q.rxPackets.Add(uint64(nb))
@@ -191,14 +192,9 @@ func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	nb := int(C.ldaf_alloc(q.pool, q.mbufs, q.rxdC, C.uint16_t(n)))
-	for i, d := range q.rxd[:nb] {
-		p := (*dataplane.Packet)(d.pkt)
-		pkts[i] = p
-		p.Data = unsafe.Slice((*byte)(d.data), int(d.len))
-		p.TS = 0
-		p.Handle = uintptr(d.m)
-		p.Port = q.index
+	nb := int(C.ldaf_alloc(q.pool, q.mbufs, (*unsafe.Pointer)(q.pktvC), C.uint16_t(n), C.uint8_t(q.index)))
+	for i, v := range q.pktv[:nb] {
+		pkts[i] = (*dataplane.Packet)(v)
 	}
 	return nb
 }

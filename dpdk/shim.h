@@ -27,20 +27,34 @@
 #include <rte_mempool.h>
 #include <rte_bus_vdev.h>
 
-// ldaf_rxd describes one received frame to Go: where its bytes are, how many,
-// which mbuf holds them and when it arrived (ns since the Unix epoch).
-struct ldaf_rxd {
+// ldaf_gopkt mirrors Go's dataplane.Packet (Data []byte as pointer, len,
+// cap; TS; Handle; Port): every mbuf carries one in its private area, and
+// the rx and alloc helpers fill it in C so that Go only collects pointers.
+// burst_cgo.go checks at init that the layouts agree.
+struct ldaf_gopkt {
 	void *data;
-	uint32_t len;
-	uint32_t nb_segs;
-	uintptr_t m;           // struct rte_mbuf *, as Go's Packet.Handle holds it
-	uint64_t ts;
-	void *pkt;             // the mbuf's private area: the Go dataplane.Packet of this mbuf
+	int64_t len;
+	int64_t cap;
+	uint64_t ts;       // ns since the Unix epoch
+	uintptr_t handle;  // struct rte_mbuf *
+	uint8_t port;
+	uint8_t _pad[7];
 };
 
-// LDAF_PRIV_SIZE is the mbuf private area: room for one Go dataplane.Packet
-// (48 bytes; burst_cgo.go checks it fits), a multiple of RTE_MBUF_PRIV_ALIGN.
+// LDAF_PRIV_SIZE is the mbuf private area: room for one ldaf_gopkt, a
+// multiple of RTE_MBUF_PRIV_ALIGN.
 #define LDAF_PRIV_SIZE 64
+
+static inline struct ldaf_gopkt *ldaf_fill(struct rte_mbuf *m, uint8_t port, uint64_t ts) {
+	struct ldaf_gopkt *g = (struct ldaf_gopkt *)rte_mbuf_to_priv(m);
+	g->data = rte_pktmbuf_mtod(m, void *);
+	g->len = m->data_len;
+	g->cap = m->buf_len - m->data_off;
+	g->ts = ts;
+	g->handle = (uintptr_t)m;
+	g->port = port;
+	return g;
+}
 
 // ldaf_txd is what Go hands back for transmission: the mbuf and the frame as
 // the Go side sees it now (it may have moved the start or changed the length).
@@ -68,27 +82,25 @@ static inline uint64_t ldaf_realtime_ns(void) {
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-// ldaf_rx receives up to n frames on (port, q) into mbufs and describes them
-// in out. One software timestamp per burst is taken right after the frames
-// were handed over: every frame of the burst had arrived by then.
+// ldaf_rx receives up to n frames on (port, q) into mbufs, fills each
+// mbuf's Packet and puts its address in pkts. One software timestamp per
+// burst is taken right after the frames were handed over: every frame of
+// the burst had arrived by then. Frames are single-segment (scatter rx is
+// never enabled; the 2 KiB data room holds a 1518-byte frame).
 static inline uint16_t ldaf_rx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
-		struct ldaf_rxd *out, uint16_t n, const struct ldaf_clock *clk) {
+		void **pkts, uint16_t n, const struct ldaf_clock *clk, uint8_t index) {
 	uint16_t nb = rte_eth_rx_burst(port, q, mbufs, n);
 	if (nb == 0)
 		return 0;
 	uint64_t sw = ldaf_realtime_ns();
 	for (uint16_t i = 0; i < nb; i++) {
 		struct rte_mbuf *m = mbufs[i];
-		out[i].data = rte_pktmbuf_mtod(m, void *);
-		out[i].len = m->data_len;
-		out[i].nb_segs = m->nb_segs;
-		out[i].m = (uintptr_t)m;
-		out[i].pkt = rte_mbuf_to_priv(m);
-		out[i].ts = sw;
+		uint64_t ts = sw;
 		if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
 			uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
-			out[i].ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+			ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
 		}
+		pkts[i] = ldaf_fill(m, index, ts);
 	}
 	return nb;
 }
@@ -125,9 +137,7 @@ static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 		}
 		m->data_len = (uint16_t)len;
 		m->pkt_len = len;
-		m->nb_segs = 1;
-		m->next = NULL;
-		mbufs[k] = m;
+		mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on mbuf's 2nd cache line, left alone)
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(port, q, mbufs, k) : 0;
 	for (uint16_t i = nb; i < k; i++)
@@ -136,20 +146,16 @@ static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 	return nb;
 }
 
-// ldaf_alloc takes n fresh mbufs from pool, all or nothing, and describes
-// them like received frames with the whole data room as length.
+// ldaf_alloc takes n fresh mbufs from pool, all or nothing, and fills
+// their Packets with the whole data room as Data.
 static inline int ldaf_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
-		struct ldaf_rxd *out, uint16_t n) {
+		void **pkts, uint16_t n, uint8_t index) {
 	if (rte_pktmbuf_alloc_bulk(pool, mbufs, n) != 0)
 		return 0;
 	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = mbufs[i];
-		out[i].data = rte_pktmbuf_mtod(m, void *);
-		out[i].len = rte_pktmbuf_tailroom(m);
-		out[i].nb_segs = 1;
-		out[i].m = (uintptr_t)m;
-		out[i].pkt = rte_mbuf_to_priv(m);
-		out[i].ts = 0;
+		struct ldaf_gopkt *g = ldaf_fill(mbufs[i], index, 0);
+		g->len = g->cap;
+		pkts[i] = g;
 	}
 	return n;
 }
