@@ -1,0 +1,493 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/metrics"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register("run", "the appliance: forward between two ports and measure delay and loss over the segment", runRun)
+}
+
+// runRun is `ldafwd run`: SIGINT and SIGTERM cancel the context, which
+// stops the appliance gracefully (the last interval is flushed).
+func runRun(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runMain(ctx, args, os.Stdout, os.Stderr)
+}
+
+// runOptions are the flags of `ldafwd run`, and what validate derives
+// from them.
+type runOptions struct {
+	out           outputFlags
+	lda           ldaFlags
+	portA, portB  string
+	segment       string
+	interval      time.Duration
+	mec           []string
+	maxDelay      time.Duration
+	minDelay      time.Duration
+	conf          float64
+	keyFile       string
+	insecure      bool
+	metricsAddr   string
+	cores         []int
+	burst         int
+	mtu           int
+	duration      time.Duration
+	statsInterval time.Duration
+	drain         time.Duration
+	logLevel      string
+	config        string
+	eal           []string // after "--"
+
+	// Derived by validate.
+	level zerolog.Level
+	cl    *classifier.Classifier
+	syn   dataplane.SynConfig
+	bnds  synopsis.CompactBounds
+	key   []byte
+}
+
+// maxPortFrame is the largest frame every port kind of this build can
+// carry in one buffer: ring links, AF_XDP UMEM chunks and DPDK's default
+// mbuf data room are all 2048 bytes. Control frames are built to --mtu,
+// so --mtu may not exceed it minus the Ethernet header.
+const maxPortFrame = 2048
+
+func (o *runOptions) flags(fs *pflag.FlagSet) {
+	def := synopsis.DefaultCompactBounds()
+	fs.StringVar(&o.config, "config", "", "read flags from FILE (key = value lines, keys are the long flag names; flags on the command line win)")
+	fs.StringVar(&o.portA, "port-a", "", "port a: dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b (required)")
+	fs.StringVar(&o.portB, "port-b", "", "port b, same forms as --port-a (required)")
+	fs.StringVar(&o.segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 1ms; both ends must agree)")
+	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
+	o.lda.register(fs)
+	fs.DurationVar(&o.maxDelay, "max-delay", time.Duration(def.MaxDelayNs), "largest one-way delay (clock offset included) the compact synopsis encoding must carry")
+	fs.DurationVar(&o.minDelay, "min-delay", time.Duration(def.MinDelayNs), "smallest one-way delay (may be negative: receiver clock behind the sender's)")
+	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
+	fs.StringVar(&o.keyFile, "key-file", "", "pre-shared HMAC key for control frames (ldafwd keygen writes one); required unless --insecure")
+	fs.BoolVar(&o.insecure, "insecure", false, "run without authenticating control frames (anyone on the segment can forge reports); warns every interval")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
+	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
+	fs.IntVar(&o.burst, "burst", 32, "frames per rx/tx burst (1..512)")
+	fs.IntVar(&o.mtu, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, maxPortFrame-14))
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
+	fs.DurationVar(&o.statsInterval, "stats-interval", 0, "cadence of the port records (0: --interval)")
+	fs.DurationVar(&o.drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: trace, debug, info, warn, error")
+	o.out.register(fs)
+}
+
+// parseRunArgs parses the command line and the --config file into o.
+func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
+	fs := newFlagSet("run")
+	fs.SetOutput(stderr)
+	o.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if dash := fs.ArgsLenAtDash(); dash >= 0 {
+		rest, o.eal = rest[:dash], rest[dash:]
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q (EAL arguments go after --)", rest)
+	}
+	if o.config != "" {
+		if err := applyConfigFile(fs, o.config); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyConfigFile sets every flag the file names that the command line
+// did not set. The file has one "key = value" (or "key: value") per line;
+// keys are long flag names (a leading "--" is allowed); '#' starts a
+// comment line; values may be quoted; a repeatable flag (--mec) may appear
+// several times; a bare key sets a boolean flag.
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	onCmdLine := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { onCmdLine[f.Name] = true })
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || line == "---" {
+			continue
+		}
+		key, val, ok := cutConfigLine(line)
+		key = strings.TrimPrefix(key, "--")
+		where := fmt.Sprintf("--config %s:%d", path, i+1)
+		f := fs.Lookup(key)
+		switch {
+		case key == "":
+			return fmt.Errorf("%s: %q is not key = value", where, line)
+		case f == nil:
+			return fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)", where, key)
+		case key == "config":
+			return fmt.Errorf("%s: a config file cannot name another", where)
+		case !ok && f.Value.Type() != "bool":
+			return fmt.Errorf("%s: key %q needs a value", where, key)
+		}
+		if !ok {
+			val = "true"
+		}
+		if onCmdLine[key] {
+			continue // the command line wins
+		}
+		if err := fs.Set(key, unquote(val)); err != nil {
+			return fmt.Errorf("%s: --%s: %w", where, key, err)
+		}
+	}
+	return nil
+}
+
+func cutConfigLine(line string) (key, val string, ok bool) {
+	i := strings.IndexAny(line, "=:")
+	if j := strings.IndexAny(line, " \t"); i < 0 || (j >= 0 && j < i && strings.TrimSpace(line[j:i]) != "") {
+		// "key value" or a bare key.
+		if j < 0 {
+			return line, "", false
+		}
+		return line[:j], strings.TrimSpace(line[j:]), true
+	}
+	return strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:]), true
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		if u, err := strconv.Unquote(`"` + s[1:len(s)-1] + `"`); err == nil {
+			return u
+		}
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// validate checks every flag and derives the appliance configuration.
+// Every error names the flag it is about.
+func (o *runOptions) validate() error {
+	if err := o.out.validate(); err != nil {
+		return err
+	}
+	var err error
+	if o.level, err = zerolog.ParseLevel(o.logLevel); err != nil || o.logLevel == "" {
+		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", o.logLevel)
+	}
+	if o.portA == "" || o.portB == "" {
+		return errors.New("--port-a and --port-b are both required")
+	}
+	if o.portA == o.portB {
+		return fmt.Errorf("--port-a and --port-b are the same port %q", o.portA)
+	}
+	kindA, err := checkPortSpec("--port-a", o.portA)
+	if err != nil {
+		return err
+	}
+	kindB, err := checkPortSpec("--port-b", o.portB)
+	if err != nil {
+		return err
+	}
+	if kindA != kindB {
+		// A frame received on one kind of port cannot be handed to the
+		// other kind's transmit path (different buffer owners).
+		return fmt.Errorf("--port-a %s: and --port-b %s: ports must be of one kind in this build", kindA, kindB)
+	}
+	if len(o.eal) > 0 && kindA != "dpdk" {
+		return fmt.Errorf("arguments after -- (%q) are DPDK EAL arguments, but no port is dpdk:", o.eal)
+	}
+	if o.segment != "a" && o.segment != "b" {
+		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
+	}
+	if o.interval < time.Millisecond {
+		return fmt.Errorf("--interval %v: at least 1ms", o.interval)
+	}
+	var rules []classifier.Rule
+	for _, spec := range o.mec {
+		r, err := classifier.ParseMEC(spec)
+		if err != nil {
+			return fmt.Errorf("--mec: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	if o.cl, err = classifier.NewClassifier(rules); err != nil {
+		return fmt.Errorf("--mec: %w", err)
+	}
+	if o.syn.LDA, err = o.lda.config(); err != nil {
+		return err
+	}
+	o.bnds = synopsis.DefaultCompactBounds()
+	o.bnds.MinDelayNs, o.bnds.MaxDelayNs = o.minDelay.Nanoseconds(), o.maxDelay.Nanoseconds()
+	if o.maxDelay <= o.minDelay {
+		return fmt.Errorf("--max-delay %v must exceed --min-delay %v", o.maxDelay, o.minDelay)
+	}
+	if o.maxDelay > time.Hour || o.minDelay < -time.Hour {
+		return fmt.Errorf("--max-delay %v / --min-delay %v: beyond ±1h", o.maxDelay, o.minDelay)
+	}
+	if !(o.conf > 0 && o.conf < 1) {
+		return fmt.Errorf("--confidence %v: must be between 0 and 1", o.conf)
+	}
+	switch {
+	case o.keyFile != "" && o.insecure:
+		return errors.New("--key-file and --insecure exclude each other")
+	case o.keyFile == "" && !o.insecure:
+		return errors.New("--key-file is required (ldafwd keygen --out FILE writes one; give both appliances the same file), or --insecure to run without authenticating control frames")
+	case o.keyFile != "":
+		if o.key, err = control.LoadKeyFile(o.keyFile); err != nil {
+			return fmt.Errorf("--key-file: %w", err)
+		}
+	}
+	if o.metricsAddr != "" {
+		host, port, err := net.SplitHostPort(o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %q: want host:port (e.g. 127.0.0.1:9464 or :9464): %v", o.metricsAddr, err)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || (p == 0 && host != "127.0.0.1" && host != "localhost") {
+			return fmt.Errorf("--metrics-addr %q: port %q is not 1..65535", o.metricsAddr, port)
+		}
+	}
+	if len(o.cores) > 2 {
+		return fmt.Errorf("--cores %v: at most two (one worker per direction)", o.cores)
+	}
+	for i, c := range o.cores {
+		if c < 0 || c >= runtime.NumCPU() {
+			return fmt.Errorf("--cores: CPU %d does not exist (this machine has CPUs 0..%d)", c, runtime.NumCPU()-1)
+		}
+		if i == 1 && o.cores[0] == c {
+			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.cores)
+		}
+	}
+	if o.burst < 1 || o.burst > 512 {
+		return fmt.Errorf("--burst %d: want 1..512", o.burst)
+	}
+	if o.mtu < control.MinMTU || o.mtu > maxPortFrame-14 {
+		return fmt.Errorf("--mtu %d: want %d..%d (control frames must fit the ports' %d-byte buffers)", o.mtu, control.MinMTU, maxPortFrame-14, maxPortFrame)
+	}
+	if o.duration < 0 {
+		return fmt.Errorf("--duration %v: must be ≥ 0 (0 runs until signalled)", o.duration)
+	}
+	if o.statsInterval == 0 {
+		o.statsInterval = o.interval
+	}
+	if o.statsInterval < 10*time.Millisecond {
+		return fmt.Errorf("--stats-interval %v: at least 10ms", o.statsInterval)
+	}
+	if o.drain < 0 {
+		return fmt.Errorf("--drain %v: must be ≥ 0", o.drain)
+	}
+	if o.drain == 0 {
+		o.drain = o.interval + 2*time.Second
+	}
+	return nil
+}
+
+// runMain is `ldafwd run` with its context (cancelled by a signal) and
+// output streams: parse → validate → open ports → build the appliance →
+// run → stop and close, in that order (STYLE.md: l2fwd's order).
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var o runOptions
+	if err := parseRunArgs(&o, args, stderr); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return fmt.Errorf("run: %w", err)
+	}
+	if err := o.validate(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("cmd", "run").Logger()
+
+	w, closeReport, err := o.out.open(stdout)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer closeReport()
+
+	ports, err := openPorts(&o, log)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer func() {
+		if cerr := ports.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run: closing ports: %w", cerr)
+		}
+	}()
+
+	m := metrics.New(map[string]string{"segment_port": o.segment, "port_a": o.portA, "port_b": o.portB})
+	var out runOutput
+	out.init(&o, w, stdout, m, log)
+	a, err := appliance.New(appliance.Config{
+		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
+		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
+		Cores: o.cores, Reports: out.interval, Log: log,
+		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit,
+	})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	sender, receiver := a.Lanes()
+	m.SetSources(metrics.Sources{
+		Ports:   map[string]dataplane.Port{"a": ports.a, "b": ports.b},
+		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats},
+		Control: a.ControlCounters,
+	})
+	var srv *metrics.Server
+	if o.metricsAddr != "" {
+		if srv, err = m.Serve(o.metricsAddr); err != nil {
+			return fmt.Errorf("run: --metrics-addr: %w", err)
+		}
+		log.Info().Str("addr", srv.Addr().String()).Msg("serving /metrics and /healthz")
+		defer srv.Close()
+	}
+
+	a.Start()
+	m.SetState(metrics.StateRunning)
+	start := time.Now()
+	var deadline <-chan time.Time
+	if o.duration > 0 {
+		t := time.NewTimer(o.duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	stats := time.NewTicker(o.statsInterval)
+	defer stats.Stop()
+	prev := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
+	prevAt := start
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info().Msg("signalled: stopping")
+			break loop
+		case <-deadline:
+			log.Info().Dur("duration", o.duration).Msg("duration reached: stopping")
+			break loop
+		case now := <-stats.C:
+			cur := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
+			out.ports(cur, prev, now.Sub(start), now.Sub(prevAt), false)
+			prev, prevAt = cur, now
+		}
+	}
+	m.SetState(metrics.StateStopping)
+	stopErr := a.Stop(o.drain)
+	elapsed := time.Since(start)
+	out.ports([2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}, [2]dataplane.Stats{}, elapsed, elapsed, true)
+	m.SetState(metrics.StateStopped)
+	if stopErr != nil {
+		return fmt.Errorf("run: %w", stopErr)
+	}
+	return out.err()
+}
+
+// runOutput writes the reports: JSON lines (stdout in json mode and
+// --report), the table (table mode), the metrics, and the --insecure
+// warning. interval runs on the appliance's control goroutine, ports on
+// main's; mu orders their table lines.
+type runOutput struct {
+	o     *runOptions
+	w     *report.Writer
+	table io.Writer // nil in json mode
+	m     *metrics.Metrics
+	log   zerolog.Logger
+
+	mu         sync.Mutex
+	header     bool
+	werr       error
+	lastWarned int64
+	warnedAt   time.Time
+}
+
+func (r *runOutput) init(o *runOptions, w *report.Writer, stdout io.Writer, m *metrics.Metrics, log zerolog.Logger) {
+	r.o, r.w, r.m, r.log, r.lastWarned = o, w, m, log, -1
+	if o.out.format == "table" {
+		r.table = stdout
+	}
+}
+
+func (r *runOutput) interval(iv *report.Interval) {
+	r.m.Observe(iv)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.w.Write(iv); err != nil && r.werr == nil {
+		r.werr = err
+	}
+	if r.table != nil {
+		if !r.header {
+			fmt.Fprintf(r.table, "%-10s %-5s %-8s %9s %9s %7s %10s %9s %10s %8s %s\n",
+				"interval", "dir", "mec", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
+			r.header = true
+		}
+		valid := "yes"
+		if !iv.Valid {
+			valid = "no: " + iv.Reason
+		}
+		fmt.Fprintf(r.table, "%-10d %-5s %-8s %9d %9d %7d %10.3f %9.3f %10.3f %8d %s\n", iv.Interval, iv.Direction, iv.MEC,
+			iv.Sent, iv.Received, iv.Lost, iv.MeanNs/1e3, iv.MeanCINs/1e3, iv.StddevNs/1e3, iv.Samples, valid)
+	}
+	// --insecure warns with every interval, but at most once a second so
+	// a 1 ms interval does not turn the log into nothing else.
+	if r.o.insecure && iv.Interval != r.lastWarned && time.Since(r.warnedAt) >= time.Second {
+		r.lastWarned, r.warnedAt = iv.Interval, time.Now()
+		r.log.Warn().Int64("interval", iv.Interval).Msg("--insecure: control frames are not authenticated; anyone on the segment can forge these reports")
+	}
+}
+
+// ports writes one port record per port: counters since start, rates over
+// the last tick (over the whole run for the final record).
+func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Duration, final bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, name := range []string{"a", "b"} {
+		c, p := cur[i], prev[i]
+		rec := &report.Port{Type: "port", Port: name, Name: []string{r.o.portA, r.o.portB}[i], RxPackets: c.RxPackets, TxPackets: c.TxPackets,
+			RxDropped: c.RxDropped, TxDropped: c.TxDropped, ElapsedS: elapsed.Seconds(), Final: final}
+		if s := tick.Seconds(); s > 0 {
+			rec.RxMpps = float64(c.RxPackets-p.RxPackets) / s / 1e6
+			rec.TxMpps = float64(c.TxPackets-p.TxPackets) / s / 1e6
+		}
+		if err := r.w.Write(rec); err != nil && r.werr == nil {
+			r.werr = err
+		}
+		if r.table != nil {
+			fin := ""
+			if final {
+				fin = " (final)"
+			}
+			fmt.Fprintf(r.table, "port %s %-24s rx %d (%.3f Mpps) tx %d (%.3f Mpps) rx_dropped %d tx_dropped %d at %.1fs%s\n",
+				name, rec.Name, rec.RxPackets, rec.RxMpps, rec.TxPackets, rec.TxMpps, rec.RxDropped, rec.TxDropped, rec.ElapsedS, fin)
+		}
+	}
+}
+
+func (r *runOutput) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.werr
+}

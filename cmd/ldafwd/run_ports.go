@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/afxdp"
+	"github.com/ldafwd/ldafwd/dpdk"
+	"github.com/rs/zerolog"
+)
+
+// checkPortSpec validates a port spec without opening anything and
+// returns its kind: "ring", "dpdk" or "afxdp".
+func checkPortSpec(flag, spec string) (string, error) {
+	kind, _, ok := strings.Cut(spec, ":")
+	if !ok {
+		return "", fmt.Errorf("%s %q: want dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b", flag, spec)
+	}
+	var err error
+	switch kind {
+	case "ring":
+		rest := strings.TrimPrefix(spec, "ring:")
+		if !strings.HasSuffix(rest, ".a") && !strings.HasSuffix(rest, ".b") || len(rest) < 3 {
+			err = fmt.Errorf("want ring:<link>.a or ring:<link>.b")
+		}
+	case "dpdk":
+		_, err = dpdk.ParseSpec(spec)
+	case "afxdp":
+		_, _, err = afxdp.ParseSpec(spec)
+	default:
+		err = fmt.Errorf("unknown port kind %q: want dpdk:, afxdp: or ring:", kind)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", flag, spec, err)
+	}
+	return kind, nil
+}
+
+// portSet is the two opened ports and what their kind needs around the
+// workers (DPDK: lcore registration) and at close (EAL cleanup).
+type portSet struct {
+	a, b dataplane.Port
+	dpdk bool
+}
+
+// openPorts opens port a then port b (and DPDK's EAL first when they are
+// dpdk: ports). A port that does not exist is an error naming its flag.
+func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
+	kind, _, _ := strings.Cut(o.portA, ":")
+	ps := &portSet{}
+	switch kind {
+	case "ring":
+		a, err := dataplane.OpenRingPort(o.portA)
+		if err != nil {
+			return nil, fmt.Errorf("--port-a: %w", err)
+		}
+		b, err := dataplane.OpenRingPort(o.portB)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("--port-b: %w", err)
+		}
+		ps.a, ps.b = a, b
+	case "afxdp":
+		cfg := afxdp.Config{Burst: o.burst}
+		cfg.Index = 0
+		a, err := afxdp.Open(o.portA, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--port-a: %w", err)
+		}
+		cfg.Index = 1
+		b, err := afxdp.Open(o.portB, cfg)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("--port-b: %w", err)
+		}
+		log.Info().Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+		ps.a, ps.b = a, b
+	case "dpdk":
+		if !dpdk.Built {
+			return nil, fmt.Errorf("--port-a %s: dpdk: ports are not available in this build: %w", o.portA, dpdk.ErrNotBuilt)
+		}
+		if err := dpdk.InitEAL(dpdk.EALConfig{Args: o.eal, Specs: []string{o.portA, o.portB}, Cores: o.cores}); err != nil {
+			return nil, fmt.Errorf("DPDK EAL (arguments after --): %w", err)
+		}
+		log.Info().Strs("eal", dpdk.EALArgv()).Msg("DPDK EAL initialised")
+		ps.dpdk = true
+		// Both workers (one per direction at most) use each pool.
+		cfg := dpdk.Config{Burst: o.burst, Lcores: 2}
+		cfg.Index = 0
+		a, err := dpdk.Open(o.portA, cfg)
+		if err != nil {
+			dpdk.Cleanup()
+			return nil, fmt.Errorf("--port-a: %w", err)
+		}
+		cfg.Index = 1
+		b, err := dpdk.Open(o.portB, cfg)
+		if err != nil {
+			a.Close()
+			dpdk.Cleanup()
+			return nil, fmt.Errorf("--port-b: %w", err)
+		}
+		log.Info().Str("timestamps_a", a.TimestampSource()).Str("timestamps_b", b.TimestampSource()).Msg("DPDK ports open")
+		ps.a, ps.b = a, b
+	default:
+		return nil, fmt.Errorf("--port-a %q: unknown port kind", o.portA)
+	}
+	return ps, nil
+}
+
+// onWorkerStart registers a DPDK worker thread as an lcore (mempool
+// per-lcore caches); the worker has already pinned it.
+func (ps *portSet) onWorkerStart() error {
+	if !ps.dpdk {
+		return nil
+	}
+	_, err := dpdk.RegisterThread(-1)
+	return err
+}
+
+func (ps *portSet) onWorkerExit() {
+	if ps.dpdk {
+		dpdk.UnregisterThread()
+	}
+}
+
+// close closes b, then a, then cleans up EAL.
+func (ps *portSet) close() error {
+	err := errors.Join(ps.b.Close(), ps.a.Close())
+	if ps.dpdk {
+		err = errors.Join(err, dpdk.Cleanup())
+	}
+	return err
+}

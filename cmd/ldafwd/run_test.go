@@ -1,0 +1,492 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/porttest"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// writeKey writes a fresh key file for a test.
+func writeKey(t *testing.T) string {
+	t.Helper()
+	key, err := control.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "ldafwd.key")
+	if err := control.WriteKeyFile(p, key, false); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func parseAndValidate(args []string) (*runOptions, error) {
+	var o runOptions
+	if err := parseRunArgs(&o, args, io.Discard); err != nil {
+		return &o, err
+	}
+	return &o, o.validate()
+}
+
+// TestRunFlagValidation: every bad flag is refused with an error naming it.
+func TestRunFlagValidation(t *testing.T) {
+	base := []string{"--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--insecure"}
+	worldKey := filepath.Join(t.TempDir(), "world.key")
+	if err := os.WriteFile(worldKey, bytes.Repeat([]byte("ab"), 32), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(worldKey, 0o666)
+	noCPU := fmt.Sprint(runtime.NumCPU())
+	cases := []struct {
+		name string
+		args []string // replaces base when it starts with "!"
+		want string
+	}{
+		{"no ports", []string{"!", "--segment-port", "b", "--insecure"}, "--port-a"},
+		{"one port", []string{"!", "--port-a", "ring:v.a", "--segment-port", "b", "--insecure"}, "--port-b"},
+		{"same port", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:v.a", "--segment-port", "b", "--insecure"}, "--port-a and --port-b"},
+		{"bad kind", []string{"--port-a", "pcap:x"}, "--port-a"},
+		{"no kind", []string{"--port-b", "eth0"}, "--port-b"},
+		{"bad ring", []string{"--port-a", "ring:v.c"}, "--port-a"},
+		{"bad dpdk", []string{"--port-a", "dpdk:bogus0", "--port-b", "dpdk:net_null0"}, "--port-a"},
+		{"bad afxdp", []string{"--port-a", "afxdp:", "--port-b", "afxdp:veth0"}, "--port-a"},
+		{"bad afxdp queue", []string{"--port-a", "afxdp:veth1@x", "--port-b", "afxdp:veth0"}, "--port-a"},
+		{"mixed kinds", []string{"--port-a", "afxdp:veth1"}, "--port-b"},
+		{"eal without dpdk", []string{"--", "--no-huge"}, "EAL"},
+		{"no segment", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--insecure"}, "--segment-port"},
+		{"bad segment", []string{"--segment-port", "c"}, "--segment-port"},
+		{"short interval", []string{"--interval", "500us"}, "--interval"},
+		{"bad interval", []string{"--interval", "soon"}, "interval"},
+		{"bad mec", []string{"--mec", "voice"}, "--mec"},
+		{"bad lda banks", []string{"--lda-banks", "7"}, "--lda-banks"},
+		{"bad loss rate", []string{"--lda-loss-rates", "1.5"}, "--lda-loss-rates"},
+		{"delays crossed", []string{"--max-delay", "1us", "--min-delay", "2us"}, "--max-delay"},
+		{"confidence", []string{"--confidence", "1"}, "--confidence"},
+		{"no key", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b"}, "--key-file"},
+		{"key and insecure", []string{"--key-file", "/nonexistent"}, "--key-file and --insecure"},
+		{"missing key", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--key-file", "/nonexistent/k"}, "--key-file"},
+		{"world-readable key", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--key-file", worldKey}, "--key-file"},
+		{"metrics addr", []string{"--metrics-addr", "9464"}, "--metrics-addr"},
+		{"metrics port", []string{"--metrics-addr", ":99999"}, "--metrics-addr"},
+		{"three cores", []string{"--cores", "0,1,2"}, "--cores"},
+		{"no such cpu", []string{"--cores", noCPU}, "--cores"},
+		{"negative cpu", []string{"--cores", "-1"}, "--cores"},
+		{"same cpu twice", []string{"--cores", "0,0"}, "--cores"},
+		{"bad cores", []string{"--cores", "x"}, "cores"},
+		{"burst 0", []string{"--burst", "0"}, "--burst"},
+		{"burst big", []string{"--burst", "1000"}, "--burst"},
+		{"mtu small", []string{"--mtu", "100"}, "--mtu"},
+		{"mtu big", []string{"--mtu", "9000"}, "--mtu"},
+		{"duration", []string{"--duration", "-1s"}, "--duration"},
+		{"stats interval", []string{"--stats-interval", "1ms"}, "--stats-interval"},
+		{"drain", []string{"--drain", "-1s"}, "--drain"},
+		{"log level", []string{"--log-level", "loud"}, "--log-level"},
+		{"format", []string{"--format", "xml"}, "--format"},
+		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
+		{"stray argument", []string{"extra"}, "extra"},
+		{"missing config", []string{"--config", "/nonexistent/ldafwd.conf"}, "--config"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append([]string{}, base...), c.args...)
+			if len(c.args) > 0 && c.args[0] == "!" {
+				args = c.args[1:]
+			}
+			_, err := parseAndValidate(args)
+			if err == nil {
+				t.Fatalf("%q accepted", args)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%q: error %q does not name %q", args, err, c.want)
+			}
+		})
+	}
+	// The base and a full good command line pass.
+	if _, err := parseAndValidate(base); err != nil {
+		t.Fatalf("base: %v", err)
+	}
+	key := writeKey(t)
+	o, err := parseAndValidate([]string{"--port-a", "dpdk:net_null0,copy=1", "--port-b", "dpdk:net_null1,copy=1", "--segment-port", "a",
+		"--interval", "100ms", "--mec", "voice=dscp:46", "--key-file", key, "--cores", "0", "--max-delay", "5ms", "--min-delay", "-1ms",
+		"--metrics-addr", "127.0.0.1:9464", "--", "--no-huge", "-m", "512"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.eal, " ") != "--no-huge -m 512" || len(o.key) == 0 || o.bnds.MaxDelayNs != 5e6 || o.bnds.MinDelayNs != -1e6 ||
+		o.cl.NumClasses() != 2 || o.statsInterval != 100*time.Millisecond || o.drain != 2100*time.Millisecond {
+		t.Fatalf("options %+v", o)
+	}
+}
+
+// TestRunConfigFile: the file sets what the command line does not; the
+// command line wins; repeatable keys repeat; errors name file and line.
+func TestRunConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "ldafwd.conf")
+	text := `# a comment
+port-a = ring:cf.a
+--port-b: "ring:cf.b"
+segment-port b
+interval = 250ms
+mec = voice=dscp:46
+mec = web=proto:tcp,dport:443
+insecure
+format: json
+`
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseAndValidate([]string{"--config", conf, "--interval", "100ms", "--burst", "64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.portA != "ring:cf.a" || o.portB != "ring:cf.b" || o.segment != "b" || !o.insecure || o.out.format != "json" {
+		t.Fatalf("file values not applied: %+v", o)
+	}
+	if o.interval != 100*time.Millisecond || o.burst != 64 {
+		t.Fatalf("command line did not win: interval %v burst %d", o.interval, o.burst)
+	}
+	if len(o.mec) != 2 || o.cl.NumClasses() != 3 {
+		t.Fatalf("repeated mec: %q", o.mec)
+	}
+	// --mec on the command line replaces the file's rules entirely.
+	o, err = parseAndValidate([]string{"--config", conf, "--mec", "bulk=dscp:8"})
+	if err != nil || len(o.mec) != 1 {
+		t.Fatalf("mec on the command line: %q %v", o.mec, err)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"bogus = 1\n", `unknown key "bogus"`},
+		{"interval = soon\n", "--interval"},
+		{"\n\nport-a\n", ":3: key \"port-a\" needs a value"},
+		{"config = other.conf\n", "cannot name another"},
+		{"= 3\n", "not key = value"},
+	} {
+		p := filepath.Join(dir, "bad.conf")
+		os.WriteFile(p, []byte(c.text), 0o644)
+		_, err := parseAndValidate([]string{"--config", p, "--port-a", "ring:q.a", "--port-b", "ring:q.b", "--segment-port", "a", "--insecure"})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--config") {
+			t.Errorf("%q: error %v, want one naming --config and %q", c.text, err, c.want)
+		}
+	}
+}
+
+// TestRunExampleConfig: scripts/ldafwd.conf parses (with a key file in
+// place of the one it names) and validates.
+func TestRunExampleConfig(t *testing.T) {
+	conf := filepath.Join("..", "..", "scripts", "ldafwd.conf")
+	if _, err := os.Stat(conf); err != nil {
+		t.Fatal(err)
+	}
+	// The example names /etc/ldafwd/ldafwd.key; override it from the command line.
+	o, err := parseAndValidate([]string{"--config", conf, "--key-file", writeKey(t), "--cores", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.portA == "" || o.portB == "" || o.segment == "" || o.metricsAddr == "" || o.out.report == "" {
+		t.Fatalf("example config misses essentials: %+v", o)
+	}
+	unit, err := os.ReadFile(filepath.Join("..", "..", "scripts", "ldafwd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ExecStart=\S*ldafwd run --config /etc/ldafwd/ldafwd.conf`).Match(unit) {
+		t.Fatalf("ldafwd.service does not run ldafwd run --config /etc/ldafwd/ldafwd.conf:\n%s", unit)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runLines parses JSON lines into interval and port records.
+func runLines(t *testing.T, out string) (ivs []report.Interval, ports []report.Port) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var typ struct{ Type string }
+		if err := json.Unmarshal(sc.Bytes(), &typ); err != nil {
+			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		switch typ.Type {
+		case "interval":
+			var r report.Interval
+			json.Unmarshal(sc.Bytes(), &r)
+			ivs = append(ivs, r)
+		case "port":
+			var p report.Port
+			json.Unmarshal(sc.Bytes(), &p)
+			ports = append(ports, p)
+		default:
+			t.Fatalf("unknown record %q", sc.Text())
+		}
+	}
+	return ivs, ports
+}
+
+// TestRunTwoAppliances runs two `ldafwd run` mains in this process, joined
+// by a lossy ring link, with traffic from the test:
+//
+//	test ─ring:G─ [a run#1 b] ═ring:S (1% loss a→b)═ [a run#2 b] ─ring:K─ test
+//
+// It checks the interval lines (valid ones with the exact loss of their
+// interval), the port records, /metrics and /healthz, and the clean stop
+// on context cancel.
+func TestRunTwoAppliances(t *testing.T) {
+	id := fmt.Sprint(os.Getpid())
+	g, s, k := "G"+id, "S"+id, "K"+id
+	truth, err := dataplane.NewIntervalTruth(appliance.DirAtoB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := model.NewUniformLoss(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, c dataplane.LinkConfig) *dataplane.RingLink {
+		l, err := dataplane.NewRingLink(name, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	lg := mk(g, dataplane.LinkConfig{Size: 4096, Pool: 16384})
+	ls := mk(s, dataplane.LinkConfig{Size: 4096, Pool: 16384, AtoB: &dataplane.ImpairConfig{Loss: loss, Seed: 7, Truth: dataTruth(truth)}})
+	lk := mk(k, dataplane.LinkConfig{Size: 4096, Pool: 4096})
+	defer func() {
+		lg.A().Close()
+		lk.B().Close()
+	}()
+	key := writeKey(t)
+	common := []string{"--interval", "100ms", "--key-file", key, "--format", "json", "--stats-interval", "200ms", "--drain", "1s", "--log-level", "info", "--max-delay", "50ms"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out1, out2, err1, err2 syncBuf
+	errs := make(chan error, 2)
+	report2 := filepath.Join(t.TempDir(), "r2.jsonl")
+	go func() {
+		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b"}, common...), &out1, &err1)
+	}()
+	go func() {
+		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a",
+			"--metrics-addr", "127.0.0.1:0", "--report", report2}, common...), &out2, &err2)
+	}()
+	// Find #2's metrics address in its log.
+	var metricsURL string
+	re := regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /metrics`)
+	for deadline := time.Now().Add(5 * time.Second); metricsURL == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(err2.String()); m != nil {
+			metricsURL = "http://" + m[1]
+		}
+	}
+	if metricsURL == "" {
+		cancel()
+		t.Fatalf("no metrics address in the log:\n%s", err2.String())
+	}
+
+	// Traffic: 1.2 s at about 50 kpps; the sink counts what comes out.
+	gen := porttest.MustGen(porttest.GenConfig{Flows: 200, Size: 128})
+	var sunk uint64
+	sinkStop := make(chan struct{})
+	sinkDone := make(chan struct{})
+	go func() {
+		defer close(sinkDone)
+		pk := make([]*dataplane.Packet, 64)
+		for {
+			n := lk.B().RxBurst(pk)
+			sunk += uint64(n)
+			lk.B().Free(pk[:n])
+			if n == 0 {
+				select {
+				case <-sinkStop:
+					return
+				default:
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+		}
+	}()
+	pk := make([]*dataplane.Packet, 32)
+	next := uint64(1)
+	start := time.Now()
+	for time.Since(start) < 1200*time.Millisecond {
+		due := uint64(time.Since(start).Seconds()*50_000) + 1
+		if due <= next {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		n := lg.A().Alloc(pk[:min(len(pk), int(due-next))])
+		for i := 0; i < n; i++ {
+			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
+		}
+		m := lg.A().TxBurst(pk[:n])
+		lg.A().Free(pk[m:n])
+		next += uint64(m)
+	}
+	sent := next - 1
+	time.Sleep(300 * time.Millisecond) // let the segment drain and an interval close
+
+	// Metrics and health while running.
+	get := func(path string) (int, string) {
+		resp, err := http.Get(metricsURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"running"`) {
+		t.Errorf("/healthz while running: %d %s", code, body)
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{`ldafwd_interval_mean_delay_seconds{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a"}`,
+		`ldafwd_lane_ends_seen_total{lane="receiver"}`, `ldafwd_control_accepted_total`, `ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",synopsis="lda",valid="true"}`,
+		`ldafwd_up 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	cancel()
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("runMain: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("runMain did not stop within 10 s of the cancel")
+		}
+	}
+	close(sinkStop)
+	<-sinkDone
+
+	// Receiver #2: a>b interval lines; every valid one has the exact loss.
+	ivs, ports := runLines(t, out2.String())
+	truths := map[int64]dataplane.TruthInterval{}
+	for {
+		ti, ok := truth.Next()
+		if !ok {
+			break
+		}
+		truths[int64(ti.K)] = ti
+	}
+	valid, lostSum := 0, uint64(0)
+	for _, r := range ivs {
+		if r.Direction != "a>b" {
+			continue
+		}
+		if !r.Valid {
+			t.Logf("invalid interval %d: %s", r.Interval, r.Reason)
+			continue
+		}
+		valid++
+		lostSum += r.Lost
+		if r.Sent-r.Received != r.Lost {
+			t.Errorf("interval %d: sent %d − received %d ≠ lost %d", r.Interval, r.Sent, r.Received, r.Lost)
+		}
+		if ti, ok := truths[r.Interval]; ok && ti.Lost != r.Lost {
+			t.Errorf("interval %d: lost %d, exact %d", r.Interval, r.Lost, ti.Lost)
+		} else if !ok {
+			t.Errorf("interval %d: no truth", r.Interval)
+		}
+		if r.Sent > 0 && r.Samples == 0 {
+			t.Errorf("interval %d: no samples", r.Interval)
+		}
+	}
+	if valid < 5 {
+		t.Fatalf("%d valid a>b intervals in ~1.5 s of 100 ms intervals:\n%s", valid, out2.String())
+	}
+	imp := ls.B().Impairer().Stats()
+	if lostSum == 0 || lostSum > imp.Lost {
+		t.Errorf("Σ lost over valid intervals %d; the link lost %d (data and control)", lostSum, imp.Lost)
+	}
+	if sunk+imp.Lost < sent || sunk > sent {
+		t.Logf("%s\n%s", grepLines(out1.String()+out2.String(), `"final":true`), grepLines(err1.String()+err2.String(), "stopped"))
+		t.Errorf("sent %d, sunk %d, lost on the link %d", sent, sunk, imp.Lost)
+	}
+	// Port records: periodic ones and one final per port.
+	finals := map[string]report.Port{}
+	periodic := 0
+	for _, p := range ports {
+		if p.Final {
+			finals[p.Port] = p
+		} else {
+			periodic++
+		}
+	}
+	if periodic < 4 || len(finals) != 2 {
+		t.Fatalf("%d periodic port records, finals %v", periodic, finals)
+	}
+	if fb := finals["b"]; fb.TxPackets != sunk || fb.Name != "ring:"+k+".a" || fb.ElapsedS <= 1 {
+		t.Errorf("final port b record %+v; the sink got %d", fb, sunk)
+	}
+	// --report has the same lines as stdout.
+	if b, err := os.ReadFile(report2); err != nil || string(b) != out2.String() {
+		t.Errorf("--report differs from stdout (%v)", err)
+	}
+	// #1 reports the b>a direction (control frames only): no data, no crash.
+	if _, ports1 := runLines(t, out1.String()); len(ports1) < 2 {
+		t.Errorf("#1 wrote %d port records", len(ports1))
+	}
+	if !strings.Contains(err2.String(), "appliance stopped") {
+		t.Errorf("no 'appliance stopped' log:\n%s", err2.String())
+	}
+}
+
+func grepLines(s, sub string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// dataTruth passes the impairer's truth records to t except those of lost
+// control frames: IntervalTruth counts every lost frame as lost traffic of
+// the interval it was sent in, but the appliance's reports (rightly) count
+// data frames only; a lost Hello or fragment leaves its interval valid.
+func dataTruth(t *dataplane.IntervalTruth) dataplane.TruthFunc {
+	return func(frame []byte, r *dataplane.TruthRecord) {
+		if r.Flags&dataplane.TruthLost != 0 && len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == control.EtherType {
+			return
+		}
+		t.Record(frame, r)
+	}
+}
