@@ -264,3 +264,34 @@ func BenchmarkNullForward(b *testing.B) {
 		})
 	}
 }
+
+// TestQueues opens net_null with two queue pairs: each queue view moves
+// its own bursts and Stats sums them.
+func TestQueues(t *testing.T) {
+	needEAL(t)
+	p, err := Open("dpdk:net_null7", Config{Queues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Queues() != 2 {
+		t.Fatalf("%d queues", p.Queues())
+	}
+	pkts := newPackets(32)
+	var rx uint64
+	for q := 0; q < 2; q++ {
+		n := p.Queue(q).RxBurst(pkts)
+		if n == 0 {
+			t.Fatalf("queue %d received nothing", q)
+		}
+		rx += uint64(n)
+		m := p.Queue(q).TxBurst(pkts[:n])
+		p.Queue(q).Free(pkts[m:n])
+	}
+	if s := p.Stats(); s.RxPackets != rx {
+		t.Errorf("stats rx %d, want %d", s.RxPackets, rx)
+	}
+	if _, err := Open("dpdk:net_null8", Config{Queues: 1000}); err == nil {
+		t.Error("1000 queues accepted")
+	}
+}
