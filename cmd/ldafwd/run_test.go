@@ -100,6 +100,7 @@ func TestRunFlagValidation(t *testing.T) {
 		{"duration", []string{"--duration", "-1s"}, "--duration"},
 		{"stats interval", []string{"--stats-interval", "1ms"}, "--stats-interval"},
 		{"drain", []string{"--drain", "-1s"}, "--drain"},
+		{"idle sleep", []string{"--idle-sleep", "1s"}, "--idle-sleep"},
 		{"log level", []string{"--log-level", "loud"}, "--log-level"},
 		{"format", []string{"--format", "xml"}, "--format"},
 		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
@@ -291,7 +292,7 @@ func TestRunTwoAppliances(t *testing.T) {
 		lk.B().Close()
 	}()
 	key := writeKey(t)
-	common := []string{"--interval", "100ms", "--key-file", key, "--format", "json", "--stats-interval", "200ms", "--drain", "1s", "--log-level", "info", "--max-delay", "50ms"}
+	common := []string{"--interval", "100ms", "--key-file", key, "--format", "json", "--stats-interval", "200ms", "--drain", "1s", "--log-level", "info", "--max-delay", "50ms", "--idle-sleep", "20us"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out1, out2, err1, err2 syncBuf

@@ -1,0 +1,431 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
+	"github.com/ldafwd/ldafwd/report"
+	"golang.org/x/sys/unix"
+)
+
+// ldafwdBinary builds cmd/ldafwd into a temporary directory (without
+// DPDK: the lab uses AF_XDP ports), or returns $LDAFWD_BIN.
+func ldafwdBinary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("LDAFWD_BIN"); b != "" {
+		return b
+	}
+	bin := filepath.Join(t.TempDir(), "ldafwd")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ldafwd")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/ldafwd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is one running `ldafwd run` with its output collected.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  []string // stdout lines (JSON)
+	err  strings.Builder
+	done chan error
+}
+
+func startLdafwd(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, append([]string{"run"}, args...)...), done: make(chan error, 1)}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out = append(p.out, sc.Text())
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		b, _ := io.ReadAll(stderr)
+		p.mu.Lock()
+		p.err.Write(b)
+		p.mu.Unlock()
+	}()
+	go func() {
+		wg.Wait()
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits up to limit for a clean exit.
+func (p *proc) stop(t *testing.T, limit time.Duration) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("%s exited with %v after SIGTERM\n%s", p.name, err, p.stderr())
+		}
+	case <-time.After(limit):
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("%s did not exit within %v of SIGTERM\n%s", p.name, limit, p.stderr())
+	}
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err.String()
+}
+
+// records parses the stdout lines so far.
+func (p *proc) records(t *testing.T) (ivs []report.Interval, ports []report.Port) {
+	t.Helper()
+	p.mu.Lock()
+	lines := append([]string(nil), p.out...)
+	p.mu.Unlock()
+	for _, l := range lines {
+		var typ struct{ Type string }
+		if err := json.Unmarshal([]byte(l), &typ); err != nil {
+			t.Fatalf("%s: not a JSON line: %q", p.name, l)
+		}
+		switch typ.Type {
+		case "interval":
+			var r report.Interval
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			ivs = append(ivs, r)
+		case "port":
+			var r report.Port
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			ports = append(ports, r)
+		}
+	}
+	return ivs, ports
+}
+
+// rawSock is an AF_PACKET socket on one interface of a namespace that
+// ignores the frames it sends itself (so a relay does not loop) and has a
+// large receive buffer (so bursts are not dropped at the socket).
+type rawSock struct{ fd int }
+
+func openRaw(t *testing.T, ns, ifname string) *rawSock {
+	t.Helper()
+	var s rawSock
+	err := nettest.InNetns(ns, func() error {
+		ifi, err := netInterface(ifname)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return err
+		}
+		_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20)
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi}); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		s.fd = fd
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("raw socket on %s in %s: %v", ifname, ns, err)
+	}
+	t.Cleanup(func() { unix.Close(s.fd) })
+	return &s
+}
+
+// netInterface is the index of an interface of the calling thread's
+// namespace (by netlink: /sys shows the namespace it was mounted in).
+func netInterface(name string) (int, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, err
+	}
+	return ifi.Index, nil
+}
+
+// recv waits up to timeout for a frame; 0 on timeout.
+func (s *rawSock) recv(buf []byte, timeout time.Duration) int {
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, int(timeout/time.Millisecond)); err != nil || n == 0 {
+		return 0
+	}
+	n, err := unix.Read(s.fd, buf)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (s *rawSock) send(b []byte) error {
+	_, err := unix.Write(s.fd, b)
+	return err
+}
+
+// drops is the socket's PACKET_STATISTICS tp_drops since the last call.
+func (s *rawSock) drops() uint32 {
+	var st unix.TpacketStats
+	l := uint32(unsafe.Sizeof(st))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(s.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 {
+		return 0
+	}
+	return st.Drops
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+const labTag = 0x1ab0e2e
+
+// TestLabTwoProcesses is the lab of scripts/lab.sh as a test:
+//
+//	gen ns ─veth─ [a ldafwd#1 b] ─veth─ wire1 ns ⇄ relay (drops every 97th data frame) ⇄ wire2 ns ─veth─ [a ldafwd#2 b] ─veth─ sink ns
+//
+// The appliances are two processes of the real binary with afxdp: ports
+// in the root namespace. The segment between them is a userspace relay
+// in the test (this kernel has no netem) that drops every 97th IPv4 frame
+// in the a→b direction and passes everything else, control frames
+// included. After SIGTERM to both, every frame is accounted for:
+// ldafwd#2's valid a>b intervals sum to what #1 took in (sent) and what
+// reached the sink (received), and their lost is exactly what the relay
+// dropped.
+func TestLabTwoProcesses(t *testing.T) {
+	nettest.Require(t)
+	bin := ldafwdBinary(t)
+	gen := nettest.NewVeth(t, nettest.Options{})
+	w1 := nettest.NewVeth(t, nettest.Options{})
+	w2 := nettest.NewVeth(t, nettest.Options{})
+	sink := nettest.NewVeth(t, nettest.Options{})
+
+	keyFile := filepath.Join(t.TempDir(), "lab.key")
+	key, err := control.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := control.WriteKeyFile(keyFile, key, false); err != nil {
+		t.Fatal(err)
+	}
+	interval := 200 * time.Millisecond
+	common := []string{"--interval", interval.String(), "--key-file", keyFile, "--format", "json", "--max-delay", "200ms", "--idle-sleep", "50us",
+		"--min-delay", "-1ms", "--stats-interval", "1s", "--log-level", "info"}
+	p1 := startLdafwd(t, "ldafwd#1", bin, append([]string{"--port-a", "afxdp:" + gen.Host, "--port-b", "afxdp:" + w1.Host, "--segment-port", "b"}, common...)...)
+	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", "afxdp:" + w2.Host, "--port-b", "afxdp:" + sink.Host, "--segment-port", "a"}, common...)...)
+
+	// The segment: relay between the two wire namespaces.
+	r1, r2 := openRaw(t, w1.NS, w1.Peer), openRaw(t, w2.NS, w2.Peer)
+	var dropped, relayed, relayedBack atomic.Uint64
+	stopRelay := make(chan struct{})
+	var relays sync.WaitGroup
+	relay := func(from, to *rawSock, drop bool, n *atomic.Uint64) {
+		defer relays.Done()
+		buf := make([]byte, 2048)
+		data := uint64(0)
+		for {
+			select {
+			case <-stopRelay:
+				return
+			default:
+			}
+			l := from.recv(buf, 20*time.Millisecond)
+			if l == 0 {
+				continue
+			}
+			if drop && l >= 14 && binary.BigEndian.Uint16(buf[12:14]) == 0x0800 {
+				data++
+				if data%97 == 0 {
+					dropped.Add(1)
+					continue
+				}
+			}
+			if err := to.send(buf[:l]); err != nil {
+				t.Errorf("relay send: %v", err)
+				return
+			}
+			n.Add(1)
+		}
+	}
+	relays.Add(2)
+	go relay(r1, r2, true, &relayed)
+	go relay(r2, r1, false, &relayedBack)
+	defer func() {
+		select {
+		case <-stopRelay:
+		default:
+			close(stopRelay)
+		}
+		relays.Wait()
+	}()
+
+	// Sink: count our frames, and anything else that comes out.
+	sk := openRaw(t, sink.NS, sink.Peer)
+	var sunk, strays atomic.Uint64
+	stopSink := make(chan struct{})
+	sinkDone := make(chan struct{})
+	go func() {
+		defer close(sinkDone)
+		buf := make([]byte, 2048)
+		for {
+			select {
+			case <-stopSink:
+				return
+			default:
+			}
+			l := sk.recv(buf, 20*time.Millisecond)
+			if l == 0 {
+				continue
+			}
+			if tag, _, ok := nettest.ParseFrame(buf[:l]); ok && tag == labTag {
+				sunk.Add(1)
+			} else {
+				strays.Add(1)
+			}
+		}
+	}()
+
+	// Wait until #2 reports a>b intervals (both appliances are up, the
+	// session's partial first interval is behind us).
+	warm := time.Now().Add(15 * time.Second)
+	for {
+		ivs, _ := p2.records(t)
+		n := 0
+		for _, r := range ivs {
+			if r.Direction == "a>b" {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(warm) {
+			t.Fatalf("ldafwd#2 reported no a>b interval within 15 s\n#1:\n%s\n#2:\n%s", p1.stderr(), p2.stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Traffic from the generator namespace at about 10 kpps.
+	gs := openRaw(t, gen.NS, gen.Peer)
+	dur, rate := 3*time.Second, 10_000.0
+	if testing.Short() {
+		dur = 1500 * time.Millisecond
+	}
+	var sent uint64
+	start := time.Now()
+	for time.Since(start) < dur {
+		due := uint64(time.Since(start).Seconds() * rate)
+		for ; sent < due; sent++ {
+			f := nettest.UDPFrame(gen.HostMAC, gen.PeerMAC, labTag, sent, 128, uint16(1000+sent%64))
+			if err := gs.send(f); err != nil {
+				t.Fatalf("generator: %v", err)
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	// Let the last frames through and close two more intervals, then stop
+	// #1 first (its last interval's synopses go in-band to #2), then #2.
+	time.Sleep(2 * interval)
+	p1.stop(t, 10*time.Second)
+	p2.stop(t, 10*time.Second)
+	close(stopRelay)
+	relays.Wait()
+	close(stopSink)
+	<-sinkDone
+
+	ivs, ports2 := p2.records(t)
+	_, ports1 := p1.records(t)
+	final := func(ports []report.Port, port string) report.Port {
+		for _, p := range ports {
+			if p.Final && p.Port == port {
+				return p
+			}
+		}
+		t.Fatalf("no final record for port %s", port)
+		return report.Port{}
+	}
+	in1 := final(ports1, "a")  // what ldafwd#1 took in from the generator
+	out2 := final(ports2, "b") // what ldafwd#2 put out toward the sink
+	var sumSent, sumRecv, sumLost uint64
+	valid, withTraffic := 0, 0
+	for _, r := range ivs {
+		if r.Direction != "a>b" || r.MEC != "all" {
+			continue
+		}
+		if r.Sent+r.Received > 0 {
+			withTraffic++
+		}
+		if !r.Valid {
+			if r.Sent+r.Received > 0 {
+				t.Errorf("interval %d with traffic invalid: %s", r.Interval, r.Reason)
+			}
+			continue
+		}
+		valid++
+		sumSent += r.Sent
+		sumRecv += r.Received
+		sumLost += r.Lost
+	}
+	t.Logf("generator sent %d; #1 port a rx %d (dropped %d); relay dropped %d, passed %d a→b and %d b→a (socket drops %d/%d); #2 port b tx %d; sink got %d (+%d other frames)",
+		sent, in1.RxPackets, in1.RxDropped, dropped.Load(), relayed.Load(), relayedBack.Load(), r1.drops(), r2.drops(), out2.TxPackets, sunk.Load(), strays.Load())
+	t.Logf("#2: %d a>b intervals with traffic, %d valid: Σ sent %d, Σ received %d, Σ lost %d", withTraffic, valid, sumSent, sumRecv, sumLost)
+	if in1.RxPackets != sent {
+		t.Errorf("ldafwd#1 received %d of the %d frames sent (rx_dropped %d)", in1.RxPackets, sent, in1.RxDropped)
+	}
+	if sumSent != in1.RxPackets {
+		t.Errorf("Σ sent over valid intervals %d ≠ %d frames ldafwd#1 received: not every frame is in a valid interval", sumSent, in1.RxPackets)
+	}
+	if sumRecv != sunk.Load() || out2.TxPackets != sunk.Load() {
+		t.Errorf("Σ received %d, ldafwd#2 transmitted %d, the sink got %d", sumRecv, out2.TxPackets, sunk.Load())
+	}
+	if sumLost != sent-sunk.Load() || sumLost != dropped.Load() {
+		t.Errorf("Σ lost %d; sent − received at the sink = %d; the relay dropped %d", sumLost, sent-sunk.Load(), dropped.Load())
+	}
+	if dropped.Load() == 0 || valid < 3 {
+		t.Errorf("too little measured: %d dropped, %d valid intervals", dropped.Load(), valid)
+	}
+	if t.Failed() {
+		t.Logf("#1 stderr:\n%s\n#2 stderr:\n%s", p1.stderr(), p2.stderr())
+	}
+}
