@@ -16,7 +16,7 @@
 // # Loss models
 //
 // A Loss decides per packet, in order, whether that packet is lost:
-// Uniform (independent, fixed rate) and Bursty (loss episodes whose length in
+// UniformLoss (independent, fixed rate) and BurstyLoss (loss episodes whose length in
 // packets is geometric — the discrete exponential — with a given mean,
 // separated by geometric gaps chosen so that the long-run loss fraction is
 // the given rate; the paper's Sec. IV-C model after Misra et al. and
@@ -45,9 +45,11 @@
 // # Concurrency and hazards
 //
 // Delay values are immutable and safe to share between goroutines; each
-// goroutine must use its own *rand.Rand. Bursty keeps state (where in the
-// current episode or gap the process is), so a Loss must not be shared:
-// give every goroutine its own via Clone. Sample, Fill and Lost allocate
+// goroutine must use its own *rand.Rand. UniformLoss and BurstyLoss keep
+// state (packets left until the next loss, or in the current episode or
+// gap — both draw one random number per loss event rather than per packet),
+// so a Loss must not be shared: give every goroutine, and every link
+// direction, its own via Clone. Sample, Fill and Lost allocate
 // nothing and, with a seeded rand.Rand (math/rand/v2 PCG), are
 // deterministic. Samples of heavy-tailed models can be very large; callers
 // converting to integer nanoseconds should clamp (see Nanos).
