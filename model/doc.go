@@ -16,11 +16,11 @@
 // # Loss models
 //
 // A Loss decides per packet, in order, whether that packet is lost:
-// UniformLoss (independent, fixed rate) and BurstyLoss (loss episodes whose length in
-// packets is geometric — the discrete exponential — with a given mean,
-// separated by geometric gaps chosen so that the long-run loss fraction is
-// the given rate; the paper's Sec. IV-C model after Misra et al. and
-// Sommers et al.). NoLoss never loses.
+// UniformLoss (independent, fixed rate) and BurstyLoss (loss episodes
+// whose length in packets is geometric — the discrete exponential — with
+// a given mean, separated by geometric gaps chosen so that the long-run
+// loss fraction is the given rate; the paper's Sec. IV-C model after Misra
+// et al. and Sommers et al.). NoLoss never loses.
 //
 // # Text syntax
 //
