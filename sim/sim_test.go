@@ -348,3 +348,24 @@ func TestObserveZeroAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayAllocsPerRunNotPerPacket: a run allocates its random streams
+// and nothing per packet, so the count does not grow with N.
+func TestReplayAllocsPerRunNotPerPacket(t *testing.T) {
+	d, _ := model.NewWeibull(200, 0.6)
+	loss, _ := model.NewUniformLoss(0.01)
+	spec, _ := LDASpec("lda", TunedLDA(1<<16, []int{1024}, []float64{0.01}, 0.5), 0)
+	buf := new(batchBuf)
+	allocs := func(n int) float64 {
+		tr := NewTrace(d, n, 1)
+		ms := []Method{spec.New()}
+		return testing.AllocsPerRun(3, func() {
+			ms[0].Start(0, n)
+			replay(tr, loss, ms, runSeeds{hash: 1, loss: 2}, buf)
+		})
+	}
+	small, large := allocs(BatchSize), allocs(64*BatchSize)
+	if large != small || small > 32 {
+		t.Fatalf("replay allocates %v at N=%d and %v at N=%d", small, BatchSize, large, 64*BatchSize)
+	}
+}
