@@ -26,7 +26,9 @@
 //
 // # Experiments
 //
-// Build("fig4"|"fig5"|"fig6", Options) returns the Scenarios of a figure;
+// Build("fig4"|"fig5"|"fig6", Options) returns the Scenarios of a figure
+// ("custom" runs Options.Delay and Options.LossKind against the LDA tuned
+// for Options.DesignLosses, the appliance's default LDA and the probes);
 // Runner.Run runs one (its runs in parallel) and returns a Point per
 // method: relative errors of mean and std-dev (average, standard error,
 // maximum over runs), effective sample size, the most conservative 98 %

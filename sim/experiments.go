@@ -17,7 +17,8 @@ var PaperLosses = []float64{1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05
 // the same bandwidth with 64-byte probes; and the rate that matches LDA.
 var PaperProbeRates = []float64{1, 7, 144, 10_000}
 
-// Experiments lists the experiment names Build accepts, in run order.
+// Experiments lists the paper's experiments ("all"), in run order. Build
+// also accepts "custom" (see Options.Delay).
 var Experiments = []string{"fig4", "fig5", "fig6"}
 
 // Options parameterise the experiments. DefaultOptions gives the paper's.
@@ -33,6 +34,15 @@ type Options struct {
 	ProbeRates []float64 // fig6: active-probe rates, Hz
 	IntervalNs float64   // interval the probes are spread over, ns (paper: 1 s)
 	Confidence float64   // of the Hoeffding bound (paper: 0.98)
+
+	// The "custom" experiment: your own delay model (nil: Weibull β = 0.6
+	// at MeanNs), loss kind ("uniform" or "bursty", episodes of Burst
+	// packets) and the design loss rates of a multi-bank LDA; it compares
+	// that LDA, the single bank tuned for the true loss, the appliance's
+	// default LDA (synopsis.DefaultLDAConfig) and probes at ProbeRates.
+	Delay        model.Delay
+	LossKind     string
+	DesignLosses []float64
 }
 
 // DefaultOptions are the paper's Sec. IV parameters.
@@ -49,6 +59,9 @@ func DefaultOptions() Options {
 		ProbeRates: append([]float64(nil), PaperProbeRates...),
 		IntervalNs: 1e9,
 		Confidence: synopsis.DefaultConfidence,
+
+		LossKind:     "uniform",
+		DesignLosses: []float64{0.005, 0.1},
 	}
 }
 
@@ -86,6 +99,21 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("sim: probe rate %g Hz: want > 0 and at most 1e8 probes per interval", r)
 		}
 	}
+	if o.LossKind != "uniform" && o.LossKind != "bursty" {
+		return fmt.Errorf("sim: loss kind %q: want uniform or bursty", o.LossKind)
+	}
+	if len(o.DesignLosses) == 0 || len(o.DesignLosses) > o.Counters/2 || len(o.DesignLosses) > synopsis.LDAMaxBanks {
+		return fmt.Errorf("sim: %d design loss rates: want 1 … min(%d, counters/2)", len(o.DesignLosses), synopsis.LDAMaxBanks)
+	}
+	for _, l := range o.DesignLosses {
+		if !(l >= 0 && l < 1) {
+			return fmt.Errorf("sim: design loss rate %g outside [0, 1)", l)
+		}
+	}
+	if o.Delay != nil && !(o.Delay.Mean() <= 1e9) {
+		// The LDA's sums are exact while N·mean < 2^63 ns.
+		return fmt.Errorf("sim: delay model %s has a mean above 1 s", o.Delay)
+	}
 	return nil
 }
 
@@ -102,8 +130,10 @@ func Build(name string, o Options) ([]Scenario, error) {
 		return fig5(o)
 	case "fig6":
 		return fig6(o)
+	case "custom":
+		return custom(o)
 	}
-	return nil, fmt.Errorf("sim: unknown experiment %q (want %s)", name, strings.Join(Experiments, ", "))
+	return nil, fmt.Errorf("sim: unknown experiment %q (want %s or custom)", name, strings.Join(Experiments, ", "))
 }
 
 // TunedSampleLog2 is k such that 2^-k is the power of two nearest (in
@@ -284,4 +314,75 @@ func fig6(o Options) ([]Scenario, error) {
 		})
 	}
 	return out, nil
+}
+
+// custom: the user's delay model and loss kind over the loss sweep; the
+// LDA tuned for o.DesignLosses (counters split evenly, rounded down to
+// powers of two), the single bank tuned for the true loss, the appliance's
+// default LDA and the probes.
+func custom(o Options) ([]Scenario, error) {
+	d := o.Delay
+	if d == nil {
+		w, err := model.NewWeibull(o.MeanNs, 0.6)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		d = w
+	}
+	rows := make([]int, len(o.DesignLosses))
+	for i := range rows {
+		rows[i] = 1 << (bitsLen(o.Counters/len(rows)) - 1)
+	}
+	var labels []string
+	for _, l := range o.DesignLosses {
+		labels = append(labels, fmt.Sprintf("%g", l))
+	}
+	designLabel := fmt.Sprintf("LDA %d banks (%s)", len(rows), strings.Join(labels, ", "))
+	var out []Scenario
+	for _, l := range o.Losses {
+		var loss model.Loss
+		var err error
+		if o.LossKind == "bursty" {
+			loss, err = model.NewBurstyLoss(l, o.Burst)
+		} else {
+			loss, err = model.NewUniformLoss(l)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		tuned, err := LDASpec("LDA 1 bank tuned", TunedLDA(o.Packets, []int{o.Counters}, []float64{l}, o.Alpha), o.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		design, err := LDASpec(designLabel, TunedLDA(o.Packets, rows, o.DesignLosses, o.Alpha), o.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		def, err := LDASpec("LDA appliance default", synopsis.DefaultLDAConfig(), o.Confidence)
+		if err != nil {
+			return nil, err
+		}
+		ms := []MethodSpec{tuned, design, def}
+		for _, r := range o.ProbeRates {
+			p, err := ProbeSpec(r, o.IntervalNs, d, o.Confidence)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, p)
+		}
+		out = append(out, Scenario{
+			Experiment: "custom", Series: d.String(), Delay: d, Loss: loss, LossRate: l,
+			Packets: o.Packets, Runs: o.Runs, Seed: o.Seed, Methods: ms,
+		})
+	}
+	return out, nil
+}
+
+// bitsLen is the number of bits needed to represent n (n ≥ 1).
+func bitsLen(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
 }

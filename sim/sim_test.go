@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/model"
@@ -367,5 +368,54 @@ func TestReplayAllocsPerRunNotPerPacket(t *testing.T) {
 	small, large := allocs(BatchSize), allocs(64*BatchSize)
 	if large != small || small > 32 {
 		t.Fatalf("replay allocates %v at N=%d and %v at N=%d", small, BatchSize, large, 64*BatchSize)
+	}
+}
+
+func TestCustomExperiment(t *testing.T) {
+	o := DefaultOptions()
+	o.Packets, o.Runs, o.Losses = 50_000, 2, []float64{0.01}
+	o.Delay, _ = model.ParseDelay("exp:mean=10us,offset=5us")
+	o.LossKind, o.DesignLosses = "bursty", []float64{0.001, 0.01, 0.1}
+	o.ProbeRates = []float64{1000}
+	sc, err := Build("custom", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := new(Runner).Run(t.Context(), sc[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, p := range pts {
+		methods = append(methods, p.Method)
+	}
+	want := []string{"LDA 1 bank tuned", "LDA 3 banks (0.001, 0.01, 0.1)", "LDA appliance default", "probes 1000 Hz"}
+	if len(methods) != len(want) {
+		t.Fatalf("methods %q", methods)
+	}
+	for i := range want {
+		if methods[i] != want[i] {
+			t.Fatalf("methods %q, want %q", methods, want)
+		}
+	}
+	p := pts[0]
+	if math.Abs(p.TrueMeanNs-15_000) > 500 || !strings.HasPrefix(p.LossModel, "bursty:") || p.Series != o.Delay.String() {
+		t.Errorf("custom point %+v", p)
+	}
+	// 1024 counters over 3 design rates: 3 banks of 256 rows.
+	if strings.Count(pts[1].Config, "256@") != 3 || strings.Count(pts[1].Config, " ") != 2 {
+		t.Errorf("3-bank config %q", pts[1].Config)
+	}
+	for _, bad := range []func(*Options){
+		func(o *Options) { o.LossKind = "gilbert" },
+		func(o *Options) { o.DesignLosses = nil },
+		func(o *Options) { o.DesignLosses = []float64{1.5} },
+		func(o *Options) { o.Delay = model.Constant{Ns: 2e9} },
+	} {
+		o2 := o
+		bad(&o2)
+		if _, err := Build("custom", o2); err == nil {
+			t.Errorf("bad custom options accepted: %+v", o2)
+		}
 	}
 }

@@ -24,6 +24,7 @@ type simOptions struct {
 	experiments []string
 	opts        sim.Options
 	mean        string
+	delay       string
 	workers     int
 	csv         string
 	plot        string
@@ -46,7 +47,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := simOptions{opts: sim.DefaultOptions()}
 	def := sim.DefaultOptions()
 	fs := newFlagSet("sim")
-	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6 or all (comma-separated list allowed)")
+	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6, all (the three) or custom (comma-separated list allowed)")
 	fs.IntVar(&o.opts.Packets, "packets", def.Packets, "packets per interval N (the paper's 10 Gb/s link for 1 s)")
 	fs.IntVar(&o.opts.Runs, "runs", def.Runs, "runs per point; each run draws new packet identities and losses over the same delay trace")
 	fs.IntVar(&o.opts.Counters, "counters", def.Counters, "LDA counters (buckets) over all banks, a power of two")
@@ -57,6 +58,9 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&o.opts.Burst, "burst", def.Burst, "fig6: mean loss-episode length, packets")
 	fs.Float64SliceVar(&o.opts.ProbeRates, "probe-rates", def.ProbeRates, "fig6: Poisson active-probe rates, Hz")
 	fs.Float64Var(&o.opts.Confidence, "confidence", def.Confidence, "confidence level of the Hoeffding bound")
+	fs.StringVar(&o.delay, "delay", "", "custom: delay model, e.g. weibull:mean=50us,shape=0.7 or mix:p=0.99;exp:20us;constant:2ms (default Weibull β=0.6 at --mean)")
+	fs.StringVar(&o.opts.LossKind, "loss-kind", def.LossKind, "custom: loss process swept over --losses: uniform or bursty (episodes of --burst packets)")
+	fs.Float64SliceVar(&o.opts.DesignLosses, "design-losses", def.DesignLosses, "custom: design loss rates of the multi-bank LDA, one bank each")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines running runs in parallel (0 = one per CPU)")
 	fs.StringVar(&o.csv, "csv", "", "also write every point to this CSV file")
 	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")
@@ -175,6 +179,13 @@ func (o *simOptions) validate() ([]string, error) {
 		return nil, fmt.Errorf("--mean: %w", err)
 	}
 	o.opts.MeanNs = mean
+	if o.delay != "" {
+		d, err := model.ParseDelay(o.delay)
+		if err != nil {
+			return nil, fmt.Errorf("--delay: %w", err)
+		}
+		o.opts.Delay = d
+	}
 	if o.workers < 0 || o.workers > 1024 {
 		return nil, fmt.Errorf("--workers %d outside [0, 1024]", o.workers)
 	}
@@ -188,8 +199,8 @@ func (o *simOptions) validate() ([]string, error) {
 		list := []string{e}
 		if e == "all" {
 			list = sim.Experiments
-		} else if !contains(sim.Experiments, e) {
-			return nil, fmt.Errorf("--experiment %q: want %s or all", e, strings.Join(sim.Experiments, ", "))
+		} else if !contains(sim.Experiments, e) && e != "custom" {
+			return nil, fmt.Errorf("--experiment %q: want %s, all or custom", e, strings.Join(sim.Experiments, ", "))
 		}
 		for _, n := range list {
 			if !seen[n] {

@@ -137,6 +137,30 @@ func TestSimCommandFlags(t *testing.T) {
 	}
 }
 
+func TestSimCommandCustom(t *testing.T) {
+	pts, _ := simJSON(t, simRun(t, "--format", "json", "--experiment", "custom", "--delay", "weibull:mean=50us,shape=0.7",
+		"--loss-kind", "bursty", "--design-losses", "0.001,0.01", "--probe-rates", "100"))
+	// 2 losses × (tuned, design, default, 1 probe rate).
+	if len(pts) != 8 {
+		t.Fatalf("%d points", len(pts))
+	}
+	p := pts[1]
+	if p["method"] != "LDA 2 banks (0.001, 0.01)" || !strings.HasPrefix(p["loss_model"].(string), "bursty:") ||
+		math.Abs(p["true_mean_ns"].(float64)-50000) > 5000 || pts[2]["method"] != "LDA appliance default" {
+		t.Errorf("custom point %v", p)
+	}
+	for _, args := range [][]string{
+		{"--experiment", "custom", "--delay", "weibull:mean=50us"},
+		{"--experiment", "custom", "--loss-kind", "gilbert"},
+		{"--experiment", "custom", "--design-losses", "2"},
+	} {
+		var out, errb bytes.Buffer
+		if err := simMain(context.Background(), args, &out, &errb); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
 func TestSimCommandFiles(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, plotDir, rep := filepath.Join(dir, "s.csv"), filepath.Join(dir, "plots"), filepath.Join(dir, "r.jsonl")
