@@ -34,7 +34,14 @@ package dpdk
 //     DPDK port such packets.
 //   - The C arrays are sized MaxBurst at queue creation; every burst is cut
 //     to Config.Burst so C never writes past them.
-//   - The layout of ldaf_txd is shared with shim.h through cgo.
+//   - The layout of ldaf_txd and ldaf_queue is shared with shim.h through
+//     cgo. The queue's packet/byte counters are written by C on the
+//     worker's thread (aligned 64-bit stores, single writer) and read by
+//     Stats with atomic loads: never torn on amd64/arm64, invisible to the
+//     race detector.
+//   - The burst helpers get the ldaf_queue address as an integer (cgo then
+//     checks no pointer argument, which cost ~2 % of a burst); the memory
+//     is C's and never moves, so the integer stays valid until Close.
 
 /*
 #cgo pkg-config: libdpdk
@@ -50,29 +57,18 @@ import (
 )
 
 // Queue is one rx/tx queue pair of a Port, the unit a worker owns. Its
-// arrays are C memory allocated once, so a burst allocates nothing in Go
-// and passes no Go pointer to C.
+// arrays and counters are one C struct (ldaf_queue) allocated once, so a
+// burst allocates nothing in Go, passes no pointer to C (the struct's
+// address goes as an integer) and updates no Go atomics.
 type Queue struct {
 	port   *Port
-	portID C.uint16_t
-	q      C.uint16_t
-	index  uint8
+	c      *C.struct_ldaf_queue
+	cu     C.uintptr_t // c as an integer, the burst helpers' argument
 	burst  int
-	pool   *C.struct_rte_mempool
-	clk    *C.struct_ldaf_clock
-	mbufs  **C.struct_rte_mbuf // [MaxBurst] scratch for the C helpers
-	pktvC  *unsafe.Pointer     // [MaxBurst] Packet addresses from ldaf_rx/ldaf_alloc
-	txdC   *C.struct_ldaf_txd  // [MaxBurst]
-	pktv   []unsafe.Pointer    // Go view of pktvC
-	txd    []C.struct_ldaf_txd // Go view of txdC
+	pktv   []unsafe.Pointer    // Go view of c.pkts
+	txd    []C.struct_ldaf_txd // Go view of c.txd
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
-
-	// Counted here, once per burst, rather than read from ethdev: not
-	// every PMD counts bytes (net_null does not), and these are what
-	// ldafwd handed over.
-	rxPackets, rxBytes atomic.Uint64
-	txPackets, txBytes atomic.Uint64
-	_                  [64]byte // keep two queues' hot fields off one cache line
+	_      [64]byte            // keep two queues' hot fields off one cache line
 }
 
 func init() {
@@ -88,24 +84,29 @@ func init() {
 }
 
 func newQueue(p *Port, q uint16) *Queue {
-	qq := &Queue{
-		port: p, portID: C.uint16_t(p.id), q: C.uint16_t(q), index: p.cfg.Index,
-		burst: p.cfg.Burst, pool: p.pool, clk: p.clk,
+	c := (*C.struct_ldaf_queue)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_ldaf_queue{}))))
+	c.port, c.queue, c.index = C.uint16_t(p.id), C.uint16_t(q), C.uint8_t(p.cfg.Index)
+	c.clk, c.pool = p.clk, p.pool
+	return &Queue{
+		port: p, c: c, cu: C.uintptr_t(uintptr(unsafe.Pointer(c))), burst: p.cfg.Burst,
+		pktv:   unsafe.Slice(&c.pkts[0], MaxBurst),
+		txd:    unsafe.Slice(&c.txd[0], MaxBurst),
+		pooled: make([]*dataplane.Packet, 0, MaxBurst),
 	}
-	qq.mbufs = (**C.struct_rte_mbuf)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof((*C.struct_rte_mbuf)(nil)))))
-	qq.pktvC = (*unsafe.Pointer)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
-	qq.txdC = (*C.struct_ldaf_txd)(C.calloc(MaxBurst, C.size_t(unsafe.Sizeof(C.struct_ldaf_txd{}))))
-	qq.pktv = unsafe.Slice(qq.pktvC, MaxBurst)
-	qq.txd = unsafe.Slice(qq.txdC, MaxBurst)
-	qq.pooled = make([]*dataplane.Packet, 0, MaxBurst)
-	return qq
 }
 
 func (q *Queue) free() {
-	C.free(unsafe.Pointer(q.mbufs))
-	C.free(unsafe.Pointer(q.pktvC))
-	C.free(unsafe.Pointer(q.txdC))
-	q.mbufs, q.pktvC, q.txdC, q.pktv, q.txd = nil, nil, nil, nil, nil
+	C.free(unsafe.Pointer(q.c))
+	q.c, q.cu, q.pktv, q.txd = nil, 0, nil, nil
+}
+
+// counters reads the queue's packet and byte counters, which the C burst
+// helpers of the worker's thread write with plain aligned 64-bit stores.
+func (q *Queue) counters() (rxp, rxb, txp, txb uint64) {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&q.c.rx_pkts))),
+		atomic.LoadUint64((*uint64)(unsafe.Pointer(&q.c.rx_bytes))),
+		atomic.LoadUint64((*uint64)(unsafe.Pointer(&q.c.tx_pkts))),
+		atomic.LoadUint64((*uint64)(unsafe.Pointer(&q.c.tx_bytes)))
 }
 
 // Name is the port's spec.
@@ -125,16 +126,9 @@ func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	nb := int(C.ldaf_rx(q.portID, q.q, q.mbufs, (*unsafe.Pointer)(q.pktvC), C.uint16_t(n), q.clk, C.uint8_t(q.index)))
-	var bytes uint64
+	nb := int(C.ldaf_rx(q.cu, C.uint16_t(n)))
 	for i, v := range q.pktv[:nb] {
-		p := (*dataplane.Packet)(v)
-		pkts[i] = p
-		bytes += uint64(len(p.Data))
-	}
-	if nb > 0 {
-		q.rxPackets.Add(uint64(nb))
-		q.rxBytes.Add(bytes)
+		pkts[i] = (*dataplane.Packet)(v)
 	}
 	return nb
 }
@@ -150,36 +144,26 @@ func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	var bytes uint64
+	anyPooled := false
 	for i, p := range pkts[:n] {
 		d := &q.txd[i]
 		d.m = C.uintptr_t(p.Handle)
 		if dataplane.IsPooled(p) {
 			d.m = 0 // ldaf_tx copies it into a fresh mbuf
+			anyPooled = true
 		}
 		d.data = C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(p.Data))))
 		d.len = C.uint32_t(len(p.Data))
-		bytes += uint64(len(p.Data))
 	}
-	nb := int(C.ldaf_tx(q.portID, q.q, q.mbufs, q.txdC, C.uint16_t(n), q.pool))
-	if nb < n {
-		bytes = 0
-		for _, p := range pkts[:nb] {
-			bytes += uint64(len(p.Data))
+	nb := int(C.ldaf_tx(q.cu, C.uint16_t(n)))
+	if anyPooled {
+		q.pooled = q.pooled[:0]
+		for i, d := range q.txd[:nb] {
+			if d.m == 0 {
+				q.pooled = append(q.pooled, pkts[i])
+			}
 		}
-	}
-	q.pooled = q.pooled[:0]
-	for i, d := range q.txd[:nb] {
-		if d.m == 0 {
-			q.pooled = append(q.pooled, pkts[i])
-		}
-	}
-	if len(q.pooled) > 0 {
 		dataplane.FreePooled(q.pooled)
-	}
-	if nb > 0 {
-		q.txPackets.Add(uint64(nb))
-		q.txBytes.Add(bytes)
 	}
 	return nb
 }
@@ -192,7 +176,7 @@ func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	nb := int(C.ldaf_alloc(q.pool, q.mbufs, (*unsafe.Pointer)(q.pktvC), C.uint16_t(n), C.uint8_t(q.index)))
+	nb := int(C.ldaf_alloc(q.cu, C.uint16_t(n)))
 	for i, v := range q.pktv[:nb] {
 		pkts[i] = (*dataplane.Packet)(v)
 	}
@@ -210,7 +194,7 @@ func (q *Queue) Free(pkts []*dataplane.Packet) {
 		for i, p := range pkts[:n] {
 			q.txd[i].m = C.uintptr_t(p.Handle)
 		}
-		C.ldaf_free(q.mbufs, q.txdC, C.uint16_t(n))
+		C.ldaf_free(q.cu, C.uint16_t(n))
 		pkts = pkts[n:]
 	}
 }

@@ -37,6 +37,7 @@ type Port struct {
 	hwTS   bool
 	queues []*Queue
 	drops  dataplane.Stats // last drop/error counters read from ethdev
+	gone   dataplane.Stats // packet/byte counters of queues freed by Close
 
 	mu     sync.Mutex  // serialises Stats/XStats/Close
 	closed atomic.Bool // set by Close; bursts on a closed port return 0
@@ -192,11 +193,19 @@ func (p *Port) Stats() dataplane.Stats {
 	defer p.mu.Unlock()
 	var st dataplane.Stats
 	for _, q := range p.queues {
-		st.RxPackets += q.rxPackets.Load()
-		st.RxBytes += q.rxBytes.Load()
-		st.TxPackets += q.txPackets.Load()
-		st.TxBytes += q.txBytes.Load()
+		if q.c == nil {
+			continue
+		}
+		rxp, rxb, txp, txb := q.counters()
+		st.RxPackets += rxp
+		st.RxBytes += rxb
+		st.TxPackets += txp
+		st.TxBytes += txb
 	}
+	st.RxPackets += p.gone.RxPackets
+	st.RxBytes += p.gone.RxBytes
+	st.TxPackets += p.gone.TxPackets
+	st.TxBytes += p.gone.TxBytes
 	st.RxDropped, st.TxDropped, st.RxErrors = p.drops.RxDropped, p.drops.TxDropped, p.drops.RxErrors
 	if p.closed.Load() {
 		return st
@@ -282,6 +291,11 @@ func (p *Port) Close() error {
 	}
 	p.remove()
 	for _, q := range p.queues {
+		rxp, rxb, txp, txb := q.counters()
+		p.gone.RxPackets += rxp
+		p.gone.RxBytes += rxb
+		p.gone.TxPackets += txp
+		p.gone.TxBytes += txb
 		q.free()
 	}
 	p.free()

@@ -82,42 +82,68 @@ static inline uint64_t ldaf_realtime_ns(void) {
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-// ldaf_rx receives up to n frames on (port, q) into mbufs, fills each
-// mbuf's Packet and puts its address in pkts. One software timestamp per
-// burst is taken right after the frames were handed over: every frame of
-// the burst had arrived by then. Frames are single-segment (scatter rx is
-// never enabled; the 2 KiB data room holds a 1518-byte frame).
-static inline uint16_t ldaf_rx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
-		void **pkts, uint16_t n, const struct ldaf_clock *clk, uint8_t index) {
-	uint16_t nb = rte_eth_rx_burst(port, q, mbufs, n);
+// LDAF_MAX_BURST sizes a queue's arrays (dpdk.MaxBurst).
+#define LDAF_MAX_BURST 512
+
+// ldaf_queue is everything one rx/tx queue pair's burst helpers need, in
+// one C allocation. Go passes its address as an integer, so a burst call
+// has plain integer arguments and cgo has no pointer to check. The
+// counters are written only by the worker's calls (aligned 64-bit stores)
+// and read by Go's Stats with atomic loads.
+struct ldaf_queue {
+	uint16_t port;
+	uint16_t queue;
+	uint8_t index;     // dataplane.Packet.Port of our frames
+	const struct ldaf_clock *clk;
+	struct rte_mempool *pool;
+	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
+	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc
+	struct ldaf_txd txd[LDAF_MAX_BURST];    // what Go hands to tx/free
+};
+
+// ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
+// address in q->pkts. One software timestamp per burst is taken right
+// after the frames were handed over: every frame of the burst had arrived
+// by then. Frames are single-segment (scatter rx is never enabled; the
+// 2 KiB data room holds a 1518-byte frame).
+static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	uint16_t nb = rte_eth_rx_burst(q->port, q->queue, q->mbufs, n);
 	if (nb == 0)
 		return 0;
+	const struct ldaf_clock *clk = q->clk;
 	uint64_t sw = ldaf_realtime_ns();
+	uint64_t bytes = 0;
 	for (uint16_t i = 0; i < nb; i++) {
-		struct rte_mbuf *m = mbufs[i];
+		struct rte_mbuf *m = q->mbufs[i];
 		uint64_t ts = sw;
 		if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
 			uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
 			ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
 		}
-		pkts[i] = ldaf_fill(m, index, ts);
+		q->pkts[i] = ldaf_fill(m, q->index, ts);
+		bytes += m->data_len;
 	}
+	q->rx_pkts += nb;
+	q->rx_bytes += bytes;
 	return nb;
 }
 
-// ldaf_tx sets each mbuf's data offset and length from what Go holds and
-// transmits the burst. An entry with m == 0 is a frame from a non-DPDK
-// port (Go memory): it is copied into a fresh mbuf from pool. It returns how
-// many the PMD took; the rest still belong to the caller (the Port
-// contract): their mbufs are untouched except for the lengths, and the
-// fresh mbufs made for foreign frames among them are freed here.
-static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbufs,
-		const struct ldaf_txd *in, uint16_t n, struct rte_mempool *pool) {
+// ldaf_tx sets each mbuf's data offset and length from what Go holds in
+// q->txd and transmits the burst. An entry with m == 0 is a frame from a
+// non-DPDK port (Go memory): it is copied into a fresh mbuf from the pool.
+// It returns how many the PMD took; the rest still belong to the caller
+// (the Port contract): their mbufs are untouched except for the lengths,
+// and the fresh mbufs made for foreign frames among them are freed here.
+static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	const struct ldaf_txd *in = q->txd;
 	uint16_t k;
 	for (k = 0; k < n; k++) {
 		struct rte_mbuf *m = (struct rte_mbuf *)in[k].m;
 		if (m == NULL) {
-			m = rte_pktmbuf_alloc(pool);
+			m = rte_pktmbuf_alloc(q->pool);
 			if (m == NULL)
 				break;
 		}
@@ -137,33 +163,40 @@ static inline uint16_t ldaf_tx(uint16_t port, uint16_t q, struct rte_mbuf **mbuf
 		}
 		m->data_len = (uint16_t)len;
 		m->pkt_len = len;
-		mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on mbuf's 2nd cache line, left alone)
+		q->mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on the mbuf's 2nd cache line, left alone)
 	}
-	uint16_t nb = k ? rte_eth_tx_burst(port, q, mbufs, k) : 0;
+	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
+	uint64_t bytes = 0;
+	for (uint16_t i = 0; i < nb; i++)
+		bytes += q->mbufs[i]->data_len;
 	for (uint16_t i = nb; i < k; i++)
 		if (in[i].m == 0)
-			rte_pktmbuf_free(mbufs[i]);
+			rte_pktmbuf_free(q->mbufs[i]);
+	q->tx_pkts += nb;
+	q->tx_bytes += bytes;
 	return nb;
 }
 
-// ldaf_alloc takes n fresh mbufs from pool, all or nothing, and fills
-// their Packets with the whole data room as Data.
-static inline int ldaf_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
-		void **pkts, uint16_t n, uint8_t index) {
-	if (rte_pktmbuf_alloc_bulk(pool, mbufs, n) != 0)
+// ldaf_alloc takes n fresh mbufs from the pool, all or nothing, and fills
+// their Packets with the whole data room as Data; addresses in q->pkts.
+static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	if (rte_pktmbuf_alloc_bulk(q->pool, q->mbufs, n) != 0)
 		return 0;
 	for (uint16_t i = 0; i < n; i++) {
-		struct ldaf_gopkt *g = ldaf_fill(mbufs[i], index, 0);
+		struct ldaf_gopkt *g = ldaf_fill(q->mbufs[i], q->index, 0);
 		g->len = g->cap;
-		pkts[i] = g;
+		q->pkts[i] = g;
 	}
 	return n;
 }
 
-static inline void ldaf_free(struct rte_mbuf **mbufs, const struct ldaf_txd *in, uint16_t n) {
+// ldaf_free frees the n mbufs named in q->txd.
+static inline void ldaf_free(uintptr_t qp, uint16_t n) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
 	for (uint16_t i = 0; i < n; i++)
-		mbufs[i] = (struct rte_mbuf *)in[i].m;
-	rte_pktmbuf_free_bulk(mbufs, n);
+		q->mbufs[i] = (struct rte_mbuf *)q->txd[i].m;
+	rte_pktmbuf_free_bulk(q->mbufs, n);
 }
 
 // The wrappers below return -rte_errno on failure from the same C call:
