@@ -383,6 +383,15 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	stats := time.NewTicker(o.statsInterval)
 	defer stats.Stop()
+	// --insecure warns every interval, but at most once a second so a
+	// 1 ms interval does not turn the log into nothing else.
+	var insecureC <-chan time.Time
+	if o.insecure {
+		warn := time.NewTicker(max(o.interval, time.Second))
+		defer warn.Stop()
+		insecureC = warn.C
+		log.Warn().Msg(insecureWarning)
+	}
 	prev := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 	prevAt := start
 loop:
@@ -394,6 +403,8 @@ loop:
 		case <-deadline:
 			log.Info().Dur("duration", o.duration).Msg("duration reached: stopping")
 			break loop
+		case <-insecureC:
+			log.Warn().Msg(insecureWarning)
 		case now := <-stats.C:
 			cur := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 			out.ports(cur, prev, now.Sub(start), now.Sub(prevAt), false)
@@ -411,6 +422,8 @@ loop:
 	return out.err()
 }
 
+const insecureWarning = "--insecure: control frames are not authenticated; anyone on the segment can forge these reports"
+
 // runOutput writes the reports: JSON lines (stdout in json mode and
 // --report), the table (table mode), the metrics, and the --insecure
 // warning. interval runs on the appliance's control goroutine, ports on
@@ -422,15 +435,13 @@ type runOutput struct {
 	m     *metrics.Metrics
 	log   zerolog.Logger
 
-	mu         sync.Mutex
-	header     bool
-	werr       error
-	lastWarned int64
-	warnedAt   time.Time
+	mu     sync.Mutex
+	header bool
+	werr   error
 }
 
 func (r *runOutput) init(o *runOptions, w *report.Writer, stdout io.Writer, m *metrics.Metrics, log zerolog.Logger) {
-	r.o, r.w, r.m, r.log, r.lastWarned = o, w, m, log, -1
+	r.o, r.w, r.m, r.log = o, w, m, log
 	if o.out.format == "table" {
 		r.table = stdout
 	}
@@ -455,12 +466,6 @@ func (r *runOutput) interval(iv *report.Interval) {
 		}
 		fmt.Fprintf(r.table, "%-10d %-5s %-8s %9d %9d %7d %10.3f %9.3f %10.3f %8d %s\n", iv.Interval, iv.Direction, iv.MEC,
 			iv.Sent, iv.Received, iv.Lost, iv.MeanNs/1e3, iv.MeanCINs/1e3, iv.StddevNs/1e3, iv.Samples, valid)
-	}
-	// --insecure warns with every interval, but at most once a second so
-	// a 1 ms interval does not turn the log into nothing else.
-	if r.o.insecure && iv.Interval != r.lastWarned && time.Since(r.warnedAt) >= time.Second {
-		r.lastWarned, r.warnedAt = iv.Interval, time.Now()
-		r.log.Warn().Int64("interval", iv.Interval).Msg("--insecure: control frames are not authenticated; anyone on the segment can forge these reports")
 	}
 }
 
