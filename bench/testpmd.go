@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,6 +38,12 @@ type TestpmdResult struct {
 	RxDropped, TxDropped uint64
 	Elapsed              time.Duration // from "Press enter to exit" (forwarding started) to stop
 	Mpps                 float64       // TxPackets / Elapsed, millions per second
+	// FwdCPU is the CPU time the forwarding lcore thread got while
+	// forwarding (from /proc, 10 ms resolution); 0 when not found. On a
+	// shared machine TxPackets/FwdCPU is the rate a dedicated core would
+	// give (CPUNsPerPkt).
+	FwdCPU      time.Duration
+	CPUNsPerPkt float64
 }
 
 // RunTestpmd runs dpdk-testpmd on cfg.Vdevs with one forwarding core for
@@ -114,6 +121,8 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 		close(started)
 	}()
 	var t0 time.Time
+	var cpu0 time.Duration
+	var cpuOK0 bool
 	select {
 	case t, ok := <-started:
 		if !ok {
@@ -122,6 +131,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 			return TestpmdResult{}, fmt.Errorf("bench: testpmd exited before forwarding (%v): %s", err, tail(out.String()+stderr.String(), 800))
 		}
 		t0 = t
+		cpu0, cpuOK0 = lcoreCPU(cmd.Process.Pid, cfg.FwdCore)
 	case <-ctx.Done():
 		_ = cmd.Wait()
 		return TestpmdResult{}, ctx.Err()
@@ -130,6 +140,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	case <-time.After(cfg.Duration):
 	case <-ctx.Done():
 	}
+	cpu1, cpuOK1 := lcoreCPU(cmd.Process.Pid, cfg.FwdCore)
 	_ = stdin.Close()
 	t1 := time.Now()
 	wg.Wait()
@@ -142,7 +153,39 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	}
 	res.Elapsed = t1.Sub(t0)
 	res.Mpps = float64(res.TxPackets) / res.Elapsed.Seconds() / 1e6
+	if cpuOK0 && cpuOK1 && cpu1 > cpu0 && res.TxPackets > 0 {
+		res.FwdCPU = cpu1 - cpu0
+		res.CPUNsPerPkt = float64(res.FwdCPU.Nanoseconds()) / float64(res.TxPackets)
+	}
 	return res, nil
+}
+
+// lcoreCPU is the user+system CPU time of testpmd's worker thread for
+// lcore (EAL 22.11 names it "rte-worker-<n>"), from /proc, and whether
+// the thread was found.
+func lcoreCPU(pid, lcore int) (time.Duration, bool) {
+	want := fmt.Sprintf("rte-worker-%d", lcore)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, t := range tasks {
+		comm, err := os.ReadFile(t + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != want {
+			continue
+		}
+		stat, err := os.ReadFile(t + "/stat")
+		if err != nil {
+			return 0, false
+		}
+		// Fields after the ")" closing comm: state is field 3, utime 14, stime 15.
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		st, _ := strconv.ParseUint(f[12], 10, 64)
+		return time.Duration(ut+st) * (time.Second / 100), true // USER_HZ is 100 on Linux
+	}
+	return 0, false
 }
 
 var (
