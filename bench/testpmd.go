@@ -74,7 +74,11 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	if len(cfg.Vdevs) == 0 || cfg.MainCore == cfg.FwdCore {
 		return TestpmdResult{}, fmt.Errorf("bench: testpmd needs vdevs and two different cores (main %d, forwarding %d)", cfg.MainCore, cfg.FwdCore)
 	}
-	args := []string{"-oL", bin, "--no-pci", "--file-prefix", fmt.Sprintf("ldafwd-testpmd-%d", os.Getpid()),
+	prefix := fmt.Sprintf("ldafwd-testpmd-%d", os.Getpid())
+	// EAL leaves its runtime directory behind; remove it (a crashed run's
+	// is swept by dpdk.SweepRuntimeDirs, which knows this prefix).
+	defer os.RemoveAll("/var/run/dpdk/" + prefix)
+	args := []string{"-oL", bin, "--no-pci", "--no-telemetry", "--file-prefix", prefix,
 		"-l", fmt.Sprintf("%d,%d", cfg.MainCore, cfg.FwdCore), "--main-lcore", strconv.Itoa(cfg.MainCore),
 		"-d", "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "--log-level", "lib.eal:error"}
 	if !hasHugepages() {

@@ -42,6 +42,7 @@ type EALConfig struct {
 //	--no-huge -m 1024              when no hugepages are free and neither --no-huge, -m nor --socket-mem is given
 //	-d PMDDir                      unless -d is given (and the directory exists)
 //	--file-prefix ldafwd-<pid>     unless --file-prefix is given, so two ldafwd processes never share runtime files
+//	--no-telemetry                 unless --telemetry or --no-telemetry is given
 //	--in-memory or --no-shconf     unless --in-memory, --no-shconf or --proc-type is given: no shared config
 //	                               files (--no-shconf with --no-huge, which --in-memory refuses)
 //	--no-pci                       when no spec is a PCI address and no -a/-b/--no-pci is given
@@ -97,6 +98,11 @@ func EALArgs(cfg EALConfig, hugeFree int, pid int, pmdDirExists bool) ([]string,
 	if !has("--file-prefix") {
 		argv = append(argv, "--file-prefix", "ldafwd-"+strconv.Itoa(pid))
 	}
+	if !has("--telemetry", "--no-telemetry") {
+		// ldafwd exports its own metrics; telemetry would leave a
+		// socket (and the runtime directory) behind every run.
+		argv = append(argv, "--no-telemetry")
+	}
 	if !has("--in-memory", "--no-shconf", "--proc-type") {
 		// --no-huge implies legacy memory, which --in-memory refuses.
 		if noHuge {
@@ -129,4 +135,36 @@ func HugePagesFree() int {
 		}
 	}
 	return 0
+}
+
+// RuntimeDir is where EAL keeps per-prefix runtime files as root.
+const RuntimeDir = "/var/run/dpdk"
+
+// SweepRuntimeDirs removes dir/ldafwd-<pid> and dir/ldafwd-testpmd-<pid>
+// directories whose process no longer exists — what a crashed or killed
+// run leaves behind — and returns how many it removed.
+func SweepRuntimeDirs(dir string) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "ldafwd-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		rest = strings.TrimPrefix(rest, "testpmd-")
+		pid, err := strconv.Atoi(rest)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			continue // still running (or the pid was reused: leave it)
+		}
+		if os.RemoveAll(dir+"/"+e.Name()) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -61,6 +62,7 @@ func InitEAL(cfg EALConfig) error {
 			}
 		}
 	}
+	SweepRuntimeDirs(RuntimeDir)
 	_, statErr := os.Stat(PMDDir)
 	argv, err := EALArgs(cfg, HugePagesFree(), os.Getpid(), statErr == nil)
 	if err != nil {
@@ -105,6 +107,8 @@ func Cleanup() error {
 	if ret := C.rte_eal_cleanup(); ret < 0 {
 		return fmt.Errorf("dpdk: rte_eal_cleanup: %s", C.GoString(C.rte_strerror(-ret)))
 	}
+	// EAL leaves its (by now empty) runtime directory behind.
+	_ = os.Remove(RuntimeDir + "/ldafwd-" + strconv.Itoa(os.Getpid()))
 	return nil
 }
 

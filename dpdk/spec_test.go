@@ -2,7 +2,10 @@ package dpdk
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -79,11 +82,11 @@ func TestEALArgs(t *testing.T) {
 		want []string
 	}{
 		{"defaults without hugepages", EALConfig{Cores: []int{1}, Specs: []string{"dpdk:net_null0"}}, 0,
-			[]string{"ldafwd", "-l", "1", "--no-huge", "-m", "1024", "-d", PMDDir, "--file-prefix", "ldafwd-42", "--no-shconf", "--no-pci"}},
+			[]string{"ldafwd", "-l", "1", "--no-huge", "-m", "1024", "-d", PMDDir, "--file-prefix", "ldafwd-42", "--no-telemetry", "--no-shconf", "--no-pci"}},
 		{"hugepages and a PCI port", EALConfig{Cores: []int{0, 1}, Specs: []string{"dpdk:3b:00.0", "afxdp:eth1", "ring:x"}}, 512,
-			[]string{"ldafwd", "-l", "0,1", "-d", PMDDir, "--file-prefix", "ldafwd-42", "--in-memory", "-a", "0000:3b:00.0"}},
-		{"user args win", EALConfig{Args: []string{"-l2", "-m", "512", "-d", "/x", "--file-prefix=me", "--no-shconf", "-a", "0000:01:00.0"}, Cores: []int{0}}, 0,
-			[]string{"ldafwd", "-l2", "-m", "512", "-d", "/x", "--file-prefix=me", "--no-shconf", "-a", "0000:01:00.0"}},
+			[]string{"ldafwd", "-l", "0,1", "-d", PMDDir, "--file-prefix", "ldafwd-42", "--no-telemetry", "--in-memory", "-a", "0000:3b:00.0"}},
+		{"user args win", EALConfig{Args: []string{"-l2", "-m", "512", "-d", "/x", "--file-prefix=me", "--telemetry", "--no-shconf", "-a", "0000:01:00.0"}, Cores: []int{0}}, 0,
+			[]string{"ldafwd", "-l2", "-m", "512", "-d", "/x", "--file-prefix=me", "--telemetry", "--no-shconf", "-a", "0000:01:00.0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := EALArgs(tt.cfg, tt.huge, 42, true)
@@ -97,5 +100,23 @@ func TestEALArgs(t *testing.T) {
 	}
 	if _, err := EALArgs(EALConfig{Cores: []int{0}, Specs: []string{"dpdk:bogus"}}, 0, 1, true); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("bad spec: %v, want ErrBadSpec", err)
+	}
+}
+
+func TestSweepRuntimeDirs(t *testing.T) {
+	dir := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	for _, d := range []string{"ldafwd-" + self, "ldafwd-999999999", "ldafwd-testpmd-999999998", "ldafwd-x", "other-999999999", "rte"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := SweepRuntimeDirs(dir); n != 2 {
+		t.Fatalf("removed %d, want 2", n)
+	}
+	for _, d := range []string{"ldafwd-" + self, "ldafwd-x", "other-999999999", "rte"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
 	}
 }
