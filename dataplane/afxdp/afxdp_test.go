@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,7 +188,8 @@ func TestBumpInTheWire(t *testing.T) {
 			}
 		}
 	}()
-	defer func() { close(stop); <-done }()
+	stopWorker := sync.OnceFunc(func() { close(stop); <-done })
+	defer stopWorker()
 
 	const n = 500
 	check := func(from, to *nettest.RawSocket, src, dst *nettest.Veth, tag uint32) {
@@ -212,6 +214,7 @@ func TestBumpInTheWire(t *testing.T) {
 	}
 	check(sa, sb, va, vb, 10)
 	check(sb, sa, vb, va, 11)
+	stopWorker() // counters are added after the kick that delivered the frames
 	if s := a.Stats(); s.RxPackets < n || s.TxPackets < n {
 		t.Errorf("port a stats %+v", s)
 	}

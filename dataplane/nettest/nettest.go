@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +22,34 @@ import (
 // carry (0x88B5, experimental 1, is ldafwd's control plane).
 const EtherType = 0x88B6
 
-var seq atomic.Uint32
+var (
+	seq       atomic.Uint32
+	sweepOnce sync.Once
+)
+
+// SweepStale deletes ldafwd-test-<pid>-<n> namespaces (and with them their
+// veth pairs) whose test process no longer exists: what a crashed or
+// killed test run leaves behind.
+func SweepStale() {
+	ents, err := os.ReadDir("/var/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "ldafwd-test-")
+		if !ok {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "del", e.Name()).Run()
+	}
+}
 
 // Require skips t unless the process is root and the ip command exists.
 func Require(t testing.TB) {
@@ -56,12 +85,14 @@ type Options struct {
 func NewVeth(t testing.TB, opt Options) *Veth {
 	t.Helper()
 	Require(t)
+	sweepOnce.Do(SweepStale)
 	n := seq.Add(1)
-	pid := os.Getpid() % 100000
+	pid := os.Getpid()
 	v := &Veth{
-		NS:   fmt.Sprintf("ldafwd-test-%d-%d", pid, n),
-		Host: fmt.Sprintf("ldt%d.%dh", pid, n),
-		Peer: fmt.Sprintf("ldt%d.%dp", pid, n),
+		NS: fmt.Sprintf("ldafwd-test-%d-%d", pid, n),
+		// Interface names have 15 characters at most.
+		Host: fmt.Sprintf("ldt%d.%dh", pid%100000, n),
+		Peer: fmt.Sprintf("ldt%d.%dp", pid%100000, n),
 	}
 	q := max(opt.Queues, 1)
 	// A leftover from a crashed run of the same pid: remove it first.

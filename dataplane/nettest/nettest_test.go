@@ -1,6 +1,8 @@
 package nettest
 
 import (
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -59,5 +61,18 @@ func TestParseFrame(t *testing.T) {
 	}
 	if _, _, ok := ParseFrame(f[:20]); ok {
 		t.Fatal("short frame accepted")
+	}
+}
+
+func TestSweepStale(t *testing.T) {
+	Require(t)
+	const ns = "ldafwd-test-999999999-1"
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	SweepStale()
+	if _, err := os.Stat("/var/run/netns/" + ns); err == nil {
+		t.Fatal("namespace of a dead pid survived the sweep")
 	}
 }
