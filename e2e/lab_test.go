@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,15 +26,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ldafwdBinary builds cmd/ldafwd into a temporary directory (without
-// DPDK: the lab uses AF_XDP ports), or returns $LDAFWD_BIN.
-func ldafwdBinary(t *testing.T) string {
+// ldafwdBinary builds cmd/ldafwd into a temporary directory, with the
+// dpdk build tag when dpdk is set, or returns $LDAFWD_BIN (AF_XDP only).
+func ldafwdBinary(t *testing.T, dpdk bool) string {
 	t.Helper()
-	if b := os.Getenv("LDAFWD_BIN"); b != "" {
+	if b := os.Getenv("LDAFWD_BIN"); b != "" && !dpdk {
 		return b
 	}
 	bin := filepath.Join(t.TempDir(), "ldafwd")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ldafwd")
+	args := []string{"build", "-o", bin}
+	if dpdk {
+		args = append(args, "-tags", "dpdk")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/ldafwd")...)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/ldafwd: %v\n%s", err, out)
@@ -76,10 +83,12 @@ func startLdafwd(t *testing.T, name, bin string, args ...string) *proc {
 	}()
 	go func() {
 		defer wg.Done()
-		b, _ := io.ReadAll(stderr)
-		p.mu.Lock()
-		p.err.Write(b)
-		p.mu.Unlock()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.err.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
 	}()
 	go func() {
 		wg.Wait()
@@ -235,7 +244,28 @@ const labTag = 0x1ab0e2e
 // dropped.
 func TestLabTwoProcesses(t *testing.T) {
 	nettest.Require(t)
-	bin := ldafwdBinary(t)
+	runLab(t, ldafwdBinary(t, false), func(ifname string, _ int) string { return "afxdp:" + ifname })
+}
+
+// TestLabTwoProcessesDPDK is the same lab with DPDK's net_af_packet vdev
+// on the same veths (the binary built with DPDK; slow to build, so not
+// under -short).
+func TestLabTwoProcessesDPDK(t *testing.T) {
+	nettest.Require(t)
+	if testing.Short() {
+		t.Skip("-short: building the DPDK binary takes ~30 s")
+	}
+	if err := exec.Command("pkg-config", "--exists", "libdpdk").Run(); err != nil {
+		t.Skip("libdpdk is not installed (pkg-config libdpdk): no dpdk: ports to test")
+	}
+	runLab(t, ldafwdBinary(t, true), func(ifname string, n int) string {
+		return fmt.Sprintf("dpdk:net_af_packet%d,iface=%s", n, ifname)
+	})
+}
+
+// runLab runs the lab with port specs from spec(ifname, n), n the
+// vdev instance number within one process.
+func runLab(t *testing.T, bin string, spec func(ifname string, n int) string) {
 	gen := nettest.NewVeth(t, nettest.Options{})
 	w1 := nettest.NewVeth(t, nettest.Options{})
 	w2 := nettest.NewVeth(t, nettest.Options{})
@@ -252,8 +282,9 @@ func TestLabTwoProcesses(t *testing.T) {
 	interval := 200 * time.Millisecond
 	common := []string{"--interval", interval.String(), "--key-file", keyFile, "--format", "json", "--max-delay", "200ms", "--idle-sleep", "50us",
 		"--min-delay", "-1ms", "--stats-interval", "1s", "--log-level", "info"}
-	p1 := startLdafwd(t, "ldafwd#1", bin, append([]string{"--port-a", "afxdp:" + gen.Host, "--port-b", "afxdp:" + w1.Host, "--segment-port", "b"}, common...)...)
-	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", "afxdp:" + w2.Host, "--port-b", "afxdp:" + sink.Host, "--segment-port", "a"}, common...)...)
+	p1 := startLdafwd(t, "ldafwd#1", bin, append([]string{"--port-a", spec(gen.Host, 0), "--port-b", spec(w1.Host, 1), "--segment-port", "b"}, common...)...)
+	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", spec(w2.Host, 0), "--port-b", spec(sink.Host, 1), "--segment-port", "a",
+		"--metrics-addr", "127.0.0.1:0"}, common...)...)
 
 	// The segment: relay between the two wire namespaces.
 	r1, r2 := openRaw(t, w1.NS, w1.Peer), openRaw(t, w2.NS, w2.Peer)
@@ -367,6 +398,7 @@ func TestLabTwoProcesses(t *testing.T) {
 	// Let the last frames through and close two more intervals, then stop
 	// #1 first (its last interval's synopses go in-band to #2), then #2.
 	time.Sleep(2 * interval)
+	checkMetrics(t, p2)
 	p1.stop(t, 10*time.Second)
 	p2.stop(t, 10*time.Second)
 	close(stopRelay)
@@ -427,5 +459,37 @@ func TestLabTwoProcesses(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("#1 stderr:\n%s\n#2 stderr:\n%s", p1.stderr(), p2.stderr())
+	}
+}
+
+// checkMetrics scrapes the running appliance's /metrics and /healthz
+// (the address is in its log).
+func checkMetrics(t *testing.T, p *proc) {
+	t.Helper()
+	m := regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /metrics`).FindStringSubmatch(p.stderr())
+	if m == nil {
+		t.Errorf("%s: no metrics address in the log", p.name)
+		return
+	}
+	get := func(path string) (int, string) {
+		c := http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + m[1] + path)
+		if err != nil {
+			t.Errorf("%s %s: %v", p.name, path, err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
+		t.Errorf("%s /healthz: %d %s", p.name, code, body)
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",synopsis="lda",valid="true"}`,
+		`ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name=`, `ldafwd_control_bundles_total`, `ldafwd_up 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%s /metrics lacks %q", p.name, want)
+		}
 	}
 }
