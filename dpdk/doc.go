@@ -19,7 +19,8 @@
 //
 // Lifetimes. EAL is initialised once per process and, after Cleanup, never
 // again. Teardown order: stop the workers → Port.Close (stop, close, remove
-// the vdev, free the pool) → Cleanup (rte_eal_cleanup). A Packet's Data is
+// the vdev) → Cleanup (free the closed ports' pools, rte_eal_cleanup: a pool
+// must outlive every port whose tx ring may hold its mbufs). A Packet's Data is
 // valid from RxBurst/Alloc until it is accepted by a TxBurst or passed to
 // Free.
 //

@@ -94,8 +94,8 @@ func EALArgv() []string {
 	return append([]string(nil), eal.argv...)
 }
 
-// Cleanup releases EAL resources (rte_eal_cleanup). Close every port
-// first; after Cleanup no DPDK call may be made and EAL cannot be
+// Cleanup frees the mbuf pools of closed ports and releases EAL resources
+// (rte_eal_cleanup). Close every port first; after Cleanup no DPDK call may be made and EAL cannot be
 // initialised again in this process.
 func Cleanup() error {
 	eal.mu.Lock()
@@ -104,6 +104,7 @@ func Cleanup() error {
 		return nil
 	}
 	eal.cleaned = true
+	freeClosedPools()
 	if ret := C.rte_eal_cleanup(); ret < 0 {
 		return fmt.Errorf("dpdk: rte_eal_cleanup: %s", C.GoString(C.rte_strerror(-ret)))
 	}

@@ -274,8 +274,9 @@ func (p *Port) XStats() (map[string]uint64, error) {
 	return out, nil
 }
 
-// Close stops and closes the ethdev, removes a vdev it created and frees the
-// pool. Workers must have stopped using the port. Idempotent.
+// Close stops and closes the ethdev and removes a vdev it created. Its
+// mbuf pool is freed by Cleanup (mbufs of it may still be in a peer port's
+// tx ring). Workers must have stopped using the port. Idempotent.
 func (p *Port) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -290,6 +291,7 @@ func (p *Port) Close() error {
 		errs = append(errs, fmt.Errorf("dpdk: %s: close: %s", p.name, C.GoString(C.rte_strerror(-ret))))
 	}
 	p.remove()
+	p.deferPool()
 	for _, q := range p.queues {
 		rxp, rxb, txp, txb := q.counters()
 		p.gone.RxPackets += rxp
@@ -310,6 +312,35 @@ func (p *Port) remove() {
 	cname := C.CString(p.dev.Name)
 	C.ldaf_vdev_uninit(cname)
 	C.free(unsafe.Pointer(cname))
+}
+
+// Pools outlive their port: mbufs of a closed port's pool may still sit in
+// another port's tx ring (a bump in the wire transmits its peer's mbufs),
+// and that port's stop frees them into this pool. Closed ports' pools are
+// therefore freed by Cleanup, after every port stopped.
+var closedPools struct {
+	sync.Mutex
+	pools []*C.struct_rte_mempool
+}
+
+func (p *Port) deferPool() {
+	if p.pool == nil {
+		return
+	}
+	closedPools.Lock()
+	closedPools.pools = append(closedPools.pools, p.pool)
+	closedPools.Unlock()
+	p.pool = nil
+}
+
+// freeClosedPools frees the pools of closed ports (Cleanup calls it).
+func freeClosedPools() {
+	closedPools.Lock()
+	defer closedPools.Unlock()
+	for _, mp := range closedPools.pools {
+		C.rte_mempool_free(mp)
+	}
+	closedPools.pools = nil
 }
 
 func (p *Port) free() {
