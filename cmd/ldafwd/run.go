@@ -31,10 +31,16 @@ func init() {
 }
 
 // runRun is `ldafwd run`: SIGINT and SIGTERM cancel the context, which
-// stops the appliance gracefully (the last interval is flushed).
+// stops the appliance gracefully (the last interval is flushed). The
+// signal handlers are removed at the first signal, so a second one ends
+// the process at once (an impatient operator's Ctrl-C during the drain).
 func runRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return runMain(ctx, args, os.Stdout, os.Stderr)
 }
 
