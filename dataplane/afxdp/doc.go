@@ -15,8 +15,13 @@
 // frame received on another AF_XDP port (found by Packet.Port in a
 // process-wide table) into one of its own tx frames and gives the rx frame
 // straight back to its owner's free list. Frames from Alloc go out in
-// place. Packets from non-AF_XDP ports are refused (TxBurst stops there;
-// the caller frees them). See docs/afxdp.md for why not a shared UMEM.
+// place. Frames of a dataplane PacketPool (ring, pcap ports) are copied and
+// given back with FreePooled. Packets of other kinds (rte_mbufs) are
+// refused: TxBurst stops there and the caller frees them. See
+// docs/afxdp.md for why not a shared UMEM.
+//
+// Packets. Every UMEM frame has one dataplane.Packet, owned by the port;
+// RxBurst and Alloc point the caller's slice at them.
 //
 // Lifetimes. The XDP program is attached through a bpf_link, which the
 // kernel destroys when its last file descriptor closes: a crashed ldafwd
