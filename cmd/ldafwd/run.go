@@ -134,10 +134,11 @@ func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
 }
 
 // applyConfigFile sets every flag the file names that the command line
-// did not set. The file has one "key = value" (or "key: value") per line;
-// keys are long flag names (a leading "--" is allowed); '#' starts a
-// comment line; values may be quoted; a repeatable flag (--mec) may appear
-// several times; a bare key sets a boolean flag.
+// did not set. The file has one "key = value" (or "key: value", or "key
+// value") per line; keys are long flag names (a leading "--" is allowed);
+// '#' starts a comment line; values may be quoted; a repeatable flag
+// (--mec) may appear several times or as a YAML block list ("mec:" alone,
+// then "- rule" lines); a bare key sets a boolean flag.
 func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -145,14 +146,34 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	}
 	onCmdLine := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { onCmdLine[f.Name] = true })
+	set := func(where, key, val string) error {
+		if onCmdLine[key] {
+			return nil // the command line wins
+		}
+		if err := fs.Set(key, unquote(val)); err != nil {
+			return fmt.Errorf("%s: --%s: %w", where, key, err)
+		}
+		return nil
+	}
+	listKey := "" // the key of the YAML block list being read
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
+		where := fmt.Sprintf("--config %s:%d", path, i+1)
 		if line == "" || strings.HasPrefix(line, "#") || line == "---" {
 			continue
 		}
+		if line == "-" || strings.HasPrefix(line, "- ") {
+			if listKey == "" {
+				return fmt.Errorf("%s: list item %q outside a list (put the key alone on the line before, e.g. \"mec:\")", where, line)
+			}
+			if err := set(where, listKey, strings.TrimSpace(line[1:])); err != nil {
+				return err
+			}
+			continue
+		}
+		listKey = ""
 		key, val, ok := cutConfigLine(line)
 		key = strings.TrimPrefix(key, "--")
-		where := fmt.Sprintf("--config %s:%d", path, i+1)
 		f := fs.Lookup(key)
 		switch {
 		case key == "":
@@ -161,20 +182,26 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 			return fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)", where, key)
 		case key == "config":
 			return fmt.Errorf("%s: a config file cannot name another", where)
-		case !ok && f.Value.Type() != "bool":
+		case ok && val == "" && strings.HasSuffix(line, ":") && isListFlag(f):
+			listKey = key
+			continue
+		case !ok && f.Value.Type() != "bool" || ok && val == "":
 			return fmt.Errorf("%s: key %q needs a value", where, key)
 		}
 		if !ok {
 			val = "true"
 		}
-		if onCmdLine[key] {
-			continue // the command line wins
-		}
-		if err := fs.Set(key, unquote(val)); err != nil {
-			return fmt.Errorf("%s: --%s: %w", where, key, err)
+		if err := set(where, key, val); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// isListFlag reports whether f takes several values (--mec, --cores…).
+func isListFlag(f *pflag.Flag) bool {
+	t := f.Value.Type()
+	return strings.HasSuffix(t, "Array") || strings.HasSuffix(t, "Slice")
 }
 
 func cutConfigLine(line string) (key, val string, ok bool) {

@@ -22,6 +22,7 @@ func FuzzRunConfig(f *testing.F) {
 		"bogus = 1\n", "= 3\n", ":\n", "port-a\n", "config = x\n", "burst = 99999999999999999999\n",
 		"interval = \"1s\n", "cores = 0,1\n", "lda-loss-rates = 0.1,0.2\n", "port-a = '\\x00'\n", "\x00\xff=\n",
 		"report = \"a\\\"b\"\n", "format: json\r\n", "---\nlog-level: debug\n",
+		"mec:\n  - voice=dscp:46\n  - web=proto:tcp\n", "- x\n", "cores:\n- 0\n- 1\n", "interval:\n", "mec:\n-\n",
 	} {
 		f.Add(s)
 	}

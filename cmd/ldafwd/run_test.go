@@ -176,7 +176,20 @@ format: json
 	if err != nil || len(o.mec) != 1 {
 		t.Fatalf("mec on the command line: %q %v", o.mec, err)
 	}
+	// A YAML block list, and "key value" lines.
+	yaml := filepath.Join(dir, "ldafwd.yaml")
+	os.WriteFile(yaml, []byte("---\nport-a: ring:y.a\nport-b ring:y.b\nsegment-port: a\ninsecure: true\nmec:\n  - voice=dscp:46\n  - \"web=proto:tcp,dport:443\"\ncores:\n  - 0\n"), 0o644)
+	o, err = parseAndValidate([]string{"--config", yaml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.portB != "ring:y.b" || len(o.mec) != 2 || o.mec[1] != "web=proto:tcp,dport:443" || len(o.cores) != 1 || !o.insecure {
+		t.Fatalf("YAML config: %+v", o)
+	}
 	for _, c := range []struct{ text, want string }{
+		{"- voice=dscp:46\n", "outside a list"},
+		{"interval:\n- 1s\n", `key "interval" needs a value`},
+		{"mec:\nport-a = ring:q.a\n- x=dscp:1\n", "outside a list"},
 		{"bogus = 1\n", `unknown key "bogus"`},
 		{"interval = soon\n", "--interval"},
 		{"\n\nport-a\n", ":3: key \"port-a\" needs a value"},
