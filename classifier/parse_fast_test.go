@@ -1,0 +1,116 @@
+package classifier
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// fastCases are frames parseFast must take (the common case it exists
+// for) — TCP (with and without SYN) and UDP over IPv4 and IPv6, with
+// Ethernet padding after the IP packet — and frames it must leave to
+// parseGeneral.
+func fastCases(tb testing.TB) (take, leave [][]byte) {
+	for _, kind := range []string{"ipv4-tcp", "ipv4-udp", "ipv6-tcp", "ipv6-udp"} {
+		take = append(take, benchFrames(tb, kind)[:8]...)
+	}
+	for _, kind := range []string{"qinq-ipv4-udp", "non-ip"} {
+		leave = append(leave, benchFrames(tb, kind)[:2]...)
+	}
+	for _, name := range sortedNames(basePkts()) {
+		f := basePkts()[name].frame(tb)
+		if parseFast(f, &Meta{}) {
+			take = append(take, f)
+		} else {
+			leave = append(leave, f)
+		}
+	}
+	for _, mf := range malformedFrames(tb) {
+		leave = append(leave, mf.frame)
+	}
+	// A SYN, padding, a fragment, IPv4 options: built from a taken frame.
+	v4 := cloneB(benchFrames(tb, "ipv4-tcp")[0])
+	syn := cloneB(v4)
+	syn[14+20+13] |= 0x02
+	take = append(take, syn, append(cloneB(v4), 0, 0, 0, 0))
+	frag := cloneB(v4)
+	binary.BigEndian.PutUint16(frag[14+6:], 0x2000) // more fragments
+	opts := cloneB(v4)
+	opts[14] = 0x46
+	short := cloneB(v4)
+	binary.BigEndian.PutUint16(short[14+2:], 20+l4Window-1)
+	long := cloneB(v4)
+	binary.BigEndian.PutUint16(long[14+2:], uint16(len(v4)-14+1))
+	leave = append(leave, frag, opts, short, long)
+	return take, leave
+}
+
+// TestParseFastIsGeneral holds the fast path against the general one (its
+// naive twin): on every frame it takes, every field of the Meta is the
+// same; the frames it exists for do take it; the others fall through
+// with the Meta untouched.
+func TestParseFastIsGeneral(t *testing.T) {
+	take, leave := fastCases(t)
+	if len(take) < 32 {
+		t.Fatalf("only %d fast-path frames", len(take))
+	}
+	for i, f := range take {
+		var fast, gen Meta
+		if !parseFast(f, &fast) {
+			t.Fatalf("frame %d (%d bytes) not taken by the fast path", i, len(f))
+		}
+		parseGeneral(f, &gen)
+		if !reflect.DeepEqual(fast, gen) {
+			t.Fatalf("frame %d: fast path differs:\n%+v\n%+v", i, fast, gen)
+		}
+	}
+	for i, f := range leave {
+		m := Meta{Hash: 7}
+		if parseFast(f, &m) {
+			var gen Meta
+			parseGeneral(f, &gen)
+			if !reflect.DeepEqual(m, gen) {
+				t.Fatalf("left frame %d taken and wrong:\n%+v\n%+v", i, m, gen)
+			}
+			continue
+		}
+		if m != (Meta{Hash: 7}) {
+			t.Fatalf("frame %d: fast path wrote the Meta and then declined", i)
+		}
+	}
+	// Random single-byte corruptions of taken frames: whatever the fast
+	// path takes must match the general path.
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 20000; n++ {
+		g := cloneB(take[r.IntN(len(take))])
+		for k := 0; k < 1+r.IntN(3); k++ {
+			g[12+r.IntN(len(g)-12)] = byte(r.Uint32())
+		}
+		var fast, gen Meta
+		if parseFast(g, &fast) {
+			parseGeneral(g, &gen)
+			if !reflect.DeepEqual(fast, gen) {
+				t.Fatalf("corrupted frame % x: fast path differs:\n%+v\n%+v", g, fast, gen)
+			}
+		}
+	}
+}
+
+// FuzzParseFast: on any frame the fast path takes it agrees with the
+// general path.
+func FuzzParseFast(f *testing.F) {
+	take, leave := fastCases(f)
+	for _, fr := range append(take, leave...) {
+		f.Add(fr)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var fast, gen Meta
+		if parseFast(frame, &fast) {
+			parseGeneral(frame, &gen)
+			if !reflect.DeepEqual(fast, gen) {
+				t.Fatalf("fast path differs:\n%+v\n%+v", fast, gen)
+			}
+		}
+	})
+}
