@@ -99,6 +99,8 @@ type Lane struct {
 	stallSince uint64    // when the tx port last refused frames without taking any, ns; 0: not stalled
 	free       []*Packet // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
+	now        uint64 // the lane's latest clock reading, ns
+	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
 
 	curK                uint64 // sender: interval being recorded; receiver: last End's interval
 	started             bool
@@ -170,6 +172,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		free:   make([]*Packet, 0, cfg.Burst),
 		endBuf: make([]byte, 0, 256),
 	}
+	l.oneClass = cfg.Classifier.NumClasses() == 1
 	return l, nil
 }
 
@@ -183,16 +186,24 @@ func (l *Lane) Config() LaneConfig { return l.cfg }
 // Poll runs one iteration of the lane's loop and reports whether it moved
 // any frame. It allocates nothing, takes no lock and makes one RxBurst and
 // at most a few TxBurst calls.
+//
+// Clock reads: one per received burst (the rx timestamp of frames the port
+// did not stamp, and the drain timer), two around each sender TxBurst (the
+// transmit timestamp), one when an interval ends or the tx port refuses
+// frames; an empty poll with nothing buffered reads none. A clock read
+// (RealtimeClock: two vDSO calls) costs about as much as parsing a frame,
+// so they are counted, not sprinkled.
 func (l *Lane) Poll() bool {
-	now := l.cfg.Clock()
 	if !l.started {
-		l.start(now)
+		l.now = l.cfg.Clock()
+		l.start(l.now)
 	}
 	work := false
 	if l.cfg.Role == RoleSender {
 		// The interval clock is read once per burst.
 		if k := l.cfg.Epoch.Load(); k != l.curK {
-			l.closeInterval(k, now)
+			l.now = l.cfg.Clock()
+			l.closeInterval(k, l.now)
 			work = true
 		}
 		if l.inject() {
@@ -207,9 +218,12 @@ func (l *Lane) Poll() bool {
 	}
 	if n > 0 {
 		work = true
-		l.receive(n, now)
+		l.now = l.cfg.Clock()
+		l.receive(n, l.now)
 	}
-	if l.txN > 0 && (l.txN >= l.cfg.Burst || now-l.lastTx >= l.cfg.DrainNs || n == 0) {
+	// With n == 0 nothing more is coming now: flush without asking the
+	// clock. Otherwise l.now was just read.
+	if l.txN > 0 && (l.txN >= l.cfg.Burst || n == 0 || l.now-l.lastTx >= l.cfg.DrainNs) {
 		l.flush()
 	}
 	return work
@@ -229,60 +243,30 @@ func (l *Lane) start(now uint64) {
 }
 
 // receive handles one rx burst: classify, record (receiver), strip
-// control frames (receiver), and queue the rest for transmission.
+// control frames (receiver), and queue the rest for transmission. Poll
+// received no more frames than the tx buffer has room for, so every frame
+// finds a slot without a flush.
 func (l *Lane) receive(n int, now uint64) {
+	rx := l.rxPkts[:n]
 	var rxBytes uint64
-	var malformed uint64
-	role := l.cfg.Role
-	set := (*SynSet)(nil)
-	if role == RoleReceiver {
-		set = l.cfg.Buffer.Active()
-	}
-	for i := 0; i < n; i++ {
-		p := l.rxPkts[i]
+	for _, p := range rx {
 		rxBytes += uint64(len(p.Data))
 		if p.TS == 0 {
 			p.TS = now // the port has no timestamp of its own: one clock read per burst
 		}
-		if role == RoleForward {
-			l.queue(p, false, false)
-			continue
-		}
-		slot := l.txN // Poll received no more than there is room for
-		m := &l.txMeta[slot]
-		if role == RoleReceiver {
-			m = &l.meta
-		}
-		classifier.Parse(p.Data, m)
-		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
-			malformed++
-		}
-		if m.Flags&classifier.FlagControl != 0 {
-			if role == RoleReceiver {
-				if l.controlFrame(p, now) {
-					set = l.cfg.Buffer.Active() // flipped at this frame's position
-				}
-				l.free = append(l.free, p)
-				continue
-			}
-			// Sender: a control frame of someone else's is traffic we
-			// forward but never record: the peer strips every control
-			// frame, so recording it would count as loss.
-			l.Stats.ControlPassed.Add(1)
-			l.queue(p, false, false)
-			continue
-		}
-		mec := l.cfg.Classifier.Classify(m)
-		if role == RoleReceiver {
-			set.Record(m, mec, p.TS)
-			l.queue(p, false, false)
-			continue
-		}
-		l.txMec[slot] = mec
-		l.queue(p, true, false)
 	}
-	if role == RoleReceiver {
-		l.Stats.Recorded.Add(uint64(n - len(l.free)))
+	var malformed uint64
+	switch l.cfg.Role {
+	case RoleForward:
+		t := l.txN
+		copy(l.txPkts[t:], rx)
+		clear(l.txRec[t : t+n])
+		clear(l.txOwn[t : t+n])
+		l.txN = t + n
+	case RoleSender:
+		malformed = l.receiveSender(rx)
+	default:
+		malformed = l.receiveReceiver(rx)
 	}
 	if len(l.free) > 0 {
 		l.cfg.Rx.Free(l.free)
@@ -293,6 +277,71 @@ func (l *Lane) receive(n int, now uint64) {
 	if malformed > 0 {
 		l.Stats.Malformed.Add(malformed)
 	}
+}
+
+// receiveSender parses and classifies the burst into the tx buffer's
+// metadata slots (recorded at transmission, see record) and queues it. It
+// returns the number of malformed frames.
+func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
+	cl := l.cfg.Classifier
+	for _, p := range rx {
+		slot := l.txN
+		m := &l.txMeta[slot]
+		classifier.Parse(p.Data, m)
+		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
+			if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+				malformed++
+			}
+			if m.Flags&classifier.FlagControl != 0 {
+				// A control frame of someone else's is traffic we forward
+				// but never record: the peer strips every control frame,
+				// so recording it would count as loss.
+				l.Stats.ControlPassed.Add(1)
+				l.queue(p, false, false)
+				continue
+			}
+		}
+		mec := uint16(0)
+		if !l.oneClass {
+			mec = cl.Classify(m)
+		}
+		l.txMec[slot] = mec
+		l.txPkts[slot] = p
+		l.txRec[slot] = true
+		l.txOwn[slot] = false
+		l.txN = slot + 1
+	}
+	return malformed
+}
+
+// receiveReceiver records the burst with its receive timestamps, strips
+// control frames (flipping at an End marker, between the frames before it
+// and the frames after it) and queues the rest.
+func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
+	cl := l.cfg.Classifier
+	set := l.cfg.Buffer.Active()
+	m := &l.meta
+	for _, p := range rx {
+		classifier.Parse(p.Data, m)
+		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+			malformed++
+		}
+		if m.Flags&classifier.FlagControl != 0 {
+			if l.controlFrame(p, p.TS) {
+				set = l.cfg.Buffer.Active() // flipped at this frame's position
+			}
+			l.free = append(l.free, p)
+			continue
+		}
+		mec := uint16(0)
+		if !l.oneClass {
+			mec = cl.Classify(m)
+		}
+		set.Record(m, mec, p.TS)
+		l.queue(p, false, false)
+	}
+	l.Stats.Recorded.Add(uint64(len(rx) - len(l.free)))
+	return malformed
 }
 
 // queue appends p to the tx buffer, flushing first if it is full.
@@ -316,15 +365,21 @@ func (l *Lane) flush() {
 	if l.txN == 0 {
 		return
 	}
+	sender := l.cfg.Role == RoleSender
 	sent := 0
 	for try := 0; try < l.cfg.TxRetries && sent < l.txN; try++ {
 		// The transmit timestamp is the midpoint of clock reads around
 		// the TxBurst: a thread preempted before or after the call (GC,
 		// an oversubscribed host) errs by half the gap, not all of it.
-		before := l.cfg.Clock()
+		// Only the sender timestamps transmissions.
+		var before uint64
+		if sender {
+			before = l.cfg.Clock()
+		}
 		k := l.cfg.Tx.TxBurst(l.txPkts[sent:l.txN])
-		if l.cfg.Role == RoleSender && k > 0 {
+		if sender && k > 0 {
 			after := l.cfg.Clock()
+			l.now = after
 			if gap := after - before; gap > l.maxTxGap {
 				l.maxTxGap = gap
 				l.Stats.MaxTxStampGapNs.Store(gap)
@@ -336,12 +391,20 @@ func (l *Lane) flush() {
 			break
 		}
 	}
-	now := l.cfg.Clock()
-	l.lastTx = now
 	l.Stats.TxFrames.Add(uint64(sent))
-	switch {
-	case sent == l.txN:
+	if sent == l.txN {
+		// The common case: everything went. The drain timer restarts
+		// from the lane's latest clock reading (taken after this burst
+		// was received, or after its TxBurst on the sender).
+		clear(l.txPkts[:l.txN])
+		l.txN = 0
+		l.lastTx = l.now
 		l.stallSince = 0
+		return
+	}
+	now := l.cfg.Clock()
+	l.now, l.lastTx = now, now
+	switch {
 	case sent > 0 || l.stallSince == 0:
 		l.stallSince = now
 	case now-l.stallSince >= l.cfg.StallNs:
@@ -354,19 +417,21 @@ func (l *Lane) flush() {
 				l.cfg.Rx.Free(l.one[:])
 			}
 		}
-		sent = l.txN
+		clear(l.txPkts[:l.txN])
+		l.txN = 0
 		l.stallSince = 0
+		return
 	}
 	// Keep what is left at the front, in order.
-	rest := copy(l.txPkts, l.txPkts[sent:l.txN])
-	copy(l.txMeta, l.txMeta[sent:l.txN])
-	copy(l.txMec, l.txMec[sent:l.txN])
-	copy(l.txRec, l.txRec[sent:l.txN])
-	copy(l.txOwn, l.txOwn[sent:l.txN])
-	for i := rest; i < l.txN; i++ {
-		l.txPkts[i] = nil
+	if sent > 0 {
+		rest := copy(l.txPkts, l.txPkts[sent:l.txN])
+		copy(l.txMeta, l.txMeta[sent:l.txN])
+		copy(l.txMec, l.txMec[sent:l.txN])
+		copy(l.txRec, l.txRec[sent:l.txN])
+		copy(l.txOwn, l.txOwn[sent:l.txN])
+		clear(l.txPkts[rest:l.txN])
+		l.txN = rest
 	}
-	l.txN = rest
 }
 
 // flushAll transmits everything buffered, waiting out back-pressure up to
@@ -381,18 +446,10 @@ func (l *Lane) flushAll() {
 // synopses with their transmit timestamp ts, known to ±uncert ns.
 func (l *Lane) record(from, to int, ts, uncert uint64) {
 	set := l.cfg.Buffer.Active()
-	var rec uint64
-	for i := from; i < to; i++ {
-		if !l.txRec[i] {
-			continue
-		}
-		m := &l.txMeta[i]
-		set.Record(m, l.txMec[i], ts)
-		set.StampErrNs += uncert
-		l.intFrames++
-		l.intBytes += uint64(m.Len)
-		rec++
-	}
+	rec, bytes := set.recordTx(l.txMeta[from:to], l.txMec[from:to], l.txRec[from:to], ts)
+	set.StampErrNs += uncert * rec
+	l.intFrames += rec
+	l.intBytes += bytes
 	l.Stats.Recorded.Add(rec)
 }
 

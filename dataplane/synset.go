@@ -97,6 +97,46 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 	s.Bytes += uint64(m.Len)
 }
 
+// recordTx records the sender's transmitted frames: ms[i] with class
+// mecs[i] where rec[i], all with one transmit timestamp ts (ns). It
+// returns how many frames and bytes it recorded. It is Record over a
+// burst: with only LDAs (the common configuration) the loop touches
+// nothing but the LDA cells and keeps the counters in registers.
+func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts uint64) (n, bytes uint64) {
+	mecs, rec = mecs[:len(ms)], rec[:len(ms)]
+	if s.RDA != nil || s.LDS != nil {
+		for i := range ms {
+			if rec[i] {
+				s.Record(&ms[i], mecs[i], ts)
+				n++
+				bytes += uint64(ms[i].Len)
+			}
+		}
+		return n, bytes
+	}
+	if len(s.LDA) == 1 {
+		lda := s.LDA[0]
+		for i := range ms {
+			if rec[i] {
+				lda.Add(ms[i].Hash, ts)
+				n++
+				bytes += uint64(ms[i].Len)
+			}
+		}
+	} else {
+		for i := range ms {
+			if rec[i] {
+				s.LDA[mecs[i]].Add(ms[i].Hash, ts)
+				n++
+				bytes += uint64(ms[i].Len)
+			}
+		}
+	}
+	s.Frames += n
+	s.Bytes += bytes
+	return n, bytes
+}
+
 // Reset zeroes the copy for reuse.
 func (s *SynSet) Reset() {
 	for _, l := range s.LDA {
