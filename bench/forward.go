@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -22,10 +23,18 @@ type ForwardResult struct {
 	Mode     string
 	Burst    int
 	Packets  uint64
-	Elapsed  time.Duration
-	NsPerPkt float64
-	Mpps     float64
+	Elapsed  time.Duration // wall clock
+	NsPerPkt float64       // wall clock
+	Mpps     float64       // wall clock
 	Recorded uint64
+	// CPU is the forwarding thread's CPU time over the run; CPUNsPerPkt
+	// and CPUMpps are the cost and rate it implies (see threadCPU), and
+	// CPUShare = CPU/Elapsed says how much of the run the thread had a
+	// core (≈ 1 on an idle machine).
+	CPU         time.Duration
+	CPUNsPerPkt float64
+	CPUMpps     float64
+	CPUShare    float64
 }
 
 // ForwardRing measures one lane forwarding between two ring ports on one
@@ -93,6 +102,10 @@ func ForwardRing(mode string, burst int, d time.Duration) (ForwardResult, error)
 		in.A().TxBurst(pk[:n])
 	}
 	back := make([]*dataplane.Packet, 64)
+	// One OS thread for the whole run, so its CPU time is the run's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	var fwd uint64
@@ -108,11 +121,17 @@ func ForwardRing(mode string, burst int, d time.Duration) (ForwardResult, error)
 		}
 	}
 	res.Elapsed = time.Since(start)
+	res.CPU = threadCPU() - cpu0
 	res.Packets = fwd
 	res.Recorded = lane.Stats.Recorded.Load()
 	if fwd > 0 {
 		res.NsPerPkt = float64(res.Elapsed.Nanoseconds()) / float64(fwd)
 		res.Mpps = float64(fwd) / res.Elapsed.Seconds() / 1e6
+	}
+	if fwd > 0 && res.CPU > 0 {
+		res.CPUNsPerPkt = float64(res.CPU.Nanoseconds()) / float64(fwd)
+		res.CPUMpps = 1e3 / res.CPUNsPerPkt
+		res.CPUShare = res.CPU.Seconds() / res.Elapsed.Seconds()
 	}
 	return res, nil
 }

@@ -2,8 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
-	"testing"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/ldafwd/ldafwd/classifier"
@@ -116,46 +117,81 @@ var extraStages = func(frames [][]byte, cl *classifier.Classifier, meta *classif
 // Measurement is a stage's cost, median over rounds.
 type Measurement struct {
 	Name     string
-	NsPerPkt float64
-	Mpps     float64
+	NsPerPkt float64   // thread CPU time per packet, ns (see threadCPU)
+	Mpps     float64   // 1e3 / NsPerPkt
 	Rounds   []float64 // ns/pkt of each round
+	// WallNsPerPkt is the median wall-clock cost; it exceeds NsPerPkt
+	// when the machine's load kept the thread off a core.
+	WallNsPerPkt float64
+	wall         []float64
 }
 
+// stageTarget is how long one stage runs per round.
+const stageTarget = 100 * time.Millisecond
+
 // Compare measures the stages in the same run, interleaved: each round runs
-// every stage once (testing.Benchmark picks the iteration count), and the
-// median over rounds is reported. Interleaving makes the ratios robust to
-// the machine's load changing during the run; absolute numbers are not.
+// every stage once for about stageTarget (the pass count calibrated on the
+// first round), and the median over rounds is reported. Interleaving makes
+// the ratios robust to the machine's load changing during the run, and
+// timing the thread's CPU time rather than the wall clock keeps the time
+// the thread waited for a core out of them (threadCPU).
 func Compare(stages []Stage, frames [][]byte, rounds int) []Measurement {
 	if rounds < 1 {
 		rounds = 1
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ms := make([]Measurement, len(stages))
-	for r := 0; r < rounds; r++ {
-		for i, s := range stages {
-			res := testing.Benchmark(func(b *testing.B) {
-				var sink uint64
-				for b.Loop() {
-					sink ^= s.Run(frames)
-				}
-				benchSink = sink
-			})
-			ns := float64(res.NsPerOp()) / float64(len(frames))
-			if res.N > 0 && res.T > 0 {
-				ns = float64(res.T.Nanoseconds()) / float64(res.N) / float64(len(frames))
+	passes := make([]int, len(stages))
+	var sink uint64
+	for i, s := range stages {
+		// Calibrate: double the passes until a run takes ≥ 1/8 of the
+		// target (and warm the caches and branch predictors).
+		n := 1
+		for {
+			c0 := threadCPU()
+			for k := 0; k < n; k++ {
+				sink ^= s.Run(frames)
 			}
-			ms[i].Name = s.Name
-			ms[i].Rounds = append(ms[i].Rounds, ns)
+			if d := threadCPU() - c0; d >= stageTarget/8 || n >= 1<<20 {
+				passes[i] = max(1, int(float64(n)*float64(stageTarget)/float64(max(d, time.Microsecond))))
+				break
+			}
+			n *= 2
 		}
 	}
+	for r := 0; r < rounds; r++ {
+		for i, s := range stages {
+			n := passes[i]
+			w0, c0 := time.Now(), threadCPU()
+			for k := 0; k < n; k++ {
+				sink ^= s.Run(frames)
+			}
+			cpu, wall := threadCPU()-c0, time.Since(w0)
+			pk := float64(n) * float64(len(frames))
+			ms[i].Name = s.Name
+			ms[i].Rounds = append(ms[i].Rounds, float64(cpu.Nanoseconds())/pk)
+			ms[i].wall = append(ms[i].wall, float64(wall.Nanoseconds())/pk)
+		}
+	}
+	benchSink = sink
 	for i := range ms {
-		r := append([]float64(nil), ms[i].Rounds...)
-		sort.Float64s(r)
-		ms[i].NsPerPkt = r[len(r)/2]
+		ms[i].NsPerPkt = median(ms[i].Rounds)
+		ms[i].WallNsPerPkt = median(ms[i].wall)
 		if ms[i].NsPerPkt > 0 {
 			ms[i].Mpps = 1e3 / ms[i].NsPerPkt
 		}
 	}
 	return ms
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	r := append([]float64(nil), v...)
+	sort.Float64s(r)
+	return r[len(r)/2]
 }
 
 var benchSink uint64
