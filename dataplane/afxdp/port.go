@@ -379,8 +379,11 @@ func (p *Port) TxBurst(pkts []*dataplane.Packet) int {
 		dataplane.FreePooled(t.pooled)
 	}
 	// Copy mode transmits only inside this system call; zero-copy drivers
-	// ask for it with the need_wakeup flag when their tx path sleeps.
-	if t.tx.needWakeup() && (i > 0 || len(t.free) == 0) {
+	// ask for it with the need_wakeup flag when their tx path sleeps. Kick
+	// also when nothing new was queued but descriptors still wait (a
+	// kick that failed with EAGAIN/ENOBUFS, a full ring): else a full tx
+	// ring would never drain.
+	if t.tx.needWakeup() && (i > 0 || t.tx.pending() > 0) {
 		_ = kickTx(p.fd)
 	}
 	if i > 0 {

@@ -53,6 +53,12 @@ func (r *ring) release(n uint32) {
 	atomic.StoreUint32(r.consumer, r.cachedCons)
 }
 
+// pending is how many produced descriptors the kernel has not consumed.
+func (r *ring) pending() uint32 {
+	r.cachedCons = atomic.LoadUint32(r.consumer)
+	return r.cachedProd - r.cachedCons
+}
+
 func (r *ring) needWakeup() bool {
 	return atomic.LoadUint32(r.flags)&unix.XDP_RING_NEED_WAKEUP != 0
 }
