@@ -45,3 +45,24 @@ func Open(spec string, cfg Config) (*Port, error) {
 
 // TimestampSource is "none" without DPDK.
 func (p *Port) TimestampSource() string { return "none" }
+
+// The methods below keep the API the same in both builds; a Port is never
+// opened without DPDK, so they are never reached.
+
+// ID is 0 without DPDK.
+func (p *Port) ID() uint16 { return 0 }
+
+// Queues is 0 without DPDK.
+func (p *Port) Queues() int { return 0 }
+
+// Link returns ErrNotBuilt.
+func (p *Port) Link() (bool, uint32, error) { return false, 0, ErrNotBuilt }
+
+// MAC returns ErrNotBuilt.
+func (p *Port) MAC() ([6]byte, error) { return [6]byte{}, ErrNotBuilt }
+
+// XStats returns ErrNotBuilt.
+func (p *Port) XStats() (map[string]uint64, error) { return nil, ErrNotBuilt }
+
+// EthStats returns ErrNotBuilt.
+func (p *Port) EthStats() (dataplane.Stats, error) { return dataplane.Stats{}, ErrNotBuilt }
