@@ -139,6 +139,7 @@ static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
 static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
 	const struct ldaf_txd *in = q->txd;
+	uint64_t bytes = 0;
 	uint16_t k;
 	for (k = 0; k < n; k++) {
 		struct rte_mbuf *m = (struct rte_mbuf *)in[k].m;
@@ -150,7 +151,9 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 		char *buf = (char *)m->buf_addr;
 		char *data = (char *)in[k].data;
 		uint32_t len = in[k].len;
-		if (data >= buf && data + len <= buf + m->buf_len) {
+		if (data == buf + m->data_off) {
+			// The usual case: the frame still starts where rx put it.
+		} else if (data >= buf && data + len <= buf + m->buf_len) {
 			m->data_off = (uint16_t)(data - buf);
 		} else {
 			// The frame was built outside the mbuf (a Go buffer):
@@ -161,17 +164,19 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 			memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
 			m->data_off = RTE_PKTMBUF_HEADROOM;
 		}
-		m->data_len = (uint16_t)len;
-		m->pkt_len = len;
+		if (m->data_len != len) {
+			m->data_len = (uint16_t)len;
+			m->pkt_len = len;
+		}
+		bytes += len;
 		q->mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on the mbuf's 2nd cache line, left alone)
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
-	uint64_t bytes = 0;
-	for (uint16_t i = 0; i < nb; i++)
-		bytes += q->mbufs[i]->data_len;
-	for (uint16_t i = nb; i < k; i++)
+	for (uint16_t i = nb; i < k; i++) {
+		bytes -= q->mbufs[i]->data_len;
 		if (in[i].m == 0)
 			rte_pktmbuf_free(q->mbufs[i]);
+	}
 	q->tx_pkts += nb;
 	q->tx_bytes += bytes;
 	return nb;
