@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,10 @@ type controller struct {
 	settled  atomic.Bool   // nothing queued to send, nothing waiting to pair
 	scratch  []byte
 	cl       synopsis.CompactLDA
-	reported atomic.Uint64 // interval lines emitted
-	movedAt  atomic.Int64  // when the interval clock last moved, ns (time.Now)
+	reported atomic.Uint64   // interval lines emitted
+	movedAt  atomic.Int64    // when the interval clock last moved, ns (time.Now)
+	done     map[uint64]bool // intervals already reported: one line per interval and MEC
+	doneK    []uint64        // their order, to forget old ones
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -56,7 +59,7 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true}
+	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{}}
 }
 
 // endGrace is how long a complete bundle waits for the receiver's copy
@@ -276,6 +279,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	a := c.a
+	if !c.claim(b.Interval) {
+		return
+	}
 	if rc.warmup {
 		// From the receiver's start to the first End marker: not an
 		// interval of the measurement at all (both sides started in the
@@ -421,6 +427,12 @@ func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Inter
 
 // invalid reports interval k invalid for every MEC, with what is known.
 func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
+	if rc != nil && rc.warmup {
+		return // the receiver's warm-up copy: not an interval of the measurement
+	}
+	if !c.claim(k) {
+		return
+	}
 	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
 		r := c.line(k, startNs, endNs, m)
 		var recv uint64
@@ -439,6 +451,23 @@ func (c *controller) emitInvalid(r *report.Interval, received uint64, reason str
 	c.emit(r)
 }
 
+// claim marks interval k reported and says whether it was free: a second
+// verdict on the same interval (e.g. a failure after a restart's partial
+// interval) is logged, not reported again.
+func (c *controller) claim(k uint64) bool {
+	if c.done[k] {
+		c.a.cfg.Log.Debug().Uint64("interval", k).Msg("interval already reported")
+		return false
+	}
+	c.done[k] = true
+	c.doneK = append(c.doneK, k)
+	if len(c.doneK) > 256 {
+		delete(c.done, c.doneK[0])
+		c.doneK = c.doneK[1:]
+	}
+	return true
+}
+
 func (c *controller) emit(r *report.Interval) {
 	c.reported.Add(1)
 	if c.a.cfg.Reports != nil {
@@ -449,6 +478,25 @@ func (c *controller) emit(r *report.Interval) {
 // final reports what is still waiting when the appliance stops, oldest
 // first.
 func (c *controller) final() {
+	// Intervals the control receiver still holds incomplete fail now (it
+	// would have failed them at its timeout); pair what completed.
+	c.a.receiver.Expire(math.MaxInt64)
+	c.results = c.a.receiver.Results(c.results[:0])
+	for _, r := range c.results {
+		switch {
+		case r.Bundle != nil:
+			if rc, ok := c.rcopies[r.Bundle.Interval]; ok {
+				c.pair(r.Bundle, rc)
+				delete(c.rcopies, r.Bundle.Interval)
+			} else {
+				c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle}
+			}
+		case r.Failure != nil:
+			f := r.Failure
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			delete(c.rcopies, f.Interval)
+		}
+	}
 	var ks []uint64
 	for k := range c.rcopies {
 		ks = append(ks, k)

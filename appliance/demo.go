@@ -39,6 +39,14 @@ type DemoConfig struct {
 	TopFlows    int
 	Key         []byte
 	Insecure    bool
+	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
+	// what it transmits). Traffic says, per generator burst, whether to pause
+	// and whether to send malformed frames instead. RestartAt > 0 stops
+	// appliance #1 then and starts a new one (a new session) on the same
+	// ports.
+	WrapSegment func(dataplane.Port) dataplane.Port
+	Traffic     func(elapsed time.Duration) (pause, malformed bool)
+	RestartAt   time.Duration
 	// Reports gets every interval line of the measured direction with the
 	// exact truth (true_*) filled in.
 	Reports func(*report.Interval)
@@ -53,6 +61,7 @@ type DemoSummary struct {
 	LossExact          int // valid intervals whose lost equals the true loss
 	MeanInBound        int // valid intervals whose true mean is inside mean ± mean_ci_ns
 	ApplianceTxDropped uint64
+	Malformed          uint64  // malformed frames the generator sent (Traffic hook)
 	ControlBytesPerInt float64 // mean control bytes per interval (a→b)
 }
 
@@ -78,6 +87,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		} else {
 			cfg.Bounds.MaxDelayNs = 10_000_000
 		}
+		// In one process on a shared machine a worker preempted around its
+		// TxBurst can stamp a frame up to milliseconds late, so a frame
+		// may appear to arrive before it left: allow −1 ms (one bit more).
+		cfg.Bounds.MinDelayNs = -1_000_000
 	}
 	truth, err := dataplane.NewIntervalTruth(DirAtoB)
 	if err != nil {
@@ -157,7 +170,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, IdleSleep: 20 * time.Microsecond, Reports: onReport}
 	c1, c2 := common, common
-	c1.Name, c1.PortA, c1.PortB, c1.Segment, c1.Log = "ldafwd#1", l0.B(), l1.A(), "b", cfg.Log.With().Str("appliance", "#1").Logger()
+	seg1 := dataplane.Port(l1.A())
+	if cfg.WrapSegment != nil {
+		seg1 = cfg.WrapSegment(seg1)
+	}
+	c1.Name, c1.PortA, c1.PortB, c1.Segment, c1.Log = "ldafwd#1", l0.B(), seg1, "b", cfg.Log.With().Str("appliance", "#1").Logger()
 	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", l1.B(), l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
 	a1, err := New(c1)
 	if err != nil {
@@ -198,10 +215,48 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		return sum, err
 	}
 	pk := make([]*dataplane.Packet, 32)
-	start := time.Now()
+	origin := time.Now() // the hooks' clock; start moves past pauses for the rate schedule
+	start := origin
 	end := start.Add(cfg.Duration)
 	id := uint64(1)
+	restarted := cfg.RestartAt <= 0
+	var junk uint64
 	for now := time.Now(); now.Before(end); now = time.Now() {
+		if !restarted && now.Sub(origin) >= cfg.RestartAt {
+			// The sender appliance dies without a graceful stop of its
+			// interval (its control side is gone), and comes back.
+			restarted = true
+			a1.Stop(0)
+			if a1, err = New(c1); err != nil {
+				return sum, fmt.Errorf("demo: restarting appliance #1: %w", err)
+			}
+			a1.Start()
+		}
+		if cfg.Traffic != nil {
+			pause, bad := cfg.Traffic(now.Sub(origin))
+			if pause {
+				// The schedule skips the pause: no backlog burst after it.
+				time.Sleep(200 * time.Microsecond)
+				start = start.Add(time.Since(now))
+				continue
+			}
+			if bad {
+				// Malformed frames: IPv4 headers with an impossible IHL,
+				// truncated IPv6, random bytes. Forwarded and counted,
+				// never measured wrong.
+				n := l0.A().Alloc(pk[:8])
+				for i := 0; i < n; i++ {
+					junk++
+					pk[i].Data = malformedFrame(pk[i].Data[:cap(pk[i].Data)], junk)
+				}
+				if m := l0.A().TxBurst(pk[:n]); m < n {
+					l0.A().Free(pk[m:n])
+				}
+				sum.Malformed += uint64(n)
+				time.Sleep(50 * time.Microsecond)
+				continue
+			}
+		}
 		want := len(pk)
 		if cfg.Rate > 0 {
 			due := uint64(cfg.Rate*now.Sub(start).Seconds()) + 1
@@ -262,4 +317,22 @@ func DemoBounds(maxDelay time.Duration) synopsis.CompactBounds {
 	b := synopsis.DefaultCompactBounds()
 	b.MaxDelayNs = maxDelay.Nanoseconds()
 	return b
+}
+
+// malformedFrame writes one of several broken frames into buf.
+func malformedFrame(buf []byte, i uint64) []byte {
+	buf = buf[:64]
+	for j := range buf {
+		buf[j] = byte(i*131 + uint64(j)*7)
+	}
+	switch i % 3 {
+	case 0: // IPv4 with IHL 2 (below the minimum)
+		buf[12], buf[13], buf[14] = 0x08, 0x00, 0x42
+	case 1: // IPv6 cut inside its header
+		buf[12], buf[13], buf[14] = 0x86, 0xdd, 0x60
+		buf = buf[:30]
+	default: // an unknown EtherType: random bytes after L2
+		buf[12], buf[13] = 0x12, 0x34
+	}
+	return buf
 }

@@ -26,6 +26,7 @@ type IntervalTruth struct {
 	lostTx    []uint64 // tx times of lost frames not yet placed
 	prevEndTx uint64
 	seen      bool
+	session   uint64
 	lastK     uint64 // a duplicated or replayed End marker does not cut again
 	out       *ring.SPSC[TruthInterval]
 	one       [1]TruthInterval
@@ -61,7 +62,11 @@ func NewIntervalTruth(direction uint16) (*IntervalTruth, error) {
 
 // Record is a TruthFunc.
 func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
+	isCtl := len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == control.EtherType
 	if r.Flags&TruthLost != 0 {
+		if isCtl {
+			return // a lost control frame is not traffic (the interval it carried fails instead)
+		}
 		if len(t.lostTx) < cap(t.lostTx) {
 			t.lostTx = append(t.lostTx, r.TxNs)
 		} else {
@@ -70,9 +75,12 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		return
 	}
-	if len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == control.EtherType {
+	if isCtl {
+		// Like the receiver's EndReader: a duplicated or replayed End does
+		// not cut again, but a new session (sender restart) starts afresh.
 		if control.ParseFrame(frame, &t.f) == nil && t.f.Type == control.TypeEnd && t.f.Direction == t.direction &&
-			(!t.seen || t.f.Interval > t.lastK) {
+			(!t.seen || t.f.Session != t.session || t.f.Interval > t.lastK) {
+			t.session = t.f.Session
 			t.endOf(t.f.Interval, r.TxNs)
 		}
 		return // control frames are not traffic

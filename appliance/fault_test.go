@@ -1,0 +1,273 @@
+package appliance_test
+
+import (
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// fault is what faultPort does to one control frame.
+type fault int
+
+const (
+	pass fault = iota
+	drop
+	duplicate
+	truncate
+	forge  // flip a payload byte: the tag no longer authenticates it
+	hold   // send it after the next control frame (reordering)
+	record // keep a copy for replay, and send it
+	replay // send it, then every recorded frame again
+)
+
+// faultPort wraps appliance #1's segment port and applies decide to every
+// control frame it transmits. It runs on the lane's goroutine.
+type faultPort struct {
+	dataplane.Port
+	decide func(f *control.Frame, first uint64) fault
+	first  uint64 // first interval seen: faults are placed relative to it
+	held   *dataplane.Packet
+	saved  [][]byte
+	out    []*dataplane.Packet
+	f      control.Frame
+}
+
+func (p *faultPort) copyOf(b []byte) *dataplane.Packet {
+	one := make([]*dataplane.Packet, 1)
+	if p.Port.Alloc(one) != 1 {
+		return nil
+	}
+	one[0].Data = append(one[0].Data[:0], b...)
+	return one[0]
+}
+
+func (p *faultPort) TxBurst(pkts []*dataplane.Packet) int {
+	out := p.out[:0]
+	for _, q := range pkts {
+		if len(q.Data) < 14 || binary.BigEndian.Uint16(q.Data[12:]) != control.EtherType || control.ParseFrame(q.Data, &p.f) != nil {
+			out = append(out, q)
+			continue
+		}
+		if p.first == 0 {
+			p.first = p.f.Interval
+		}
+		switch p.decide(&p.f, p.first) {
+		case drop:
+			p.Port.Free([]*dataplane.Packet{q})
+			continue
+		case duplicate:
+			out = append(out, q)
+			if c := p.copyOf(q.Data); c != nil {
+				out = append(out, c)
+			}
+			continue
+		case truncate:
+			q.Data = q.Data[:len(q.Data)/2]
+		case forge:
+			q.Data[len(q.Data)-20] ^= 0x40 // inside the payload or tag
+		case hold:
+			if p.held == nil {
+				p.held = q
+				continue
+			}
+		case record:
+			p.saved = append(p.saved, append([]byte(nil), q.Data...))
+		case replay:
+			out = append(out, q)
+			for _, b := range p.saved {
+				if c := p.copyOf(b); c != nil {
+					out = append(out, c)
+				}
+			}
+			p.saved = nil
+			continue
+		}
+		out = append(out, q)
+		if p.held != nil && p.held != q {
+			out = append(out, p.held)
+			p.held = nil
+		}
+	}
+	p.out = out
+	for sent := 0; sent < len(out); {
+		sent += p.Port.TxBurst(out[sent:])
+	}
+	return len(pkts)
+}
+
+// TestFaults is issue 6's fault list, end to end through two appliances:
+// no crash, no wrong number reported as valid, recovery within 2 intervals.
+func TestFaults(t *testing.T) {
+	const iv = 300 * time.Millisecond
+	// Faults hit interval X = first + 3 (the first few are warm-up).
+	at := func(f *control.Frame, first uint64) bool { return f.Interval == first+3 }
+	cases := []struct {
+		name string
+		// decide places the fault; mustFail lists intervals (relative to X)
+		// that must be invalid.
+		decide    func(f *control.Frame, first uint64) fault
+		mustFail  []int
+		traffic   func(time.Duration) (bool, bool)
+		restartAt time.Duration
+	}{
+		{name: "drop-fragment", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type == control.TypeFragment && f.FragIndex == 0 {
+				return drop
+			}
+			return pass
+		}, mustFail: []int{0}},
+		{name: "drop-end", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type == control.TypeEnd {
+				return drop
+			}
+			return pass
+		}, mustFail: []int{0, 1}},
+		{name: "duplicate", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) {
+				return duplicate
+			}
+			return pass
+		}},
+		{name: "reorder", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type != control.TypeEnd {
+				return hold
+			}
+			return pass
+		}},
+		{name: "truncate", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type == control.TypeFragment {
+				return truncate
+			}
+			return pass
+		}, mustFail: []int{0}},
+		{name: "forge-fragment", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type == control.TypeFragment {
+				return forge
+			}
+			return pass
+		}, mustFail: []int{0}},
+		{name: "forge-end", decide: func(f *control.Frame, first uint64) fault {
+			if at(f, first) && f.Type == control.TypeEnd {
+				return forge
+			}
+			return pass
+		}, mustFail: []int{0, 1}},
+		{name: "replay", decide: func(f *control.Frame, first uint64) fault {
+			switch {
+			case at(f, first):
+				return record
+			case f.Interval == first+5 && f.Type == control.TypeEnd:
+				return replay
+			}
+			return pass
+		}},
+		{name: "peer-restart", decide: func(*control.Frame, uint64) fault { return pass }, restartAt: 5 * iv / 2},
+		{name: "traffic-pause", decide: func(*control.Frame, uint64) fault { return pass },
+			traffic: func(e time.Duration) (bool, bool) { return e > 4*iv && e < 6*iv, false }},
+		{name: "malformed-burst", decide: func(*control.Frame, uint64) fault { return pass },
+			traffic: func(e time.Duration) (bool, bool) { return false, e > 4*iv && e < 5*iv }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			delay, _ := model.NewWeibull(30_000, 0.7)
+			loss, _ := model.NewUniformLoss(0.001)
+			cl, _ := classifier.NewClassifier(nil)
+			key := []byte("0123456789abcdef0123456789abcdef")
+			var mu sync.Mutex
+			var lines []report.Interval
+			fp := &faultPort{decide: tc.decide}
+			sum, err := appliance.RunDemo(appliance.DemoConfig{
+				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 50,
+				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Key: key,
+				WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+				Traffic:     tc.traffic, RestartAt: tc.restartAt,
+				Reports: func(r *report.Interval) {
+					mu.Lock()
+					lines = append(lines, *r)
+					mu.Unlock()
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.ApplianceTxDropped != 0 {
+				t.Errorf("appliances dropped %d frames", sum.ApplianceTxDropped)
+			}
+			if fp.first == 0 && tc.restartAt == 0 {
+				t.Fatal("no control frame went through the fault port")
+			}
+			x := int64(fp.first) + 3
+			var lastBad int64
+			for _, r := range lines {
+				t.Logf("%d (X%+d) valid=%v lost=%d true_lost=%v mean=%.0f±%.0f %s", r.Interval, r.Interval-x, r.Valid, r.Lost, deref(r.TrueLost), r.MeanNs, r.MeanCINs, r.Reason)
+				if !r.Valid {
+					lastBad = max(lastBad, r.Interval)
+					continue
+				}
+				// No wrong number reported as valid.
+				if r.TrueLost != nil && r.Lost != *r.TrueLost {
+					t.Errorf("interval %d valid with lost %d, true %d", r.Interval, r.Lost, *r.TrueLost)
+				}
+				if r.TrueMeanNs != nil && abs(r.MeanNs-*r.TrueMeanNs) > 3*r.MeanCINs {
+					t.Errorf("interval %d valid with mean %.0f ± %.0f, true %.0f", r.Interval, r.MeanNs, r.MeanCINs, *r.TrueMeanNs)
+				}
+			}
+			for _, d := range tc.mustFail {
+				for _, r := range lines {
+					if r.Interval == x+int64(d) && r.Valid {
+						t.Errorf("interval X%+d reported valid despite the fault", d)
+					}
+				}
+			}
+			// Recovery within 2 intervals: X+2 or X+3 (X+3 when the fault
+			// spans two, like a traffic pause) is valid again. (Later
+			// intervals can fail on their own: the segment loses 0.1 % of
+			// all frames, control frames too.)
+			recovered := false
+			for _, r := range lines {
+				if (r.Interval == x+2 || r.Interval == x+3) && r.Valid {
+					recovered = true
+				}
+			}
+			if !recovered && tc.restartAt == 0 {
+				t.Errorf("neither X+2 nor X+3 is valid: no recovery within 2 intervals (last invalid %d)", lastBad-x)
+			}
+			if tc.restartAt > 0 {
+				// The restart happens during X−1: X+1 or X+2 must be valid.
+				ok := false
+				for _, r := range lines {
+					if (r.Interval == x+1 || r.Interval == x+2) && r.Valid {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Error("no valid interval within 2 intervals of the sender's restart")
+				}
+			}
+		})
+	}
+}
+
+func deref(p *uint64) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
