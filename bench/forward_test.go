@@ -40,6 +40,11 @@ func TestForwardRing(t *testing.T) {
 		if r.Packets == 0 || r.Mpps <= 0 {
 			t.Errorf("%s: forwarded nothing: %+v", mode, r)
 		}
+		// The thread's CPU time is at most the wall time (a little slack
+		// for the two clocks' granularity) and is not zero.
+		if r.CPU <= 0 || r.CPUNsPerPkt <= 0 || r.CPUShare <= 0 || r.CPUShare > 1.05 {
+			t.Errorf("%s: CPU time %v for %v wall (share %.3f)", mode, r.CPU, r.Elapsed, r.CPUShare)
+		}
 		if mode != ModeOff && (r.Recorded < r.Packets || r.Recorded > r.Packets+64) {
 			t.Errorf("%s: recorded %d of %d forwarded", mode, r.Recorded, r.Packets)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
@@ -36,14 +37,28 @@ type Stage struct {
 // PerPacketStages are the stages of issue 2's cost question, cheapest first:
 // hashing a pre-gathered invariant window alone (xxhash), the packet
 // identity (locate headers, gather the invariant bytes, hash), and the full
-// per-packet measurement (identity + MEC classify + synopsis update).
+// per-packet measurement (identity + MEC classify + synopsis update) with
+// each synopsis (LDA with one and with three MEC rules, RDA, LDS) and with
+// all of them at once (issue 3's table).
 func PerPacketStages(frames [][]byte) ([]Stage, error) {
-	// The invariant window the identity hashes is ≤ 64 bytes for these
-	// frames (addresses, id/length/flow label, L4 header without checksum,
-	// first payload bytes); hash the same amount from a fixed array.
-	windows := make([][64]byte, len(frames))
+	// The baseline hashes exactly as many bytes as the identity does for
+	// each frame — the 48 invariant bytes of an IPv4 packet, 80 of an
+	// IPv6 one, 64 otherwise (classifier/parse.go) — gathered beforehand
+	// into a contiguous window.
+	windows := make([][80]byte, len(frames))
+	wlen := make([]int, len(frames))
+	var pm classifier.Meta
 	for i, f := range frames {
-		copy(windows[i][:], f[14:])
+		copy(windows[i][:], f[min(14, len(f)):])
+		classifier.Parse(f, &pm)
+		switch {
+		case pm.Flags&classifier.FlagIPv4 != 0:
+			wlen[i] = 48
+		case pm.Flags&classifier.FlagIPv6 != 0:
+			wlen[i] = 80
+		default:
+			wlen[i] = 64
+		}
 	}
 	cl, err := classifier.NewClassifier(nil)
 	if err != nil {
@@ -66,7 +81,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 		{"xxhash-window", func(fr [][]byte) uint64 {
 			var x uint64
 			for i := range fr {
-				x ^= xxhash.Sum64(windows[i][:])
+				x ^= xxhash.Sum64(windows[i][:wlen[i]])
 			}
 			return x
 		}},
@@ -108,11 +123,51 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			return x
 		}},
 	}
-	return append(stages, extraStages(frames, cl, &meta)...), nil
+	ldsCfg, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: 10_000})
+	if err != nil {
+		return nil, err
+	}
+	lds, err := synopsis.NewLDS(ldsCfg)
+	if err != nil {
+		return nil, err
+	}
+	// The measuring lane's per-packet work with every synopsis: exactly
+	// what dataplane.SynSet.Record does (LDA + RDA per MEC, LDS with the
+	// packed flow key for the flow table).
+	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
+	rdaCfg := synopsis.DefaultRDAConfig()
+	syn.RDA, syn.LDS = &rdaCfg, &ldsCfg
+	set, err := dataplane.NewSynSet(syn)
+	if err != nil {
+		return nil, err
+	}
+	stages = append(stages,
+		Stage{"identity-classify-lds", func(fr [][]byte) uint64 {
+			var x uint64
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				_ = cl.Classify(&meta)
+				ts += 100
+				if meta.FlowHash != 0 {
+					k := synopsis.PackFlowKey(meta.Flow.Src, meta.Flow.Dst, meta.Flow.SrcPort, meta.Flow.DstPort, meta.Flow.Proto, meta.Flow.IPv6)
+					lds.AddFlow(meta.FlowHash, meta.Hash, ts, 1, &k)
+				}
+				x ^= meta.Hash
+			}
+			return x
+		}},
+		Stage{"identity-classify-all", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.Parse(f, &meta)
+				mec := cl.Classify(&meta)
+				ts += 100
+				set.Record(&meta, mec, ts)
+			}
+			return set.Frames
+		}},
+	)
+	return stages, nil
 }
-
-// extraStages is where synopses that land later (LDS) add their stage.
-var extraStages = func(frames [][]byte, cl *classifier.Classifier, meta *classifier.Meta) []Stage { return nil }
 
 // Measurement is a stage's cost, median over rounds.
 type Measurement struct {

@@ -280,36 +280,44 @@ func (l *Lane) receive(n int, now uint64) {
 }
 
 // receiveSender parses and classifies the burst into the tx buffer's
-// metadata slots (recorded at transmission, see record) and queues it. It
-// returns the number of malformed frames.
+// metadata slots (recorded at transmission, see record) and queues it, in
+// order, behind what the buffer holds. It returns the number of malformed
+// frames. The per-slot arrays are sliced to the burst once, so the loop
+// has no bounds checks and no per-frame bookkeeping stores but the Meta.
 func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
-	cl := l.cfg.Classifier
-	for _, p := range rx {
-		slot := l.txN
-		m := &l.txMeta[slot]
-		classifier.Parse(p.Data, m)
-		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
-			if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+	cl, oneClass := l.cfg.Classifier, l.oneClass
+	t, n := l.txN, len(rx)
+	pkts := l.txPkts[t : t+n]
+	metas := l.txMeta[t : t+n]
+	mecs := l.txMec[t : t+n]
+	rec := l.txRec[t : t+n]
+	copy(pkts, rx)
+	clear(l.txOwn[t : t+n])
+	var passed uint64
+	for i := range metas {
+		m := &metas[i]
+		classifier.Parse(pkts[i].Data, m)
+		rec[i], mecs[i] = true, 0
+		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
+			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 				malformed++
 			}
-			if m.Flags&classifier.FlagControl != 0 {
+			if f&classifier.FlagControl != 0 {
 				// A control frame of someone else's is traffic we forward
 				// but never record: the peer strips every control frame,
 				// so recording it would count as loss.
-				l.Stats.ControlPassed.Add(1)
-				l.queue(p, false, false)
+				rec[i] = false
+				passed++
 				continue
 			}
 		}
-		mec := uint16(0)
-		if !l.oneClass {
-			mec = cl.Classify(m)
+		if !oneClass {
+			mecs[i] = cl.Classify(m)
 		}
-		l.txMec[slot] = mec
-		l.txPkts[slot] = p
-		l.txRec[slot] = true
-		l.txOwn[slot] = false
-		l.txN = slot + 1
+	}
+	l.txN = t + n
+	if passed > 0 {
+		l.Stats.ControlPassed.Add(passed)
 	}
 	return malformed
 }
