@@ -263,14 +263,33 @@ func TestLabTwoProcessesDPDK(t *testing.T) {
 	})
 }
 
-// runLab runs the lab with port specs from spec(ifname, n), n the
-// vdev instance number within one process.
-func runLab(t *testing.T, bin string, spec func(ifname string, n int) string) {
-	gen := nettest.NewVeth(t, nettest.Options{})
-	w1 := nettest.NewVeth(t, nettest.Options{})
-	w2 := nettest.NewVeth(t, nettest.Options{})
-	sink := nettest.NewVeth(t, nettest.Options{})
+// lab is the topology of TestLabTwoProcesses with its relay and sink
+// running; the appliances are started by the tests.
+type lab struct {
+	t                   *testing.T
+	bin                 string
+	spec                func(ifname string, n int) string
+	gen, w1, w2, sink   *nettest.Veth
+	interval            time.Duration
+	common              []string
+	r1, r2              *rawSock
+	dropped             atomic.Uint64 // data frames the relay dropped a→b
+	relayed, relayedBak atomic.Uint64
+	sunk, strays        atomic.Uint64
+	stopRelay, stopSink chan struct{}
+	relays              sync.WaitGroup
+	sinkDone            chan struct{}
+	gs                  *rawSock
+	seq                 uint64 // frames the generator sent
+}
 
+func newLab(t *testing.T, bin string, spec func(ifname string, n int) string) *lab {
+	l := &lab{t: t, bin: bin, spec: spec, interval: 200 * time.Millisecond,
+		stopRelay: make(chan struct{}), stopSink: make(chan struct{}), sinkDone: make(chan struct{})}
+	l.gen = nettest.NewVeth(t, nettest.Options{})
+	l.w1 = nettest.NewVeth(t, nettest.Options{})
+	l.w2 = nettest.NewVeth(t, nettest.Options{})
+	l.sink = nettest.NewVeth(t, nettest.Options{})
 	keyFile := filepath.Join(t.TempDir(), "lab.key")
 	key, err := control.GenerateKey()
 	if err != nil {
@@ -279,132 +298,161 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string) {
 	if err := control.WriteKeyFile(keyFile, key, false); err != nil {
 		t.Fatal(err)
 	}
-	interval := 200 * time.Millisecond
-	common := []string{"--interval", interval.String(), "--key-file", keyFile, "--format", "json", "--max-delay", "200ms", "--idle-sleep", "50us",
+	l.common = []string{"--interval", l.interval.String(), "--key-file", keyFile, "--format", "json", "--max-delay", "200ms", "--idle-sleep", "50us",
 		"--min-delay", "-1ms", "--stats-interval", "1s", "--log-level", "info"}
-	p1 := startLdafwd(t, "ldafwd#1", bin, append([]string{"--port-a", spec(gen.Host, 0), "--port-b", spec(w1.Host, 1), "--segment-port", "b"}, common...)...)
-	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", spec(w2.Host, 0), "--port-b", spec(sink.Host, 1), "--segment-port", "a",
-		"--metrics-addr", "127.0.0.1:0"}, common...)...)
 
 	// The segment: relay between the two wire namespaces.
-	r1, r2 := openRaw(t, w1.NS, w1.Peer), openRaw(t, w2.NS, w2.Peer)
-	var dropped, relayed, relayedBack atomic.Uint64
-	stopRelay := make(chan struct{})
-	var relays sync.WaitGroup
+	l.r1, l.r2 = openRaw(t, l.w1.NS, l.w1.Peer), openRaw(t, l.w2.NS, l.w2.Peer)
 	relay := func(from, to *rawSock, drop bool, n *atomic.Uint64) {
-		defer relays.Done()
+		defer l.relays.Done()
 		buf := make([]byte, 2048)
 		data := uint64(0)
 		for {
 			select {
-			case <-stopRelay:
+			case <-l.stopRelay:
 				return
 			default:
 			}
-			l := from.recv(buf, 20*time.Millisecond)
-			if l == 0 {
+			n0 := from.recv(buf, 20*time.Millisecond)
+			if n0 == 0 {
 				continue
 			}
-			if drop && l >= 14 && binary.BigEndian.Uint16(buf[12:14]) == 0x0800 {
+			if drop && n0 >= 14 && binary.BigEndian.Uint16(buf[12:14]) == 0x0800 {
 				data++
 				if data%97 == 0 {
-					dropped.Add(1)
+					l.dropped.Add(1)
 					continue
 				}
 			}
-			if err := to.send(buf[:l]); err != nil {
+			if err := to.send(buf[:n0]); err != nil {
 				t.Errorf("relay send: %v", err)
 				return
 			}
 			n.Add(1)
 		}
 	}
-	relays.Add(2)
-	go relay(r1, r2, true, &relayed)
-	go relay(r2, r1, false, &relayedBack)
-	defer func() {
-		select {
-		case <-stopRelay:
-		default:
-			close(stopRelay)
-		}
-		relays.Wait()
-	}()
+	l.relays.Add(2)
+	go relay(l.r1, l.r2, true, &l.relayed)
+	go relay(l.r2, l.r1, false, &l.relayedBak)
 
 	// Sink: count our frames, and anything else that comes out.
-	sk := openRaw(t, sink.NS, sink.Peer)
-	var sunk, strays atomic.Uint64
-	stopSink := make(chan struct{})
-	sinkDone := make(chan struct{})
+	sk := openRaw(t, l.sink.NS, l.sink.Peer)
 	go func() {
-		defer close(sinkDone)
+		defer close(l.sinkDone)
 		buf := make([]byte, 2048)
 		for {
 			select {
-			case <-stopSink:
+			case <-l.stopSink:
 				return
 			default:
 			}
-			l := sk.recv(buf, 20*time.Millisecond)
-			if l == 0 {
+			n := sk.recv(buf, 20*time.Millisecond)
+			if n == 0 {
 				continue
 			}
-			if tag, _, ok := nettest.ParseFrame(buf[:l]); ok && tag == labTag {
-				sunk.Add(1)
+			if tag, _, ok := nettest.ParseFrame(buf[:n]); ok && tag == labTag {
+				l.sunk.Add(1)
 			} else {
-				strays.Add(1)
+				l.strays.Add(1)
 			}
 		}
 	}()
+	l.gs = openRaw(t, l.gen.NS, l.gen.Peer)
+	t.Cleanup(l.shutdown)
+	return l
+}
 
-	// Wait until #2 reports a>b intervals (both appliances are up, the
-	// session's partial first interval is behind us).
-	warm := time.Now().Add(15 * time.Second)
+// start1 and start2 start ldafwd#1 (gen → segment) and ldafwd#2
+// (segment → sink, with metrics).
+func (l *lab) start1(name string) *proc {
+	return startLdafwd(l.t, name, l.bin, append([]string{"--port-a", l.spec(l.gen.Host, 0), "--port-b", l.spec(l.w1.Host, 1), "--segment-port", "b"}, l.common...)...)
+}
+
+func (l *lab) start2(name string) *proc {
+	return startLdafwd(l.t, name, l.bin, append([]string{"--port-a", l.spec(l.w2.Host, 0), "--port-b", l.spec(l.sink.Host, 1), "--segment-port", "a",
+		"--metrics-addr", "127.0.0.1:0"}, l.common...)...)
+}
+
+// waitAB waits up to 15 s until p has reported n a>b interval lines in
+// all, failing the test otherwise.
+func (l *lab) waitAB(p *proc, n int, others ...*proc) {
+	l.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
 	for {
-		ivs, _ := p2.records(t)
-		n := 0
+		ivs, _ := p.records(l.t)
+		k := 0
 		for _, r := range ivs {
-			if r.Direction == "a>b" {
-				n++
+			if r.Direction == "a>b" && r.MEC == "all" {
+				k++
 			}
 		}
-		if n >= 2 {
-			break
+		if k >= n {
+			return
 		}
-		if time.Now().After(warm) {
-			t.Fatalf("ldafwd#2 reported no a>b interval within 15 s\n#1:\n%s\n#2:\n%s", p1.stderr(), p2.stderr())
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, o := range append([]*proc{p}, others...) {
+				fmt.Fprintf(&b, "%s:\n%s\n", o.name, o.stderr())
+			}
+			l.t.Fatalf("%s reported %d of %d a>b intervals within 15 s\n%s", p.name, k, n, b.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
 
-	// Traffic from the generator namespace at about 10 kpps.
-	gs := openRaw(t, gen.NS, gen.Peer)
-	dur, rate := 3*time.Second, 10_000.0
-	if testing.Short() {
-		dur = 1500 * time.Millisecond
-	}
-	var sent uint64
-	start := time.Now()
+// send generates IPv4/UDP frames from the generator namespace at rate
+// frames per second for dur.
+func (l *lab) send(dur time.Duration, rate float64) {
+	l.t.Helper()
+	start, base := time.Now(), l.seq
 	for time.Since(start) < dur {
-		due := uint64(time.Since(start).Seconds() * rate)
-		for ; sent < due; sent++ {
-			f := nettest.UDPFrame(gen.HostMAC, gen.PeerMAC, labTag, sent, 128, uint16(1000+sent%64))
-			if err := gs.send(f); err != nil {
-				t.Fatalf("generator: %v", err)
+		due := base + uint64(time.Since(start).Seconds()*rate)
+		for ; l.seq < due; l.seq++ {
+			f := nettest.UDPFrame(l.gen.HostMAC, l.gen.PeerMAC, labTag, l.seq, 128, uint16(1000+l.seq%64))
+			if err := l.gs.send(f); err != nil {
+				l.t.Fatalf("generator: %v", err)
 			}
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// shutdown stops the relay and the sink (idempotent).
+func (l *lab) shutdown() {
+	select {
+	case <-l.stopRelay:
+		return
+	default:
+	}
+	close(l.stopRelay)
+	l.relays.Wait()
+	close(l.stopSink)
+	<-l.sinkDone
+}
+
+// runLab runs the lab with port specs from spec(ifname, n), n the
+// vdev instance number within one process.
+func runLab(t *testing.T, bin string, spec func(ifname string, n int) string) {
+	l := newLab(t, bin, spec)
+	p1, p2 := l.start1("ldafwd#1"), l.start2("ldafwd#2")
+	// Both appliances up, the session's partial first interval behind.
+	l.waitAB(p2, 2, p1)
+
+	// Traffic from the generator namespace at about 10 kpps.
+	dur := 3 * time.Second
+	if testing.Short() {
+		dur = 1500 * time.Millisecond
+	}
+	l.send(dur, 10_000)
+	sent := l.seq
 	// Let the last frames through and close two more intervals, then stop
 	// #1 first (its last interval's synopses go in-band to #2), then #2.
-	time.Sleep(2 * interval)
+	time.Sleep(2 * l.interval)
 	checkMetrics(t, p2)
 	p1.stop(t, 10*time.Second)
 	p2.stop(t, 10*time.Second)
-	close(stopRelay)
-	relays.Wait()
-	close(stopSink)
-	<-sinkDone
+	l.shutdown()
+	dropped, relayed, relayedBack, sunk, strays, r1, r2 := &l.dropped, &l.relayed, &l.relayedBak, &l.sunk, &l.strays, l.r1, l.r2
 
 	ivs, ports2 := p2.records(t)
 	_, ports1 := p1.records(t)
@@ -492,4 +540,75 @@ func checkMetrics(t *testing.T, p *proc) {
 			t.Errorf("%s /metrics lacks %q", p.name, want)
 		}
 	}
+}
+
+// TestLabPeerRestart kills ldafwd#1 with SIGKILL in the middle of the
+// traffic (no clean stop: its XDP programs stay attached, its session
+// ends mid-interval) and starts it again. The new process's afxdp ports
+// clean up the stale programs, ldafwd#2 keeps running and reports the gap
+// and the new session's partial first interval as invalid, and is valid
+// again within two intervals of the restart; valid intervals stay exact.
+func TestLabPeerRestart(t *testing.T) {
+	nettest.Require(t)
+	l := newLab(t, ldafwdBinary(t, false), func(ifname string, _ int) string { return "afxdp:" + ifname })
+	p1, p2 := l.start1("ldafwd#1"), l.start2("ldafwd#2")
+	l.waitAB(p2, 2, p1)
+	l.send(time.Second, 5000)
+
+	_ = p1.cmd.Process.Kill()
+	select {
+	case <-p1.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ldafwd#1 did not die of SIGKILL within 10 s")
+	}
+	p1b := l.start1("ldafwd#1 (restarted)")
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(p1b.stderr(), `"message":"appliance started"`) {
+		if time.Now().After(deadline) || p1b.cmd.ProcessState != nil {
+			t.Fatalf("restarted ldafwd#1 did not start within 15 s:\n%s", p1b.stderr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	kRestart := time.Now().UnixNano() / l.interval.Nanoseconds()
+	l.send(2*time.Second, 5000)
+	time.Sleep(2 * l.interval)
+	p1b.stop(t, 10*time.Second)
+	p2.stop(t, 10*time.Second)
+	l.shutdown()
+
+	ivs, _ := p2.records(t)
+	firstValid, invalidAround := int64(-1), 0
+	var lostValid uint64
+	for _, r := range ivs {
+		if r.Direction != "a>b" || r.MEC != "all" {
+			continue
+		}
+		if !r.Valid {
+			if r.Interval >= kRestart-8 && r.Interval <= kRestart+1 {
+				invalidAround++
+			}
+			t.Logf("interval %d (restart at %d): invalid: %s", r.Interval, kRestart, r.Reason)
+			continue
+		}
+		if r.Sent-r.Received != r.Lost {
+			t.Errorf("interval %d: sent %d − received %d ≠ lost %d", r.Interval, r.Sent, r.Received, r.Lost)
+		}
+		lostValid += r.Lost
+		if r.Interval > kRestart && firstValid < 0 && r.Sent > 0 {
+			firstValid = r.Interval
+		}
+	}
+	if invalidAround == 0 {
+		t.Errorf("no invalid interval around the restart (interval %d)", kRestart)
+	}
+	if firstValid < 0 || firstValid > kRestart+2 {
+		t.Errorf("first valid interval with traffic after the restart (interval %d): %d, want within 2", kRestart, firstValid)
+	}
+	if lostValid > l.dropped.Load() {
+		t.Errorf("Σ lost over valid intervals %d > %d frames the relay dropped", lostValid, l.dropped.Load())
+	}
+	if !strings.Contains(p2.stderr(), `"message":"appliance stopped"`) {
+		t.Errorf("ldafwd#2 did not stop cleanly:\n%s", p2.stderr())
+	}
+	t.Logf("restart at interval %d, first valid after it %d; Σ lost (valid) %d of %d dropped; sent %d, sink %d", kRestart, firstValid, lostValid, l.dropped.Load(), l.seq, l.sunk.Load())
 }
