@@ -27,7 +27,8 @@
 // # Experiments
 //
 // Build("fig4"|"fig5"|"fig6", Options) returns the Scenarios of a figure
-// ("custom" runs Options.Delay and Options.LossKind against the LDA tuned
+// (fig6's LDA is tuned for Options.DesignLosses, the paper's 0.005 and 0.1
+// by default; "custom" runs Options.Delay and Options.LossKind against the LDA tuned
 // for Options.DesignLosses, the appliance's default LDA and the probes);
 // Runner.Run runs one (its runs in parallel) and returns a Point per
 // method: relative errors of mean and std-dev (average, standard error,
@@ -37,8 +38,8 @@
 // them. WriteTable, WriteCSV and WritePlots render points.
 //
 // Departures from the paper, each commented where it is made: sampling
-// probabilities are powers of two (the nearest to p = α·m/(L+1), see
-// TunedSampleLog2); the three-bank LDA of Sec. IV-B has 1/4, 1/2, 1/4 of
+// probabilities are powers of two (the one maximising p·e^(−p/p*) around
+// p* = α·m/(L+1), in effect the nearest in log scale, see TunedSampleLog2); the three-bank LDA of Sec. IV-B has 1/4, 1/2, 1/4 of
 // the counters (rows are powers of two), not thirds; the std-dev estimator
 // is the synopsis package's centred form of eq. 5.
 //

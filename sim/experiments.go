@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/ldafwd/ldafwd/model"
@@ -40,6 +39,7 @@ type Options struct {
 	// packets) and the design loss rates of a multi-bank LDA; it compares
 	// that LDA, the single bank tuned for the true loss, the appliance's
 	// default LDA (synopsis.DefaultLDAConfig) and probes at ProbeRates.
+	// DesignLosses is also fig6's LDA (paper: 0.005, 0.1).
 	Delay        model.Delay
 	LossKind     string
 	DesignLosses []float64
@@ -136,26 +136,20 @@ func Build(name string, o Options) ([]Scenario, error) {
 	return nil, fmt.Errorf("sim: unknown experiment %q (want %s or custom)", name, strings.Join(Experiments, ", "))
 }
 
-// TunedSampleLog2 is k such that 2^-k is the power of two nearest (in
-// log scale) to the paper's p = α·rows/(L+1), L = packets·loss (Sec.
-// III-D), capped to [0, LDAMaxSampleLog2].
+// TunedSampleLog2 is k such that 2^-k is the power of two that best
+// approximates the paper's p = α·rows/(L+1), L = packets·loss (Sec.
+// III-D): synopsis.SampleLog2, the rule synopsis.SizeLDA uses too.
 //
 // Departure from the paper: the LDA samples by leading zeros of the hash
-// (Sec. III-B), so p must be a power of two. Rounding to the nearest one
-// keeps the effective α within a factor √2 of the chosen α (0.35…0.71 for
-// α = 0.5); the expected effective sample size, ≈ p·R·e^(−pL/m) ∝ α·e^(−α),
-// is then at worst 18 % below its value at α = 0.5. synopsis.SizeLDA, the
-// appliance's sizing helper, rounds down instead (never above the design
-// p; α in 0.25…0.5, up to 36 % fewer samples); the simulation of an
-// optimally tuned bank should not carry that penalty.
+// (Sec. III-B), so p must be a power of two. Of the two around p this takes
+// the one maximising p·e^(−p/p*) — for α = 1 the expected effective sample
+// size p·R·e^(−pL/m) itself — which is in effect the nearest in log scale
+// (a factor 0.69…1.44 of p*, effective α 0.35…0.72 for α = 0.5).
 func TunedSampleLog2(packets int, loss float64, rows int, alpha float64) uint8 {
-	L := float64(packets) * loss
-	p := alpha * float64(rows) / (L + 1)
-	if p >= 1 {
-		return 0
+	if packets < 0 {
+		packets = 0
 	}
-	k := math.Round(-math.Log2(p))
-	return uint8(math.Min(k, synopsis.LDAMaxSampleLog2))
+	return synopsis.SampleLog2(uint64(packets), loss, rows, alpha)
 }
 
 // TunedLDA is an LDA of len(rows) banks, bank j with rows[j] rows tuned
@@ -281,7 +275,8 @@ func fig5(o Options) ([]Scenario, error) {
 	return out, nil
 }
 
-// fig6: Sec. IV-C — the two-bank LDA against Poisson active probes,
+// fig6: Sec. IV-C — the two-bank LDA (o.DesignLosses, by default the
+// paper's 0.005 and 0.1) against Poisson active probes,
 // Weibull β = 0.6, loss in exponentially distributed episodes of about
 // o.Burst packets.
 func fig6(o Options) ([]Scenario, error) {
@@ -289,14 +284,17 @@ func fig6(o Options) ([]Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	two := multiBank(o)[0]
+	// The paper's LDA (2 × 512 tuned for 0.005 and 0.1) unless the
+	// operator asked for other design loss rates ("operators may find
+	// others better suited", Sec. IV-B).
+	rows, label := designBanks(o)
 	var out []Scenario
 	for _, l := range o.Losses {
 		loss, err := model.NewBurstyLoss(l, o.Burst)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
-		lda, err := LDASpec(two.label, TunedLDA(o.Packets, two.rows, two.losses, o.Alpha), o.Confidence)
+		lda, err := LDASpec(label, TunedLDA(o.Packets, rows, o.DesignLosses, o.Alpha), o.Confidence)
 		if err != nil {
 			return nil, err
 		}
@@ -329,15 +327,7 @@ func custom(o Options) ([]Scenario, error) {
 		}
 		d = w
 	}
-	rows := make([]int, len(o.DesignLosses))
-	for i := range rows {
-		rows[i] = 1 << (bitsLen(o.Counters/len(rows)) - 1)
-	}
-	var labels []string
-	for _, l := range o.DesignLosses {
-		labels = append(labels, fmt.Sprintf("%g", l))
-	}
-	designLabel := fmt.Sprintf("LDA %d banks (%s)", len(rows), strings.Join(labels, ", "))
+	rows, designLabel := designBanks(o)
 	var out []Scenario
 	for _, l := range o.Losses {
 		var loss model.Loss
@@ -376,6 +366,21 @@ func custom(o Options) ([]Scenario, error) {
 		})
 	}
 	return out, nil
+}
+
+// designBanks splits o.Counters evenly (rounded down to powers of two)
+// over one bank per o.DesignLosses rate and labels that LDA like the
+// paper's multi-bank curves, "LDA 2 banks (0.005, 0.1)".
+func designBanks(o Options) ([]int, string) {
+	rows := make([]int, len(o.DesignLosses))
+	for i := range rows {
+		rows[i] = 1 << (bitsLen(o.Counters/len(rows)) - 1)
+	}
+	var labels []string
+	for _, l := range o.DesignLosses {
+		labels = append(labels, fmt.Sprintf("%g", l))
+	}
+	return rows, fmt.Sprintf("LDA %d banks (%s)", len(rows), strings.Join(labels, ", "))
 }
 
 // bitsLen is the number of bits needed to represent n (n ≥ 1).

@@ -242,6 +242,9 @@ func TestTunedSampleLog2(t *testing.T) {
 		{5_000_000, 0.1, 512, 0.5, 11},   // p = 5.12e-4
 		{1000, 0.5, 2, 0.5, 9},           // p = 1/501
 		{1 << 40, 0.9, 2, 0.001, 48},     // capped
+		{5_000_000, 0.2, 1024, 0.7, 10},  // p = 7.17e-4 → 2^-10.45 → 10
+		{5_000_000, 0.1, 1024, 0.6, 10},  // p = 1.23e-3 → 2^-9.67 → 10
+		{-1, 0.1, 1024, 0.5, 0},          // no packets: p ≥ 1
 	}
 	for _, tt := range tests {
 		if got := TunedSampleLog2(tt.n, tt.loss, tt.rows, tt.alpha); got != tt.want {
@@ -277,6 +280,28 @@ func TestBuild(t *testing.T) {
 	// Sec. IV-B: 2 banks of 512 tuned for 0.005 and 0.1 at N = 5e6.
 	if !contains(cfgs, "512@2^-7 512@2^-11") {
 		t.Errorf("fig5 configs %q lack the paper's two-bank LDA", cfgs)
+	}
+	// Fig. 6: the paper's two-bank LDA by default, the operator's design
+	// loss rates when given (Sec. IV-B: "operators may find others better
+	// suited"): 0.5·512/5001 = 2^-4.29 → 2^-4, 0.5·512/250001 = 2^-9.93 → 2^-10.
+	for _, tt := range []struct {
+		design      []float64
+		label, want string
+	}{
+		{nil, "LDA 2 banks (0.005, 0.1)", "512@2^-7 512@2^-11"},
+		{[]float64{0.001, 0.05}, "LDA 2 banks (0.001, 0.05)", "512@2^-4 512@2^-10"},
+	} {
+		o := DefaultOptions()
+		if tt.design != nil {
+			o.DesignLosses = tt.design
+		}
+		sc, err := Build("fig6", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := sc[0].Methods[0]; m.Label != tt.label || m.Config != tt.want {
+			t.Errorf("fig6 design %v: LDA %q %q, want %q %q", tt.design, m.Label, m.Config, tt.label, tt.want)
+		}
 	}
 	bad := []func(*Options){
 		func(o *Options) { o.Packets = 0 },

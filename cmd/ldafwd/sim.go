@@ -60,7 +60,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&o.opts.Confidence, "confidence", def.Confidence, "confidence level of the Hoeffding bound")
 	fs.StringVar(&o.delay, "delay", "", "custom: delay model, e.g. weibull:mean=50us,shape=0.7 or mix:p=0.99;exp:20us;constant:2ms (default Weibull β=0.6 at --mean)")
 	fs.StringVar(&o.opts.LossKind, "loss-kind", def.LossKind, "custom: loss process swept over --losses: uniform or bursty (episodes of --burst packets)")
-	fs.Float64SliceVar(&o.opts.DesignLosses, "design-losses", def.DesignLosses, "custom: design loss rates of the multi-bank LDA, one bank each")
+	fs.Float64SliceVar(&o.opts.DesignLosses, "design-losses", def.DesignLosses, "fig6 and custom: design loss rates of the multi-bank LDA, one bank each of counters/len rows (paper: 0.005,0.1)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines running runs in parallel (0 = one per CPU)")
 	fs.StringVar(&o.csv, "csv", "", "also write every point to this CSV file")
 	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")

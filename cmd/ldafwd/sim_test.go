@@ -127,6 +127,11 @@ func TestSimCommandFlags(t *testing.T) {
 	if len(pts) != 2 || pts[1]["method"] != "probes 50 Hz" || pts[0]["loss_rate"].(float64) != 0.02 {
 		t.Errorf("--probe-rates/--losses: %v", pts)
 	}
+	pts, _ = simJSON(t, simRun(t, "--format", "json", "--experiment", "fig6", "--probe-rates", "50", "--losses", "0.02",
+		"--design-losses", "0.001,0.05"))
+	if len(pts) != 2 || pts[0]["method"] != "LDA 2 banks (0.001, 0.05)" {
+		t.Errorf("--design-losses not used by fig6: %v", pts)
+	}
 	_, claims := simJSON(t, simRun(t, "--format", "json", "--experiment", "fig4", "--confidence", "0.9"))
 	found := false
 	for _, c := range claims {
