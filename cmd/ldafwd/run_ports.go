@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/afxdp"
@@ -65,12 +67,12 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 	case "afxdp":
 		cfg := afxdp.Config{Burst: o.burst}
 		cfg.Index = 0
-		a, err := afxdp.Open(o.portA, cfg)
+		a, err := openAFXDP(o.portA, cfg, log)
 		if err != nil {
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
 		cfg.Index = 1
-		b, err := afxdp.Open(o.portB, cfg)
+		b, err := openAFXDP(o.portB, cfg, log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
@@ -107,6 +109,24 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 		return nil, fmt.Errorf("--port-a %q: unknown port kind", o.portA)
 	}
 	return ps, nil
+}
+
+// afxdpBusyWait is how long openAFXDP retries a queue that is still
+// bound. The kernel releases an AF_XDP socket of a killed process
+// asynchronously, so a restart right after a crash (systemd's
+// Restart=on-failure) finds the queue busy for a moment.
+const afxdpBusyWait = 5 * time.Second
+
+func openAFXDP(spec string, cfg afxdp.Config, log zerolog.Logger) (*afxdp.Port, error) {
+	deadline := time.Now().Add(afxdpBusyWait)
+	for {
+		p, err := afxdp.Open(spec, cfg)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return p, err
+		}
+		log.Warn().Str("port", spec).Err(err).Msg("queue busy (a previous socket is still being released?): retrying")
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // onWorkerStart registers a DPDK worker thread as an lcore (mempool
