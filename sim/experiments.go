@@ -33,6 +33,10 @@ type Options struct {
 	ProbeRates []float64 // fig6: active-probe rates, Hz
 	IntervalNs float64   // interval the probes are spread over, ns (paper: 1 s)
 	Confidence float64   // of the Hoeffding bound (paper: 0.98)
+	// Series, if not empty, keeps only fig4's delay distributions whose
+	// name contains one of these ("weibull", "pareto β=3"): the α study
+	// of docs/accuracy.md needs Weibull only, at half the cost.
+	Series []string
 
 	// The "custom" experiment: your own delay model (nil: Weibull β = 0.6
 	// at MeanNs), loss kind ("uniform" or "bursty", episodes of Burst
@@ -74,6 +78,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sim: runs %d outside [1, %d]", o.Runs, MaxRuns)
 	case o.Counters < 8 || o.Counters > synopsis.LDAMaxRows || o.Counters&(o.Counters-1) != 0:
 		return fmt.Errorf("sim: counters %d: want a power of two in [8, %d] (banks split it in halves and quarters)", o.Counters, synopsis.LDAMaxRows)
+	case len(o.Series) > 0 && !anySeries(o.Series):
+		return fmt.Errorf("sim: series %q: each must be part of one of fig4's %s", o.Series, strings.Join(paperSeries, ", "))
 	case len(o.Losses) == 0:
 		return fmt.Errorf("sim: no loss rates")
 	case !(o.MeanNs > 0) || o.MeanNs > 1e9:
@@ -170,6 +176,23 @@ func TunedLDA(packets int, rows []int, losses []float64, alpha float64) synopsis
 	return cfg
 }
 
+// paperSeries names the distributions of Fig. 4, as paperDelays returns them.
+var paperSeries = []string{"weibull β=0.6", "weibull β=0.8", "pareto β=3", "pareto β=5"}
+
+// anySeries reports whether every entry of want matches a fig4 series.
+func anySeries(want []string) bool {
+	for _, w := range want {
+		ok := false
+		for _, n := range paperSeries {
+			ok = ok || strings.Contains(n, w)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // paperDelays are the distributions of Fig. 4, each scaled to mean.
 func paperDelays(mean float64) ([]string, []model.Delay, error) {
 	w6, err1 := model.NewWeibull(mean, 0.6)
@@ -179,8 +202,7 @@ func paperDelays(mean float64) ([]string, []model.Delay, error) {
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return nil, nil, fmt.Errorf("sim: %w", err)
 	}
-	return []string{"weibull β=0.6", "weibull β=0.8", "pareto β=3", "pareto β=5"},
-		[]model.Delay{w6, w8, p3, p5}, nil
+	return paperSeries, []model.Delay{w6, w8, p3, p5}, nil
 }
 
 func firstErr(errs ...error) error {
@@ -201,6 +223,9 @@ func fig4(o Options) ([]Scenario, error) {
 	}
 	var out []Scenario
 	for i, d := range delays {
+		if !seriesWanted(o.Series, names[i]) {
+			continue
+		}
 		for _, l := range o.Losses {
 			loss, err := model.NewUniformLoss(l)
 			if err != nil {
@@ -218,6 +243,17 @@ func fig4(o Options) ([]Scenario, error) {
 		}
 	}
 	return out, nil
+}
+
+// seriesWanted reports whether name contains one of want (all when want
+// is empty).
+func seriesWanted(want []string, name string) bool {
+	for _, w := range want {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return len(want) == 0
 }
 
 // multiBank are the Sec. IV-B configurations: banks tuned to fixed design

@@ -303,7 +303,12 @@ func TestBuild(t *testing.T) {
 			t.Errorf("fig6 design %v: LDA %q %q, want %q %q", tt.design, m.Label, m.Config, tt.label, tt.want)
 		}
 	}
+	o.Series = []string{"weibull"}
+	if sc, err := Build("fig4", o); err != nil || len(sc) != 2*len(PaperLosses) || sc[0].Series != "weibull β=0.6" || sc[len(sc)-1].Series != "weibull β=0.8" {
+		t.Errorf("fig4 --series weibull: %d scenarios, %v", len(sc), err)
+	}
 	bad := []func(*Options){
+		func(o *Options) { o.Series = []string{"weibull", "lognormal"} },
 		func(o *Options) { o.Packets = 0 },
 		func(o *Options) { o.Runs = 0 },
 		func(o *Options) { o.Counters = 1000 },

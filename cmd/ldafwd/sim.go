@@ -55,6 +55,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64SliceVar(&o.opts.Losses, "losses", def.Losses, "loss rates to sweep (the x axis)")
 	fs.StringVar(&o.mean, "mean", "0.2us", "mean delay every distribution is scaled to (ns, us, ms, s)")
 	fs.Float64Var(&o.opts.Alpha, "alpha", def.Alpha, "α of the bank tuning p = α·m/(L+1)")
+	fs.StringSliceVar(&o.opts.Series, "series", nil, "fig4: keep only the delay distributions whose name contains one of these (e.g. weibull)")
 	fs.Float64Var(&o.opts.Burst, "burst", def.Burst, "fig6: mean loss-episode length, packets")
 	fs.Float64SliceVar(&o.opts.ProbeRates, "probe-rates", def.ProbeRates, "fig6: Poisson active-probe rates, Hz")
 	fs.Float64Var(&o.opts.Confidence, "confidence", def.Confidence, "confidence level of the Hoeffding bound")
