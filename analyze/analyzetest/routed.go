@@ -1,6 +1,3 @@
-// Package analyzetest writes pairs of captures of the same traffic as seen at
-// the two ends of a routed segment, with exact truth, for tests of
-// `ldafwd analyze` and of the synopses behind it.
 package analyzetest
 
 import (

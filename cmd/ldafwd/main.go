@@ -1,5 +1,3 @@
-// Command ldafwd is a bump-in-the-wire forwarder that measures one-way delay
-// and loss with Lossy Difference Aggregators. See README.md.
 package main
 
 import (

@@ -1,0 +1,53 @@
+// Package appliance assembles ldafwd's bump in the wire: two ports, a
+// sender lane toward the measured segment and a receiver lane from it
+// (package dataplane), and the control goroutine that turns their
+// double-buffered synopses into reports (DESIGN §1, §4–§6).
+//
+// # Role
+//
+// One Appliance is sender for the direction that leaves through its
+// segment port and receiver for the direction that arrives on it. Its
+// controller
+//
+//   - moves the interval clock (multiples of Config.Interval since the Unix
+//     epoch); the sender lane sees the change once per burst, emits the End
+//     marker on the data queue right behind the last frame recorded in the
+//     interval, and flips its synopses;
+//   - encodes each closed sender copy (compact LDA per MEC, and RDA/LDS when
+//     configured, behind a small payload header: timestamp uncertainty,
+//     frame count, merged/partial flags) and hands the control frames to the
+//     lane, which sends them paced on the same wire;
+//   - feeds the control frames the receiver lane stripped to a
+//     control.Receiver, clones each receiver copy off its double buffer,
+//     pairs it with the reassembled sender interval and reports one line per
+//     interval, direction and MEC (and per flow for the LDS).
+//
+// Every way an interval can go wrong ends as valid:false with a reason —
+// a lost or forged control frame, a lost End marker, a merged copy (overrun,
+// receiver started mid-interval), a sender restart, a stop — never as a
+// number. The warm-up interval before the first End marker is not reported.
+//
+// RunDemo wires two appliances over an impaired ring link with a generator,
+// a sink and the link's exact truth; `ldafwd demo` and the fault tests use it.
+//
+// # Lifetimes and concurrency
+//
+// New builds everything (ports are the caller's: opened before, closed
+// after). Start starts the workers and the controller; Stop(drain) moves the
+// clock one interval ahead exactly once so the last interval is closed and
+// shipped, waits until nothing has been pending for a short quiet period (a
+// peer's last frames may be in flight), then stops the workers after they
+// drain. Reports are called on the controller goroutine. Workers and the
+// controller share only atomics, SPSC rings and the double buffers' epoch
+// protocol.
+//
+// # Hazards
+//
+//   - The two appliances of a segment must be configured alike (interval,
+//     MEC rules, synopsis sizes, key); the Hello's config hash makes a
+//     mismatch fail every interval with a reason.
+//   - Intervals are ≥ 10 ms: the controller drains copies every ms and two
+//     End markers closer than that would overrun the peer's double buffer.
+//   - Clocks must be synchronised; the compact encoding's delay bounds must
+//     cover the real delays (clock offset included) or intervals fail.
+package appliance
