@@ -633,3 +633,48 @@ func TestLabPeerRestart(t *testing.T) {
 	}
 	t.Logf("restart at interval %d, first valid after it %d; Σ lost (valid) %d of %d dropped; sent %d, sink %d", kRestart, firstValid, lostValid, l.dropped.Load(), l.seq, l.sunk.Load())
 }
+
+// TestLabScript runs scripts/lab.sh itself briefly (what a human runs),
+// so the script cannot rot: it must exit 0 and print its accounting.
+func TestLabScript(t *testing.T) {
+	nettest.Require(t)
+	if testing.Short() {
+		t.Skip("-short: the lab script takes ~10 s")
+	}
+	for _, tool := range []string{"tcpreplay", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("scripts/lab.sh needs %s", tool)
+		}
+	}
+	bin := ldafwdBinary(t, false)
+	cmd := exec.Command("../scripts/lab.sh")
+	cmd.Env = append(os.Environ(), "LDAFWD_BIN="+bin, "DURATION=1", "PPS=5000", "INTERVAL=200ms", "OUT="+t.TempDir())
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("lab.sh did not finish within 60 s:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("lab.sh: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !regexp.MustCompile(`ldafwd#2: [1-9][0-9]* valid a>b intervals`).MatchString(text) {
+		t.Fatalf("lab.sh reported no valid interval:\n%s", text)
+	}
+	// Without netem the segment is lossless and every frame must be in a
+	// valid interval; with netem, control frames are lost too and some
+	// intervals are (rightly) invalid.
+	if strings.Contains(text, "no netem") && !strings.Contains(text, "every frame accounted for") {
+		t.Fatalf("lossless lab did not account for every frame:\n%s", text)
+	}
+	t.Logf("%s", text[strings.LastIndex(text, "generator sent"):])
+}

@@ -223,3 +223,39 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConcurrentObserveScrape: the control goroutine observes while
+// Prometheus scrapes and main changes state (run with -race).
+func TestConcurrentObserveScrape(t *testing.T) {
+	m := New(nil)
+	var st dataplane.LaneStats
+	m.SetSources(Sources{Lanes: map[string]*dataplane.LaneStats{"sender": &st}, Control: func() control.Counters { return control.Counters{} }})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			st.RxFrames.Add(1)
+			m.Observe(&report.Interval{Interval: int64(i), Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: i%3 != 0, Lost: 1, Sent: 10, Received: 9,
+				Reason: "control fragment lost", ControlBytes: 100})
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		m.SetState([]State{StateRunning, StateStopping}[i%2])
+		resp, err := http.Get(srv.URL + []string{"/metrics", "/healthz"}[i%2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	<-done
+	// 500 lines: 333 valid (i%3 != 0), each lost 1.
+	if got := testutil.ToFloat64(m.lostTotal.WithLabelValues("a>b", "all", "lda")); got != 333 {
+		t.Fatalf("lost total %v, want 333", got)
+	}
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "control_fragment_lost")); got != 167 {
+		t.Fatalf("invalid intervals %v, want 167", got)
+	}
+}
