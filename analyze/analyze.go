@@ -20,6 +20,11 @@ type Config struct {
 	Truth      bool    // add exact ground truth from matching identities
 	Conf       float64 // confidence of mean_ci_ns, e.g. 0.98
 	Direction  string  // report's "direction", e.g. "a>b"
+	// Microbursts: losses recovered from single-loss LDA buckets (Varghese
+	// slides) closer than MicroburstGapNs are grouped; groups of at least
+	// MicroburstMin are reported in the LDA line's extra. Gap 0: off.
+	MicroburstGapNs uint64
+	MicroburstMin   int
 }
 
 // Stats counts what happened to the frames of both captures.
@@ -313,6 +318,13 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				}
 				r := base
 				fill(&r, e)
+				if cfg.MicroburstGapNs > 0 && e.Valid && e.Lost > 0 {
+					mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(snd.lda[mec]), synopsis.LDABuckets(rcv.lda[mec]),
+						e.MeanNs, cfg.MicroburstGapNs, max(cfg.MicroburstMin, 1))
+					if err == nil {
+						r.Extra = map[string]any{"microbursts": microbursts(mb)}
+					}
+				}
 				lines = append(lines, &r)
 			}
 			for i, f := range cfg.Extra {
@@ -382,3 +394,18 @@ func fill(r *report.Interval, e synopsis.Estimate) {
 
 // Fill is fill for other packages (the appliance reports the same fields).
 func Fill(r *report.Interval, e synopsis.Estimate) { fill(r, e) }
+
+// Microburst is one burst of losses in a report's extra.
+type Microburst struct {
+	StartNs uint64 `json:"start_ns"`
+	EndNs   uint64 `json:"end_ns"`
+	Losses  int    `json:"losses"`
+}
+
+func microbursts(in []synopsis.Microburst) []Microburst {
+	out := make([]Microburst, len(in))
+	for i, m := range in {
+		out[i] = Microburst{StartNs: m.StartNs, EndNs: m.EndNs, Losses: m.Losses}
+	}
+	return out
+}

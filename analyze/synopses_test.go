@@ -124,3 +124,33 @@ func TestLDSPerFlow(t *testing.T) {
 }
 
 var _ = report.Interval{}
+
+// TestMicroburst: a burst of losses in a known 5 ms window over a quiet
+// background is found from the LDA's single-loss buckets, in the right
+// place (Varghese slides).
+func TestMicroburst(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	snd, rcv, _ := captures(t, analyzetest.Config{Packets: 50_000, Rate: 50_000, Start: start, Flows: 100,
+		MeanDelay: 10 * time.Microsecond, Shape: 0.8, Loss: 0.00005, Seed: 21, NanoPcap: true, PcapNG: true,
+		BurstFrom: 400 * time.Millisecond, BurstTo: 405 * time.Millisecond, BurstLoss: 0.1})
+	// Counters sized so that buckets usually lose at most one packet.
+	lda := synopsis.LDAConfig{Banks: []synopsis.BankConfig{{Rows: 4096, SampleLog2: 0}}}
+	out, _ := run(t, snd, rcv, analyze.Config{UseLDA: true, LDA: lda, MicroburstGapNs: 1_000_000, MicroburstMin: 5})
+	if len(out) != 1 {
+		t.Fatalf("%d lines", len(out))
+	}
+	mbs, _ := out[0].Extra["microbursts"].([]analyze.Microburst)
+	t.Logf("lost %d; microbursts %+v", out[0].Lost, mbs)
+	lo, hi := uint64(start.Add(400*time.Millisecond).UnixNano()), uint64(start.Add(405*time.Millisecond).UnixNano())
+	found := false
+	for _, m := range mbs {
+		if m.Losses >= 5 && m.StartNs >= lo-1_000_000 && m.EndNs <= hi+1_000_000 {
+			found = true
+		} else if m.Losses >= 5 {
+			t.Errorf("microburst outside the burst window: %+v", m)
+		}
+	}
+	if !found {
+		t.Errorf("the 5 ms loss burst at +400 ms was not found: %+v", mbs)
+	}
+}

@@ -23,8 +23,12 @@ type Config struct {
 	MeanDelay time.Duration // Weibull-distributed one-way delay with this mean
 	Shape     float64       // Weibull shape (0.6–0.8 per the LDA paper)
 	Loss      float64       // uniform loss probability
-	Seed      uint64
-	IPv6Share float64 // fraction of flows that are IPv6
+	// BurstFrom/BurstTo (offsets from Start) bound a window in which
+	// BurstLoss is the loss probability instead: a microburst.
+	BurstFrom, BurstTo time.Duration
+	BurstLoss          float64
+	Seed               uint64
+	IPv6Share          float64 // fraction of flows that are IPv6
 	// FlowShape > 0 draws flow sizes from a Pareto distribution of that
 	// shape (packets pick flows in proportion); 0: flows equally likely.
 	FlowShape float64
@@ -195,7 +199,11 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 		}
 		p := pkt{send: send, recv: -1, snd: mk(false)}
 		tr.Sent++
-		if r.Float64() >= cfg.Loss {
+		lossP := cfg.Loss
+		if off := time.Duration(send - t0); cfg.BurstTo > cfg.BurstFrom && off >= cfg.BurstFrom && off < cfg.BurstTo {
+			lossP = cfg.BurstLoss
+		}
+		if r.Float64() >= lossP {
 			d := f.scale * math.Pow(-math.Log(1-r.Float64()), 1/cfg.Shape)
 			p.recv = (send + int64(d)) / quantum * quantum
 			if p.recv <= send { // a receive never precedes its send

@@ -31,6 +31,8 @@ type analyzeOptions struct {
 	direction string
 	lda       ldaFlags
 	extra     extraSynopsisFlags
+	mbGap     time.Duration
+	mbMin     int
 }
 
 func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
@@ -46,6 +48,8 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.truth, "truth", false, "add exact ground truth (true_mean_ns, true_stddev_ns, true_lost) by matching packet identities")
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
 	fs.StringVar(&o.direction, "direction", "a>b", "direction label in the reports")
+	fs.DurationVar(&o.mbGap, "microburst-gap", time.Millisecond, "group losses recovered from single-loss LDA buckets closer than this into microbursts (0: off)")
+	fs.IntVar(&o.mbMin, "microburst-min", 5, "losses a microburst needs to be reported")
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
@@ -90,6 +94,12 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		}
 		if tw != nil {
 			fmt.Fprintln(tw, intervalTableRow(r, o.truth))
+			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
+				for _, m := range mbs {
+					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
+						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
+				}
+			}
 		}
 	})
 	if tw != nil {
@@ -117,6 +127,9 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if o.interval < 0 {
 		return cfg, fmt.Errorf("--interval %v: must be ≥ 0", o.interval)
 	}
+	if o.mbGap < 0 || o.mbMin < 1 {
+		return cfg, fmt.Errorf("--microburst-gap must be ≥ 0 and --microburst-min ≥ 1")
+	}
 	if !(o.conf > 0 && o.conf < 1) {
 		return cfg, fmt.Errorf("--confidence %v: must be between 0 and 1", o.conf)
 	}
@@ -136,7 +149,8 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--mec: %w", err)
 	}
-	cfg = analyze.Config{Interval: o.interval, Classifier: cl, Truth: o.truth, Conf: o.conf, Direction: o.direction}
+	cfg = analyze.Config{Interval: o.interval, Classifier: cl, Truth: o.truth, Conf: o.conf, Direction: o.direction,
+		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin}
 	if kinds["lda"] {
 		cfg.UseLDA = true
 		if cfg.LDA, err = o.lda.config(); err != nil {
