@@ -32,6 +32,7 @@ type IntervalTruth struct {
 	one       [1]TruthInterval
 	f         control.Frame
 	Overflow  uint64 // lost frames beyond the list's capacity (then counted in the current interval)
+	lostData  uint64 // data frames lost in all, placed or not
 }
 
 // TruthInterval is the exact account of one sender interval on the link.
@@ -67,6 +68,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		if isCtl {
 			return // a lost control frame is not traffic (the interval it carried fails instead)
 		}
+		t.lostData++
 		if len(t.lostTx) < cap(t.lostTx) {
 			t.lostTx = append(t.lostTx, r.TxNs)
 		} else {
@@ -111,6 +113,11 @@ func (t *IntervalTruth) endOf(k, endTx uint64) {
 	t.prevEndTx = endTx
 	t.seen, t.lastK = true, k
 }
+
+// LostData is the number of data frames the link lost so far (control
+// frames excluded). Read it from the recording goroutine, or after it has
+// stopped.
+func (t *IntervalTruth) LostData() uint64 { return t.lostData }
 
 // Next returns the next finished interval's truth, if any.
 func (t *IntervalTruth) Next() (TruthInterval, bool) {
