@@ -26,24 +26,54 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ldafwdBinary builds cmd/ldafwd into a temporary directory, with the
-// dpdk build tag when dpdk is set, or returns $LDAFWD_BIN (AF_XDP only).
-func ldafwdBinary(t *testing.T, dpdk bool) string {
+// The binary is built once per test process, with DPDK when libdpdk is
+// installed (then the same binary serves afxdp: and dpdk: ports), into a
+// directory TestMain removes.
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	dpdk bool
+	err  error
+	out  []byte
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// ldafwdBinary returns $LDAFWD_BIN (AF_XDP tests only) or the binary
+// built from ../cmd/ldafwd; a test that needs dpdk: ports skips when it
+// was built without DPDK.
+func ldafwdBinary(t *testing.T, needDPDK bool) string {
 	t.Helper()
-	if b := os.Getenv("LDAFWD_BIN"); b != "" && !dpdk {
+	if b := os.Getenv("LDAFWD_BIN"); b != "" && !needDPDK {
 		return b
 	}
-	bin := filepath.Join(t.TempDir(), "ldafwd")
-	args := []string{"build", "-o", bin}
-	if dpdk {
-		args = append(args, "-tags", "dpdk")
+	build.once.Do(func() {
+		if build.dir, build.err = os.MkdirTemp("", "ldafwd-e2e-"); build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "ldafwd")
+		args := []string{"build", "-o", build.bin}
+		if exec.Command("pkg-config", "--exists", "libdpdk").Run() == nil {
+			args, build.dpdk = append(args, "-tags", "dpdk"), true
+		}
+		cmd := exec.Command("go", append(args, "./cmd/ldafwd")...)
+		cmd.Dir = ".."
+		build.out, build.err = cmd.CombinedOutput()
+	})
+	if build.err != nil {
+		t.Fatalf("go build ./cmd/ldafwd: %v\n%s", build.err, build.out)
 	}
-	cmd := exec.Command("go", append(args, "./cmd/ldafwd")...)
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/ldafwd: %v\n%s", err, out)
+	if needDPDK && !build.dpdk {
+		t.Skip("libdpdk is not installed (pkg-config libdpdk): the binary has no dpdk: ports")
 	}
-	return bin
+	return build.bin
 }
 
 // proc is one running `ldafwd run` with its output collected.
@@ -263,15 +293,11 @@ func TestLabTwoProcesses(t *testing.T) {
 }
 
 // TestLabTwoProcessesDPDK is the same lab with DPDK's net_af_packet vdev
-// on the same veths (the binary built with DPDK; slow to build, so not
-// under -short).
+// on the same veths (when the binary has DPDK; not under -short).
 func TestLabTwoProcessesDPDK(t *testing.T) {
 	nettest.Require(t)
 	if testing.Short() {
-		t.Skip("-short: building the DPDK binary takes ~30 s")
-	}
-	if err := exec.Command("pkg-config", "--exists", "libdpdk").Run(); err != nil {
-		t.Skip("libdpdk is not installed (pkg-config libdpdk): no dpdk: ports to test")
+		t.Skip("-short: the afxdp: lab covers the same path")
 	}
 	runLab(t, ldafwdBinary(t, true), func(ifname string, n int) string {
 		return fmt.Sprintf("dpdk:net_af_packet%d,iface=%s", n, ifname)
