@@ -233,71 +233,32 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				prevTruth = nil
 			}
 		}
-		for {
-			ts, ok := sender.Peek()
-			if !ok || intervalOf(ts) != k {
-				break
-			}
-			frame, ts, _ := sender.Next()
-			span(ts)
-			classifier.Parse(frame, &meta)
-			st.SenderFrames++
-			if meta.Flags&classifier.FlagControl != 0 {
-				st.SenderControl++
-				continue
-			}
-			if meta.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
-				st.SenderMalformed++
-			}
-			mec := cfg.Classifier.Classify(&meta)
-			snd.add(&meta, mec, ts)
-			if curTruth != nil {
-				if _, dup := curTruth.sent[meta.Hash]; dup {
-					curTruth.dupes++
-					continue
-				}
-				curTruth.sent[meta.Hash] = sentPacket{ts: ts, mec: mec, flow: meta.FlowHash}
-				curTruth.mecTruth[mec].sent++
-				fa := curTruth.flowTruth[meta.FlowHash]
-				if fa == nil {
-					fa = &truthAcc{}
-					curTruth.flowTruth[meta.FlowHash] = fa
-				}
-				fa.sent++
-			}
+		// Both ends' frames of interval k: the sender's go into the sender
+		// synopses (and the truth's sent set), the receiver's into the
+		// receiver's (and are matched against the sent sets).
+		counts := [2]*endCounts{
+			{&st.SenderFrames, &st.SenderControl, &st.SenderMalformed},
+			{&st.ReceiverFrames, &st.ReceiverControl, &st.ReceiverMalformed},
 		}
-		for {
-			ts, ok := receiver.Peek()
-			if !ok || intervalOf(ts) != k {
-				break
-			}
-			frame, ts, _ := receiver.Next()
-			span(ts)
-			classifier.Parse(frame, &meta)
-			st.ReceiverFrames++
-			if meta.Flags&classifier.FlagControl != 0 {
-				st.ReceiverControl++
-				continue
-			}
-			if meta.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
-				st.ReceiverMalformed++
-			}
-			mec := cfg.Classifier.Classify(&meta)
-			rcv.add(&meta, mec, ts)
-			if cfg.Truth {
-				for _, t := range [2]*truthInterval{curTruth, prevTruth} {
-					if t == nil {
-						continue
-					}
-					if sp, ok := t.sent[meta.Hash]; ok {
-						delete(t.sent, meta.Hash)
-						d := float64(int64(ts - sp.ts))
-						for _, a := range [2]*truthAcc{&t.mecTruth[sp.mec], t.flowTruth[sp.flow]} {
-							a.matched++
-							a.sum += d
-							a.sq += d * d
-						}
-						break
+		for end, c := range [2]*Capture{sender, receiver} {
+			for {
+				ts, ok := c.Peek()
+				if !ok || intervalOf(ts) != k {
+					break
+				}
+				frame, ts, _ := c.Next()
+				span(ts)
+				mec, ok := counts[end].parse(frame, &meta, cfg.Classifier)
+				if !ok {
+					continue // a control frame: not traffic
+				}
+				if end == 0 {
+					snd.add(&meta, mec, ts)
+					curTruth.sentFrame(&meta, mec, ts)
+				} else {
+					rcv.add(&meta, mec, ts)
+					if !curTruth.receivedFrame(&meta, ts) {
+						prevTruth.receivedFrame(&meta, ts)
 					}
 				}
 			}
@@ -408,4 +369,61 @@ func microbursts(in []synopsis.Microburst) []Microburst {
 		out[i] = Microburst{StartNs: m.StartNs, EndNs: m.EndNs, Losses: m.Losses}
 	}
 	return out
+}
+
+// endCounts are one end's frame counters in Stats.
+type endCounts struct{ frames, control, malformed *uint64 }
+
+// parse classifies one frame and counts it; ok is false for control frames.
+func (c *endCounts) parse(frame []byte, m *classifier.Meta, cl *classifier.Classifier) (mec uint16, ok bool) {
+	classifier.Parse(frame, m)
+	*c.frames++
+	if m.Flags&classifier.FlagControl != 0 {
+		*c.control++
+		return 0, false
+	}
+	if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
+		*c.malformed++
+	}
+	return cl.Classify(m), true
+}
+
+// sentFrame records a frame the sender sent in t's interval (nil t: no
+// truth kept). A second frame with the same identity is counted, not kept.
+func (t *truthInterval) sentFrame(m *classifier.Meta, mec uint16, ts uint64) {
+	if t == nil {
+		return
+	}
+	if _, dup := t.sent[m.Hash]; dup {
+		t.dupes++
+		return
+	}
+	t.sent[m.Hash] = sentPacket{ts: ts, mec: mec, flow: m.FlowHash}
+	t.mecTruth[mec].sent++
+	fa := t.flowTruth[m.FlowHash]
+	if fa == nil {
+		fa = &truthAcc{}
+		t.flowTruth[m.FlowHash] = fa
+	}
+	fa.sent++
+}
+
+// receivedFrame matches a received frame against t's sent set and
+// accumulates its exact delay; false when t did not send it.
+func (t *truthInterval) receivedFrame(m *classifier.Meta, ts uint64) bool {
+	if t == nil {
+		return false
+	}
+	sp, ok := t.sent[m.Hash]
+	if !ok {
+		return false
+	}
+	delete(t.sent, m.Hash)
+	d := float64(int64(ts - sp.ts))
+	for _, a := range [2]*truthAcc{&t.mecTruth[sp.mec], t.flowTruth[sp.flow]} {
+		a.matched++
+		a.sum += d
+		a.sq += d * d
+	}
+	return true
 }
