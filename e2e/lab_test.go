@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -703,4 +704,41 @@ func TestLabScript(t *testing.T) {
 		t.Fatalf("lossless lab did not account for every frame:\n%s", text)
 	}
 	t.Logf("%s", text[strings.LastIndex(text, "generator sent"):])
+}
+
+// TestBinaryMissingPorts: the real binary, asked for NICs that do not
+// exist, exits 2 with an error naming the flag — never a panic.
+func TestBinaryMissingPorts(t *testing.T) {
+	bin := ldafwdBinary(t, false)
+	cases := [][]string{{"--port-a", "afxdp:ldnosuch0", "--port-b", "afxdp:ldnosuch1"}}
+	if build.dpdk && os.Getenv("LDAFWD_BIN") == "" {
+		cases = append(cases, []string{"--port-a", "dpdk:0000:7f:1f.7", "--port-b", "dpdk:0000:7f:1f.6"},
+			[]string{"--port-a", "dpdk:net_af_packet0,iface=ldnosuch0", "--port-b", "dpdk:net_af_packet1,iface=ldnosuch1"})
+	}
+	for _, c := range cases {
+		cmd := exec.Command(bin, append(append([]string{"run"}, c...), "--segment-port", "b", "--insecure", "--duration", "1s")...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%q did not exit within 30 s", c)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%q: exit %v, want status 2\n%s", c, err, stderr.String())
+		}
+		if s := stderr.String(); !strings.Contains(s, "--port-a") || strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+			t.Errorf("%q: stderr does not name --port-a cleanly:\n%s", c, s)
+		} else {
+			t.Logf("%s", strings.TrimSpace(s[strings.LastIndex(s, "ldafwd: "):]))
+		}
+	}
 }
