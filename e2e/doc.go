@@ -5,10 +5,17 @@
 // namespace; every frame sent is accounted for against the receiver's
 // reports.
 //
-// The tests need root (network namespaces, veth, XDP) and skip with a
-// message otherwise; CI runs them as root. They build the binary
-// themselves (or use $LDAFWD_BIN), touch only the namespaces and
-// interfaces they create, and bound every wait in time.
+// The lab tests need root (network namespaces, veth, XDP) and skip with a
+// message otherwise; CI runs them as root. They build the binary once per
+// run (with DPDK when libdpdk is installed; or use $LDAFWD_BIN), touch
+// only the namespaces and interfaces they create (nettest.NewVeth), send
+// only into them, and bound every wait in time. The appliances' JSON
+// lines and logs are read from their stdout and stderr as they run.
+//
+// The segment between the appliances is a userspace relay in the test
+// (this kernel has no netem): it drops every 97th IPv4 frame a→b, so the
+// loss is exact and known, and passes control frames untouched, so every
+// interval with traffic must be valid.
 //
 // The package has no non-test code beyond this comment.
 package e2e
