@@ -27,14 +27,18 @@ package dpdk
 //     the packet was transmitted or freed reads a buffer DPDK may already
 //     have reused for another frame (the Packet contract forbids it; the
 //     race detector cannot see it).
-//   - Handle and the ldaf_txd fields are uintptr_t on the C side too, so Go
-//     never turns a uintptr back into a pointer (go vet's unsafeptr rule). A
-//     Handle that is not an rte_mbuf* from one of our pools (a packet from a
-//     non-DPDK port) is undefined behaviour in C: workers must not hand a
-//     DPDK port such packets.
+//   - Handle and the txp entries are uintptr_t on the C side too, so Go
+//     never turns a uintptr back into a pointer (go vet's unsafeptr rule).
+//     ldaf_tx tells our Packets (inside their mbuf) from others by address
+//     arithmetic alone; another port's Packet (a PacketPool's, in Go
+//     memory) is read by C during the call only, its bytes copied into a
+//     fresh mbuf — the Go heap does not move objects, and the caller keeps
+//     the Packet alive across the call. Free must get only our Packets (a
+//     Handle that is not an rte_mbuf* of our pools is undefined behaviour
+//     in C).
 //   - The C arrays are sized MaxBurst at queue creation; every burst is cut
 //     to Config.Burst so C never writes past them.
-//   - The layout of ldaf_txd and ldaf_queue is shared with shim.h through
+//   - The layout of ldaf_queue is shared with shim.h through
 //     cgo. The queue's packet/byte counters are written by C on the
 //     worker's thread (aligned 64-bit stores, single writer) and read by
 //     Stats with atomic loads: never torn on amd64/arm64, invisible to the
@@ -66,7 +70,7 @@ type Queue struct {
 	cu     C.uintptr_t // c as an integer, the burst helpers' argument
 	burst  int
 	pktv   []unsafe.Pointer    // Go view of c.pkts
-	txd    []C.struct_ldaf_txd // Go view of c.txd
+	txp    []C.uintptr_t       // Go view of c.txp
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
 	_      [64]byte            // keep two queues' hot fields off one cache line
 }
@@ -90,14 +94,14 @@ func newQueue(p *Port, q uint16) *Queue {
 	return &Queue{
 		port: p, c: c, cu: C.uintptr_t(uintptr(unsafe.Pointer(c))), burst: p.cfg.Burst,
 		pktv:   unsafe.Slice(&c.pkts[0], MaxBurst),
-		txd:    unsafe.Slice(&c.txd[0], MaxBurst),
+		txp:    unsafe.Slice(&c.txp[0], MaxBurst),
 		pooled: make([]*dataplane.Packet, 0, MaxBurst),
 	}
 }
 
 func (q *Queue) free() {
 	C.free(unsafe.Pointer(q.c))
-	q.c, q.cu, q.pktv, q.txd = nil, 0, nil, nil
+	q.c, q.cu, q.pktv, q.txp = nil, 0, nil, nil
 }
 
 // counters reads the queue's packet and byte counters, which the C burst
@@ -139,34 +143,39 @@ func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 // mbuf, in Go memory, is copied into it). Packets of a dataplane
 // PacketPool (ring, pcap ports) are copied into fresh mbufs and given back
 // to their pool. The packets not taken stay the caller's.
+//
+// Go only writes each Packet's address into the queue's C array; C reads
+// the Packet's Handle and Data itself (see ldaf_tx).
 func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	anyPooled := false
+	txp := q.txp[:n]
 	for i, p := range pkts[:n] {
-		d := &q.txd[i]
-		d.m = C.uintptr_t(p.Handle)
-		if dataplane.IsPooled(p) {
-			d.m = 0 // ldaf_tx copies it into a fresh mbuf
-			anyPooled = true
-		}
-		d.data = C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(p.Data))))
-		d.len = C.uint32_t(len(p.Data))
+		txp[i] = C.uintptr_t(uintptr(unsafe.Pointer(p)))
 	}
 	nb := int(C.ldaf_tx(q.cu, C.uint16_t(n)))
-	if anyPooled {
+	if q.c.foreign != 0 {
 		q.pooled = q.pooled[:0]
-		for i, d := range q.txd[:nb] {
-			if d.m == 0 {
-				q.pooled = append(q.pooled, pkts[i])
+		for _, p := range pkts[:nb] {
+			if !q.ours(p) {
+				q.pooled = append(q.pooled, p)
 			}
 		}
 		dataplane.FreePooled(q.pooled)
 	}
 	return nb
 }
+
+// ours is ldaf_tx's test: the Packet lives in the private area right
+// after the rte_mbuf in its Handle.
+func (q *Queue) ours(p *dataplane.Packet) bool {
+	return p.Handle != 0 && p.Handle+mbufSize == uintptr(unsafe.Pointer(p))
+}
+
+// mbufSize is sizeof(struct rte_mbuf): the private area follows it.
+const mbufSize = uintptr(C.sizeof_struct_rte_mbuf)
 
 // Alloc points pkts (up to Config.Burst, all or nothing) at the Packets of
 // fresh mbufs whose Data spans the whole data room; reslice Data to the
@@ -192,7 +201,7 @@ func (q *Queue) Free(pkts []*dataplane.Packet) {
 	for len(pkts) > 0 {
 		n := min(len(pkts), q.burst)
 		for i, p := range pkts[:n] {
-			q.txd[i].m = C.uintptr_t(p.Handle)
+			q.txp[i] = C.uintptr_t(p.Handle)
 		}
 		C.ldaf_free(q.cu, C.uint16_t(n))
 		pkts = pkts[n:]

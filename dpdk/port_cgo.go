@@ -91,6 +91,7 @@ func Open(spec string, cfg Config) (*Port, error) {
 	}
 	p.clk = (*C.struct_ldaf_clock)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_ldaf_clock{}))))
 	p.clk.ts_off = -1
+	p.clk.soft = C.int(boolInt(!cfg.NoSoftTimestamps))
 	if !cfg.NoHWTimestamps {
 		var off C.int
 		var flag C.uint64_t

@@ -56,20 +56,12 @@ static inline struct ldaf_gopkt *ldaf_fill(struct rte_mbuf *m, uint8_t port, uin
 	return g;
 }
 
-// ldaf_txd is what Go hands back for transmission: the mbuf and the frame as
-// the Go side sees it now (it may have moved the start or changed the length).
-struct ldaf_txd {
-	uintptr_t m;           // struct rte_mbuf *
-	uintptr_t data;        // first byte of the frame
-	uint32_t len;
-	uint32_t _pad;
-};
-
 // ldaf_clock converts NIC clock ticks into ns since the Unix epoch: a line
 // through one (tick, realtime) pair measured at port start with the tick rate
 // measured over a short interval. ts_off < 0 means software timestamps.
 struct ldaf_clock {
 	int ts_off;            // dynfield offset of the rx timestamp, -1 = none
+	int soft;              // 1: stamp frames without a NIC stamp with CLOCK_REALTIME; 0: leave TS 0 for the consumer
 	uint64_t ts_flag;      // ol_flags bit telling the field is valid
 	uint64_t tick0;        // NIC clock at calibration
 	uint64_t ns0;          // CLOCK_REALTIME at calibration, ns
@@ -97,9 +89,10 @@ struct ldaf_queue {
 	const struct ldaf_clock *clk;
 	struct rte_mempool *pool;
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint32_t foreign;  // frames of the last ldaf_tx that were not ours (copied into fresh mbufs)
 	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
+	uintptr_t txp[LDAF_MAX_BURST];          // Packet addresses handed to tx, mbuf addresses to free
 	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc
-	struct ldaf_txd txd[LDAF_MAX_BURST];    // what Go hands to tx/free
 };
 
 // ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
@@ -113,7 +106,7 @@ static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
 	if (nb == 0)
 		return 0;
 	const struct ldaf_clock *clk = q->clk;
-	uint64_t sw = ldaf_realtime_ns();
+	uint64_t sw = clk->soft ? ldaf_realtime_ns() : 0;
 	uint64_t bytes = 0;
 	for (uint16_t i = 0; i < nb; i++) {
 		struct rte_mbuf *m = q->mbufs[i];
@@ -130,34 +123,44 @@ static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
 	return nb;
 }
 
-// ldaf_tx sets each mbuf's data offset and length from what Go holds in
-// q->txd and transmits the burst. An entry with m == 0 is a frame from a
-// non-DPDK port (Go memory): it is copied into a fresh mbuf from the pool.
+// ldaf_tx transmits the n frames whose dataplane.Packet addresses Go put
+// in q->txp, reading each Packet here rather than having Go copy its
+// fields into a descriptor (one Go store per frame instead of three plus
+// an ownership test). A Packet is ours — it lives in the private area of
+// the mbuf in its Handle — when Handle + sizeof(struct rte_mbuf) is its
+// own address: pure arithmetic, nothing is dereferenced before that holds.
+// Each of our mbufs gets its data offset and length from the Packet's Data
+// (the worker may have moved the start or changed the length; Data built
+// outside the mbuf is copied into it). Any other Packet (a PacketPool's,
+// in Go memory) is copied into a fresh mbuf from the pool; q->foreign
+// counts them so that Go looks for them only when there were some.
 // It returns how many the PMD took; the rest still belong to the caller
 // (the Port contract): their mbufs are untouched except for the lengths,
 // and the fresh mbufs made for foreign frames among them are freed here.
 static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
-	const struct ldaf_txd *in = q->txd;
 	uint64_t bytes = 0;
+	uint32_t foreign = 0;
 	uint16_t k;
 	for (k = 0; k < n; k++) {
-		struct rte_mbuf *m = (struct rte_mbuf *)in[k].m;
-		if (m == NULL) {
+		const struct ldaf_gopkt *g = (const struct ldaf_gopkt *)q->txp[k];
+		struct rte_mbuf *m = (struct rte_mbuf *)g->handle;
+		char *data = (char *)g->data;
+		uint32_t len = (uint32_t)g->len;
+		if (g->handle == 0 || g->handle + sizeof(struct rte_mbuf) != (uintptr_t)g) {
 			m = rte_pktmbuf_alloc(q->pool);
 			if (m == NULL)
 				break;
+			foreign++;
 		}
 		char *buf = (char *)m->buf_addr;
-		char *data = (char *)in[k].data;
-		uint32_t len = in[k].len;
 		if (data == buf + m->data_off) {
 			// The usual case: the frame still starts where rx put it.
 		} else if (data >= buf && data + len <= buf + m->buf_len) {
 			m->data_off = (uint16_t)(data - buf);
 		} else {
-			// The frame was built outside the mbuf (a Go buffer):
-			// copy it in after the headroom, cut to the data room.
+			// The frame lives outside the mbuf (a Go buffer, a pooled
+			// frame): copy it in after the headroom, cut to the data room.
 			uint32_t room = m->buf_len - RTE_PKTMBUF_HEADROOM;
 			if (len > room)
 				len = room;
@@ -173,10 +176,14 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
 	for (uint16_t i = nb; i < k; i++) {
-		bytes -= q->mbufs[i]->data_len;
-		if (in[i].m == 0)
-			rte_pktmbuf_free(q->mbufs[i]);
+		struct rte_mbuf *m = q->mbufs[i];
+		bytes -= m->data_len;
+		if ((uintptr_t)m + sizeof(struct rte_mbuf) != q->txp[i]) {
+			rte_pktmbuf_free(m);
+			foreign--;
+		}
 	}
+	q->foreign = foreign;
 	q->tx_pkts += nb;
 	q->tx_bytes += bytes;
 	return nb;
@@ -196,12 +203,10 @@ static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
 	return n;
 }
 
-// ldaf_free frees the n mbufs named in q->txd.
+// ldaf_free frees the n mbufs whose addresses Go put in q->txp.
 static inline void ldaf_free(uintptr_t qp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
-	for (uint16_t i = 0; i < n; i++)
-		q->mbufs[i] = (struct rte_mbuf *)q->txd[i].m;
-	rte_pktmbuf_free_bulk(q->mbufs, n);
+	rte_pktmbuf_free_bulk((struct rte_mbuf **)q->txp, n);
 }
 
 // The wrappers below return -rte_errno on failure from the same C call:
