@@ -409,7 +409,7 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	for r := 0; r < o.rounds; r++ {
 		// testpmd first: net_af_xdp attaches its own XDP program to A and B.
 		s0, t0 := g.sent.Load(), time.Now()
-		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
+		res, err := runTestpmdBusy(bench.TestpmdConfig{
 			Vdevs: []string{
 				"net_af_xdp0,iface=" + v.A + ",start_queue=0,queue_count=1",
 				"net_af_xdp1,iface=" + v.B + ",start_queue=0,queue_count=1"},
@@ -440,16 +440,41 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	return nil
 }
 
+// openBusy opens an AF_XDP port, retrying for up to 3 s while the queue
+// is busy: the kernel releases the previous run's socket (testpmd's) from
+// a deferred work item, after the process has exited.
+func openBusy(spec string, cfg afxdp.Config) (*afxdp.Port, error) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		p, err := afxdp.Open(spec, cfg)
+		if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return p, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runTestpmdBusy runs testpmd, once more after a pause if it could not
+// start: its net_af_xdp sockets meet the same deferred release of ours.
+func runTestpmdBusy(cfg bench.TestpmdConfig) (bench.TestpmdResult, error) {
+	res, err := bench.RunTestpmd(context.Background(), cfg)
+	if err != nil && !errors.Is(err, bench.ErrNoTestpmd) {
+		time.Sleep(time.Second)
+		res, err = bench.RunTestpmd(context.Background(), cfg)
+	}
+	return res, err
+}
+
 // forwardAFXDPOnce runs our lanes (A → B recording the LDA, B → A the
 // same) on native AF_XDP ports for d and returns the run and the
 // generator's rate over it.
 func forwardAFXDPOnce(v *vethBench, g *afxdpGen, core int, d time.Duration) (laneRun, float64, error) {
-	a, err := afxdp.Open("afxdp:"+v.A, afxdp.Config{Index: 0})
+	a, err := openBusy("afxdp:"+v.A, afxdp.Config{Index: 0})
 	if err != nil {
 		return laneRun{}, 0, err
 	}
 	defer a.Close()
-	b, err := afxdp.Open("afxdp:"+v.B, afxdp.Config{Index: 1})
+	b, err := openBusy("afxdp:"+v.B, afxdp.Config{Index: 1})
 	if err != nil {
 		return laneRun{}, 0, err
 	}
