@@ -87,7 +87,7 @@ sleep 0.5 # veth carriers come up asynchronously
 
 "$BIN" keygen --out "$OUT/lab.key" --force 2>/dev/null
 spec() { # spec ifname n
-	if [ "$PORTS" = afxdp ]; then echo "afxdp:$1"; else echo "dpdk:net_af_packet$2,iface=$1"; fi
+	if [ "$PORTS" = afxdp ]; then echo "afxdp:$1"; else echo "dpdk:net_af_packet$2,iface=$1,framecnt=4096"; fi
 }
 COMMON=(--interval "$INTERVAL" --key-file "$OUT/lab.key" --format table --max-delay 200ms --min-delay -1ms
 	--idle-sleep 50us --stats-interval 5s)
