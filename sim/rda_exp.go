@@ -304,6 +304,8 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 	}
 	type agg struct{ mean, sdv, bound, maxErr []float64 }
 	series := make([][]plotter.XY, len(ms))
+	sdSeries := make([][]plotter.XY, len(ms))
+	exactSeries := make([][]plotter.XY, len(ms))
 	for di, d := range diffs {
 		for j, m := range ms {
 			var valid, exact, sets, loss, outside, falsePure int
@@ -345,15 +347,32 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 			}
 			t.add(d, m.name, m.bytes, frac(valid), exactV, setsV, fpV, frac(loss), usable, meanErr, maxErr, rdaMean(a.bound), rdaMean(a.sdv), outside)
 			series[j] = append(series[j], plotter.XY{X: float64(d), Y: meanErr})
+			sdSeries[j] = append(sdSeries[j], plotter.XY{X: float64(d), Y: rdaMean(a.sdv)})
+			if m.lda == nil {
+				exactSeries[j] = append(exactSeries[j], plotter.XY{X: float64(d), Y: frac(exact)})
+			}
 		}
 	}
 	t.plot = func(dir string) error {
-		var cs []synCurve
+		var cs, sd, ex []synCurve
 		for j, m := range ms {
 			cs = append(cs, synCurve{name: m.name, xy: series[j]})
+			sd = append(sd, synCurve{name: m.name, xy: sdSeries[j]})
+			if m.lda == nil {
+				ex = append(ex, synCurve{name: m.name, xy: exactSeries[j]})
+			}
 		}
-		return synPlot(synPlotPath(dir, "rda-fig7_mean"), "rda-fig7: relative error of the mean delay vs set difference (exact results drawn at 1e-17)",
-			"set difference d (lost + reordered packets)", "mean relative error", false, true, 1e-17, "br", cs)
+		const x = "set difference d (lost + reordered packets)"
+		if err := synPlot(synPlotPath(dir, "rda-fig7_mean"), "rda-fig7: relative error of the mean delay vs set difference (exact results drawn at 1e-17)",
+			x, "mean relative error", false, true, 1e-17, "br", cs); err != nil {
+			return err
+		}
+		if err := synPlot(synPlotPath(dir, "rda-fig7_stddev"), "rda-fig7: relative error of the std-dev vs set difference",
+			x, "std-dev relative error", false, true, 1e-6, "br", sd); err != nil {
+			return err
+		}
+		return synPlot(synPlotPath(dir, "rda-fig7_exact"), "rda-fig7: share of intervals with an exact result",
+			x, "share exact", false, false, 0, "tr", ex)
 	}
 	return t, nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,4 +184,35 @@ func TestRunSynopsisExperimentRDA(t *testing.T) {
 	if err := RunSynopsisExperiment("rda-fig7", SynopsisOptions{Runs: -1}, &js); err == nil {
 		t.Fatal("negative runs accepted")
 	}
+}
+
+// TestSynopsisTable prints a full-size synopsis table until the command
+// line is wired: LDAFWD_SYN_TABLE=rda-fig7 (or lds-fig10, lds-fig12)
+// go test ./sim -run TestSynopsisTable -v -timeout 30m. LDAFWD_SYN_OUT
+// names a directory for <name>.csv and the PNG plots. Skipped otherwise.
+func TestSynopsisTable(t *testing.T) {
+	name := os.Getenv("LDAFWD_SYN_TABLE")
+	if name == "" {
+		t.Skip("set LDAFWD_SYN_TABLE to an experiment of SynopsisExperiments")
+	}
+	o := SynopsisOptions{Seed: 1}
+	if dir := os.Getenv("LDAFWD_SYN_OUT"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		o.CSV, o.PlotDir = f, dir
+	}
+	var out bytes.Buffer
+	if err := RunSynopsisExperiment(name, o, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out.String(), "\n") < 5 {
+		t.Fatalf("table too short:\n%s", out.String())
+	}
+	t.Logf("\n%s", out.String())
 }
