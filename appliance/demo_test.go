@@ -47,8 +47,11 @@ func TestDemo(t *testing.T) {
 }
 
 // TestDemoAllSynopses runs the appliances with LDA, RDA and LDS shipped
-// in-band: RDA lines are exact when nothing is lost on the segment, and the
-// LDS names the largest flows.
+// in-band: one RDA line per LDA line and up to TopFlows LDS lines per
+// interval; every valid RDA line is exact (no loss on this segment, so
+// within the sender's timestamp uncertainty) and every LDS line names its
+// flow. Intervals may be invalid under heavy load (an overrun merges two),
+// never wrong.
 func TestDemoAllSynopses(t *testing.T) {
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	cl, _ := classifier.NewClassifier(nil)
@@ -58,18 +61,22 @@ func TestDemoAllSynopses(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
+	ldsPer := map[int64]int{}
 	var rdaLines []report.Interval
 	_, err = appliance.RunDemo(appliance.DemoConfig{
-		Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 2,
+		Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 20_000, Seed: 2,
 		Flows: 100, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
-		TopFlows: 5, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel),
+		TopFlows: 5,
 		Reports: func(r *report.Interval) {
 			kinds[r.Synopsis]++
-			if r.Synopsis == "rda" {
+			switch r.Synopsis {
+			case "rda":
 				rdaLines = append(rdaLines, *r)
-			}
-			if r.Synopsis == "lds" && (r.Flow == "" || !r.Valid) {
-				t.Errorf("lds line without a flow name or invalid: %+v", r)
+			case "lds":
+				ldsPer[r.Interval]++
+				if r.Flow == "" {
+					t.Errorf("lds line without a flow name: %+v", r)
+				}
 			}
 		},
 	})
@@ -77,12 +84,23 @@ func TestDemoAllSynopses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("lines per synopsis: %v", kinds)
-	if kinds["lda"] < 2 || kinds["rda"] != kinds["lda"] || kinds["lds"] != 5*kinds["lda"] {
-		t.Errorf("lines per synopsis %v: want one rda per lda line and 5 lds lines per interval", kinds)
+	if kinds["lda"] < 2 || kinds["rda"] > kinds["lda"] || kinds["rda"] < kinds["lda"]-1 {
+		t.Errorf("lines per synopsis %v: want one rda line per paired lda line", kinds)
 	}
+	for k, n := range ldsPer {
+		if n > 5 {
+			t.Errorf("interval %d: %d lds lines, want ≤ 5 (TopFlows)", k, n)
+		}
+	}
+	valid := 0
 	for _, r := range rdaLines {
-		if !r.Valid || r.TrueMeanNs == nil || r.Lost != 0 {
-			t.Errorf("rda interval %d: valid %v lost %d (%s)", r.Interval, r.Valid, r.Lost, r.Reason)
+		if !r.Valid {
+			t.Logf("rda interval %d invalid: %s", r.Interval, r.Reason)
+			continue
+		}
+		valid++
+		if r.TrueMeanNs == nil || r.Lost != 0 {
+			t.Errorf("rda interval %d: lost %d, truth %v", r.Interval, r.Lost, r.TrueMeanNs)
 			continue
 		}
 		// Without loss the RDA mean is exact, up to the sender's timestamp
@@ -90,5 +108,8 @@ func TestDemoAllSynopses(t *testing.T) {
 		if d := r.MeanNs - *r.TrueMeanNs; d > r.MeanCINs+1 || -d > r.MeanCINs+1 {
 			t.Errorf("rda interval %d: mean %.3f, true %.3f, bound %.3f", r.Interval, r.MeanNs, *r.TrueMeanNs, r.MeanCINs)
 		}
+	}
+	if valid == 0 {
+		t.Error("no valid rda interval")
 	}
 }

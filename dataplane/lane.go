@@ -96,6 +96,7 @@ type Lane struct {
 	txN        int
 	lastTx     uint64
 	maxTxGap   uint64
+	txStamper  TxStamper // Tx, when it reports its own transmit time
 	stallSince uint64    // when the tx port last refused frames without taking any, ns; 0: not stalled
 	free       []*Packet // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
@@ -173,6 +174,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		endBuf: make([]byte, 0, 256),
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
+	l.txStamper, _ = cfg.Tx.(TxStamper)
 	return l, nil
 }
 
@@ -388,11 +390,17 @@ func (l *Lane) flush() {
 		if sender && k > 0 {
 			after := l.cfg.Clock()
 			l.now = after
-			if gap := after - before; gap > l.maxTxGap {
-				l.maxTxGap = gap
-				l.Stats.MaxTxStampGapNs.Store(gap)
+			if l.txStamper != nil {
+				// The port read the clock as it handed the burst over:
+				// exact, whatever happened to this thread around the call.
+				l.record(sent, sent+k, l.txStamper.LastTxNs(), 0)
+			} else {
+				if gap := after - before; gap > l.maxTxGap {
+					l.maxTxGap = gap
+					l.Stats.MaxTxStampGapNs.Store(gap)
+				}
+				l.record(sent, sent+k, before+(after-before)/2, (after-before)/2)
 			}
-			l.record(sent, sent+k, before+(after-before)/2, (after-before)/2)
 		}
 		sent += k
 		if k == 0 {

@@ -69,6 +69,7 @@ type RingPort struct {
 	in      []*Packet // RxBurst scratch between ring and impairer, Burst long
 	one     [1]*Packet
 
+	lastTx                     uint64 // clock read of the last TxBurst (TxStamper); tx goroutine only
 	closed                     atomic.Bool
 	rxPkts, rxBytes            atomic.Uint64
 	txPkts, txBytes, txDropped atomic.Uint64
@@ -245,6 +246,7 @@ func (p *RingPort) TxBurst(pkts []*Packet) int {
 		return 0
 	}
 	now := p.clock()
+	p.lastTx = now
 	idx, bytes, dropped, stop := 0, 0, 0, false
 	for idx < n && !stop {
 		k, nf := 0, 0
@@ -291,6 +293,10 @@ func (p *RingPort) TxBurst(pkts []*Packet) int {
 	}
 	return idx
 }
+
+// LastTxNs is the tx time (TS) the last TxBurst gave the frames it took:
+// the ring port is a TxStamper.
+func (p *RingPort) LastTxNs() uint64 { return p.lastTx }
 
 // RxBurst fills pkts with frames that have arrived and returns how many.
 // Each packet's TS is its arrival time on the link clock: its tx time on a
