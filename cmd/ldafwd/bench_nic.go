@@ -94,6 +94,10 @@ type laneRun struct {
 	recorded uint64        // recorded in the LDA
 	wall     time.Duration // from the first poll to the last
 	cpu      time.Duration // the worker thread's CPU time over the same span
+	// rxDropped is what the kernel dropped at the receiving port for want
+	// of rx ring room or fill descriptors (AF_XDP only): offered load the
+	// forwarder did not keep up with.
+	rxDropped uint64
 }
 
 func (r laneRun) mpps() float64 { return float64(r.frames) / r.wall.Seconds() / 1e6 }
@@ -404,7 +408,7 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	defer func() { _ = g.Stop() }()
 	per := nicRunTime(o)
 	var ours, pmd nicSamples
-	var offOurs, offPMD []float64
+	var offOurs, offPMD, dropped []float64
 	leftXDP := false
 	for r := 0; r < o.rounds; r++ {
 		// testpmd first: net_af_xdp attaches its own XDP program to A and B.
@@ -432,11 +436,12 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 		}
 		offOurs = append(offOurs, offered)
 		ours.add(run.mpps(), run.cpuMpps())
+		dropped = append(dropped, float64(run.rxDropped)/run.wall.Seconds()/1e6)
 	}
 	emitNIC(emit, "testpmd-io-afxdp", &pmd, nil, "", false, map[string]any{
 		"offered_mpps": median(offPMD), "core": fwd, "xdp_left_attached": leftXDP})
 	emitNIC(emit, "forward-afxdp-lda", &ours, &pmd, "testpmd-io-afxdp", false, map[string]any{
-		"offered_mpps": median(offOurs), "core": fwd})
+		"offered_mpps": median(offOurs), "rx_dropped_mpps": median(dropped), "core": fwd})
 	return nil
 }
 
@@ -496,6 +501,7 @@ func forwardAFXDPOnce(v *vethBench, g *afxdpGen, core int, d time.Duration) (lan
 	if err != nil {
 		return run, 0, err
 	}
+	run.rxDropped = a.Stats().RxDropped
 	return run, float64(s1-s0) / run.wall.Seconds() / 1e6, nil
 }
 
