@@ -203,7 +203,7 @@ func (l *Lane) Poll() bool {
 	work := false
 	if l.cfg.Role == RoleSender {
 		// The interval clock is read once per burst.
-		if k := l.cfg.Epoch.Load(); k != l.curK {
+		if k := l.cfg.Epoch.Load(); k > l.curK { // never backwards: CloseInterval may have run ahead of the clock
 			l.now = l.cfg.Clock()
 			l.closeInterval(k, l.now)
 			work = true

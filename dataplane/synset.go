@@ -152,24 +152,27 @@ func (s *SynSet) Reset() {
 	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false
 }
 
-// DoubleBuffer holds a lane's two copies of its synopses and the epoch
-// protocol of DESIGN §4 between the lane's worker and the control side:
+// DoubleBuffer holds a lane's copies of its synopses and the epoch
+// protocol of DESIGN §4 between the lane's worker and the control side. It
+// is the paper's double buffer (ToN Sec. V) with one spare copy:
 //
-//   - the worker records into Sets[flips&1];
+//   - the worker records into Sets[flips % bufCopies];
 //   - to flip (sender: the control side moved the interval clock; receiver:
-//     an End marker arrived) the worker first checks that the control side
-//     has drained the idle copy (released == flips), fills in the active
-//     copy's interval bookkeeping, then publishes flips+1 with one atomic
-//     store: from then on the old copy is the control side's;
+//     an End marker arrived) the worker checks that a copy is free (fewer
+//     than bufCopies−1 copies are still with the control side), fills in the
+//     active copy's interval bookkeeping, then publishes flips+1 with one
+//     atomic store: from then on the old copy is the control side's;
 //   - the control side sees flips > released, reads and encodes
-//     Sets[released&1], zeroes it and publishes released+1.
+//     Sets[released % bufCopies], zeroes it and publishes released+1.
 //
-// If the control side has not drained the idle copy when the next flip is
-// due (an overrun), the worker does not flip: it keeps recording into the
-// active copy, which then covers several intervals and is reported invalid
-// (Merged). Forwarding never waits for the control side.
+// The spare copy gives the control side a whole interval of slack: with two
+// copies a control goroutine that was descheduled, or busy cloning a large
+// RDA, when the next End marker arrived made the receiver overrun. If it is
+// still late (an overrun) the worker does not flip: it keeps recording into
+// the active copy, which then covers several intervals and is reported
+// invalid (Merged). Forwarding never waits for the control side.
 type DoubleBuffer struct {
-	Sets     [2]*SynSet
+	Sets     [bufCopies]*SynSet
 	flips    atomic.Uint64
 	_        [56]byte // flips is the worker's, released the control side's: separate cache lines
 	released atomic.Uint64
@@ -177,7 +180,11 @@ type DoubleBuffer struct {
 	overruns atomic.Uint64
 }
 
-// NewDoubleBuffer allocates both copies.
+// bufCopies is the number of synopsis copies per lane: the one being
+// written, the one being read, and a spare.
+const bufCopies = 3
+
+// NewDoubleBuffer allocates the copies.
 func NewDoubleBuffer(cfg SynConfig) (*DoubleBuffer, error) {
 	d := &DoubleBuffer{}
 	for i := range d.Sets {
@@ -191,22 +198,22 @@ func NewDoubleBuffer(cfg SynConfig) (*DoubleBuffer, error) {
 }
 
 // Active is the copy the worker records into now (worker only).
-func (d *DoubleBuffer) Active() *SynSet { return d.Sets[d.flips.Load()&1] }
+func (d *DoubleBuffer) Active() *SynSet { return d.Sets[d.flips.Load()%bufCopies] }
 
 // Flip closes the active copy as interval k (covering up to nowNs) and
-// switches to the other copy, if the control side has released it. It
-// reports whether it flipped. Worker only; called once per interval.
+// switches to the next copy, if one is free. It reports whether it
+// flipped. Worker only; called once per interval.
 func (d *DoubleBuffer) Flip(k, nowNs uint64) bool {
 	f := d.flips.Load()
-	a := d.Sets[f&1]
+	a := d.Sets[f%bufCopies]
 	a.LastK, a.EndNs = k, nowNs
-	if d.released.Load() != f {
+	if f-d.released.Load() >= bufCopies-1 {
 		// Overrun: keep recording here; the copy now spans intervals.
 		a.Merged = true
 		d.overruns.Add(1)
 		return false
 	}
-	next := d.Sets[(f+1)&1]
+	next := d.Sets[(f+1)%bufCopies]
 	next.FirstK, next.StartNs = k+1, nowNs
 	d.flips.Store(f + 1)
 	return true
@@ -215,25 +222,25 @@ func (d *DoubleBuffer) Flip(k, nowNs uint64) bool {
 // Begin sets the active copy's first interval and start time (worker, once
 // before the first packet).
 func (d *DoubleBuffer) Begin(k, nowNs uint64) {
-	a := d.Sets[d.flips.Load()&1]
+	a := d.Sets[d.flips.Load()%bufCopies]
 	a.FirstK, a.StartNs = k, nowNs
 }
 
-// Idle returns the copy the worker has handed over, if any (control side).
-// The caller reads it, then calls Release.
+// Idle returns the oldest copy the worker has handed over, if any (control
+// side). The caller reads it, then calls Release.
 func (d *DoubleBuffer) Idle() (*SynSet, bool) {
 	r := d.released.Load()
 	if d.flips.Load() == r {
 		return nil, false
 	}
-	return d.Sets[r&1], true
+	return d.Sets[r%bufCopies], true
 }
 
 // Release zeroes the idle copy and gives it back to the worker (control
 // side).
 func (d *DoubleBuffer) Release() {
 	r := d.released.Load()
-	d.Sets[r&1].Reset()
+	d.Sets[r%bufCopies].Reset()
 	d.released.Store(r + 1)
 }
 

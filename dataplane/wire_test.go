@@ -331,7 +331,7 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 			continue
 		}
 		if e.Lost != lost {
-			t.Errorf("interval %d: LDA lost %d, impairment lost %d", k, e.Lost, lost)
+			t.Errorf("interval %d: LDA lost %d (sent %d recv %d), impairment lost %d", k, e.Lost, e.Sent, e.Received, lost)
 		}
 		lostTotal += e.Lost
 		truth.mu.Lock()
