@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -102,9 +103,17 @@ func TestLDSFig12Weights(t *testing.T) {
 func TestRunSynopsisExperimentLDS(t *testing.T) {
 	for _, name := range []string{"lds-fig10", "lds-fig12"} {
 		var out bytes.Buffer
-		dir := t.TempDir()
-		if err := RunSynopsisExperiment(name, SynopsisOptions{Packets: 2000, Runs: 1, Seed: 1, PlotDir: dir}, &out); err != nil {
+		o := SynopsisOptions{Packets: 2000, Runs: 1, Seed: 1, PlotDir: t.TempDir()}
+		if testing.Short() {
+			o.Packets, o.PlotDir = 1000, "" // plotting is slow under -race
+		}
+		if err := RunSynopsisExperiment(name, o, &out); err != nil {
 			t.Fatal(err)
+		}
+		if o.PlotDir != "" {
+			if pngs, _ := filepath.Glob(filepath.Join(o.PlotDir, name+"_*.png")); len(pngs) != 1 {
+				t.Fatalf("%s: plots %v", name, pngs)
+			}
 		}
 		s := out.String()
 		if !strings.HasPrefix(s, "# "+name) || strings.Count(s, "\n") < 10 {

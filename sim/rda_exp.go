@@ -25,8 +25,11 @@ import (
 //
 // Departure from the paper: its RDA has k = 2 and 5 000 buckets and its
 // trace is a data-centre capture; ours is the default RDA (3 × 2048) and
-// the paper's shape (2 × 2500) on a synthetic trace, next to the default
-// LDA (1024 buckets) without and with the FineComb digest.
+// the paper's shape (2 × 2500) on a synthetic trace, plus an RDA sized for
+// each d by RDAConfigFor (the paper's "optimized number of buckets ... when
+// the size of the set difference is known"), next to the default LDA (1024
+// buckets) without and with the FineComb digest, and an LDA with digest in
+// about the default RDA's memory.
 
 // rdaFig7Delay is the per-packet delay: 100 µs propagation + Exp(30 µs)
 // queueing, as in synopsis's TestRDASweepSetDifference (docs/rda.md), so
@@ -42,7 +45,14 @@ type rdaMethod struct {
 	rda   synopsis.RDAConfig // when lda is nil
 	lda   *synopsis.LDAConfig
 	bytes int // memory per side, cells only (the RDA's timestamp cache is extra)
+	// sized: an RDA dimensioned for each swept d by synopsis.RDAConfigFor
+	// (3 banks, SizeRDA at 1 % failure), as the paper sizes its RDA by
+	// Theorem 2 "when the size of the set difference is known".
+	sized bool
 }
+
+// rdaSizedFor is the configuration of a sized method at set difference d.
+func rdaSizedFor(d int) (synopsis.RDAConfig, error) { return synopsis.RDAConfigFor(max(d, 1)) }
 
 func rdaFig7Methods() []rdaMethod {
 	ldaCfg := synopsis.DefaultLDAConfig()
@@ -60,6 +70,7 @@ func rdaFig7Methods() []rdaMethod {
 	return []rdaMethod{
 		{name: "rda 3x2048", rda: def, bytes: 24 * def.Banks * def.Cells},
 		{name: "rda 2x2500", rda: paper, bytes: 24 * paper.Banks * paper.Cells},
+		{name: "rda sized for d", sized: true},
 		{name: "lda", lda: &ldaCfg, bytes: 16 * ldaCfg.TotalRows()},
 		{name: "lda+digest", lda: &ldaDig, bytes: 24 * ldaDig.TotalRows()},
 		{name: "lda+digest 8x1024", lda: &ldaBig, bytes: 24 * ldaBig.TotalRows()},
@@ -156,12 +167,16 @@ func newRDASides(ms []rdaMethod) (*rdaSides, error) {
 		var err error
 		var a, b *synopsis.RDA
 		var x, y *synopsis.LDA
-		if m.lda != nil {
+		switch {
+		case m.sized: // built per interval by run, for its d
+		case m.lda != nil:
 			if x, err = synopsis.NewLDA(*m.lda); err == nil {
 				y, err = synopsis.NewLDA(*m.lda)
 			}
-		} else if a, err = synopsis.NewRDA(m.rda); err == nil {
-			b, err = synopsis.NewRDA(m.rda)
+		default:
+			if a, err = synopsis.NewRDA(m.rda); err == nil {
+				b, err = synopsis.NewRDA(m.rda)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sim: rda-fig7 %s: %w", m.name, err)
@@ -171,7 +186,24 @@ func newRDASides(ms []rdaMethod) (*rdaSides, error) {
 	return s, nil
 }
 
-// rdaRun feeds interval iv to method j's sketches and scores the estimate.
+// size makes method j's RDAs the ones RDAConfigFor(d) gives, reusing them
+// when the worker's previous interval had the same d.
+func (s *rdaSides) size(j, d int) error {
+	cfg, err := rdaSizedFor(d)
+	if err != nil {
+		return err
+	}
+	if s.rs[j] != nil && s.rs[j].Config() == cfg {
+		return nil
+	}
+	if s.rs[j], err = synopsis.NewRDA(cfg); err != nil {
+		return err
+	}
+	s.rr[j], err = synopsis.NewRDA(cfg)
+	return err
+}
+
+// run feeds interval iv to method j's sketches and scores the estimate.
 func (s *rdaSides) run(j int, iv *rdaInterval) (rdaOutcome, error) {
 	var o rdaOutcome
 	var est synopsis.Estimate
@@ -283,6 +315,11 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 		rdaGenerate(n, diffs[di], mix(o.Seed, uint64(run)*0x10001+uint64(diffs[di])), &s.iv)
 		outs[job] = make([]rdaOutcome, len(ms))
 		for j := range ms {
+			if ms[j].sized {
+				if errs[job] = s.size(j, diffs[di]); errs[job] != nil {
+					return
+				}
+			}
 			if outs[job][j], errs[job] = s.run(j, &s.iv); errs[job] != nil {
 				return
 			}
@@ -345,7 +382,12 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 			if len(a.mean) > 0 {
 				maxErr = slices.Max(a.mean)
 			}
-			t.add(d, m.name, m.bytes, frac(valid), exactV, setsV, fpV, frac(loss), usable, meanErr, maxErr, rdaMean(a.bound), rdaMean(a.sdv), outside)
+			bytes := m.bytes
+			if m.sized {
+				c, _ := rdaSizedFor(d) // succeeded in the run
+				bytes = 24 * c.Banks * c.Cells
+			}
+			t.add(d, m.name, bytes, frac(valid), exactV, setsV, fpV, frac(loss), usable, meanErr, maxErr, rdaMean(a.bound), rdaMean(a.sdv), outside)
 			series[j] = append(series[j], plotter.XY{X: float64(d), Y: meanErr})
 			sdSeries[j] = append(sdSeries[j], plotter.XY{X: float64(d), Y: rdaMean(a.sdv)})
 			if m.lda == nil {
