@@ -51,16 +51,36 @@ type rdaMethod struct {
 	sized bool
 }
 
-// rdaSizedFor is the configuration of a sized method at set difference d.
-func rdaSizedFor(d int) (synopsis.RDAConfig, error) { return synopsis.RDAConfigFor(max(d, 1)) }
+// rdaCacheFor is the timestamp cache budget for intervals of n packets:
+// what SizeRDAConfig gives analyze, a cache that holds every packet (with
+// room for the extras) so repair is exact, and no larger — the default
+// 16 MiB per RDA would cost 100 MiB per worker here.
+func rdaCacheFor(n int) int {
+	c, err := synopsis.SizeRDAConfig(uint64(n)+uint64(n/4), 0)
+	if err != nil {
+		return synopsis.DefaultRDACacheBudget
+	}
+	return c.CacheBudget
+}
 
-func rdaFig7Methods() []rdaMethod {
+// rdaSizedFor is the configuration of a sized method at set difference d
+// for intervals of n packets.
+func rdaSizedFor(d, n int) (synopsis.RDAConfig, error) {
+	c, err := synopsis.RDAConfigFor(max(d, 1))
+	c.CacheBudget = rdaCacheFor(n)
+	return c, err
+}
+
+// rdaFig7Methods are the compared synopses for intervals of n packets.
+func rdaFig7Methods(n int) []rdaMethod {
 	ldaCfg := synopsis.DefaultLDAConfig()
 	ldaDig := synopsis.DefaultLDAConfig()
 	ldaDig.Digest = true
 	paper := synopsis.DefaultRDAConfig()
 	paper.Banks, paper.Cells = 2, 2500
 	def := synopsis.DefaultRDAConfig()
+	def.CacheBudget = rdaCacheFor(n)
+	paper.CacheBudget = def.CacheBudget
 	// An LDA with about the RDA's memory: 8 banks of 1024 rows.
 	ldaBig := synopsis.DefaultLDAConfig()
 	ldaBig.Digest = true
@@ -188,8 +208,8 @@ func newRDASides(ms []rdaMethod) (*rdaSides, error) {
 
 // size makes method j's RDAs the ones RDAConfigFor(d) gives, reusing them
 // when the worker's previous interval had the same d.
-func (s *rdaSides) size(j, d int) error {
-	cfg, err := rdaSizedFor(d)
+func (s *rdaSides) size(j, d, n int) error {
+	cfg, err := rdaSizedFor(d, n)
 	if err != nil {
 		return err
 	}
@@ -297,7 +317,7 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 	for len(diffs) > 1 && diffs[len(diffs)-1] > n/4 {
 		diffs = diffs[:len(diffs)-1] // keep the set difference a minority of the packets
 	}
-	ms := rdaFig7Methods()
+	ms := rdaFig7Methods(n)
 	workers := max(1, min(o.Workers, runs*len(diffs)))
 	sides := make([]*rdaSides, workers)
 	for w := range sides {
@@ -316,7 +336,7 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 		outs[job] = make([]rdaOutcome, len(ms))
 		for j := range ms {
 			if ms[j].sized {
-				if errs[job] = s.size(j, diffs[di]); errs[job] != nil {
+				if errs[job] = s.size(j, diffs[di], n); errs[job] != nil {
 					return
 				}
 			}
@@ -384,7 +404,7 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 			}
 			bytes := m.bytes
 			if m.sized {
-				c, _ := rdaSizedFor(d) // succeeded in the run
+				c, _ := rdaSizedFor(d, n) // succeeded in the run
 				bytes = 24 * c.Banks * c.Cells
 			}
 			t.add(d, m.name, bytes, frac(valid), exactV, setsV, fpV, frac(loss), usable, meanErr, maxErr, rdaMean(a.bound), rdaMean(a.sdv), outside)

@@ -45,7 +45,7 @@ func TestRDAFig7WithinCapacity(t *testing.T) {
 	if testing.Short() {
 		n, seeds = 20_000, 2
 	}
-	ms := rdaFig7Methods()[:1] // rda 3x2048
+	ms := rdaFig7Methods(n)[:1] // rda 3x2048
 	lda := synopsis.DefaultLDAConfig()
 	ms = append(ms, rdaMethod{name: "lda", lda: &lda})
 	s, err := newRDASides(ms)
@@ -149,7 +149,7 @@ func TestRunSynopsisExperimentRDA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1+2*len(rdaFig7Methods()) || recs[0][1] != "d" {
+	if len(recs) != 1+2*len(rdaFig7Methods(8000)) || recs[0][1] != "d" {
 		t.Fatalf("csv: %d records, header %v", len(recs), recs[0])
 	}
 	if !strings.Contains(out.String(), "rda 3x2048") || !strings.HasPrefix(out.String(), "# rda-fig7") {
@@ -175,7 +175,7 @@ func TestRunSynopsisExperimentRDA(t *testing.T) {
 		}
 		lines++
 	}
-	if lines != 2*len(rdaFig7Methods()) {
+	if lines != 2*len(rdaFig7Methods(8000)) {
 		t.Fatalf("%d json lines", lines)
 	}
 	if err := RunSynopsisExperiment("fig4", o, &js); err == nil {
