@@ -35,7 +35,13 @@ func TestDemo(t *testing.T) {
 		t.Logf("k=%d valid=%v %s sent=%d recv=%d lost=%d mean=%.0f±%.0f truth=%s", r.Interval, r.Valid, r.Reason, r.Sent, r.Received, r.Lost, r.MeanNs, r.MeanCINs, tl)
 	}
 	t.Logf("%+v", sum)
-	if sum.Intervals < 3 || sum.Valid != sum.Intervals {
+	if raceEnabled {
+		// Slowed 5–10×, intervals may merge (reported invalid): only
+		// check that what is valid is right.
+		if sum.Valid == 0 {
+			t.Errorf("no valid interval under -race")
+		}
+	} else if sum.Intervals < 3 || sum.Valid != sum.Intervals {
 		t.Errorf("%d of %d intervals valid", sum.Valid, sum.Intervals)
 	}
 	if sum.LossExact != sum.Valid {
@@ -53,6 +59,9 @@ func TestDemo(t *testing.T) {
 // flow. Intervals may be invalid under heavy load (an overrun merges two),
 // never wrong.
 func TestDemoAllSynopses(t *testing.T) {
+	if raceEnabled {
+		t.Skip("RDA and LDS estimation under -race overrun the 500 ms intervals; TestDemo covers the code under -race")
+	}
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()

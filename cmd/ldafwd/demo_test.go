@@ -26,6 +26,8 @@ func TestDemoJSON(t *testing.T) {
 			Direction    string
 			Valid        bool
 			Reason       string
+			Sent         uint64
+			Received     uint64
 			Lost         uint64
 			MeanNs       float64  `json:"mean_ns"`
 			MeanCINs     float64  `json:"mean_ci_ns"`
@@ -42,6 +44,10 @@ func TestDemoJSON(t *testing.T) {
 			t.Errorf("unexpected line %s", sc.Text())
 		}
 		if !r.Valid {
+			if r.Sent == 0 && r.Received == 0 {
+				n-- // no traffic in it (the stop closed it right after a boundary): nothing to measure
+				continue
+			}
 			t.Errorf("interval %d invalid: %s", r.Interval, r.Reason)
 			continue
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package appliance_test
+
+const raceEnabled = false
