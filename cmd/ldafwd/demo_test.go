@@ -48,7 +48,9 @@ func TestDemoJSON(t *testing.T) {
 				n-- // no traffic in it (the stop closed it right after a boundary): nothing to measure
 				continue
 			}
-			t.Errorf("interval %d invalid: %s", r.Interval, r.Reason)
+			if !raceEnabled {
+				t.Errorf("interval %d invalid: %s", r.Interval, r.Reason)
+			}
 			continue
 		}
 		if r.TrueMeanNs == nil || r.TrueStddevNs == nil || r.TrueLost == nil {
@@ -67,6 +69,9 @@ func TestDemoJSON(t *testing.T) {
 	}
 	if n < 4 {
 		t.Fatalf("%d interval lines, want ≥ 4", n)
+	}
+	if raceEnabled {
+		return // what was valid was right; the share of valid intervals is judged without -race
 	}
 	if float64(inBound) < 0.9*float64(n) {
 		t.Errorf("true mean inside the bound in %d of %d intervals", inBound, n)
