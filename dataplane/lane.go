@@ -191,8 +191,9 @@ func (l *Lane) Config() LaneConfig { return l.cfg }
 //
 // Clock reads: one per received burst (the rx timestamp of frames the port
 // did not stamp, and the drain timer), two around each sender TxBurst (the
-// transmit timestamp), one when an interval ends or the tx port refuses
-// frames; an empty poll with nothing buffered reads none. A clock read
+// transmit timestamp) unless the tx port is a TxStamper, one when an
+// interval ends or the tx port refuses frames; an empty poll with nothing
+// buffered reads none. A clock read
 // (RealtimeClock: two vDSO calls) costs about as much as parsing a frame,
 // so they are counted, not sprinkled.
 func (l *Lane) Poll() bool {
@@ -378,23 +379,25 @@ func (l *Lane) flush() {
 	sender := l.cfg.Role == RoleSender
 	sent := 0
 	for try := 0; try < l.cfg.TxRetries && sent < l.txN; try++ {
-		// The transmit timestamp is the midpoint of clock reads around
-		// the TxBurst: a thread preempted before or after the call (GC,
-		// an oversubscribed host) errs by half the gap, not all of it.
-		// Only the sender timestamps transmissions.
+		// Only the sender timestamps transmissions. A TxStamper port
+		// read the clock as it handed the burst over: exact, whatever
+		// happened to this thread around the call, and no clock read
+		// here. Otherwise the transmit timestamp is the midpoint of clock
+		// reads around the TxBurst: a thread preempted before or after
+		// the call (GC, an oversubscribed host) errs by half the gap, not
+		// all of it.
+		stamp := sender && l.txStamper == nil
 		var before uint64
-		if sender {
+		if stamp {
 			before = l.cfg.Clock()
 		}
 		k := l.cfg.Tx.TxBurst(l.txPkts[sent:l.txN])
 		if sender && k > 0 {
-			after := l.cfg.Clock()
-			l.now = after
-			if l.txStamper != nil {
-				// The port read the clock as it handed the burst over:
-				// exact, whatever happened to this thread around the call.
+			if !stamp {
 				l.record(sent, sent+k, l.txStamper.LastTxNs(), 0)
 			} else {
+				after := l.cfg.Clock()
+				l.now = after
 				if gap := after - before; gap > l.maxTxGap {
 					l.maxTxGap = gap
 					l.Stats.MaxTxStampGapNs.Store(gap)
