@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -240,6 +241,7 @@ func newVethBench() (*vethBench, error) {
 	v := &vethBench{NS: fmt.Sprintf("ldafwd-bench-%d", os.Getpid()),
 		A: fmt.Sprintf("ldb%d.a", id), Gen: fmt.Sprintf("ldb%d.g", id),
 		B: fmt.Sprintf("ldb%d.b", id), Sink: fmt.Sprintf("ldb%d.s", id)}
+	sweepBenchNetns()
 	v.Delete() // a leftover of a killed run with the same pid
 	steps := [][]string{
 		{"netns", "add", v.NS},
@@ -306,6 +308,29 @@ func (v *vethBench) attachDrop() error {
 		}
 		return nil
 	})
+}
+
+// sweepBenchNetns deletes ldafwd-bench-<pid> namespaces (and with them
+// their veth pairs) whose process no longer exists: what a killed bench
+// run leaves behind.
+func sweepBenchNetns() {
+	ents, err := os.ReadDir("/var/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, ok := strings.CutPrefix(e.Name(), "ldafwd-bench-")
+		if !ok {
+			continue
+		}
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "del", e.Name()).Run()
+	}
 }
 
 // Delete removes the namespace (and with it both pairs); safe to repeat.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -111,7 +112,7 @@ func TestBenchAFXDP(t *testing.T) {
 		t.Errorf("no offered rate: %v", ex)
 	}
 	ns, _ := exec.Command("ip", "netns", "list").CombinedOutput()
-	if strings.Contains(string(ns), "ldafwd-bench-") {
+	if strings.Contains(string(ns), fmt.Sprintf("ldafwd-bench-%d ", os.Getpid())) {
 		t.Errorf("namespace left behind: %s", ns)
 	}
 }
