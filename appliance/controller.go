@@ -37,6 +37,7 @@ type controller struct {
 	movedAt  atomic.Int64    // when the interval clock last moved, ns (time.Now)
 	done     map[uint64]bool // intervals already reported: one line per interval and MEC
 	doneK    []uint64        // their order, to forget old ones
+	nextDue  uint64          // the next interval the liveness check may declare silent
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -216,7 +217,30 @@ func (c *controller) step(now time.Time) {
 			delete(c.rcopies, k)
 		}
 	}
+	c.silent(nowNs)
 	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0)
+}
+
+// silent reports, by our own clock, every interval that ended more than a
+// pairing timeout ago without anything from the sender — no End marker, no
+// synopsis, no failure — so that a dead peer or a segment that drops
+// control frames shows as invalid lines every interval, not as silence.
+// The interval current at start is warm-up and never declared.
+func (c *controller) silent(nowNs uint64) {
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	kNow := nowNs / iv
+	if c.nextDue == 0 {
+		c.nextDue = kNow + 1
+		return
+	}
+	lag := uint64(c.a.cfg.PairTimeout.Nanoseconds())/iv + 2
+	for ; c.nextDue+lag < kNow; c.nextDue++ {
+		k := c.nextDue
+		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
+			continue
+		}
+		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, "nothing from the sender for this interval (peer down, or the segment drops control frames)")
+	}
 }
 
 // ship encodes one sender copy and queues its control frames.

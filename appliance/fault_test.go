@@ -2,6 +2,7 @@ package appliance_test
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,4 +274,49 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestPeerDown: when the sender stops sending anything (here: every control
+// frame dropped from some point on), the receiver still reports each
+// interval, invalid with the reason, instead of going silent.
+func TestPeerDown(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	const iv = 200 * time.Millisecond
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		if f.Interval >= first+3 {
+			return drop
+		}
+		return pass
+	}}
+	var mu sync.Mutex
+	silent := map[int64]bool{}
+	_, err := appliance.RunDemo(appliance.DemoConfig{
+		Duration: 20 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 4, Flows: 20,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !r.Valid && strings.Contains(r.Reason, "nothing from the sender") {
+				silent[r.Interval] = true
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pairing timeout is interval + 2 s = 2.2 s: of the ~17 dead
+	// intervals, those older than timeout + 2 intervals get a line.
+	if len(silent) < 3 {
+		t.Errorf("only %d intervals reported as silent: %v", len(silent), silent)
+	}
+	for k := range silent {
+		if uint64(k) < fp.first+3 {
+			t.Errorf("interval %d reported silent before the control frames stopped (X=%d)", k, fp.first+3)
+		}
+	}
 }
