@@ -5,9 +5,10 @@ package main
 // same single forwarding core, run round by round in one command so that
 // the ratio is measured under the same load.
 //
-//   forward-dpdk-null  records testpmd-macswap-null, forward-dpdk-null-off
-//                      and forward-dpdk-null-lda (bench_nic_dpdk.go; a
-//                      binary built without DPDK reports that it was)
+//   forward-dpdk-null  records testpmd-macswap-null, forward-dpdk-null-port
+//                      (ports alone), forward-dpdk-null-off and
+//                      forward-dpdk-null-lda (a binary built without DPDK
+//                      reports that it was)
 //   forward-afxdp      records testpmd-io-afxdp and forward-afxdp-lda
 //                      (this file)
 //
@@ -537,8 +538,9 @@ func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
 // 64-byte frame into each mbuf, tx frees, as a NIC's DMA would cost) on
 // one pinned core registered as an EAL lcore, with measurement off and
 // with the LDA, against dpdk-testpmd's macswap forwarding on the same
-// vdev pair and the same core. The three are interleaved round by round
-// and the median kept.
+// vdev pair and the same core; and the ports alone (portLoop), which
+// splits our cost into port + cgo and lane. The four are interleaved
+// round by round and the median kept.
 //
 // The headline Mpps is from the forwarding thread's CPU time (ours:
 // CLOCK_THREAD_CPUTIME_ID; testpmd's rte-worker thread: /proc), the rate
@@ -575,7 +577,7 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 	}
 	defer b.Close()
 	per := nicRunTime(o)
-	var pmd, off, lda nicSamples
+	var pmd, raw, off, lda nicSamples
 	var recorded []float64
 	for r := 0; r < o.rounds; r++ {
 		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
@@ -589,6 +591,11 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 			cpuM = 1e3 / res.CPUNsPerPkt
 		}
 		pmd.add(res.Mpps, cpuM)
+		run, err := portLoop(a, b, fwd, per)
+		if err != nil {
+			return fmt.Errorf("forward-dpdk-null-port: %w", err)
+		}
+		raw.add(run.mpps(), run.cpuMpps())
 		for _, withLDA := range []bool{false, true} {
 			ab, err := benchLane(a, b, withLDA, dataplane.DefaultLaneBurst)
 			if err != nil {
@@ -615,6 +622,7 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 	huge := hugeInUse()
 	extra := map[string]any{"core": fwd, "burst": dataplane.DefaultLaneBurst, "hugepages": huge}
 	emitNIC(emit, "testpmd-macswap-null", &pmd, nil, "", true, extra)
+	emitNIC(emit, "forward-dpdk-null-port", &raw, &pmd, "testpmd-macswap-null", true, extra)
 	emitNIC(emit, "forward-dpdk-null-off", &off, &pmd, "testpmd-macswap-null", true, extra)
 	extra2 := map[string]any{"recorded_share": median(recorded)}
 	for k, v := range extra {
@@ -622,6 +630,48 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 	}
 	emitNIC(emit, "forward-dpdk-null-lda", &lda, &pmd, "testpmd-macswap-null", true, extra2)
 	return nil
+}
+
+// portLoop is the ports alone, no lane: rx on one port, tx of the same
+// frames on the other, both directions, 32 frames per burst, on one
+// thread pinned to core and registered as an EAL lcore. Its record
+// (forward-dpdk-null-port) separates what the DPDK port and cgo cost
+// from what the lane adds.
+func portLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
+	var r laneRun
+	done := make(chan error, 1)
+	go func() {
+		if _, err := dpdk.RegisterThread(core); err != nil {
+			done <- err
+			return
+		}
+		defer dpdk.UnregisterThread()
+		pkts := make([]*dataplane.Packet, dataplane.DefaultLaneBurst)
+		c0, t0 := benchThreadCPU(), time.Now()
+		deadline := t0.Add(d)
+		for polls := 0; ; polls++ {
+			for _, dir := range [2][2]*dpdk.Port{{a, b}, {b, a}} {
+				n := dir[0].RxBurst(pkts)
+				m := dir[1].TxBurst(pkts[:n])
+				if m < n {
+					dir[0].Free(pkts[m:n])
+				}
+				r.frames += uint64(m)
+			}
+			if polls&255 == 0 && time.Now().After(deadline) {
+				break
+			}
+		}
+		r.cpu, r.wall = benchThreadCPU()-c0, time.Since(t0)
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		return r, err
+	}
+	if r.frames == 0 {
+		return r, errors.New("the ports forwarded nothing")
+	}
+	return r, nil
 }
 
 // hugeInUse reports whether hugepages are reserved at all (our own EAL may
