@@ -181,8 +181,13 @@ func TestRunSynopsisExperimentRDA(t *testing.T) {
 	if err := RunSynopsisExperiment("fig4", o, &js); err == nil {
 		t.Fatal("unknown experiment accepted")
 	}
-	if err := RunSynopsisExperiment("rda-fig7", SynopsisOptions{Runs: -1}, &js); err == nil {
-		t.Fatal("negative runs accepted")
+	for _, bad := range []SynopsisOptions{{Runs: -1}, {Packets: -1}, {Workers: -1}, {Packets: synMaxRDAPackets + 1}, {Runs: synMaxRuns + 1}} {
+		if err := RunSynopsisExperiment("rda-fig7", bad, &js); err == nil {
+			t.Fatalf("options %+v accepted", bad)
+		}
+	}
+	if err := RunSynopsisExperiment("lds-fig10", SynopsisOptions{Packets: synMaxLDSFlows + 1}, &js); err == nil {
+		t.Fatal("too many flows accepted")
 	}
 }
 

@@ -26,6 +26,13 @@ import (
 // paper's Fig. 10 (per-flow error by flow size) and Fig. 12 (flow weights).
 var SynopsisExperiments = []string{"rda-fig7", "lds-fig10", "lds-fig12"}
 
+// Limits of SynopsisOptions.
+const (
+	synMaxRDAPackets = 20_000_000
+	synMaxLDSFlows   = 2_000_000
+	synMaxRuns       = 100_000
+)
+
 // SynopsisOptions steers RunSynopsisExperiment. Zero values take the
 // experiment's defaults (written in the table's header lines).
 type SynopsisOptions struct {
@@ -64,6 +71,16 @@ type SynopsisOptions struct {
 func RunSynopsisExperiment(name string, o SynopsisOptions, out io.Writer) error {
 	if o.Packets < 0 || o.Runs < 0 || o.Workers < 0 {
 		return fmt.Errorf("sim: %s: packets, runs and workers must not be negative", name)
+	}
+	// Limits that keep a typo from asking for tens of GB: an rda-fig7
+	// interval holds ~50 bytes per packet per worker, an LDS interval of n
+	// flows ~27·n packets and ~300 bytes per flow per sketch.
+	limit := synMaxRDAPackets
+	if strings.HasPrefix(name, "lds") {
+		limit = synMaxLDSFlows
+	}
+	if o.Packets > limit || o.Runs > synMaxRuns {
+		return fmt.Errorf("sim: %s: packets (flows for lds) %d or runs %d above the limits %d, %d", name, o.Packets, o.Runs, limit, synMaxRuns)
 	}
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
