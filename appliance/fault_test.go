@@ -181,8 +181,10 @@ func TestFaults(t *testing.T) {
 			traffic: func(e time.Duration) (bool, bool) { return false, e > 4*iv && e < 5*iv }},
 	}
 	for _, tc := range cases {
+		// One case at a time: in parallel they put 22 appliances and their
+		// generators on 2 cores, and the starved control goroutines lose
+		// frames that no fault touched.
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			delay, _ := model.NewWeibull(30_000, 0.7)
 			loss, _ := model.NewUniformLoss(0.001)
 			cl, _ := classifier.NewClassifier(nil)
