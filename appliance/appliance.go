@@ -43,6 +43,11 @@ type Config struct {
 	// registration).
 	OnWorkerStart func() error
 	OnWorkerExit  func()
+	// ControlCopies sends every control frame of an interval (End marker,
+	// Hello, fragments) this many times, for lossy segments: an interval
+	// then fails only if every copy of one frame is lost, at ControlCopies
+	// times the control traffic. 0 means 1.
+	ControlCopies int
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int
@@ -130,6 +135,12 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.TopFlows == 0 {
 		cfg.TopFlows = 10
 	}
+	if cfg.ControlCopies == 0 {
+		cfg.ControlCopies = 1
+	}
+	if cfg.ControlCopies < 1 || cfg.ControlCopies > 4 {
+		return nil, fmt.Errorf("appliance: %d control copies: 1..4", cfg.ControlCopies)
+	}
 	cfg.Syn.Classes = cfg.Classifier.NumClasses()
 	if cfg.Syn.Weights == nil {
 		for i := 0; i < cfg.Syn.Classes; i++ {
@@ -187,7 +198,7 @@ func New(cfg Config) (*Appliance, error) {
 		return nil, err
 	}
 	a.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherPort, Tx: segPort, Role: dataplane.RoleSender, Burst: cfg.Burst,
-		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, Inject: a.inject})
+		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: a.inject})
 	if err != nil {
 		return nil, err
 	}

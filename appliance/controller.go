@@ -285,16 +285,22 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: 0, Kind: control.KindLDS}, Payload: q})
 	}
-	frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
-	if err != nil {
-		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
-		return
-	}
-	c.bufs = frames[:cap(frames)]
-	for _, f := range frames {
-		// The lane copies each frame into a port buffer when it sends
-		// it; until then the frame must not change, so it gets its own.
-		c.pending = append(c.pending, append([]byte(nil), f...))
+	// ControlCopies sends the whole interval (Hello and fragments) more
+	// than once, each copy with fresh sequence numbers: the receiver keeps
+	// the first of every fragment and counts the rest as duplicates, so an
+	// interval fails only if every copy of some fragment is lost.
+	for copyN := 0; copyN < a.cfg.ControlCopies; copyN++ {
+		frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
+		if err != nil {
+			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
+			return
+		}
+		c.bufs = frames[:cap(frames)]
+		for _, f := range frames {
+			// The lane copies each frame into a port buffer when it sends
+			// it; until then the frame must not change, so it gets its own.
+			c.pending = append(c.pending, append([]byte(nil), f...))
+		}
 	}
 	c.shipped.Store(set.LastK)
 }

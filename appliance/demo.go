@@ -37,8 +37,11 @@ type DemoConfig struct {
 	Bounds      synopsis.CompactBounds
 	Conf        float64
 	TopFlows    int
-	Key         []byte
-	Insecure    bool
+	// ControlCopies: see Config. The demo's segment loses control frames
+	// like any other, so `ldafwd demo` sends two copies.
+	ControlCopies int
+	Key           []byte
+	Insecure      bool
 	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
 	// what it transmits). Traffic says, per generator burst, whether to pause
 	// and whether to send malformed frames instead. RestartAt > 0 stops
@@ -179,7 +182,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 	}
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
-		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, IdleSleep: 20 * time.Microsecond, Reports: onReport}
+		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, IdleSleep: 20 * time.Microsecond, Reports: onReport}
 	c1, c2 := common, common
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {

@@ -322,3 +322,56 @@ func TestPeerDown(t *testing.T) {
 		}
 	}
 }
+
+// TestControlCopies: with two copies of every control frame, losing one
+// copy of a fragment and one of the End marker of interval X costs
+// nothing: X and every other interval stay valid.
+func TestControlCopies(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	const iv = 300 * time.Millisecond
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	droppedFrag, droppedEnd := false, false
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		if f.Interval != first+3 {
+			return pass
+		}
+		switch {
+		case f.Type == control.TypeFragment && f.FragIndex == 0 && !droppedFrag:
+			droppedFrag = true
+			return drop
+		case f.Type == control.TypeEnd && !droppedEnd:
+			droppedEnd = true
+			return drop
+		}
+		return pass
+	}}
+	var mu sync.Mutex
+	var lines []report.Interval
+	sum, err := appliance.RunDemo(appliance.DemoConfig{
+		Duration: 8 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !droppedFrag || !droppedEnd {
+		t.Fatalf("the faults did not happen (fragment %v, End %v)", droppedFrag, droppedEnd)
+	}
+	for _, r := range lines {
+		if !r.Valid && !(r.Sent == 0 && r.Received == 0) {
+			t.Errorf("interval %d (X%+d) invalid: %s", r.Interval, r.Interval-int64(fp.first+3), r.Reason)
+		}
+	}
+	if sum.Valid < 4 {
+		t.Errorf("%d valid intervals", sum.Valid)
+	}
+}

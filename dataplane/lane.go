@@ -48,10 +48,15 @@ type LaneConfig struct {
 	Buffer     *DoubleBuffer // synopses (sender and receiver roles)
 
 	// Sender role.
-	Epoch  *atomic.Uint64     // the interval clock: the control side stores k+1 when interval k ends
-	End    *control.EndWriter // builds End markers
-	Inject *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
-	Pace   int                // control frames injected per poll; default 4
+	Epoch *atomic.Uint64     // the interval clock: the control side stores k+1 when interval k ends
+	End   *control.EndWriter // builds End markers
+	// EndCopies sends each End marker this many times back to back (each
+	// with its own sequence number; the receiver flips on the first and
+	// ignores the rest), so one lost frame does not cost two intervals on
+	// a lossy segment. 0 means 1.
+	EndCopies int
+	Inject    *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
+	Pace      int                // control frames injected per poll; default 4
 
 	// Receiver role.
 	ToControl *FrameQueue        // stripped control frames, for the control side
@@ -480,8 +485,10 @@ func (l *Lane) closeInterval(k, now uint64) {
 	old := l.curK
 	if l.cfg.End != nil {
 		e := control.End{StartNs: int64(l.intStart), EndNs: int64(now), Frames: l.intFrames, Bytes: l.intBytes}
-		l.endBuf = l.cfg.End.AppendEnd(l.endBuf[:0], old, &e)
-		l.sendOwn(l.endBuf, &l.Stats.EndsSent, &l.Stats.EndsFailed)
+		for c := 0; c < max(l.cfg.EndCopies, 1); c++ {
+			l.endBuf = l.cfg.End.AppendEnd(l.endBuf[:0], old, &e)
+			l.sendOwn(l.endBuf, &l.Stats.EndsSent, &l.Stats.EndsFailed)
+		}
 	}
 	// Several intervals may have passed without a poll (a stalled
 	// worker): the copy then covers them all and is reported merged.

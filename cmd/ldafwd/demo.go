@@ -38,6 +38,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		verbose            bool
 		synopses           string
 		top                int
+		copies             int
 	)
 	fs := newFlagSet("demo")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -56,6 +57,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
+	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
 	lda.register(fs)
 	out.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +111,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if top < 1 {
 		return fmt.Errorf("demo: --top %d: must be ≥ 1", top)
 	}
+	if copies < 1 || copies > 4 {
+		return fmt.Errorf("demo: --control-copies %d: 1..4", copies)
+	}
 	syn := dataplane.SynConfig{LDA: ldaCfg}
 	if kinds["rda"] {
 		c := synopsis.DefaultRDAConfig()
@@ -146,7 +151,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, Log: log, TopFlows: top,
+		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		Reports: func(r *report.Interval) {
 			w.Write(r)
 			if table {
@@ -166,8 +171,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
 		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
 			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
-		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s (the LDA alone: run with --synopsis lda)\n",
-			sum.ControlBytesPerInt*8/1000, synopses)
+		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
+			sum.ControlBytesPerInt*8/1000, synopses, copies)
 	}
 	return nil
 }

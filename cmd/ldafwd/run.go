@@ -61,6 +61,7 @@ type runOptions struct {
 	metricsAddr   string
 	cores         []int
 	burst         int
+	copies        int
 	mtu           int
 	duration      time.Duration
 	statsInterval time.Duration
@@ -101,6 +102,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
 	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
 	fs.IntVar(&o.burst, "burst", 32, "frames per rx/tx burst (1..512)")
+	fs.IntVar(&o.copies, "control-copies", 1, "send every control frame (End marker, synopsis fragments) this many times (1..4): on a lossy segment an interval then fails only if every copy of a frame is lost; costs that many times the control traffic")
 	fs.IntVar(&o.mtu, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, maxPortFrame-14))
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.statsInterval, "stats-interval", 0, "cadence of the port records (0: --interval)")
@@ -319,6 +321,9 @@ func (o *runOptions) validate() error {
 			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.cores)
 		}
 	}
+	if o.copies < 1 || o.copies > 4 {
+		return fmt.Errorf("--control-copies %d: 1..4", o.copies)
+	}
 	if o.burst < 1 || o.burst > 512 {
 		return fmt.Errorf("--burst %d: want 1..512", o.burst)
 	}
@@ -384,7 +389,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	a, err := appliance.New(appliance.Config{
 		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
-		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log,
+		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit,
 	})
 	if err != nil {
