@@ -66,3 +66,6 @@ func (p *Port) XStats() (map[string]uint64, error) { return nil, ErrNotBuilt }
 
 // EthStats returns ErrNotBuilt.
 func (p *Port) EthStats() (dataplane.Stats, error) { return dataplane.Stats{}, ErrNotBuilt }
+
+// LastTxNs is 0 without DPDK (dataplane.TxStamper, as in the DPDK build).
+func (p *Port) LastTxNs() uint64 { return 0 }

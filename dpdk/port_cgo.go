@@ -160,6 +160,9 @@ func (p *Port) RxBurst(pkts []*dataplane.Packet) int { return p.queues[0].RxBurs
 // TxBurst transmits on queue 0.
 func (p *Port) TxBurst(pkts []*dataplane.Packet) int { return p.queues[0].TxBurst(pkts) }
 
+// LastTxNs is queue 0's dataplane.TxStamper reading (see Queue.LastTxNs).
+func (p *Port) LastTxNs() uint64 { return p.queues[0].LastTxNs() }
+
 // Alloc takes fresh mbufs (on queue 0's arrays).
 func (p *Port) Alloc(pkts []*dataplane.Packet) int { return p.queues[0].Alloc(pkts) }
 

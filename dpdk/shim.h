@@ -90,6 +90,8 @@ struct ldaf_queue {
 	struct rte_mempool *pool;
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint32_t foreign;  // frames of the last ldaf_tx that were not ours (copied into fresh mbufs)
+	uint32_t tx_stamp; // 1: read CLOCK_REALTIME after each tx burst the PMD took frames of
+	uint64_t tx_ns;    // that reading, ns since the Unix epoch (dataplane.TxStamper)
 	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
 	uintptr_t txp[LDAF_MAX_BURST];          // Packet addresses handed to tx, mbuf addresses to free
 	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc
@@ -175,6 +177,8 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 		q->mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on the mbuf's 2nd cache line, left alone)
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
+	if (nb && q->tx_stamp)
+		q->tx_ns = ldaf_realtime_ns(); // the frames were handed to the PMD by now
 	for (uint16_t i = nb; i < k; i++) {
 		struct rte_mbuf *m = q->mbufs[i];
 		bytes -= m->data_len;

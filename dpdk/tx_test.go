@@ -5,6 +5,7 @@ package dpdk
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/porttest"
@@ -94,5 +95,46 @@ func TestNoSoftTimestamps(t *testing.T) {
 		}
 		a.Free(pkts[:n])
 		a.Close()
+	}
+}
+
+// TestTxStamper: a DPDK port is a dataplane.TxStamper; once asked, each
+// accepted burst's stamp is read after the hand-over, between clock reads
+// taken around the TxBurst.
+func TestTxStamper(t *testing.T) {
+	needEAL(t)
+	a, err := Open("dpdk:net_null10", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var _ dataplane.TxStamper = a
+	var _ dataplane.TxStamper = a.Queue(0)
+	pkts := newPackets(8)
+	first := true
+	for i := 0; i < 20; i++ {
+		n := a.Alloc(pkts)
+		for _, q := range pkts[:n] {
+			q.Data = q.Data[:60]
+		}
+		before := uint64(time.Now().UnixNano())
+		m := a.TxBurst(pkts[:n])
+		after := uint64(time.Now().UnixNano())
+		a.Free(pkts[m:n])
+		if m == 0 {
+			t.Fatal("net_null took nothing")
+		}
+		ts := a.LastTxNs()
+		if first {
+			// Turned on by this call: the Go clock's reading.
+			first = false
+			if ts < before {
+				t.Fatalf("first stamp %d before the burst (%d)", ts, before)
+			}
+			continue
+		}
+		if ts < before || ts > after {
+			t.Fatalf("burst %d: stamp %d outside [%d, %d]", i, ts, before, after)
+		}
 	}
 }
