@@ -47,7 +47,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := simOptions{opts: sim.DefaultOptions()}
 	def := sim.DefaultOptions()
 	fs := newFlagSet("sim")
-	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6, all (the three) or custom (comma-separated list allowed)")
+	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6, all (the three), custom, or the RDA/LDS ones: rda-fig7, lds-fig10, lds-fig12 (comma-separated list allowed)")
 	fs.IntVar(&o.opts.Packets, "packets", def.Packets, "packets per interval N (the paper's 10 Gb/s link for 1 s)")
 	fs.IntVar(&o.opts.Runs, "runs", def.Runs, "runs per point; each run draws new packet identities and losses over the same delay trace")
 	fs.IntVar(&o.opts.Counters, "counters", def.Counters, "LDA counters (buckets) over all banks, a power of two")
@@ -76,6 +76,16 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
+	}
+	// The RDA/LDS experiments have their own sizes (packets per interval
+	// for rda-fig7, flows for lds-*): they take --packets/--runs only when
+	// given.
+	synPackets, synRuns := 0, 0
+	if fs.Changed("packets") {
+		synPackets = o.opts.Packets
+	}
+	if fs.Changed("runs") {
+		synRuns = o.opts.Runs
 	}
 	if o.quick {
 		if !fs.Changed("packets") {
@@ -109,6 +119,36 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var all []sim.Point
 	for _, name := range names {
 		t0 := time.Now()
+		if contains(sim.SynopsisExperiments, name) {
+			// RDA vs LDA (RDA Fig. 7) and the LDS per-flow experiments
+			// (LDS Figs. 10, 12): their own tables, CSV and plots.
+			so := sim.SynopsisOptions{Packets: synPackets, Runs: synRuns, Seed: o.opts.Seed, Workers: o.workers,
+				Quick: o.quick, PlotDir: o.plot, JSON: !table}
+			run := func(csv io.Writer) error {
+				so.CSV = csv
+				if table || o.out.report == "" {
+					return sim.RunSynopsisExperiment(name, so, stdout)
+				}
+				// JSON lines to stdout and to --report.
+				f, err := os.OpenFile(o.out.report, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err != nil {
+					return fmt.Errorf("--report: %w", err)
+				}
+				defer f.Close()
+				return sim.RunSynopsisExperiment(name, so, io.MultiWriter(stdout, f))
+			}
+			var err error
+			if o.csv != "" {
+				err = writeFileWith(strings.TrimSuffix(o.csv, ".csv")+"-"+name+".csv", run)
+			} else {
+				err = run(nil)
+			}
+			if err != nil {
+				return fmt.Errorf("sim: %s: %w", name, err)
+			}
+			fmt.Fprintf(stderr, "sim: %s done in %.1fs\n", name, time.Since(t0).Seconds())
+			continue
+		}
 		var pts []sim.Point
 		progress := func(exp string, done, total int, s *sim.Scenario) {
 			if done == 0 {
@@ -131,13 +171,13 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		all = append(all, pts...)
 	}
-	if table {
+	if table && len(all) > 0 {
 		if err := sim.WriteSummary(stdout, all); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout)
 	}
-	if o.claims {
+	if o.claims && len(all) > 0 {
 		cs := sim.CheckClaims(all, o.opts.Confidence)
 		for i := range cs {
 			if err := w.Write(&cs[i]); err != nil {
@@ -150,7 +190,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 		}
-	} else if table && o.quick {
+	} else if table && o.quick && len(all) > 0 {
 		fmt.Fprintf(stdout, "Quick run (N=%d, %d runs per point, claims not checked): averages over few runs are noisy; `make accuracy` runs the paper's N = 5 000 000 sweeps and checks its claims.\n",
 			o.opts.Packets, o.opts.Runs)
 	}
@@ -200,8 +240,9 @@ func (o *simOptions) validate() ([]string, error) {
 		list := []string{e}
 		if e == "all" {
 			list = sim.Experiments
-		} else if !contains(sim.Experiments, e) && e != "custom" {
-			return nil, fmt.Errorf("--experiment %q: want %s, all or custom", e, strings.Join(sim.Experiments, ", "))
+		} else if !contains(sim.Experiments, e) && !contains(sim.SynopsisExperiments, e) && e != "custom" {
+			return nil, fmt.Errorf("--experiment %q: want %s, all, custom, or %s", e, strings.Join(sim.Experiments, ", "),
+				strings.Join(sim.SynopsisExperiments, ", "))
 		}
 		for _, n := range list {
 			if !seen[n] {
@@ -212,6 +253,11 @@ func (o *simOptions) validate() ([]string, error) {
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("--experiment: none given")
+	}
+	for _, n := range names {
+		if contains(sim.SynopsisExperiments, n) && o.out.report != "" && o.out.format != "json" {
+			return nil, fmt.Errorf("--report with %s needs --format json (its table is not JSON lines)", n)
+		}
 	}
 	return names, nil
 }
