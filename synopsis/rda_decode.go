@@ -6,7 +6,7 @@ package synopsis
 type RDADecoding struct {
 	Lost  []uint64 // seen by the sender only (Δ = −1 in receiver − sender): lost, or late past the interval end
 	Extra []uint64 // seen by the receiver only (Δ = +1): reordered in from the previous interval, or rewritten in transit
-	// Complete: every cell peeled to empty (ID 0, Δ 0), so Lost and Extra
+	// Complete: every cell peeled to empty (ID 0, Δ 0, chk 0), so Lost and Extra
 	// are the whole set difference (up to a 2^-64 chance of cancelling
 	// identities).
 	Complete bool
@@ -17,18 +17,20 @@ type RDADecoding struct {
 	// Aborted: the peeling stopped at its step bound (adversarial input).
 	Aborted bool
 	// Repeats: pure-looking cells whose identity was already decoded
-	// (false pure cells; left unpeeled).
+	// (forged or 2^-64-unlucky cells; left unpeeled).
 	Repeats int
 }
 
-// pure is the paper's pure-cell test (Sec. V-B (ii)): |Δ| = 1 and the
-// bank's hash of the cell's ID field points back at this very cell. A
-// cell holding several identities passes it with probability 1/m (its
-// ID XOR points anywhere); see Peel for how such false positives are
-// caught. ID 0 is never pure: it is an empty cell or a duplicate.
+// pure is the paper's pure-cell test (Sec. V-B (ii)) — |Δ| = 1 and the
+// bank's hash of the cell's ID field points back at this very cell —
+// plus the check field: chk == rdaCheck(ID). Without the check a cell
+// holding several identities passes with probability 1/m (its ID XOR
+// points anywhere), and peeling it lists a wrong identity and corrupts
+// k more cells; with it, with probability 2^-64 (see rdaCheck). ID 0 is
+// never pure: it is an empty cell or a duplicate.
 func (r *RDA) pure(i int) bool {
 	c := &r.cells[i]
-	if (c.n != 1 && c.n != -1) || c.id == 0 {
+	if (c.n != 1 && c.n != -1) || c.id == 0 || c.chk != rdaCheck(c.id) {
 		return false
 	}
 	b := i / int(r.m)
@@ -43,7 +45,8 @@ func (r *RDA) pure(i int) bool {
 // the residual. TS fields are left alone: repair needs the timestamps of
 // the listed packets from the caches (EstimateRDA).
 //
-// Departures from Algorithm 1: the sign convention (its line 13 calls
+// Departures from Algorithm 1: the pure-cell test also checks chk (see
+// rdaCheck); the sign convention (its line 13 calls
 // Δ = 1 lost, its Sec. IV-C calls it reordered; we subtract sender from
 // receiver, so +1 is receiver-only = extra); a popped cell is re-tested
 // for purity, not only for emptiness (another peel may have changed it);
@@ -72,7 +75,7 @@ func (r *RDA) Peel() RDADecoding {
 			break
 		}
 		budget--
-		id, delta := r.cells[i].id, r.cells[i].n
+		id, delta, ck := r.cells[i].id, r.cells[i].n, r.cells[i].chk
 		if _, again := seen[id]; again {
 			// An honest decode lists an identity once; a second time
 			// means false pure cells feeding each other (past
@@ -91,13 +94,14 @@ func (r *RDA) Peel() RDADecoding {
 			c := &r.cells[q]
 			c.id ^= id
 			c.n -= delta
+			c.chk ^= ck
 			if r.pure(q) {
 				stack = append(stack, int32(q))
 			}
 		}
 	}
 	for i := range r.cells {
-		if r.cells[i].id != 0 || r.cells[i].n != 0 {
+		if c := &r.cells[i]; c.id != 0 || c.n != 0 || c.chk != 0 {
 			d.ResidualCells++
 		}
 	}

@@ -2,13 +2,13 @@ package synopsis
 
 import "encoding/binary"
 
-// RDA encoding, version 1: the cells, exactly (a decoded RDA subtracts,
+// RDA encoding, version 2: the cells, exactly (a decoded RDA subtracts,
 // merges and re-encodes like the original), but not the timestamp cache,
 // which stays at its end (docs/rda.md, "Exchange"):
 //
 //	offset  size      field
 //	0       3         magic "RDA"
-//	3       1         version = 1
+//	3       1         version = 2
 //	4       1         flags: bit 0 = the encoder had a timestamp cache; other bits 0
 //	5       1         that cache's sampling level (0..63; 0 without bit 0)
 //	6       uvarint   banks k (1..16)
@@ -16,19 +16,25 @@ import "encoding/binary"
 //	        8         base timestamp B, little-endian, ns
 //	        per cell, bank by bank:
 //	          8        ID (XOR of packet identities), little-endian
+//	          8        chk (XOR of rdaCheck of the identities), little-endian
 //	          varint   Δ (zig-zag, signed packet count)
 //	          varint   TS − Δ·B (zig-zag; wrap-around uint64 arithmetic)
 //
 // Storing TS relative to Δ·B (B = the first timestamp of the interval)
 // leaves the spread of the cell's timestamps around B: about 5 bytes for
-// a 1 s interval instead of 8, so a cell costs about 15 bytes. The
+// a 1 s interval instead of 8, so a cell costs about 23 bytes. The
 // transformation is a bijection on 64 bits, so any B is lossless. All
 // varints are minimal; trailing bytes are an error.
+//
+// Version 1 was the same without chk (the paper's cell). It is not read:
+// without chk, peeling accepts false pure cells (rdaCheck), and a chk of
+// 0 would make every non-empty cell look impure. Both ends must run a
+// build with version 2.
 const (
 	rdaMagic       = "RDA"
-	rdaVersion     = 1
+	rdaVersion     = 2
 	rdaFlagCache   = 1 << 0
-	rdaMinCellSize = 8 + 1 + 1
+	rdaMinCellSize = 8 + 8 + 1 + 1
 )
 
 // AppendBinary appends r's encoding to b. It never fails; the error is for
@@ -47,6 +53,7 @@ func (r *RDA) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, r.base)
 	for _, c := range r.cells {
 		b = binary.LittleEndian.AppendUint64(b, c.id)
+		b = binary.LittleEndian.AppendUint64(b, c.chk)
 		b = binary.AppendVarint(b, c.n)
 		b = binary.AppendVarint(b, int64(c.ts-uint64(c.n)*r.base))
 	}
@@ -63,6 +70,9 @@ func (r *RDA) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
 // ErrBadEncoding) r is unchanged.
 func (r *RDA) UnmarshalBinary(b []byte) error {
 	d := encReader{b: b}
+	if len(b) >= 4 && string(b[:3]) == rdaMagic && b[3] == 1 {
+		d.fail("RDA version 1 (cells without the check field) is no longer read; this build reads version %d: upgrade the sender", rdaVersion)
+	}
 	d.magic(rdaMagic, rdaVersion)
 	flags := d.u8("flags")
 	level := d.u8("sampling level")
@@ -90,9 +100,10 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 	cells := make([]rdaCell, k*m)
 	for i := range cells {
 		id := d.u64("cell ID")
+		chk := d.u64("cell check")
 		n := d.varint("cell count")
 		rel := d.varint("cell TS")
-		cells[i] = rdaCell{id: id, n: n, ts: uint64(rel) + uint64(n)*base}
+		cells[i] = rdaCell{id: id, chk: chk, n: n, ts: uint64(rel) + uint64(n)*base}
 	}
 	if err := d.done(); err != nil {
 		return err

@@ -127,6 +127,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	}
 	falseLost := 0 // decoded "lost" identities the caches contradict
 	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
+		ck := rdaCheck(id)
 		ts, ok := own.cache.Lookup(id)
 		contradicted := false
 		if other.cache != nil && !other.cache.partial {
@@ -162,6 +163,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 			q := receiver.cellIndex(id, b)
 			cells[q].id ^= id
 			cells[q].n--
+			cells[q].chk ^= ck
 			if ok {
 				cells[q].ts -= ts
 			} else {
@@ -187,7 +189,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	bankDelay := make([]uint64, k)
 	bankCount := make([]int64, k)
 	usable := func(i int) bool {
-		return !damaged[i] && S[i].id == R[i].id && S[i].n == R[i].n && S[i].n > 0
+		return !damaged[i] && S[i].id == R[i].id && S[i].chk == R[i].chk && S[i].n == R[i].n && S[i].n > 0
 	}
 	for i := range R {
 		switch {

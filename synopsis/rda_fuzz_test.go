@@ -34,7 +34,10 @@ func rdaBadEncodings() map[string][]byte {
 		"truncated cells": g[:len(g)-1],
 		"trailing":        append(bytes.Clone(g), 0),
 		"header only":     g[:14],
-		"overlong varint": append(hdr(0, 0, 1, 2), append(append(make([]byte, 8), 0x80, 0x00, 0x00), append(make([]byte, 8), 0, 0)...)...),
+		"overlong varint": append(hdr(0, 0, 1, 2), append(append(make([]byte, 16), 0x80, 0x00, 0x00), append(make([]byte, 16), 0, 0)...)...),
+		// version 1 had no check field; this is a well-formed version 1
+		// encoding of one empty 1×2 RDA.
+		"version 1": append(append([]byte(rdaMagic), 1, 0, 0, 1, 2), append(make([]byte, 8), append(append(make([]byte, 8), 0, 0), append(make([]byte, 8), 0, 0)...)...)...),
 	}
 }
 

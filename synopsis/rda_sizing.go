@@ -65,8 +65,9 @@ func RDAConfigFor(d int) (RDAConfig, error) {
 }
 
 // RDAWireBytes estimates the encoded size of an RDA with k×m cells and
-// about n packets per interval spread over spreadNs: 8 bytes of ID, the
-// count and the timestamp spread as varints per cell, plus the header.
+// about n packets per interval spread over spreadNs: 8 bytes of ID and 8
+// of check field, the count and the timestamp spread as varints per cell,
+// plus the header.
 func RDAWireBytes(k, m int, n uint64, spreadNs float64) int {
 	perCell := float64(n) / float64(m)
 	varintLen := func(x float64) float64 {
@@ -76,7 +77,7 @@ func RDAWireBytes(k, m int, n uint64, spreadNs float64) int {
 		return math.Ceil((math.Log2(2*x) + 1) / 7)
 	}
 	// TS − Δ·B ≈ Δ · spread/2 (uniform arrivals)
-	return 6 + 2 + 8 + k*m*int(8+varintLen(perCell)+varintLen(perCell*spreadNs/2))
+	return 6 + 2 + 8 + k*m*int(16+varintLen(perCell)+varintLen(perCell*spreadNs/2))
 }
 
 // RDAMaxCacheBudget caps the cache SizeRDAConfig asks for (1 GiB).
