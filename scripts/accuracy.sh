@@ -21,8 +21,8 @@
 # Prints which claims fail in the 100-run precision sweeps (step 2); with
 # STRICT=1 it then exits 1. (Two of the paper's claims sit at their limits
 # for Weibull β = 0.6 — docs/accuracy.md explains why — so the default is a
-# report, not a gate.) Takes ≈ 20 minutes on 2 idle cores; SKIP_STUDY=1
-# skips steps 3 and 4 (≈ 7 minutes).
+# report, not a gate.) Took 26 minutes on 2 shared, busy cores; SKIP_STUDY=1
+# skips steps 3 and 4 (≈ 11 minutes there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/accuracy}
@@ -70,7 +70,7 @@ if [ "${SKIP_STUDY:-0}" != 1 ]; then
 fi
 
 if [ -n "$fails" ]; then
-	echo "accuracy: claims failing with 100 runs per point: $fails(see docs/accuracy.md); outputs in $OUT" >&2
+	echo "accuracy: claims failing in step 2 (seed 2, 100 runs per point): $fails(docs/accuracy.md weighs them with steps 3-4's two seeds); outputs in $OUT" >&2
 	[ "${STRICT:-0}" = 1 ] && exit 1
 	exit 0
 fi
