@@ -114,6 +114,18 @@ func TestFaults(t *testing.T) {
 	const iv = 300 * time.Millisecond
 	// Faults hit interval X = first + 3 (the first few are warm-up).
 	at := func(f *control.Frame, first uint64) bool { return f.Interval == first+3 }
+	// atX does act to the frames of interval X that match (all when match
+	// is nil), and passes everything else.
+	atX := func(match func(*control.Frame) bool, act fault) func(*control.Frame, uint64) fault {
+		return func(f *control.Frame, first uint64) fault {
+			if at(f, first) && (match == nil || match(f)) {
+				return act
+			}
+			return pass
+		}
+	}
+	isEnd := func(f *control.Frame) bool { return f.Type == control.TypeEnd }
+	isFrag := func(f *control.Frame) bool { return f.Type == control.TypeFragment }
 	cases := []struct {
 		name string
 		// decide places the fault; mustFail lists intervals (relative to X)
@@ -123,48 +135,13 @@ func TestFaults(t *testing.T) {
 		traffic   func(time.Duration) (bool, bool)
 		restartAt time.Duration
 	}{
-		{name: "drop-fragment", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type == control.TypeFragment && f.FragIndex == 0 {
-				return drop
-			}
-			return pass
-		}, mustFail: []int{0}},
-		{name: "drop-end", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type == control.TypeEnd {
-				return drop
-			}
-			return pass
-		}, mustFail: []int{0, 1}},
-		{name: "duplicate", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) {
-				return duplicate
-			}
-			return pass
-		}},
-		{name: "reorder", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type != control.TypeEnd {
-				return hold
-			}
-			return pass
-		}},
-		{name: "truncate", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type == control.TypeFragment {
-				return truncate
-			}
-			return pass
-		}, mustFail: []int{0}},
-		{name: "forge-fragment", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type == control.TypeFragment {
-				return forge
-			}
-			return pass
-		}, mustFail: []int{0}},
-		{name: "forge-end", decide: func(f *control.Frame, first uint64) fault {
-			if at(f, first) && f.Type == control.TypeEnd {
-				return forge
-			}
-			return pass
-		}, mustFail: []int{0, 1}},
+		{name: "drop-fragment", decide: atX(func(f *control.Frame) bool { return isFrag(f) && f.FragIndex == 0 }, drop), mustFail: []int{0}},
+		{name: "drop-end", decide: atX(isEnd, drop), mustFail: []int{0, 1}},
+		{name: "duplicate", decide: atX(nil, duplicate)},
+		{name: "reorder", decide: atX(func(f *control.Frame) bool { return !isEnd(f) }, hold)},
+		{name: "truncate", decide: atX(isFrag, truncate), mustFail: []int{0}},
+		{name: "forge-fragment", decide: atX(isFrag, forge), mustFail: []int{0}},
+		{name: "forge-end", decide: atX(isEnd, forge), mustFail: []int{0, 1}},
 		{name: "replay", decide: func(f *control.Frame, first uint64) fault {
 			switch {
 			case at(f, first):
