@@ -91,7 +91,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.portA, "port-a", "", "port a: dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b (required)")
 	fs.StringVar(&o.portB, "port-b", "", "port b, same forms as --port-a (required)")
 	fs.StringVar(&o.segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
-	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 1ms; both ends must agree)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 10ms; both ends must agree)")
 	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
 	o.lda.register(fs)
 	fs.DurationVar(&o.maxDelay, "max-delay", time.Duration(def.MaxDelayNs), "largest one-way delay (clock offset included) the compact synopsis encoding must carry")
@@ -263,8 +263,8 @@ func (o *runOptions) validate() error {
 	if o.segment != "a" && o.segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
 	}
-	if o.interval < time.Millisecond {
-		return fmt.Errorf("--interval %v: at least 1ms", o.interval)
+	if o.interval < 10*time.Millisecond {
+		return fmt.Errorf("--interval %v: at least 10ms", o.interval)
 	}
 	var rules []classifier.Rule
 	for _, spec := range o.mec {
