@@ -206,7 +206,9 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintf(stderr, "sim: wrote %d plots to %s\n", len(files), o.plot)
 	}
-	fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
+	if len(all) > 0 {
+		fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
+	}
 	return nil
 }
 
