@@ -62,8 +62,26 @@ func OpenCapture(path string) (*Capture, error) {
 	return c, nil
 }
 
+// errParserPanic wraps a panic of the third-party capture parser.
+var errParserPanic = errors.New("malformed capture (the pcap/pcapng parser failed on it)")
+
 // NewCapture reads a capture from r; name is used in errors.
-func NewCapture(name string, r io.Reader) (*Capture, error) {
+//
+// gopacket's pcapgo readers can panic on a forged header (FuzzCapture found
+// one in NgReader.readInterfaceDescriptor); analyze must never crash on
+// input, so the calls into them recover and report a clear error. (The
+// pcap port's own bounded reader, dataplane/pcapport_read.go, does not
+// have this problem: moving analyze onto it is the better fix.)
+func NewCapture(name string, r io.Reader) (c *Capture, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("%s: %w: %v", name, errParserPanic, p)
+		}
+	}()
+	return newCapture(name, r)
+}
+
+func newCapture(name string, r io.Reader) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	head, err := br.Peek(4)
 	if err != nil {
@@ -143,7 +161,7 @@ func (c *Capture) advance() {
 	if c.err != nil {
 		return
 	}
-	data, ci, err := c.src.ZeroCopyReadPacketData()
+	data, ci, err := c.read()
 	if err != nil {
 		c.err = err
 		if !errors.Is(err, io.EOF) {
@@ -158,3 +176,14 @@ func (c *Capture) advance() {
 }
 
 var zeroEthernet [14]byte
+
+// read is one ZeroCopyReadPacketData with the parser's panics turned into a
+// damaged-record error (see NewCapture).
+func (c *Capture) read() (data []byte, ci gopacket.CaptureInfo, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, fmt.Errorf("%w: %v", errParserPanic, p)
+		}
+	}()
+	return c.src.ZeroCopyReadPacketData()
+}
