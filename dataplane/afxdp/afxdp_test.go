@@ -46,17 +46,9 @@ func rxOurs(t *testing.T, p *Port, tag uint32, want int) []uint64 {
 
 func TestRxTx(t *testing.T) {
 	v := nettest.NewVeth(t, nettest.Options{})
-	p, err := Open("afxdp:"+v.Host, Config{Index: 1, RingSize: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, v, Config{Index: 1, RingSize: 256})
 	t.Logf("%s: zero-copy %v, XDP %s mode, timestamps %s", p.Name(), p.ZeroCopy(), p.XDPMode(), p.TimestampSource())
-	peer, err := v.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	peer := mustPeer(t, v)
 
 	// peer → AF_XDP: more frames than the fill ring holds, so rx frames
 	// must be recycled.
@@ -142,26 +134,10 @@ func rxOursInto(t *testing.T, p *Port, tag uint32) {
 func TestBumpInTheWire(t *testing.T) {
 	va := nettest.NewVeth(t, nettest.Options{})
 	vb := nettest.NewVeth(t, nettest.Options{})
-	a, err := Open("afxdp:"+va.Host, Config{Index: 0, RingSize: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open("afxdp:"+vb.Host, Config{Index: 1, RingSize: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	sa, err := va.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sa.Close()
-	sb, err := vb.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
+	a := mustOpen(t, va, Config{Index: 0, RingSize: 512})
+	b := mustOpen(t, vb, Config{Index: 1, RingSize: 512})
+	sa := mustPeer(t, va)
+	sb := mustPeer(t, vb)
 
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -243,16 +219,8 @@ func recvNext(t *testing.T, s *nettest.RawSocket, buf []byte, tag uint32, next *
 
 func TestBurstAllocs(t *testing.T) {
 	v := nettest.NewVeth(t, nettest.Options{})
-	p, err := Open("afxdp:"+v.Host, Config{Index: 2, RingSize: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	peer, err := v.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	p := mustOpen(t, v, Config{Index: 2, RingSize: 256})
+	peer := mustPeer(t, v)
 	pkts := newPackets(32)
 	frame := nettest.Frame(v.HostMAC, v.PeerMAC, 3, 0, 64)
 	allocs := testing.AllocsPerRun(200, func() {
@@ -290,11 +258,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open("afxdp:"+v.Host+"@5", Config{Index: 9}); err == nil {
 		t.Error("queue 5 of a 1-queue veth opened")
 	}
-	p, err := Open("afxdp:"+v.Host, Config{Index: 9, RingSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	mustOpen(t, v, Config{Index: 9, RingSize: 64}) // held open: the next Open must see index 9 taken
 	if _, err := Open("afxdp:"+v.Host, Config{Index: 9, RingSize: 64}); err == nil {
 		t.Error("second port with index 9 opened")
 	}

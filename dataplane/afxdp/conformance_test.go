@@ -24,11 +24,7 @@ func TestCheckPort(t *testing.T) {
 // namespace.
 func TestCheckLink(t *testing.T) {
 	v := nettest.NewVeth(t, nettest.Options{})
-	tx, err := Open("afxdp:"+v.Host, Config{Index: 41, RingSize: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	tx := mustOpen(t, v, Config{Index: 41, RingSize: 512})
 	var rx *Port
 	if err := nettest.InNetns(v.NS, func() (err error) {
 		rx, err = Open("afxdp:"+v.Peer, Config{Index: 42, RingSize: 512})
@@ -50,16 +46,8 @@ func TestCheckLink(t *testing.T) {
 // copied into tx frames, given back to their pool and reach the peer.
 func TestPooledHandoff(t *testing.T) {
 	v := nettest.NewVeth(t, nettest.Options{})
-	p, err := Open("afxdp:"+v.Host, Config{Index: 43, RingSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	peer, err := v.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	p := mustOpen(t, v, Config{Index: 43, RingSize: 64})
+	peer := mustPeer(t, v)
 	pool, err := dataplane.NewPacketPool(32, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -99,4 +87,26 @@ func TestPooledHandoff(t *testing.T) {
 	if m := p.TxBurst([]*dataplane.Packet{alien}); m != 0 {
 		t.Fatalf("alien packet taken")
 	}
+}
+
+// mustOpen opens an AF_XDP port on the host end of v, closed at cleanup.
+func mustOpen(t *testing.T, v *nettest.Veth, cfg Config) *Port {
+	t.Helper()
+	p, err := Open("afxdp:"+v.Host, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// mustPeer opens a raw socket on the peer end of v, closed at cleanup.
+func mustPeer(t *testing.T, v *nettest.Veth) *nettest.RawSocket {
+	t.Helper()
+	s, err := v.PeerSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

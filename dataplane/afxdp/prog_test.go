@@ -60,11 +60,7 @@ func TestQueuesShareProgram(t *testing.T) {
 	if q0.prog != q1.prog || q0.prog.refs != 2 {
 		t.Fatal("queues of one interface do not share the XDP program")
 	}
-	peer, err := v.PeerSocket()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	peer := mustPeer(t, v)
 	const n = 200
 	for i := uint64(0); i < n; i++ {
 		if err := peer.Send(nettest.UDPFrame(v.HostMAC, v.PeerMAC, 30, i, 64, uint16(1000+i))); err != nil {
