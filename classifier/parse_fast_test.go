@@ -114,3 +114,23 @@ func FuzzParseFast(f *testing.F) {
 		}
 	})
 }
+
+// parseFast is Parse's fast path alone: it reports whether gatherFast took
+// the frame, and then m is complete, hash included.
+func parseFast(frame []byte, m *Meta) bool {
+	switch k, w0, w1, w2, w3, w4, w5, w6, w7, w8 := gatherFast(frame, m, true); k {
+	case fastV4:
+		m.Hash = sum64v4(w0, w1, w2, w3, w4, w5)
+	case fastV6:
+		m.Hash = sum64v6(w0, w1, w2, w3, w4, w5, w6, w7, w8)
+	default:
+		return false
+	}
+	return true
+}
+
+// parseGeneral is Parse's general path alone.
+func parseGeneral(frame []byte, m *Meta) {
+	var id ident
+	m.Hash = sum64Words(&id, gatherGeneral(frame, m, &id))
+}
