@@ -115,7 +115,8 @@ type Lane struct {
 	endBuf              []byte
 	endFrame            control.Frame
 	injectBuf           [1][]byte
-	meta                classifier.Meta
+	parse               *classifier.Burst // measuring lanes: parses a burst, hashes it 8 at a time
+	rxMeta              []classifier.Meta // receiver: the rx burst's Metas
 }
 
 // Defaults for LaneConfig.
@@ -180,6 +181,13 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
 	l.txStamper, _ = cfg.Tx.(TxStamper)
+	if cfg.Role != RoleForward {
+		l.parse = classifier.NewBurst(cfg.Burst)
+		// Only MEC rules and the LDS read the flow key: without them the
+		// fast path skips it (Burst.Lean).
+		l.parse.Lean = l.oneClass && cfg.Buffer.Sets[0].LDS == nil
+		l.rxMeta = make([]classifier.Meta, cfg.Burst)
+	}
 	return l, nil
 }
 
@@ -302,9 +310,10 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
 	var passed uint64
+	bp := l.parse
 	for i := range metas {
 		m := &metas[i]
-		classifier.Parse(pkts[i].Data, m)
+		bp.Add(i, pkts[i].Data, m) // all but the hash: bp.Hash below
 		rec[i], mecs[i] = true, 0
 		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
 			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
@@ -323,6 +332,7 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 			mecs[i] = cl.Classify(m)
 		}
 	}
+	bp.Hash(metas)
 	l.txN = t + n
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
@@ -336,9 +346,13 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	cl := l.cfg.Classifier
 	set := l.cfg.Buffer.Active()
-	m := &l.meta
-	for _, p := range rx {
-		classifier.Parse(p.Data, m)
+	metas := l.rxMeta[:len(rx)]
+	for i, p := range rx {
+		l.parse.Add(i, p.Data, &metas[i])
+	}
+	l.parse.Hash(metas)
+	for i, p := range rx {
+		m := &metas[i]
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 			malformed++
 		}

@@ -104,11 +104,16 @@ func (w *wireTruth) lostIn(k uint64) (n uint64, known bool) {
 // both sides must reproduce the loss the impairment recorded exactly and
 // the mean within the reported bound.
 func TestTwoAppliancesImpairedLink(t *testing.T) {
-	total := 10_000_000
+	total, interval := 10_000_000, 100*time.Millisecond
+	var pace time.Duration // between generator bursts of 32
 	if testing.Short() {
-		total = 100_000
+		// 100 000 packets would pass in 20-400 ms depending on the
+		// machine and -race, in as few as one interval: paced over
+		// about a second, ten 50 ms intervals close whole however fast
+		// the machine is, and the control side (a goroutine sharing
+		// two cores with two spinning workers) keeps up.
+		total, interval, pace = 100_000, 50*time.Millisecond, time.Second*32/100_000
 	}
-	const interval = 100 * time.Millisecond
 	delay, _ := model.NewWeibull(20_000, 0.7) // 20 µs mean
 	loss, _ := model.NewUniformLoss(0.001)
 	truth := &wireTruth{delivered: map[uint64]*truthAcc{}}
@@ -255,7 +260,11 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 	// Generator: IDs 1..total in order, as fast as the link takes them.
 	gen := porttest.MustGen(porttest.GenConfig{Flows: 1000, Size: 128})
 	pk := make([]*dataplane.Packet, 32)
-	for id := uint64(1); id <= uint64(total); {
+	genStart := time.Now()
+	for id, bursts := uint64(1), 0; id <= uint64(total); bursts++ {
+		for pace > 0 && time.Since(genStart) < time.Duration(bursts)*pace {
+			time.Sleep(50 * time.Microsecond)
+		}
 		n := l0.A().Alloc(pk)
 		for i := 0; i < n; i++ {
 			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], id)
