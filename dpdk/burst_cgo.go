@@ -49,11 +49,16 @@ package dpdk
 
 /*
 #cgo pkg-config: libdpdk
+#cgo CFLAGS: -O3
 #include "shim.h"
+
+__thread uint64_t ldaf_thread_gen;
+uint64_t ldaf_gen_last;
 */
 import "C"
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -70,8 +75,8 @@ type Queue struct {
 	c      *C.struct_ldaf_queue
 	cu     C.uintptr_t // c as an integer, the burst helpers' argument
 	burst  int
-	pktv   []unsafe.Pointer    // Go view of c.pkts
-	txp    []C.uintptr_t       // Go view of c.txp
+	pktv   []*dataplane.Packet // Go view of c.pkts (Packets in C memory)
+	ahead  []*dataplane.Packet // Go view of c.ahead
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
 	_      [64]byte            // keep two queues' hot fields off one cache line
 }
@@ -92,17 +97,21 @@ func newQueue(p *Port, q uint16) *Queue {
 	c := (*C.struct_ldaf_queue)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_ldaf_queue{}))))
 	c.port, c.queue, c.index = C.uint16_t(p.id), C.uint16_t(q), C.uint8_t(p.cfg.Index)
 	c.clk, c.pool = p.clk, p.pool
+	c.ahead_on = C.uint32_t(boolInt(!p.cfg.NoRxAhead))
 	return &Queue{
 		port: p, c: c, cu: C.uintptr_t(uintptr(unsafe.Pointer(c))), burst: p.cfg.Burst,
-		pktv:   unsafe.Slice(&c.pkts[0], MaxBurst),
-		txp:    unsafe.Slice(&c.txp[0], MaxBurst),
+		pktv:   unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.pkts[0])), MaxBurst),
+		ahead:  unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.ahead[0])), MaxBurst),
 		pooled: make([]*dataplane.Packet, 0, MaxBurst),
 	}
 }
 
+// free gives back a receive-ahead burst nobody took and the queue's C
+// memory (Close, after the port stopped).
 func (q *Queue) free() {
+	C.ldaf_ahead_free(q.cu)
 	C.free(unsafe.Pointer(q.c))
-	q.c, q.cu, q.pktv, q.txp = nil, 0, nil, nil
+	q.c, q.cu, q.pktv, q.ahead = nil, 0, nil, nil
 }
 
 // counters reads the queue's packet and byte counters, which the C burst
@@ -123,19 +132,48 @@ func (q *Queue) Stats() dataplane.Stats { return q.port.Stats() }
 // Close does nothing: a queue lives as long as its Port; close the Port.
 func (q *Queue) Close() error { return nil }
 
-// RxBurst receives up to min(len(pkts), Config.Burst) frames in one cgo
-// call and points pkts[i] at their Packets, which live in the mbufs' private
-// areas; Data is the frame in place.
+// RxBurst receives up to min(len(pkts), Config.Burst) frames and points
+// pkts[i] at their Packets, which live in the mbufs' private areas; Data
+// is the frame in place. Frames the last TxBurst on this queue received
+// ahead (see ldaf_tx) are handed over first, without a cgo call;
+// otherwise it is one cgo call (ldaf_rx).
 func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	nb := int(C.ldaf_rx(q.cu, C.uint16_t(n)))
-	for i, v := range q.pktv[:nb] {
-		pkts[i] = (*dataplane.Packet)(v)
+	c := q.c
+	c.rx_want = C.uint16_t(n)
+	if an := int(c.ahead_n); an > 0 {
+		return q.handAhead(pkts[:n], an)
 	}
-	return nb
+	nb := int(C.ldaf_rx(q.cu, C.uint16_t(n)))
+	// copy, not a loop of stores: one bulk write barrier, then memmove.
+	return copy(pkts[:nb], q.pktv[:nb])
+}
+
+// handAhead hands over up to len(pkts) of the an frames received ahead,
+// counting them in the port's rx counters as they leave (the counters
+// say what RxBurst handed over, whichever call received it).
+func (q *Queue) handAhead(pkts []*dataplane.Packet, an int) int {
+	c := q.c
+	off := int(c.ahead_off)
+	k := copy(pkts, q.ahead[off:off+an])
+	var bytes uint64
+	if k == an {
+		bytes = uint64(c.ahead_bytes)
+		c.ahead_off, c.ahead_n = 0, 0
+	} else {
+		for _, p := range pkts[:k] {
+			bytes += uint64(len(p.Data))
+		}
+		c.ahead_off, c.ahead_n = C.uint32_t(off+k), C.uint32_t(an-k)
+		c.ahead_bytes -= C.uint64_t(bytes)
+	}
+	// Single writer (this thread); Stats reads with atomic loads.
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&c.rx_pkts)), uint64(c.rx_pkts)+uint64(k))
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&c.rx_bytes)), uint64(c.rx_bytes)+bytes)
+	return k
 }
 
 // TxBurst transmits up to min(len(pkts), Config.Burst) packets in one cgo
@@ -145,18 +183,17 @@ func (q *Queue) RxBurst(pkts []*dataplane.Packet) int {
 // PacketPool (ring, pcap ports) are copied into fresh mbufs and given back
 // to their pool. The packets not taken stay the caller's.
 //
-// Go only writes each Packet's address into the queue's C array; C reads
-// the Packet's Handle and Data itself (see ldaf_tx).
+// C reads the Packet addresses straight out of pkts' backing array and
+// each Packet's Handle and Data itself (see ldaf_tx): Go does nothing per
+// frame. The same call may receive the next burst of this queue ahead
+// (see RxBurst).
 func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
-	txp := q.txp[:n]
-	for i, p := range pkts[:n] {
-		txp[i] = C.uintptr_t(uintptr(unsafe.Pointer(p)))
-	}
-	nb := int(C.ldaf_tx(q.cu, C.uint16_t(n)))
+	nb := int(C.ldaf_tx(q.cu, C.uintptr_t(uintptr(unsafe.Pointer(&pkts[0]))), C.uint16_t(n)))
+	runtime.KeepAlive(pkts)
 	if q.c.foreign != 0 {
 		q.pooled = q.pooled[:0]
 		for _, p := range pkts[:nb] {
@@ -202,10 +239,7 @@ func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 		return 0
 	}
 	nb := int(C.ldaf_alloc(q.cu, C.uint16_t(n)))
-	for i, v := range q.pktv[:nb] {
-		pkts[i] = (*dataplane.Packet)(v)
-	}
-	return nb
+	return copy(pkts[:nb], q.pktv[:nb])
 }
 
 // Free returns packets to their mempool, Config.Burst per cgo call.
@@ -216,10 +250,8 @@ func (q *Queue) Free(pkts []*dataplane.Packet) {
 	}
 	for len(pkts) > 0 {
 		n := min(len(pkts), q.burst)
-		for i, p := range pkts[:n] {
-			q.txp[i] = C.uintptr_t(p.Handle)
-		}
-		C.ldaf_free(q.cu, C.uint16_t(n))
+		C.ldaf_free(q.cu, C.uintptr_t(uintptr(unsafe.Pointer(&pkts[0]))), C.uint16_t(n))
+		runtime.KeepAlive(pkts)
 		pkts = pkts[n:]
 	}
 }

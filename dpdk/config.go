@@ -31,6 +31,15 @@ type Config struct {
 	// read it takes per burst anyway — a dataplane.Lane does — this saves
 	// one clock read (~20 ns) per burst. Hardware stamps are unaffected.
 	NoSoftTimestamps bool
+	// NoRxAhead turns off receive-ahead: by default a TxBurst made on the
+	// thread that receives on the same queue (a registered lcore, not the
+	// main one) also receives that queue's next burst in the same cgo
+	// call, and the next RxBurst hands it over without one — a bump in the
+	// wire on one worker transmits on a port just before it receives
+	// there, so this halves its cgo calls. Such frames wait in the queue
+	// (at most one burst) until that RxBurst; with NoSoftTimestamps the
+	// consumer stamps them then, up to one poll after they were received.
+	NoRxAhead bool
 }
 
 // MempoolCache is the per-lcore mbuf cache size (l2fwd's MEMPOOL_CACHE_SIZE).

@@ -4,6 +4,7 @@ package dpdk
 
 /*
 #cgo pkg-config: libdpdk
+#cgo CFLAGS: -O3
 #include "shim.h"
 */
 import "C"
@@ -154,7 +155,7 @@ func RegisterThread(cpu int) (lcore int, err error) {
 // UnregisterThread undoes RegisterThread on the calling goroutine and
 // gives the thread back the process's CPU mask before Go reuses it.
 func UnregisterThread() {
-	C.rte_thread_unregister()
+	C.ldaf_thread_unregister()
 	eal.mu.Lock()
 	mask := eal.mask
 	eal.mu.Unlock()

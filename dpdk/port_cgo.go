@@ -4,6 +4,7 @@ package dpdk
 
 /*
 #cgo pkg-config: libdpdk
+#cgo CFLAGS: -O3
 #cgo LDFLAGS: -lrte_bus_vdev
 #include "shim.h"
 */

@@ -74,6 +74,14 @@ static inline uint64_t ldaf_realtime_ns(void) {
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+// ldaf_thread_gen identifies the calling thread's current registration
+// (RegisterThread): unique over the process's life, 0 on a thread not
+// registered by us. ldaf_gen_last is the last one handed out. Both are
+// defined once, in burst_cgo.go's preamble (every cgo file of the package
+// includes this header).
+extern __thread uint64_t ldaf_thread_gen;
+extern uint64_t ldaf_gen_last;
+
 // LDAF_MAX_BURST sizes a queue's arrays (dpdk.MaxBurst).
 #define LDAF_MAX_BURST 512
 
@@ -92,71 +100,127 @@ struct ldaf_queue {
 	uint32_t foreign;  // frames of the last ldaf_tx that were not ours (copied into fresh mbufs)
 	uint32_t tx_stamp; // 1: read CLOCK_REALTIME after each tx burst the PMD took frames of
 	uint64_t tx_ns;    // that reading, ns since the Unix epoch (dataplane.TxStamper)
+
+	// Receive-ahead (see ldaf_tx): the burst ldaf_tx received for the
+	// next RxBurst. ahead[ahead_off : ahead_off+ahead_n] are Packet
+	// addresses; ahead_bytes is their frame bytes. Written by C, consumed
+	// by Go (RxBurst) on the same thread.
+	uint32_t ahead_on;   // Config.NoRxAhead not set
+	uint16_t rx_want;    // frames that RxBurst asked for last
+	uint64_t rx_gen;     // ldaf_thread_gen of the last ldaf_rx caller (0: unregistered)
+	uint32_t ahead_off, ahead_n;
+	uint64_t ahead_bytes;
+
 	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
-	uintptr_t txp[LDAF_MAX_BURST];          // Packet addresses handed to tx, mbuf addresses to free
 	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc
+	void *ahead[LDAF_MAX_BURST];            // receive-ahead Packet addresses
 };
 
-// ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
-// address in q->pkts. One software timestamp per burst is taken right
-// after the frames were handed over: every frame of the burst had arrived
-// by then. Frames are single-segment (scatter rx is never enabled; the
-// 2 KiB data room holds a 1518-byte frame).
-static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
-	struct ldaf_queue *q = (struct ldaf_queue *)qp;
-	uint16_t nb = rte_eth_rx_burst(q->port, q->queue, q->mbufs, n);
+// ldaf_rx_fill receives up to n frames into arr (as rte_mbuf pointers),
+// fills each mbuf's Packet and rewrites arr[i] in place to the Packet's
+// address. *bytes gets their frame bytes. One software timestamp per burst
+// is taken right after the frames were handed over: every frame of the
+// burst had arrived by then. Frames are single-segment (scatter rx is
+// never enabled; the 2 KiB data room holds a 1518-byte frame). The
+// per-frame loop has no branch on the timestamp source: the hardware
+// stamp loop is separate.
+static inline uint16_t ldaf_rx_fill(struct ldaf_queue *q, void **arr, uint16_t n, uint64_t *bytes) {
+	struct rte_mbuf **ms = (struct rte_mbuf **)arr;
+	uint16_t nb = rte_eth_rx_burst(q->port, q->queue, ms, n);
 	if (nb == 0)
 		return 0;
 	const struct ldaf_clock *clk = q->clk;
 	uint64_t sw = clk->soft ? ldaf_realtime_ns() : 0;
-	uint64_t bytes = 0;
-	for (uint16_t i = 0; i < nb; i++) {
-		struct rte_mbuf *m = q->mbufs[i];
-		uint64_t ts = sw;
-		if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
-			uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
-			ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+	uint64_t b = 0;
+	uint8_t index = q->index;
+	if (clk->ts_off < 0) {
+		for (unsigned i = 0; i < nb; i++) {
+			struct rte_mbuf *m = ms[i];
+			uint16_t len = m->data_len;
+			arr[i] = ldaf_fill(m, index, sw);
+			b += len;
 		}
-		q->pkts[i] = ldaf_fill(m, q->index, ts);
-		bytes += m->data_len;
+	} else {
+		for (uint16_t i = 0; i < nb; i++) {
+			struct rte_mbuf *m = ms[i];
+			uint64_t ts = sw;
+			if (m->ol_flags & clk->ts_flag) {
+				uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
+				ts = clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+			}
+			b += m->data_len;
+			arr[i] = ldaf_fill(m, index, ts);
+		}
 	}
+	*bytes = b;
+	return nb;
+}
+
+// ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
+// address in q->pkts. It notes the calling lcore: ldaf_tx receives ahead
+// only on the thread that receives. (Go's RxBurst hands over a
+// receive-ahead burst itself, without calling C.)
+static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	q->rx_gen = ldaf_thread_gen;
+	q->rx_want = n;
+	uint64_t bytes;
+	uint16_t nb = ldaf_rx_fill(q, q->pkts, n, &bytes);
+	if (nb == 0)
+		return 0;
 	q->rx_pkts += nb;
 	q->rx_bytes += bytes;
 	return nb;
 }
 
-// ldaf_tx transmits the n frames whose dataplane.Packet addresses Go put
-// in q->txp, reading each Packet here rather than having Go copy its
-// fields into a descriptor (one Go store per frame instead of three plus
-// an ownership test). A Packet is ours — it lives in the private area of
-// the mbuf in its Handle — when Handle + sizeof(struct rte_mbuf) is its
-// own address: pure arithmetic, nothing is dereferenced before that holds.
-// Each of our mbufs gets its data offset and length from the Packet's Data
-// (the worker may have moved the start or changed the length; Data built
-// outside the mbuf is copied into it). Any other Packet (a PacketPool's,
-// in Go memory) is copied into a fresh mbuf from the pool; q->foreign
-// counts them so that Go looks for them only when there were some.
+// ldaf_tx transmits the n frames whose dataplane.Packet addresses are in
+// txp: Go passes its []*Packet's backing array, which C only reads during
+// this call (the Go heap does not move objects and the caller keeps the
+// slice alive). Each Packet is read here rather than having Go copy its
+// fields into a descriptor. A Packet is ours — it lives in the private
+// area of the mbuf in its Handle — when Handle + sizeof(struct rte_mbuf)
+// is its own address: pure arithmetic, nothing is dereferenced before that
+// holds. Each of our mbufs gets its data offset and length from the
+// Packet's Data (the worker may have moved the start or changed the
+// length; Data built outside the mbuf is copied into it). Any other Packet
+// (a PacketPool's, in Go memory) is copied into a fresh mbuf from the
+// pool; q->foreign counts them so that Go looks for them only when there
+// were some.
 // It returns how many the PMD took; the rest still belong to the caller
 // (the Port contract): their mbufs are untouched except for the lengths,
 // and the fresh mbufs made for foreign frames among them are freed here.
-static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
+//
+// Receive-ahead: a bump in the wire on one worker transmits on a port
+// right before it receives on that port (lane a→b sends on b, lane b→a
+// then receives on b). So when the calling thread is the lcore that
+// receives on this queue and nothing is waiting from the last time,
+// ldaf_tx also receives the next burst into q->ahead, in this same cgo
+// call, and Go's next RxBurst hands it over without calling C: one cgo
+// call per lane per poll instead of two. "The thread that receives" is a
+// registration (ldaf_thread_gen), not an lcore id or a thread: both are
+// reused (an lcore id after unregistering, an OS thread by any goroutine
+// once unlocked). Two workers sharing a queue (one receives, the other
+// transmits: ldafwd run with two cores) therefore never meet here.
+static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	const struct ldaf_gopkt *const *pk = (const struct ldaf_gopkt *const *)txp;
 	uint64_t bytes = 0;
 	uint32_t foreign = 0;
-	uint16_t k;
+	unsigned k;
 	for (k = 0; k < n; k++) {
-		const struct ldaf_gopkt *g = (const struct ldaf_gopkt *)q->txp[k];
+		const struct ldaf_gopkt *g = pk[k];
 		struct rte_mbuf *m = (struct rte_mbuf *)g->handle;
 		char *data = (char *)g->data;
 		uint32_t len = (uint32_t)g->len;
-		if (g->handle == 0 || g->handle + sizeof(struct rte_mbuf) != (uintptr_t)g) {
+		// A zero Handle fails the test too (g is never at address 128).
+		if (unlikely(g->handle + sizeof(struct rte_mbuf) != (uintptr_t)g)) {
 			m = rte_pktmbuf_alloc(q->pool);
 			if (m == NULL)
 				break;
 			foreign++;
 		}
 		char *buf = (char *)m->buf_addr;
-		if (data == buf + m->data_off) {
+		if (likely(data == buf + m->data_off)) {
 			// The usual case: the frame still starts where rx put it.
 		} else if (data >= buf && data + len <= buf + m->buf_len) {
 			m->data_off = (uint16_t)(data - buf);
@@ -169,7 +233,7 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 			memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
 			m->data_off = RTE_PKTMBUF_HEADROOM;
 		}
-		if (m->data_len != len) {
+		if (unlikely(m->data_len != len)) {
 			m->data_len = (uint16_t)len;
 			m->pkt_len = len;
 		}
@@ -179,18 +243,36 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uint16_t n) {
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
 	if (nb && q->tx_stamp)
 		q->tx_ns = ldaf_realtime_ns(); // the frames were handed to the PMD by now
-	for (uint16_t i = nb; i < k; i++) {
-		struct rte_mbuf *m = q->mbufs[i];
-		bytes -= m->data_len;
-		if ((uintptr_t)m + sizeof(struct rte_mbuf) != q->txp[i]) {
-			rte_pktmbuf_free(m);
-			foreign--;
+	if (unlikely(nb < k)) {
+		for (uint16_t i = nb; i < k; i++) {
+			struct rte_mbuf *m = q->mbufs[i];
+			bytes -= m->data_len;
+			if ((uintptr_t)m + sizeof(struct rte_mbuf) != (uintptr_t)pk[i]) {
+				rte_pktmbuf_free(m);
+				foreign--;
+			}
 		}
 	}
 	q->foreign = foreign;
 	q->tx_pkts += nb;
 	q->tx_bytes += bytes;
+	if (q->ahead_on && q->ahead_n == 0 && q->rx_want != 0 &&
+			q->rx_gen == ldaf_thread_gen && q->rx_gen != 0) {
+		uint64_t b;
+		uint16_t na = ldaf_rx_fill(q, q->ahead, q->rx_want, &b);
+		q->ahead_off = 0;
+		q->ahead_n = na;
+		q->ahead_bytes = b;
+	}
 	return nb;
+}
+
+// ldaf_ahead_free frees a receive-ahead burst nobody took (Close).
+static inline void ldaf_ahead_free(uintptr_t qp) {
+	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	for (uint32_t i = 0; i < q->ahead_n; i++)
+		rte_pktmbuf_free((struct rte_mbuf *)((uintptr_t)q->ahead[q->ahead_off + i] - sizeof(struct rte_mbuf)));
+	q->ahead_n = 0;
 }
 
 // ldaf_alloc takes n fresh mbufs from the pool, all or nothing, and fills
@@ -207,10 +289,15 @@ static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
 	return n;
 }
 
-// ldaf_free frees the n mbufs whose addresses Go put in q->txp.
-static inline void ldaf_free(uintptr_t qp, uint16_t n) {
+// ldaf_free frees the mbufs (their Handles) of the n Packets whose
+// addresses are in pkts (a Go []*Packet's backing array, read during the
+// call only).
+static inline void ldaf_free(uintptr_t qp, uintptr_t pkts, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
-	rte_pktmbuf_free_bulk((struct rte_mbuf **)q->txp, n);
+	const struct ldaf_gopkt *const *pk = (const struct ldaf_gopkt *const *)pkts;
+	for (uint16_t i = 0; i < n; i++)
+		q->mbufs[i] = (struct rte_mbuf *)pk[i]->handle;
+	rte_pktmbuf_free_bulk(q->mbufs, n);
 }
 
 // The wrappers below return -rte_errno on failure from the same C call:
@@ -229,7 +316,15 @@ static inline struct rte_mempool *ldaf_pool_create(const char *name, unsigned n,
 }
 
 static inline int ldaf_thread_register(void) {
-	return rte_thread_register() < 0 ? -rte_errno : (int)rte_lcore_id();
+	if (rte_thread_register() < 0)
+		return -rte_errno;
+	ldaf_thread_gen = __atomic_add_fetch(&ldaf_gen_last, 1, __ATOMIC_RELAXED);
+	return (int)rte_lcore_id();
+}
+
+static inline void ldaf_thread_unregister(void) {
+	ldaf_thread_gen = 0;
+	rte_thread_unregister();
 }
 
 static inline int ldaf_link(uint16_t port, uint32_t *speed) {

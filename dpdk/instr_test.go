@@ -1,0 +1,104 @@
+//go:build dpdk
+
+package dpdk
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+)
+
+// TestInstrLoops is the harness for instruction counts per forwarded frame
+// (docs/dpdk.md, "Where the time goes"): with LDAF_INSTR_POLLS=N it runs N
+// polls of the ports-alone loop (instrPortLoop) and N polls of two
+// forwarding lanes (instrLaneLoop) between two net_null,copy=1 vdevs on a
+// registered lcore, and logs the frames each forwarded. Run it under
+//
+//	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+//	  --collect-atstart=no --toggle-collect='*instrPortLoop*' \
+//	  --toggle-collect='*instrLaneLoop*' ./dpdk.test -test.run InstrLoops -test.v
+//
+// and divide each function's inclusive Ir by its frames. Without the
+// variable it runs a few polls as a plain test of the two loops.
+func TestInstrLoops(t *testing.T) {
+	needEAL(t)
+	polls := 64
+	if s := os.Getenv("LDAF_INSTR_POLLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("LDAF_INSTR_POLLS=%q", s)
+		}
+		polls = n
+	}
+	x, err := Open("dpdk:net_null30,copy=1", Config{Index: 0, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	y, err := Open("dpdk:net_null31,copy=1", Config{Index: 1, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if _, err := RegisterThread(-1); err != nil {
+		t.Fatal(err)
+	}
+	defer UnregisterThread()
+	pkts := newPackets(dataplane.DefaultLaneBurst)
+	instrPortLoop(x, y, pkts, 256) // warm the mempool caches
+	fp := instrPortLoop(x, y, pkts, polls)
+	ab, err := dataplane.NewLane(dataplane.LaneConfig{Rx: x, Tx: y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := dataplane.NewLane(dataplane.LaneConfig{Rx: y, Tx: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := []*dataplane.Lane{ab, ba}
+	instrLaneLoop(lanes, 256)
+	f0 := ab.Stats.TxFrames.Load() + ba.Stats.TxFrames.Load()
+	instrLaneLoop(lanes, polls)
+	fl := ab.Stats.TxFrames.Load() + ba.Stats.TxFrames.Load() - f0
+	ab.Drain()
+	ba.Drain()
+	t.Logf("instrPortLoop frames %d", fp)
+	t.Logf("instrLaneLoop frames %d", fl)
+	if want := uint64(polls) * 2 * uint64(len(pkts)); fp != want {
+		t.Errorf("ports alone forwarded %d frames in %d polls, want %d (net_null always has a full burst)", fp, polls, want)
+	}
+	if fl == 0 {
+		t.Error("the lanes forwarded nothing")
+	}
+}
+
+// instrPortLoop is the ports alone: RxBurst on one, TxBurst of the same
+// frames on the other, both directions, polls times.
+//
+//go:noinline
+func instrPortLoop(x, y *Port, pkts []*dataplane.Packet, polls int) (frames uint64) {
+	for i := 0; i < polls; i++ {
+		for _, d := range [2][2]*Port{{x, y}, {y, x}} {
+			n := d[0].RxBurst(pkts)
+			m := d[1].TxBurst(pkts[:n])
+			if m < n {
+				d[0].Free(pkts[m:n])
+			}
+			frames += uint64(m)
+		}
+	}
+	return frames
+}
+
+// instrLaneLoop polls the lanes polls times, as a dataplane.Worker does.
+//
+//go:noinline
+func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
+	for i := 0; i < polls; i++ {
+		for _, l := range lanes {
+			l.Poll()
+		}
+	}
+}
