@@ -136,8 +136,15 @@ static inline uint16_t ldaf_rx_fill(struct ldaf_queue *q, void **arr, uint16_t n
 	if (clk->ts_off < 0) {
 		for (unsigned i = 0; i < nb; i++) {
 			struct rte_mbuf *m = ms[i];
-			uint16_t len = m->data_len;
-			arr[i] = ldaf_fill(m, index, sw);
+			struct ldaf_gopkt *g = (struct ldaf_gopkt *)(m + 1); // rte_mbuf_to_priv
+			uint16_t off = m->data_off, len = m->data_len;
+			g->data = (char *)m->buf_addr + off;
+			g->len = len;
+			g->cap = m->buf_len - off;
+			g->ts = sw;
+			g->handle = (uintptr_t)m;
+			g->port = index;
+			arr[i] = g;
 			b += len;
 		}
 	} else {
@@ -171,6 +178,41 @@ static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
 	q->rx_pkts += nb;
 	q->rx_bytes += bytes;
 	return nb;
+}
+
+// ldaf_tx_slow readies the mbuf of a Packet that is not ours or whose
+// Data no longer matches its mbuf (out of line: the loop of ldaf_tx then
+// keeps everything in registers). It returns the mbuf, NULL when no fresh
+// one could be had for a foreign Packet.
+static __attribute__((noinline, cold)) struct rte_mbuf *ldaf_tx_slow(struct ldaf_queue *q,
+		const struct ldaf_gopkt *g, uint32_t *foreign) {
+	struct rte_mbuf *m = (struct rte_mbuf *)g->handle;
+	char *data = (char *)g->data;
+	uint32_t len = (uint32_t)g->len;
+	// A zero Handle fails the test too (g is never at address 128).
+	if (g->handle + sizeof(struct rte_mbuf) != (uintptr_t)g) {
+		m = rte_pktmbuf_alloc(q->pool);
+		if (m == NULL)
+			return NULL;
+		(*foreign)++;
+	}
+	char *buf = (char *)m->buf_addr;
+	if (data == buf + m->data_off) {
+		// The frame still starts where rx put it.
+	} else if (data >= buf && data + len <= buf + m->buf_len) {
+		m->data_off = (uint16_t)(data - buf);
+	} else {
+		// The frame lives outside the mbuf (a Go buffer, a pooled
+		// frame): copy it in after the headroom, cut to the data room.
+		uint32_t room = m->buf_len - RTE_PKTMBUF_HEADROOM;
+		if (len > room)
+			len = room;
+		memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
+		m->data_off = RTE_PKTMBUF_HEADROOM;
+	}
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len; // single segment already: nb_segs 1, next NULL (on the mbuf's 2nd cache line, left alone)
+	return m;
 }
 
 // ldaf_tx transmits the n frames whose dataplane.Packet addresses are in
@@ -209,36 +251,18 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 	unsigned k;
 	for (k = 0; k < n; k++) {
 		const struct ldaf_gopkt *g = pk[k];
-		struct rte_mbuf *m = (struct rte_mbuf *)g->handle;
-		char *data = (char *)g->data;
-		uint32_t len = (uint32_t)g->len;
-		// A zero Handle fails the test too (g is never at address 128).
-		if (unlikely(g->handle + sizeof(struct rte_mbuf) != (uintptr_t)g)) {
-			m = rte_pktmbuf_alloc(q->pool);
+		// The usual case: our Packet, Data still the frame rx put in the
+		// mbuf (same start, same length).
+		struct rte_mbuf *m = (struct rte_mbuf *)((uintptr_t)g - sizeof(struct rte_mbuf));
+		if (unlikely(g->handle != (uintptr_t)m ||
+				(char *)g->data != (char *)m->buf_addr + m->data_off ||
+				(uint64_t)g->len != m->data_len)) {
+			m = ldaf_tx_slow(q, g, &foreign);
 			if (m == NULL)
 				break;
-			foreign++;
 		}
-		char *buf = (char *)m->buf_addr;
-		if (likely(data == buf + m->data_off)) {
-			// The usual case: the frame still starts where rx put it.
-		} else if (data >= buf && data + len <= buf + m->buf_len) {
-			m->data_off = (uint16_t)(data - buf);
-		} else {
-			// The frame lives outside the mbuf (a Go buffer, a pooled
-			// frame): copy it in after the headroom, cut to the data room.
-			uint32_t room = m->buf_len - RTE_PKTMBUF_HEADROOM;
-			if (len > room)
-				len = room;
-			memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
-			m->data_off = RTE_PKTMBUF_HEADROOM;
-		}
-		if (unlikely(m->data_len != len)) {
-			m->data_len = (uint16_t)len;
-			m->pkt_len = len;
-		}
-		bytes += len;
-		q->mbufs[k] = m; // single segment already: nb_segs 1, next NULL (on the mbuf's 2nd cache line, left alone)
+		bytes += m->data_len;
+		q->mbufs[k] = m;
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
 	if (nb && q->tx_stamp)
