@@ -114,44 +114,39 @@ const (
 func Parse(frame []byte, m *Meta) {
 	// Most frames are untagged IPv4 or IPv6 carrying TCP or UDP, whole,
 	// unfragmented, without options or extension headers: those take a
-	// straight-line path that gathers the invariant words in registers
-	// and hashes them there (gatherFast); everything else, and anything
-	// it is unsure of, the general one.
-	switch k, w0, w1, w2, w3, w4, w5, w6, w7, w8 := gatherFast(frame, m, true); k {
-	case fastV4:
-		m.Hash = sum64v4(w0, w1, w2, w3, w4, w5)
-	case fastV6:
-		m.Hash = sum64v6(w0, w1, w2, w3, w4, w5, w6, w7, w8)
-	default:
-		var id ident
-		m.Hash = sum64Words(&id, gatherGeneral(frame, m, &id))
+	// straight-line path that never builds the ident array (parseFast);
+	// everything else, and anything it is unsure of, the general one.
+	if parseFast(frame, m, true) {
+		return
 	}
+	parseGeneral(frame, m)
 }
 
-// Kinds of frame gatherFast handles.
-const (
-	fastNone = iota // not a fast-path frame: use gatherGeneral
-	fastV4          // IPv4: words w0-w5 are layout words 0-5
-	fastV6          // IPv6: w0-w4 are layout words 0-4, w5-w8 words 6-9 (word 5, the fragment header, is zero)
-)
+// ParseLean is Parse for a consumer that reads only the identity: on the
+// fast path (untagged IPv4/IPv6 carrying TCP/UDP, the common frame) it
+// writes m.Hash, m.Flags and m.Len and leaves the flow key, its hash,
+// VLAN, EtherType, DSCP and Proto as they were; every other frame gets
+// every field, as from Parse. A measuring lane with only the default MEC
+// and no LDS reads nothing more, and the flow key's stores and hash are
+// about a fifth of Parse's instructions (docs/performance.md).
+func ParseLean(frame []byte, m *Meta) {
+	if parseFast(frame, m, false) {
+		return
+	}
+	parseGeneral(frame, m)
+}
 
-// gatherFast handles the common frame in about half the instructions of
-// gatherGeneral and fills m exactly as it would (TestParseFastIsGeneral,
-// FuzzParseFast): untagged IPv4 with a 20-byte header, not a fragment, or
-// IPv6 without extension headers, carrying TCP or UDP with at least
-// l4Window bytes of L4 inside the IP length, the frame at least as long as
-// that length. It returns the kind and the invariant words in registers,
-// leaving m.Hash to the caller (Parse hashes at once, Burst eight at a
-// time). For every other frame it returns fastNone, having written
-// nothing.
-//
-// With full false only m.Flags and m.Len are written: the flow key, its
-// hash, VLAN, EtherType, DSCP and Proto keep whatever they held. A lane
-// with only the default MEC and no LDS reads nothing else, and the flow
-// key's stores and hash are a third of the path's cost (Burst.Lean).
-func gatherFast(frame []byte, m *Meta, full bool) (kind int, w0, w1, w2, w3, w4, w5, w6, w7, w8 uint64) {
+// parseFast handles the common frame in about half the instructions of
+// parseGeneral and fills m exactly as parseGeneral would
+// (TestParseFastIsGeneral, FuzzParse): untagged IPv4 with a 20-byte header,
+// not a fragment, or IPv6 without extension headers, carrying TCP or UDP
+// with at least l4Window bytes of L4 inside the IP length, the frame at
+// least as long as that length. It reports false, having written nothing,
+// for every other frame. With full false it writes only Hash, Flags and
+// Len (ParseLean).
+func parseFast(frame []byte, m *Meta, full bool) bool {
 	if len(frame) < 14+40+l4Window {
-		return // also covers IPv4's 14+20+l4Window
+		return false // also covers IPv4's 14+20+l4Window
 	}
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case etherTypeIPv4:
@@ -163,39 +158,41 @@ func gatherFast(frame []byte, m *Meta, full bool) (kind int, w0, w1, w2, w3, w4,
 		if x&0xff != 0x45 || x>>48&0xff3f != 0 ||
 			total < 20+l4Window || total > len(frame)-14 ||
 			(proto != protoTCP && proto != protoUDP) {
-			return
+			return false
 		}
 		l4 := h[20:]
-		l0, l1, l2, l3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
+		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
 		if proto == protoUDP {
-			l0 &= maskUDPCsum
+			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 { // TCP SYN (the window is longer than 20 bytes here)
-			l2 &= maskTCPSyn
-			l3 = 0
+			w2 &= maskTCPSyn
+			w3 = 0
 		} else {
-			l2 &= maskTCPCsum
+			w2 &= maskTCPCsum
 		}
 		addrs := le64(h[12:]) // source, destination
+		// Every field is stored once: a composite literal would be built
+		// on the stack and copied.
+		m.Hash = sum64v4(x&^0xffff|uint64(proto)<<8|tagIPv4, addrs, w0, w1, w2, w3)
 		m.Flags = FlagIPv4 | FlagPorts
 		m.Len = uint32(len(frame))
-		if full {
-			// Every field is stored once: a composite literal would be
-			// built on the stack and copied.
-			m.Flow.Src = [16]byte{}
-			m.Flow.Dst = [16]byte{}
-			binary.LittleEndian.PutUint64(m.Flow.Src[8:], 0xffff<<16|addrs<<32)
-			binary.LittleEndian.PutUint64(m.Flow.Dst[8:], 0xffff<<16|addrs&^0xffffffff)
-			m.Flow.SrcPort = bits.ReverseBytes16(uint16(l0)) // big-endian on the wire
-			m.Flow.DstPort = bits.ReverseBytes16(uint16(l0 >> 16))
-			m.Flow.Proto = proto
-			m.Flow.IPv6 = false
-			m.VLAN = 0
-			m.EtherType = etherTypeIPv4
-			m.DSCP = uint8(x>>10) & 0x3f
-			m.Proto = proto
-			m.FlowHash = flowHash(&m.Flow)
+		if !full {
+			return true
 		}
-		return fastV4, x&^0xffff | uint64(proto)<<8 | tagIPv4, addrs, l0, l1, l2, l3, 0, 0, 0
+		m.Flow.Src = [16]byte{}
+		m.Flow.Dst = [16]byte{}
+		binary.LittleEndian.PutUint64(m.Flow.Src[8:], 0xffff<<16|addrs<<32)
+		binary.LittleEndian.PutUint64(m.Flow.Dst[8:], 0xffff<<16|addrs&^0xffffffff)
+		m.Flow.SrcPort = bits.ReverseBytes16(uint16(w0)) // big-endian on the wire
+		m.Flow.DstPort = bits.ReverseBytes16(uint16(w0 >> 16))
+		m.Flow.Proto = proto
+		m.Flow.IPv6 = false
+		m.VLAN = 0
+		m.EtherType = etherTypeIPv4
+		m.DSCP = uint8(x>>10) & 0x3f
+		m.Proto = proto
+		m.FlowHash = flowHash(&m.Flow)
+		return true
 	case etherTypeIPv6:
 		h := frame[14:]
 		h = h[:40+l4Window]
@@ -204,50 +201,50 @@ func gatherFast(frame []byte, m *Meta, full bool) (kind int, w0, w1, w2, w3, w4,
 		nh := uint8(x >> 48)
 		if x&0xf0 != 0x60 || declared < 40+l4Window || declared > len(frame)-14 ||
 			(nh != protoTCP && nh != protoUDP) {
-			return
+			return false
 		}
 		l4 := h[40:]
-		l0, l1, l2, l3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
+		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
 		if nh == protoUDP {
-			l0 &= maskUDPCsum
+			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 {
-			l2 &= maskTCPSyn
-			l3 = 0
+			w2 &= maskTCPSyn
+			w3 = 0
 		} else {
-			l2 &= maskTCPCsum
+			w2 &= maskTCPCsum
 		}
 		a0, a1, a2, a3 := le64(h[8:]), le64(h[16:]), le64(h[24:]), le64(h[32:])
+		// The layout's word 5 (fragment header) is zero: there is none.
+		m.Hash = sum64v6(tagIPv6|uint64(nh)<<8|(x>>32&0xffff)<<16|(x>>8&0x0f)<<32|(x>>16&0xffff)<<40,
+			a0, a1, a2, a3, w0, w1, w2, w3)
 		m.Flags = FlagIPv6 | FlagPorts
 		m.Len = uint32(len(frame))
-		if full {
-			binary.LittleEndian.PutUint64(m.Flow.Src[0:], a0)
-			binary.LittleEndian.PutUint64(m.Flow.Src[8:], a1)
-			binary.LittleEndian.PutUint64(m.Flow.Dst[0:], a2)
-			binary.LittleEndian.PutUint64(m.Flow.Dst[8:], a3)
-			m.Flow.SrcPort = bits.ReverseBytes16(uint16(l0)) // big-endian on the wire
-			m.Flow.DstPort = bits.ReverseBytes16(uint16(l0 >> 16))
-			m.Flow.Proto = nh
-			m.Flow.IPv6 = true
-			m.VLAN = 0
-			m.EtherType = etherTypeIPv6
-			m.DSCP = uint8(x<<2)&0x3c | uint8(x>>14)&0x03 // traffic class >> 2
-			m.Proto = nh
-			m.FlowHash = flowHash(&m.Flow)
+		if !full {
+			return true
 		}
-		// Layout word 0: tag, next header, payload length, flow label.
-		return fastV6, tagIPv6 | uint64(nh)<<8 | (x>>32&0xffff)<<16 | (x>>8&0x0f)<<32 | (x>>16&0xffff)<<40,
-			a0, a1, a2, a3, l0, l1, l2, l3
+		binary.LittleEndian.PutUint64(m.Flow.Src[0:], a0)
+		binary.LittleEndian.PutUint64(m.Flow.Src[8:], a1)
+		binary.LittleEndian.PutUint64(m.Flow.Dst[0:], a2)
+		binary.LittleEndian.PutUint64(m.Flow.Dst[8:], a3)
+		m.Flow.SrcPort = bits.ReverseBytes16(uint16(w0)) // big-endian on the wire
+		m.Flow.DstPort = bits.ReverseBytes16(uint16(w0 >> 16))
+		m.Flow.Proto = nh
+		m.Flow.IPv6 = true
+		m.VLAN = 0
+		m.EtherType = etherTypeIPv6
+		m.DSCP = uint8(x<<2)&0x3c | uint8(x>>14)&0x03 // traffic class >> 2
+		m.Proto = nh
+		m.FlowHash = flowHash(&m.Flow)
+		return true
 	}
-	return
+	return false
 }
 
-// gatherGeneral is Parse for every frame: VLAN tags, options, extension
-// headers, fragments, other protocols, truncated and malformed frames. It
-// fills every field of m but the hash and gathers the invariant words into
-// id, returning how many (v4Words, v6Words or nonIPWords).
-func gatherGeneral(frame []byte, m *Meta, id *ident) int {
+// parseGeneral is Parse for every frame: VLAN tags, options, extension
+// headers, fragments, other protocols, truncated and malformed frames.
+func parseGeneral(frame []byte, m *Meta) {
 	*m = Meta{Len: uint32(len(frame))}
-	*id = ident{}
+	var id ident
 
 	if len(frame) < 14 {
 		// Not even an Ethernet header: hash what follows the MAC
@@ -257,7 +254,8 @@ func gatherGeneral(frame []byte, m *Meta, id *ident) int {
 		if len(frame) > 12 {
 			rest = frame[12:]
 		}
-		return gatherRaw(rest, 0, id)
+		m.Hash = sum64Words(&id, gatherRaw(rest, 0, &id))
+		return
 	}
 
 	// Flags build up in a register: read-modify-writes of m.Flags in
@@ -290,14 +288,14 @@ func gatherGeneral(frame []byte, m *Meta, id *ident) int {
 	var n int
 	switch {
 	case flags&(FlagTruncated|FlagMalformed) != 0:
-		n = gatherRaw(l3, et, id)
+		n = gatherRaw(l3, et, &id)
 		flags |= FlagNonIP
 	case et == etherTypeIPv4:
 		n = v4Words
-		flags |= parseIPv4(l3, m, id)
+		flags |= parseIPv4(l3, m, &id)
 	case et == etherTypeIPv6:
 		n = v6Words
-		flags |= parseIPv6(l3, m, id)
+		flags |= parseIPv6(l3, m, &id)
 	default:
 		if et == ControlEtherType {
 			flags |= FlagControl
@@ -306,14 +304,14 @@ func gatherGeneral(frame []byte, m *Meta, id *ident) int {
 			// IEEE 802.3 length field: the rest is padding.
 			l3 = l3[:et]
 		}
-		n = gatherRaw(l3, et, id)
+		n = gatherRaw(l3, et, &id)
 		flags |= FlagNonIP
 	}
 	m.Flags = flags
+	m.Hash = sum64Words(&id, n)
 	if flags&(FlagIPv4|FlagIPv6) != 0 {
 		m.FlowHash = flowHash(&m.Flow)
 	}
-	return n
 }
 
 // le64 loads 8 bytes little-endian.

@@ -20,7 +20,7 @@ func fastCases(tb testing.TB) (take, leave [][]byte) {
 	}
 	for _, name := range sortedNames(basePkts()) {
 		f := basePkts()[name].frame(tb)
-		if parseFast(f, &Meta{}) {
+		if parseFast(f, &Meta{}, true) {
 			take = append(take, f)
 		} else {
 			leave = append(leave, f)
@@ -57,7 +57,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range take {
 		var fast, gen Meta
-		if !parseFast(f, &fast) {
+		if !parseFast(f, &fast, true) {
 			t.Fatalf("frame %d (%d bytes) not taken by the fast path", i, len(f))
 		}
 		parseGeneral(f, &gen)
@@ -67,7 +67,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range leave {
 		m := Meta{Hash: 7}
-		if parseFast(f, &m) {
+		if parseFast(f, &m, true) {
 			var gen Meta
 			parseGeneral(f, &gen)
 			if !reflect.DeepEqual(m, gen) {
@@ -88,7 +88,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 			g[12+r.IntN(len(g)-12)] = byte(r.Uint32())
 		}
 		var fast, gen Meta
-		if parseFast(g, &fast) {
+		if parseFast(g, &fast, true) {
 			parseGeneral(g, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("corrupted frame % x: fast path differs:\n%+v\n%+v", g, fast, gen)
@@ -106,7 +106,7 @@ func FuzzParseFast(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var fast, gen Meta
-		if parseFast(frame, &fast) {
+		if parseFast(frame, &fast, true) {
 			parseGeneral(frame, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("fast path differs:\n%+v\n%+v", fast, gen)
@@ -115,22 +115,59 @@ func FuzzParseFast(f *testing.F) {
 	})
 }
 
-// parseFast is Parse's fast path alone: it reports whether gatherFast took
-// the frame, and then m is complete, hash included.
-func parseFast(frame []byte, m *Meta) bool {
-	switch k, w0, w1, w2, w3, w4, w5, w6, w7, w8 := gatherFast(frame, m, true); k {
-	case fastV4:
-		m.Hash = sum64v4(w0, w1, w2, w3, w4, w5)
-	case fastV6:
-		m.Hash = sum64v6(w0, w1, w2, w3, w4, w5, w6, w7, w8)
-	default:
-		return false
+// checkLean holds ParseLean against Parse on one frame: the same Hash,
+// Flags and Len always; every field for frames off the fast path; and on
+// the fast path the fields it promises to leave alone are left alone.
+func checkLean(t *testing.T, f []byte) {
+	t.Helper()
+	var full Meta
+	Parse(f, &full)
+	stale := Meta{FlowHash: 0xdead, VLAN: 7, EtherType: 0x1234, DSCP: 9, Proto: 99}
+	stale.Flow.SrcPort = 4242
+	lean := stale
+	ParseLean(f, &lean)
+	if parseFast(f, &Meta{}, true) {
+		want := stale
+		want.Hash, want.Flags, want.Len = full.Hash, full.Flags, full.Len
+		if lean != want {
+			t.Fatalf("fast-path frame % x:\n ParseLean %+v\n want      %+v", f, lean, want)
+		}
+		return
 	}
-	return true
+	if lean != full {
+		t.Fatalf("general-path frame % x:\n ParseLean %+v\n Parse     %+v", f, lean, full)
+	}
 }
 
-// parseGeneral is Parse's general path alone.
-func parseGeneral(frame []byte, m *Meta) {
-	var id ident
-	m.Hash = sum64Words(&id, gatherGeneral(frame, m, &id))
+func TestParseLean(t *testing.T) {
+	take, leave := fastCases(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, f := range append(take, leave...) {
+		checkLean(t, f)
+		for k := 0; k < 50; k++ { // corruptions: a byte flipped, the frame cut
+			g := cloneB(f)
+			if len(g) > 0 {
+				g[r.IntN(len(g))] ^= byte(1 + r.IntN(255))
+			}
+			checkLean(t, g)
+			checkLean(t, f[:r.IntN(len(f)+1)])
+		}
+	}
+	var m Meta
+	frames := take[:16]
+	if a := testing.AllocsPerRun(100, func() {
+		for _, f := range frames {
+			ParseLean(f, &m)
+		}
+	}); a != 0 {
+		t.Fatalf("ParseLean allocates %v times per 16 frames", a)
+	}
+}
+
+func FuzzParseLean(f *testing.F) {
+	take, leave := fastCases(f)
+	for _, fr := range append(take, leave...) {
+		f.Add(fr)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) { checkLean(t, frame) })
 }
