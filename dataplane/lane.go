@@ -115,8 +115,8 @@ type Lane struct {
 	endBuf              []byte
 	endFrame            control.Frame
 	injectBuf           [1][]byte
-	parse               *classifier.Burst // measuring lanes: parses a burst, hashes it 8 at a time
-	rxMeta              []classifier.Meta // receiver: the rx burst's Metas
+	meta                classifier.Meta
+	lean                bool // nothing reads the flow key: classifier.ParseLean
 }
 
 // Defaults for LaneConfig.
@@ -181,13 +181,9 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
 	l.txStamper, _ = cfg.Tx.(TxStamper)
-	if cfg.Role != RoleForward {
-		l.parse = classifier.NewBurst(cfg.Burst)
-		// Only MEC rules and the LDS read the flow key: without them the
-		// fast path skips it (Burst.Lean).
-		l.parse.Lean = l.oneClass && cfg.Buffer.Sets[0].LDS == nil
-		l.rxMeta = make([]classifier.Meta, cfg.Burst)
-	}
+	// Only MEC rules and the LDS read the flow key: without them the
+	// lane parses with ParseLean, which skips it on the common frame.
+	l.lean = cfg.Role != RoleForward && l.oneClass && cfg.Buffer.Sets[0].LDS == nil
 	return l, nil
 }
 
@@ -310,10 +306,14 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
 	var passed uint64
-	bp := l.parse
+	lean := l.lean
 	for i := range metas {
 		m := &metas[i]
-		bp.Add(i, pkts[i].Data, m) // all but the hash: bp.Hash below
+		if lean {
+			classifier.ParseLean(pkts[i].Data, m)
+		} else {
+			classifier.Parse(pkts[i].Data, m)
+		}
 		rec[i], mecs[i] = true, 0
 		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
 			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
@@ -332,7 +332,6 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 			mecs[i] = cl.Classify(m)
 		}
 	}
-	bp.Hash(metas)
 	l.txN = t + n
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
@@ -346,13 +345,13 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	cl := l.cfg.Classifier
 	set := l.cfg.Buffer.Active()
-	metas := l.rxMeta[:len(rx)]
-	for i, p := range rx {
-		l.parse.Add(i, p.Data, &metas[i])
-	}
-	l.parse.Hash(metas)
-	for i, p := range rx {
-		m := &metas[i]
+	m := &l.meta
+	for _, p := range rx {
+		if l.lean {
+			classifier.ParseLean(p.Data, m)
+		} else {
+			classifier.Parse(p.Data, m)
+		}
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 			malformed++
 		}
