@@ -102,6 +102,17 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			}
 			return lda.Count()
 		}},
+		// What a sender lane with only the default MEC and no LDS does
+		// per frame: ParseLean (no flow key: nothing reads it), no
+		// Classify (one class), LDA.Add.
+		{"identity-lean-lda", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.ParseLean(f, &meta)
+				ts += 100
+				lda.Add(meta.Hash, ts)
+			}
+			return lda.Count()
+		}},
 		{"identity-classify3-lda", func(fr [][]byte) uint64 {
 			for _, f := range fr {
 				classifier.Parse(f, &meta)

@@ -145,7 +145,8 @@ func benchPerPacket(o *benchOptions, emit func(report.Bench)) error {
 			Extra: map[string]any{"rounds_ns_per_pkt": m.Rounds}}
 		switch m.Name {
 		case "xxhash-window":
-		case "identity":
+		case "identity", "identity-lean-lda":
+			// Issue 2's question: measuring against hashing alone.
 			b.Baseline, b.Ratio = "pkt-xxhash-window", m.NsPerPkt/xx.NsPerPkt
 		default:
 			// Against the identity (what a packet must cost anyway) and,
