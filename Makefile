@@ -9,7 +9,7 @@ TAGS     := $(shell pkg-config --exists libdpdk 2>/dev/null && echo dpdk)
 GOFLAGS_TAGS := $(if $(TAGS),-tags $(TAGS),)
 PKGS     := ./...
 
-.PHONY: all build deps test test-short race fuzz bench accuracy demo lint clean
+.PHONY: all build deps test test-short race fuzz bench accuracy demo lint clean pgo
 
 all: build
 
@@ -43,6 +43,11 @@ accuracy: build
 
 demo: deps build
 	./$(BIN) demo
+
+# Regenerate the profile behind bin/ldafwd's profile-guided optimisation
+# (cmd/ldafwd/default.pgo, used automatically by go build).
+pgo:
+	./scripts/pgo.sh
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
