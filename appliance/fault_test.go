@@ -36,10 +36,13 @@ type faultPort struct {
 	dataplane.Port
 	decide func(f *control.Frame, first uint64) fault
 	first  uint64 // first interval seen: faults are placed relative to it
-	held   *dataplane.Packet
-	saved  [][]byte
-	out    []*dataplane.Packet
-	f      control.Frame
+	// faulted: intervals of the control frames decide did not pass (read
+	// after RunDemo has returned, so after the worker that wrote it).
+	faulted map[uint64]bool
+	held    *dataplane.Packet
+	saved   [][]byte
+	out     []*dataplane.Packet
+	f       control.Frame
 }
 
 func (p *faultPort) copyOf(b []byte) *dataplane.Packet {
@@ -61,7 +64,14 @@ func (p *faultPort) TxBurst(pkts []*dataplane.Packet) int {
 		if p.first == 0 {
 			p.first = p.f.Interval
 		}
-		switch p.decide(&p.f, p.first) {
+		d := p.decide(&p.f, p.first)
+		if d != pass {
+			if p.faulted == nil {
+				p.faulted = map[uint64]bool{}
+			}
+			p.faulted[p.f.Interval] = true
+		}
+		switch d {
 		case drop:
 			p.Port.Free([]*dataplane.Packet{q})
 			continue
@@ -216,9 +226,21 @@ func TestFaults(t *testing.T) {
 			// spans two, like a traffic pause) is valid again. (Later
 			// intervals can fail on their own: the segment loses 0.1 % of
 			// all frames, control frames too.)
+			// The segment's 0.1 % loss also takes a control frame now and
+			// then (~0.5 % of intervals here): an interval of the window
+			// invalid for a lost control frame that the fault port passed
+			// lengthens the window by one.
+			last := x + 3
+			for _, r := range lines {
+				if (r.Interval == x+2 || r.Interval == x+3) && !r.Valid &&
+					strings.HasSuffix(r.Reason, " lost") && !fp.faulted[uint64(r.Interval)] {
+					t.Logf("interval %d: the segment lost a control frame the fault port passed", r.Interval)
+					last++
+				}
+			}
 			recovered := false
 			for _, r := range lines {
-				if (r.Interval == x+2 || r.Interval == x+3) && r.Valid {
+				if r.Interval >= x+2 && r.Interval <= last && r.Valid {
 					recovered = true
 				}
 			}
