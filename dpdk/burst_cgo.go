@@ -206,6 +206,42 @@ func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	return nb
 }
 
+// ForwardTo implements dataplane.Forwarder for a peer that is a DPDK
+// Port (its queue 0) or Queue of this process: one cgo call (ldaf_fwd)
+// receives up to min(len(kept), both queues' Config.Burst) frames here
+// and transmits them there, with no per-frame Go work. Frames the peer
+// refused are kept[:k]. The rx and tx counters of both ports count as
+// RxBurst and TxBurst would. ok is false for any other peer, and while a
+// receive-ahead burst waits here (RxBurst hands it over first, in order;
+// receive-ahead stays off on this queue until an RxBurst calls C again).
+func (q *Queue) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (rx int, rxBytes uint64, k int, ok bool) {
+	var tq *Queue
+	switch t := to.(type) {
+	case *Port:
+		tq = t.queues[0]
+	case *Queue:
+		tq = t
+	default:
+		return 0, 0, 0, false
+	}
+	if q.c.ahead_n != 0 {
+		// No more receiving ahead here: the caller's RxBurst takes this
+		// burst from Go, and the next ForwardTo goes through.
+		q.c.rx_gen = 0
+		return 0, 0, 0, false
+	}
+	n := min(len(kept), q.burst, tq.burst)
+	if n == 0 || q.port.closed.Load() || tq.port.closed.Load() {
+		return 0, 0, 0, true
+	}
+	rx = int(C.ldaf_fwd(q.cu, tq.cu, C.uint16_t(n)))
+	if rx == 0 {
+		return 0, 0, 0, true
+	}
+	k = copy(kept[:q.c.fwd_kept], q.pktv)
+	return rx, uint64(q.c.fwd_bytes), k, true
+}
+
 // LastTxNs implements dataplane.TxStamper: CLOCK_REALTIME read in the
 // same cgo call right after rte_eth_tx_burst took frames, so a sender
 // lane records its frames with the hand-over time instead of reading the

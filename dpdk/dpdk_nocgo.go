@@ -69,3 +69,9 @@ func (p *Port) EthStats() (dataplane.Stats, error) { return dataplane.Stats{}, E
 
 // LastTxNs is 0 without DPDK (dataplane.TxStamper, as in the DPDK build).
 func (p *Port) LastTxNs() uint64 { return 0 }
+
+// ForwardTo forwards nothing without DPDK (dataplane.Forwarder, as in the
+// DPDK build): ok false, the caller falls back to RxBurst/TxBurst.
+func (p *Port) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (int, uint64, int, bool) {
+	return 0, 0, 0, false
+}

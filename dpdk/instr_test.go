@@ -13,15 +13,16 @@ import (
 // TestInstrLoops is the harness for instruction counts per forwarded frame
 // (docs/dpdk.md, "Where the time goes"): with LDAF_INSTR_POLLS=N it runs N
 // polls of the ports-alone loop (instrPortLoop) and N polls of two
-// forwarding lanes (instrLaneLoop) between two net_null,copy=1 vdevs on a
+// forwarding lanes (instrLaneLoop) and N polls of ForwardTo both ways
+// (instrFwdLoop) between two net_null,copy=1 vdevs on a
 // registered lcore, and logs the frames each forwarded. Run it under
 //
 //	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
 //	  --collect-atstart=no --toggle-collect='*instrPortLoop*' \
-//	  --toggle-collect='*instrLaneLoop*' ./dpdk.test -test.run InstrLoops -test.v
+//	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' ./dpdk.test -test.run InstrLoops -test.v
 //
 // and divide each function's inclusive Ir by its frames. Without the
-// variable it runs a few polls as a plain test of the two loops.
+// variable it runs a few polls as a plain test of the three loops.
 func TestInstrLoops(t *testing.T) {
 	needEAL(t)
 	polls := 64
@@ -64,10 +65,17 @@ func TestInstrLoops(t *testing.T) {
 	fl := ab.Stats.TxFrames.Load() + ba.Stats.TxFrames.Load() - f0
 	ab.Drain()
 	ba.Drain()
+	kept := newPackets(dataplane.DefaultLaneBurst)
+	instrFwdLoop(x, y, kept, 256)
+	ff := instrFwdLoop(x, y, kept, polls)
+	t.Logf("instrFwdLoop frames %d", ff)
 	t.Logf("instrPortLoop frames %d", fp)
 	t.Logf("instrLaneLoop frames %d", fl)
 	if want := uint64(polls) * 2 * uint64(len(pkts)); fp != want {
 		t.Errorf("ports alone forwarded %d frames in %d polls, want %d (net_null always has a full burst)", fp, polls, want)
+	}
+	if ff != uint64(polls)*2*uint64(len(kept)) {
+		t.Errorf("ForwardTo forwarded %d frames in %d polls, want %d", ff, polls, uint64(polls)*2*uint64(len(kept)))
 	}
 	if fl == 0 {
 		t.Error("the lanes forwarded nothing")
@@ -87,6 +95,32 @@ func instrPortLoop(x, y *Port, pkts []*dataplane.Packet, polls int) (frames uint
 				d[0].Free(pkts[m:n])
 			}
 			frames += uint64(m)
+		}
+	}
+	return frames
+}
+
+// instrFwdLoop is the ports' Forwarder path, both directions, polls
+// times; refused frames (net_null refuses none) would be sent first.
+//
+//go:noinline
+func instrFwdLoop(x, y *Port, kept []*dataplane.Packet, polls int) (frames uint64) {
+	for i := 0; i < polls; i++ {
+		for _, d := range [2][2]*Port{{x, y}, {y, x}} {
+			rx, _, k, ok := d[0].ForwardTo(d[1], kept)
+			if !ok { // a burst received ahead by a TxBurst waits
+				n := d[0].RxBurst(kept)
+				m := d[1].TxBurst(kept[:n])
+				d[0].Free(kept[m:n])
+				frames += uint64(m)
+				continue
+			}
+			if k > 0 {
+				m := d[1].TxBurst(kept[:k])
+				d[0].Free(kept[m:k])
+				rx -= k - m
+			}
+			frames += uint64(rx)
 		}
 	}
 	return frames

@@ -46,6 +46,8 @@ type Port struct {
 
 var _ dataplane.Port = (*Port)(nil)
 var _ dataplane.Port = (*Queue)(nil)
+var _ dataplane.Forwarder = (*Port)(nil)
+var _ dataplane.Forwarder = (*Queue)(nil)
 
 // Open probes the device of spec (a vdev is created, a PCI device taken by
 // address), creates its mbuf pool, configures Queues rx and tx queues
@@ -160,6 +162,11 @@ func (p *Port) RxBurst(pkts []*dataplane.Packet) int { return p.queues[0].RxBurs
 
 // TxBurst transmits on queue 0.
 func (p *Port) TxBurst(pkts []*dataplane.Packet) int { return p.queues[0].TxBurst(pkts) }
+
+// ForwardTo is queue 0's dataplane.Forwarder (see Queue.ForwardTo).
+func (p *Port) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (rx int, rxBytes uint64, k int, ok bool) {
+	return p.queues[0].ForwardTo(to, kept)
+}
 
 // LastTxNs is queue 0's dataplane.TxStamper reading (see Queue.LastTxNs).
 func (p *Port) LastTxNs() uint64 { return p.queues[0].LastTxNs() }

@@ -111,8 +111,13 @@ struct ldaf_queue {
 	uint32_t ahead_off, ahead_n;
 	uint64_t ahead_bytes;
 
+	// ldaf_fwd's results: frames the peer refused (their Packets in
+	// pkts) and the bytes received.
+	uint32_t fwd_kept;
+	uint64_t fwd_bytes;
+
 	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
-	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc
+	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc, refused frames of ldaf_fwd
 	void *ahead[LDAF_MAX_BURST];            // receive-ahead Packet addresses
 };
 
@@ -288,6 +293,44 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 		q->ahead_n = na;
 		q->ahead_bytes = b;
 	}
+	return nb;
+}
+
+// ldaf_fwd receives up to n frames on queue rxp and transmits them on
+// queue txp in the same call (dataplane.Forwarder): the frames stay
+// rte_mbufs end to end, no Packet is written for them, only their lengths
+// are read (for the byte counters). Frames txp refuses get their Packet
+// filled (timestamp 0: a forwarding lane records nothing) and its address
+// in rq->pkts, in order: they belong to the caller. Receive-ahead is off
+// for the rx queue from here until the next RxBurst (a forwarding lane
+// receives through this call only). Returns the frames received.
+static inline uint16_t ldaf_fwd(uintptr_t rxp, uintptr_t txp, uint16_t n) {
+	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
+	struct rte_mbuf **ms = rq->mbufs;
+	rq->rx_gen = 0;
+	rq->fwd_kept = 0;
+	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
+	if (nb == 0)
+		return 0;
+	uint64_t b = 0;
+	for (unsigned i = 0; i < nb; i++)
+		b += ms[i]->data_len; // single segment: pkt_len == data_len
+	rq->rx_pkts += nb;
+	rq->rx_bytes += b;
+	rq->fwd_bytes = b;
+	uint16_t sent = rte_eth_tx_burst(tq->port, tq->queue, ms, nb);
+	uint64_t tb = b;
+	if (unlikely(sent < nb)) {
+		uint8_t index = rq->index;
+		for (unsigned i = sent; i < nb; i++) {
+			struct rte_mbuf *m = ms[i];
+			tb -= m->data_len;
+			rq->pkts[i - sent] = ldaf_fill(m, index, 0);
+		}
+		rq->fwd_kept = nb - sent;
+	}
+	tq->tx_pkts += sent;
+	tq->tx_bytes += tb;
 	return nb;
 }
 
