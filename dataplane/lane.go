@@ -102,6 +102,7 @@ type Lane struct {
 	lastTx     uint64
 	maxTxGap   uint64
 	txStamper  TxStamper // Tx, when it reports its own transmit time
+	fwd        Forwarder // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
 	stallSince uint64    // when the tx port last refused frames without taking any, ns; 0: not stalled
 	free       []*Packet // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
@@ -181,6 +182,9 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
 	l.txStamper, _ = cfg.Tx.(TxStamper)
+	if cfg.Role == RoleForward {
+		l.fwd, _ = cfg.Rx.(Forwarder)
+	}
 	// Only MEC rules and the LDS read the flow key: without them the
 	// lane parses with ParseLean, which skips it on the common frame.
 	l.lean = cfg.Role != RoleForward && l.oneClass && cfg.Buffer.Sets[0].LDS == nil
@@ -222,6 +226,9 @@ func (l *Lane) Poll() bool {
 			work = true
 		}
 	}
+	if l.fwd != nil && l.txN == 0 && l.forwardDirect() {
+		return true
+	}
 	// Receive only as much as the tx buffer has room for, keeping room for
 	// injected control frames and an End marker.
 	n := 0
@@ -239,6 +246,38 @@ func (l *Lane) Poll() bool {
 		l.flush()
 	}
 	return work
+}
+
+// forwardDirect is a forwarding lane's poll on a Forwarder port with
+// nothing buffered: the port receives a burst and transmits it on the tx
+// port itself (for DPDK, one cgo call and no per-frame Go work). Frames
+// the tx port refused come back in order and go to the front of the tx
+// buffer, where flush sends them (back-pressure and the stall limit as for
+// any frame) before the next direct burst. It reports whether it handled
+// the poll; false when nothing arrived or the port wants this burst taken
+// the ordinary way.
+func (l *Lane) forwardDirect() bool {
+	kept := l.rxPkts[:l.cfg.Burst]
+	rx, bytes, k, ok := l.fwd.ForwardTo(l.cfg.Tx, kept)
+	if !ok || rx == 0 {
+		return false
+	}
+	k = min(k, rx, len(kept))
+	l.Stats.RxFrames.Add(uint64(rx))
+	l.Stats.RxBytes.Add(bytes)
+	l.Stats.TxFrames.Add(uint64(rx - k))
+	if k > 0 {
+		// Refused: queue them (order kept) and let flush retry. The
+		// clock is read only here, for the drain and stall timers.
+		copy(l.txPkts, kept[:k])
+		clear(kept[:k])
+		clear(l.txRec[:k])
+		clear(l.txOwn[:k])
+		l.txN = k
+		l.now = l.cfg.Clock()
+		l.flush()
+	}
+	return true
 }
 
 func (l *Lane) start(now uint64) {
