@@ -70,6 +70,8 @@ type runOptions struct {
 	logLevel      string
 	config        string
 	eal           []string // after "--"
+	forwardOnly   bool
+	changed       map[string]bool // flags set on the command line or in --config
 
 	// Derived by validate.
 	level zerolog.Level
@@ -108,6 +110,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.statsInterval, "stats-interval", 0, "cadence of the port records (0: --interval)")
 	fs.DurationVar(&o.drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.idleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
+	fs.BoolVar(&o.forwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: trace, debug, info, warn, error")
 	o.out.register(fs)
 }
@@ -132,6 +135,8 @@ func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
+	o.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 	return nil
 }
 
@@ -260,6 +265,12 @@ func (o *runOptions) validate() error {
 	if len(o.eal) > 0 && kindA != "dpdk" {
 		return fmt.Errorf("arguments after -- (%q) are DPDK EAL arguments, but no port is dpdk:", o.eal)
 	}
+	if o.forwardOnly {
+		if err := checkForwardOnly(o.changed); err != nil {
+			return err
+		}
+		o.segment = "b" // unused: nothing is measured or sent
+	}
 	if o.segment != "a" && o.segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
 	}
@@ -294,7 +305,7 @@ func (o *runOptions) validate() error {
 	switch {
 	case o.keyFile != "" && o.insecure:
 		return errors.New("--key-file and --insecure exclude each other")
-	case o.keyFile == "" && !o.insecure:
+	case o.keyFile == "" && !o.insecure && !o.forwardOnly:
 		return errors.New("--key-file is required (ldafwd keygen --out FILE writes one; give both appliances the same file), or --insecure to run without authenticating control frames")
 	case o.keyFile != "":
 		if o.key, err = control.LoadKeyFile(o.keyFile); err != nil {
@@ -386,6 +397,18 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	m := metrics.New(map[string]string{"segment_port": o.segment, "port_a": o.portA, "port_b": o.portB})
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
+	if o.forwardOnly {
+		f, err := newForwardOnly(&o, ports)
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		m.SetSources(metrics.Sources{
+			Ports: map[string]dataplane.Port{"a": ports.a, "b": ports.b},
+			Lanes: map[string]*dataplane.LaneStats{"forward_ab": &f.lanes[0].Stats, "forward_ba": &f.lanes[1].Stats},
+		})
+		log.Info().Msg("forwarding only: nothing is measured")
+		return serve(ctx, &o, f, ports, &out, m, log)
+	}
 	a, err := appliance.New(appliance.Config{
 		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
@@ -401,7 +424,20 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats},
 		Control: a.ControlCounters,
 	})
+	return serve(ctx, &o, a, ports, &out, m, log)
+}
+
+// runner is what serve runs: the appliance, or the forward-only lanes.
+type runner interface {
+	Start()
+	Stop(drain time.Duration) error
+}
+
+// serve runs r until the context is cancelled or --duration passes,
+// printing the port records every --stats-interval and at the end.
+func serve(ctx context.Context, o *runOptions, a runner, ports *portSet, out *runOutput, m *metrics.Metrics, log zerolog.Logger) error {
 	var srv *metrics.Server
+	var err error
 	if o.metricsAddr != "" {
 		if srv, err = m.Serve(o.metricsAddr); err != nil {
 			return fmt.Errorf("run: --metrics-addr: %w", err)

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+)
+
+// forwardOnly is `ldafwd run --forward-only`: the same ports, workers and
+// lanes as the appliance, both directions RoleForward — no parsing, no
+// synopses, no control frames. It is the baseline the cost of measuring
+// is read against on one's own NIC and cores (issue 5: measuring vs. not,
+// against testpmd), and a plain bump in the wire. On DPDK port pairs the
+// lanes hand whole bursts to the port (dataplane.Forwarder).
+type forwardOnly struct {
+	lanes   [2]*dataplane.Lane // a→b, b→a
+	workers []*dataplane.Worker
+}
+
+// measurementFlags are the run flags that only make sense when measuring;
+// --forward-only refuses them rather than ignore them.
+var measurementFlags = []string{"segment-port", "interval", "mec", "max-delay", "min-delay", "confidence",
+	"key-file", "insecure", "control-copies", "mtu", "drain",
+	"lda-counters", "lda-expected-packets", "lda-loss-rates", "lda-banks", "lda-digest"}
+
+// checkForwardOnly rejects measurement flags given with --forward-only.
+func checkForwardOnly(changed map[string]bool) error {
+	var bad []string
+	for _, f := range measurementFlags {
+		if changed[f] {
+			bad = append(bad, "--"+f)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("--forward-only measures nothing: drop %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func newForwardOnly(o *runOptions, p *portSet) (*forwardOnly, error) {
+	f := &forwardOnly{}
+	var err error
+	if f.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.a, Tx: p.b, Role: dataplane.RoleForward, Burst: o.burst}); err != nil {
+		return nil, err
+	}
+	if f.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.b, Tx: p.a, Role: dataplane.RoleForward, Burst: o.burst}); err != nil {
+		return nil, err
+	}
+	groups := [][]*dataplane.Lane{{f.lanes[0], f.lanes[1]}}
+	cores := []int{-1}
+	switch len(o.cores) {
+	case 1:
+		cores = o.cores
+	case 2:
+		groups = [][]*dataplane.Lane{{f.lanes[0]}, {f.lanes[1]}}
+		cores = o.cores
+	}
+	for i, g := range groups {
+		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g, IdleSleep: o.idleSleep,
+			OnStart: p.onWorkerStart, OnExit: p.onWorkerExit})
+		if err != nil {
+			return nil, err
+		}
+		f.workers = append(f.workers, w)
+	}
+	return f, nil
+}
+
+func (f *forwardOnly) Start() {
+	for _, w := range f.workers {
+		w.Start()
+	}
+}
+
+// Stop forwards what is in flight, then stops the workers (nothing to
+// drain but the tx buffers: there is no interval to close).
+func (f *forwardOnly) Stop(time.Duration) error {
+	for _, w := range f.workers {
+		w.Quit()
+	}
+	var first error
+	for _, w := range f.workers {
+		if err := w.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
