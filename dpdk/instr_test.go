@@ -5,24 +5,27 @@ package dpdk
 import (
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
+	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // TestInstrLoops is the harness for instruction counts per forwarded frame
 // (docs/dpdk.md, "Where the time goes"): with LDAF_INSTR_POLLS=N it runs N
 // polls of the ports-alone loop (instrPortLoop) and N polls of two
-// forwarding lanes (instrLaneLoop) and N polls of ForwardTo both ways
-// (instrFwdLoop) between two net_null,copy=1 vdevs on a
+// forwarding lanes (instrLaneLoop), N polls of ForwardTo both ways
+// (instrFwdLoop) and N polls of two LDA sender lanes (instrLDALoop) between two net_null,copy=1 vdevs on a
 // registered lcore, and logs the frames each forwarded. Run it under
 //
 //	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
 //	  --collect-atstart=no --toggle-collect='*instrPortLoop*' \
-//	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' ./dpdk.test -test.run InstrLoops -test.v
+//	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' --toggle-collect='*instrLDALoop*' ./dpdk.test -test.run InstrLoops -test.v
 //
 // and divide each function's inclusive Ir by its frames. Without the
-// variable it runs a few polls as a plain test of the three loops.
+// variable it runs a few polls as a plain test of the four loops.
 func TestInstrLoops(t *testing.T) {
 	needEAL(t)
 	polls := 64
@@ -69,6 +72,8 @@ func TestInstrLoops(t *testing.T) {
 	instrFwdLoop(x, y, kept, 256)
 	ff := instrFwdLoop(x, y, kept, polls)
 	t.Logf("instrFwdLoop frames %d", ff)
+	fd := instrLDA(t, x, y, polls)
+	t.Logf("instrLDALoop frames %d", fd)
 	t.Logf("instrPortLoop frames %d", fp)
 	t.Logf("instrLaneLoop frames %d", fl)
 	if want := uint64(polls) * 2 * uint64(len(pkts)); fp != want {
@@ -124,6 +129,55 @@ func instrFwdLoop(x, y *Port, kept []*dataplane.Packet, polls int) (frames uint6
 		}
 	}
 	return frames
+}
+
+// instrLDA runs two sender lanes recording the default LDA (as ldafwd
+// bench's forward-dpdk-null-lda) for polls polls and returns the frames
+// they transmitted.
+func instrLDA(t *testing.T, x, y *Port, polls int) uint64 {
+	t.Helper()
+	var lanes []*dataplane.Lane
+	for _, d := range [2][2]*Port{{x, y}, {y, x}} {
+		cl, err := classifier.NewClassifier(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := dataplane.NewDoubleBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var epoch atomic.Uint64
+		epoch.Store(1)
+		l, err := dataplane.NewLane(dataplane.LaneConfig{Rx: d[0], Tx: d[1], Role: dataplane.RoleSender,
+			Classifier: cl, Buffer: buf, Epoch: &epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lanes = append(lanes, l)
+	}
+	instrLDALoop(lanes, 256)
+	f0 := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load()
+	instrLDALoop(lanes, polls)
+	f := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load() - f0
+	for _, l := range lanes {
+		l.Drain()
+	}
+	if f == 0 {
+		t.Error("the LDA lanes forwarded nothing")
+	}
+	return f
+}
+
+// instrLDALoop is instrLaneLoop under another name, so that callgrind can
+// count the sender lanes on their own.
+//
+//go:noinline
+func instrLDALoop(lanes []*dataplane.Lane, polls int) {
+	for i := 0; i < polls; i++ {
+		for _, l := range lanes {
+			l.Poll()
+		}
+	}
 }
 
 // instrLaneLoop polls the lanes polls times, as a dataplane.Worker does.
