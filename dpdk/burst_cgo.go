@@ -11,8 +11,12 @@ package dpdk
 // private area. An rx burst is one cgo call (ldaf_rx) that fills those
 // Packets in C — Data as a slice header over the mbuf's bytes, the mbuf
 // address as a plain uintptr in Handle — and returns their addresses in a C
-// array; Go only converts each to *Packet. Tx and Free go the other way
-// through a C array of ldaf_txd filled from Go.
+// array, which Go copies into the caller's slice. Tx and Free go the other
+// way: Go passes the address of the caller's []*Packet backing array and C
+// reads the Packets from it. A TxBurst may also receive the queue's next
+// burst ahead (into another C array, handed over by the next RxBurst
+// without a cgo call); ForwardTo moves a whole burst from one queue to
+// another in C and fills Packets only for frames the peer refused.
 //
 // How it can break:
 //   - The Packet lives in C memory, which the garbage collector does not
@@ -27,8 +31,14 @@ package dpdk
 //     the packet was transmitted or freed reads a buffer DPDK may already
 //     have reused for another frame (the Packet contract forbids it; the
 //     race detector cannot see it).
-//   - Handle and the txp entries are uintptr_t on the C side too, so Go
+//   - Handle and the slice address are uintptr_t on the C side too, so Go
 //     never turns a uintptr back into a pointer (go vet's unsafeptr rule).
+//     The []*Packet backing array (Go memory holding pointers) is read by
+//     C during the call only: the heap does not move objects, a goroutine
+//     in a cgo call never has its stack moved, and runtime.KeepAlive keeps
+//     the array alive to the end of the call. C never writes Go memory:
+//     Packet addresses coming out of C are copied into Go slices by Go
+//     (copy, with the write barrier), never stored there by C.
 //     ldaf_tx tells our Packets (inside their mbuf) from others by address
 //     arithmetic alone; another port's Packet (a PacketPool's, in Go
 //     memory) is read by C during the call only, its bytes copied into a
@@ -40,9 +50,14 @@ package dpdk
 //     to Config.Burst so C never writes past them.
 //   - The layout of ldaf_queue is shared with shim.h through
 //     cgo. The queue's packet/byte counters are written by C on the
-//     worker's thread (aligned 64-bit stores, single writer) and read by
-//     Stats with atomic loads: never torn on amd64/arm64, invisible to the
-//     race detector.
+//     worker's thread (aligned 64-bit stores, single writer; handAhead's Go
+//     stores on the same thread) and read by Stats with atomic loads:
+//     never torn on amd64/arm64, invisible to the race detector.
+//   - Receive-ahead state (ahead_*, rx_gen, rx_want) is touched only by
+//     the registration that receives on the queue: C receives ahead only
+//     when the transmitting thread's ldaf_thread_gen (C TLS, unique per
+//     RegisterThread) is the one that last called ldaf_rx. Two workers on
+//     one queue (one receiving, one transmitting) thus never share it.
 //   - The burst helpers get the ldaf_queue address as an integer (cgo then
 //     checks no pointer argument, which cost ~2 % of a burst); the memory
 //     is C's and never moves, so the integer stays valid until Close.

@@ -12,10 +12,16 @@
 // like l2fwd's, one or more rx/tx queue pairs (RSS when more than one) and
 // hardware rx timestamps when the PMD offers them.
 //
-// Hot path. RxBurst, TxBurst, Alloc and Free make exactly one cgo call per
+// Hot path. RxBurst, TxBurst, Alloc and Free make at most one cgo call per
 // burst into the static inline helpers of shim.h and allocate nothing in Go:
 // a Packet's Data is a slice over the mbuf's bytes in place and its Handle is
-// the rte_mbuf address. All unsafe conversions live in burst_cgo.go.
+// the rte_mbuf address. On a registered worker thread a TxBurst also
+// receives the same queue's next burst ahead, which the next RxBurst hands
+// over without a cgo call (Config.NoRxAhead turns it off): a bump in the
+// wire on one worker then makes one cgo call per lane per poll. ForwardTo
+// (dataplane.Forwarder) receives and transmits a burst in one call with no
+// Packet written, for lanes that forward without measuring. All unsafe
+// conversions live in burst_cgo.go.
 //
 // Lifetimes. EAL is initialised once per process and, after Cleanup, never
 // again. Teardown order: stop the workers → Port.Close (stop, close, remove
@@ -30,7 +36,9 @@
 // goroutine; Close only after the workers stopped. Worker goroutines should
 // call RegisterThread on their pinned OS thread so that mempool operations
 // use a per-lcore cache (an unregistered thread goes to the shared ring for
-// every mbuf).
+// every mbuf) and receive-ahead applies. Receive-ahead is safe when one
+// worker receives on a queue and another transmits on it (ldafwd run with
+// two cores): only the registration that last received receives ahead.
 //
 // Build. The cgo files (*_cgo.go) carry the build tag dpdk, which the
 // Makefile sets when pkg-config finds libdpdk. Without it dpdk_nocgo.go
