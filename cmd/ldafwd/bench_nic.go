@@ -685,9 +685,8 @@ func portLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 // direction receives and transmits in one ForwardTo call (frames stay
 // mbufs, no Packet is filled), and frames the peer refuses are sent
 // first on the next poll, as a forwarding lane's back-pressure does. Its
-// record (forward-dpdk-null-fwd) is what a RoleForward lane using the
-// capability would cost before its own bookkeeping; the lane does not use
-// it yet (dataplane/forwarder.go).
+// record (forward-dpdk-null-fwd) is the floor under forward-dpdk-null-off,
+// whose RoleForward lanes take the same path plus their bookkeeping.
 func fwdLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 	var r laneRun
 	done := make(chan error, 1)
