@@ -207,3 +207,38 @@ func TestRxAheadOff(t *testing.T) {
 		})
 	}
 }
+
+// TestRxAheadAllocs: the receive-ahead path (TxBurst receiving, RxBurst
+// handing over from Go) allocates nothing.
+func TestRxAheadAllocs(t *testing.T) {
+	needEAL(t)
+	onLcore(t, func() {
+		a, err := Open("dpdk:net_null17,copy=1", Config{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer a.Close()
+		b, err := Open("dpdk:net_null18,copy=1", Config{Index: 1})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer b.Close()
+		pkts := newPackets(32)
+		ahead := 0
+		allocs := testing.AllocsPerRun(1000, func() {
+			for _, d := range [2][2]*Port{{a, b}, {b, a}} {
+				n := d[0].RxBurst(pkts)
+				m := d[1].TxBurst(pkts[:n])
+				d[0].Free(pkts[m:n])
+				if d[1].Queue(0).c.ahead_n != 0 {
+					ahead++
+				}
+			}
+		})
+		if allocs != 0 || ahead == 0 {
+			t.Errorf("%v allocations per poll (want 0); received ahead in %d bursts", allocs, ahead)
+		}
+	})
+}

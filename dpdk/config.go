@@ -37,8 +37,10 @@ type Config struct {
 	// call, and the next RxBurst hands it over without one — a bump in the
 	// wire on one worker transmits on a port just before it receives
 	// there, so this halves its cgo calls. Such frames wait in the queue
-	// (at most one burst) until that RxBurst; with NoSoftTimestamps the
-	// consumer stamps them then, up to one poll after they were received.
+	// (at most one burst) until that RxBurst. Software stamps are taken
+	// when C received them; with NoSoftTimestamps the consumer stamps them
+	// at the hand-over, when an RxBurst without receive-ahead would have
+	// received them.
 	NoRxAhead bool
 }
 
