@@ -90,8 +90,9 @@ type Queue struct {
 	c      *C.struct_ldaf_queue
 	cu     C.uintptr_t // c as an integer, the burst helpers' argument
 	burst  int
-	pktv   []*dataplane.Packet // Go view of c.pkts (Packets in C memory)
-	ahead  []*dataplane.Packet // Go view of c.ahead
+	pktv   []*dataplane.Packet // Go view of c.pkts (Packets in C memory; rx side)
+	ahead  []*dataplane.Packet // Go view of c.ahead (rx side)
+	allocv []*dataplane.Packet // Go view of c.allocp (tx side)
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
 	_      [64]byte            // keep two queues' hot fields off one cache line
 }
@@ -117,6 +118,7 @@ func newQueue(p *Port, q uint16) *Queue {
 		port: p, c: c, cu: C.uintptr_t(uintptr(unsafe.Pointer(c))), burst: p.cfg.Burst,
 		pktv:   unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.pkts[0])), MaxBurst),
 		ahead:  unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.ahead[0])), MaxBurst),
+		allocv: unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.allocp[0])), MaxBurst),
 		pooled: make([]*dataplane.Packet, 0, MaxBurst),
 	}
 }
@@ -126,7 +128,7 @@ func newQueue(p *Port, q uint16) *Queue {
 func (q *Queue) free() {
 	C.ldaf_ahead_free(q.cu)
 	C.free(unsafe.Pointer(q.c))
-	q.c, q.cu, q.pktv, q.ahead = nil, 0, nil, nil
+	q.c, q.cu, q.pktv, q.ahead, q.allocv = nil, 0, nil, nil, nil
 }
 
 // counters reads the queue's packet and byte counters, which the C burst
@@ -290,7 +292,7 @@ func (q *Queue) Alloc(pkts []*dataplane.Packet) int {
 		return 0
 	}
 	nb := int(C.ldaf_alloc(q.cu, C.uint16_t(n)))
-	return copy(pkts[:nb], q.pktv[:nb])
+	return copy(pkts[:nb], q.allocv[:nb])
 }
 
 // Free returns packets to their mempool, Config.Burst per cgo call.

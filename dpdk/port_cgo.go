@@ -365,3 +365,7 @@ func (p *Port) free() {
 		p.clk = nil
 	}
 }
+
+// availMbufs is how many mbufs of the port's pool are free (the ring and
+// every lcore cache): tests use it to find mbufs lost or freed twice.
+func (p *Port) availMbufs() int { return int(C.rte_mempool_avail_count(p.pool)) }

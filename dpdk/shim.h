@@ -116,9 +116,15 @@ struct ldaf_queue {
 	uint32_t fwd_kept;
 	uint64_t fwd_bytes;
 
-	struct rte_mbuf *mbufs[LDAF_MAX_BURST];
-	void *pkts[LDAF_MAX_BURST];             // Packet addresses out of rx/alloc, refused frames of ldaf_fwd
-	void *ahead[LDAF_MAX_BURST];            // receive-ahead Packet addresses
+	// Scratch arrays. `ldafwd run` with two cores receives on a queue in
+	// one worker and transmits on it (and allocates End markers there) in
+	// the other, at the same time, so the receiving side and the
+	// transmitting side never share one: rx and ldaf_fwd use pkts and
+	// ahead, tx and alloc use mbufs and allocp; free uses its own stack.
+	void *pkts[LDAF_MAX_BURST];             // rx side: rx output (mbufs received, then their Packets), ldaf_fwd's burst and refused frames
+	void *ahead[LDAF_MAX_BURST];            // rx side: receive-ahead Packet addresses
+	struct rte_mbuf *mbufs[LDAF_MAX_BURST]; // tx side: the tx burst, alloc's mbufs
+	void *allocp[LDAF_MAX_BURST];           // tx side: alloc's Packet addresses
 };
 
 // ldaf_rx_fill receives up to n frames into arr (as rte_mbuf pointers),
@@ -169,7 +175,7 @@ static inline uint16_t ldaf_rx_fill(struct ldaf_queue *q, void **arr, uint16_t n
 }
 
 // ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
-// address in q->pkts. It notes the calling lcore: ldaf_tx receives ahead
+// address in q->pkts. It notes the calling registration: ldaf_tx receives ahead
 // only on the thread that receives. (Go's RxBurst hands over a
 // receive-ahead burst itself, without calling C.)
 static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
@@ -306,7 +312,7 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 // receives through this call only). Returns the frames received.
 static inline uint16_t ldaf_fwd(uintptr_t rxp, uintptr_t txp, uint16_t n) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
-	struct rte_mbuf **ms = rq->mbufs;
+	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts; // rx side; refused ones become Packets in place
 	rq->rx_gen = 0;
 	rq->fwd_kept = 0;
 	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
@@ -322,7 +328,7 @@ static inline uint16_t ldaf_fwd(uintptr_t rxp, uintptr_t txp, uint16_t n) {
 	uint64_t tb = b;
 	if (unlikely(sent < nb)) {
 		uint8_t index = rq->index;
-		for (unsigned i = sent; i < nb; i++) {
+		for (unsigned i = sent; i < nb; i++) { // i - sent <= i: slot i was read before
 			struct rte_mbuf *m = ms[i];
 			tb -= m->data_len;
 			rq->pkts[i - sent] = ldaf_fill(m, index, 0);
@@ -343,7 +349,7 @@ static inline void ldaf_ahead_free(uintptr_t qp) {
 }
 
 // ldaf_alloc takes n fresh mbufs from the pool, all or nothing, and fills
-// their Packets with the whole data room as Data; addresses in q->pkts.
+// their Packets with the whole data room as Data; addresses in q->allocp.
 static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
 	if (rte_pktmbuf_alloc_bulk(q->pool, q->mbufs, n) != 0)
@@ -351,7 +357,7 @@ static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
 	for (uint16_t i = 0; i < n; i++) {
 		struct ldaf_gopkt *g = ldaf_fill(q->mbufs[i], q->index, 0);
 		g->len = g->cap;
-		q->pkts[i] = g;
+		q->allocp[i] = g;
 	}
 	return n;
 }
@@ -360,11 +366,12 @@ static inline int ldaf_alloc(uintptr_t qp, uint16_t n) {
 // addresses are in pkts (a Go []*Packet's backing array, read during the
 // call only).
 static inline void ldaf_free(uintptr_t qp, uintptr_t pkts, uint16_t n) {
-	struct ldaf_queue *q = (struct ldaf_queue *)qp;
+	(void)qp; // either side may free: no scratch of the queue's is used
 	const struct ldaf_gopkt *const *pk = (const struct ldaf_gopkt *const *)pkts;
+	struct rte_mbuf *ms[LDAF_MAX_BURST];
 	for (uint16_t i = 0; i < n; i++)
-		q->mbufs[i] = (struct rte_mbuf *)pk[i]->handle;
-	rte_pktmbuf_free_bulk(q->mbufs, n);
+		ms[i] = (struct rte_mbuf *)pk[i]->handle;
+	rte_pktmbuf_free_bulk(ms, n);
 }
 
 // The wrappers below return -rte_errno on failure from the same C call:
