@@ -207,22 +207,9 @@ func New(cfg Config) (*Appliance, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := [][]*dataplane.Lane{{a.lanes[0], a.lanes[1]}}
-	cores := []int{-1}
-	switch len(cfg.Cores) {
-	case 1:
-		cores = cfg.Cores
-	case 2:
-		groups = [][]*dataplane.Lane{{a.lanes[0]}, {a.lanes[1]}}
-		cores = cfg.Cores
-	}
-	for i, g := range groups {
-		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g, IdleSleep: cfg.IdleSleep,
-			OnStart: cfg.OnWorkerStart, OnExit: cfg.OnWorkerExit})
-		if err != nil {
-			return nil, err
-		}
-		a.workers = append(a.workers, w)
+	if a.workers, err = dataplane.NewWorkers(a.lanes, cfg.Cores, dataplane.WorkerConfig{IdleSleep: cfg.IdleSleep,
+		OnStart: cfg.OnWorkerStart, OnExit: cfg.OnWorkerExit}); err != nil {
+		return nil, err
 	}
 	a.ctl = newController(a)
 	return a, nil

@@ -144,3 +144,34 @@ func (w *Worker) run() error {
 	w.idle.Store(idle)
 	return nil
 }
+
+// NewWorkers places a bump in the wire's two lanes (one per direction) on
+// workers the way --cores asks: no core — one unpinned worker for both;
+// one core — one worker pinned there for both; two cores — a worker per
+// lane, pinned in order. tmpl gives the rest of every worker's
+// configuration (IdleSleep, OnStart, OnExit); its ID, Core and Lanes are
+// set here.
+func NewWorkers(lanes [2]*Lane, cores []int, tmpl WorkerConfig) ([]*Worker, error) {
+	groups := [][]*Lane{{lanes[0], lanes[1]}}
+	pin := []int{-1}
+	switch len(cores) {
+	case 0:
+	case 1:
+		pin = cores
+	case 2:
+		groups, pin = [][]*Lane{{lanes[0]}, {lanes[1]}}, cores
+	default:
+		return nil, fmt.Errorf("dataplane: %d cores for two lanes: want none, one or two", len(cores))
+	}
+	var ws []*Worker
+	for i, g := range groups {
+		cfg := tmpl
+		cfg.ID, cfg.Core, cfg.Lanes = i, pin[i], g
+		w, err := NewWorker(cfg)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}

@@ -48,22 +48,9 @@ func newForwardOnly(o *runOptions, p *portSet) (*forwardOnly, error) {
 	if f.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.b, Tx: p.a, Role: dataplane.RoleForward, Burst: o.burst}); err != nil {
 		return nil, err
 	}
-	groups := [][]*dataplane.Lane{{f.lanes[0], f.lanes[1]}}
-	cores := []int{-1}
-	switch len(o.cores) {
-	case 1:
-		cores = o.cores
-	case 2:
-		groups = [][]*dataplane.Lane{{f.lanes[0]}, {f.lanes[1]}}
-		cores = o.cores
-	}
-	for i, g := range groups {
-		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g, IdleSleep: o.idleSleep,
-			OnStart: p.onWorkerStart, OnExit: p.onWorkerExit})
-		if err != nil {
-			return nil, err
-		}
-		f.workers = append(f.workers, w)
+	if f.workers, err = dataplane.NewWorkers(f.lanes, o.cores, dataplane.WorkerConfig{IdleSleep: o.idleSleep,
+		OnStart: p.onWorkerStart, OnExit: p.onWorkerExit}); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
