@@ -116,10 +116,7 @@ func Parse(frame []byte, m *Meta) {
 	// unfragmented, without options or extension headers: those take a
 	// straight-line path that never builds the ident array (parseFast);
 	// everything else, and anything it is unsure of, the general one.
-	if parseFast(frame, m, true) {
-		return
-	}
-	parseGeneral(frame, m)
+	parseFast(frame, m, true, true)
 }
 
 // ParseLean is Parse for a consumer that reads only the identity: on the
@@ -130,10 +127,7 @@ func Parse(frame []byte, m *Meta) {
 // and no LDS reads nothing more, and the flow key's stores and hash are
 // about a fifth of Parse's instructions (docs/performance.md).
 func ParseLean(frame []byte, m *Meta) {
-	if parseFast(frame, m, false) {
-		return
-	}
-	parseGeneral(frame, m)
+	parseFast(frame, m, false, true)
 }
 
 // parseFast handles the common frame in about half the instructions of
@@ -141,15 +135,17 @@ func ParseLean(frame []byte, m *Meta) {
 // (TestParseFastIsGeneral, FuzzParse): untagged IPv4 with a 20-byte header,
 // not a fragment, or IPv6 without extension headers, carrying TCP or UDP
 // with at least l4Window bytes of L4 inside the IP length, the frame at
-// least as long as that length. It reports false, having written nothing,
-// for every other frame. With full false it writes only Hash, Flags and
-// Len (ParseLean).
-func parseFast(frame []byte, m *Meta, full bool) bool {
+// least as long as that length (and, through parseRaw, untagged non-IP
+// frames). Every other frame it declines: with general set the general
+// path parses it, without it reports false having written nothing. With
+// full false it writes only Hash, Flags and Len on the IP path
+// (ParseLean).
+func parseFast(frame []byte, m *Meta, full, general bool) bool {
 	if len(frame) < 14+40+l4Window {
 		// Too short for the IP fast path (also covers IPv4's
 		// 14+20+l4Window); still the common case for minimum-size
 		// non-IP frames (net_null's, LLDP, pause frames).
-		return parseRaw(frame, m)
+		return parseRaw(frame, m) || decline(frame, m, general)
 	}
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case etherTypeIPv4:
@@ -161,7 +157,7 @@ func parseFast(frame []byte, m *Meta, full bool) bool {
 		if x&0xff != 0x45 || x>>48&0xff3f != 0 ||
 			total < 20+l4Window || total > len(frame)-14 ||
 			(proto != protoTCP && proto != protoUDP) {
-			return false
+			return decline(frame, m, general)
 		}
 		l4 := h[20:]
 		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
@@ -204,7 +200,7 @@ func parseFast(frame []byte, m *Meta, full bool) bool {
 		nh := uint8(x >> 48)
 		if x&0xf0 != 0x60 || declared < 40+l4Window || declared > len(frame)-14 ||
 			(nh != protoTCP && nh != protoUDP) {
-			return false
+			return decline(frame, m, general)
 		}
 		l4 := h[40:]
 		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
@@ -240,7 +236,18 @@ func parseFast(frame []byte, m *Meta, full bool) bool {
 		m.FlowHash = flowHash(&m.Flow)
 		return true
 	}
-	return parseRaw(frame, m)
+	return parseRaw(frame, m) || decline(frame, m, general)
+}
+
+// decline is parseFast's exit for a frame it does not take: with general
+// set the general path parses it (Parse, ParseLean: the fast path's body
+// is then the callee itself, so the one-call wrappers inline into their
+// callers); without, the Meta is left as it was (the tests).
+func decline(frame []byte, m *Meta, general bool) bool {
+	if general {
+		parseGeneral(frame, m)
+	}
+	return false
 }
 
 // parseRaw is the fast path of an untagged frame that is neither IPv4,
