@@ -59,6 +59,15 @@
 // markers into the exact per-interval truth. See their doc comments for
 // the epoch protocol and the stop sequence.
 //
+// Two optional port capabilities, each checked once per lane: a TxStamper
+// reports the time it handed a burst to the wire (the sender's transmit
+// timestamp without clock reads around TxBurst); a Forwarder receives a
+// burst and transmits it on its peer in one call (a DPDK port pair: one
+// cgo call, frames stay mbufs), which a forwarding lane with nothing
+// buffered uses, keeping back-pressure: refused frames come back in order
+// and wait in the lane's tx buffer. Measuring lanes never use it. NewWorkers
+// places a pair of lanes on workers as --cores asks.
+//
 // # Concurrency
 //
 // A Port is driven by one goroutine per direction at a time (one worker
