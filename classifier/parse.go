@@ -673,6 +673,10 @@ func sum64Words(w *ident, n int) uint64 {
 }
 
 // sum64v4 is sum64Words for the six IPv4 words, taken in registers.
+//
+// sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose:
+// the shared helper the compiler will not inline cost ~23 instructions per
+// packet on the fast path (ParseLean + LDA.Add 253.6 -> 276.4, callgrind).
 func sum64v4(w0, w1, w2, w3, w4, w5 uint64) uint64 {
 	v1 := round(6983438078262162902, w0)
 	v2 := round(prime2, w1)
