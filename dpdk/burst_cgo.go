@@ -33,19 +33,20 @@ package dpdk
 //     race detector cannot see it).
 //   - Handle and the slice address are uintptr_t on the C side too, so Go
 //     never turns a uintptr back into a pointer (go vet's unsafeptr rule).
-//     The []*Packet backing array (Go memory holding pointers) is read by
-//     C during the call only: the heap does not move objects, a goroutine
-//     in a cgo call never has its stack moved, and runtime.KeepAlive keeps
-//     the array alive to the end of the call. C never writes Go memory:
-//     Packet addresses coming out of C are copied into Go slices by Go
-//     (copy, with the write barrier), never stored there by C.
-//     ldaf_tx tells our Packets (inside their mbuf) from others by address
-//     arithmetic alone; another port's Packet (a PacketPool's, in Go
-//     memory) is read by C during the call only, its bytes copied into a
-//     fresh mbuf — the Go heap does not move objects, and the caller keeps
-//     the Packet alive across the call. Free must get only our Packets (a
-//     Handle that is not an rte_mbuf* of our pools is undefined behaviour
-//     in C).
+//     The []*Packet backing array C reads (tx, free) is Go memory, but
+//     every address in the part C reads is of one of our Packets, in C
+//     memory: Go memory holding no Go pointers, which cgo's rules let C
+//     read during the call (passed as an integer only because vet's
+//     static check cannot know the *Packet values point into C memory).
+//     runtime.KeepAlive keeps the array alive to the end of the call. C
+//     never writes Go memory: Packet addresses coming out of C are copied
+//     into Go slices by Go (copy, with the write barrier), never stored
+//     there by C. TxBurst checks every Packet is ours before the call
+//     (address arithmetic, ours) and copies any other port's Packet (a
+//     PacketPool's, in Go memory) into a fresh mbuf in Go first
+//     (txForeign), so C never reads Go memory that holds Go pointers.
+//     Free must get only our Packets (a Handle that is not an rte_mbuf* of
+//     our pools is undefined behaviour in C).
 //   - The C arrays are sized MaxBurst at queue creation; every burst is cut
 //     to Config.Burst so C never writes past them.
 //   - The layout of ldaf_queue is shared with shim.h through
@@ -94,7 +95,9 @@ type Queue struct {
 	ahead  []*dataplane.Packet // Go view of c.ahead (rx side)
 	allocv []*dataplane.Packet // Go view of c.allocp (tx side)
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
-	_      [64]byte            // keep two queues' hot fields off one cache line
+	txCopy []*dataplane.Packet // scratch: txForeign's burst of our Packets
+	one    [1]*dataplane.Packet
+	_      [64]byte // keep two queues' hot fields off one cache line
 }
 
 func init() {
@@ -120,6 +123,7 @@ func newQueue(p *Port, q uint16) *Queue {
 		ahead:  unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.ahead[0])), MaxBurst),
 		allocv: unsafe.Slice((**dataplane.Packet)(unsafe.Pointer(&c.allocp[0])), MaxBurst),
 		pooled: make([]*dataplane.Packet, 0, MaxBurst),
+		txCopy: make([]*dataplane.Packet, MaxBurst),
 	}
 }
 
@@ -201,25 +205,67 @@ func (q *Queue) handAhead(pkts []*dataplane.Packet, an int) int {
 // to their pool. The packets not taken stay the caller's.
 //
 // C reads the Packet addresses straight out of pkts' backing array and
-// each Packet's Handle and Data itself (see ldaf_tx): Go does nothing per
-// frame. The same call may receive the next burst of this queue ahead
-// (see RxBurst).
+// each Packet's Handle and Data itself (see ldaf_tx); Go only checks that
+// every Packet is ours (a compare per frame). The same call may receive
+// the next burst of this queue ahead (see RxBurst).
 func (q *Queue) TxBurst(pkts []*dataplane.Packet) int {
 	n := min(len(pkts), q.burst)
 	if n == 0 || q.port.closed.Load() {
 		return 0
 	}
+	for _, p := range pkts[:n] {
+		if !q.ours(p) {
+			return q.txForeign(pkts[:n])
+		}
+	}
 	nb := int(C.ldaf_tx(q.cu, C.uintptr_t(uintptr(unsafe.Pointer(&pkts[0]))), C.uint16_t(n)))
 	runtime.KeepAlive(pkts)
-	if q.c.foreign != 0 {
-		q.pooled = q.pooled[:0]
-		for _, p := range pkts[:nb] {
-			if !q.ours(p) {
-				q.pooled = append(q.pooled, p)
-			}
+	return nb
+}
+
+// txForeign is TxBurst for a burst holding Packets that are not ours (a
+// dataplane PacketPool's, in Go memory). C may not read Go memory that
+// holds Go pointers (cgo's pointer-passing rules), so Go copies each such
+// frame into a fresh mbuf first and hands C a burst of our Packets only;
+// the originals of frames the port took go back to their pool, the
+// copies of frames it refused back to ours. Off the hot path: `ldafwd run`
+// never mixes port kinds.
+func (q *Queue) txForeign(pkts []*dataplane.Packet) int {
+	n := len(pkts)
+	tx := q.txCopy[:n]
+	for i, p := range pkts {
+		tx[i] = p
+		if q.ours(p) {
+			continue
 		}
-		dataplane.FreePooled(q.pooled)
+		if q.Alloc(q.one[:]) != 1 {
+			n = i // no mbuf: send what is ready, the rest stays the caller's
+			break
+		}
+		c := q.one[0]
+		c.Data = c.Data[:copy(c.Data, p.Data)]
+		c.TS = p.TS
+		tx[i] = c
 	}
+	nb := 0
+	if n > 0 {
+		nb = int(C.ldaf_tx(q.cu, C.uintptr_t(uintptr(unsafe.Pointer(&tx[0]))), C.uint16_t(n)))
+		runtime.KeepAlive(tx)
+	}
+	q.pooled = q.pooled[:0]
+	for i, p := range pkts[:n] {
+		if q.ours(p) {
+			continue
+		}
+		if i < nb {
+			q.pooled = append(q.pooled, p) // sent as a copy
+		} else {
+			q.one[0] = tx[i]
+			q.Free(q.one[:]) // the copy of a refused frame
+		}
+	}
+	dataplane.FreePooled(q.pooled)
+	clear(tx)
 	return nb
 }
 

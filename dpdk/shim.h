@@ -191,7 +191,8 @@ static inline uint16_t ldaf_rx(uintptr_t qp, uint16_t n) {
 	return nb;
 }
 
-// ldaf_tx_slow readies the mbuf of a Packet that is not ours or whose
+// ldaf_tx_slow readies the mbuf of a Packet that is not ours (a guard only:
+// Go's TxBurst copies other ports' Packets into our mbufs first) or whose
 // Data no longer matches its mbuf (out of line: the loop of ldaf_tx then
 // keeps everything in registers). It returns the mbuf, NULL when no fresh
 // one could be had for a foreign Packet.
