@@ -15,7 +15,8 @@ import (
 // (TxBurst tells them apart by address alone and copies the pooled ones
 // into fresh mbufs before the cgo call) through net_ring's loopback:
 // every frame comes back byte for byte in order, the pooled ones are given
-// back to their pool, and our own are not copied (same mbuf).
+// back to their pool, and our own are not copied (same mbuf); then a
+// refused mixed burst.
 func TestMixedBurst(t *testing.T) {
 	needEAL(t)
 	p, err := Open("dpdk:net_ring8", Config{Index: 3})
@@ -73,6 +74,55 @@ func TestMixedBurst(t *testing.T) {
 		t.Errorf("stats %+v, want 16 frames of 100 bytes", s)
 	}
 	p.Free(in)
+
+	// A mixed burst the port refuses (its ring full) leaves every frame
+	// with the caller — the pooled ones still theirs, not freed — and the
+	// mbuf copies made for them go back to our pool: 4000 refused bursts
+	// of 8 copies each would exhaust the mempool if one leaked. (Same
+	// port: every port opened keeps its mempool until EAL cleanup.)
+	// Fill the loopback ring until it refuses.
+	fill := newPackets(32)
+	full := false
+	for i := 0; i < 1024 && !full; i++ {
+		n := p.Alloc(fill)
+		for _, q := range fill[:n] {
+			q.Data = g.Frame(q.Data, uint64(i))
+		}
+		if m := p.TxBurst(fill[:n]); m < n {
+			p.Free(fill[m:n])
+			full = true
+		}
+	}
+	if !full {
+		t.Fatal("the ring never refused a burst")
+	}
+	foreign = newPackets(8)
+	if pool.Alloc(foreign) != 8 {
+		t.Fatal("pool alloc")
+	}
+	for i, q := range foreign {
+		q.Data = g.Frame(q.Data, uint64(i))
+	}
+	before = pool.Available()
+	for i := 0; i < 4000; i++ {
+		if m := p.TxBurst(foreign); m != 0 {
+			t.Fatalf("a full ring took %d frames", m)
+		}
+	}
+	if got := pool.Available(); got != before {
+		t.Fatalf("pool has %d free, want %d: refused frames were freed", got, before)
+	}
+	one := newPackets(1)
+	if p.Alloc(one) != 1 {
+		t.Fatal("mempool exhausted: the copies of refused frames leaked")
+	}
+	p.Free(one)
+	pool.Free(foreign)
+	// Drain the ring.
+	in = newPackets(32)
+	for n := p.RxBurst(in); n > 0; n = p.RxBurst(in) {
+		p.Free(in[:n])
+	}
 }
 
 // TestNoSoftTimestamps: the burst helper leaves TS 0 for the consumer to
@@ -137,68 +187,5 @@ func TestTxStamper(t *testing.T) {
 		if ts < before || ts > after {
 			t.Fatalf("burst %d: stamp %d outside [%d, %d]", i, ts, before, after)
 		}
-	}
-}
-
-// TestMixedBurstRefused: a mixed burst the port refuses (its ring full)
-// leaves every frame with the caller — the pooled ones still in their
-// pool's hands, not freed — and the mbuf copies made for them go back to
-// our pool: 4000 refused bursts of 8 copies each would exhaust the
-// mempool if one leaked.
-func TestMixedBurstRefused(t *testing.T) {
-	needEAL(t)
-	p, err := Open("dpdk:net_ring9", Config{Index: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	pool, err := dataplane.NewPacketPool(64, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
-	// Fill the loopback ring until it refuses.
-	fill := newPackets(32)
-	full := false
-	for i := 0; i < 1024 && !full; i++ {
-		n := p.Alloc(fill)
-		for _, q := range fill[:n] {
-			q.Data = g.Frame(q.Data, uint64(i))
-		}
-		if m := p.TxBurst(fill[:n]); m < n {
-			p.Free(fill[m:n])
-			full = true
-		}
-	}
-	if !full {
-		t.Fatal("the ring never refused a burst")
-	}
-	foreign := newPackets(8)
-	if pool.Alloc(foreign) != 8 {
-		t.Fatal("pool alloc")
-	}
-	for i, q := range foreign {
-		q.Data = g.Frame(q.Data, uint64(i))
-	}
-	before := pool.Available()
-	for i := 0; i < 4000; i++ {
-		if m := p.TxBurst(foreign); m != 0 {
-			t.Fatalf("a full ring took %d frames", m)
-		}
-	}
-	if got := pool.Available(); got != before {
-		t.Fatalf("pool has %d free, want %d: refused frames were freed", got, before)
-	}
-	one := newPackets(1)
-	if p.Alloc(one) != 1 {
-		t.Fatal("mempool exhausted: the copies of refused frames leaked")
-	}
-	p.Free(one)
-	pool.Free(foreign)
-	// Drain the ring.
-	in := newPackets(32)
-	for n := p.RxBurst(in); n > 0; n = p.RxBurst(in) {
-		p.Free(in[:n])
 	}
 }
