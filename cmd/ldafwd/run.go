@@ -269,9 +269,8 @@ func (o *runOptions) validate() error {
 		if err := checkForwardOnly(o.changed); err != nil {
 			return err
 		}
-		o.segment = "b" // unused: nothing is measured or sent
 	}
-	if o.segment != "a" && o.segment != "b" {
+	if !o.forwardOnly && o.segment != "a" && o.segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
 	}
 	if o.interval < 10*time.Millisecond {
@@ -394,7 +393,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		}
 	}()
 
-	m := metrics.New(map[string]string{"segment_port": o.segment, "port_a": o.portA, "port_b": o.portB})
+	segment := o.segment
+	if o.forwardOnly {
+		segment = "none" // nothing is measured
+	}
+	m := metrics.New(map[string]string{"segment_port": segment, "port_a": o.portA, "port_b": o.portB})
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
 	if o.forwardOnly {
