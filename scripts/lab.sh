@@ -9,9 +9,16 @@
 # its own namespace; where the kernel has netem, its egress toward
 # ldafwd#2 loses $LOSS and delays by $DELAY. Traffic is a generated pcap
 # of IPv4/UDP frames replayed with tcpreplay from the generator namespace.
-# The script prints ldafwd#2's interval table (direction a>b) and checks
-# Σ lost over valid intervals against the frames the generator sent and
-# the sink received (kernel interface counters).
+# The script prints ldafwd#2's interval table (direction a>b), then where
+# every frame of direction a>b went, hop by hop, from the kernel's
+# interface counters (/sys/class/net/*/statistics), both appliances'
+# final port records ("type":"port","final":true in $OUT/ldafwd*.jsonl)
+# and their lane counters (the "appliance stopped" line of
+# $OUT/ldafwd*.log), and checks that ldafwd#2's Σ sent, Σ received and
+# Σ lost over valid intervals are exactly the frames ldafwd#1 put into
+# the segment, the frames ldafwd#2 took out of it, and the data frames
+# lost in between. It exits 1 when any frame is unexplained (see
+# docs/run.md, "The lab").
 #
 # Needs root, iproute2, tcpreplay and python3 (standard library only). It
 # creates and deletes only its own namespaces and interfaces (names start
@@ -43,6 +50,7 @@ P=ldl$(( $$ % 100000 ))
 NSG=$P-gen NSW=$P-wire NSK=$P-sink
 G=${P}g S1=${P}s1 S2=${P}s2 K=${P}k
 PIDS=()
+NETEM=0
 
 cleanup() {
 	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -73,13 +81,17 @@ pair "$G" "$NSG" "${G}p"
 pair "$S1" "$NSW" "${S1}p"
 pair "$S2" "$NSW" "${S2}p"
 pair "$K" "$NSK" "${K}p"
-ip -n "$NSW" link add br0 type bridge
+# No multicast snooping: a snooping bridge joins 224.0.0.106 (RFC 4286)
+# and floods its IGMP reports to both ports, a frame ldafwd#2 would take
+# for traffic that ldafwd#1 never sent.
+ip -n "$NSW" link add br0 type bridge mcast_snooping 0
 noipv6 "$NSW" br0
 ip -n "$NSW" link set "${S1}p" master br0
 ip -n "$NSW" link set "${S2}p" master br0
 ip -n "$NSW" link set br0 up
 if ip netns exec "$NSW" tc qdisc add dev "${S2}p" root netem loss "$LOSS" delay "$DELAY" 2>/dev/null; then
 	echo "segment: netem loss $LOSS delay $DELAY toward ldafwd#2"
+	NETEM=1
 else
 	echo "segment: this kernel has no netem; the segment is lossless"
 fi
@@ -126,16 +138,15 @@ with open(path, "wb") as f:
         frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + udp + payload
         f.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(frame), len(frame)) + frame)
 EOF
-stat() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
-tx0=$(stat "$NSG" "${G}p" tx_packets) rx0=$(stat "$NSK" "${K}p" rx_packets)
-echo "traffic: $(( PPS * DURATION )) frames at $PPS pps from $NSG"
+N=$(( PPS * DURATION ))
+echo "traffic: $N frames at $PPS pps from $NSG"
 ip netns exec "$NSG" tcpreplay -q -i "${G}p" --pps="$PPS" "$OUT/traffic.pcap" >"$OUT/tcpreplay.log" 2>&1 ||
 	{ cat "$OUT/tcpreplay.log" >&2; die "tcpreplay failed"; }
 
 # Let the segment drain and two more intervals close, then stop #1 (its
-# last interval goes in-band to #2) and #2, each within 15 s.
+# last interval goes in-band to #2) and #2, each within 15 s. Each
+# writes its final port record after its workers have stopped.
 python3 -c "import sys,re; v=sys.argv[1]; m={'ms':1e-3,'s':1,'us':1e-6,'m':60}; n,u=re.match(r'([0-9.]+)([a-z]+)',v).groups(); import time; time.sleep(2*float(n)*m[u]+0.5)" "$INTERVAL"
-sent=$(( $(stat "$NSG" "${G}p" tx_packets) - tx0 )) received=$(( $(stat "$NSK" "${K}p" rx_packets) - rx0 ))
 for pid in "${PIDS[@]}"; do
 	kill -TERM "$pid"
 	for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -144,17 +155,113 @@ for pid in "${PIDS[@]}"; do
 done
 PIDS=()
 
+# Kernel counters of direction a>b, read once both appliances are gone
+# (nothing moves any more). They count from the interfaces' creation:
+# the namespaces send nothing of their own (no IPv6, no addresses, no
+# snooping bridge), so all of it is the pcap's, and the appliances'
+# counters start before the first frame.
+k() { # k name ns ifname counter
+	local v
+	if [ -n "$2" ]; then v=$(ip netns exec "$2" cat "/sys/class/net/$3/statistics/$4"); else v=$(cat "/sys/class/net/$3/statistics/$4"); fi
+	printf '"%s":%s,' "$1" "$v"
+}
+netem_dropped=0
+if [ "$NETEM" = 1 ]; then
+	netem_dropped=$(ip netns exec "$NSW" tc -s qdisc show dev "${S2}p" | sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | head -1)
+fi
+KERNEL="{$(k gen_tx "$NSG" "${G}p" tx_packets)$(k gen_tx_dropped "$NSG" "${G}p" tx_dropped)$(k g_rx_dropped "" "$G" rx_dropped)\
+$(k s1_tx_dropped "" "$S1" tx_dropped)$(k s1p_rx_dropped "$NSW" "${S1}p" rx_dropped)$(k s2p_tx_dropped "$NSW" "${S2}p" tx_dropped)\
+$(k br_tx "$NSW" br0 tx_packets)$(k br_dropped "$NSW" br0 tx_dropped)$(k s2_rx_dropped "" "$S2" rx_dropped)\
+$(k k_tx_dropped "" "$K" tx_dropped)$(k sink_rx "$NSK" "${K}p" rx_packets)\"netem_dropped\":${netem_dropped:-0},\"netem\":$NETEM}"
+echo "$KERNEL" >"$OUT/kernel.json"
+
 echo
 echo "== ldafwd#2 (receiver of a>b) =="
 cat "$OUT/ldafwd2.out"
 echo
-python3 - "$OUT/ldafwd2.jsonl" "$sent" "$received" <<'EOF'
-import json, sys
-path, sent, received = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+echo "== where every frame of a>b went =="
+rc=0
+python3 - "$OUT" "$N" <<'PY' || rc=$?
+import json, re, sys
+out, pcap = sys.argv[1], int(sys.argv[2])
+kern = json.load(open(f"{out}/kernel.json"))
+bad = []
+
+def final_ports(name):
+    """The final port records ("final":true) of one appliance, by port."""
+    ports = {}
+    for line in open(f"{out}/{name}.jsonl"):
+        o = json.loads(line)
+        if o.get("type") == "port" and o.get("final"):
+            ports[o["port"]] = o
+    if set(ports) != {"a", "b"}:
+        sys.exit(f"lab.sh: {name}.jsonl has no final port records (did it stop cleanly?)")
+    return ports
+
+def stopped(name):
+    """The lane and control counters of the "appliance stopped" log line."""
+    for line in open(f"{out}/{name}.log"):
+        o = json.loads(line)
+        if o.get("message") == "appliance stopped":
+            return o
+    sys.exit(f"lab.sh: {name}.log has no \"appliance stopped\" line")
+
+def check(what, left, right, terms):
+    """Print one equation; record it when left ≠ right."""
+    ok = left == right
+    print(f"{what:<16} {terms}: {'ok' if ok else f'MISMATCH: {left} ≠ {right} (off by {left - right})'}")
+    if not ok:
+        bad.append(what)
+
+def overcount(d, v):
+    """Names the known cause when ldafwd counted more drops than the kernel."""
+    if d <= v:
+        return ""
+    return (" — ldafwd counts a frame dropped for want of a fill ring frame twice"
+            " (XDP_STATISTICS rx_dropped and rx_fill_ring_empty_descs, dataplane/afxdp Port.Stats)")
+
+p1, p2 = final_ports("ldafwd1"), final_ports("ldafwd2")
+l1, l2 = stopped("ldafwd1"), stopped("ldafwd2")
+m = re.search(r"Successful packets:\s*(\d+)", open(f"{out}/tcpreplay.log").read())
+replayed = int(m.group(1)) if m else -1
+
+G = kern["gen_tx"]                                        # frames the generator's veth passed on
+A1, D1 = p1["a"]["rx_packets"], p1["a"]["rx_dropped"]     # ldafwd#1 port a: taken in, dropped by AF_XDP
+T1, Y1 = p1["b"]["tx_packets"], p1["b"]["tx_dropped"]     # ldafwd#1 port b: put on the tx ring, rejected
+C1 = l1["ends_sent"] + l1["control_injected"]             # of T1: ldafwd#1's own control frames
+F1 = T1 - C1                                              # of T1: frames from port a
+X1 = l1["tx_dropped"]                                     # frames ldafwd#1's lanes dropped (tx stalled)
+A2, D2 = p2["a"]["rx_packets"], p2["a"]["rx_dropped"]     # ldafwd#2 port a: taken in, dropped by AF_XDP
+C2, R2 = l2["control_stripped"], l2["received_recorded"]  # of A2: control frames, data frames recorded
+T2, X2 = p2["b"]["tx_packets"], l2["tx_dropped"]          # ldafwd#2 port b: transmitted; lanes' drops
+S = kern["sink_rx"]
+# The frames an AF_XDP socket refused (rx ring full, or no fill ring
+# frame to copy into), as the kernel's veth counts them: an XDP redirect
+# that fails is the veth's rx_drops (its rx_dropped), once per frame.
+V1, V2 = kern["g_rx_dropped"], kern["s2_rx_dropped"]
+O = kern["br_tx"]                                         # frames the segment's bridge originated
+K = kern["s1_tx_dropped"] + kern["s1p_rx_dropped"] + kern["s2p_tx_dropped"] + kern["br_dropped"] + kern["netem_dropped"]
+KS = kern["k_tx_dropped"]
+
+check("generator", replayed, G,
+      f"tcpreplay sent {replayed} of {pcap} = the generator veth passed {G} (its tx_dropped {kern['gen_tx_dropped']}: ENOBUFS, resent)")
+check("into ldafwd#1", G, A1 + V1,
+      f"{G} = port a rx_packets {A1} + {V1} its AF_XDP socket refused (failed XDP redirects, the veth's rx_dropped)")
+check("", D1, V1, f"  ldafwd#1 counted them too: port a rx_dropped {D1} = {V1}{overcount(D1, V1)}")
+check("in ldafwd#1", A1, F1 + X1,
+      f"{A1} = {F1} put into the segment (port b tx_packets {T1} − {C1} own control frames) + {X1} dropped by its lanes")
+check("segment", T1 + O, A2 + V2 + Y1 + K,
+      f"{T1} + {O} the bridge originated = ldafwd#2 port a rx_packets {A2} + {V2} its AF_XDP socket refused"
+      f" + ldafwd#1 port b tx_dropped {Y1} + {K} dropped by the segment (veths, bridge{', netem' if kern['netem'] else ''})")
+check("", D2, V2, f"  ldafwd#2 counted them too: port a rx_dropped {D2} = {V2}{overcount(D2, V2)}")
+check("in ldafwd#2", A2, C2 + R2, f"{A2} = {C2} control frames stripped + {R2} frames recorded")
+check("", R2, T2 + X2, f"  {R2} = port b tx_packets {T2} + {X2} dropped by its lanes")
+check("sink", T2, S + KS, f"{T2} = sink rx_packets {S} + {KS} dropped by its veth")
+
 valid = invalid = 0
 s = r = lost = 0
 reasons = {}
-for line in open(path):
+for line in open(f"{out}/ldafwd2.jsonl"):
     o = json.loads(line)
     if o.get("type") != "interval" or o["direction"] != "a>b" or o["mec"] != "all":
         continue
@@ -162,13 +269,24 @@ for line in open(path):
         valid += 1; s += o["sent"]; r += o["received"]; lost += o["lost"]
     elif o["sent"] or o["received"]:
         invalid += 1; reasons[o.get("reason", "")] = reasons.get(o.get("reason", ""), 0) + 1
-print(f"generator sent {sent}, sink received {received}: {sent - received} lost end to end")
-print(f"ldafwd#2: {valid} valid a>b intervals: sent {s}, received {r}, lost {lost}; {invalid} invalid with traffic")
+print(f"ldafwd#2: {valid} valid a>b intervals: Σ sent {s}, Σ received {r}, Σ lost {lost}; {invalid} invalid with traffic")
 for k, v in reasons.items():
     print(f"  {v} × {k}")
-if invalid == 0 and s == sent and lost == sent - received:
-    print("every frame accounted for: Σ lost over valid intervals = sent − received")
+seg_lost = V2 + Y1 + K - (C1 - C2)
+if invalid == 0:
+    check("Σ sent", s, F1, f"{s} = {F1} frames ldafwd#1 put into the segment (its sender recorded {l1['sent_recorded']})")
+    check("Σ received", r, R2, f"{r} = {R2} frames ldafwd#2 recorded")
+    check("Σ lost", lost, seg_lost,
+          f"{lost} = lost between ldafwd#1's port b and ldafwd#2: {V2} + {Y1} + {K} − {C1 - C2} control frames among them")
 else:
-    print("not every frame is in a valid interval (see the reasons above)")
-EOF
-echo "reports: $OUT/ldafwd1.jsonl $OUT/ldafwd2.jsonl; logs: $OUT/ldafwd1.log $OUT/ldafwd2.log"
+    print("not every frame is in a valid interval (see the reasons above): Σ sent, Σ received, Σ lost not checked")
+if bad:
+    print(f"unaccounted frames: {len(bad)} equation(s) above do not hold")
+    sys.exit(1)
+if invalid == 0:
+    print(f"every frame accounted for: generator sent {G} = sink received {S} + {V1} dropped at ldafwd#1's port a"
+          f" + {X1} dropped in ldafwd#1 + Σ lost {lost} + {X2} dropped in ldafwd#2 + {KS} dropped at the sink"
+          f" (Σ lost over valid intervals = data frames lost between the appliances)")
+PY
+echo "reports: $OUT/ldafwd1.jsonl $OUT/ldafwd2.jsonl; logs: $OUT/ldafwd1.log $OUT/ldafwd2.log; kernel counters: $OUT/kernel.json"
+[ "$rc" = 0 ] || die "not every frame is accounted for (exit $rc)"
