@@ -185,7 +185,7 @@ ip netns exec "$NSG" tcpreplay -q -i "${G}p" --pps="$PPS" "$OUT/traffic.pcap" >"
 # Let the segment drain and two more intervals close, then stop #1 (its
 # last interval goes in-band to #2) and #2, each within 15 s. Each
 # writes its final port record after its workers have stopped.
-sleep_to 2.5 # two more interval ends, then half an interval for the control frames
+sleep_to 2.5 # the last frames' interval and two more end, then half an interval for the control frames
 sleep 0.5
 for pid in "${PIDS[@]}"; do
 	kill -TERM "$pid"
@@ -230,14 +230,14 @@ bad = []
 
 def final_ports(name):
     """The final port records ("final":true) of one appliance, by port."""
-    ports = {}
+    recs = {}
     for line in open(f"{out}/{name}.jsonl"):
         o = json.loads(line)
         if o.get("type") == "port" and o.get("final"):
-            ports[o["port"]] = o
-    if set(ports) != {"a", "b"}:
+            recs[o["port"]] = o
+    if set(recs) != {"a", "b"}:
         sys.exit(f"lab.sh: {name}.jsonl has no final port records (did it stop cleanly?)")
-    return ports
+    return recs
 
 def stopped(name):
     """The lane and control counters of the "appliance stopped" log line."""
