@@ -272,7 +272,9 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
 		cc := a.receiver.Counters()
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
-			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
+			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
+			Uint64("control_passed", s.ControlPassed.Load()).Uint64("ends_sent", s.EndsSent.Load()).
 			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
 			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
