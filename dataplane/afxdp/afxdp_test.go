@@ -2,6 +2,10 @@ package afxdp
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,17 +269,21 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestRxDroppedExact: frames the kernel could not hand to the socket are
-// counted once each in Stats().RxDropped, so delivered + dropped equals
-// what the peer sent (IPv6 is off: the kernel sends nothing of its own).
-// The peer floods a small socket that does not poll, so most frames find
-// the fill ring empty — in copy mode the kernel counts such a frame both
-// in rx_dropped and in rx_fill_ring_empty_descs (net/xdp/xsk.c, __xsk_rcv
-// and xp_alloc), and summing the two counted it twice (found by
-// scripts/lab.sh's hop-by-hop accounting).
+// counted once each in Stats().RxDropped — exactly the veth's own count
+// of failed XDP redirects (its rx_dropped) — so delivered + dropped
+// equals what the peer sent, less what the peer's veth dropped before
+// XDP saw it (its tx_dropped: a full veth ring under load). IPv6 is off:
+// the kernel sends nothing of its own. The peer floods a small socket
+// that does not poll, so most frames find the fill ring empty — in copy
+// mode the kernel counts such a frame both in rx_dropped and in
+// rx_fill_ring_empty_descs (net/xdp/xsk.c, __xsk_rcv and xp_alloc), and
+// summing the two counted it twice (found by scripts/lab.sh's hop-by-hop
+// accounting).
 func TestRxDroppedExact(t *testing.T) {
 	v := nettest.NewVeth(t, nettest.Options{})
 	p := mustOpen(t, v, Config{Index: 1, RingSize: 64})
 	peer := mustPeer(t, v)
+	hostDrops0, peerDrops0 := vethCounter(t, "", v.Host, "rx_dropped"), vethCounter(t, v.NS, v.Peer, "tx_dropped")
 	const n = 2000
 	for i := uint64(0); i < n; i++ {
 		if err := peer.Send(nettest.Frame(v.HostMAC, v.PeerMAC, 3, i, 64)); err != nil {
@@ -304,12 +312,42 @@ func TestRxDroppedExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("sent %d: delivered %d (ours %d), RxDropped %d; kernel rx_dropped %d, rx_ring_full %d, fill_ring_empty %d",
-		n, s.RxPackets, ours, s.RxDropped, k.Rx_dropped, k.Rx_ring_full, k.Rx_fill_ring_empty_descs)
+	redirectFailed := vethCounter(t, "", v.Host, "rx_dropped") - hostDrops0
+	beforeXDP := vethCounter(t, v.NS, v.Peer, "tx_dropped") - peerDrops0
+	t.Logf("sent %d: delivered %d (ours %d), RxDropped %d; kernel rx_dropped %d, rx_ring_full %d, fill_ring_empty %d; veth: %d failed redirects, %d dropped before XDP",
+		n, s.RxPackets, ours, s.RxDropped, k.Rx_dropped, k.Rx_ring_full, k.Rx_fill_ring_empty_descs, redirectFailed, beforeXDP)
 	if s.RxDropped == 0 {
 		t.Fatalf("no frame was dropped: the test did not overflow the %d-slot rings", 64)
 	}
-	if s.RxPackets+s.RxDropped != n || uint64(ours) != s.RxPackets {
-		t.Errorf("delivered %d + dropped %d = %d, want the %d sent (ours %d)", s.RxPackets, s.RxDropped, s.RxPackets+s.RxDropped, n, ours)
+	if s.RxDropped != redirectFailed {
+		t.Errorf("RxDropped %d, but the veth counted %d failed XDP redirects", s.RxDropped, redirectFailed)
 	}
+	if s.RxPackets+s.RxDropped+beforeXDP != n || uint64(ours) != s.RxPackets {
+		t.Errorf("delivered %d + dropped %d + %d dropped before XDP = %d, want the %d sent (ours %d)",
+			s.RxPackets, s.RxDropped, beforeXDP, s.RxPackets+s.RxDropped+beforeXDP, n, ours)
+	}
+}
+
+// vethCounter reads an interface statistic (in namespace ns, or the
+// current one when ns is empty) through sysfs.
+func vethCounter(t *testing.T, ns, ifname, name string) uint64 {
+	t.Helper()
+	path := "/sys/class/net/" + ifname + "/statistics/" + name
+	var out []byte
+	var err error
+	if ns == "" {
+		out, err = os.ReadFile(path)
+	} else {
+		// sysfs shows the mounting namespace's interfaces: ip netns exec
+		// remounts it for the target namespace.
+		out, err = exec.Command("ip", "netns", "exec", ns, "cat", path).Output()
+	}
+	if err != nil {
+		t.Fatalf("read %s (netns %q): %v", path, ns, err)
+	}
+	x, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return x
 }
