@@ -1,14 +1,40 @@
 #!/usr/bin/env bash
 # fuzz.sh runs every Fuzz* target in the module for the given time each
 # (default 5s). Go's fuzzer takes one target per run, so list them.
+#
+# A run that ends with nothing but "context deadline exceeded" and wrote no
+# failing input is Go's own race at the -fuzztime boundary
+# (golang/go#75804, fixed in Go 1.27; this module builds with 1.26): the
+# coordinator's deadline fires while a worker is mid-call, on a loaded
+# machine. Such a run is repeated once; a second one in a row fails, as does
+# every other failure (a written failing input, a panic, a test error).
 set -euo pipefail
 T=${1:-5s}
 TAGS=$(pkg-config --exists libdpdk 2>/dev/null && echo "-tags dpdk" || true)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# boundary_race LOG: the run failed only by the fuzz coordinator's deadline.
+boundary_race() {
+  grep -q 'context deadline exceeded' "$1" &&
+    ! grep -q -e 'Failing input written' -e '^panic:' -e '_test\.go:[0-9]*:' "$1"
+}
+
 for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
-    echo "fuzz $pkg $f ($T)"
-    go test $TAGS -pgo=off -run '^$' -fuzz "^$f\$" -fuzztime "$T" "$pkg" >/tmp/fuzz.$$.log 2>&1 || { cat /tmp/fuzz.$$.log; exit 1; }
+    for try in 1 2; do
+      echo "fuzz $pkg $f ($T)"
+      if go test $TAGS -pgo=off -run '^$' -fuzz "^$f\$" -fuzztime "$T" "$pkg" >"$log" 2>&1; then
+        break
+      fi
+      if [ "$try" = 1 ] && boundary_race "$log"; then
+        echo "fuzz $pkg $f: the fuzz coordinator's -fuzztime deadline race (golang/go#75804), no failing input; once more"
+        continue
+      fi
+      cat "$log"
+      exit 1
+    done
   done
 done
 echo "fuzz: all targets passed"
