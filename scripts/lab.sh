@@ -171,8 +171,13 @@ echo "traffic: $N frames at $PPS pps from $NSG"
 sleep_to() { # sleep_to FRACTION: until FRACTION of the way into an interval, plus whole intervals
 	python3 - "$INTERVAL" "$1" <<'PY'
 import re, sys, time
-n, u = re.fullmatch(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", sys.argv[1]).groups()
-iv = float(n) * {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}[u]
+# A Go duration, as ldafwd's --interval takes it: one or more number+unit
+# parts ("1s", "250ms", "1m30s").
+unit = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+parts = re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", sys.argv[1])
+if not parts or "".join(n + u for n, u in parts) != sys.argv[1]:
+    sys.exit(f"lab.sh: INTERVAL={sys.argv[1]!r} is not a duration like 1s, 250ms or 1m30s")
+iv = sum(float(n) * unit[u] for n, u in parts)
 frac = float(sys.argv[2])
 t = time.time()
 time.sleep((frac - t / iv % 1) % 1 * iv + int(frac) * iv)
