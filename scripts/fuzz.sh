@@ -6,7 +6,7 @@
 # failing input is Go's own race at the -fuzztime boundary
 # (golang/go#75804, fixed in Go 1.27; this module builds with 1.26): the
 # coordinator's deadline fires while a worker is mid-call, on a loaded
-# machine. It struck 2 of 80 target runs here in one session, so such a run is
+# machine. It struck 3 of 100 target runs here in one session, so such a run is
 # repeated, up to three times (four in a row fail), while every other
 # failure (a written failing input, a panic, a test error) fails at once.
 set -euo pipefail
