@@ -657,6 +657,29 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 // (forward-dpdk-null-port) separates what the DPDK port and cgo cost
 // from what the lane adds.
 func portLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
+	pkts := make([]*dataplane.Packet, dataplane.DefaultLaneBurst)
+	return onLcore(core, d, func(deadline time.Time) (frames uint64) {
+		for polls := 0; ; polls++ {
+			for _, dir := range [2][2]*dpdk.Port{{a, b}, {b, a}} {
+				n := dir[0].RxBurst(pkts)
+				m := dir[1].TxBurst(pkts[:n])
+				if m < n {
+					dir[0].Free(pkts[m:n])
+				}
+				frames += uint64(m)
+			}
+			if polls&255 == 0 && time.Now().After(deadline) {
+				return frames
+			}
+		}
+	})
+}
+
+// onLcore runs loop on a new thread pinned to core and registered as an
+// EAL lcore, until the deadline it is given (d from now), and returns
+// the frames it reports with the thread's CPU time and the wall time
+// around it; a loop that forwarded nothing is an error.
+func onLcore(core int, d time.Duration, loop func(deadline time.Time) (frames uint64)) (laneRun, error) {
 	var r laneRun
 	done := make(chan error, 1)
 	go func() {
@@ -665,22 +688,8 @@ func portLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 			return
 		}
 		defer dpdk.UnregisterThread()
-		pkts := make([]*dataplane.Packet, dataplane.DefaultLaneBurst)
 		c0, t0 := benchThreadCPU(), time.Now()
-		deadline := t0.Add(d)
-		for polls := 0; ; polls++ {
-			for _, dir := range [2][2]*dpdk.Port{{a, b}, {b, a}} {
-				n := dir[0].RxBurst(pkts)
-				m := dir[1].TxBurst(pkts[:n])
-				if m < n {
-					dir[0].Free(pkts[m:n])
-				}
-				r.frames += uint64(m)
-			}
-			if polls&255 == 0 && time.Now().After(deadline) {
-				break
-			}
-		}
+		r.frames = loop(t0.Add(d))
 		r.cpu, r.wall = benchThreadCPU()-c0, time.Since(t0)
 		done <- nil
 	}()
@@ -700,30 +709,21 @@ func portLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 // record (forward-dpdk-null-fwd) is the floor under forward-dpdk-null-off,
 // whose RoleForward lanes take the same path plus their bookkeeping.
 func fwdLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
-	var r laneRun
-	done := make(chan error, 1)
-	go func() {
-		if _, err := dpdk.RegisterThread(core); err != nil {
-			done <- err
-			return
-		}
-		defer dpdk.UnregisterThread()
-		type dir struct {
-			rx, tx  *dpdk.Port
-			kept    []*dataplane.Packet
-			pending []*dataplane.Packet
-		}
-		dirs := [2]*dir{
-			{rx: a, tx: b, kept: make([]*dataplane.Packet, dataplane.DefaultLaneBurst)},
-			{rx: b, tx: a, kept: make([]*dataplane.Packet, dataplane.DefaultLaneBurst)},
-		}
-		c0, t0 := benchThreadCPU(), time.Now()
-		deadline := t0.Add(d)
+	type dir struct {
+		rx, tx  *dpdk.Port
+		kept    []*dataplane.Packet
+		pending []*dataplane.Packet
+	}
+	dirs := [2]*dir{
+		{rx: a, tx: b, kept: make([]*dataplane.Packet, dataplane.DefaultLaneBurst)},
+		{rx: b, tx: a, kept: make([]*dataplane.Packet, dataplane.DefaultLaneBurst)},
+	}
+	return onLcore(core, d, func(deadline time.Time) (frames uint64) {
 		for polls := 0; ; polls++ {
 			for _, x := range dirs {
 				if len(x.pending) > 0 {
 					m := x.tx.TxBurst(x.pending)
-					r.frames += uint64(m)
+					frames += uint64(m)
 					x.pending = x.pending[m:]
 					continue
 				}
@@ -733,11 +733,11 @@ func fwdLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 					// TxBurst waits: take it the ordinary way.
 					n := x.rx.RxBurst(x.kept)
 					m := x.tx.TxBurst(x.kept[:n])
-					r.frames += uint64(m)
+					frames += uint64(m)
 					x.pending = x.kept[m:n]
 					continue
 				}
-				r.frames += uint64(rx - k)
+				frames += uint64(rx - k)
 				x.pending = x.kept[:k]
 			}
 			if polls&255 == 0 && time.Now().After(deadline) {
@@ -747,16 +747,8 @@ func fwdLoop(a, b *dpdk.Port, core int, d time.Duration) (laneRun, error) {
 		for _, x := range dirs {
 			x.rx.Free(x.pending)
 		}
-		r.cpu, r.wall = benchThreadCPU()-c0, time.Since(t0)
-		done <- nil
-	}()
-	if err := <-done; err != nil {
-		return r, err
-	}
-	if r.frames == 0 {
-		return r, errors.New("the ports forwarded nothing")
-	}
-	return r, nil
+		return frames
+	})
 }
 
 // hugeInUse reports whether hugepages are reserved at all (our own EAL may
