@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -315,25 +314,7 @@ func (v *vethBench) attachDrop() error {
 // sweepBenchNetns deletes ldafwd-bench-<pid> namespaces (and with them
 // their veth pairs) whose process no longer exists: what a killed bench
 // run leaves behind.
-func sweepBenchNetns() {
-	ents, err := os.ReadDir("/var/run/netns")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		pid, ok := strings.CutPrefix(e.Name(), "ldafwd-bench-")
-		if !ok {
-			continue
-		}
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + pid); err == nil {
-			continue
-		}
-		_ = exec.Command("ip", "netns", "del", e.Name()).Run()
-	}
-}
+func sweepBenchNetns() { nettest.SweepNetns("ldafwd-bench-") }
 
 // Delete removes the namespace (and with it both pairs); safe to repeat.
 func (v *vethBench) Delete() {

@@ -30,13 +30,17 @@ var (
 // SweepStale deletes ldafwd-test-<pid>-<n> namespaces (and with them their
 // veth pairs) whose test process no longer exists: what a crashed or
 // killed test run leaves behind.
-func SweepStale() {
+func SweepStale() { SweepNetns("ldafwd-test-") }
+
+// SweepNetns deletes the namespaces named prefix<pid> or prefix<pid>-…
+// (and with them their veth pairs) whose process pid no longer exists.
+func SweepNetns(prefix string) {
 	ents, err := os.ReadDir("/var/run/netns")
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "ldafwd-test-")
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok {
 			continue
 		}
