@@ -399,9 +399,10 @@ func (g *afxdpGen) Stop() error { g.stop.Store(true); return <-g.done }
 // offered traffic; and the same ports forwarding with measurement off
 // (forward-afxdp-off), which is what "the native AF_XDP port forwards
 // ≥ 1.0 × net_af_xdp" compares like for like (testpmd's io mode measures
-// nothing), and which splits the LDA's cost from the port's. Both run in copy mode (what veth offers), so the rate
-// is bounded by the kernel's copy paths and the generator; the records
-// give the offered rate next to the forwarded one.
+// nothing), and which splits the LDA's cost from the port's. All run in
+// copy mode (what veth offers), so the rate is bounded by the kernel's
+// copy paths and the generator; the records give the offered rate next to
+// the forwarded one.
 func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	mainCore, fwd, err := nicCores()
 	if err != nil {
