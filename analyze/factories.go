@@ -55,8 +55,10 @@ func (s *ldsSide) Add(m *classifier.Meta, mec uint16, ts uint64) {
 	if m.FlowHash == 0 {
 		return // not IP: no flow
 	}
-	k := synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
-	s.l.AddFlow(m.FlowHash, m.Hash, ts, s.weights[mec], &k)
+	// The key is packed only for a flow's first held packet.
+	if k := s.l.AddFlowKey(m.FlowHash, m.Hash, ts, s.weights[mec]); k != nil {
+		*k = synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
+	}
 }
 func (s *ldsSide) Reset() { s.l.Reset() }
 

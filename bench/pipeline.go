@@ -159,9 +159,10 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				classifier.Parse(f, &meta)
 				_ = cl.Classify(&meta)
 				ts += 100
-				if meta.FlowHash != 0 {
-					k := synopsis.PackFlowKey(meta.Flow.Src, meta.Flow.Dst, meta.Flow.SrcPort, meta.Flow.DstPort, meta.Flow.Proto, meta.Flow.IPv6)
-					lds.AddFlow(meta.FlowHash, meta.Hash, ts, 1, &k)
+				if meta.FlowHash != 0 { // as SynSet.Record
+					if k := lds.AddFlowKey(meta.FlowHash, meta.Hash, ts, 1); k != nil {
+						*k = synopsis.PackFlowKey(meta.Flow.Src, meta.Flow.Dst, meta.Flow.SrcPort, meta.Flow.DstPort, meta.Flow.Proto, meta.Flow.IPv6)
+					}
 				}
 				x ^= meta.Hash
 			}

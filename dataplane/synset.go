@@ -90,8 +90,10 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (DESIGN §6).
-		k := synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
-		s.LDS.AddFlow(m.FlowHash, m.Hash, ts, s.weights[mec], &k)
+		// The key is packed only for a flow's first held packet.
+		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, s.weights[mec]); k != nil {
+			*k = synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
+		}
 	}
 	s.Frames++
 	s.Bytes += uint64(m.Len)

@@ -128,9 +128,20 @@ func ldsRateThreshold(rate float64) (uint64, error) {
 // names the flow (nil: unnamed); it is copied only when the flow is
 // admitted. weight is the flow's weight (0 means 1).
 func (t *FlowTable) Observe(flowHash, h uint64, key *FlowKeyBytes, weight uint32) {
+	if k := t.observe(flowHash, h, weight); k != nil && key != nil {
+		*k = *key
+	}
+}
+
+// observe is Observe without the key: it returns the admitted flow's key
+// slot, zeroed, for the caller to fill, or nil when the packet admitted
+// no flow (its flow is already held, or it is not held). Callers that
+// build the key from a packet's fields (SynSet.Record, ~40 bytes packed
+// per packet) then build it only for a flow's first held packet.
+func (t *FlowTable) observe(flowHash, h uint64, weight uint32) *FlowKeyBytes {
 	if t.limit == 0 {
 		t.missed++
-		return
+		return nil
 	}
 	i := flowHash & t.mask
 	for {
@@ -140,30 +151,27 @@ func (t *FlowTable) Observe(flowHash, h uint64, key *FlowKeyBytes, weight uint32
 		}
 		if s.hash == flowHash {
 			s.packets++
-			return
+			return nil
 		}
 		i = (i + 1) & t.mask
 	}
 	// A miss: i is the empty slot that ends the probe sequence.
 	if t.holdThr < 1<<32 && Remix(h, saltFlowHold)>>32 >= t.holdThr {
 		t.missed++
-		return
+		return nil
 	}
 	if t.used >= t.limit {
 		t.refused++
 		t.missed++
-		return
+		return nil
 	}
 	if weight == 0 {
 		weight = 1
 	}
 	t.slots[i] = flowSlot{hash: flowHash, packets: 1, weight: weight}
-	if key != nil {
-		t.keys[i] = *key
-	} else {
-		t.keys[i] = FlowKeyBytes{}
-	}
+	t.keys[i] = FlowKeyBytes{}
 	t.used++
+	return &t.keys[i]
 }
 
 // find returns the index of the slot holding flowHash or of the empty slot

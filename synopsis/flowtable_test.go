@@ -3,6 +3,7 @@ package synopsis
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -168,6 +169,51 @@ func TestPackFlowKey(t *testing.T) {
 		}
 		if !v6 && [26]byte(k[14:]) != [26]byte{} {
 			t.Fatalf("IPv4 key uses more than 14 bytes: %x", k)
+		}
+	}
+}
+
+// TestLDSAddFlowKeyIsAddFlow: filling the key slot AddFlowKey returns
+// leaves the LDS (cells, flow table, keys) exactly as AddFlow with the key
+// does, under sampling and overflow, and the slot is offered once per held
+// flow, on its first held packet.
+func TestLDSAddFlowKeyIsAddFlow(t *testing.T) {
+	cfg, err := DimensionLDS(LDSDimensioning{ExpectedFlows: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxFlows, cfg.HoldRate = 300, 0.5
+	a, err := NewLDS(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewLDS(cfg)
+	rng := rand.New(rand.NewPCG(3, 4))
+	offered := map[uint64]int{}
+	for i := 0; i < 50000; i++ {
+		f := uint64(rng.IntN(2000))*0x9e3779b97f4a7c15 | 1
+		h, ts := rng.Uint64(), uint64(1e18)+uint64(i)*100
+		key := PackFlowKey([16]byte{15: byte(f)}, [16]byte{14: byte(f >> 8)}, uint16(f>>16), 80, 6, false)
+		a.AddFlow(f, h, ts, 2, &key)
+		if k := b.AddFlowKey(f, h, ts, 2); k != nil {
+			if *k != (FlowKeyBytes{}) {
+				t.Fatal("key slot not zeroed")
+			}
+			*k = key
+			offered[f]++
+		}
+	}
+	ea, _ := a.AppendBinary(nil)
+	eb, _ := b.AppendBinary(nil)
+	if string(ea) != string(eb) || !reflect.DeepEqual(a.Flows().Entries(nil), b.Flows().Entries(nil)) {
+		t.Fatal("AddFlowKey + fill differs from AddFlow")
+	}
+	if len(offered) != b.Flows().Len() || b.Flows().Len() == 0 || b.Flows().Missed() == 0 {
+		t.Fatalf("%d flows offered a key slot, %d held, %d missed", len(offered), b.Flows().Len(), b.Flows().Missed())
+	}
+	for f, n := range offered {
+		if n != 1 {
+			t.Fatalf("flow %x offered its key slot %d times", f, n)
 		}
 	}
 }

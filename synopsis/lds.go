@@ -257,10 +257,22 @@ func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
 // AddFlow is Add plus the flow table: it also counts the packet for its
 // flow and, on the flow's first held packet, stores key (nil: unnamed).
 func (l *LDS) AddFlow(flowHash, h, ts uint64, weight uint32, key *FlowKeyBytes) {
-	l.Add(flowHash, h, ts, weight)
-	if l.flows != nil {
-		l.flows.Observe(flowHash, h, key, weight)
+	if k := l.AddFlowKey(flowHash, h, ts, weight); k != nil && key != nil {
+		*k = *key
 	}
+}
+
+// AddFlowKey is AddFlow for a caller that has the flow's key only as
+// fields: when the packet is its flow's first held one it returns the
+// flow's key slot, zeroed, for the caller to fill at once (with
+// PackFlowKey); otherwise nil, and the key need not be built at all —
+// which is every packet but one per held flow.
+func (l *LDS) AddFlowKey(flowHash, h, ts uint64, weight uint32) *FlowKeyBytes {
+	l.Add(flowHash, h, ts, weight)
+	if l.flows == nil {
+		return nil
+	}
+	return l.flows.observe(flowHash, h, weight)
 }
 
 // sameShape reports whether o was built from the same structural config
