@@ -21,7 +21,9 @@
 //   - ParseLean(frame, &meta) is Parse for a consumer that reads only the
 //     identity (a lane with the default MEC and no LDS): on the common
 //     frame it writes Hash, Flags and Len and skips the flow key and its
-//     hash, about a fifth of Parse's instructions.
+//     hash, about a fifth of Parse's instructions. ParseNoFlowHash is
+//     Parse without the flow hash (FlowHash 0 on the common frame), for a
+//     lane that classifies by MEC rules but keeps no LDS.
 //   - ParseMEC parses one `--mec name=key:value,…` rule (syntax in its doc
 //     comment and docs/mec.md); NewClassifier compiles the rules and
 //     Classifier.Classify returns the MEC id of a parsed packet: the first
@@ -32,7 +34,8 @@
 // Parse is a pure function of the frame: it keeps no state, so any number
 // of workers may call it at once. Meta is plain data, meant to live in a
 // per-burst array a worker preallocates; Parse overwrites every field
-// (ParseLean, on the IP fast path, only the three it promises).
+// (ParseLean, on the IP fast path, only the three it promises;
+// ParseNoFlowHash all but the flow hash, which it sets to 0).
 // A Classifier is immutable after NewClassifier and may be shared by all
 // workers without locks; to change rules, build a new one and hand it to
 // the workers at an interval boundary (reports name MECs by

@@ -116,7 +116,7 @@ func Parse(frame []byte, m *Meta) {
 	// unfragmented, without options or extension headers: those take a
 	// straight-line path that never builds the ident array (parseFast);
 	// everything else, and anything it is unsure of, the general one.
-	parseFast(frame, m, true, true)
+	parseFast(frame, m, levelFull, true)
 }
 
 // ParseLean is Parse for a consumer that reads only the identity: on the
@@ -127,8 +127,27 @@ func Parse(frame []byte, m *Meta) {
 // and no LDS reads nothing more, and the flow key's stores and hash are
 // about a fifth of Parse's instructions (docs/performance.md).
 func ParseLean(frame []byte, m *Meta) {
-	parseFast(frame, m, false, true)
+	parseFast(frame, m, levelIdentity, true)
 }
+
+// ParseNoFlowHash is Parse for a consumer that classifies but keeps no
+// per-flow synopsis (MEC rules without the LDS): on the IP fast path it
+// writes every field but the flow hash, and sets m.FlowHash to 0 ("no
+// flow hash", as for a non-IP frame); every other frame gets every field,
+// as from Parse. The flow hash is the one 64×64→128-bit multiply (three
+// for IPv6) and the reloads of the key it hashes, ~20 instructions.
+func ParseNoFlowHash(frame []byte, m *Meta) {
+	parseFast(frame, m, levelFlowKey, true)
+}
+
+// parseLevel is how much of Meta the IP fast path writes.
+type parseLevel uint8
+
+const (
+	levelIdentity parseLevel = iota // Hash, Flags, Len (ParseLean)
+	levelFlowKey                    // every field, FlowHash 0 (ParseNoFlowHash)
+	levelFull                       // every field (Parse)
+)
 
 // parseFast handles the common frame in about half the instructions of
 // parseGeneral and fills m exactly as parseGeneral would
@@ -137,10 +156,10 @@ func ParseLean(frame []byte, m *Meta) {
 // with at least l4Window bytes of L4 inside the IP length, the frame at
 // least as long as that length (and, through parseRaw, untagged non-IP
 // frames). Every other frame it declines: with general set the general
-// path parses it, without it reports false having written nothing. With
-// full false it writes only Hash, Flags and Len on the IP path
-// (ParseLean).
-func parseFast(frame []byte, m *Meta, full, general bool) bool {
+// path parses it, without it reports false having written nothing. On the
+// IP path it writes what level says (parseLevel); callers pass a constant,
+// so the inlined copies carry no level tests.
+func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
 	if len(frame) < 14+40+l4Window {
 		// Too short for the IP fast path (also covers IPv4's
 		// 14+20+l4Window); still the common case for minimum-size
@@ -175,7 +194,7 @@ func parseFast(frame []byte, m *Meta, full, general bool) bool {
 		m.Hash = sum64v4(x&^0xffff|uint64(proto)<<8|tagIPv4, addrs, w0, w1, w2, w3)
 		m.Flags = FlagIPv4 | FlagPorts
 		m.Len = uint32(len(frame))
-		if !full {
+		if level == levelIdentity {
 			return true
 		}
 		m.Flow.Src = [16]byte{}
@@ -190,7 +209,10 @@ func parseFast(frame []byte, m *Meta, full, general bool) bool {
 		m.EtherType = etherTypeIPv4
 		m.DSCP = uint8(x>>10) & 0x3f
 		m.Proto = proto
-		m.FlowHash = flowHash(&m.Flow)
+		m.FlowHash = 0
+		if level == levelFull {
+			m.FlowHash = flowHash(&m.Flow)
+		}
 		return true
 	case etherTypeIPv6:
 		h := frame[14:]
@@ -218,7 +240,7 @@ func parseFast(frame []byte, m *Meta, full, general bool) bool {
 			a0, a1, a2, a3, w0, w1, w2, w3)
 		m.Flags = FlagIPv6 | FlagPorts
 		m.Len = uint32(len(frame))
-		if !full {
+		if level == levelIdentity {
 			return true
 		}
 		binary.LittleEndian.PutUint64(m.Flow.Src[0:], a0)
@@ -233,7 +255,10 @@ func parseFast(frame []byte, m *Meta, full, general bool) bool {
 		m.EtherType = etherTypeIPv6
 		m.DSCP = uint8(x<<2)&0x3c | uint8(x>>14)&0x03 // traffic class >> 2
 		m.Proto = nh
-		m.FlowHash = flowHash(&m.Flow)
+		m.FlowHash = 0
+		if level == levelFull {
+			m.FlowHash = flowHash(&m.Flow)
+		}
 		return true
 	}
 	return parseRaw(frame, m) || decline(frame, m, general)

@@ -30,7 +30,7 @@ func fastCases(tb testing.TB) (take, leave [][]byte) {
 	take = append(take, make([]byte, 64), lenFrame, ctl, make([]byte, 14), nonIPFrame(0x88cc, make([]byte, 100)))
 	for _, name := range sortedNames(basePkts()) {
 		f := basePkts()[name].frame(tb)
-		if parseFast(f, &Meta{}, true, false) {
+		if parseFast(f, &Meta{}, levelFull, false) {
 			take = append(take, f)
 		} else {
 			leave = append(leave, f)
@@ -67,7 +67,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range take {
 		var fast, gen Meta
-		if !parseFast(f, &fast, true, false) {
+		if !parseFast(f, &fast, levelFull, false) {
 			t.Fatalf("frame %d (%d bytes) not taken by the fast path", i, len(f))
 		}
 		parseGeneral(f, &gen)
@@ -77,7 +77,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range leave {
 		m := Meta{Hash: 7}
-		if parseFast(f, &m, true, false) {
+		if parseFast(f, &m, levelFull, false) {
 			var gen Meta
 			parseGeneral(f, &gen)
 			if !reflect.DeepEqual(m, gen) {
@@ -98,7 +98,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 			g[12+r.IntN(len(g)-12)] = byte(r.Uint32())
 		}
 		var fast, gen Meta
-		if parseFast(g, &fast, true, false) {
+		if parseFast(g, &fast, levelFull, false) {
 			parseGeneral(g, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("corrupted frame % x: fast path differs:\n%+v\n%+v", g, fast, gen)
@@ -116,7 +116,7 @@ func FuzzParseFast(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var fast, gen Meta
-		if parseFast(frame, &fast, true, false) {
+		if parseFast(frame, &fast, levelFull, false) {
 			parseGeneral(frame, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("fast path differs:\n%+v\n%+v", fast, gen)
@@ -125,27 +125,35 @@ func FuzzParseFast(f *testing.F) {
 	})
 }
 
-// checkLean holds ParseLean against Parse on one frame: the same Hash,
-// Flags and Len always; every field for frames off the IP fast path; and
-// on it the fields it promises to leave alone are left alone.
+// checkLean holds ParseLean and ParseNoFlowHash against Parse on one
+// frame: the same Hash, Flags and Len always; every field for frames off
+// the IP fast path; and on it ParseLean leaves alone the fields it
+// promises to leave alone, and ParseNoFlowHash writes every field with
+// FlowHash 0.
 func checkLean(t *testing.T, f []byte) {
 	t.Helper()
 	var full Meta
 	Parse(f, &full)
 	stale := Meta{FlowHash: 0xdead, VLAN: 7, EtherType: 0x1234, DSCP: 9, Proto: 99}
 	stale.Flow.SrcPort = 4242
-	lean := stale
+	lean, noFH := stale, stale
 	ParseLean(f, &lean)
-	if parseFast(f, &Meta{}, true, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
+	ParseNoFlowHash(f, &noFH)
+	if parseFast(f, &Meta{}, levelFull, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
 		want := stale
 		want.Hash, want.Flags, want.Len = full.Hash, full.Flags, full.Len
 		if lean != want {
 			t.Fatalf("fast-path frame % x:\n ParseLean %+v\n want      %+v", f, lean, want)
 		}
+		want = full
+		want.FlowHash = 0
+		if noFH != want {
+			t.Fatalf("fast-path frame % x:\n ParseNoFlowHash %+v\n want            %+v", f, noFH, want)
+		}
 		return
 	}
-	if lean != full {
-		t.Fatalf("general-path frame % x:\n ParseLean %+v\n Parse     %+v", f, lean, full)
+	if lean != full || noFH != full {
+		t.Fatalf("general-path frame % x:\n ParseLean       %+v\n ParseNoFlowHash %+v\n Parse           %+v", f, lean, noFH, full)
 	}
 }
 
@@ -168,9 +176,10 @@ func TestParseLean(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() {
 		for _, f := range frames {
 			ParseLean(f, &m)
+			ParseNoFlowHash(f, &m)
 		}
 	}); a != 0 {
-		t.Fatalf("ParseLean allocates %v times per 16 frames", a)
+		t.Fatalf("ParseLean, ParseNoFlowHash allocate %v times per 16 frames", a)
 	}
 }
 
