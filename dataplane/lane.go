@@ -117,8 +117,18 @@ type Lane struct {
 	endFrame            control.Frame
 	injectBuf           [1][]byte
 	meta                classifier.Meta
-	lean                bool // nothing reads the flow key: classifier.ParseLean
+	parse               parseMode
 }
+
+// parseMode is which classifier parse a measuring lane calls: as little
+// as its consumers read (the flow key for MEC rules, its hash for the LDS).
+type parseMode uint8
+
+const (
+	parseFull       parseMode = iota // the LDS reads the flow hash: classifier.Parse
+	parseLean                        // nothing reads the flow key: classifier.ParseLean
+	parseNoFlowHash                  // MEC rules, no LDS: classifier.ParseNoFlowHash
+)
 
 // Defaults for LaneConfig.
 const (
@@ -185,9 +195,18 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	if cfg.Role == RoleForward {
 		l.fwd, _ = cfg.Rx.(Forwarder)
 	}
-	// Only MEC rules and the LDS read the flow key: without them the
-	// lane parses with ParseLean, which skips it on the common frame.
-	l.lean = cfg.Role != RoleForward && l.oneClass && cfg.Buffer.Sets[0].LDS == nil
+	// Only MEC rules and the LDS read the flow key, and only the LDS its
+	// hash: without them the lane parses with ParseLean, with rules but no
+	// LDS with ParseNoFlowHash; each skips the rest on the common frame.
+	switch {
+	case cfg.Role == RoleForward: // never parses
+	case cfg.Buffer.Sets[0].LDS != nil:
+		l.parse = parseFull
+	case l.oneClass:
+		l.parse = parseLean
+	default:
+		l.parse = parseNoFlowHash
+	}
 	return l, nil
 }
 
@@ -345,12 +364,15 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
 	var passed uint64
-	lean := l.lean
+	mode := l.parse
 	for i := range metas {
 		m := &metas[i]
-		if lean {
+		switch mode {
+		case parseLean:
 			classifier.ParseLean(pkts[i].Data, m)
-		} else {
+		case parseNoFlowHash:
+			classifier.ParseNoFlowHash(pkts[i].Data, m)
+		default:
 			classifier.Parse(pkts[i].Data, m)
 		}
 		rec[i], mecs[i] = true, 0
@@ -385,10 +407,14 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	cl := l.cfg.Classifier
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
+	mode := l.parse
 	for _, p := range rx {
-		if l.lean {
+		switch mode {
+		case parseLean:
 			classifier.ParseLean(p.Data, m)
-		} else {
+		case parseNoFlowHash:
+			classifier.ParseNoFlowHash(p.Data, m)
+		default:
 			classifier.Parse(p.Data, m)
 		}
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
