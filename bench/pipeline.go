@@ -35,11 +35,13 @@ type Stage struct {
 }
 
 // PerPacketStages are the stages of issue 2's cost question, cheapest first:
-// hashing a pre-gathered invariant window alone (xxhash), the packet
-// identity (locate headers, gather the invariant bytes, hash), and the full
-// per-packet measurement (identity + MEC classify + synopsis update) with
-// each synopsis (LDA with one and with three MEC rules, RDA, LDS) and with
-// all of them at once (issue 3's table).
+// XXH64 over a pre-gathered invariant window (xxhash-window), the identity
+// hash alone (identity-hash: locate the invariant bytes, gather, hash —
+// issue 2's baseline), Parse (identity, flow key and flow hash), and the
+// full per-packet measurement (identity + MEC classify + synopsis update),
+// each with the parse a lane with that synopsis calls: the LDA with the
+// default and with three MEC rules, the LDA as a default sender does it
+// (no classify), RDA, LDS, and all of them at once (issue 3's table).
 func PerPacketStages(frames [][]byte) ([]Stage, error) {
 	// The baseline hashes exactly as many bytes as the identity does for
 	// each frame — the 48 invariant bytes of an IPv4 packet, 80 of an
@@ -85,6 +87,18 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			}
 			return x
 		}},
+		// Issue 2's baseline, "identity hash alone" (its benchmark list):
+		// the identity hash of each frame and nothing else — locate the
+		// invariant bytes, gather them, XXH64 — which is ParseLean on the
+		// common frame (no flow key, no flow hash).
+		{"identity-hash", func(fr [][]byte) uint64 {
+			var x uint64
+			for _, f := range fr {
+				classifier.ParseLean(f, &meta)
+				x ^= meta.Hash
+			}
+			return x
+		}},
 		{"identity", func(fr [][]byte) uint64 {
 			var x uint64
 			for _, f := range fr {
@@ -93,9 +107,12 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			}
 			return x
 		}},
+		// Issue 2's full per-packet measurement: identity hash, MEC
+		// classify, LDA update, with the parse a lane with MEC rules and
+		// no LDS calls (the flow key for the rules, no flow hash).
 		{"identity-classify-lda", func(fr [][]byte) uint64 {
 			for _, f := range fr {
-				classifier.Parse(f, &meta)
+				classifier.ParseNoFlowHash(f, &meta)
 				mec := cl.Classify(&meta)
 				ts += 100
 				ldas[mec].Add(meta.Hash, ts)
@@ -115,7 +132,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 		}},
 		{"identity-classify3-lda", func(fr [][]byte) uint64 {
 			for _, f := range fr {
-				classifier.Parse(f, &meta)
+				classifier.ParseNoFlowHash(f, &meta)
 				mec := cl3.Classify(&meta)
 				ts += 100
 				ldas[mec].Add(meta.Hash, ts)
@@ -125,7 +142,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 		{"identity-classify-rda", func(fr [][]byte) uint64 {
 			var x uint64
 			for _, f := range fr {
-				classifier.Parse(f, &meta)
+				classifier.ParseNoFlowHash(f, &meta)
 				_ = cl.Classify(&meta)
 				ts += 100
 				rda.Add(meta.Hash, ts)

@@ -61,7 +61,7 @@ func TestCompare(t *testing.T) {
 			t.Errorf("%+v", m)
 		}
 	}
-	if _, err := Find(ms, "identity"); err != nil {
+	if _, err := Find(ms, "identity-hash"); err != nil {
 		t.Error(err)
 	}
 	if _, err := Find(ms, "nope"); err == nil {

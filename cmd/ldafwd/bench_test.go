@@ -31,11 +31,16 @@ func TestBenchPerPacket(t *testing.T) {
 		names[m["name"].(string)] = m
 	}
 	full, ok := names["pkt-identity-classify-lda"]
-	if !ok || full["baseline"] != "pkt-identity" || full["ratio"].(float64) <= 0 {
+	if !ok || full["baseline"] != "pkt-identity-hash" || full["ratio"].(float64) <= 0 {
 		t.Errorf("full measurement record %v", full)
 	}
-	if _, ok := names["pkt-xxhash-window"]; !ok {
-		t.Error("no hashing-alone baseline")
+	for _, n := range []string{"pkt-xxhash-window", "pkt-identity-hash"} {
+		if _, ok := names[n]; !ok {
+			t.Errorf("no %s record", n)
+		}
+	}
+	if ex, _ := full["extra"].(map[string]any); ex == nil || ex["ratio_xxhash_window"] == nil {
+		t.Errorf("full measurement without its ratio to bare hashing: %v", full)
 	}
 }
 
