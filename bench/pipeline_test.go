@@ -68,3 +68,41 @@ func TestCompare(t *testing.T) {
 		t.Error("Find of a missing name succeeded")
 	}
 }
+
+// BenchmarkMeasureVsIdentityHash is issue 2's ratio under go test -bench:
+// the full per-packet measurement (identity hash + classify + LDA), a
+// default sender's (no classify) and the three-rule one, each against
+// the identity hash alone, measured interleaved in one run (Compare, thread
+// CPU time) and reported as x-identity-hash metrics; ldafwd bench's
+// perpacket suite reports the same ratios.
+func BenchmarkMeasureVsIdentityHash(b *testing.B) {
+	frames, err := Frames(4096, 128, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stages, err := PerPacketStages(frames)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sel []Stage
+	for _, s := range stages {
+		switch s.Name {
+		case "identity-hash", "identity-classify-lda", "identity-lean-lda", "identity-classify3-lda":
+			sel = append(sel, s)
+		}
+	}
+	var ms []Measurement
+	for b.Loop() {
+		ms = Compare(sel, frames, 5)
+	}
+	id, err := Find(ms, "identity-hash")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name != id.Name {
+			b.ReportMetric(m.NsPerPkt/id.NsPerPkt, m.Name+"-x-identity-hash")
+		}
+	}
+	b.ReportMetric(id.NsPerPkt, "identity-hash-ns/pkt")
+}
