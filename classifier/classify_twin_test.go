@@ -57,11 +57,14 @@ func naiveClassify(rules []Rule, m *Meta) uint16 {
 }
 
 var (
-	twinV4 = []string{"10.0.0.1", "10.1.2.3", "192.168.5.5", "172.16.0.9"}
-	twinV6 = []string{"2001:db8::1", "2001:db8:1::5", "fe80::1", "::ffff:10.0.0.1"}
+	// Values on and around the bit-vector tables' block edges (first
+	// address byte; ports >> 8), so that ok and part sets are exercised.
+	twinV4 = []string{"10.0.0.1", "10.1.2.3", "192.168.5.5", "172.16.0.9", "11.255.0.1", "12.0.0.1", "9.9.9.9"}
+	twinV6 = []string{"2001:db8::1", "2001:db8:1::5", "fe80::1", "::ffff:10.0.0.1", "3fff::1", "4000::1", "febf::1"}
 	twinP  = []string{"10.0.0.0/8", "10.1.0.0/16", "192.168.0.0/16", "0.0.0.0/0", "10.0.0.1/32",
-		"2001:db8::/32", "2001:db8:1::/48", "::/0", "::ffff:0:0/96", "fe80::/10"}
-	twinVals = []uint16{0, 1, 6, 17, 46, 58, 63, 100, 443, 4095}
+		"8.0.0.0/6", "12.0.0.0/7", "2001:db8::/32", "2001:db8:1::/48", "::/0", "::ffff:0:0/96", "fe80::/10",
+		"2000::/3", "fe00::/8"}
+	twinVals = []uint16{0, 1, 6, 17, 46, 58, 63, 100, 255, 256, 443, 511, 512, 4095, 40000, 65535}
 )
 
 func randomRanges(r *rand.Rand, max uint16) []Range {
