@@ -23,7 +23,8 @@
 //     frame it writes Hash, Flags and Len and skips the flow key and its
 //     hash, about a fifth of Parse's instructions. ParseNoFlowHash is
 //     Parse without the flow hash (FlowHash 0 on the common frame), for a
-//     lane that classifies by MEC rules but keeps no LDS.
+//     lane that classifies by MEC rules but keeps no LDS; ParseLevel
+//     picks one of the three at run time.
 //   - ParseMEC parses one `--mec name=key:value,…` rule (syntax in its doc
 //     comment and docs/mec.md); NewClassifier compiles the rules and
 //     Classifier.Classify returns the MEC id of a parsed packet: the first

@@ -116,7 +116,7 @@ func Parse(frame []byte, m *Meta) {
 	// unfragmented, without options or extension headers: those take a
 	// straight-line path that never builds the ident array (parseFast);
 	// everything else, and anything it is unsure of, the general one.
-	parseFast(frame, m, levelFull, true)
+	parseFast(frame, m, LevelFull, true)
 }
 
 // ParseLean is Parse for a consumer that reads only the identity: on the
@@ -127,7 +127,7 @@ func Parse(frame []byte, m *Meta) {
 // and no LDS reads nothing more, and the flow key's stores and hash are
 // about a fifth of Parse's instructions (docs/performance.md).
 func ParseLean(frame []byte, m *Meta) {
-	parseFast(frame, m, levelIdentity, true)
+	parseFast(frame, m, LevelIdentity, true)
 }
 
 // ParseNoFlowHash is Parse for a consumer that classifies but keeps no
@@ -137,16 +137,25 @@ func ParseLean(frame []byte, m *Meta) {
 // as from Parse. The flow hash is the one 64×64→128-bit multiply (three
 // for IPv6) and the reloads of the key it hashes, ~20 instructions.
 func ParseNoFlowHash(frame []byte, m *Meta) {
-	parseFast(frame, m, levelFlowKey, true)
+	parseFast(frame, m, LevelFlowKey, true)
 }
 
-// parseLevel is how much of Meta the IP fast path writes.
-type parseLevel uint8
+// ParseLevel is Parse, ParseNoFlowHash or ParseLean as level says, for a
+// caller that picks one at run time (a lane, by what its synopses read):
+// parseFast takes the level as an argument either way, so this costs what
+// the three do.
+func ParseLevel(frame []byte, m *Meta, level Level) {
+	parseFast(frame, m, level, true)
+}
+
+// Level is how much of Meta a parse writes on the IP fast path; every
+// other frame gets every field whatever the level.
+type Level uint8
 
 const (
-	levelIdentity parseLevel = iota // Hash, Flags, Len (ParseLean)
-	levelFlowKey                    // every field, FlowHash 0 (ParseNoFlowHash)
-	levelFull                       // every field (Parse)
+	LevelIdentity Level = iota // Hash, Flags, Len (ParseLean)
+	LevelFlowKey               // every field, FlowHash 0 (ParseNoFlowHash)
+	LevelFull                  // every field (Parse)
 )
 
 // parseFast handles the common frame in about half the instructions of
@@ -157,9 +166,10 @@ const (
 // least as long as that length (and, through parseRaw, untagged non-IP
 // frames). Every other frame it declines: with general set the general
 // path parses it, without it reports false having written nothing. On the
-// IP path it writes what level says (parseLevel); callers pass a constant,
-// so the inlined copies carry no level tests.
-func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
+// IP path it writes what level says (Level): two well-predicted
+// branches, as parseFast is a call (too big to inline) whose level is a
+// constant at each call site.
+func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 	if len(frame) < 14+40+l4Window {
 		// Too short for the IP fast path (also covers IPv4's
 		// 14+20+l4Window); still the common case for minimum-size
@@ -194,7 +204,7 @@ func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
 		m.Hash = sum64v4(x&^0xffff|uint64(proto)<<8|tagIPv4, addrs, w0, w1, w2, w3)
 		m.Flags = FlagIPv4 | FlagPorts
 		m.Len = uint32(len(frame))
-		if level == levelIdentity {
+		if level == LevelIdentity {
 			return true
 		}
 		m.Flow.Src = [16]byte{}
@@ -210,7 +220,7 @@ func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
 		m.DSCP = uint8(x>>10) & 0x3f
 		m.Proto = proto
 		m.FlowHash = 0
-		if level == levelFull {
+		if level == LevelFull {
 			m.FlowHash = flowHash(&m.Flow)
 		}
 		return true
@@ -240,7 +250,7 @@ func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
 			a0, a1, a2, a3, w0, w1, w2, w3)
 		m.Flags = FlagIPv6 | FlagPorts
 		m.Len = uint32(len(frame))
-		if level == levelIdentity {
+		if level == LevelIdentity {
 			return true
 		}
 		binary.LittleEndian.PutUint64(m.Flow.Src[0:], a0)
@@ -256,7 +266,7 @@ func parseFast(frame []byte, m *Meta, level parseLevel, general bool) bool {
 		m.DSCP = uint8(x<<2)&0x3c | uint8(x>>14)&0x03 // traffic class >> 2
 		m.Proto = nh
 		m.FlowHash = 0
-		if level == levelFull {
+		if level == LevelFull {
 			m.FlowHash = flowHash(&m.Flow)
 		}
 		return true

@@ -30,7 +30,7 @@ func fastCases(tb testing.TB) (take, leave [][]byte) {
 	take = append(take, make([]byte, 64), lenFrame, ctl, make([]byte, 14), nonIPFrame(0x88cc, make([]byte, 100)))
 	for _, name := range sortedNames(basePkts()) {
 		f := basePkts()[name].frame(tb)
-		if parseFast(f, &Meta{}, levelFull, false) {
+		if parseFast(f, &Meta{}, LevelFull, false) {
 			take = append(take, f)
 		} else {
 			leave = append(leave, f)
@@ -67,7 +67,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range take {
 		var fast, gen Meta
-		if !parseFast(f, &fast, levelFull, false) {
+		if !parseFast(f, &fast, LevelFull, false) {
 			t.Fatalf("frame %d (%d bytes) not taken by the fast path", i, len(f))
 		}
 		parseGeneral(f, &gen)
@@ -77,7 +77,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 	}
 	for i, f := range leave {
 		m := Meta{Hash: 7}
-		if parseFast(f, &m, levelFull, false) {
+		if parseFast(f, &m, LevelFull, false) {
 			var gen Meta
 			parseGeneral(f, &gen)
 			if !reflect.DeepEqual(m, gen) {
@@ -98,7 +98,7 @@ func TestParseFastIsGeneral(t *testing.T) {
 			g[12+r.IntN(len(g)-12)] = byte(r.Uint32())
 		}
 		var fast, gen Meta
-		if parseFast(g, &fast, levelFull, false) {
+		if parseFast(g, &fast, LevelFull, false) {
 			parseGeneral(g, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("corrupted frame % x: fast path differs:\n%+v\n%+v", g, fast, gen)
@@ -116,7 +116,7 @@ func FuzzParseFast(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var fast, gen Meta
-		if parseFast(frame, &fast, levelFull, false) {
+		if parseFast(frame, &fast, LevelFull, false) {
 			parseGeneral(frame, &gen)
 			if !reflect.DeepEqual(fast, gen) {
 				t.Fatalf("fast path differs:\n%+v\n%+v", fast, gen)
@@ -139,7 +139,15 @@ func checkLean(t *testing.T, f []byte) {
 	lean, noFH := stale, stale
 	ParseLean(f, &lean)
 	ParseNoFlowHash(f, &noFH)
-	if parseFast(f, &Meta{}, levelFull, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
+	// ParseLevel at each level is the function it names.
+	for level, want := range []Meta{lean, noFH, full} {
+		got := stale
+		ParseLevel(f, &got, Level(level))
+		if got != want {
+			t.Fatalf("frame % x: ParseLevel(%d) %+v, want %+v", f, level, got, want)
+		}
+	}
+	if parseFast(f, &Meta{}, LevelFull, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
 		want := stale
 		want.Hash, want.Flags, want.Len = full.Hash, full.Flags, full.Len
 		if lean != want {

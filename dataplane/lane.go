@@ -117,18 +117,8 @@ type Lane struct {
 	endFrame            control.Frame
 	injectBuf           [1][]byte
 	meta                classifier.Meta
-	parse               parseMode
+	parse               classifier.Level // as little as the synopses read (NewLane)
 }
-
-// parseMode is which classifier parse a measuring lane calls: as little
-// as its consumers read (the flow key for MEC rules, its hash for the LDS).
-type parseMode uint8
-
-const (
-	parseFull       parseMode = iota // the LDS reads the flow hash: classifier.Parse
-	parseLean                        // nothing reads the flow key: classifier.ParseLean
-	parseNoFlowHash                  // MEC rules, no LDS: classifier.ParseNoFlowHash
-)
 
 // Defaults for LaneConfig.
 const (
@@ -201,11 +191,11 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	switch {
 	case cfg.Role == RoleForward: // never parses
 	case cfg.Buffer.Sets[0].LDS != nil:
-		l.parse = parseFull
+		l.parse = classifier.LevelFull
 	case l.oneClass:
-		l.parse = parseLean
+		l.parse = classifier.LevelIdentity
 	default:
-		l.parse = parseNoFlowHash
+		l.parse = classifier.LevelFlowKey
 	}
 	return l, nil
 }
@@ -364,17 +354,10 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
 	var passed uint64
-	mode := l.parse
+	level := l.parse
 	for i := range metas {
 		m := &metas[i]
-		switch mode {
-		case parseLean:
-			classifier.ParseLean(pkts[i].Data, m)
-		case parseNoFlowHash:
-			classifier.ParseNoFlowHash(pkts[i].Data, m)
-		default:
-			classifier.Parse(pkts[i].Data, m)
-		}
+		classifier.ParseLevel(pkts[i].Data, m, level)
 		rec[i], mecs[i] = true, 0
 		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
 			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
@@ -407,16 +390,9 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	cl := l.cfg.Classifier
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
-	mode := l.parse
+	level := l.parse
 	for _, p := range rx {
-		switch mode {
-		case parseLean:
-			classifier.ParseLean(p.Data, m)
-		case parseNoFlowHash:
-			classifier.ParseNoFlowHash(p.Data, m)
-		default:
-			classifier.Parse(p.Data, m)
-		}
+		classifier.ParseLevel(p.Data, m, level)
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 			malformed++
 		}
