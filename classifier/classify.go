@@ -26,8 +26,7 @@ type Classifier struct {
 	names   []string // index = MEC id
 	weights []uint32 // index = MEC id
 
-	bitvec bool     // len(rules) <= 64: use sets
-	sets   *bitSets // the bit-vector tables (nil above 64 rules)
+	sets *bitSets // the bit-vector tables (nil above 64 rules: linear)
 }
 
 // bitSets are the bit-vector tables: bit i of an entry stands for rule i.
@@ -119,7 +118,6 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 		c.weights = append(c.weights, w)
 	}
 	if len(c.rules) <= 64 {
-		c.bitvec = true
 		c.sets = buildSets(rules, c.rules)
 	}
 	return c, nil

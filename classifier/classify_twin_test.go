@@ -149,8 +149,8 @@ func TestClassifyTwin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.bitvec != (nrules <= 64) {
-				t.Fatalf("%d rules: bitvec %v", nrules, c.bitvec)
+			if (c.sets != nil) != (nrules <= 64) {
+				t.Fatalf("%d rules: bit-vector tables %v", nrules, c.sets != nil)
 			}
 			for k := 0; k < 200; k++ {
 				m := randomMeta(r)
