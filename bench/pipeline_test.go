@@ -8,14 +8,7 @@ import (
 // same frames, so `go test -bench PerPacket` shows the ratio of the full
 // measurement to hashing alone.
 func BenchmarkPerPacket(b *testing.B) {
-	frames, err := Frames(4096, 128, 1024)
-	if err != nil {
-		b.Fatal(err)
-	}
-	stages, err := PerPacketStages(frames)
-	if err != nil {
-		b.Fatal(err)
-	}
+	frames, stages := benchStages(b)
 	for _, s := range stages {
 		b.Run(s.Name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -76,14 +69,7 @@ func TestCompare(t *testing.T) {
 // CPU time) and reported as x-identity-hash metrics; ldafwd bench's
 // perpacket suite reports the same ratios.
 func BenchmarkMeasureVsIdentityHash(b *testing.B) {
-	frames, err := Frames(4096, 128, 1024)
-	if err != nil {
-		b.Fatal(err)
-	}
-	stages, err := PerPacketStages(frames)
-	if err != nil {
-		b.Fatal(err)
-	}
+	frames, stages := benchStages(b)
 	var sel []Stage
 	for _, s := range stages {
 		switch s.Name {
@@ -105,4 +91,18 @@ func BenchmarkMeasureVsIdentityHash(b *testing.B) {
 		}
 	}
 	b.ReportMetric(id.NsPerPkt, "identity-hash-ns/pkt")
+}
+
+// benchStages is the benchmarks' frame set (4096 frames of 128 bytes over
+// 1024 flows, as ldafwd bench's perpacket suite) and its stages.
+func benchStages(b *testing.B) ([][]byte, []Stage) {
+	frames, err := Frames(4096, 128, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stages, err := PerPacketStages(frames)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return frames, stages
 }
