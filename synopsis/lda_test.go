@@ -309,7 +309,7 @@ func TestLDAMergeMismatch(t *testing.T) {
 	before := a.Clone()
 	for _, cfg := range []LDAConfig{
 		{Banks: []BankConfig{{1024, 0}}},
-		func() LDAConfig { c := DefaultLDAConfig(); c.Digest = true; return c }(),
+		func() LDAConfig { c := DefaultLDAConfig(); c.Digest = false; return c }(),
 		func() LDAConfig { c := DefaultLDAConfig(); c.Banks[3].SampleLog2 = 7; return c }(),
 	} {
 		b := MustNewLDA(cfg)
