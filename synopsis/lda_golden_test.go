@@ -99,3 +99,54 @@ const (
 	goldenFullCover    = "4c444102010101020502b80b546cfc392f2fb0169adde5e6b32001b80b2a36fe9c9717e2eec5a563d3bfa501000000400000004001ac057d61b979371e000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
 	goldenCompactCover = "4c4443020101010205cf0f88950601011001010001dd05c25ae02e28ee1e00206b010000000000000000"
 )
+
+// TestLDACrossingMatch: three packets of interval k arrive after its end
+// (in k+1), one packet of k is really lost, and k+1 has one duplicate.
+// The match finds exactly the crossing packets, k's corrected loss is the
+// real one, and the duplicate leaves k+1's extras unexplained.
+func TestLDACrossingMatch(t *testing.T) {
+	cfg := DefaultLDAConfig()
+	for _, dup := range []bool{false, true} {
+		sk, rk, sk1, rk1 := MustNewLDA(cfg), MustNewLDA(cfg), MustNewLDA(cfg), MustNewLDA(cfg)
+		crossing := map[int]bool{10: true, 500: true, 777: true}
+		for i := 0; i < 2000; i++ {
+			h, ts := splitmix64(uint64(i)), uint64(ldaTraceStart)+uint64(i)*1000
+			sk.Add(h, ts)
+			switch {
+			case crossing[i]:
+				rk1.Add(h, ts+5_000_000)
+			case i == 1234: // lost
+			default:
+				rk.Add(h, ts+30_000)
+			}
+			h1 := splitmix64(uint64(i) + 1<<40)
+			sk1.Add(h1, ts+2_000_000_000)
+			rk1.Add(h1, ts+2_000_030_000)
+			if dup && i == 42 {
+				rk1.Add(h1, ts+2_000_031_000)
+			}
+		}
+		e, err := EstimateLDA(sk, rk, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.Valid || e.Lost != 4 {
+			t.Fatalf("k: valid %v lost %d, want valid with 4 (3 crossed + 1 lost): %s", e.Valid, e.Lost, e.Reason)
+		}
+		x, err := MatchLDACrossing(sk, rk, sk1, rk1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Crossed != 3 || x.AllExtrasCrossed == dup {
+			t.Fatalf("dup %v: %+v", dup, x)
+		}
+		x.Apply(&e)
+		if e.Lost != 1 || e.Valid == dup {
+			t.Fatalf("dup %v: after Apply lost %d valid %v (%s)", dup, e.Lost, e.Valid, e.Reason)
+		}
+		e1, _ := EstimateLDA(sk1, rk1, 0)
+		if e1.Valid || e1.Extra < 3 {
+			t.Fatalf("k+1 valid %v extra %d: %s", e1.Valid, e1.Extra, e1.Reason)
+		}
+	}
+}
