@@ -139,3 +139,15 @@ func MatchRDACrossing(decK, decK1 RDADecoding) int {
 	}
 	return n
 }
+
+// ApplyRDACrossing corrects e, interval k's RDA estimate, for the packets
+// that crossed into k+1 (decK and decK1: DecodeRDA of intervals k and
+// k+1): Lost less MatchRDACrossing. When k+1's decode is incomplete, some
+// of k's "lost" packets may sit undecoded in k+1, so e becomes invalid.
+func ApplyRDACrossing(e *Estimate, decK, decK1 RDADecoding) {
+	e.Lost -= min(e.Lost, uint64(MatchRDACrossing(decK, decK1)))
+	if !decK1.Complete && e.Valid {
+		e.Valid = false
+		e.Reason = "the next interval's RDA decode is incomplete: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	}
+}

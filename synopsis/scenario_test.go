@@ -275,3 +275,73 @@ func TestLDAScenarios(t *testing.T) {
 }
 
 var _ = fmt.Sprintf
+
+// TestRDAScenarios holds the RDA (both caches local, as analyze has them)
+// to the integrity property over the same scenarios.
+func TestRDAScenarios(t *testing.T) {
+	seeds := scSeeds
+	if testing.Short() {
+		seeds = 60
+	}
+	cfg := RDAConfig{Banks: 3, Cells: 2048, CacheBudget: 1 << 20}
+	snd, rcv, snd1, rcv1 := MustNewRDA(cfg), MustNewRDA(cfg), MustNewRDA(cfg), MustNewRDA(cfg)
+	type tally struct{ lines, valid, misses, lostWrong int }
+	tallies := map[string]*tally{}
+	totalValid, totalMiss := 0, 0
+	for s := 0; s < seeds; s++ {
+		sc := scenarios[s%len(scenarios)]
+		iv := sc.generate(uint64(s))
+		for k, pair := range [][2]*RDA{{snd, rcv}, {snd1, rcv1}} {
+			pair[0].Reset()
+			pair[1].Reset()
+			for _, p := range iv[k].snd {
+				pair[0].Add(p.h, p.ts)
+			}
+			for _, p := range iv[k].rcv {
+				pair[1].Add(p.h, p.ts)
+			}
+		}
+		e, st, err := EstimateRDA(snd, rcv, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decK, _ := DecodeRDA(snd, rcv)
+		decK1, _ := DecodeRDA(snd1, rcv1)
+		ApplyRDACrossing(&e, decK, decK1)
+		tl := tallies[sc.name]
+		if tl == nil {
+			tl = &tally{}
+			tallies[sc.name] = tl
+		}
+		tl.lines++
+		if !e.Valid {
+			if e.Reason == "" {
+				t.Errorf("%s seed %d: invalid without a reason", sc.name, s)
+			}
+			continue
+		}
+		tl.valid++
+		totalValid++
+		tol := e.MeanCINs
+		if st.Exact {
+			tol = 1e-6*math.Abs(iv[0].mean) + 1
+		}
+		if math.Abs(e.MeanNs-iv[0].mean) > tol {
+			tl.misses++
+			totalMiss++
+			if st.Exact {
+				t.Errorf("%s seed %d: exact mean %.1f, truth %.1f (%+v)", sc.name, s, e.MeanNs, iv[0].mean, st)
+			}
+		}
+		if e.Lost != iv[0].lost {
+			tl.lostWrong++
+			t.Errorf("%s seed %d: valid with lost %d, truth %d (decoded lost %d extra %d, inconsistent %d, crossed %d)", sc.name, s, e.Lost, iv[0].lost, st.Lost, st.Extra, st.Inconsistent, iv[0].crossed)
+		}
+	}
+	for name, tl := range tallies {
+		t.Logf("%-28s lines %3d valid %3d mean misses %d lost wrong %d", name, tl.lines, tl.valid, tl.misses, tl.lostWrong)
+	}
+	if allowed := scAllowedMisses(totalValid, DefaultConfidence); totalMiss > allowed {
+		t.Errorf("%d of %d valid lines miss the true mean, more than %d", totalMiss, totalValid, allowed)
+	}
+}
