@@ -193,7 +193,7 @@ func (c *controller) step(now time.Time) {
 			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
 		case r.Failure != nil:
 			f := r.Failure
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}
 	}
@@ -356,6 +356,18 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	}
 }
 
+// failureReason is the report reason of a control failure. A
+// configuration mismatch names the settings that differ, in the reason and
+// in the log: the operator's fix is in it.
+func (c *controller) failureReason(f *control.IntervalFailure) string {
+	if f.Reason != control.ReasonConfigMismatch {
+		return f.Reason.String()
+	}
+	why := f.Reason.String() + ": " + f.Detail
+	c.a.cfg.Log.Error().Uint64("interval", f.Interval).Str("differs", f.Detail).Msg("the sender's synopsis configuration differs from ours: give both ends the same --synopsis, sizing, --mec and --interval")
+	return why
+}
+
 // sessionReason says why a paired interval cannot be trusted as one
 // interval (sender restart, sender overrun, merged receiver copy), or "".
 func sessionReason(flags uint64, rc *rcopy) string {
@@ -452,7 +464,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {
 	a := c.a
 	return &report.Interval{Interval: int64(k), StartNs: startNs, EndNs: endNs, Direction: DirectionName(a.recvDir),
-		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf}
+		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf, Config: a.desc}
 }
 
 // invalid reports interval k invalid for every MEC, with what is known.
@@ -523,7 +535,7 @@ func (c *controller) final() {
 			}
 		case r.Failure != nil:
 			f := r.Failure
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}
 	}
