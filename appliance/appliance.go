@@ -49,6 +49,12 @@ type Config struct {
 	// then fails only if every copy of one frame is lost, at ControlCopies
 	// times the control traffic. 0 means 1.
 	ControlCopies int
+	// BudgetBytes, or else BudgetFraction of the data bytes the sender
+	// recorded in the interval, bounds the control bytes of an interval,
+	// all copies counted; both 0: no bound. The LDA always goes; the RDA
+	// and the LDS shrink, then are left out, in the order budget.go states.
+	BudgetBytes    int
+	BudgetFraction float64
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int
@@ -156,12 +162,35 @@ func New(cfg Config) (*Appliance, error) {
 		segPort, otherPort = cfg.PortA, cfg.PortB
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
+	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
+		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
+	}
+	// Memory follows the traffic: flow tables start small and grow
+	// between intervals (ReserveFlows). The sender's RDA keeps no
+	// timestamp cache: its timestamps would be fetched by a round trip the
+	// in-band exchange does not make (lost packets' cells are left out).
+	if cfg.Syn.LDS != nil {
+		l := *cfg.Syn.LDS
+		l.FlowsGrow = true
+		cfg.Syn.LDS = &l
+	}
+	sendSyn := cfg.Syn
+	if cfg.Syn.RDA != nil {
+		r := *cfg.Syn.RDA
+		r.CacheBudget = 0
+		sendSyn.RDA = &r
+	}
 	var err error
-	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
+	if a.sbuf, err = dataplane.NewDoubleBuffer(sendSyn); err != nil {
 		return nil, err
 	}
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
+	}
+	for _, set := range a.rbuf.Sets {
+		for _, r := range set.RDA {
+			r.ReserveCache() // start small: see the controller's ReserveCache
+		}
 	}
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
 	a.desc = desc

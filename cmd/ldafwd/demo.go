@@ -26,6 +26,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		out                outputFlags
 		lda                ldaFlags
 		extra              extraSynopsisFlags
+		budget             controlBudget
 		duration, interval time.Duration
 		delaySpec          string
 		lossSpec           string
@@ -60,6 +61,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
 	lda.register(fs)
 	extra.registerSizing(fs)
+	budget.register(fs)
 	out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, errHelp) {
@@ -115,6 +117,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if copies < 1 || copies > 4 {
 		return fmt.Errorf("demo: --control-copies %d: 1..4", copies)
 	}
+	if err := budget.parse(); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	changed := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
 	// The demo knows its traffic: unless told otherwise it dimensions the
@@ -154,6 +159,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
+		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		Reports: func(r *report.Interval) {
 			w.Write(r)
 			if table {

@@ -52,6 +52,7 @@ type runOptions struct {
 	extra         extraSynopsisFlags
 	synopses      string
 	top           int
+	budget        controlBudget
 	portA, portB  string
 	segment       string
 	interval      time.Duration
@@ -102,6 +103,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	o.lda.register(fs)
 	o.extra.registerSizing(fs)
 	fs.IntVar(&o.top, "top", 10, "LDS: flows reported per interval, largest first")
+	o.budget.register(fs)
 	fs.DurationVar(&o.maxDelay, "max-delay", time.Duration(def.MaxDelayNs), "largest one-way delay (clock offset included) the compact synopsis encoding must carry")
 	fs.DurationVar(&o.minDelay, "min-delay", time.Duration(def.MinDelayNs), "smallest one-way delay (may be negative: receiver clock behind the sender's)")
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
@@ -307,6 +309,9 @@ func (o *runOptions) validate() error {
 	if o.top < 1 {
 		return fmt.Errorf("--top %d: must be ≥ 1", o.top)
 	}
+	if err := o.budget.parse(); err != nil {
+		return err
+	}
 	o.bnds = synopsis.DefaultCompactBounds()
 	o.bnds.MinDelayNs, o.bnds.MaxDelayNs = o.minDelay.Nanoseconds(), o.maxDelay.Nanoseconds()
 	if o.maxDelay <= o.minDelay {
@@ -433,6 +438,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
+		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit,
 	})
 	if err != nil {

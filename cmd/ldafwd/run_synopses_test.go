@@ -130,7 +130,7 @@ func TestRunAllSynopses(t *testing.T) {
 	if raceEnabled {
 		t.Skip("RDA and LDS estimation under -race overrun the 200 ms intervals")
 	}
-	args := []string{"--synopsis", "all", "--top", "40", "--control-copies", "2"}
+	args := []string{"--synopsis", "all", "--top", "40", "--control-copies", "2", "--control-budget", "off"}
 	ivs, log, truths := runPair(t, "AS", args, args, 40, 0.005, 1500*time.Millisecond)
 	lda := map[int64]report.Interval{}
 	var rdaValid, ldsChecked int

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ldafwd/ldafwd/analyze"
@@ -72,8 +73,10 @@ func (e *extraSynopsisFlags) ldsConfig() (synopsis.LDSConfig, error) {
 	if e.ldsFlows < 1 {
 		return synopsis.LDSConfig{}, fmt.Errorf("--lds-flows %d: must be ≥ 1", e.ldsFlows)
 	}
+	// The flow table names up to 4× the expected flows, at most the
+	// table's limit (memory follows the flows observed in the appliance).
 	cfg, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: e.ldsFlows, CellsPerFlow: e.ldsK,
-		MaxLossesPerFlow: e.ldsMaxLoss, MaxFlows: 4 * e.ldsFlows})
+		MaxLossesPerFlow: e.ldsMaxLoss, MaxFlows: min(4*e.ldsFlows, synopsis.MaxFlowTable)})
 	if err != nil {
 		return cfg, fmt.Errorf("LDS configuration: %w", err)
 	}
@@ -140,4 +143,48 @@ func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synop
 		syn.LDS = &c
 	}
 	return syn, nil
+}
+
+// controlBudget is --control-budget: "N%" of each interval's data bytes,
+// a number of bytes per interval (k, M suffixes: ×1000, ×10^6), or "off".
+type controlBudget struct {
+	spec     string
+	fraction float64
+	bytes    int
+}
+
+const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes, a byte count (k, M suffixes), or off. The LDA always goes; the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
+
+func (b *controlBudget) register(fs *pflag.FlagSet) {
+	fs.StringVar(&b.spec, "control-budget", "1%", controlBudgetHelp)
+}
+
+func (b *controlBudget) parse() error {
+	s := strings.TrimSpace(b.spec)
+	bad := fmt.Errorf("--control-budget %q: want N%% (e.g. 1%%), a byte count (e.g. 64k) or off", b.spec)
+	b.fraction, b.bytes = 0, 0
+	switch {
+	case s == "off":
+		return nil
+	case strings.HasSuffix(s, "%"):
+		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || !(f > 0 && f <= 100) {
+			return bad
+		}
+		b.fraction = f / 100
+		return nil
+	}
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1_000_000, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1<<30/mult {
+		return bad
+	}
+	b.bytes = n * mult
+	return nil
 }
