@@ -3,6 +3,7 @@ package appliance
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ type Config struct {
 	// then fails only if every copy of one frame is lost, at ControlCopies
 	// times the control traffic. 0 means 1.
 	ControlCopies int
+	// BudgetBytes, or else BudgetFraction of the data bytes the sender
+	// recorded in the interval, bounds the control bytes of an interval,
+	// all copies counted; both 0: no bound. The LDA always goes; the RDA
+	// and the LDS shrink, then are left out, in the order budget.go states.
+	BudgetBytes    int
+	BudgetFraction float64
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int
@@ -75,6 +82,7 @@ func DirectionName(d uint16) string {
 // Appliance is a running (or ready) bump in the wire with its control side.
 type Appliance struct {
 	cfg      Config
+	desc     string // describeConfig(&cfg): in the Hello and every report line
 	sendDir  uint16
 	recvDir  uint16
 	lanes    [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
@@ -154,14 +162,38 @@ func New(cfg Config) (*Appliance, error) {
 		segPort, otherPort = cfg.PortA, cfg.PortB
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
+	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
+		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
+	}
+	// Memory follows the traffic: flow tables start small and grow
+	// between intervals (ReserveFlows). The sender's RDA keeps no
+	// timestamp cache: its timestamps would be fetched by a round trip the
+	// in-band exchange does not make (lost packets' cells are left out).
+	if cfg.Syn.LDS != nil {
+		l := *cfg.Syn.LDS
+		l.FlowsGrow = true
+		cfg.Syn.LDS = &l
+	}
+	sendSyn := cfg.Syn
+	if cfg.Syn.RDA != nil {
+		r := *cfg.Syn.RDA
+		r.CacheBudget = 0
+		sendSyn.RDA = &r
+	}
 	var err error
-	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
+	if a.sbuf, err = dataplane.NewDoubleBuffer(sendSyn); err != nil {
 		return nil, err
 	}
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
-	hash := configHash(&cfg)
+	for _, set := range a.rbuf.Sets {
+		for _, r := range set.RDA {
+			r.ReserveCache() // start small: see the controller's ReserveCache
+		}
+	}
+	hash, desc := configHash(&cfg), describeConfig(&cfg)
+	a.desc = desc
 	parts := []control.PartKey{}
 	for m := 0; m < cfg.Syn.Classes; m++ {
 		parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindLDA})
@@ -172,18 +204,24 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	a.sender, err = control.NewSender(control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
+	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: 1, Clock: cfg.ClockName,
-			MECs: cfg.Classifier.Names(), Parts: parts}})
-	if err != nil {
-		return nil, err
+			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
+	if a.sender, err = control.NewSender(scfg); err != nil {
+		// A Hello too long for a small MTU goes without its description:
+		// the hash still guards the match, the reason just cannot name
+		// the setting.
+		scfg.Hello.Config = ""
+		if a.sender, err = control.NewSender(scfg); err != nil {
+			return nil, err
+		}
 	}
 	endw, err := a.sender.NewEndWriter(0)
 	if err != nil {
 		return nil, err
 	}
 	a.receiver, err = control.NewReceiver(control.ReceiverConfig{Key: cfg.Key, Insecure: cfg.Insecure, Direction: a.recvDir,
-		ConfigHash: hash, Timeout: cfg.PairTimeout.Nanoseconds()})
+		ConfigHash: hash, Config: desc, Timeout: cfg.PairTimeout.Nanoseconds()})
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +253,55 @@ func New(cfg Config) (*Appliance, error) {
 	return a, nil
 }
 
-// configHash names the synopsis configuration both ends must share.
+// configHash names the synopsis configuration both ends must share: its
+// description, and every field of the configurations in case one is not
+// described. The RDA's timestamp cache budget is left out: each end may
+// size its own (coordinated sampling reconciles them).
 func configHash(cfg *Config) uint64 {
-	s := fmt.Sprintf("lda=%v digest=%v rda=%v lds=%v mecs=%v interval=%d", cfg.Syn.LDA, cfg.Syn.LDA.Digest, cfg.Syn.RDA, cfg.Syn.LDS,
-		cfg.Classifier.Names(), cfg.Interval.Nanoseconds())
+	var rda *synopsis.RDAConfig
+	if cfg.Syn.RDA != nil {
+		r := *cfg.Syn.RDA
+		r.CacheBudget = 0
+		rda = &r
+	}
+	s := fmt.Sprintf("%s|%+v|%+v|%+v", describeConfig(cfg), cfg.Syn.LDA, rda, cfg.Syn.LDS)
 	return xxhash.Sum64String(s) | 1
+}
+
+// describeConfig is the configuration both ends must share as
+// space-separated key=value items. The Hello carries it, so a receiver
+// whose configuration differs names the setting in its report reason.
+func describeConfig(cfg *Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "interval=%v mecs=%s lda=", cfg.Interval, strings.Join(cfg.Classifier.Names(), ","))
+	for i, bk := range cfg.Syn.LDA.Banks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", bk.Rows, bk.SampleLog2)
+	}
+	fmt.Fprintf(&b, " lda-digest=%v rda=", cfg.Syn.LDA.Digest)
+	if r := cfg.Syn.RDA; r != nil {
+		fmt.Fprintf(&b, "%dx%d", r.Banks, r.Cells)
+	} else {
+		b.WriteString("off")
+	}
+	b.WriteString(" lds=")
+	if l := cfg.Syn.LDS; l != nil {
+		fmt.Fprintf(&b, "%dx%d lds-cells-per-flow=%d lds-flow-table=%d lds-hold-rate=%g lds-row-rates=", l.Rows, l.Cols, l.CellsPerFlow, l.MaxFlows, l.HoldRate)
+		if l.RowRates == nil {
+			b.WriteString("all")
+		}
+		for i, r := range l.RowRates {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%.4g", r)
+		}
+	} else {
+		b.WriteString("off")
+	}
+	return b.String()
 }
 
 // SendDirection and RecvDirection are the direction ids this appliance

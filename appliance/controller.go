@@ -9,7 +9,6 @@ import (
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/control"
-	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
@@ -155,6 +154,9 @@ func (c *controller) step(now time.Time) {
 			break
 		}
 		c.ship(set, int64(nowNs))
+		if set.LDS != nil {
+			set.LDS.ReserveFlows()
+		}
 		a.sbuf.Release()
 	}
 	if len(c.pending) > 0 {
@@ -184,9 +186,13 @@ func (c *controller) step(now time.Time) {
 		}
 		for _, r := range set.RDA {
 			rc.rda = append(rc.rda, r.Clone())
+			// The timestamp cache follows the packets of the last
+			// interval, not its 16 MiB budget.
+			r.ReserveCache()
 		}
 		if set.LDS != nil {
 			rc.lds = set.LDS.Clone()
+			set.LDS.ReserveFlows()
 		}
 		if old, dup := c.rcopies[rc.k]; dup {
 			old.merged = true // cannot happen with a monotonic End guard; never pair it
@@ -203,7 +209,7 @@ func (c *controller) step(now time.Time) {
 			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
 		case r.Failure != nil:
 			f := r.Failure
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}
 	}
@@ -253,68 +259,6 @@ func (c *controller) silent(nowNs uint64) {
 	}
 }
 
-// ship encodes one sender copy and queues its control frames.
-func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
-	a := c.a
-	var flags uint64
-	if set.Merged {
-		flags |= payloadMerged
-	}
-	if c.first {
-		flags |= payloadPartial
-		c.first = false
-	}
-	stamp := uint64(0)
-	if set.Frames > 0 {
-		stamp = (set.StampErrNs + set.Frames - 1) / set.Frames
-	}
-	parts := make([]control.Part, 0, len(set.LDA))
-	for m, l := range set.LDA {
-		p := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: l.Count(), Flags: flags})
-		p, err := l.AppendCompact(p, a.cfg.Bounds)
-		if err != nil {
-			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender LDA")
-			return
-		}
-		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, Payload: p})
-		if set.RDA != nil {
-			q := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: uint64(set.RDA[m].Count()), Flags: flags})
-			if q, err = set.RDA[m].AppendBinary(q); err != nil {
-				a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender RDA")
-				return
-			}
-			parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: control.KindRDA}, Payload: q})
-		}
-	}
-	if set.LDS != nil {
-		q := appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: set.LDS.Packets(), Flags: flags})
-		q, err := set.LDS.AppendBinary(q)
-		if err != nil {
-			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender LDS")
-			return
-		}
-		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: 0, Kind: control.KindLDS}, Payload: q})
-	}
-	// ControlCopies sends the whole interval (Hello and fragments) more
-	// than once, each copy with fresh sequence numbers: the receiver keeps
-	// the first of every fragment and counts the rest as duplicates, so an
-	// interval fails only if every copy of some fragment is lost.
-	for copyN := 0; copyN < a.cfg.ControlCopies; copyN++ {
-		frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
-		if err != nil {
-			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
-			return
-		}
-		c.bufs = frames[:cap(frames)]
-		for _, f := range frames {
-			// The lane copies each frame into a port buffer when it sends
-			// it; until then the frame must not change, so it gets its own.
-			c.pending = append(c.pending, append([]byte(nil), f...))
-		}
-	}
-	c.shipped.Store(set.LastK)
-}
-
 // pair estimates one interval from the sender's bundle and the
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
@@ -340,6 +284,11 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			continue
 		}
 		h, body, err := parsePayload(payload)
+		if err == nil && h.ControlBytes > 0 {
+			// The sender's count: every copy it sent, not only what
+			// arrived before the interval was complete.
+			r.ControlFrames, r.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
+		}
 		if err == nil {
 			err = c.cl.UnmarshalBinary(body)
 		}
@@ -366,6 +315,18 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	if rc.lds != nil {
 		c.pairLDS(b, rc)
 	}
+}
+
+// failureReason is the report reason of a control failure. A
+// configuration mismatch names the settings that differ, in the reason and
+// in the log: the operator's fix is in it.
+func (c *controller) failureReason(f *control.IntervalFailure) string {
+	if f.Reason != control.ReasonConfigMismatch {
+		return f.Reason.String()
+	}
+	why := f.Reason.String() + ": " + f.Detail
+	c.a.cfg.Log.Error().Uint64("interval", f.Interval).Str("differs", f.Detail).Msg("the sender's synopsis configuration differs from ours: give both ends the same --synopsis, sizing, --mec and --interval")
+	return why
 }
 
 // sessionReason says why a paired interval cannot be trusted as one
@@ -395,6 +356,10 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		return
 	}
 	h, body, err := parsePayload(payload)
+	if err == nil && h.Flags&payloadOmitted != 0 {
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), budgetReason("RDA", h))
+		return
+	}
 	var snd synopsis.RDA
 	if err == nil {
 		err = snd.UnmarshalBinary(body)
@@ -403,7 +368,21 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not decode: %v", err))
 		return
 	}
-	e, st, err := synopsis.EstimateRDA(&snd, rc.rda[m], a.cfg.Conf)
+	// The budget may have folded the sender's RDA: fold ours alike.
+	own := rc.rda[m]
+	if snd.Cells() != own.Cells() || snd.Banks() != own.Banks() {
+		if snd.Banks() == own.Banks() {
+			own, err = own.Fold(snd.Cells())
+		} else {
+			err = fmt.Errorf("%d banks, ours %d", snd.Banks(), own.Banks())
+		}
+		if err != nil {
+			c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
+			return
+		}
+	}
+	r.Config += fmt.Sprintf(" rda-shipped=%dx%d", snd.Banks(), snd.Cells())
+	e, st, err := synopsis.EstimateRDA(&snd, own, a.cfg.Conf)
 	if err != nil {
 		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
 		return
@@ -464,14 +443,23 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	h, body, err := parsePayload(payload)
+	if err == nil && h.Flags&payloadOmitted != 0 {
+		c.emitInvalid(base, rc.lds.Packets(), budgetReason("LDS", h))
+		return
+	}
 	var snd synopsis.LDS
 	if err == nil {
 		err = snd.UnmarshalBinary(body)
+	}
+	if err == nil && snd.Rows() < rc.lds.Rows() {
+		// The budget shipped fewer rows: keep ours alike.
+		err = rc.lds.KeepRows(snd.Rows())
 	}
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
 		return
 	}
+	shape := fmt.Sprintf(" lds-shipped=%drows,%dnamed", snd.Rows(), snd.NamedFlows())
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
@@ -488,6 +476,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		r.StampErrNs = float64(h.StampErrNs)
 		r.MeanCINs += r.StampErrNs
 		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
+		r.Config += shape
 		if why != "" {
 			r.Valid, r.Reason = false, why
 		}
@@ -498,7 +487,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {
 	a := c.a
 	return &report.Interval{Interval: int64(k), StartNs: startNs, EndNs: endNs, Direction: DirectionName(a.recvDir),
-		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf}
+		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf, Config: a.desc}
 }
 
 // invalid reports interval k invalid for every MEC, with what is known.
@@ -573,7 +562,7 @@ func (c *controller) final() {
 			}
 		case r.Failure != nil:
 			f := r.Failure
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], f.Reason.String())
+			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}
 	}

@@ -40,8 +40,11 @@ type DemoConfig struct {
 	// ControlCopies: see Config. The demo's segment loses control frames
 	// like any other, so `ldafwd demo` sends two copies.
 	ControlCopies int
-	Key           []byte
-	Insecure      bool
+	// BudgetBytes and BudgetFraction: see Config.
+	BudgetBytes    int
+	BudgetFraction float64
+	Key            []byte
+	Insecure       bool
 	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
 	// what it transmits). Traffic says, per generator burst, whether to pause
 	// and whether to send malformed frames instead. RestartAt > 0 stops
@@ -186,7 +189,8 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 	}
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
-		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, IdleSleep: 20 * time.Microsecond, Reports: onReport}
+		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
+		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction, IdleSleep: 20 * time.Microsecond, Reports: onReport}
 	c1, c2 := common, common
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {

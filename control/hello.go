@@ -3,6 +3,7 @@ package control
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // PartKey names one per-interval payload: the synopsis Kind of one MEC.
@@ -27,6 +28,7 @@ func (p PartKey) String() string { return fmt.Sprintf("mec%d/%s", p.MEC, p.Kind)
 //	26  1  len(Clock), then Clock bytes
 //	    2  len(MECs), then per MEC: 1 length byte, name bytes (≥ 1)
 //	    2  len(Parts), then per part: 2 MEC index (< len(MECs)), 1 Kind
+//	    optional: 2 len(Config), then Config bytes (absent from older senders)
 type Hello struct {
 	SentNs     int64
 	IntervalNs int64
@@ -35,6 +37,10 @@ type Hello struct {
 	Clock      string   // clock source, e.g. "CLOCK_REALTIME", "phc:/dev/ptp0"
 	MECs       []string // MEC names; a MEC id is an index into this slice
 	Parts      []PartKey
+	// Config is the sender's synopsis configuration as space-separated
+	// key=value items. Optional; when ConfigHash differs from the
+	// receiver's, ConfigDiff names the settings that differ.
+	Config string
 }
 
 // helloFixedLen is the Hello payload before its variable parts.
@@ -62,6 +68,10 @@ func (h *Hello) AppendBinary(dst []byte) ([]byte, error) {
 		dst = binary.BigEndian.AppendUint16(dst, p.MEC)
 		dst = append(dst, byte(p.Kind))
 	}
+	if h.Config != "" {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(h.Config)))
+		dst = append(dst, h.Config...)
+	}
 	return dst, nil
 }
 
@@ -77,6 +87,8 @@ func (h *Hello) validate() error {
 		return fmt.Errorf("control: hello: %d MECs, want 1..65535", len(h.MECs))
 	case len(h.Parts) > 0xFFFF:
 		return fmt.Errorf("control: hello: %d parts, want ≤ 65535", len(h.Parts))
+	case len(h.Config) > 0xFFFF:
+		return fmt.Errorf("control: hello: configuration longer than 65535 bytes")
 	}
 	for _, m := range h.MECs {
 		if len(m) == 0 || len(m) > 255 {
@@ -96,8 +108,9 @@ func (h *Hello) validate() error {
 	return nil
 }
 
-// UnmarshalBinary decodes a Hello payload; on error h is unchanged. Trailing
-// bytes are an error: a version-1 Hello has nothing after its parts.
+// UnmarshalBinary decodes a Hello payload; on error h is unchanged. After
+// the parts comes either nothing or exactly one length-prefixed
+// configuration; any other trailing bytes are an error.
 func (h *Hello) UnmarshalBinary(p []byte) error {
 	if len(p) < helloFixedLen+1 {
 		return ErrBadPayload
@@ -135,16 +148,65 @@ func (h *Hello) UnmarshalBinary(p []byte) error {
 	}
 	np := int(binary.BigEndian.Uint16(r))
 	r = r[2:]
-	if len(r) != 3*np {
+	if len(r) < 3*np {
 		return ErrBadPayload
 	}
 	n.Parts = make([]PartKey, np)
 	for i := range n.Parts {
 		n.Parts[i] = PartKey{MEC: binary.BigEndian.Uint16(r[3*i:]), Kind: Kind(r[3*i+2])}
 	}
+	if r = r[3*np:]; len(r) > 0 {
+		if len(r) < 2 || len(r) != 2+int(binary.BigEndian.Uint16(r)) || len(r) == 2 {
+			return ErrBadPayload
+		}
+		n.Config = string(r[2:])
+	}
 	if n.validate() != nil {
 		return ErrBadPayload
 	}
 	*h = n
 	return nil
+}
+
+// ConfigDiff names the settings in which two configurations (Hello.Config
+// form: space-separated key=value items) differ, e.g. "lds: sender 4x512,
+// ours 4x1024". A setting only one side has shows as "none" on the other.
+// "" when the descriptions are equal (the difference, if any, is in
+// something neither describes).
+func ConfigDiff(sender, ours string) string {
+	parse := func(s string) (map[string]string, []string) {
+		m := map[string]string{}
+		var keys []string
+		for _, it := range strings.Fields(s) {
+			k, v, _ := strings.Cut(it, "=")
+			if _, dup := m[k]; !dup {
+				keys = append(keys, k)
+			}
+			m[k] = v
+		}
+		return m, keys
+	}
+	sm, sk := parse(sender)
+	om, ok := parse(ours)
+	for _, k := range ok {
+		if _, in := sm[k]; !in {
+			sk = append(sk, k)
+		}
+	}
+	var out []string
+	for _, k := range sk {
+		sv, sin := sm[k]
+		ov, oin := om[k]
+		if sin && oin && sv == ov {
+			continue
+		}
+		if !sin {
+			sv = "none"
+		}
+		if !oin {
+			ov = "none"
+		}
+		out = append(out, fmt.Sprintf("%s: sender %s, ours %s", k, sv, ov))
+	}
+	return strings.Join(out, "; ")
 }

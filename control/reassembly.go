@@ -308,7 +308,11 @@ func (a *reassembler) check(st *intervalState) {
 		return
 	}
 	if a.mismatch {
-		a.fail(st, ReasonConfigMismatch, fmt.Sprintf("sender config hash %016x, ours %016x", h.ConfigHash, a.cfg.ConfigHash))
+		detail := ConfigDiff(h.Config, a.cfg.Config)
+		if detail == "" {
+			detail = fmt.Sprintf("sender config hash %016x, ours %016x", h.ConfigHash, a.cfg.ConfigHash)
+		}
+		a.fail(st, ReasonConfigMismatch, detail)
 		return
 	}
 	if len(st.ends) < int(h.Lanes) {
@@ -434,7 +438,7 @@ func (h *Hello) hasPart(p PartKey) bool {
 // sameConfig reports whether h and o announce the same configuration
 // (everything but SentNs).
 func (h *Hello) sameConfig(o *Hello) bool {
-	if h.IntervalNs != o.IntervalNs || h.ConfigHash != o.ConfigHash || h.Lanes != o.Lanes || h.Clock != o.Clock ||
+	if h.IntervalNs != o.IntervalNs || h.ConfigHash != o.ConfigHash || h.Lanes != o.Lanes || h.Clock != o.Clock || h.Config != o.Config ||
 		len(h.MECs) != len(o.MECs) || len(h.Parts) != len(o.Parts) {
 		return false
 	}

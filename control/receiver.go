@@ -17,6 +17,9 @@ type ReceiverConfig struct {
 	// announcing another makes every interval fail with
 	// ReasonConfigMismatch. 0 disables the check.
 	ConfigHash uint64
+	// Config is our own configuration in Hello.Config form; with it a
+	// mismatch's failure detail names the settings that differ.
+	Config string
 	// Timeout is how long an interval may stay incomplete after its first
 	// frame, in ns (default 2 s). It must cover the sender's pacing of
 	// one interval's frames plus the path delay.

@@ -38,6 +38,9 @@ type Interval struct {
 	ControlBytes  int `json:"control_bytes,omitempty"`
 	// Timestamp uncertainty of the sender's stamps included in mean_ci_ns.
 	StampErrNs float64 `json:"stamp_err_ns,omitempty"`
+	// Config is the synopsis configuration the interval was measured
+	// with (live appliance: as both ends agreed it).
+	Config string `json:"config,omitempty"`
 
 	// Ground truth, present only where the exact truth is known.
 	TrueMeanNs   *float64 `json:"true_mean_ns,omitempty"`

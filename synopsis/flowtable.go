@@ -45,6 +45,9 @@ const saltFlowHold uint64 = 0x484f4c44_a54ff53a // "HOLD"
 // should be spent on.
 const maxFlowTable = 1 << 20
 
+// MaxFlowTable is the most flows a flow table (LDSConfig.MaxFlows) holds.
+const MaxFlowTable = maxFlowTable
+
 var errFlowTableCap = fmt.Errorf("%w: flow table capacity out of range (0..1048576)", ErrBadConfig)
 
 // FlowTable names the flows an LDS measures. The LDS paper assumes the flow
@@ -73,7 +76,8 @@ type FlowTable struct {
 	keys    []FlowKeyBytes // keys[i] names slots[i]
 	mask    uint64
 	used    int
-	limit   int    // capacity in flows, < len(slots)
+	limit   int    // flows the slots have room for now, < len(slots)
+	max     int    // the configured capacity: Grow stops here
 	holdThr uint64 // admit a new flow when Remix(h, saltFlowHold)>>32 < holdThr; 1<<32 admits all
 
 	missed  uint64 // packets of flows not held (not yet admitted, or table full)
@@ -90,14 +94,54 @@ func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &FlowTable{holdThr: thr}
+	t := &FlowTable{holdThr: thr, max: capacity}
 	t.alloc(capacity)
 	return t, nil
 }
 
-// alloc sizes the slot array for capacity flows at load ≤ 3/4.
+// flowTableStart is the room a table of an LDS with FlowsGrow allocates
+// first: memory follows the flows observed (Grow), not the configured
+// capacity, which for a million flows is about 100 MB per copy.
+const flowTableStart = 4096
+
+// Grow makes room for n flows (at most the configured capacity), keeping
+// what the table holds. It allocates, so it is not for the hot path: the
+// control side calls it on an idle copy (LDS.ReserveFlows), and insert on
+// decoding and merging. Observe never grows: a flow that finds no room is
+// refused and counted.
+func (t *FlowTable) Grow(n int) {
+	n = min(n, max(t.max, t.limit))
+	if n <= t.limit {
+		return
+	}
+	old, oldKeys := t.slots, t.keys
+	t.alloc(n)
+	for i := range old {
+		if old[i].weight == 0 {
+			continue
+		}
+		j := t.find(old[i].hash)
+		t.slots[j], t.keys[j] = old[i], oldKeys[i]
+	}
+}
+
+// Capacity is how many flows the table holds before it refuses: the room
+// allocated now, and the configured capacity Grow may reach.
+func (t *FlowTable) Capacity() (now, configured int) { return t.limit, max(t.max, t.limit) }
+
+// ReserveFlows grows l's flow table for the next interval from what this
+// one saw: room for twice the flows held and refused. The control side
+// calls it on an idle copy before handing it back to the worker.
+func (l *LDS) ReserveFlows() {
+	if t := l.flows; t != nil {
+		t.Grow(2 * (t.used + int(min(t.refused, uint64(maxFlowTable)))))
+	}
+}
+
+// alloc sizes the slot array for capacity flows at load ≤ 3/4, empty.
 func (t *FlowTable) alloc(capacity int) {
 	t.limit = capacity
+	t.used = 0
 	if capacity == 0 {
 		t.slots, t.keys, t.mask = nil, nil, 0
 		return
@@ -217,7 +261,11 @@ func (t *FlowTable) insert(e *FlowEntry) bool {
 		return true
 	}
 	if t.used >= t.limit {
-		return false
+		if t.limit >= t.max {
+			return false
+		}
+		t.Grow(max(2*t.limit, 1))
+		return t.insert(e)
 	}
 	*s = flowSlot{hash: e.FlowHash, packets: e.Packets, weight: max(e.Weight, 1)}
 	t.keys[i] = e.Key

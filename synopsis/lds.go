@@ -98,6 +98,12 @@ type LDSConfig struct {
 	// (Sec. 3: they are not "survivable"), and the receiver still names the
 	// ones it saw itself. 0 or 1 ships every held flow.
 	ShipMinPackets uint64
+	// FlowsGrow starts the flow table small (room for a few thousand
+	// flows) instead of at MaxFlows: it then grows only when the owner
+	// calls ReserveFlows between intervals (never on the hot path), so
+	// memory follows the flows observed. Flows that find no room in the
+	// meantime are refused and counted.
+	FlowsGrow bool
 }
 
 // Errors of the LDS wrap the package's sentinels, so callers test them
@@ -174,6 +180,9 @@ func NewLDS(cfg LDSConfig) (*LDS, error) {
 		l.flows, err = NewFlowTable(cfg.MaxFlows, cfg.HoldRate)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.FlowsGrow {
+			l.flows.alloc(min(cfg.MaxFlows, flowTableStart))
 		}
 	}
 	return l, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // ldsMagic and ldsVersion open every encoded LDS.
@@ -39,13 +40,25 @@ const (
 //
 // A cell with count 0 is empty (Add never leaves sum or digest set without
 // count). Nothing may follow the last field.
-func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
+func (l *LDS) AppendBinary(b []byte) ([]byte, error) { return l.AppendBinaryLimited(b, l.rows, -1) }
+
+// AppendBinaryLimited appends the encoding of l restricted to its first
+// rows rows (1..Rows; the decoder sees an LDS of that many rows, which
+// KeepRows gives the receiver's copy too) and to the named largest flows
+// (by packets; ties by flow hash) of those the flow table holds, −1 for
+// all: the others count as missed. This is how a control budget trims the
+// LDS: fewer rows sample each flow fewer times; fewer flows named leaves
+// the smallest ones to the receiver's own flow table.
+func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
+	if rows < 1 || rows > l.rows {
+		return b, fmt.Errorf("%w: LDS of %d rows cannot ship %d", ErrBadConfig, l.rows, rows)
+	}
 	b = append(b, ldsMagic...)
 	b = append(b, ldsVersion)
-	b = binary.AppendUvarint(b, uint64(l.rows))
+	b = binary.AppendUvarint(b, uint64(rows))
 	b = binary.AppendUvarint(b, l.cols)
 	b = binary.AppendUvarint(b, l.k)
-	for r := 0; r < l.rows; r++ {
+	for r := 0; r < rows; r++ {
 		b = binary.AppendUvarint(b, l.thr[r])
 	}
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(l.cfg.Alpha))
@@ -61,7 +74,7 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendUvarint(b, l.packets)
 	base := l.lastTs
 	b = binary.LittleEndian.AppendUint64(b, base)
-	for i := range l.cells {
+	for i := range l.cells[:uint64(rows)*l.cols] {
 		c := &l.cells[i]
 		b = binary.AppendUvarint(b, c.count)
 		if c.count == 0 {
@@ -83,6 +96,17 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) {
 				missed += e.Packets
 			}
 		}
+	}
+	if named >= 0 && named < len(entries) {
+		sort.Slice(entries, func(i, j int) bool {
+			a, b := &entries[i], &entries[j]
+			return a.Packets > b.Packets || a.Packets == b.Packets && a.FlowHash < b.FlowHash
+		})
+		for _, e := range entries[named:] {
+			missed += e.Packets
+		}
+		entries = entries[:named]
+		sort.Slice(entries, func(i, j int) bool { return entries[i].FlowHash < entries[j].FlowHash })
 	}
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i := range entries {
@@ -284,5 +308,36 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 		return fmt.Errorf("%w: %d trailing bytes", errLDSBadEncoding, len(r.b))
 	}
 	*l = *nl
+	return nil
+}
+
+// Rows is R, the number of rows l has now.
+func (l *LDS) Rows() int { return l.rows }
+
+// NamedFlows is how many flows l's flow table holds (0 without one).
+func (l *LDS) NamedFlows() int {
+	if l.flows == nil {
+		return 0
+	}
+	return l.flows.used
+}
+
+// KeepRows restricts l to its first n rows (1 ≤ n ≤ Rows), in place: the
+// receiver's counterpart of a sender's AppendBinaryLimited with n rows,
+// so both copies have the same shape. Each row is an independent hash of
+// the flows, so the first n rows are an LDS of n rows.
+func (l *LDS) KeepRows(n int) error {
+	if n < 1 || n > l.rows {
+		return fmt.Errorf("%w: LDS of %d rows cannot keep %d", ErrBadConfig, l.rows, n)
+	}
+	for r := n; r < l.rows; r++ {
+		l.thr[r] = 0
+	}
+	l.cells = l.cells[:uint64(n)*l.cols]
+	l.rows = n
+	l.cfg.Rows = n
+	if l.cfg.RowRates != nil {
+		l.cfg.RowRates = l.cfg.RowRates[:n]
+	}
 	return nil
 }

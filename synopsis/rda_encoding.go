@@ -1,6 +1,10 @@
 package synopsis
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+)
 
 // RDA encoding, version 2: the cells, exactly (a decoded RDA subtracts,
 // merges and re-encodes like the original), but not the timestamp cache,
@@ -119,4 +123,60 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 	}
 	r.setIndexing()
 	return nil
+}
+
+// Fold returns r with m cells per bank: r's cells per bank must be m·2^j
+// (j ≥ 0), and cells f·i … f·i+f−1 (f = 2^j) of each bank merge into cell
+// i. Cells are chosen by fastrange, ⌊x·m/2^w⌋, and ⌊⌊x·fm/2^w⌋/f⌋ =
+// ⌊x·m/2^w⌋, so every packet lands in the cell an RDA built with m cells
+// would have chosen: the folded RDA subtracts, peels and estimates like
+// one. A sender folds its RDA to fit a control budget and the receiver
+// folds its own copy to the size the encoding announces. The result
+// shares r's timestamp cache (read-only use). It fails when m does not
+// divide r's cells by a power of two, or when the smaller shape would pick
+// cells another way (setIndexing).
+func (r *RDA) Fold(m int) (*RDA, error) {
+	if m < 2 || uint64(m) > r.m || r.m%uint64(m) != 0 || (r.m/uint64(m))&(r.m/uint64(m)-1) != 0 {
+		return nil, fmt.Errorf("%w: RDA of %d cells per bank cannot fold to %d", ErrBadConfig, r.m, m)
+	}
+	if uint64(m) == r.m {
+		return r, nil
+	}
+	g := &RDA{m: uint64(m), k: r.k, base: r.base, cache: r.cache, remoteLevel: r.remoteLevel, hasRemote: r.hasRemote, cfg: r.cfg}
+	g.cfg.Cells = m
+	g.setIndexing()
+	if g.chunk != r.chunk {
+		return nil, fmt.Errorf("%w: RDA of %d cells per bank picks cells unlike one of %d: cannot fold", ErrBadConfig, r.m, m)
+	}
+	g.cells = make([]rdaCell, r.k*m)
+	shift := uint(bits.TrailingZeros64(r.m / uint64(m)))
+	for b := 0; b < r.k; b++ {
+		src, dst := r.cells[b*int(r.m):(b+1)*int(r.m)], g.cells[b*m:(b+1)*m]
+		for i := range src {
+			c, d := &src[i], &dst[i>>shift]
+			d.id ^= c.id
+			d.chk ^= c.chk
+			d.n += c.n
+			d.ts += c.ts
+		}
+	}
+	return g, nil
+}
+
+// FoldTo is the largest cells-per-bank m ≤ limit that r folds to (r's
+// cells halved while even and the indexing stays the same), or 0 if none.
+func (r *RDA) FoldTo(limit int) int {
+	m := r.m
+	for m > uint64(limit) {
+		if m%2 != 0 || m/2 < 2 {
+			return 0
+		}
+		m /= 2
+	}
+	g := &RDA{m: m, k: r.k}
+	g.setIndexing()
+	if g.chunk != r.chunk {
+		return 0
+	}
+	return int(m)
 }

@@ -52,6 +52,8 @@ type TSCache struct {
 	zero    uint64 // timestamp of h == 0
 	offered uint64 // Insert calls this interval
 	dups    uint64
+	// maxSlots is the budget's slot count, the ceiling of Reserve.
+	maxSlots int
 	// partial: built from a timestamp reply (InsertReply), not from every
 	// packet of the interval, so a miss means "not asked for", not "not
 	// seen".
@@ -68,9 +70,41 @@ func NewTSCache(budget int) (*TSCache, error) {
 	for slots*2*tsEntryBytes <= budget && slots < 1<<40 {
 		slots *= 2
 	}
-	c := &TSCache{}
+	c := &TSCache{maxSlots: slots}
 	c.alloc(slots)
 	return c, nil
+}
+
+// tsCacheStartSlots is the room a cache that follows the traffic starts
+// with (64 KiB).
+const tsCacheStartSlots = 1 << 12
+
+// Reserve sizes the slots for the next interval: room for twice packets
+// (this interval's Offered, say) within the budget, never less than
+// tsCacheStartSlots, so memory follows the traffic instead of the budget
+// (16 MiB by default, for 786 432 packets). It empties the cache and
+// allocates, so it is for the control side between intervals, on an idle
+// copy, never for the hot path.
+func (c *TSCache) Reserve(packets uint64) {
+	want := uint64(tsCacheStartSlots)
+	for want < 2*packets*tsMaxLoadDen/tsMaxLoadNum && want < uint64(c.maxSlots) {
+		want *= 2
+	}
+	want = min(want, uint64(max(c.maxSlots, 1)))
+	if int(want) != len(c.slots) {
+		c.alloc(int(want))
+	}
+	c.Reset()
+}
+
+// ReserveCache sizes r's timestamp cache for the next interval from the
+// packets this one offered it (TSCache.Reserve); the first call from an
+// appliance, before any traffic, shrinks it to its starting room. No-op
+// without a cache.
+func (r *RDA) ReserveCache() {
+	if r.cache != nil {
+		r.cache.Reserve(r.cache.offered)
+	}
 }
 
 func (c *TSCache) alloc(slots int) {

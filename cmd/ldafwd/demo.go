@@ -9,11 +9,10 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
-	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
-	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -26,6 +25,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	var (
 		out                outputFlags
 		lda                ldaFlags
+		extra              extraSynopsisFlags
+		budget             controlBudget
 		duration, interval time.Duration
 		delaySpec          string
 		lossSpec           string
@@ -59,6 +60,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
 	lda.register(fs)
+	extra.registerSizing(fs)
+	budget.register(fs)
 	out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, errHelp) {
@@ -114,19 +117,23 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if copies < 1 || copies > 4 {
 		return fmt.Errorf("demo: --control-copies %d: 1..4", copies)
 	}
-	syn := dataplane.SynConfig{LDA: ldaCfg}
-	if kinds["rda"] {
-		c := synopsis.DefaultRDAConfig()
-		syn.RDA = &c
+	if err := budget.parse(); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
-	if kinds["lds"] {
-		// Two cells per flow: with one, a single lost packet spoils the
-		// flow's cell in every row (LDS paper Sec. 2.3.3).
-		c, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: max(flows, 1), CellsPerFlow: 2, MaxFlows: 4 * max(flows, 1)})
-		if err != nil {
-			return fmt.Errorf("demo: LDS for %d flows: %w", flows, err)
-		}
-		syn.LDS = &c
+	changed := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
+	// The demo knows its traffic: unless told otherwise it dimensions the
+	// LDS for --flows, with two cells per flow (with one, a single lost
+	// packet spoils the flow's cell in every row, LDS paper Sec. 2.3.3).
+	if !changed["lds-flows"] {
+		extra.ldsFlows = max(flows, 1)
+	}
+	if !changed["lds-cells-per-flow"] {
+		extra.ldsK = 2
+	}
+	syn, err := extra.synConfig(kinds, changed, ldaCfg)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	key, err := demoKey()
 	if err != nil {
@@ -152,6 +159,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
+		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		Reports: func(r *report.Interval) {
 			w.Write(r)
 			if table {

@@ -49,6 +49,10 @@ func runRun(args []string) error {
 type runOptions struct {
 	out           outputFlags
 	lda           ldaFlags
+	extra         extraSynopsisFlags
+	synopses      string
+	top           int
+	budget        controlBudget
 	portA, portB  string
 	segment       string
 	interval      time.Duration
@@ -95,7 +99,11 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 10ms; both ends must agree)")
 	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
+	fs.StringVar(&o.synopses, "synopsis", "lda", "synopses the appliance records and ships: lda, rda, lds, all, or a list (the LDA is always on; both ends must name the same)")
 	o.lda.register(fs)
+	o.extra.registerSizing(fs)
+	fs.IntVar(&o.top, "top", 10, "LDS: flows reported per interval, largest first")
+	o.budget.register(fs)
 	fs.DurationVar(&o.maxDelay, "max-delay", time.Duration(def.MaxDelayNs), "largest one-way delay (clock offset included) the compact synopsis encoding must carry")
 	fs.DurationVar(&o.minDelay, "min-delay", time.Duration(def.MinDelayNs), "smallest one-way delay (may be negative: receiver clock behind the sender's)")
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
@@ -287,7 +295,21 @@ func (o *runOptions) validate() error {
 	if o.cl, err = classifier.NewClassifier(rules); err != nil {
 		return fmt.Errorf("--mec: %w", err)
 	}
-	if o.syn.LDA, err = o.lda.config(); err != nil {
+	lda, err := o.lda.config()
+	if err != nil {
+		return err
+	}
+	kinds, err := parseSynopsisList(o.synopses)
+	if err != nil {
+		return err
+	}
+	if o.syn, err = o.extra.synConfig(kinds, o.changed, lda); err != nil {
+		return err
+	}
+	if o.top < 1 {
+		return fmt.Errorf("--top %d: must be ≥ 1", o.top)
+	}
+	if err := o.budget.parse(); err != nil {
 		return err
 	}
 	o.bnds = synopsis.DefaultCompactBounds()
@@ -415,7 +437,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	a, err := appliance.New(appliance.Config{
 		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
-		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies,
+		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
+		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit,
 	})
 	if err != nil {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/spf13/pflag"
 )
@@ -21,7 +24,17 @@ type extraSynopsisFlags struct {
 	top                int
 }
 
+// register defines the sizing flags and --top (analyze's meaning).
 func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
+	e.registerSizing(fs)
+	fs.IntVar(&e.top, "top", 0, "LDS: report only the N largest flows per interval (0: every named flow)")
+}
+
+// registerSizing defines the RDA and LDS sizing flags. analyze, run and
+// demo all call it, so the flags have one name, default and help
+// everywhere; run and demo define their own --top (a live appliance
+// reports a bounded number of flows).
+func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.rdaBanks, "rda-banks", 0, "RDA banks k (default 3)")
 	fs.IntVar(&e.rdaCells, "rda-cells", 0, "RDA cells per bank m (default 2048: decodes a set difference of ~4300 packets)")
 	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per side, bytes (0: no repair; default 16 MiB)")
@@ -30,7 +43,6 @@ func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows)")
 	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss)")
 	fs.IntVar(&e.ldsMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
-	fs.IntVar(&e.top, "top", 0, "LDS: report only the N largest flows per interval (0: every named flow)")
 }
 
 func (e *extraSynopsisFlags) rdaConfig() (synopsis.RDAConfig, error) {
@@ -61,8 +73,10 @@ func (e *extraSynopsisFlags) ldsConfig() (synopsis.LDSConfig, error) {
 	if e.ldsFlows < 1 {
 		return synopsis.LDSConfig{}, fmt.Errorf("--lds-flows %d: must be ≥ 1", e.ldsFlows)
 	}
+	// The flow table names up to 4× the expected flows, at most the
+	// table's limit (memory follows the flows observed in the appliance).
 	cfg, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: e.ldsFlows, CellsPerFlow: e.ldsK,
-		MaxLossesPerFlow: e.ldsMaxLoss, MaxFlows: 4 * e.ldsFlows})
+		MaxLossesPerFlow: e.ldsMaxLoss, MaxFlows: min(4*e.ldsFlows, synopsis.MaxFlowTable)})
 	if err != nil {
 		return cfg, fmt.Errorf("LDS configuration: %w", err)
 	}
@@ -89,4 +103,88 @@ func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Cla
 		out = append(out, analyze.LDSFactory{Config: cfg, Classifier: cl, Top: e.top})
 	}
 	return out, nil
+}
+
+// rdaFlagNames and ldsFlagNames are the sizing flags of each synopsis: a
+// live appliance refuses them when their synopsis is off rather than
+// ignore them.
+var (
+	rdaFlagNames = []string{"rda-banks", "rda-cells", "rda-cache", "rda-expected-packets", "rda-problem-rate"}
+	ldsFlagNames = []string{"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow"}
+)
+
+// synConfig is the appliance's synopsis configuration for the synopses in
+// kinds (the LDA is always on). changed holds the flags the user set.
+func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synopsis.LDAConfig) (dataplane.SynConfig, error) {
+	syn := dataplane.SynConfig{LDA: lda}
+	for i, names := range [][]string{rdaFlagNames, ldsFlagNames} {
+		kind := []string{"rda", "lds"}[i]
+		if kinds[kind] {
+			continue
+		}
+		for _, n := range names {
+			if changed[n] {
+				return syn, fmt.Errorf("--%s sizes the %s, which --synopsis leaves off", n, strings.ToUpper(kind))
+			}
+		}
+	}
+	if kinds["rda"] {
+		c, err := e.rdaConfig()
+		if err != nil {
+			return syn, err
+		}
+		syn.RDA = &c
+	}
+	if kinds["lds"] {
+		c, err := e.ldsConfig()
+		if err != nil {
+			return syn, err
+		}
+		syn.LDS = &c
+	}
+	return syn, nil
+}
+
+// controlBudget is --control-budget: "N%" of each interval's data bytes,
+// a number of bytes per interval (k, M suffixes: ×1000, ×10^6), or "off".
+type controlBudget struct {
+	spec     string
+	fraction float64
+	bytes    int
+}
+
+const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes, a byte count (k, M suffixes), or off. The LDA always goes; the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
+
+func (b *controlBudget) register(fs *pflag.FlagSet) {
+	fs.StringVar(&b.spec, "control-budget", "1%", controlBudgetHelp)
+}
+
+func (b *controlBudget) parse() error {
+	s := strings.TrimSpace(b.spec)
+	bad := fmt.Errorf("--control-budget %q: want N%% (e.g. 1%%), a byte count (e.g. 64k) or off", b.spec)
+	b.fraction, b.bytes = 0, 0
+	switch {
+	case s == "off":
+		return nil
+	case strings.HasSuffix(s, "%"):
+		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || !(f > 0 && f <= 100) {
+			return bad
+		}
+		b.fraction = f / 100
+		return nil
+	}
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1_000_000, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1<<30/mult {
+		return bad
+	}
+	b.bytes = n * mult
+	return nil
 }

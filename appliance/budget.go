@@ -1,0 +1,260 @@
+package appliance
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// The control budget bounds what one interval's synopses cost on the
+// wire, all copies counted: Config.BudgetBytes, or Config.BudgetFraction
+// of the data bytes the sender recorded in the interval. The LDA is the
+// floor: it always goes, whatever it costs. What is left is spent, per
+// copy, in this order, each step only when the previous one does not fit:
+//
+//  1. the RDA of each class gets its share (half of what is left when the
+//     LDS is on, split between the classes) and is folded to the largest
+//     size that fits — fewer cells decode a smaller set difference (lost
+//     plus reordered packets); below rdaMinCells per bank it is left out;
+//  2. the LDS gets the rest: first it names fewer flows (the smallest go:
+//     the receiver still names every flow it saw itself, so only the names
+//     of flows that lost every packet are at stake), then it ships fewer
+//     rows (each flow sampled by fewer hash rows: more collisions), and if
+//     one row without names does not fit it is left out.
+//
+// A synopsis left out or cut is reported as such — an invalid line whose
+// reason names the budget, or a "config" that states the shape shipped —
+// never silently: the interval itself is not lost.
+
+// rdaMinCells is the fewest cells per bank an RDA is folded to: fewer
+// decode a handful of problem packets at most.
+const rdaMinCells = 16
+
+// budgetFor is the control budget of an interval that carried dataBytes
+// of data, all copies; 0 means none.
+func (c *controller) budgetFor(dataBytes uint64) uint64 {
+	cfg := &c.a.cfg
+	switch {
+	case cfg.BudgetBytes > 0:
+		return uint64(cfg.BudgetBytes)
+	case cfg.BudgetFraction > 0:
+		return uint64(math.Ceil(cfg.BudgetFraction * float64(dataBytes)))
+	}
+	return 0
+}
+
+// wireOf is what a payload of n bytes costs on the wire, one copy.
+func (c *controller) wireOf(n int) int {
+	fs := c.a.sender.FragmentSize()
+	return n + max(1, (n+fs-1)/fs)*control.Overhead
+}
+
+// shipped says what the budget let through of one interval, for the
+// sender's log.
+type shipped struct {
+	rdaCells       int // cells per bank of the RDA shipped (0: none or left out)
+	ldsRows, named int
+	omitted        []string
+}
+
+// ship encodes one sender copy within the control budget and queues its
+// control frames, ControlCopies times.
+func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
+	a := c.a
+	var flags uint64
+	if set.Merged {
+		flags |= payloadMerged
+	}
+	if c.first {
+		flags |= payloadPartial
+		c.first = false
+	}
+	stamp := uint64(0)
+	if set.Frames > 0 {
+		stamp = (set.StampErrNs + set.Frames - 1) / set.Frames
+	}
+	copies := a.cfg.ControlCopies
+	budget := c.budgetFor(set.Bytes)
+	hdr := func(frames, fl uint64) []byte {
+		return appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: frames, Flags: fl, Budget: budget})
+	}
+	parts := make([]control.Part, 0, 2*len(set.LDA)+1)
+	hdrLens := make([]int, 0, cap(parts))
+	add := func(m int, kind control.Kind, p []byte, hdrLen int) {
+		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: kind}, Payload: p})
+		hdrLens = append(hdrLens, hdrLen)
+	}
+	fail := func(what string, err error) {
+		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
+	}
+	for m, l := range set.LDA {
+		p := hdr(l.Count(), flags)
+		n := len(p)
+		p, err := l.AppendCompact(p, a.cfg.Bounds)
+		if err != nil {
+			fail("LDA", err)
+			return
+		}
+		add(m, control.KindLDA, p, n)
+	}
+	// left is what one copy may still spend after the LDA, the Hello and
+	// the End marker.
+	left := math.MaxInt
+	if budget > 0 {
+		sizes := make([]int, len(parts))
+		for i := range parts {
+			sizes[i] = len(parts[i].Payload)
+		}
+		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
+	}
+	var got shipped
+	if set.RDA != nil {
+		share := left
+		if set.LDS != nil && left != math.MaxInt {
+			share = left / 2
+		}
+		if share != math.MaxInt {
+			share /= len(set.RDA)
+		}
+		for m, r := range set.RDA {
+			p, cells := c.encodeRDA(r, hdr(uint64(r.Count()), flags), share)
+			if cells == 0 {
+				p = hdr(uint64(r.Count()), flags|payloadOmitted)
+				got.omitted = append(got.omitted, "rda/"+a.cfg.Classifier.Names()[m])
+			}
+			got.rdaCells = cells
+			add(m, control.KindRDA, p, len(hdr(uint64(r.Count()), flags)))
+			if left != math.MaxInt {
+				left -= c.wireOf(len(p))
+			}
+		}
+	}
+	if set.LDS != nil {
+		h := hdr(set.LDS.Packets(), flags)
+		p, rows, named, err := c.encodeLDS(set.LDS, h, left)
+		if err != nil {
+			fail("LDS", err)
+			return
+		}
+		if rows == 0 {
+			p = hdr(set.LDS.Packets(), flags|payloadOmitted)
+			got.omitted = append(got.omitted, "lds")
+		}
+		got.ldsRows, got.named = rows, named
+		add(0, control.KindLDS, p, len(h))
+	}
+	// Every copy costs the same: count them all into the payloads (fixed
+	// width, so the sizes do not change).
+	sizes := make([]int, len(parts))
+	frames := 2 // Hello, End marker
+	fs := a.sender.FragmentSize()
+	for i := range parts {
+		sizes[i] = len(parts[i].Payload)
+		frames += max(1, (sizes[i]+fs-1)/fs)
+	}
+	total := copies * a.sender.IntervalBytes(1, sizes...)
+	for i := range parts {
+		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(copies*frames))
+	}
+	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
+		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
+			Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_named", got.named).
+			Strs("left_out", got.omitted).Msg("control budget")
+	}
+	// ControlCopies sends the whole interval (Hello and fragments) more
+	// than once, each copy with fresh sequence numbers: the receiver keeps
+	// the first of every fragment and counts the rest as duplicates, so an
+	// interval fails only if every copy of some fragment is lost.
+	for copyN := 0; copyN < copies; copyN++ {
+		frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
+		if err != nil {
+			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
+			return
+		}
+		c.bufs = frames[:cap(frames)]
+		for _, f := range frames {
+			// The lane copies each frame into a port buffer when it sends
+			// it; until then the frame must not change, so it gets its own.
+			c.pending = append(c.pending, append([]byte(nil), f...))
+		}
+	}
+	c.shipped.Store(set.LastK)
+}
+
+// encodeRDA appends r to prefix folded to fit share wire bytes (no limit
+// when share is math.MaxInt); it returns the payload and the cells per
+// bank shipped, 0 when even rdaMinCells per bank do not fit.
+func (c *controller) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byte, int) {
+	cells := r.Cells()
+	for {
+		f, err := r.Fold(cells)
+		if err != nil {
+			return nil, 0
+		}
+		q, _ := f.AppendBinary(prefix[:len(prefix):len(prefix)])
+		w := c.wireOf(len(q))
+		if share == math.MaxInt || w <= share {
+			return q, cells
+		}
+		// Cells cost about the same each: aim at the size that fits,
+		// at least halving.
+		target := min(cells/2, int(float64(cells)*float64(share)/float64(w)))
+		if target < rdaMinCells {
+			return nil, 0
+		}
+		if cells = r.FoldTo(target); cells < rdaMinCells {
+			return nil, 0
+		}
+	}
+}
+
+// encodeLDS appends l to prefix within left wire bytes: all rows and flow
+// names if they fit, else fewer names, else fewer rows (and as many names
+// as then fit). rows is 0 when one row without names does not fit.
+func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte, rows, named int, err error) {
+	prefix = prefix[:len(prefix):len(prefix)]
+	all := l.NamedFlows()
+	enc := func(rows, named int) ([]byte, bool, error) {
+		q, err := l.AppendBinaryLimited(prefix, rows, named)
+		return q, left == math.MaxInt || c.wireOf(len(q)) <= left, err
+	}
+	q, ok, err := enc(l.Rows(), all)
+	if ok || err != nil {
+		return q, l.Rows(), all, err
+	}
+	for rows = l.Rows(); rows >= 1; rows-- {
+		base, ok, err := enc(rows, 0)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if !ok {
+			continue
+		}
+		// The most names that fit: entries cost about the same each.
+		full, _, err := enc(rows, all)
+		if err != nil || all == 0 {
+			return base, rows, 0, err
+		}
+		per := float64(len(full)-len(base)) / float64(all)
+		named = min(all, int(float64(left-c.wireOf(len(base)))/(per*(1+float64(control.Overhead)/float64(c.a.sender.FragmentSize())))))
+		for ; named > 0; named = named * 9 / 10 {
+			q, ok, err := enc(rows, named)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			if ok {
+				return q, rows, named, nil
+			}
+		}
+		return base, rows, 0, nil
+	}
+	return nil, 0, 0, nil
+}
+
+// budgetReason is the reason of a line whose synopsis the budget left out.
+func budgetReason(what string, h payloadHeader) string {
+	return fmt.Sprintf("%s left out by the control budget (%d bytes for this interval, all copies, after the LDA): raise --control-budget", what, h.Budget)
+}

@@ -1,0 +1,114 @@
+package appliance_test
+
+import (
+	"encoding/binary"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// countPort counts, per interval, the control bytes the sender appliance
+// puts on the segment: the independent truth for control_bytes.
+type countPort struct {
+	dataplane.Port
+	mu    sync.Mutex
+	bytes map[uint64]int
+	f     control.Frame
+}
+
+func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
+	n := p.Port.TxBurst(pkts)
+	p.mu.Lock()
+	for _, q := range pkts[:n] {
+		if len(q.Data) >= 14 && binary.BigEndian.Uint16(q.Data[12:]) == control.EtherType && control.ParseFrame(q.Data, &p.f) == nil {
+			p.bytes[p.f.Interval] += len(q.Data)
+		}
+	}
+	p.mu.Unlock()
+	return n
+}
+
+// TestControlBudget: with all synopses and a budget of 1 % of the data,
+// control_bytes is what the sender really put on the segment, every copy
+// counted; it stays within the budget; the LDA and the (folded) RDA stay
+// valid and exact; what the budget leaves out is an invalid line that
+// says so.
+func TestControlBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("RDA and LDS estimation under -race overrun the intervals")
+	}
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	rda := synopsis.DefaultRDAConfig()
+	lds, err := synopsis.DimensionLDS(synopsis.LDSDimensioning{ExpectedFlows: 2000, CellsPerFlow: 2, MaxFlows: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &countPort{bytes: map[uint64]int{}}
+	var mu sync.Mutex
+	var lines []report.Interval
+	_, err = appliance.RunDemo(appliance.DemoConfig{
+		Duration: 2500 * time.Millisecond, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 20_000, Seed: 3,
+		Flows: 2000, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
+		ControlCopies: 2, BudgetFraction: 0.01, TopFlows: 5,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { cp.Port = p; return cp },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, rdaValid := 0, 0
+	for _, r := range lines {
+		if r.Sent == 0 || r.Synopsis == "lds" && r.Valid {
+			continue
+		}
+		switch r.Synopsis {
+		case "lda":
+			if !r.Valid {
+				t.Errorf("lda interval %d invalid: %s", r.Interval, r.Reason)
+				continue
+			}
+			cp.mu.Lock()
+			wire := cp.bytes[uint64(r.Interval)]
+			cp.mu.Unlock()
+			data := float64(r.Sent) * 128
+			if r.ControlBytes != wire {
+				t.Errorf("interval %d: control_bytes %d, the segment carried %d", r.Interval, r.ControlBytes, wire)
+			}
+			if float64(wire) > 0.01*data {
+				t.Errorf("interval %d: %d control bytes for %.0f data bytes: over the 1%% budget", r.Interval, wire, data)
+			}
+			checked++
+		case "rda":
+			if r.Valid {
+				rdaValid++
+				if r.TrueLost == nil || r.Lost != *r.TrueLost {
+					t.Errorf("rda interval %d: lost %d, truth %v", r.Interval, r.Lost, r.TrueLost)
+				}
+				if !strings.Contains(r.Config, "rda-shipped=3x") || strings.Contains(r.Config, "rda-shipped=3x2048") {
+					t.Errorf("rda interval %d: config %q: want the folded shape", r.Interval, r.Config)
+				}
+			}
+		case "lds":
+			if !strings.Contains(r.Reason, "control budget") {
+				t.Errorf("lds interval %d invalid for another reason: %s", r.Interval, r.Reason)
+			}
+		}
+	}
+	if checked < 3 || rdaValid < 3 {
+		t.Errorf("%d lda intervals checked, %d valid rda lines", checked, rdaValid)
+	}
+}
