@@ -57,6 +57,11 @@ type LaneConfig struct {
 	EndCopies int
 	Inject    *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
 	Pace      int                // control frames injected per poll; default 4
+	// Guard recognises authentic control frames of this appliance pair
+	// arriving from upstream: they are dropped (ControlBlocked), never put
+	// on the segment, where the peer would take a replay for our own.
+	// Other frames of the control EtherType are users' and forwarded.
+	Guard *control.ControlCheck
 
 	// Receiver role.
 	ToControl *FrameQueue        // stripped control frames, for the control side
@@ -73,11 +78,12 @@ type LaneStats struct {
 	Malformed          atomic.Uint64 // frames with truncated/malformed headers (forwarded, measured as far as parsed)
 	ControlStripped    atomic.Uint64 // receiver: control frames taken off the wire
 	ControlQueueFull   atomic.Uint64 // receiver: stripped frames the control side had no room for
-	ControlPassed      atomic.Uint64 // sender: control frames of others forwarded unrecorded
+	ControlPassed      atomic.Uint64 // frames of the control EtherType that are not ours (a user's), forwarded unrecorded
+	ControlBlocked     atomic.Uint64 // sender: authentic control frames arriving from upstream (a replay), dropped
 	EndsSent           atomic.Uint64
 	EndsFailed         atomic.Uint64 // End markers the tx port refused (the receiver sees a lost End)
 	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
-	EndsIgnored        atomic.Uint64 // receiver: End markers rejected (bad tag, old interval, other direction)
+	EndsIgnored        atomic.Uint64 // receiver: authentic End markers not flipped on (old interval, duplicate, session not live)
 	Injected           atomic.Uint64 // sender: control frames sent for the control side
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
@@ -353,7 +359,7 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	rec := l.txRec[t : t+n]
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
-	var passed uint64
+	var passed, blocked uint64
 	level := l.parse
 	for i := range metas {
 		m := &metas[i]
@@ -364,11 +370,17 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 				malformed++
 			}
 			if f&classifier.FlagControl != 0 {
-				// A control frame of someone else's is traffic we forward
-				// but never record: the peer strips every control frame,
-				// so recording it would count as loss.
+				// A frame of the control EtherType is forwarded but never
+				// recorded (the peer records none either: it strips ours
+				// and forwards the rest unrecorded) — unless it is one of
+				// ours, which must not reach the segment at all.
 				rec[i] = false
-				passed++
+				if l.cfg.Guard != nil && l.cfg.Guard.Ours(pkts[i].Data) {
+					pkts[i] = nil
+					blocked++
+				} else {
+					passed++
+				}
 				continue
 			}
 		}
@@ -376,11 +388,33 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 			mecs[i] = cl.Classify(m)
 		}
 	}
+	if blocked > 0 {
+		n = l.dropBlocked(rx, t, n)
+		l.Stats.ControlBlocked.Add(blocked)
+	}
 	l.txN = t + n
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
 	}
 	return malformed
+}
+
+// dropBlocked removes the tx buffer slots [t, t+n) that receiveSender set
+// to nil (blocked control frames), keeping the order of the rest, and
+// frees their packets (rx, in slot order) at the end of the poll. It
+// returns the number of slots kept.
+func (l *Lane) dropBlocked(rx []*Packet, t, n int) int {
+	j := t
+	for i := t; i < t+n; i++ {
+		if l.txPkts[i] == nil {
+			l.free = append(l.free, rx[i-t])
+			continue
+		}
+		l.txPkts[j], l.txMeta[j], l.txMec[j], l.txRec[j] = l.txPkts[i], l.txMeta[i], l.txMec[i], l.txRec[i]
+		j++
+	}
+	clear(l.txPkts[j : t+n])
+	return j - t
 }
 
 // receiveReceiver records the burst with its receive timestamps, strips
@@ -391,16 +425,25 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
 	level := l.parse
+	var passed uint64
 	for _, p := range rx {
 		classifier.ParseLevel(p.Data, m, level)
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 			malformed++
 		}
 		if m.Flags&classifier.FlagControl != 0 {
-			if l.controlFrame(p, p.TS) {
+			flipped, ours := l.controlFrame(p)
+			if flipped {
 				set = l.cfg.Buffer.Active() // flipped at this frame's position
 			}
-			l.free = append(l.free, p)
+			if ours {
+				l.free = append(l.free, p)
+			} else {
+				// A user's frame of the control EtherType: forwarded,
+				// unrecorded like at the sender.
+				passed++
+				l.queue(p, false, false)
+			}
 			continue
 		}
 		mec := uint16(0)
@@ -410,7 +453,10 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		set.Record(m, mec, p.TS)
 		l.queue(p, false, false)
 	}
-	l.Stats.Recorded.Add(uint64(len(rx) - len(l.free)))
+	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - passed)
+	if passed > 0 {
+		l.Stats.ControlPassed.Add(passed)
+	}
 	return malformed
 }
 
@@ -605,23 +651,29 @@ func (l *Lane) inject() bool {
 	return sent
 }
 
-// controlFrame handles a control frame arriving on the segment port: it is
-// handed to the control side, and an authentic End marker for a newer
-// interval flips the synopses right here, between the frames before it
-// and the frames after it. It reports whether it flipped.
-func (l *Lane) controlFrame(p *Packet, now uint64) bool {
+// controlFrame handles a frame of the control EtherType arriving on the
+// segment port. Only an authentic one is ours: it is taken off the wire
+// and handed to the control side, and an End marker of the live session
+// for a newer interval flips the synopses right here, between the frames
+// before it and the frames after it. Anything else is a user's frame and
+// goes on. It reports whether it flipped and whether the frame was ours.
+func (l *Lane) controlFrame(p *Packet) (flipped, ours bool) {
+	k, _, st := l.cfg.EndReader.Read(p.Data, int64(p.TS))
+	if st == control.EndForeign {
+		return false, false
+	}
 	l.Stats.ControlStripped.Add(1)
 	if l.cfg.ToControl != nil && !l.cfg.ToControl.Put(p.Data, p.TS) {
 		l.Stats.ControlQueueFull.Add(1)
 	}
-	k, _, st := l.cfg.EndReader.Read(p.Data)
 	switch st {
 	case control.EndNotMarker:
-		return false
-	case control.EndForged, control.EndStale:
-		// Forged, replayed or duplicated: never flip on it.
+		return false, true
+	case control.EndStale:
+		// Replayed, duplicated or of a session that is not live: never
+		// flip on it.
 		l.Stats.EndsIgnored.Add(1)
-		return false
+		return false, true
 	}
 	l.Stats.EndsSeen.Add(1)
 	if l.curK == 0 || k != l.curK+1 {
@@ -634,9 +686,9 @@ func (l *Lane) controlFrame(p *Packet, now uint64) bool {
 	l.curK = k
 	if l.cfg.Buffer.Flip(k, p.TS) {
 		l.Stats.Flips.Add(1)
-		return true
+		return true, true
 	}
-	return false
+	return false, true
 }
 
 // Drain transmits whatever the tx buffer holds (used at stop).
