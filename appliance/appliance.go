@@ -61,6 +61,10 @@ type Config struct {
 	// PairTimeout is how long a receiver copy waits for the sender's
 	// synopses before the interval is reported invalid; 0: interval + 2 s.
 	PairTimeout time.Duration
+	// MaxClockSkew bounds how far the signed time of the frame that starts
+	// a peer's session may lie from our clock (docs/protocol.md, threat
+	// model); 0: control.DefaultMaxClockSkew (1 s).
+	MaxClockSkew time.Duration
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -220,12 +224,21 @@ func New(cfg Config) (*Appliance, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.receiver, err = control.NewReceiver(control.ReceiverConfig{Key: cfg.Key, Insecure: cfg.Insecure, Direction: a.recvDir,
-		ConfigHash: hash, Config: desc, Timeout: cfg.PairTimeout.Nanoseconds()})
+	if cfg.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("appliance: max clock skew %v must be > 0", cfg.MaxClockSkew)
+	}
+	rcfg := control.ReceiverConfig{Key: cfg.Key, Insecure: cfg.Insecure, Direction: a.recvDir,
+		ConfigHash: hash, Config: desc, Timeout: cfg.PairTimeout.Nanoseconds(), MaxClockSkew: cfg.MaxClockSkew.Nanoseconds()}
+	if a.receiver, err = control.NewReceiver(rcfg); err != nil {
+		return nil, err
+	}
+	// The worker's End check follows the same session rule on the same
+	// frames and receive times as the receiver.
+	endr, err := control.NewEndReaderConfig(rcfg)
 	if err != nil {
 		return nil, err
 	}
-	endr, err := control.NewEndReader(cfg.Key, cfg.Insecure, a.recvDir)
+	guard, err := control.NewControlCheck(cfg.Key, cfg.Insecure)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +249,7 @@ func New(cfg Config) (*Appliance, error) {
 		return nil, err
 	}
 	a.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherPort, Tx: segPort, Role: dataplane.RoleSender, Burst: cfg.Burst,
-		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: a.inject})
+		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: a.inject, Guard: guard})
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +369,8 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
 			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
 			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
-			Uint64("control_passed", s.ControlPassed.Load()).Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+			Uint64("control_passed", s.ControlPassed.Load()+r.ControlPassed.Load()).Uint64("control_blocked", s.ControlBlocked.Load()).
+			Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
 			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
 			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).

@@ -168,11 +168,13 @@ func (c *controller) step(now time.Time) {
 	}
 	// Receiver: control frames the worker stripped.
 	for {
-		f, _, ok := a.toCtl.Get()
+		f, ts, ok := a.toCtl.Get()
 		if !ok {
 			break
 		}
-		a.receiver.Consume(f, int64(nowNs)) // rejects are counted by the Receiver
+		// The frame's receive time, as the worker's End check saw it: both
+		// apply the session rule to the same times.
+		a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
 		a.toCtl.Done()
 	}
 	for {

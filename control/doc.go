@@ -33,8 +33,10 @@
 //
 // A Sender is one session: created at start with a fresh random session id,
 // alive until the process stops. A restart is a new session; the receiver
-// notices the new id, fails the old session's intervals in flight with
-// ReasonSessionRestart, and refuses to return to the last 8 session ids.
+// adopts it only through a fresh, newer signed time (sessionGuard, shared
+// by the Receiver and the worker's EndReader), fails the old session's
+// intervals in flight with ReasonSessionRestart, and refuses to return to
+// the last 8 session ids or to any session that signed nothing later.
 // A Receiver lives as long as the direction it receives. Frames passed to
 // Consume are not retained; IntervalBundle payloads are copies owned by the
 // bundle. A Frame from ParseFrame aliases the parsed buffer.
@@ -59,12 +61,16 @@
 //     intervals; the caller must have been told (--insecure) and warn.
 //   - The tag covers the control header and payload, not the Ethernet
 //     header: MACs and VLAN tags may be rewritten in the segment.
-//   - By default a Receiver that itself restarted accepts any authentic
-//     session id, including a recorded older one, until the live sender's
-//     next frame retires it. ReceiverConfig.MaxClockSkew closes that: a new
-//     session is then adopted only by a Hello stamped within the skew of
-//     the receiver's clock (the clocks are synchronised anyway, DESIGN §1),
-//     at the price of the new session's first interval.
+//   - A session becomes live only through an authentic Hello or End whose
+//     signed time is within ReceiverConfig.MaxClockSkew (default 1 s) of
+//     the receive time and later than anything the live session signed
+//     (docs/protocol.md, threat model). A receiver that has just started
+//     may adopt a session retired less than the skew ago until the live
+//     sender's next End or Hello takes it back.
+//   - Only authentic frames are control. A frame of the control EtherType
+//     that does not authenticate is a user's (EndForeign): the appliance
+//     forwards it; ControlCheck keeps authentic ones arriving from upstream
+//     off the segment.
 //   - Interval numbers come from the sender. An authentic frame with a
 //     far-future interval number makes frames more than 64 intervals
 //     behind it late; only key holders (or anyone, in insecure mode) can

@@ -3,58 +3,126 @@ package control
 // EndStatus is what EndReader.Read says about a frame.
 type EndStatus uint8
 
-// End marker verdicts, for the receiving worker.
+// Verdicts on a frame of the control EtherType, for the receiving worker.
 const (
-	EndNotMarker EndStatus = iota // malformed, not ours, another direction, or not an End
-	EndForged                     // an End whose tag does not verify: never flip on it
-	EndStale                      // authentic, but not newer than the last End of its session (another lane's, a duplicate or a replay)
-	EndNew                        // authentic and newer: flip here
+	// EndForeign: not a control frame of this appliance pair — it does not
+	// parse as one or its tag does not authenticate it under our key (in
+	// insecure mode: it is not an unkeyed control frame). It is a user's
+	// frame: forward it, never consume it.
+	EndForeign EndStatus = iota
+	// EndNotMarker: an authentic control frame that is not an End of our
+	// direction (a Hello, a fragment, another direction's frame): hand it
+	// to the control side, never forward it, never flip on it.
+	EndNotMarker
+	// EndStale: an authentic End that must not flip: another lane's, a
+	// duplicate, a replay, or one of a session that is not live (retired,
+	// older than the live one, or not fresh).
+	EndStale
+	// EndNew: an authentic End of the live session (or of a new session it
+	// adopts) for a later interval: flip here.
+	EndNew
 )
 
-// EndReader is the receiving worker's check of End markers in the hot
-// path: ParseFrame, the tag, the direction, and a per-session monotonic
-// interval guard, so a replayed or duplicated End(k) cannot flip the
-// synopses twice. It does not allocate. Each worker owns one (it keeps HMAC
-// state). It complements the Receiver, which still gets every control frame
-// for the full checks and the counters.
+// EndReader is the receiving worker's check of control frames in the hot
+// path: ParseFrame, the tag, the direction, the session rule the Receiver
+// applies (sessionGuard: a session becomes live only through a fresh,
+// newer signed time, and retired sessions never come back) and, within
+// the live session, a monotonic interval guard, so a replayed or
+// duplicated End(k) cannot flip the synopses twice and an old session's
+// End cannot flip them at all. It does not allocate. Each worker owns one
+// (it keeps HMAC state). The Receiver still gets every authentic control
+// frame for the full checks and the counters; both see the same frames
+// with the same receive times and decide the same live session.
 type EndReader struct {
 	auth      *Authenticator
 	direction uint16
 	f         Frame
-	have      bool
-	session   uint64
-	last      uint64 // last interval returned as EndNew in session
+	guard     sessionGuard
+	lastK     uint64 // last interval returned as EndNew in the live session
 }
 
 // NewEndReader returns an EndReader for a receiver's key (nil/empty with
-// insecure) and direction.
+// insecure) and direction, with DefaultMaxClockSkew.
 func NewEndReader(key []byte, insecure bool, direction uint16) (*EndReader, error) {
-	a, err := newAuthenticatorMode(key, insecure)
+	return NewEndReaderConfig(ReceiverConfig{Key: key, Insecure: insecure, Direction: direction})
+}
+
+// NewEndReaderConfig returns the EndReader that agrees with the Receiver
+// of cfg (key, direction and MaxClockSkew; the other fields do not matter).
+func NewEndReaderConfig(cfg ReceiverConfig) (*EndReader, error) {
+	a, err := newAuthenticatorMode(cfg.Key, cfg.Insecure)
 	if err != nil {
 		return nil, err
 	}
-	return &EndReader{auth: a, direction: direction}, nil
+	skew := cfg.MaxClockSkew
+	if skew == 0 {
+		skew = DefaultMaxClockSkew
+	}
+	return &EndReader{auth: a, direction: cfg.Direction, guard: sessionGuard{skew: skew}}, nil
 }
 
-// Read classifies frame b. For EndNew and EndStale it also returns the
-// interval number and the End payload. A new session id resets the guard:
-// after a sender restart its End(1) flips even though an earlier session
-// reached higher intervals (the Receiver, not the worker, refuses to go
-// back to retired sessions).
-func (r *EndReader) Read(b []byte) (k uint64, e End, st EndStatus) {
+// Read classifies frame b, received at nowNs (the receiver's clock, the
+// same time the Receiver is given). For EndNew and EndStale it also
+// returns the interval number and the End payload.
+func (r *EndReader) Read(b []byte, nowNs int64) (k uint64, e End, st EndStatus) {
 	f := &r.f
-	if ParseFrame(b, f) != nil || f.Type != TypeEnd || f.Direction != r.direction {
+	if ParseFrame(b, f) != nil || !r.auth.Verify(f) {
+		return 0, End{}, EndForeign
+	}
+	if f.Direction != r.direction {
 		return 0, End{}, EndNotMarker
 	}
-	if !r.auth.Verify(f) {
-		return 0, End{}, EndForged
+	// Hellos move the session rule too, exactly as in the Receiver.
+	adm := r.guard.admit(f, nowNs)
+	if adm == admitNew {
+		r.lastK = 0
+	}
+	if f.Type != TypeEnd {
+		if adm == admitNew {
+			// A Hello of interval k follows End(k): the next End to flip
+			// on is k+1's.
+			r.lastK = f.Interval
+		}
+		return 0, End{}, EndNotMarker
 	}
 	if e.UnmarshalBinary(f.Payload) != nil {
 		return 0, End{}, EndNotMarker
 	}
-	if r.have && f.Session == r.session && f.Interval <= r.last {
+	switch adm {
+	case admitNew:
+	case admitLive:
+		if f.Interval <= r.lastK {
+			return f.Interval, e, EndStale
+		}
+	default:
 		return f.Interval, e, EndStale
 	}
-	r.have, r.session, r.last = true, f.Session, f.Interval
+	r.lastK = f.Interval
 	return f.Interval, e, EndNew
+}
+
+// ControlCheck tells the sending worker which frames arriving from
+// upstream would be taken for this appliance pair's own control traffic:
+// those that parse as control frames and authenticate under the key (in
+// insecure mode: every unkeyed control frame). Forwarding one into the
+// segment would let anyone upstream replay recorded control frames at the
+// peer; everything else of the control EtherType is a user's frame and is
+// forwarded. It does not allocate; one per worker.
+type ControlCheck struct {
+	auth *Authenticator
+	f    Frame
+}
+
+// NewControlCheck returns the check for a key (nil/empty with insecure).
+func NewControlCheck(key []byte, insecure bool) (*ControlCheck, error) {
+	a, err := newAuthenticatorMode(key, insecure)
+	if err != nil {
+		return nil, err
+	}
+	return &ControlCheck{auth: a}, nil
+}
+
+// Ours reports whether b is an authentic control frame of this key.
+func (c *ControlCheck) Ours(b []byte) bool {
+	return ParseFrame(b, &c.f) == nil && c.auth.Verify(&c.f)
 }

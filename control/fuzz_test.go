@@ -83,7 +83,7 @@ type fuzzWorld struct {
 func newFuzzWorld(t testing.TB) *fuzzWorld {
 	w := &fuzzWorld{ref: map[[2]uint64][]Part{}}
 	forgerKey := bytes.Repeat([]byte{0x5A}, KeyLen)
-	for _, sess := range []uint64{0xABC, 0xDEF} {
+	for si, sess := range []uint64{0xABC, 0xDEF} {
 		s := newTestSenderKey(t, MinMTU, 2, twoParts, testKey, sess)
 		forger := newTestSenderKey(t, MinMTU, 2, twoParts, forgerKey, sess)
 		for k := uint64(1); k <= 3; k++ {
@@ -93,7 +93,8 @@ func newFuzzWorld(t testing.TB) *fuzzWorld {
 				parts[i].Payload = parts[i].Payload[:int(k*sess+uint64(i)*97)%450]
 			}
 			w.ref[[2]uint64{sess, k}] = parts
-			w.pool = append(w.pool, intervalFrames(t, s, k, parts)...)
+			// The second session signs later times: it is the restart.
+			w.pool = append(w.pool, intervalFramesAt(t, s, k, parts, int64(si)*100e9)...)
 			w.fake = append(w.fake, intervalFrames(t, forger, k, makeParts(k+sess+100, twoParts, 300))...)
 		}
 	}
@@ -215,7 +216,7 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 	// An odd length also turns on the clock-skew guard (the custom Hello is
 	// stamped 0; the pool's Hellos k+1 s): adoption then needs a Hello
 	// near the fuzzer's clock, which op 6 advances.
-	skew := int64(0)
+	skew := NoClockCheck
 	if len(ops)%2 == 1 {
 		skew = 3e9
 	}

@@ -25,7 +25,9 @@ func newTestSenderKey(t testing.TB, mtu, lanes int, parts []PartKey, key []byte,
 
 func newTestReceiver(t testing.TB, mod func(*ReceiverConfig)) *Receiver {
 	t.Helper()
-	cfg := ReceiverConfig{Key: testKey, Direction: 1, ConfigHash: 77}
+	// Most tests feed frames at made-up receive times: no freshness check
+	// unless the test sets a skew (the session rule's tests do).
+	cfg := ReceiverConfig{Key: testKey, Direction: 1, ConfigHash: 77, MaxClockSkew: NoClockCheck}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -40,16 +42,23 @@ func newTestReceiver(t testing.TB, mod func(*ReceiverConfig)) *Receiver {
 // per lane, then the Hello and the fragments.
 func intervalFrames(t testing.TB, s *Sender, k uint64, parts []Part) [][]byte {
 	t.Helper()
+	return intervalFramesAt(t, s, k, parts, 0)
+}
+
+// intervalFramesAt is intervalFrames with every signed time (End, Hello)
+// shifted by base ns.
+func intervalFramesAt(t testing.TB, s *Sender, k uint64, parts []Part, base int64) [][]byte {
+	t.Helper()
 	var out [][]byte
 	for l := uint16(0); l < s.cfg.Hello.Lanes; l++ {
 		w, err := s.NewEndWriter(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := End{StartNs: int64(k) * 1e9, EndNs: int64(k+1) * 1e9, Frames: 1000*k + uint64(l), Bytes: 64000 * k}
+		e := End{StartNs: base + int64(k)*1e9, EndNs: base + int64(k+1)*1e9, Frames: 1000*k + uint64(l), Bytes: 64000 * k}
 		out = append(out, w.AppendEnd(nil, k, &e))
 	}
-	fr, err := s.AppendInterval(nil, k, int64(k+1)*1e9, parts)
+	fr, err := s.AppendInterval(nil, k, base+int64(k+1)*1e9, parts)
 	if err != nil {
 		t.Fatal(err)
 	}

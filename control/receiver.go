@@ -36,13 +36,12 @@ type ReceiverConfig struct {
 	// MaxParts bounds the parts, and separately the End lanes, of one
 	// interval (default 1024).
 	MaxParts int
-	// MaxClockSkew, when > 0 (ns), makes a new session id adoptable only
-	// by a Hello whose SentNs lies within ±MaxClockSkew of the receive
-	// time passed to Consume. With synchronised clocks (DESIGN §1) this
-	// stops a recorded older session from being replayed into a receiver
-	// that has itself restarted. Cost: after a sender restart, frames
-	// before its first Hello are dropped, so its first interval fails
-	// (End lost) and the second is valid. 0 adopts on any authentic frame.
+	// MaxClockSkew (ns) bounds how far the signed time of the frame that
+	// starts a new session (a Hello's SentNs or an End's EndNs) may lie
+	// from its receive time; see sessionGuard for the whole rule. 0 means
+	// DefaultMaxClockSkew; NoClockCheck turns the check off (tests, old
+	// captures). A session is live only after a fresh, newer Hello or End:
+	// a restarted sender's first fragments before it are dropped.
 	MaxClockSkew int64
 }
 
@@ -68,8 +67,9 @@ var (
 	ErrStaleSession   = errors.New("control: frame of a retired session")
 	ErrReplayed       = errors.New("control: sequence number seen before (duplicate or replay)")
 	ErrTooOld         = errors.New("control: sequence number older than the replay window")
-	ErrNoFreshHello   = errors.New("control: new session not yet adopted: waiting for its hello")
-	ErrStaleHello     = errors.New("control: hello of a new session is outside the clock-skew window")
+	ErrNoFreshHello   = errors.New("control: new session not yet adopted: waiting for its fresh hello or end")
+	ErrStaleHello     = errors.New("control: signed time of a new session's hello or end is outside the clock-skew window")
+	ErrOlderSession   = errors.New("control: new session's hello or end is not newer than the live session (a replay)")
 )
 
 // Counters are the Receiver's counts by outcome, for logs and Prometheus.
@@ -84,8 +84,9 @@ type Counters struct {
 	BadTag          uint64 // forged, corrupted, wrong key, or keyed/insecure mismatch
 	WrongDirection  uint64
 	StaleSession    uint64 // frames of a session the receiver has moved on from
-	UnknownSession  uint64 // frames of a new session before its fresh Hello (MaxClockSkew only)
-	StaleHello      uint64 // a new session's Hello outside ±MaxClockSkew (MaxClockSkew only)
+	UnknownSession  uint64 // fragments of a new session before its fresh Hello or End
+	StaleHello      uint64 // a new session's Hello or End signed outside ±MaxClockSkew
+	OlderSession    uint64 // a new session's Hello or End signed before the live session's latest: a replay
 	SessionRestarts uint64 // new session ids adopted after the first
 	Replayed        uint64 // seq seen before: a network duplicate or a replay
 	TooOld          uint64 // seq behind the replay window
@@ -114,6 +115,7 @@ const (
 	cStaleSession
 	cUnknownSession
 	cStaleHello
+	cOlderSession
 	cSessionRestarts
 	cReplayed
 	cTooOld
@@ -141,17 +143,14 @@ func (c *counterSet) inc(i int) { c[i].Add(1) }
 // for one goroutine (the control goroutine); only Counters may be called
 // concurrently.
 type Receiver struct {
-	cfg     ReceiverConfig
-	auth    *Authenticator
-	have    bool
-	session uint64
-	retired [retiredSessions]uint64
-	nRet    int
-	replay  replayFilter
-	asm     reassembler
-	out     []Result
-	c       counterSet
-	f       Frame
+	cfg    ReceiverConfig
+	auth   *Authenticator
+	guard  sessionGuard
+	replay replayFilter
+	asm    reassembler
+	out    []Result
+	c      counterSet
+	f      Frame
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -175,8 +174,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("control: timeout %d ns must be > 0", cfg.Timeout)
 	}
-	if cfg.MaxClockSkew < 0 {
-		return nil, fmt.Errorf("control: max clock skew %d ns must be ≥ 0", cfg.MaxClockSkew)
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if cfg.MaxClockSkew < 0 && cfg.MaxClockSkew != NoClockCheck {
+		return nil, fmt.Errorf("control: max clock skew %d ns must be > 0 (or NoClockCheck)", cfg.MaxClockSkew)
 	}
 	for _, e := range []error{
 		def(&cfg.MaxIntervals, DefaultMaxIntervals, "max intervals"),
@@ -191,7 +193,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.MaxFragments > 0xFFFF {
 		cfg.MaxFragments = 0xFFFF
 	}
-	r := &Receiver{cfg: cfg, auth: auth}
+	r := &Receiver{cfg: cfg, auth: auth, guard: sessionGuard{skew: cfg.MaxClockSkew}}
 	r.asm.cfg = &r.cfg
 	r.asm.direction = cfg.Direction
 	r.asm.c = &r.c
@@ -221,17 +223,22 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 		r.c.inc(cWrongDirection)
 		return ErrWrongDirection
 	}
-	if !r.have || f.Session != r.session {
-		for i := 0; i < r.nRet; i++ {
-			if r.retired[i] == f.Session {
-				r.c.inc(cStaleSession)
-				return ErrStaleSession
-			}
-		}
-		if err := r.fresh(f, nowNs); err != nil {
-			return err
-		}
-		r.adopt(f.Session)
+	had := r.guard.have
+	switch r.guard.admit(f, nowNs) {
+	case admitRetired:
+		r.c.inc(cStaleSession)
+		return ErrStaleSession
+	case admitUntimed:
+		r.c.inc(cUnknownSession)
+		return ErrNoFreshHello
+	case admitUnfresh:
+		r.c.inc(cStaleHello)
+		return ErrStaleHello
+	case admitOlder:
+		r.c.inc(cOlderSession)
+		return ErrOlderSession
+	case admitNew:
+		r.adopt(had)
 	}
 	switch r.replay.check(f.Seq) {
 	case seqReplayed:
@@ -267,39 +274,14 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 	return nil
 }
 
-// fresh applies MaxClockSkew to the first frame of a new session.
-func (r *Receiver) fresh(f *Frame, nowNs int64) error {
-	if r.cfg.MaxClockSkew <= 0 {
-		return nil
-	}
-	if f.Type != TypeHello {
-		r.c.inc(cUnknownSession)
-		return ErrNoFreshHello
-	}
-	var h Hello
-	if err := h.UnmarshalBinary(f.Payload); err != nil {
-		r.c.inc(cBadPayload)
-		return err
-	}
-	if d := h.SentNs - nowNs; d > r.cfg.MaxClockSkew || d < -r.cfg.MaxClockSkew {
-		r.c.inc(cStaleHello)
-		return ErrStaleHello
-	}
-	return nil
-}
-
-// adopt makes s the current session: the previous one (if any) is retired
-// and its intervals in flight fail with ReasonSessionRestart; the replay
-// window and the Hello start afresh.
-func (r *Receiver) adopt(s uint64) {
-	if r.have {
+// adopt starts the guard's new session: the previous one (if any) has been
+// retired and its intervals in flight fail with ReasonSessionRestart; the
+// replay window and the Hello start afresh.
+func (r *Receiver) adopt(had bool) {
+	if had {
 		r.c.inc(cSessionRestarts)
-		copy(r.retired[1:], r.retired[:retiredSessions-1])
-		r.retired[0] = r.session
-		r.nRet = min(r.nRet+1, retiredSessions)
 	}
-	r.asm.reset(s, ReasonSessionRestart)
-	r.have, r.session = true, s
+	r.asm.reset(r.guard.session, ReasonSessionRestart)
 	r.replay = replayFilter{}
 }
 
@@ -334,7 +316,7 @@ func (r *Receiver) Results(dst []Result) []Result {
 }
 
 // Session returns the current session id and whether there is one.
-func (r *Receiver) Session() (uint64, bool) { return r.session, r.have }
+func (r *Receiver) Session() (uint64, bool) { return r.guard.session, r.guard.have }
 
 // Hello returns the current session's configuration, nil until its Hello
 // has arrived.
@@ -355,7 +337,7 @@ func (c Counters) Each(fn func(name string, v uint64)) {
 		{"accepted", c.Accepted}, {"not_control", c.NotControl}, {"truncated", c.Truncated},
 		{"bad_magic", c.BadMagic}, {"bad_version", c.BadVersion}, {"bad_header", c.BadHeader},
 		{"bad_payload", c.BadPayload}, {"bad_tag", c.BadTag}, {"wrong_direction", c.WrongDirection},
-		{"stale_session", c.StaleSession}, {"unknown_session", c.UnknownSession}, {"stale_hello", c.StaleHello},
+		{"stale_session", c.StaleSession}, {"unknown_session", c.UnknownSession}, {"stale_hello", c.StaleHello}, {"older_session", c.OlderSession},
 		{"session_restarts", c.SessionRestarts}, {"replayed", c.Replayed}, {"too_old", c.TooOld},
 		{"out_of_order", c.OutOfOrder}, {"duplicate", c.Duplicate}, {"late", c.Late},
 		{"unknown_part", c.UnknownPart}, {"inconsistent", c.Inconsistent}, {"oversize", c.Oversize},
@@ -373,7 +355,7 @@ func (r *Receiver) Counters() Counters {
 		Accepted: c[cAccepted].Load(), NotControl: c[cNotControl].Load(), Truncated: c[cTruncated].Load(),
 		BadMagic: c[cBadMagic].Load(), BadVersion: c[cBadVersion].Load(), BadHeader: c[cBadHeader].Load(),
 		BadPayload: c[cBadPayload].Load(), BadTag: c[cBadTag].Load(), WrongDirection: c[cWrongDirection].Load(),
-		StaleSession: c[cStaleSession].Load(), UnknownSession: c[cUnknownSession].Load(), StaleHello: c[cStaleHello].Load(),
+		StaleSession: c[cStaleSession].Load(), UnknownSession: c[cUnknownSession].Load(), StaleHello: c[cStaleHello].Load(), OlderSession: c[cOlderSession].Load(),
 		SessionRestarts: c[cSessionRestarts].Load(),
 		Replayed:        c[cReplayed].Load(), TooOld: c[cTooOld].Load(), OutOfOrder: c[cOutOfOrder].Load(),
 		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),

@@ -41,6 +41,10 @@ const (
 	// for the largest fixed payload (the End marker) and a useful Hello.
 	MinMTU = 256
 
+	// MaxVLANTags is how many VLAN tags ParseFrame skips before the
+	// EtherType: as many as the classifier skips.
+	MaxVLANTags = 8
+
 	// EndPayloadLen is the size of an End marker's payload (bytes).
 	EndPayloadLen = 34
 	// EndFrameLen is the size of a whole End frame (bytes).
@@ -156,9 +160,10 @@ type Frame struct {
 
 // ParseFrame parses an Ethernet frame b into f without allocating. It
 // checks EtherType, magic, version, the header fields and the lengths, but
-// not the tag (Authenticator.Verify does that). Up to two 802.1Q/802.1ad
-// tags before the EtherType are skipped, since a switch in the segment may
-// add them. Bytes after the tag (padding, a kept FCS) are ignored: they are
+// not the tag (Authenticator.Verify does that). Up to MaxVLANTags
+// 802.1Q/802.1ad/QinQ (0x9100) tags before the EtherType are skipped, since
+// switches in the segment may add them; the classifier skips as many, so a
+// frame it marks as control is parsed here too. Bytes after the tag (padding, a kept FCS) are ignored: they are
 // not authenticated and nothing reads them. On error f is unspecified.
 func ParseFrame(b []byte, f *Frame) error {
 	if len(b) < EthHeaderLen {
@@ -167,7 +172,7 @@ func ParseFrame(b []byte, f *Frame) error {
 	copy(f.SrcMAC[:], b[6:12])
 	off := 12
 	et := binary.BigEndian.Uint16(b[off:])
-	for tags := 0; tags < 2 && (et == 0x8100 || et == 0x88A8); tags++ {
+	for tags := 0; tags < MaxVLANTags && (et == 0x8100 || et == 0x88A8 || et == 0x9100); tags++ {
 		off += 4
 		if len(b) < off+2 {
 			return ErrTruncated

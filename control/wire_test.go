@@ -57,9 +57,16 @@ func TestAppendParseRoundTrip(t *testing.T) {
 	if err := ParseFrame(append(append([]byte(nil), b...), 1, 2, 3, 4), &f); err != nil || !bytes.Equal(f.Payload, payload) {
 		t.Fatalf("trailing bytes: %v", err)
 	}
-	// One and two VLAN tags in front of the EtherType are skipped, and the
-	// tag still verifies: the Ethernet header is not authenticated.
-	for _, tags := range [][]byte{{0x81, 0x00, 0x00, 0x0A}, {0x88, 0xA8, 0x00, 0x64, 0x81, 0x00, 0x00, 0x0A}} {
+	// Up to MaxVLANTags tags (802.1Q, 802.1ad, QinQ 0x9100) in front of the
+	// EtherType are skipped, as the classifier skips them, and the tag
+	// still verifies: the Ethernet header is not authenticated.
+	vlans := [][]byte{{0x81, 0x00, 0x00, 0x0A}, {0x88, 0xA8, 0x00, 0x64, 0x81, 0x00, 0x00, 0x0A},
+		{0x91, 0x00, 0x00, 0x01, 0x88, 0xA8, 0x00, 0x64, 0x81, 0x00, 0x00, 0x0A}}
+	var many []byte
+	for i := 0; i < MaxVLANTags; i++ {
+		many = append(many, []byte{0x81, 0x00, 0x00, byte(i)}...)
+	}
+	for _, tags := range append(vlans, many) {
 		v := append(append(append([]byte(nil), b[:12]...), tags...), b[12:]...)
 		if err := ParseFrame(v, &f); err != nil {
 			t.Fatalf("vlan %x: %v", tags, err)
@@ -130,7 +137,7 @@ func malformedFrames(t testing.TB) []struct {
 		{"ipv4 ethertype", setU16(12, 0x0800), ErrNotControl},
 		{"vlan then ipv4", append(append(append([]byte(nil), good[:12]...), 0x81, 0, 0, 1, 0x08, 0), good[14:]...), ErrNotControl},
 		{"vlan cut", append(append([]byte(nil), good[:12]...), 0x81, 0, 0, 1, 0x88), ErrTruncated},
-		{"three vlan tags", append(append(append([]byte(nil), good[:12]...), 0x81, 0, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3), good[12:]...), ErrNotControl},
+		{"nine vlan tags", append(append(append([]byte(nil), good[:12]...), bytes.Repeat([]byte{0x81, 0, 0, 1}, MaxVLANTags+1)...), good[12:]...), ErrNotControl},
 		{"bad magic", mod(h, 'X'), ErrBadMagic},
 		{"version 0", mod(h+2, 0), ErrBadVersion},
 		{"version 2", mod(h+2, 2), ErrBadVersion},

@@ -57,6 +57,11 @@ type LaneConfig struct {
 	EndCopies int
 	Inject    *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
 	Pace      int                // control frames injected per poll; default 4
+	// Guard recognises authentic control frames of this appliance pair
+	// arriving from upstream: they are dropped (ControlBlocked), never put
+	// on the segment, where the peer would take a replay for our own.
+	// Other frames of the control EtherType are users' and forwarded.
+	Guard *control.ControlCheck
 
 	// Receiver role.
 	ToControl *FrameQueue        // stripped control frames, for the control side
@@ -68,17 +73,19 @@ type LaneConfig struct {
 type LaneStats struct {
 	RxFrames, TxFrames atomic.Uint64
 	RxBytes            atomic.Uint64
-	TxDropped          atomic.Uint64 // refused by the tx port after TxRetries, freed
+	TxDropped          atomic.Uint64 // users' frames the tx port refused for StallNs, freed
+	ControlDropped     atomic.Uint64 // sender: own control frames (End, injected) the tx port refused for StallNs, freed
 	Recorded           atomic.Uint64 // frames recorded in the synopses
 	Malformed          atomic.Uint64 // frames with truncated/malformed headers (forwarded, measured as far as parsed)
 	ControlStripped    atomic.Uint64 // receiver: control frames taken off the wire
 	ControlQueueFull   atomic.Uint64 // receiver: stripped frames the control side had no room for
-	ControlPassed      atomic.Uint64 // sender: control frames of others forwarded unrecorded
+	ControlPassed      atomic.Uint64 // frames of the control EtherType that are not ours (a user's), forwarded unrecorded
+	ControlBlocked     atomic.Uint64 // sender: authentic control frames arriving from upstream (a replay), dropped
 	Excluded           atomic.Uint64 // link-local frames (STP, LLDP, ARP…) forwarded unrecorded: no MEC claims them (classifier.Measure)
 	EndsSent           atomic.Uint64
-	EndsFailed         atomic.Uint64 // End markers the tx port refused (the receiver sees a lost End)
+	EndsFailed         atomic.Uint64 // End markers that found no tx buffer (the receiver sees a lost End)
 	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
-	EndsIgnored        atomic.Uint64 // receiver: End markers rejected (bad tag, old interval, other direction)
+	EndsIgnored        atomic.Uint64 // receiver: authentic End markers not flipped on (old interval, duplicate, session not live)
 	Injected           atomic.Uint64 // sender: control frames sent for the control side
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
@@ -112,6 +119,8 @@ type Lane struct {
 
 	curK                uint64 // sender: interval being recorded; receiver: last End's interval
 	started             bool
+	closing             bool   // sender: interval curK ends as soon as the frames queued before its end are out
+	closeK              uint64 // the interval clock's value that closes it
 	intStart            uint64
 	intFrames, intBytes uint64
 	endBuf              []byte
@@ -227,12 +236,19 @@ func (l *Lane) Poll() bool {
 	work := false
 	if l.cfg.Role == RoleSender {
 		// The interval clock is read once per burst.
-		if k := l.cfg.Epoch.Load(); k > l.curK { // never backwards: CloseInterval may have run ahead of the clock
+		if l.closing {
+			l.flush()
+			if l.txN == 0 {
+				l.now = l.cfg.Clock()
+				l.finishClose(l.now)
+			}
+			work = true
+		} else if k := l.cfg.Epoch.Load(); k > l.curK { // never backwards: CloseInterval may have run ahead of the clock
 			l.now = l.cfg.Clock()
 			l.closeInterval(k, l.now)
 			work = true
 		}
-		if l.inject() {
+		if !l.closing && l.inject() {
 			work = true
 		}
 	}
@@ -241,8 +257,11 @@ func (l *Lane) Poll() bool {
 	}
 	// Receive only as much as the tx buffer has room for, keeping room for
 	// injected control frames and an End marker.
+	// A sender lane closing an interval takes no new frames until those
+	// queued before the interval's end are out (the rx port's queue holds
+	// them meanwhile, as under back-pressure).
 	n := 0
-	if room := min(l.cfg.Burst, len(l.txPkts)-l.cfg.Pace-1-l.txN); room > 0 {
+	if room := min(l.cfg.Burst, len(l.txPkts)-l.cfg.Pace-1-l.txN); room > 0 && !l.closing {
 		n = l.cfg.Rx.RxBurst(l.rxPkts[:room])
 	}
 	if n > 0 {
@@ -354,7 +373,7 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	rec := l.txRec[t : t+n]
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
-	var passed, excluded uint64
+	var passed, blocked, excluded uint64
 	level := l.parse
 	for i := range metas {
 		m := &metas[i]
@@ -365,11 +384,17 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 				malformed++
 			}
 			if f&classifier.FlagControl != 0 {
-				// A control frame of someone else's is traffic we forward
-				// but never record: the peer strips every control frame,
-				// so recording it would count as loss.
+				// A frame of the control EtherType is forwarded but never
+				// recorded (the peer records none either: it strips ours
+				// and forwards the rest unrecorded) — unless it is one of
+				// ours, which must not reach the segment at all.
 				rec[i] = false
-				passed++
+				if l.cfg.Guard != nil && l.cfg.Guard.Ours(pkts[i].Data) {
+					pkts[i] = nil
+					blocked++
+				} else {
+					passed++
+				}
 				continue
 			}
 			if f&classifier.FlagLinkLocal != 0 {
@@ -387,6 +412,10 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 			mecs[i] = cl.Classify(m)
 		}
 	}
+	if blocked > 0 {
+		n = l.dropBlocked(rx, t, n)
+		l.Stats.ControlBlocked.Add(blocked)
+	}
 	l.txN = t + n
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
@@ -397,6 +426,24 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	return malformed
 }
 
+// dropBlocked removes the tx buffer slots [t, t+n) that receiveSender set
+// to nil (blocked control frames), keeping the order of the rest, and
+// frees their packets (rx, in slot order) at the end of the poll. It
+// returns the number of slots kept.
+func (l *Lane) dropBlocked(rx []*Packet, t, n int) int {
+	j := t
+	for i := t; i < t+n; i++ {
+		if l.txPkts[i] == nil {
+			l.free = append(l.free, rx[i-t])
+			continue
+		}
+		l.txPkts[j], l.txMeta[j], l.txMec[j], l.txRec[j] = l.txPkts[i], l.txMeta[i], l.txMec[i], l.txRec[i]
+		j++
+	}
+	clear(l.txPkts[j : t+n])
+	return j - t
+}
+
 // receiveReceiver records the burst with its receive timestamps, strips
 // control frames (flipping at an End marker, between the frames before it
 // and the frames after it) and queues the rest.
@@ -405,17 +452,25 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
 	level := l.parse
-	var excluded uint64
+	var passed, excluded uint64
 	for _, p := range rx {
 		classifier.ParseLevel(p.Data, m, level)
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 			malformed++
 		}
 		if m.Flags&classifier.FlagControl != 0 {
-			if l.controlFrame(p, p.TS) {
+			flipped, ours := l.controlFrame(p)
+			if flipped {
 				set = l.cfg.Buffer.Active() // flipped at this frame's position
 			}
-			l.free = append(l.free, p)
+			if ours {
+				l.free = append(l.free, p)
+			} else {
+				// A user's frame of the control EtherType: forwarded,
+				// unrecorded like at the sender.
+				passed++
+				l.queue(p, false, false)
+			}
 			continue
 		}
 		mec := uint16(0)
@@ -434,7 +489,10 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		set.Record(m, mec, p.TS)
 		l.queue(p, false, false)
 	}
-	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - excluded)
+	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - passed - excluded)
+	if passed > 0 {
+		l.Stats.ControlPassed.Add(passed)
+	}
 	if excluded > 0 {
 		l.Stats.Excluded.Add(excluded)
 	}
@@ -512,15 +570,29 @@ func (l *Lane) flush() {
 	switch {
 	case sent > 0 || l.stallSince == 0:
 		l.stallSince = now
+	case l.txOwn[0] && now-l.stallSince >= l.cfg.StallNs/ownStallDiv:
+		// Our own control frame at the front has been refused for a
+		// while: users' frames must not wait on it (a port that never
+		// takes it — too large, say — would otherwise cost them the
+		// stall limit). It is dropped and counted; the receiver reports
+		// its interval invalid with the reason.
+		l.dropOwnFront()
+		l.stallSince = now
+		return
 	case now-l.stallSince >= l.cfg.StallNs:
-		l.Stats.TxDropped.Add(uint64(l.txN - sent))
+		var own uint64
 		for i := sent; i < l.txN; i++ {
 			l.one[0] = l.txPkts[i]
 			if l.txOwn[i] {
+				own++
 				l.cfg.Tx.Free(l.one[:])
 			} else {
 				l.cfg.Rx.Free(l.one[:])
 			}
+		}
+		l.Stats.TxDropped.Add(uint64(l.txN-sent) - own)
+		if own > 0 {
+			l.Stats.ControlDropped.Add(own)
 		}
 		clear(l.txPkts[:l.txN])
 		l.txN = 0
@@ -537,6 +609,28 @@ func (l *Lane) flush() {
 		clear(l.txPkts[rest:l.txN])
 		l.txN = rest
 	}
+}
+
+// ownStallDiv: an own control frame the tx port refuses for StallNs/ownStallDiv
+// is dropped, not waited on for the whole stall limit.
+const ownStallDiv = 10
+
+// dropOwnFront frees the own control frames at the front of the tx buffer
+// and counts them.
+func (l *Lane) dropOwnFront() {
+	i := 0
+	for i < l.txN && l.txOwn[i] {
+		i++
+	}
+	l.Stats.ControlDropped.Add(uint64(i))
+	l.cfg.Tx.Free(l.txPkts[:i])
+	rest := copy(l.txPkts, l.txPkts[i:l.txN])
+	copy(l.txMeta, l.txMeta[i:l.txN])
+	copy(l.txMec, l.txMec[i:l.txN])
+	copy(l.txRec, l.txRec[i:l.txN])
+	copy(l.txOwn, l.txOwn[i:l.txN])
+	clear(l.txPkts[rest:l.txN])
+	l.txN = rest
 }
 
 // flushAll transmits everything buffered, waiting out back-pressure up to
@@ -560,15 +654,38 @@ func (l *Lane) record(from, to int, ts, uncert uint64) {
 
 // closeInterval ends sender interval curK: everything queued so far is
 // transmitted (and recorded in curK), then the End marker goes out on the
-// same queue right behind it, then the synopses flip to interval k.
+// same queue right behind it, then the synopses flip to interval k. When
+// the tx port does not take the queued frames at once, the lane stops
+// receiving and Poll finishes the close once they are out (or dropped at
+// the stall limit): nothing waits in a loop, so the other lanes of the
+// worker go on.
 func (l *Lane) closeInterval(k, now uint64) {
-	l.flushAll()
-	old := l.curK
+	l.closing, l.closeK = true, k
+	if l.txN > 0 {
+		l.flush()
+		if l.txN > 0 {
+			return
+		}
+		now = l.cfg.Clock()
+		l.now = now
+	}
+	l.finishClose(now)
+}
+
+// finishClose sends the End marker(s) of curK and flips to closeK. The tx
+// buffer is empty: every frame recorded in curK is out.
+func (l *Lane) finishClose(now uint64) {
+	old, k := l.curK, l.closeK
+	l.closing = false
 	if l.cfg.End != nil {
 		e := control.End{StartNs: int64(l.intStart), EndNs: int64(now), Frames: l.intFrames, Bytes: l.intBytes}
 		for c := 0; c < max(l.cfg.EndCopies, 1); c++ {
 			l.endBuf = l.cfg.End.AppendEnd(l.endBuf[:0], old, &e)
-			l.sendOwn(l.endBuf, &l.Stats.EndsSent, &l.Stats.EndsFailed)
+			if l.queueOwn(l.endBuf) {
+				l.Stats.EndsSent.Add(1)
+			} else {
+				l.Stats.EndsFailed.Add(1)
+			}
 		}
 	}
 	// Several intervals may have passed without a poll (a stalled
@@ -581,74 +698,79 @@ func (l *Lane) closeInterval(k, now uint64) {
 	}
 	l.curK = k
 	l.intStart, l.intFrames, l.intBytes = now, 0, 0
+	// The End markers lead the next interval's frames out (a refused one
+	// waits at the front of the buffer like any frame).
+	l.flush()
 }
 
-// sendOwn transmits one frame the appliance originates (End marker,
-// control fragment) on Tx, in a port buffer of its own.
-func (l *Lane) sendOwn(frame []byte, ok, failed *atomic.Uint64) {
-	if l.cfg.Tx.Alloc(l.one[:]) != 1 {
-		failed.Add(1)
-		return
+// queueOwn copies a frame the appliance originates (End marker, control
+// fragment) into a tx port buffer and queues it, unrecorded, behind what
+// the tx buffer holds. It reports false, having queued nothing, when the
+// port has no buffer to give or the frame does not fit in one.
+func (l *Lane) queueOwn(frame []byte) bool {
+	if l.txN == len(l.txPkts) || l.cfg.Tx.Alloc(l.one[:]) != 1 {
+		return false
 	}
 	p := l.one[0]
 	if cap(p.Data) < len(frame) {
 		l.cfg.Tx.Free(l.one[:])
-		failed.Add(1)
-		return
+		return false
 	}
 	p.Data = p.Data[:len(frame)]
 	copy(p.Data, frame)
-	// Wait out back-pressure like data does, up to the stall limit.
-	start := l.cfg.Clock()
-	for {
-		if l.cfg.Tx.TxBurst(l.one[:]) == 1 {
-			ok.Add(1)
-			return
-		}
-		if l.cfg.Clock()-start >= l.cfg.StallNs {
-			break
-		}
-	}
-	l.cfg.Tx.Free(l.one[:])
-	failed.Add(1)
+	l.queue(p, false, true)
+	return true
 }
 
-// inject sends up to Pace control frames from the control side, paced so
-// a synopsis of many fragments never takes a burst's worth of the wire.
+// inject queues up to Pace control frames from the control side behind
+// the data (which keeps the order), paced so a synopsis of many fragments
+// never takes a burst's worth of the wire. A frame stays in the inject
+// ring while the tx buffer has no room; one the port has no buffer for is
+// dropped and counted (the receiver then reports the interval invalid,
+// fragment lost).
 func (l *Lane) inject() bool {
 	if l.cfg.Inject == nil {
 		return false
 	}
 	sent := false
-	for i := 0; i < l.cfg.Pace; i++ {
+	for i := 0; i < l.cfg.Pace && l.txN < len(l.txPkts); i++ {
 		if l.cfg.Inject.DequeueBurst(l.injectBuf[:]) != 1 {
 			break
 		}
-		l.flushAll() // keep the order: data queued before stays before
-		l.sendOwn(l.injectBuf[0], &l.Stats.Injected, &l.Stats.InjectFailed)
+		if l.queueOwn(l.injectBuf[0]) {
+			l.Stats.Injected.Add(1)
+		} else {
+			l.Stats.InjectFailed.Add(1)
+		}
 		l.injectBuf[0] = nil
 		sent = true
 	}
 	return sent
 }
 
-// controlFrame handles a control frame arriving on the segment port: it is
-// handed to the control side, and an authentic End marker for a newer
-// interval flips the synopses right here, between the frames before it
-// and the frames after it. It reports whether it flipped.
-func (l *Lane) controlFrame(p *Packet, now uint64) bool {
+// controlFrame handles a frame of the control EtherType arriving on the
+// segment port. Only an authentic one is ours: it is taken off the wire
+// and handed to the control side, and an End marker of the live session
+// for a newer interval flips the synopses right here, between the frames
+// before it and the frames after it. Anything else is a user's frame and
+// goes on. It reports whether it flipped and whether the frame was ours.
+func (l *Lane) controlFrame(p *Packet) (flipped, ours bool) {
+	k, _, st := l.cfg.EndReader.Read(p.Data, int64(p.TS))
+	if st == control.EndForeign {
+		return false, false
+	}
 	l.Stats.ControlStripped.Add(1)
 	if l.cfg.ToControl != nil && !l.cfg.ToControl.Put(p.Data, p.TS) {
 		l.Stats.ControlQueueFull.Add(1)
 	}
-	k, _, st := l.cfg.EndReader.Read(p.Data)
 	switch st {
 	case control.EndNotMarker:
-		return false
-	case control.EndForged, control.EndStale:
-		// Forged, replayed or duplicated: never flip on it.
+		return false, true
+	case control.EndStale:
+		// Replayed, duplicated or of a session that is not live: never
+		// flip on it.
 		l.Stats.EndsIgnored.Add(1)
-		return false
+		return false, true
 	}
 	l.Stats.EndsSeen.Add(1)
 	if l.curK == 0 || k != l.curK+1 {
@@ -661,18 +783,19 @@ func (l *Lane) controlFrame(p *Packet, now uint64) bool {
 	l.curK = k
 	if l.cfg.Buffer.Flip(k, p.TS) {
 		l.Stats.Flips.Add(1)
-		return true
+		return true, true
 	}
-	return false
+	return false, true
 }
 
 // Drain transmits whatever the tx buffer holds (used at stop).
 func (l *Lane) Drain() { l.flushAll() }
 
 // CloseInterval ends the sender's current interval now (used at stop so
-// the last interval is measured and sent).
+// the last interval is measured and sent); a close already under way ends
+// it anyway.
 func (l *Lane) CloseInterval() {
-	if l.cfg.Role != RoleSender || !l.started {
+	if l.cfg.Role != RoleSender || !l.started || l.closing {
 		return
 	}
 	now := l.cfg.Clock()
