@@ -107,7 +107,10 @@ type Port struct {
 	kstats dataplane.Stats // last kernel counters, for Stats after Close
 }
 
-var _ dataplane.Port = (*Port)(nil)
+var (
+	_ dataplane.Port     = (*Port)(nil)
+	_ dataplane.RxWaiter = (*Port)(nil)
+)
 
 // Open creates an AF_XDP socket on the interface and queue of spec
 // ("afxdp:eth1@0"), with its own UMEM, attaches (or shares) the redirect
@@ -233,6 +236,16 @@ func (p *Port) XDPMode() string { return p.prog.mode }
 // TimestampSource is "software": AF_XDP carries no rx timestamp, so each
 // burst gets CLOCK_REALTIME read right after the rx ring was read.
 func (p *Port) TimestampSource() string { return "software" }
+
+// RxFD is the socket, for a worker to wait on in ppoll(2) until frames
+// arrive (dataplane.RxWaiter): the kernel wakes it when it puts a frame
+// on the rx ring. -1 after Close.
+func (p *Port) RxFD() int {
+	if p.closed.Load() {
+		return -1
+	}
+	return p.fd
+}
 
 // owns reports whether pk is the Packet of one of p's frames (by address,
 // so a forged Handle or another kind's packet with our index is caught).
