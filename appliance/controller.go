@@ -59,6 +59,7 @@ type rcopy struct {
 	merged         bool
 	warmup         bool // the receiver's first copy: from its start to the first End marker
 	frames         uint64
+	stamps         rxStamps // the receiver's timestamp error (stamps.go)
 	startNs, endNs uint64
 	at             time.Time
 }
@@ -182,7 +183,8 @@ func (c *controller) step(now time.Time) {
 		if !ok {
 			break
 		}
-		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now}
+		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
+			stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 		for _, l := range set.LDA {
 			rc.lda = append(rc.lda, l.Clone())
 		}
@@ -304,8 +306,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			continue
 		}
 		analyze.Fill(r, e)
-		r.StampErrNs = float64(h.StampErrNs)
-		r.MeanCINs += r.StampErrNs
+		c.stamps(r, h.StampErrNs, rc)
 		if why := sessionReason(h.Flags, rc); why != "" {
 			r.Valid, r.Reason = false, why
 		}
@@ -392,8 +393,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
-	r.StampErrNs = float64(h.StampErrNs)
-	r.MeanCINs += r.StampErrNs
+	c.stamps(r, h.StampErrNs, rc)
 	if why := sessionReason(h.Flags, rc); why != "" {
 		r.Valid, r.Reason = false, why
 	}
@@ -475,8 +475,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		if f.Named {
 			r.Flow = analyze.FlowName(&f.Key)
 		}
-		r.StampErrNs = float64(h.StampErrNs)
-		r.MeanCINs += r.StampErrNs
+		c.stamps(r, h.StampErrNs, rc)
 		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
 		r.Config += shape
 		if why != "" {

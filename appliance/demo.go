@@ -51,8 +51,11 @@ type DemoConfig struct {
 	// appliance #1 then and starts a new one (a new session) on the same
 	// ports.
 	WrapSegment func(dataplane.Port) dataplane.Port
-	Traffic     func(elapsed time.Duration) (pause, malformed bool)
-	RestartAt   time.Duration
+	// WrapReceiver wraps appliance #2's segment port (what its receiver
+	// lane polls).
+	WrapReceiver func(dataplane.Port) dataplane.Port
+	Traffic      func(elapsed time.Duration) (pause, malformed bool)
+	RestartAt    time.Duration
 	// Reports gets every interval line of the measured direction with the
 	// exact truth (true_*) filled in.
 	Reports func(*report.Interval)
@@ -197,7 +200,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		seg1 = cfg.WrapSegment(seg1)
 	}
 	c1.Name, c1.PortA, c1.PortB, c1.Segment, c1.Log = "ldafwd#1", l0.B(), seg1, "b", cfg.Log.With().Str("appliance", "#1").Logger()
-	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", l1.B(), l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	seg2 := dataplane.Port(l1.B())
+	if cfg.WrapReceiver != nil {
+		seg2 = cfg.WrapReceiver(seg2)
+	}
+	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
 	a1, err := New(c1)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #1: %w", err)

@@ -90,6 +90,8 @@ type LaneStats struct {
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
 	MaxTxStampGapNs    atomic.Uint64 // sender: widest clock gap around a TxBurst (timestamp uncertainty), ns
+	PollStamped        atomic.Uint64 // receiver: recorded frames the rx port did not stamp (stamped by the lane, see pollStamp)
+	MaxRxStampErrNs    atomic.Uint64 // receiver: widest uncertainty of a poll-stamped burst, ns
 	_                  [64]byte      // keep the next lane's counters off this cache line
 }
 
@@ -116,6 +118,13 @@ type Lane struct {
 	one        [1]*Packet
 	now        uint64 // the lane's latest clock reading, ns
 	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
+
+	// Receiver stamps of frames the rx port did not stamp (see pollStamp).
+	pollStamps bool   // read the clock before each RxBurst: the port does not stamp (or did not lately)
+	rxLow      uint64 // clock read before the last RxBurst that emptied the rx queue, ns
+	pollTS     uint64 // the poll stamp given to the current burst's unstamped frames
+	pollErr    uint64 // its uncertainty, ns
+	maxRxErr   uint64
 
 	curK                uint64 // sender: interval being recorded; receiver: last End's interval
 	started             bool
@@ -191,6 +200,9 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		endBuf: make([]byte, 0, 256),
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
+	// A receiver starts out assuming its port does not stamp; the first
+	// burst the port stamped entirely turns the extra clock read off.
+	l.pollStamps = cfg.Role == RoleReceiver
 	l.txStamper, _ = cfg.Tx.(TxStamper)
 	if cfg.Role == RoleForward {
 		l.fwd, _ = cfg.Rx.(Forwarder)
@@ -261,13 +273,22 @@ func (l *Lane) Poll() bool {
 	// queued before the interval's end are out (the rx port's queue holds
 	// them meanwhile, as under back-pressure).
 	n := 0
+	var before uint64
 	if room := min(l.cfg.Burst, len(l.txPkts)-l.cfg.Pace-1-l.txN); room > 0 && !l.closing {
+		if l.pollStamps {
+			before = l.cfg.Clock()
+		}
 		n = l.cfg.Rx.RxBurst(l.rxPkts[:room])
-	}
-	if n > 0 {
-		work = true
-		l.now = l.cfg.Clock()
-		l.receive(n, l.now)
+		if n > 0 {
+			work = true
+			l.now = l.cfg.Clock()
+			l.receive(n, l.now)
+		}
+		if n < room && before != 0 {
+			// The rx queue was empty after this call: whatever the next
+			// burst holds arrived after before.
+			l.rxLow = before
+		}
 	}
 	// With n == 0 nothing more is coming now: flush without asking the
 	// clock. Otherwise l.now was just read.
@@ -318,6 +339,7 @@ func (l *Lane) start(now uint64) {
 		l.cfg.Buffer.Begin(l.curK, now)
 	}
 	if l.cfg.Role == RoleReceiver {
+		l.intStart = now
 		l.cfg.Buffer.Begin(0, now)
 	}
 }
@@ -329,11 +351,20 @@ func (l *Lane) start(now uint64) {
 func (l *Lane) receive(n int, now uint64) {
 	rx := l.rxPkts[:n]
 	var rxBytes uint64
+	stamp := now
+	if l.cfg.Role == RoleReceiver {
+		stamp = l.pollStamp(now)
+	}
+	unstamped := 0
 	for _, p := range rx {
 		rxBytes += uint64(len(p.Data))
 		if p.TS == 0 {
-			p.TS = now // the port has no timestamp of its own: one clock read per burst
+			p.TS = stamp // the port has no timestamp of its own: one clock read per burst
+			unstamped++
 		}
+	}
+	if l.cfg.Role == RoleReceiver {
+		l.pollStamps = unstamped > 0
 	}
 	var malformed uint64
 	switch l.cfg.Role {
@@ -357,6 +388,24 @@ func (l *Lane) receive(n int, now uint64) {
 	if malformed > 0 {
 		l.Stats.Malformed.Add(malformed)
 	}
+}
+
+// pollStamp is the receive timestamp of a burst's frames the rx port did
+// not stamp, read by the lane at poll time (now, right after RxBurst
+// returned). Each of them arrived after the last RxBurst that left the rx
+// queue empty began (rxLow) and before now: the stamp is the midpoint,
+// uncertain by half that gap, carried as pollErr into the interval's stamp
+// error. An idle worker's sleep, a preempted thread or a backlog widens
+// the gap, and the report's stamp_err_ns with it, instead of skewing the
+// mean unseen.
+func (l *Lane) pollStamp(now uint64) uint64 {
+	low := l.rxLow
+	if low == 0 || low > now {
+		low = l.intStart // no emptied queue seen yet: since the lane started
+	}
+	half := (now - low) / 2
+	l.pollTS, l.pollErr = low+half, half
+	return l.pollTS
 }
 
 // receiveSender parses and classifies the burst into the tx buffer's
@@ -452,7 +501,7 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
 	level := l.parse
-	var passed, excluded uint64
+	var passed, excluded, polled uint64
 	for _, p := range rx {
 		classifier.ParseLevel(p.Data, m, level)
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
@@ -487,6 +536,13 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 			mec = cl.Classify(m)
 		}
 		set.Record(m, mec, p.TS)
+		if p.TS == l.pollTS {
+			// Stamped by pollStamp (a port stamp equal to the ns would
+			// only overstate the error).
+			set.StampErrNs += l.pollErr
+			set.PollStamped++
+			polled++
+		}
 		l.queue(p, false, false)
 	}
 	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - passed - excluded)
@@ -495,6 +551,13 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	}
 	if excluded > 0 {
 		l.Stats.Excluded.Add(excluded)
+	}
+	if polled > 0 {
+		l.Stats.PollStamped.Add(polled)
+		if l.pollErr > l.maxRxErr {
+			l.maxRxErr = l.pollErr
+			l.Stats.MaxRxStampErrNs.Store(l.pollErr)
+		}
 	}
 	return malformed
 }

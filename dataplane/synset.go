@@ -35,6 +35,10 @@ type SynSet struct {
 	// systematic error the timestamps add to the mean delay; reports add
 	// it to the sampling bound.
 	StampErrNs uint64
+	// PollStamped counts the recorded frames a receiver stamped at poll
+	// time because its rx port did not (their share of StampErrNs is the
+	// poll gap); 0 on the sender.
+	PollStamped uint64
 
 	// Interval bookkeeping, written by the worker before it publishes a
 	// flip, read by the control side after it.
@@ -150,7 +154,7 @@ func (s *SynSet) Reset() {
 	if s.LDS != nil {
 		s.LDS.Reset()
 	}
-	s.Frames, s.Bytes, s.StampErrNs = 0, 0, 0
+	s.Frames, s.Bytes, s.StampErrNs, s.PollStamped = 0, 0, 0, 0
 	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false
 }
 

@@ -15,16 +15,30 @@ type WorkerConfig struct {
 	ID    int
 	Core  int // CPU to pin to; < 0: not pinned (shared machines, tests)
 	Lanes []*Lane
-	// IdleSleep, when > 0, makes an idle worker sleep this long after a
-	// run of empty polls, so that a demo on a laptop does not burn a core
-	// per worker. 0 (the appliance on dedicated cores) spins, yielding the
-	// processor now and then.
+	// IdleSleep, when > 0, makes an idle worker wait up to this long
+	// after a run of empty polls, so that a demo on a laptop does not burn
+	// a core per worker. 0 (the appliance on dedicated cores) spins,
+	// yielding the processor now and then. When every lane's rx port can
+	// be waited on (RxWaiter: AF_XDP sockets) the worker waits in ppoll(2)
+	// and wakes as soon as a frame arrives; otherwise it sleeps with
+	// nanosleep(2), which on Linux lasts the asked time plus the timer
+	// slack (~50 µs), where Go's time.Sleep below a millisecond lasts
+	// about a millisecond (the runtime's timer granularity).
 	IdleSleep time.Duration
 	// OnStart runs on the worker's thread after pinning, before the first
 	// poll (DPDK registers the thread as an EAL lcore here); OnExit after
 	// the last.
 	OnStart func() error
 	OnExit  func()
+}
+
+// RxWaiter is implemented by rx ports with a file descriptor that polls
+// readable when frames wait (an AF_XDP socket). A worker whose lanes all
+// receive from such ports waits for frames in ppoll(2) instead of sleeping
+// blind.
+type RxWaiter interface {
+	// RxFD is the descriptor to poll for POLLIN; < 0: none (closed).
+	RxFD() int
 }
 
 // Worker runs its lanes until stopped. Stop is two-phase so that the last
@@ -92,6 +106,7 @@ func (w *Worker) run() error {
 		defer w.cfg.OnExit()
 	}
 	lanes := w.cfg.Lanes
+	wait := idleWaiter(lanes, w.cfg.IdleSleep)
 	var polls, idle uint64
 	emptyRun := 0
 	for !w.quit.Load() {
@@ -115,7 +130,7 @@ func (w *Worker) run() error {
 			emptyRun++
 			switch {
 			case w.cfg.IdleSleep > 0 && emptyRun >= 256:
-				time.Sleep(w.cfg.IdleSleep)
+				wait.wait()
 			case emptyRun&63 == 0:
 				runtime.Gosched()
 			}
@@ -143,6 +158,41 @@ func (w *Worker) run() error {
 	w.polls.Store(polls)
 	w.idle.Store(idle)
 	return nil
+}
+
+// idleWait is how an idle worker waits: ppoll(2) on its lanes' rx
+// descriptors, or nanosleep(2), for at most d.
+type idleWait struct {
+	fds []unix.PollFd // nil: no descriptors, sleep
+	d   time.Duration
+	ts  unix.Timespec
+}
+
+func idleWaiter(lanes []*Lane, d time.Duration) *idleWait {
+	w := &idleWait{d: d, ts: unix.NsecToTimespec(d.Nanoseconds())}
+	for _, l := range lanes {
+		rw, ok := l.cfg.Rx.(RxWaiter)
+		if !ok || rw.RxFD() < 0 {
+			return w
+		}
+		w.fds = append(w.fds, unix.PollFd{Fd: int32(rw.RxFD()), Events: unix.POLLIN})
+	}
+	return w
+}
+
+// Polling reports whether the worker waits in ppoll(2) when idle.
+func (w *Worker) Polling() bool { return len(idleWaiter(w.cfg.Lanes, 0).fds) > 0 }
+
+// wait blocks for at most d: until a frame arrives on one of the fds, or
+// d has passed. A signal cuts it short, which is harmless: the worker
+// polls its lanes and comes back here.
+func (w *idleWait) wait() {
+	ts := w.ts
+	if w.fds != nil {
+		_, _ = unix.Ppoll(w.fds, &ts, nil)
+		return
+	}
+	_ = unix.Nanosleep(&ts, nil)
 }
 
 // NewWorkers places a bump in the wire's two lanes (one per direction) on

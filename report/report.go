@@ -36,11 +36,22 @@ type Interval struct {
 	// (Hello, End markers, fragments; Ethernet frames without FCS).
 	ControlFrames int `json:"control_frames,omitempty"`
 	ControlBytes  int `json:"control_bytes,omitempty"`
-	// Timestamp uncertainty of the sender's stamps included in mean_ci_ns.
+	// Timestamp uncertainty included in mean_ci_ns: the sender's plus the
+	// receiver's (mean over the interval's frames of how far a stamp may
+	// be from the frame's real departure or arrival), ns.
 	StampErrNs float64 `json:"stamp_err_ns,omitempty"`
 	// Config is the synopsis configuration the interval was measured
 	// with (live appliance: as both ends agreed it).
 	Config string `json:"config,omitempty"`
+	// Its two parts: the sender's transmit stamps, the receiver's.
+	TxStampErrNs float64 `json:"tx_stamp_err_ns,omitempty"`
+	RxStampErrNs float64 `json:"rx_stamp_err_ns,omitempty"`
+	// StampSource is where the receiver's arrival stamps came from: "hw"
+	// (the NIC), "xdp" (the kernel, as the XDP program redirected the
+	// frame), "poll" (the worker's clock when it polled), "port" (a port
+	// that stamps frames itself: ring, pcap); "xdp+poll" and the like when
+	// some frames had no port stamp.
+	StampSource string `json:"stamp_source,omitempty"`
 
 	// Ground truth, present only where the exact truth is known.
 	TrueMeanNs   *float64 `json:"true_mean_ns,omitempty"`

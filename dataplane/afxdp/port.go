@@ -1,12 +1,12 @@
 package afxdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -69,7 +69,10 @@ type rxSide struct {
 	free     []uint64 // frame addresses not in the fill ring, stack
 	packets  atomic.Uint64
 	bytes    atomic.Uint64
-	_        [64]byte
+	// CLOCK_TAI − CLOCK_REALTIME, ns, as adjtimex said when the stamp
+	// taiAt was taken; re-read once a second of stamps (leap seconds).
+	taiOff, taiAt int64
+	_             [64]byte
 }
 
 // txSide is the transmit half: tx and completion rings and the free tx
@@ -107,7 +110,10 @@ type Port struct {
 	kstats dataplane.Stats // last kernel counters, for Stats after Close
 }
 
-var _ dataplane.Port = (*Port)(nil)
+var (
+	_ dataplane.Port     = (*Port)(nil)
+	_ dataplane.RxWaiter = (*Port)(nil)
+)
 
 // Open creates an AF_XDP socket on the interface and queue of spec
 // ("afxdp:eth1@0"), with its own UMEM, attaches (or shares) the redirect
@@ -230,9 +236,37 @@ func (p *Port) ZeroCopy() bool { return p.zeroCopy }
 // "generic" (skb, slower, for drivers without XDP).
 func (p *Port) XDPMode() string { return p.prog.mode }
 
-// TimestampSource is "software": AF_XDP carries no rx timestamp, so each
-// burst gets CLOCK_REALTIME read right after the rx ring was read.
-func (p *Port) TimestampSource() string { return "software" }
+// TimestampSource says where rx timestamps come from: "xdp" when the XDP
+// program stamps each frame as it redirects it (CLOCK_TAI converted to
+// CLOCK_REALTIME, see stampInsns), "poll" when the kernel refused that
+// program (Linux < 6.1): RxBurst then leaves Packet.TS 0 and the lane
+// stamps each burst when it polls.
+func (p *Port) TimestampSource() string {
+	if p.prog != nil && p.prog.stamps {
+		return "xdp"
+	}
+	return "poll"
+}
+
+// taiOffset is CLOCK_TAI − CLOCK_REALTIME in ns (the kernel's TAI offset,
+// 37 s where PTP or chrony set it, else 0).
+func taiOffset() int64 {
+	var tx unix.Timex
+	if _, err := unix.Adjtimex(&tx); err != nil {
+		return 0
+	}
+	return int64(tx.Tai) * 1e9
+}
+
+// RxFD is the socket, for a worker to wait on in ppoll(2) until frames
+// arrive (dataplane.RxWaiter): the kernel wakes it when it puts a frame
+// on the rx ring. -1 after Close.
+func (p *Port) RxFD() int {
+	if p.closed.Load() {
+		return -1
+	}
+	return p.fd
+}
 
 // owns reports whether pk is the Packet of one of p's frames (by address,
 // so a forged Handle or another kind's packet with our index is caught).
@@ -277,7 +311,6 @@ func (p *Port) RxBurst(pkts []*dataplane.Packet) int {
 		}
 		return 0
 	}
-	now := uint64(time.Now().UnixNano())
 	idx := r.rx.cachedCons
 	var bytes uint64
 	for i := uint32(0); i < n; i++ {
@@ -287,7 +320,21 @@ func (p *Port) RxBurst(pkts []*dataplane.Packet) int {
 		pk := &p.pkts[f/p.frameSize]
 		pkts[i] = pk
 		pk.Data = p.umem[d.Addr : d.Addr+uint64(d.Len) : end]
-		pk.TS = now
+		pk.TS = 0
+		if d.Addr-f >= metaLen {
+			// The XDP program's arrival stamp, read in place and cleared
+			// so that a frame this chunk holds later without one (a
+			// driver that gave no metadata room) is not taken for
+			// stamped by a stale value.
+			meta := p.umem[d.Addr-metaLen : d.Addr]
+			if tai := int64(binary.NativeEndian.Uint64(meta)); tai != 0 {
+				if tai-r.taiAt > 1e9 || tai < r.taiAt {
+					r.taiOff, r.taiAt = taiOffset(), tai
+				}
+				pk.TS = uint64(tai - r.taiOff)
+				clear(meta)
+			}
+		}
 		pk.Handle = uintptr(d.Addr)
 		pk.Port = p.index
 		bytes += uint64(d.Len)

@@ -29,6 +29,7 @@ type xdpProg struct {
 	prog    *ebpf.Program
 	link    link.Link
 	mode    string // "driver" or "generic"
+	stamps  bool   // the program writes an arrival stamp before each frame (stampInsns)
 }
 
 var progs struct {
@@ -55,6 +56,53 @@ func redirectInsns(mapFD int) asm.Instructions {
 	}
 }
 
+// metaLen is the metadata the stamping program puts before each frame it
+// redirects: the arrival time, CLOCK_TAI ns, native byte order.
+const metaLen = 8
+
+// stampInsns is the redirect program that first stamps the frame:
+//
+//	u64 t = bpf_ktime_get_tai_ns();
+//	if (bpf_xdp_adjust_meta(ctx, -8) == 0 && ctx->data_meta + 8 <= ctx->data)
+//		*(u64 *)ctx->data_meta = t;
+//	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+//
+// The clock is read first, as early as the frame's processing can: this is
+// when the driver's NAPI poll handed the frame to XDP. CLOCK_TAI rather
+// than CLOCK_MONOTONIC (bpf_ktime_get_ns): the kernel's TAI is its
+// CLOCK_REALTIME plus the TAI offset (adjtimex), both kept by the same
+// timekeeper, so subtracting the offset gives the sender's clock exactly,
+// with no offset to sample and no drift between refreshes. A driver that
+// cannot give metadata room (adjust_meta fails) still gets its frame
+// redirected; the receive path then sees no stamp and stamps in software.
+func stampInsns(mapFD int) asm.Instructions {
+	const (
+		dataOff, dataMetaOff = 0, 8 // offsetof(struct xdp_md, data), (…, data_meta)
+		rxQueueIndexOff      = 16
+		xdpPass              = 2
+	)
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnKtimeGetTaiNs.Call(),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, -metaLen),
+		asm.FnXdpAdjustMeta.Call(),
+		asm.JNE.Imm(asm.R0, 0, "redirect"),
+		asm.LoadMem(asm.R2, asm.R6, dataMetaOff, asm.Word),
+		asm.LoadMem(asm.R3, asm.R6, dataOff, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, metaLen),
+		asm.JGT.Reg(asm.R4, asm.R3, "redirect"),
+		asm.StoreMem(asm.R2, 0, asm.R7, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R6, rxQueueIndexOff, asm.Word).WithSymbol("redirect"),
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	}
+}
+
 // acquireProg returns the interface's program, loading and attaching it
 // on first use (driver mode, generic mode when the driver has no XDP).
 func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
@@ -72,14 +120,23 @@ func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: %s: create XSKMAP: %w", ifname, err)
 	}
+	// The stamping program needs bpf_ktime_get_tai_ns (Linux ≥ 6.1);
+	// an older kernel refuses it and gets the plain redirect.
+	stamps := true
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD()),
+		Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: stampInsns(m.FD()),
 	})
+	if err != nil {
+		stamps = false
+		prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD()),
+		})
+	}
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("afxdp: %s: load XDP program: %w", ifname, err)
 	}
-	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, prog: prog}
+	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, prog: prog, stamps: stamps}
 	// A bpf_link dies with its last file descriptor: if this process
 	// crashes the kernel detaches the program by itself.
 	p.link, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})

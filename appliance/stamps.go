@@ -1,0 +1,72 @@
+package appliance
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// An interval whose timestamps may be off, on average, by more than
+// stampErrLimitNs + stampErrLimitFrac × |mean| is reported invalid: its
+// mean_ci_ns would still hold the truth, but as a width made of our own
+// stamping rather than the network, a precise-looking number that says
+// little. 20 µs is several times what kernel (XDP) and NIC stamps err by
+// and less than a poll-stamping worker that sleeps when idle errs by (a
+// sleep of 50 µs lasts ~130 µs); 5 % keeps long paths (a WAN's
+// milliseconds) from being invalidated by microseconds.
+const (
+	stampErrLimitNs   = 20_000
+	stampErrLimitFrac = 0.05
+)
+
+// rxStamps is the receiver's share of an interval's timestamp error.
+type rxStamps struct {
+	errNs  uint64 // Σ over recorded frames of their stamp uncertainty, ns
+	polled uint64 // frames stamped at poll time (the port gave none)
+}
+
+// stamps adds both ends' timestamp uncertainty to r (tx: the sender's mean
+// per-frame uncertainty from its synopsis payload) and invalidates r when
+// it exceeds the limit.
+func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
+	var rxErr uint64
+	if rc.frames > 0 {
+		rxErr = (rc.stamps.errNs + rc.frames - 1) / rc.frames
+	}
+	r.TxStampErrNs, r.RxStampErrNs = float64(txErr), float64(rxErr)
+	r.StampErrNs = float64(txErr + rxErr)
+	r.MeanCINs += r.StampErrNs
+	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
+	limit := stampErrLimitNs + stampErrLimitFrac*math.Abs(r.MeanNs)
+	if r.Valid && r.StampErrNs > limit {
+		r.Valid = false
+		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average (sender %.1f µs, receiver %.1f µs, %s stamps), over the %.1f µs allowed (20 µs + 5 %% of the mean): a worker slept or was preempted between a frame's arrival and its poll",
+			r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource, limit/1e3)
+	}
+}
+
+// stampSource names where the receiver's stamps came from: the rx port's
+// own source ("hw", "xdp", "port"), "poll" when the lane stamped every
+// frame, both joined with "+" when it stamped some.
+func stampSource(rx dataplane.Port, polled, frames uint64) string {
+	src := "port"
+	if s, ok := rx.(interface{ TimestampSource() string }); ok {
+		switch s.TimestampSource() {
+		case "hardware":
+			src = "hw"
+		case "xdp":
+			src = "xdp"
+		default: // "software", "poll": the port leaves stamping to the lane
+			return "poll"
+		}
+	}
+	switch {
+	case polled == 0:
+		return src
+	case polled >= frames:
+		return "poll"
+	}
+	return src + "+poll"
+}

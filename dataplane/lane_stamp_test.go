@@ -1,0 +1,135 @@
+package dataplane_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/porttest"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// stepClock is a clock that moves only when read, by a random step that
+// is now and then huge (a preempted thread, an idle sleep).
+type stepClock struct {
+	now uint64
+	rng *rand.Rand
+}
+
+func (c *stepClock) read() uint64 {
+	t := c.now
+	switch r := c.rng.IntN(100); {
+	case r < 5:
+		c.now += 200_000 + c.rng.Uint64N(2_000_000) // 0.2–2.2 ms gap
+	default:
+		c.now += 50 + c.rng.Uint64N(2_000)
+	}
+	return t
+}
+
+// arrivals is an rx port without timestamps of its own (as DPDK without rx
+// timestamp offload): frames arrive at set clock times, and RxBurst,
+// called between two clock reads, returns those that had arrived by then.
+type arrivals struct {
+	dataplane.Port // the ring port the frames come from; only RxBurst is ours
+	clk            *stepClock
+	at             []uint64 // arrival time of the next frames, ascending
+	arrived        map[*dataplane.Packet]uint64
+	pending        []*dataplane.Packet
+}
+
+func (a *arrivals) RxBurst(pkts []*dataplane.Packet) int {
+	n := 0
+	for n < len(pkts) && len(a.pending) > 0 && a.at[0] < a.clk.now {
+		p := a.pending[0]
+		a.arrived[p] = a.at[0]
+		a.pending, a.at = a.pending[1:], a.at[1:]
+		p.TS = 0
+		pkts[n] = p
+		n++
+	}
+	return n
+}
+
+// stampTap records the TS of every packet the lane transmits.
+type stampTap struct {
+	dataplane.Port
+	ts map[*dataplane.Packet]uint64
+}
+
+func (s *stampTap) TxBurst(pkts []*dataplane.Packet) int {
+	for _, p := range pkts {
+		s.ts[p] = p.TS
+	}
+	return s.Port.TxBurst(pkts)
+}
+
+// TestPollStampBound: a receiver lane on a port that does not stamp
+// stamps each burst at poll time, and the uncertainty it records covers
+// the real arrival of every frame however long the gaps between polls:
+// Σ|stamp − arrival| ≤ the set's StampErrNs, and no frame is further
+// from its stamp than MaxRxStampErrNs.
+func TestPollStampBound(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		clk := &stepClock{now: 1_000_000_000, rng: rand.New(rand.NewPCG(seed, 7))}
+		cl, _ := classifier.NewClassifierFromSpecs(nil)
+		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
+		rbuf, _ := dataplane.NewDoubleBuffer(syn)
+		l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
+		l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
+		endr, _ := control.NewEndReader(nil, true, 1)
+		src := &arrivals{Port: l1.B(), clk: clk, arrived: map[*dataplane.Packet]uint64{}}
+		tap := &stampTap{Port: l2.A(), ts: map[*dataplane.Packet]uint64{}}
+		rcv, err := dataplane.NewLane(dataplane.LaneConfig{Rx: src, Tx: tap, Role: dataplane.RoleReceiver, Classifier: cl,
+			Buffer: rbuf, EndReader: endr, Clock: clk.read, DrainNs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 3000 frames, arriving in clumps and trickles.
+		gen := porttest.MustGen(porttest.GenConfig{Flows: 16})
+		pk := make([]*dataplane.Packet, 1)
+		at := clk.now
+		for id := uint64(1); id <= 3000; id++ {
+			if l1.A().Alloc(pk) != 1 {
+				t.Fatal("pool empty")
+			}
+			pk[0].Data = gen.Frame(pk[0].Data[:cap(pk[0].Data)], id)
+			src.pending = append(src.pending, pk[0])
+			if clk.rng.IntN(10) == 0 {
+				at += clk.rng.Uint64N(1_000_000)
+			} else {
+				at += clk.rng.Uint64N(3_000)
+			}
+			src.at = append(src.at, at)
+		}
+		var sumErr, maxErr uint64
+		for polls := 0; len(src.pending) > 0 && polls < 10_000_000; polls++ {
+			rcv.Poll()
+		}
+		rcv.Drain()
+		if len(tap.ts) != 3000 {
+			t.Fatalf("seed %d: %d frames forwarded", seed, len(tap.ts))
+		}
+		for p, ts := range tap.ts {
+			arr, ok := src.arrived[p]
+			if !ok {
+				t.Fatal("a frame that never arrived")
+			}
+			d := max(ts, arr) - min(ts, arr)
+			sumErr += d
+			maxErr = max(maxErr, d)
+		}
+		set := rbuf.Active()
+		if set.PollStamped != 3000 || set.Frames != 3000 {
+			t.Fatalf("seed %d: %d of %d frames poll-stamped, want 3000", seed, set.PollStamped, set.Frames)
+		}
+		if sumErr > set.StampErrNs || maxErr > rcv.Stats.MaxRxStampErrNs.Load() {
+			t.Fatalf("seed %d: stamps off by Σ %d ns (max %d), the lane's bound says Σ %d (max %d)",
+				seed, sumErr, maxErr, set.StampErrNs, rcv.Stats.MaxRxStampErrNs.Load())
+		}
+		t.Logf("seed %d: mean |stamp − arrival| %.0f ns, mean bound %.0f ns, max %d ≤ %d", seed,
+			float64(sumErr)/3000, float64(set.StampErrNs)/3000, maxErr, rcv.Stats.MaxRxStampErrNs.Load())
+	}
+}
