@@ -308,6 +308,33 @@ func TestRDAScenarios(t *testing.T) {
 		decK, _ := DecodeRDA(snd, rcv)
 		decK1, _ := DecodeRDA(snd1, rcv1)
 		ApplyRDACrossing(&e, decK, decK1)
+		// The appliance's way: the sender's RDA over the wire (no cache),
+		// then the timestamps of the lost packets on request.
+		b, err := snd.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ws RDA
+		if err := ws.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		ew, stw, _ := EstimateRDA(&ws, rcv, 0)
+		if len(stw.MissingSender) > 0 {
+			if err := ws.AddRemoteTimestamps(snd.Cache().AppendReply(nil, stw.MissingSender), stw.MissingSender); err != nil {
+				t.Fatal(err)
+			}
+			ew, stw, _ = EstimateRDA(&ws, rcv, 0)
+		}
+		ApplyRDACrossing(&ew, decK, decK1)
+		if ew.Valid {
+			tol := ew.MeanCINs
+			if stw.Exact {
+				tol = 1e-6*math.Abs(iv[0].mean) + 1
+			}
+			if math.Abs(ew.MeanNs-iv[0].mean) > tol || ew.Lost != iv[0].lost {
+				t.Errorf("%s seed %d, over the wire: valid, mean %.1f ± %.1f (exact %v), lost %d; truth %.1f, %d (%+v)", sc.name, s, ew.MeanNs, ew.MeanCINs, stw.Exact, ew.Lost, iv[0].mean, iv[0].lost, stw)
+			}
+		}
 		tl := tallies[sc.name]
 		if tl == nil {
 			tl = &tally{}
