@@ -31,3 +31,13 @@ type Estimate struct {
 	Valid  bool   // false: do not use MeanNs/StddevNs; Reason says why
 	Reason string // empty when Valid
 }
+
+// IntegrityFields are e's evidence of extra packets for a report's added
+// fields ("extra": the lower bound or decoded count, "extra_buckets": the
+// buckets or cells that prove them); nil when there is none.
+func (e Estimate) IntegrityFields() map[string]any {
+	if e.Extra == 0 && e.ExtraBuckets == 0 {
+		return nil
+	}
+	return map[string]any{"extra": e.Extra, "extra_buckets": e.ExtraBuckets}
+}
