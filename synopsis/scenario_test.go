@@ -442,3 +442,53 @@ func TestLDSScenarios(t *testing.T) {
 		t.Errorf("valid %d of %d, %d invalid for extras: the property holds vacuously", valid, lines, invalidExtras)
 	}
 }
+
+// TestLDAExtraMissProb: one frame injected inside the segment (a switch's
+// BPDU) in intervals with loss. The fraction of intervals in which it went
+// unseen matches the mean ExtraMissProb the estimator reported, and the
+// bucket masses it is built from sum to 1.
+func TestLDAExtraMissProb(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 60
+	}
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), SizeLDA(300_000, []float64{0.01}, 512)} {
+		sum := 0.0
+		for _, m := range cfg.bucketMass() {
+			sum += m
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Fatalf("%v: bucket masses sum to %v", cfg, sum)
+		}
+		for _, loss := range []float64{0.005, 0.05} {
+			unseen, predicted := 0, 0.0
+			for s := 0; s < seeds; s++ {
+				iv := scenario{n: 30000, loss: loss, inject: 1}.generate(uint64(s) + 7000)
+				a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+				for _, p := range iv[0].snd {
+					a.Add(p.h, p.ts)
+				}
+				for _, p := range iv[0].rcv {
+					b.Add(p.h, p.ts)
+				}
+				e, err := EstimateLDA(a, b, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Extra == 0 {
+					unseen++
+					if e.Valid && e.Lost == iv[0].lost {
+						t.Fatalf("seed %d: the extra frame went unseen, yet the loss is right", s)
+					}
+				}
+				predicted += e.ExtraMissProb
+			}
+			p := predicted / float64(seeds)
+			sd := math.Sqrt(float64(seeds) * p * (1 - p))
+			t.Logf("%v, loss %.1f %%: one extra frame unseen in %d of %d intervals; mean ExtraMissProb %.3f (expects %.1f)", cfg, 100*loss, unseen, seeds, p, p*float64(seeds))
+			if math.Abs(float64(unseen)-p*float64(seeds)) > 4*sd+3 {
+				t.Errorf("unseen %d, ExtraMissProb predicts %.1f ± %.1f", unseen, p*float64(seeds), sd)
+			}
+		}
+	}
+}
