@@ -122,6 +122,24 @@ func (x LDACrossing) Apply(e *Estimate) {
 	}
 }
 
+// ApplyFlows carries the crossing evidence of a class's LDA over to the
+// LDS flow lines of interval k in the same class: a packet that crossed
+// into k+1 looks lost in its flow, and the LDA cannot say which flow. When
+// packets crossed (or k+1's extras are unexplained), every valid flow line
+// with a loss becomes invalid; lines without loss are unaffected (a
+// crossing packet would have shown as one).
+func (x LDACrossing) ApplyFlows(flows []FlowEstimate) {
+	if x.Crossed == 0 && x.AllExtrasCrossed {
+		return
+	}
+	for i := range flows {
+		if f := &flows[i]; f.Valid && f.Lost > 0 {
+			f.Valid = false
+			f.Reason = fmt.Sprintf("%d packets of this interval arrived after its end (found by the LDA; more may be hidden): this flow's loss may include them", x.Crossed)
+		}
+	}
+}
+
 // MatchRDACrossing counts the identities decoded as lost in interval k
 // (decK) and as extra in interval k+1 (decK1): packets in flight across
 // the boundary. Subtract the count from k's Lost. Exact when both decodes
