@@ -91,6 +91,12 @@ func TestLDAIdenticalFramesDoNotCancel(t *testing.T) {
 	if d.DigestMismatch != 1 || e.Valid || e.Extra != 1 || e.ExtraBuckets != 1 {
 		t.Fatalf("digest mismatches %d valid %v extra %d in %d buckets: %s", d.DigestMismatch, e.Valid, e.Extra, e.ExtraBuckets, e.Reason)
 	}
+	if f := e.IntegrityFields(); f["extra"] != uint64(1) || f["extra_buckets"] != 1 {
+		t.Fatalf("integrity fields %v", f)
+	}
+	if f := (Estimate{}).IntegrityFields(); f != nil {
+		t.Fatalf("integrity fields of a clean estimate %v", f)
+	}
 }
 
 const (
@@ -148,5 +154,17 @@ func TestLDACrossingMatch(t *testing.T) {
 		if e1.Valid || e1.Extra < 3 {
 			t.Fatalf("k+1 valid %v extra %d: %s", e1.Valid, e1.Extra, e1.Reason)
 		}
+	}
+}
+
+func TestRequireLossVerified(t *testing.T) {
+	e := Estimate{Valid: true, ExtraMissProb: 0.3}
+	e.RequireLossVerified(0.5)
+	if !e.Valid {
+		t.Fatal("invalid below the threshold")
+	}
+	e.RequireLossVerified(0.02)
+	if e.Valid || e.Reason == "" {
+		t.Fatalf("valid %v reason %q above the threshold", e.Valid, e.Reason)
 	}
 }
