@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/analyze/analyzetest"
 )
 
@@ -43,7 +44,7 @@ func TestAnalyzeCommand(t *testing.T) {
 	if !bytes.Contains(stdout, []byte(`"direction":"x>y"`)) {
 		t.Errorf("'>' must not be escaped in JSON lines: %s", stdout)
 	}
-	lines := 0
+	lines, summaries := 0, 0
 	var lost uint64
 	mecs := map[string]bool{}
 	sc := bufio.NewScanner(&out)
@@ -51,6 +52,11 @@ func TestAnalyzeCommand(t *testing.T) {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		if m["type"] == "analyze_summary" {
+			summaries++
+			tr = tr.Within(uint64(m["range_start_ns"].(float64)), uint64(m["range_end_ns"].(float64)))
+			continue
 		}
 		for _, k := range []string{"type", "interval", "start_ns", "end_ns", "direction", "mec", "synopsis", "sent", "received",
 			"lost", "mean_ns", "stddev_ns", "mean_ci_ns", "samples", "valid", "true_mean_ns", "true_stddev_ns", "true_lost"} {
@@ -64,6 +70,9 @@ func TestAnalyzeCommand(t *testing.T) {
 		mecs[m["mec"].(string)] = true
 		lost += uint64(m["lost"].(float64))
 		lines++
+	}
+	if summaries != 1 {
+		t.Errorf("%d summary lines, want 1 (the last)", summaries)
 	}
 	if lines != 2 || !mecs["all"] || !mecs["web"] {
 		t.Errorf("want one line per MEC (all, web), got %d lines %v", lines, mecs)
@@ -96,18 +105,26 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	kinds := map[string]int{}
+	var rdaLost uint64
+	var rdaValid bool
+	var sum analyze.Summary
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var m struct {
+			Type     string
 			Synopsis string
 			Flow     string
 			Lost     uint64
 			Valid    bool
 		}
 		json.Unmarshal(sc.Bytes(), &m)
+		if m.Type == "analyze_summary" {
+			json.Unmarshal(sc.Bytes(), &sum)
+			continue
+		}
 		kinds[m.Synopsis]++
-		if m.Synopsis == "rda" && (m.Lost != tr.Lost || !m.Valid) {
-			t.Errorf("rda line lost %d valid %v, want exact %d", m.Lost, m.Valid, tr.Lost)
+		if m.Synopsis == "rda" {
+			rdaLost, rdaValid = m.Lost, m.Valid
 		}
 		if m.Synopsis == "lds" {
 			if m.Flow == "" || !(strings.HasPrefix(m.Flow, "6 ") || strings.HasPrefix(m.Flow, "17 ")) || !strings.Contains(m.Flow, ">") {
@@ -117,6 +134,9 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 				t.Errorf("flow %q: IPv6 addresses must both be bracketed", m.Flow)
 			}
 		}
+	}
+	if tr = tr.Within(sum.RangeStartNs, sum.RangeEndNs); rdaLost != tr.Lost || !rdaValid {
+		t.Errorf("rda line lost %d valid %v, want exact %d", rdaLost, rdaValid, tr.Lost)
 	}
 	if kinds["lda"] != 1 || kinds["rda"] != 1 || kinds["lds"] != 10 {
 		t.Errorf("lines per synopsis %v, want lda 1, rda 1, lds 10 (--top 10)", kinds)
