@@ -54,9 +54,15 @@ func match(s, r *endData) *matching {
 	}
 	m.bySender, m.byReceiver = byHash(s), byHash(r)
 
-	// First walk: ambiguity and the offset seen on unambiguous pairs.
-	dmin, dmax := int64(math.MaxInt64), int64(math.MinInt64)
-	fmin := int64(math.MaxInt64) // fallback: first copy against first copy
+	// First walk: ambiguity, and the delays (with the clock offset) of
+	// unambiguous IP pairs. Frames that are not IP are left out of the
+	// delays: a switch's STP or LLDP frames repeat the same bytes, so one
+	// seen at the sender only and one seen at the receiver only can look
+	// like a pair far apart in time.
+	const none = math.MaxInt64
+	dmin, dmax := int64(none), int64(math.MinInt64)
+	umin, umax := int64(none), int64(math.MinInt64) // unambiguous, any kind
+	fmin := int64(none)                             // first copy against first copy
 	m.groups(s, r, func(gs, gr []int32) {
 		if len(gs) > 1 {
 			for _, i := range gs {
@@ -74,22 +80,31 @@ func match(s, r *endData) *matching {
 		d := int64(r.recs[gr[0]].ts) - int64(s.recs[gs[0]].ts)
 		fmin = min(fmin, d)
 		if len(gs) == 1 && len(gr) == 1 {
-			dmin, dmax = min(dmin, d), max(dmax, d)
+			umin, umax = min(umin, d), max(umax, d)
+			if s.recs[gs[0]].flags&recNonIP == 0 {
+				dmin, dmax = min(dmin, d), max(dmax, d)
+			}
 		}
 	})
-	if dmin > dmax {
-		dmin = fmin
+	known := true // dmin, dmax come from unambiguous pairs
+	switch {
+	case dmin <= dmax:
+	case umin <= umax:
+		dmin, dmax = umin, umax
+	default:
+		dmin, dmax, known = fmin, math.MaxInt64/4, false
 	}
 	tol := max(0, -dmin) + matchSlack
 
-	// Second walk: first in, first out per identity.
-	unique := dmin <= dmax
-	if !unique {
-		dmin, dmax = int64(math.MaxInt64), int64(math.MinInt64)
-	}
+	// Second walk: first in, first out per identity. A frame that is not
+	// IP pairs only within the delays IP packets showed.
 	m.groups(s, r, func(gs, gr []int32) {
+		nonIP := s.recs[gs0(gs)].flags&recNonIP != 0
 		p := 0
 		for _, j := range gr {
+			for nonIP && known && p < len(gs) && int64(r.recs[j].ts)-int64(s.recs[gs[p]].ts) > dmax+matchSlack {
+				p++ // too old to be this copy, or any later one
+			}
 			if p == len(gs) {
 				break
 			}
@@ -100,17 +115,49 @@ func match(s, r *endData) *matching {
 			m.sOf[j], m.rOf[i] = i, j
 			m.matched++
 			p++
-			if !unique {
+		}
+		if len(gs) > 1 && (m.unpaired(gs) || m.unpairedR(gr)) {
+			m.uncertain = append(m.uncertain, gs)
+		}
+	})
+	if !known {
+		dmin, dmax = math.MaxInt64, math.MinInt64
+		for j, i := range m.sOf {
+			if i >= 0 {
 				d := int64(r.recs[j].ts) - int64(s.recs[i].ts)
 				dmin, dmax = min(dmin, d), max(dmax, d)
 			}
 		}
-		if len(gs) > 1 && (p < len(gs) || p < len(gr)) {
-			m.uncertain = append(m.uncertain, gs)
-		}
-	})
+	}
 	m.dmin, m.dmax = dmin, dmax
 	return m
+}
+
+// gs0 is the index of a group's first sender copy (0 when it has none: the
+// caller then looks at a group with nothing to pair).
+func gs0(gs []int32) int32 {
+	if len(gs) == 0 {
+		return 0
+	}
+	return gs[0]
+}
+
+func (m *matching) unpaired(gs []int32) bool {
+	for _, i := range gs {
+		if m.rOf[i] < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *matching) unpairedR(gr []int32) bool {
+	for _, j := range gr {
+		if m.sOf[j] < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // groups calls f with the sender and receiver indices of each identity,

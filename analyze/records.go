@@ -22,6 +22,7 @@ const (
 	recAmbiguous uint8 = 1 << iota // identity seen more than once at this end
 	recCrossed                     // received after packets of a later interval
 	recExtra                       // received, but matches no sent packet
+	recNonIP                       // neither IPv4 nor IPv6: its identity is weaker
 )
 
 // extentUnknown: the identity's bytes could not be located in the frame.
@@ -109,6 +110,9 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 			e.malformed++
 		}
 		r := rec{ts: ts, hash: m.Hash, mec: cl.Classify(&m), ext: uint16(min(identityExtent(frame), extentUnknown))}
+		if m.Flags&(classifier.FlagIPv4|classifier.FlagIPv6) == 0 {
+			r.flags = recNonIP
+		}
 		e.recs = append(e.recs, r)
 		if keepFlows {
 			e.flows = append(e.flows, m.FlowHash)

@@ -182,13 +182,15 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 			} else {
 				st.TrimmedReceiverAfter++
 			}
-		case cursor >= 0 && i < lastIn:
+		case cursor >= 0 && i < lastIn && int64(r.recs[i].ts)-mt.dmax >= lo && int64(r.recs[i].ts)-mt.dmin <= hi:
+			// Unmatched, and sent (if it was) inside the common range
+			// whatever its delay.
 			rk[i] = cursor
 			r.recs[i].flags |= recExtra
 			st.ExtraReceived++
 		default:
 			rk[i] = -1
-			if cursor < 0 {
+			if cursor < 0 || int64(r.recs[i].ts)-mt.dmax < lo {
 				st.TrimmedReceiverBefore++
 			} else {
 				st.TrimmedReceiverAfter++
