@@ -65,6 +65,9 @@ type DamageError struct {
 }
 
 func (e *DamageError) Error() string {
+	if e.Offset == 0 {
+		return fmt.Sprintf("%s: damaged capture at packet record %d: %s", e.File, e.Record, e.What)
+	}
 	return fmt.Sprintf("%s: damaged capture at packet record %d (byte offset %d): %s", e.File, e.Record, e.Offset, e.What)
 }
 
@@ -93,7 +96,7 @@ func supportedLink(l uint32) bool {
 }
 
 func newCapReader(rd io.Reader) (*capReader, error) {
-	r := &capReader{r: bufio.NewReaderSize(rd, 1<<20)}
+	r := &capReader{r: bufio.NewReaderSize(rd, 256<<10)}
 	head, err := r.r.Peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("too short to be a pcap or pcapng file (%d bytes): %w", len(head), errNotCapture)
@@ -272,7 +275,6 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 				return nil, 0, 0, 0, damaged("%v", err)
 			}
 		case 6, 2: // Enhanced Packet Block, obsolete Packet Block
-			r.record++
 			if body < 20 {
 				return nil, 0, 0, 0, damaged("packet block too short (%d bytes)", total)
 			}
@@ -300,6 +302,7 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 			if err := r.trailer(total); err != nil {
 				return nil, 0, 0, 0, damaged("%v", err)
 			}
+			r.record++
 			ifc := r.ifaces[id]
 			hi, lo := bits.Mul64(raw, ifc.mul)
 			if hi >= ifc.div {
@@ -314,7 +317,6 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 			}
 			return dst[:capLen], ifc.link, q + ifc.offset, orig, nil
 		case 3: // Simple Packet Block: no timestamp, so nothing to measure
-			r.record++
 			if len(r.ifaces) == 0 {
 				return nil, 0, 0, 0, damaged("simple packet block before any interface")
 			}
