@@ -307,3 +307,39 @@ func TestReproductionSeed10(t *testing.T) {
 		t.Errorf("only %d of %d lines valid", valid, len(out))
 	}
 }
+
+// TestTruthLossless: on a lossless path the exact truth says nothing was
+// lost, whatever the apparent delays (receiver clock 250 µs behind, so
+// most are negative), with bit-identical pairs and duplicates made inside
+// the segment; and no valid line of any synopsis claims a loss.
+func TestTruthLossless(t *testing.T) {
+	sc := baseScenario(5, 30_000)
+	sc.ClockOffset, sc.Identical, sc.Dup = -250*time.Microsecond, 0.05, 0.001
+	var sb, rb bytes.Buffer
+	if _, err := sc.Write(&sb, &rb); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := analyze.NewCapture("s", bytes.NewReader(sb.Bytes()))
+	r, _ := analyze.NewCapture("r", bytes.NewReader(rb.Bytes()))
+	var lines []*report.Interval
+	st, err := analyze.Run(s, r, analyze.Config{Interval: 100 * time.Millisecond, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), Truth: true,
+		Extra: []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}}}, func(l *report.Interval) { lines = append(lines, l) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ambiguous: %d sent, %d received; %d extra received", st.SenderAmbiguous, st.ReceiverAmbiguous, st.ExtraReceived)
+	if st.SenderAmbiguous == 0 || st.ReceiverAmbiguous == 0 || st.ExtraReceived == 0 {
+		t.Errorf("the scenario should have ambiguous identities at both ends and extras: %+v", st)
+	}
+	for _, l := range lines {
+		if *l.TrueLost != 0 {
+			t.Errorf("interval %d %s: true_lost %d on a lossless path (true mean %.1f)", l.Interval, l.Synopsis, *l.TrueLost, *l.TrueMeanNs)
+		}
+		if l.Valid && l.Lost != 0 {
+			t.Errorf("interval %d %s: valid line with lost %d on a lossless path", l.Interval, l.Synopsis, l.Lost)
+		}
+		if l.Extra["ambiguous_sent"] == nil {
+			t.Errorf("interval %d %s: no ambiguous_sent count in %v", l.Interval, l.Synopsis, l.Extra)
+		}
+	}
+}

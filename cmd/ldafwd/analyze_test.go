@@ -165,11 +165,56 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "rda", "--rda-cells", "1"}, "RDA configuration"},
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--lds-flows", "0"}, "--lds-flows"},
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--top", "-1"}, "--top"},
+		{[]string{"--sender", s, "--receiver", r, "--damaged", "ignore"}, "--damaged"},
 	} {
 		var out, errb bytes.Buffer
 		err := analyzeMain(tc.args, &out, &errb)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want it to mention %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestAnalyzeRefuses: captures that cannot be compared are an error (so a
+// non-zero exit) that names both files and prints no interval line: two
+// captures of different traffic, and a damaged capture (unless --damaged
+// invalidate, which reports the touched interval invalid).
+func TestAnalyzeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, sc analyzetest.Scenario) (string, string) {
+		var sb, rb bytes.Buffer
+		if _, err := sc.Write(&sb, &rb); err != nil {
+			t.Fatal(err)
+		}
+		s, r := filepath.Join(dir, name+"-s.pcap"), filepath.Join(dir, name+"-r.pcap")
+		os.WriteFile(s, sb.Bytes(), 0o644)
+		os.WriteFile(r, rb.Bytes(), 0o644)
+		return s, r
+	}
+	base := analyzetest.Scenario{Seed: 3, Packets: 5000, Rate: 50_000, Start: time.Unix(1_700_000_000, 0), MeanDelay: 30 * time.Microsecond}
+	other := base
+	other.Disjoint = true
+	s, r := write("disjoint", other)
+	var out, errb bytes.Buffer
+	err := analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "do not see the same traffic: 0.0 % of sender packets found at the receiver") ||
+		!strings.Contains(err.Error(), s) || !strings.Contains(err.Error(), r) || strings.Contains(out.String(), `"type":"interval"`) {
+		t.Errorf("disjoint captures: err %v, output %q", err, out.String())
+	}
+
+	s, r = write("damaged", base)
+	b, _ := os.ReadFile(r)
+	os.WriteFile(r, b[:len(b)-10], 0o644)
+	out.Reset()
+	err = analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), r) || !strings.Contains(err.Error(), "record") || out.Len() > 0 {
+		t.Errorf("damaged capture: err %v, output %q", err, out.String())
+	}
+	out.Reset()
+	if err := analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json", "--damaged", "invalidate"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"valid":false`) || !strings.Contains(out.String(), "receiver capture damaged") || !strings.Contains(out.String(), `"damage":[`) {
+		t.Errorf("--damaged invalidate: %s", out.String())
 	}
 }
