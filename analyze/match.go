@@ -16,7 +16,8 @@ type matching struct {
 	// Identity groups, sender and receiver indices sorted by (hash, time).
 	bySender, byReceiver []int32
 	// uncertain: sender copies of identities seen more than once at the
-	// sender where some copy, at either end, went unpaired.
+	// sender where some copies paired and some copy, at either end, did
+	// not.
 	uncertain [][]int32
 }
 
@@ -116,7 +117,11 @@ func match(s, r *endData) *matching {
 			m.matched++
 			p++
 		}
-		if len(gs) > 1 && (m.unpaired(gs) || m.unpairedR(gr)) {
+		// Some copies paired and some not: which of the sender's copies
+		// was lost (or which the duplicate took) cannot be told. Copies all
+		// unpaired (a switch's repeated frame seen at one end) are simply
+		// lost, each in its own interval.
+		if len(gs) > 1 && p > 0 && (m.unpaired(gs) || m.unpairedR(gr)) {
 			m.uncertain = append(m.uncertain, gs)
 		}
 	})

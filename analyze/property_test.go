@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/analyze/analyzetest"
@@ -340,6 +346,69 @@ func TestTruthLossless(t *testing.T) {
 		}
 		if l.Extra["ambiguous_sent"] == nil {
 			t.Errorf("interval %d %s: no ambiguous_sent count in %v", l.Interval, l.Synopsis, l.Extra)
+		}
+	}
+}
+
+// TestIdenticalPairAcrossBoundary: two bit-identical packets sent either
+// side of an interval boundary, one of them lost. Which interval lost it
+// cannot be told from the captures, so both intervals are invalid and say
+// why, rather than one of them valid with the loss in the wrong place.
+func TestIdenticalPairAcrossBoundary(t *testing.T) {
+	frame := func(id uint16, payload byte) []byte {
+		buf := gopacket.NewSerializeBuffer()
+		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Id: id, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+		udp := &layers.UDP{SrcPort: 1000, DstPort: 2000}
+		udp.SetNetworkLayerForChecksum(ip)
+		gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+			&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4},
+			ip, udp, gopacket.Payload([]byte{payload, 1, 2, 3, 4, 5, 6, 7}))
+		return append([]byte(nil), buf.Bytes()...)
+	}
+	var sb, rb bytes.Buffer
+	sw, rw := pcapgo.NewWriterNanos(&sb), pcapgo.NewWriterNanos(&rb)
+	sw.WriteFileHeader(65535, layers.LinkTypeEthernet)
+	rw.WriteFileHeader(65535, layers.LinkTypeEthernet)
+	const sec = int64(1_700_000_001_000_000_000) // an interval boundary
+	write := func(w *pcapgo.Writer, ts int64, f []byte) {
+		w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, ts), CaptureLength: len(f), Length: len(f)}, f)
+	}
+	type pkt struct {
+		ts int64
+		f  []byte
+	}
+	var snd, rcv []pkt
+	for i := 0; i < 400; i++ { // unique packets every 10 µs around the boundary
+		ts := sec - 2_000_000 + int64(i)*10_000
+		f := frame(uint16(i+1), byte(i))
+		snd = append(snd, pkt{ts, f})
+		rcv = append(rcv, pkt{ts + 20_000, f})
+	}
+	twin := frame(0, 0xee)
+	snd = append(snd, pkt{sec - 500, twin}, pkt{sec + 500, twin})
+	rcv = append(rcv, pkt{sec + 20_500, twin}) // one of the two was lost
+	for _, l := range [][]pkt{snd, rcv} {
+		sort.Slice(l, func(i, j int) bool { return l[i].ts < l[j].ts })
+	}
+	for _, p := range snd {
+		write(sw, p.ts, p.f)
+	}
+	for _, p := range rcv {
+		write(rw, p.ts, p.f)
+	}
+	s, _ := analyze.NewCapture("s", bytes.NewReader(sb.Bytes()))
+	r, _ := analyze.NewCapture("r", bytes.NewReader(rb.Bytes()))
+	var lines []*report.Interval
+	if _, err := analyze.Run(s, r, analyze.Config{Interval: time.Second, UseLDA: true, LDA: synopsis.DefaultLDAConfig()},
+		func(l *report.Interval) { lines = append(lines, l) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2", len(lines))
+	}
+	for _, l := range lines {
+		if l.Valid || !strings.Contains(l.Reason, "bit-identical") {
+			t.Errorf("interval %d: valid %v lost %d reason %q; want invalid naming the identical packets", l.Interval, l.Valid, l.Lost, l.Reason)
 		}
 	}
 }
