@@ -345,3 +345,73 @@ func TestRDAScenarios(t *testing.T) {
 		t.Errorf("%d of %d valid lines miss the true mean, more than %d", totalMiss, totalValid, allowed)
 	}
 }
+
+// TestLDSScenarios: per-flow LDS lines over the same scenarios (packets
+// spread over 40 flows; injected and remarked-in frames land in them too).
+// The LDS bounds no confidence interval, so only the loss is held: every
+// valid flow line with exact counts has the flow's true loss. Crossing
+// packets are left out: they look lost in their flow of interval k, and
+// only the LDA's crossing match (MatchLDACrossing) can tell.
+func TestLDSScenarios(t *testing.T) {
+	seeds := scSeeds
+	if testing.Short() {
+		seeds = 60
+	}
+	const flows = 40
+	cfg := LDSConfig{Rows: 4, Cols: 256, CellsPerFlow: 4, MaxFlows: 4 * flows}
+	flowOf := func(h uint64) uint64 { return splitmix64(h%flows + 0xf10) }
+	valid, lines, invalidExtras := 0, 0, 0
+	for s := 0; s < seeds; s++ {
+		sc := scenarios[s%len(scenarios)]
+		if sc.cross > 0 {
+			continue
+		}
+		iv := sc.generate(uint64(s))
+		snd, _ := NewLDS(cfg)
+		rcv, _ := NewLDS(cfg)
+		sent, recv := map[uint64]uint64{}, map[uint64]uint64{}
+		for _, p := range iv[0].snd {
+			snd.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			sent[flowOf(p.h)]++
+		}
+		for _, p := range iv[0].rcv {
+			rcv.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			recv[flowOf(p.h)]++
+		}
+		// True per-flow loss: the sender's packets the network lost.
+		lost := map[uint64]uint64{}
+		rcvSet := map[uint64]int{}
+		for _, p := range iv[0].rcv {
+			rcvSet[p.h]++
+		}
+		for _, p := range iv[0].snd {
+			if rcvSet[p.h] > 0 {
+				rcvSet[p.h]--
+			} else {
+				lost[flowOf(p.h)]++
+			}
+		}
+		fe, err := EstimateLDSFlows(snd, rcv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fe {
+			lines++
+			extra := recv[f.FlowHash]+lost[f.FlowHash] > sent[f.FlowHash]
+			if !f.Valid {
+				if extra {
+					invalidExtras++
+				}
+				continue
+			}
+			valid++
+			if f.CountsExact && f.Lost != lost[f.FlowHash] {
+				t.Errorf("%s seed %d flow %x: valid with lost %d, truth %d (sent %d received %d)", sc.name, s, f.FlowHash, f.Lost, lost[f.FlowHash], sent[f.FlowHash], recv[f.FlowHash])
+			}
+		}
+	}
+	t.Logf("LDS flow lines %d, valid %d, invalid for extra packets %d", lines, valid, invalidExtras)
+	if valid < lines/5 || invalidExtras == 0 { // half the scenarios put extras in every interval
+		t.Errorf("valid %d of %d, %d invalid for extras: the property holds vacuously", valid, lines, invalidExtras)
+	}
+}
