@@ -42,6 +42,9 @@ type Stats struct {
 	SenderFrames, ReceiverFrames       uint64
 	SenderMalformed, ReceiverMalformed uint64 // malformed headers, or shorter than their headers say without a snap length cutting them (still measured)
 	SenderControl, ReceiverControl     uint64 // ldafwd control frames, not measured
+	// Link-local frames (STP, LLDP, ARP, … that the segment's own devices
+	// send and consume) no MEC claims: not measured.
+	SenderLinkLocal, ReceiverLinkLocal uint64
 	SenderSnapped, ReceiverSnapped     uint64 // frames cut by the capture's snap length
 	// Snap-excluded: frames whose identity reaches past what the smaller
 	// snap length of the two captures keeps (after up to two VLAN tags), so

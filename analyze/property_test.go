@@ -26,7 +26,6 @@ import (
 
 // scenario is one situation of the property test.
 type scenario struct {
-	waits   string // a branch the scenario needs (see landed)
 	name    string
 	sc      analyzetest.Scenario
 	mec     []string
@@ -44,41 +43,31 @@ var situations = []struct {
 	apply func(sc *analyzetest.Scenario, mec *[]string)
 	// notSame: the pair must be refused.
 	notSame bool
-	// waits names the branch whose work this situation needs (see
-	// landed); empty when analyze alone must get it right.
-	waits string
 }{
-	{"weibull-loss1%", func(sc *analyzetest.Scenario, _ *[]string) { sc.Loss = 0.01 }, false, ""},
-	{"pareto-loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Delay, sc.Loss = "pareto", 0.005 }, false, ""},
-	{"bursty-loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Loss, sc.BurstLen = 0.01, 8 }, false, ""},
+	{"weibull-loss1%", func(sc *analyzetest.Scenario, _ *[]string) { sc.Loss = 0.01 }, false},
+	{"pareto-loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Delay, sc.Loss = "pareto", 0.005 }, false},
+	{"bursty-loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Loss, sc.BurstLen = 0.01, 8 }, false},
 	{"long-path-no-loss", func(sc *analyzetest.Scenario, _ *[]string) {
 		sc.Delay, sc.MeanDelay = "fixed", time.Millisecond
-	}, false, ""},
-	{"reorder1%+200us", func(sc *analyzetest.Scenario, _ *[]string) { sc.Reorder, sc.ReorderBy = 0.01, 200*time.Microsecond }, false, ""},
-	{"clock-250us", func(sc *analyzetest.Scenario, _ *[]string) { sc.ClockOffset = -250 * time.Microsecond }, false, ""},
-	{"dup0.1%+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Dup, sc.Loss = 0.001, 0.001 }, false, "integrity"},
-	{"link-local-one-end", func(sc *analyzetest.Scenario, _ *[]string) { sc.LinkLocalSender, sc.LinkLocalReceiver = 200, 40 }, false, "classes"},
-	{"identical-pairs+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Identical, sc.Loss = 0.05, 0.002 }, false, "integrity"},
+	}, false},
+	{"reorder1%+200us", func(sc *analyzetest.Scenario, _ *[]string) { sc.Reorder, sc.ReorderBy = 0.01, 200*time.Microsecond }, false},
+	{"clock-250us", func(sc *analyzetest.Scenario, _ *[]string) { sc.ClockOffset = -250 * time.Microsecond }, false},
+	{"dup0.1%+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Dup, sc.Loss = 0.001, 0.001 }, false},
+	{"link-local-one-end", func(sc *analyzetest.Scenario, _ *[]string) { sc.LinkLocalSender, sc.LinkLocalReceiver = 200, 40 }, false},
+	{"identical-pairs+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Identical, sc.Loss = 0.05, 0.002 }, false},
 	{"dscp-remarked", func(sc *analyzetest.Scenario, mec *[]string) {
 		sc.CS2, sc.Remark = 0.5, 0.05
 		*mec = []string{"c2=dscp:cs2"}
-	}, false, "classes"},
+	}, false},
 	{"snap96-vlan-ipv6ext", func(sc *analyzetest.Scenario, _ *[]string) {
 		sc.Snap, sc.PushVLAN, sc.IPv6, sc.IPv6Ext = 96, true, 0.6, 0.5
-	}, false, ""},
+	}, false},
 	{"partial-overlap", func(sc *analyzetest.Scenario, _ *[]string) {
 		sc.SenderTo, sc.ReceiverFrom, sc.Loss = 0.7, 0.3, 0.002
-	}, false, ""},
-	{"timestamp-disorder", func(sc *analyzetest.Scenario, _ *[]string) { sc.Disorder, sc.Loss = 0.005, 0.002 }, false, ""},
-	{"nothing-in-common", func(sc *analyzetest.Scenario, _ *[]string) { sc.Disjoint = true }, true, ""},
+	}, false},
+	{"timestamp-disorder", func(sc *analyzetest.Scenario, _ *[]string) { sc.Disorder, sc.Loss = 0.005, 0.002 }, false},
+	{"nothing-in-common", func(sc *analyzetest.Scenario, _ *[]string) { sc.Disjoint = true }, true},
 }
-
-// landed says which neighbouring branches' work is merged: the LDA's
-// per-bucket digest and loss honesty with extras and identical packets
-// (integrity), and the classifier's exclusion of link-local frames and its
-// remarking check (classes). A situation that waits on a branch not yet
-// merged is skipped with a message, never passed.
-var landed = map[string]bool{"integrity": true, "classes": false}
 
 // lineTruth is the generator's truth for one report line.
 type lineTruth struct {
@@ -223,7 +212,7 @@ func TestPropertyValidLinesHoldTheTruth(t *testing.T) {
 			sc := baseScenario(seed*1000+uint64(i), packets)
 			var mec []string
 			sit.apply(&sc, &mec)
-			cases = append(cases, scenario{name: fmt.Sprintf("%s/seed%d", sit.name, seed), sc: sc, mec: mec, notSame: sit.notSame, waits: sit.waits})
+			cases = append(cases, scenario{name: fmt.Sprintf("%s/seed%d", sit.name, seed), sc: sc, mec: mec, notSame: sit.notSame})
 		}
 	}
 	for seed := uint64(1); seed <= uint64(combined); seed++ {
@@ -231,26 +220,19 @@ func TestPropertyValidLinesHoldTheTruth(t *testing.T) {
 		sc := baseScenario(seed, packets)
 		var mec []string
 		var names []string
-		notSame, waits := false, ""
+		notSame := false
 		for _, sit := range situations {
 			if r.Float64() < 0.3 && (!sit.notSame || r.Float64() < 0.3) {
 				sit.apply(&sc, &mec)
 				names = append(names, sit.name)
 				notSame = notSame || sit.notSame
-				if sit.waits != "" && !landed[sit.waits] {
-					waits = sit.waits
-				}
 			}
 		}
 		sc.PcapNG, sc.Nano = r.IntN(3) == 0, r.IntN(2) == 0
-		cases = append(cases, scenario{name: fmt.Sprintf("combined/seed%d[%s]", seed, strings.Join(names, "+")), sc: sc, mec: mec, notSame: notSame, waits: waits})
+		cases = append(cases, scenario{name: fmt.Sprintf("combined/seed%d[%s]", seed, strings.Join(names, "+")), sc: sc, mec: mec, notSame: notSame})
 	}
 	var total propertyResult
 	for _, c := range cases {
-		if c.waits != "" && !landed[c.waits] {
-			t.Logf("%-60s SKIPPED: waits on branch %s", c.name, c.waits)
-			continue
-		}
 		res := checkScenario(t, c, width)
 		t.Logf("%-60s valid %3d invalid %3d misses %d wrong-loss %d", c.name, res.valid, res.invalid, res.misses, res.wrongLoss)
 		total.valid += res.valid

@@ -37,7 +37,8 @@ type endData struct {
 	control   uint64
 	malformed uint64
 	snapped   uint64
-	minSnap   int // smallest captured length of a snapped frame (0: none snapped)
+	linkLocal uint64 // link-local frames left out (classifier.Measure)
+	minSnap   int    // smallest captured length of a snapped frame (0: none snapped)
 	// disorder: records whose timestamp is below an earlier record's.
 	disordered uint64
 	maxBackNs  uint64
@@ -109,7 +110,12 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 		if m.Flags&classifier.FlagMalformed != 0 || (m.Flags&classifier.FlagTruncated != 0 && !snapped) {
 			e.malformed++
 		}
-		r := rec{ts: ts, hash: m.Hash, mec: cl.Classify(&m), ext: uint16(min(identityExtent(frame), extentUnknown))}
+		mec, measured := cl.Measure(&m)
+		if !measured { // a link-local frame no MEC claims: the segment's own traffic
+			e.linkLocal++
+			continue
+		}
+		r := rec{ts: ts, hash: m.Hash, mec: mec, ext: uint16(min(identityExtent(frame), extentUnknown))}
 		if m.Flags&(classifier.FlagIPv4|classifier.FlagIPv6) == 0 {
 			r.flags = recNonIP
 		}

@@ -62,6 +62,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 	}
 	st.SenderFrames, st.ReceiverFrames = s.frames, r.frames
 	st.SenderControl, st.ReceiverControl = s.control, r.control
+	st.SenderLinkLocal, st.ReceiverLinkLocal = s.linkLocal, r.linkLocal
 	st.SenderMalformed, st.ReceiverMalformed = s.malformed, r.malformed
 	st.SenderSnapped, st.ReceiverSnapped = s.snapped, r.snapped
 	st.SenderDisordered, st.ReceiverDisordered = s.disordered, r.disordered
@@ -358,6 +359,15 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 			total.ambR += c.ambR
 		}
 		var lines []*report.Interval
+		// Per synopsis kind, each class's estimate and line: packets that
+		// changed class inside the segment show only across classes.
+		perKind := map[string]*classLines{}
+		kindOf := func(kind string) *classLines {
+			if perKind[kind] == nil {
+				perKind[kind] = &classLines{es: make([]*synopsis.Estimate, classes), lines: make([]*report.Interval, classes)}
+			}
+			return perKind[kind]
+		}
 		for mec := 0; mec < classes; mec++ {
 			base := report.Interval{Interval: abs, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
 			c := per[mec]
@@ -377,6 +387,8 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				}
 				addCounts(&l, c.crossed, c.extra, c.ambS, c.ambR)
 				lines = append(lines, &l)
+				cl := kindOf("lda")
+				cl.es[mec], cl.lines[mec] = &e, &l
 			}
 			for i, f := range cfg.Extra {
 				if !f.PerMEC() && mec != 0 {
@@ -386,14 +398,26 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				if !f.PerMEC() {
 					cc = total
 				}
-				for _, x := range f.Estimate(snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf) {
+				xs, es := estimateLines(f, snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf)
+				for j, x := range xs {
 					l := x
+					if f.PerMEC() && es != nil && len(xs) == 1 {
+						cl := kindOf(f.Name())
+						cl.es[mec], cl.lines[mec] = &es[j], &l
+					}
 					l.Interval, l.StartNs, l.EndNs, l.Direction = base.Interval, base.StartNs, base.EndNs, base.Direction
 					if l.MEC == "" {
 						l.MEC = base.MEC
 					}
 					addCounts(&l, cc.crossed, cc.extra, cc.ambS, cc.ambR)
 					lines = append(lines, &l)
+				}
+			}
+		}
+		for _, cl := range perKind {
+			for m, why := range synopsis.ClassChanges(cl.es, names) {
+				if l := cl.lines[m]; why != "" && l != nil && (l.Valid || l.Reason == cl.es[m].Reason) {
+					l.Valid, l.Reason = false, why
 				}
 			}
 		}
@@ -427,6 +451,13 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		st.Intervals++
 	}
 	return st, nil
+}
+
+// classLines are one synopsis kind's estimates and lines of an interval,
+// by class.
+type classLines struct {
+	es    []*synopsis.Estimate
+	lines []*report.Interval
 }
 
 // truthAcc accumulates exact delays of matched packets, in ns and ns².

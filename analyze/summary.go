@@ -16,6 +16,8 @@ type Summary struct {
 	ReceiverSnapExcluded  uint64   `json:"receiver_snap_excluded"`
 	SenderControl         uint64   `json:"sender_control"`
 	ReceiverControl       uint64   `json:"receiver_control"`
+	SenderLinkLocal       uint64   `json:"sender_link_local"`
+	ReceiverLinkLocal     uint64   `json:"receiver_link_local"`
 	Matched               uint64   `json:"matched"`
 	MatchedShare          float64  `json:"matched_share"`
 	SenderAmbiguous       uint64   `json:"sender_ambiguous"`
@@ -42,6 +44,7 @@ func NewSummary(st Stats) *Summary {
 		SenderSnapped: st.SenderSnapped, ReceiverSnapped: st.ReceiverSnapped,
 		SenderSnapExcluded: st.SenderSnapExcluded, ReceiverSnapExcluded: st.ReceiverSnapExcluded,
 		SenderControl: st.SenderControl, ReceiverControl: st.ReceiverControl,
+		SenderLinkLocal: st.SenderLinkLocal, ReceiverLinkLocal: st.ReceiverLinkLocal,
 		Matched: st.Matched, MatchedShare: st.MatchedShare,
 		SenderAmbiguous: st.SenderAmbiguous, ReceiverAmbiguous: st.ReceiverAmbiguous,
 		Crossed: st.Crossed, ExtraReceived: st.ExtraReceived,

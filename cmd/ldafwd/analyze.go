@@ -117,8 +117,9 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	if err := w.Write(sum); err != nil && werr == nil {
 		werr = err
 	}
-	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control), receiver %d frames (%d malformed, %d snapped, %d control)\n",
-		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl)
+	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control, %d link-local not measured), receiver %d frames (%d malformed, %d snapped, %d control, %d link-local not measured)\n",
+		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.SenderLinkLocal,
+		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
 	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
 		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
 	return werr
