@@ -244,3 +244,26 @@ func FuzzAnalyzeDamaged(f *testing.F) {
 		}
 	})
 }
+
+// TestLargeDisorderRefused: a file whose timestamps go back by seconds and
+// stay there (two captures concatenated) is refused naming the file and the
+// record; a few ms of disorder is sorted (held in the property test).
+func TestLargeDisorderRefused(t *testing.T) {
+	var sb, rb bytes.Buffer
+	if _, err := analyzetest.Write(analyzetest.Config{Packets: 3000, Rate: 1000, Start: time.Unix(1_700_000_000, 0),
+		MeanDelay: 20 * time.Microsecond, Seed: 2}, &sb, &rb); err != nil {
+		t.Fatal(err)
+	}
+	b := rb.Bytes()
+	// Append the receiver's first 500 records again after its end.
+	end := recordOffset(t, b, 501)
+	cat := append(append([]byte(nil), b...), b[24:end]...)
+	s, _ := analyze.NewCapture("s.pcap", bytes.NewReader(sb.Bytes()))
+	r, _ := analyze.NewCapture("r.pcap", bytes.NewReader(cat))
+	_, err := analyze.Run(s, r, analyze.Config{UseLDA: true, LDA: synopsis.DefaultLDAConfig()}, func(*report.Interval) {
+		t.Error("a line for a refused pair")
+	})
+	if err == nil || !strings.Contains(err.Error(), "r.pcap: timestamps go back") || !strings.Contains(err.Error(), "record 3001") {
+		t.Errorf("err %v, want a refusal naming r.pcap and record 3001", err)
+	}
+}
