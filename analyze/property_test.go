@@ -53,6 +53,7 @@ var situations = []struct {
 	{"reorder1%+200us", func(sc *analyzetest.Scenario, _ *[]string) { sc.Reorder, sc.ReorderBy = 0.01, 200*time.Microsecond }, false},
 	{"clock-250us", func(sc *analyzetest.Scenario, _ *[]string) { sc.ClockOffset = -250 * time.Microsecond }, false},
 	{"dup0.1%+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Dup, sc.Loss = 0.001, 0.001 }, false},
+	{"rare-dup+loss5%", func(sc *analyzetest.Scenario, _ *[]string) { sc.Dup, sc.Loss = 0.0002, 0.05 }, false},
 	{"link-local-one-end", func(sc *analyzetest.Scenario, _ *[]string) { sc.LinkLocalSender, sc.LinkLocalReceiver = 200, 40 }, false},
 	{"identical-pairs+loss", func(sc *analyzetest.Scenario, _ *[]string) { sc.Identical, sc.Loss = 0.05, 0.002 }, false},
 	{"dscp-remarked", func(sc *analyzetest.Scenario, mec *[]string) {

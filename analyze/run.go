@@ -385,7 +385,14 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 						l.Extra = map[string]any{"microbursts": microbursts(mb)}
 					}
 				}
+				for k, v := range e.IntegrityFields() {
+					if l.Extra == nil {
+						l.Extra = map[string]any{}
+					}
+					l.Extra[k] = v
+				}
 				addCounts(&l, c.crossed, c.extra, c.ambS, c.ambR)
+				unseenExtras(&l, c.extra)
 				lines = append(lines, &l)
 				cl := kindOf("lda")
 				cl.es[mec], cl.lines[mec] = &e, &l
@@ -410,6 +417,9 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 						l.MEC = base.MEC
 					}
 					addCounts(&l, cc.crossed, cc.extra, cc.ambS, cc.ambR)
+					if l.Synopsis == "lds" {
+						unseenExtras(&l, cc.extra)
+					}
 					lines = append(lines, &l)
 				}
 			}
@@ -464,6 +474,19 @@ type classLines struct {
 type truthAcc struct {
 	sent, matched uint64
 	sum, sq       float64
+}
+
+// unseenExtras makes a valid LDA or LDS line invalid when the pairing found
+// receiver packets in its class that match no sent packet: the sketch
+// counts them only where they show (an extra packet hides in a bucket that
+// lost two or more), so its loss may be short by as many. The RDA decodes
+// extras one by one and needs no such check.
+func unseenExtras(l *report.Interval, extra uint64) {
+	if extra == 0 || !l.Valid {
+		return
+	}
+	l.Valid = false
+	l.Reason = fmt.Sprintf("%d received packets match no sent packet (duplicated, originated or changed inside the segment); the synopsis did not see them all, so its loss may hide as many", extra)
 }
 
 // addCounts puts the interval's pairing counts in a line's extra fields,
