@@ -395,3 +395,42 @@ func TestIdenticalPairAcrossBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapExcluded: with a 96-byte snap length, a VLAN tag pushed on the
+// way and IPv6 extension headers, exactly the packets whose identity
+// reaches past what both captures keep are left out, the same ones at both
+// ends (the generator knows each packet's identity extent), and cut frames
+// are counted as snapped, not malformed.
+func TestSnapExcluded(t *testing.T) {
+	sc := baseScenario(21, 20_000)
+	sc.Snap, sc.PushVLAN, sc.IPv6, sc.IPv6Ext = 96, true, 0.6, 0.5
+	var sb, rb bytes.Buffer
+	tr, err := sc.Write(&sb, &rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for _, p := range tr.Packets {
+		if p.Extent > sc.Snap-22 {
+			want++
+		}
+	}
+	s, _ := analyze.NewCapture("s", bytes.NewReader(sb.Bytes()))
+	r, _ := analyze.NewCapture("r", bytes.NewReader(rb.Bytes()))
+	st, err := analyze.Run(s, r, analyze.Config{UseLDA: true, LDA: synopsis.DefaultLDAConfig()}, func(l *report.Interval) {
+		if !l.Valid || l.Lost != 0 {
+			t.Errorf("lossless path: valid %v lost %d (%s)", l.Valid, l.Lost, l.Reason)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("snapped %d/%d, snap-excluded %d/%d (generator: %d), malformed %d/%d", st.SenderSnapped, st.ReceiverSnapped,
+		st.SenderSnapExcluded, st.ReceiverSnapExcluded, want, st.SenderMalformed, st.ReceiverMalformed)
+	if want == 0 || st.SenderSnapExcluded != want || st.ReceiverSnapExcluded != want {
+		t.Errorf("snap-excluded %d at the sender, %d at the receiver; the generator says %d packets reach past the snap", st.SenderSnapExcluded, st.ReceiverSnapExcluded, want)
+	}
+	if st.SenderSnapped == 0 || st.ReceiverSnapped == 0 || st.SenderMalformed != 0 || st.ReceiverMalformed != 0 {
+		t.Errorf("snapped %d/%d malformed %d/%d: cut frames must count as snapped, not malformed", st.SenderSnapped, st.ReceiverSnapped, st.SenderMalformed, st.ReceiverMalformed)
+	}
+}
