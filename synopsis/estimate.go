@@ -1,5 +1,7 @@
 package synopsis
 
+import "fmt"
+
 // Estimate is what every synopsis's estimator returns for one interval: the
 // number and, beside it, how far to trust it. Reports (DESIGN §6) are built
 // from it field by field.
@@ -46,4 +48,19 @@ func (e Estimate) IntegrityFields() map[string]any {
 		return nil
 	}
 	return map[string]any{"extra": e.Extra, "extra_buckets": e.ExtraBuckets, "extra_miss_prob": e.ExtraMissProb}
+}
+
+// RequireLossVerified makes a valid estimate invalid when an extra packet
+// (duplicated, injected or remarked inside the segment, crossed in from
+// the previous interval) would have gone unseen with probability above
+// maxMiss (ExtraMissProb): for a caller that cannot rule such packets out
+// and wants the loss count exact at a stated confidence, e.g. maxMiss =
+// 1 − conf. Under loss this invalidates most LDA lines (the default LDA
+// passes 0.02 only below about 40 losses per interval); the RDA's loss,
+// decoded identity by identity, never needs it.
+func (e *Estimate) RequireLossVerified(maxMiss float64) {
+	if e.Valid && e.ExtraMissProb > maxMiss {
+		e.Valid = false
+		e.Reason = fmt.Sprintf("loss not verifiable: a packet the receiver saw and the sender did not (duplicated, injected, remarked or crossed in) would go unseen with probability %.2g in buckets that lost more than they gained", e.ExtraMissProb)
+	}
 }

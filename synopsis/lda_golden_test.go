@@ -156,3 +156,15 @@ func TestLDACrossingMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestRequireLossVerified(t *testing.T) {
+	e := Estimate{Valid: true, ExtraMissProb: 0.3}
+	e.RequireLossVerified(0.5)
+	if !e.Valid {
+		t.Fatal("invalid below the threshold")
+	}
+	e.RequireLossVerified(0.02)
+	if e.Valid || e.Reason == "" {
+		t.Fatalf("valid %v reason %q above the threshold", e.Valid, e.Reason)
+	}
+}

@@ -377,8 +377,8 @@ func TestRDAScenarios(t *testing.T) {
 // spread over 40 flows; injected and remarked-in frames land in them too).
 // The LDS bounds no confidence interval, so only the loss is held: every
 // valid flow line with exact counts has the flow's true loss. Crossing
-// packets are left out: they look lost in their flow of interval k, and
-// only the LDA's crossing match (MatchLDACrossing) can tell.
+// packets look lost in their flow of interval k; the class's LDA crossing
+// match (LDACrossing.ApplyFlows) invalidates the flow lines they may hit.
 func TestLDSScenarios(t *testing.T) {
 	seeds := scSeeds
 	if testing.Short() {
@@ -388,11 +388,9 @@ func TestLDSScenarios(t *testing.T) {
 	cfg := LDSConfig{Rows: 4, Cols: 256, CellsPerFlow: 4, MaxFlows: 4 * flows}
 	flowOf := func(h uint64) uint64 { return splitmix64(h%flows + 0xf10) }
 	valid, lines, invalidExtras := 0, 0, 0
+	crossInvalid := 0
 	for s := 0; s < seeds; s++ {
 		sc := scenarios[s%len(scenarios)]
-		if sc.cross > 0 {
-			continue
-		}
 		iv := sc.generate(uint64(s))
 		snd, _ := NewLDS(cfg)
 		rcv, _ := NewLDS(cfg)
@@ -422,6 +420,36 @@ func TestLDSScenarios(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The class's LDA of intervals k and k+1 finds packets that
+		// crossed the boundary; they look lost in their flows.
+		var l [2][2]*LDA
+		for k := range l {
+			l[k] = [2]*LDA{MustNewLDA(DefaultLDAConfig()), MustNewLDA(DefaultLDAConfig())}
+			for _, p := range iv[k].snd {
+				l[k][0].Add(p.h, p.ts)
+			}
+			for _, p := range iv[k].rcv {
+				l[k][1].Add(p.h, p.ts)
+			}
+		}
+		x, err := MatchLDACrossing(l[0][0], l[0][1], l[1][0], l[1][1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid0 := 0
+		for _, f := range fe {
+			if f.Valid {
+				valid0++
+			}
+		}
+		x.ApplyFlows(fe)
+		for _, f := range fe {
+			if f.Valid {
+				valid0--
+			}
+		}
+		crossInvalid += valid0
+		// Crossing packets are delivered: not lost in truth.
 		for _, f := range fe {
 			lines++
 			extra := recv[f.FlowHash]+lost[f.FlowHash] > sent[f.FlowHash]
@@ -437,7 +465,7 @@ func TestLDSScenarios(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("LDS flow lines %d, valid %d, invalid for extra packets %d", lines, valid, invalidExtras)
+	t.Logf("LDS flow lines %d, valid %d, invalid for extra packets %d, for crossing packets %d", lines, valid, invalidExtras, crossInvalid)
 	if valid < lines/5 || invalidExtras == 0 { // half the scenarios put extras in every interval
 		t.Errorf("valid %d of %d, %d invalid for extras: the property holds vacuously", valid, lines, invalidExtras)
 	}
