@@ -1,8 +1,6 @@
 package analyze
 
 import (
-	"errors"
-	"math"
 	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -25,17 +23,56 @@ type Config struct {
 	// MicroburstMin are reported in the LDA line's extra. Gap 0: off.
 	MicroburstGapNs uint64
 	MicroburstMin   int
+	// InvalidateDamaged: a damaged capture is analyzed up to (or around)
+	// the damage and the intervals it touches are reported valid:false
+	// naming it. Otherwise (the default) damage is an error.
+	InvalidateDamaged bool
 }
+
+// MinMatchedShare is the share of the sender's packets in the common time
+// range that must be found at the receiver for a pair of captures to be
+// compared at all. Below it the two captures do not see the same traffic
+// (wrong interface, wrong direction, different days) and every number
+// would be noise; a real path losing 90 % of its packets is better told
+// by `lost` of a capture pair that passes.
+const MinMatchedShare = 0.10
 
 // Stats counts what happened to the frames of both captures.
 type Stats struct {
 	SenderFrames, ReceiverFrames       uint64
-	SenderMalformed, ReceiverMalformed uint64 // truncated or malformed headers (still measured)
+	SenderMalformed, ReceiverMalformed uint64 // malformed headers, or shorter than their headers say without a snap length cutting them (still measured)
 	SenderControl, ReceiverControl     uint64 // ldafwd control frames, not measured
-	SenderSnapped, ReceiverSnapped     uint64 // records cut by the snap length
-	Intervals                          int
-	TruthAmbiguous                     uint64 // identities seen twice at the sender within an interval
-	Warnings                           []string
+	// Link-local frames (STP, LLDP, ARP, … that the segment's own devices
+	// send and consume) no MEC claims: not measured.
+	SenderLinkLocal, ReceiverLinkLocal uint64
+	SenderSnapped, ReceiverSnapped     uint64 // frames cut by the capture's snap length
+	// Snap-excluded: frames whose identity reaches past what the smaller
+	// snap length of the two captures keeps (after up to two VLAN tags), so
+	// the two ends could hash different bytes; left out at both ends.
+	SenderSnapExcluded, ReceiverSnapExcluded uint64
+	Intervals                                int
+	// Ambiguous: packets whose identity occurs more than once at that end
+	// (bit-identical frames): their pairing is first-in first-out.
+	SenderAmbiguous, ReceiverAmbiguous uint64
+	TruthAmbiguous                     uint64 // = SenderAmbiguous (older name)
+	// Matched: sender packets found at the receiver; MatchedShare is their
+	// share of the sender's packets in the common range.
+	Matched      uint64
+	MatchedShare float64
+	// Crossed: packets received after packets of a later interval (kept
+	// in their own interval). ExtraReceived: receiver packets that match
+	// no sent packet (duplicated or originated inside the segment).
+	Crossed, ExtraReceived uint64
+	// Common range, in the sender's clock, and what lay outside it.
+	RangeStartNs, RangeEndNs                    uint64
+	TrimmedSenderBefore, TrimmedSenderAfter     uint64
+	TrimmedReceiverBefore, TrimmedReceiverAfter uint64
+	// Disorder: records stamped earlier than a record before them (sorted
+	// away when the step back is at most MaxBackStep).
+	SenderDisordered, ReceiverDisordered uint64
+	MaxBackStepNs                        uint64
+	Damage                               []*DamageError
+	Warnings                             []string
 }
 
 // side is one end's synopses for one interval: one set per MEC.
@@ -105,236 +142,6 @@ func (s *side) reset() {
 	s.frames = 0
 }
 
-// truthInterval is the exact truth for the packets the sender sent in one
-// interval: kept until the receiver has been read one interval further, so
-// that packets crossing the interval edge are matched too.
-type truthInterval struct {
-	k         int64
-	sent      map[uint64]sentPacket // identity → what the sender saw; removed when matched
-	dupes     uint64
-	pending   []*report.Interval // reports waiting for this truth
-	mecTruth  []truthAcc         // per MEC
-	flowTruth map[uint64]*truthAcc
-}
-
-type sentPacket struct {
-	ts   uint64 // ns
-	mec  uint16
-	flow uint64 // flow hash
-}
-
-// truthAcc accumulates exact delays of matched packets, in ns and ns².
-type truthAcc struct {
-	sent, matched uint64
-	sum, sq       float64
-}
-
-// Run analyzes the sender and receiver captures and calls emit for every
-// report line, in interval order. Damaged or unreadable frames are counted,
-// not fatal; only unreadable files are errors (returned by OpenCapture).
-func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
-	var st Stats
-	if cfg.Classifier == nil {
-		c, err := classifier.NewClassifier(nil)
-		if err != nil {
-			return st, err
-		}
-		cfg.Classifier = c
-	}
-	if !cfg.UseLDA && len(cfg.Extra) == 0 {
-		return st, errors.New("no synopsis selected")
-	}
-	if cfg.Conf <= 0 || cfg.Conf >= 1 {
-		cfg.Conf = 0.98
-	}
-	if cfg.Direction == "" {
-		cfg.Direction = "a>b"
-	}
-	classes := cfg.Classifier.NumClasses()
-	names := cfg.Classifier.Names()
-	snd, err := newSide(&cfg, classes)
-	if err != nil {
-		return st, err
-	}
-	rcv, err := newSide(&cfg, classes)
-	if err != nil {
-		return st, err
-	}
-	width := uint64(cfg.Interval.Nanoseconds())
-	intervalOf := func(ts uint64) int64 {
-		if width == 0 {
-			return 0
-		}
-		return int64(ts / width)
-	}
-
-	var prevTruth, curTruth *truthInterval
-	newTruth := func(k int64) *truthInterval {
-		if !cfg.Truth {
-			return nil
-		}
-		return &truthInterval{k: k, sent: make(map[uint64]sentPacket), mecTruth: make([]truthAcc, classes), flowTruth: map[uint64]*truthAcc{}}
-	}
-	flushTruth := func(t *truthInterval) {
-		if t == nil {
-			return
-		}
-		// Whatever the sender sent in t.k and nobody received by the end of
-		// t.k+1 counts as lost: one-way delays longer than an interval are
-		// outside what the truth (and the synopses) can pair.
-		for _, r := range t.pending {
-			acc := t.mecTruth[mecIndex(names, r.MEC)]
-			if fh, ok := r.Extra["flow_hash"].(uint64); ok && r.Flow != "" {
-				if fa := t.flowTruth[fh]; fa != nil {
-					acc = *fa
-				} else {
-					acc = truthAcc{}
-				}
-			}
-			lost := acc.sent - acc.matched
-			var mean, sd float64
-			if acc.matched > 0 {
-				mean = acc.sum / float64(acc.matched)
-				v := acc.sq/float64(acc.matched) - mean*mean
-				sd = math.Sqrt(math.Max(v, 0))
-			}
-			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
-			emit(r)
-		}
-		st.TruthAmbiguous += t.dupes
-	}
-
-	firstTS, lastTS := uint64(math.MaxUint64), uint64(0)
-	span := func(ts uint64) {
-		firstTS, lastTS = min(firstTS, ts), max(lastTS, ts)
-	}
-	var meta classifier.Meta
-	for {
-		sts, sok := sender.Peek()
-		rts, rok := receiver.Peek()
-		if !sok && !rok {
-			break
-		}
-		// The next interval is the earliest one either capture has a frame in.
-		var k int64
-		switch {
-		case sok && rok:
-			k = min(intervalOf(sts), intervalOf(rts))
-		case sok:
-			k = intervalOf(sts)
-		default:
-			k = intervalOf(rts)
-		}
-		if cfg.Truth {
-			prevTruth, curTruth = curTruth, newTruth(k)
-			if prevTruth != nil && prevTruth.k != k-1 {
-				// A gap: the previous interval can have no more receptions.
-				flushTruth(prevTruth)
-				prevTruth = nil
-			}
-		}
-		// Both ends' frames of interval k: the sender's go into the sender
-		// synopses (and the truth's sent set), the receiver's into the
-		// receiver's (and are matched against the sent sets).
-		counts := [2]*endCounts{
-			{&st.SenderFrames, &st.SenderControl, &st.SenderMalformed},
-			{&st.ReceiverFrames, &st.ReceiverControl, &st.ReceiverMalformed},
-		}
-		for end, c := range [2]*Capture{sender, receiver} {
-			for {
-				ts, ok := c.Peek()
-				if !ok || intervalOf(ts) != k {
-					break
-				}
-				frame, ts, _ := c.Next()
-				span(ts)
-				mec, ok := counts[end].parse(frame, &meta, cfg.Classifier)
-				if !ok {
-					continue // a control frame: not traffic
-				}
-				if end == 0 {
-					snd.add(&meta, mec, ts)
-					curTruth.sentFrame(&meta, mec, ts)
-				} else {
-					rcv.add(&meta, mec, ts)
-					if !curTruth.receivedFrame(&meta, ts) {
-						prevTruth.receivedFrame(&meta, ts)
-					}
-				}
-			}
-		}
-
-		// Estimate interval k for every MEC and synopsis.
-		start, end := int64(0), int64(0)
-		if width > 0 {
-			start, end = k*int64(width), (k+1)*int64(width)
-		}
-		var lines []*report.Interval
-		for mec := 0; mec < classes; mec++ {
-			base := report.Interval{Interval: k, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
-			if cfg.UseLDA {
-				e, err := synopsis.EstimateLDA(snd.lda[mec], rcv.lda[mec], cfg.Conf)
-				if err != nil {
-					return st, err
-				}
-				r := base
-				fill(&r, e)
-				if cfg.MicroburstGapNs > 0 && e.Valid && e.Lost > 0 {
-					mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(snd.lda[mec]), synopsis.LDABuckets(rcv.lda[mec]),
-						e.MeanNs, cfg.MicroburstGapNs, max(cfg.MicroburstMin, 1))
-					if err == nil {
-						r.Extra = map[string]any{"microbursts": microbursts(mb)}
-					}
-				}
-				lines = append(lines, &r)
-			}
-			for i, f := range cfg.Extra {
-				if !f.PerMEC() && mec != 0 {
-					continue // one sketch for all traffic: estimated once
-				}
-				for _, r := range f.Estimate(snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf) {
-					rr := r
-					rr.Interval, rr.StartNs, rr.EndNs, rr.Direction = base.Interval, base.StartNs, base.EndNs, base.Direction
-					if rr.MEC == "" {
-						rr.MEC = base.MEC
-					}
-					lines = append(lines, &rr)
-				}
-			}
-		}
-		if width == 0 {
-			// One interval over the whole capture: report its real span.
-			for _, r := range lines {
-				r.StartNs, r.EndNs = int64(firstTS), int64(lastTS)+1
-			}
-		}
-		st.Intervals++
-		if cfg.Truth {
-			curTruth.pending = append(curTruth.pending, lines...)
-			if prevTruth != nil {
-				flushTruth(prevTruth)
-				prevTruth = nil
-			}
-		} else {
-			for _, r := range lines {
-				emit(r)
-			}
-		}
-		snd.reset()
-		rcv.reset()
-	}
-	if cfg.Truth && curTruth != nil {
-		flushTruth(curTruth)
-	}
-	st.SenderSnapped, st.ReceiverSnapped = sender.Truncated, receiver.Truncated
-	for _, c := range []*Capture{sender, receiver} {
-		if c.EndedEarly != nil {
-			st.Warnings = append(st.Warnings, c.EndedEarly.Error())
-		}
-	}
-	return st, nil
-}
-
 func mecIndex(names []string, name string) int {
 	for i, n := range names {
 		if n == name {
@@ -369,61 +176,4 @@ func microbursts(in []synopsis.Microburst) []Microburst {
 		out[i] = Microburst{StartNs: m.StartNs, EndNs: m.EndNs, Losses: m.Losses}
 	}
 	return out
-}
-
-// endCounts are one end's frame counters in Stats.
-type endCounts struct{ frames, control, malformed *uint64 }
-
-// parse classifies one frame and counts it; ok is false for control frames.
-func (c *endCounts) parse(frame []byte, m *classifier.Meta, cl *classifier.Classifier) (mec uint16, ok bool) {
-	classifier.Parse(frame, m)
-	*c.frames++
-	if m.Flags&classifier.FlagControl != 0 {
-		*c.control++
-		return 0, false
-	}
-	if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
-		*c.malformed++
-	}
-	return cl.Measure(m) // link-local frames no MEC claims are not measured
-}
-
-// sentFrame records a frame the sender sent in t's interval (nil t: no
-// truth kept). A second frame with the same identity is counted, not kept.
-func (t *truthInterval) sentFrame(m *classifier.Meta, mec uint16, ts uint64) {
-	if t == nil {
-		return
-	}
-	if _, dup := t.sent[m.Hash]; dup {
-		t.dupes++
-		return
-	}
-	t.sent[m.Hash] = sentPacket{ts: ts, mec: mec, flow: m.FlowHash}
-	t.mecTruth[mec].sent++
-	fa := t.flowTruth[m.FlowHash]
-	if fa == nil {
-		fa = &truthAcc{}
-		t.flowTruth[m.FlowHash] = fa
-	}
-	fa.sent++
-}
-
-// receivedFrame matches a received frame against t's sent set and
-// accumulates its exact delay; false when t did not send it.
-func (t *truthInterval) receivedFrame(m *classifier.Meta, ts uint64) bool {
-	if t == nil {
-		return false
-	}
-	sp, ok := t.sent[m.Hash]
-	if !ok {
-		return false
-	}
-	delete(t.sent, m.Hash)
-	d := float64(int64(ts - sp.ts))
-	for _, a := range [2]*truthAcc{&t.mecTruth[sp.mec], t.flowTruth[sp.flow]} {
-		a.matched++
-		a.sum += d
-		a.sq += d * d
-	}
-	return true
 }

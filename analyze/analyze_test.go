@@ -2,9 +2,11 @@ package analyze_test
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,20 @@ func captures(t *testing.T, cfg analyzetest.Config) (snd, rcv string, tr analyze
 
 func run(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval, analyze.Stats) {
 	t.Helper()
+	out, st, err := runStats(t, snd, rcv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+func runErr(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval, error) {
+	out, _, err := runStats(t, snd, rcv, cfg)
+	return out, err
+}
+
+func runStats(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval, analyze.Stats, error) {
+	t.Helper()
 	s, err := analyze.OpenCapture(snd)
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +63,7 @@ func run(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval,
 	defer r.Close()
 	var out []*report.Interval
 	st, err := analyze.Run(s, r, cfg, func(iv *report.Interval) { out = append(out, iv) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, st
+	return out, st, err
 }
 
 func relErr(est, truth float64) float64 { return math.Abs(est-truth) / math.Abs(truth) }
@@ -85,6 +98,9 @@ func TestRoutedCaptures(t *testing.T) {
 				t.Fatalf("got %d reports over %d intervals, want 1 (interval 0 = whole capture)", len(out), st.Intervals)
 			}
 			r := out[0]
+			// analyze measures where both captures overlap: the truth
+			// of the packets sent in that range.
+			tr = tr.Within(st.RangeStartNs, st.RangeEndNs)
 			t.Logf("truth: %v", tr)
 			t.Logf("estimate: sent %d recv %d lost %d mean %.1f ±%.1f sd %.1f samples %d buckets %d/%d valid %v %s",
 				r.Sent, r.Received, r.Lost, r.MeanNs, r.MeanCINs, r.StddevNs, r.Samples, r.Usable, r.Buckets, r.Valid, r.Reason)
@@ -117,6 +133,7 @@ func TestIntervals(t *testing.T) {
 		MeanDelay: 20 * time.Microsecond, Loss: 0.01, Seed: 3,
 	})
 	out, st := run(t, snd, rcv, analyze.Config{Interval: time.Second, LDA: synopsis.DefaultLDAConfig(), UseLDA: true, Truth: true})
+	tr = tr.Within(st.RangeStartNs, st.RangeEndNs)
 	if st.Intervals != 4 || len(out) != 4 { // 3.0 s of traffic starting at .6 → seconds 0,1,2,3
 		t.Fatalf("%d intervals, %d lines; want 4", st.Intervals, len(out))
 	}
@@ -156,15 +173,19 @@ func TestBadCaptures(t *testing.T) {
 		t.Error("missing file opened without error")
 	}
 
+	// A damaged tail is an error naming the file and the record, never
+	// loss; with InvalidateDamaged the interval it touches is invalid.
 	snd, rcv, _ := captures(t, analyzetest.Config{Packets: 2000, Rate: 10_000, Start: time.Unix(1_700_000_000, 0), MeanDelay: 10 * time.Microsecond, Seed: 1})
 	b, _ := os.ReadFile(rcv)
 	os.WriteFile(rcv, b[:len(b)-37], 0o644) // cut inside the last record
-	out, st := run(t, snd, rcv, analyze.Config{LDA: synopsis.DefaultLDAConfig(), UseLDA: true})
-	if len(st.Warnings) != 1 || len(out) != 1 {
-		t.Fatalf("damaged tail: warnings %v, %d reports", st.Warnings, len(out))
+	_, err := runErr(t, snd, rcv, analyze.Config{LDA: synopsis.DefaultLDAConfig(), UseLDA: true})
+	var d *analyze.DamageError
+	if !errors.As(err, &d) || d.Record != 2000 || !strings.Contains(err.Error(), rcv) {
+		t.Fatalf("damaged tail: error %v, want a DamageError at record 2000 naming %s", err, rcv)
 	}
-	if out[0].Received != 1999 || out[0].Lost != 1 {
-		t.Errorf("damaged tail: received %d lost %d, want 1999 and 1", out[0].Received, out[0].Lost)
+	out, st := run(t, snd, rcv, analyze.Config{LDA: synopsis.DefaultLDAConfig(), UseLDA: true, InvalidateDamaged: true})
+	if len(st.Damage) != 1 || len(out) != 1 || out[0].Valid || !strings.Contains(out[0].Reason, "record 2000") {
+		t.Fatalf("damaged tail, invalidate: damage %v, lines %+v", st.Damage, out)
 	}
 }
 

@@ -1,21 +1,60 @@
 // Package analyze computes ldafwd's reports offline from two captures of the
 // same traffic taken at the two ends of a segment (`ldafwd analyze`).
 //
-// Both captures are read in one streaming pass, merged by interval: an
-// interval is a multiple of the interval width since the Unix epoch, and at
-// each end a packet belongs to the interval its own timestamp falls in
-// (DESIGN §6), exactly as the appliance assigns packets on the wire. Per
-// interval and measurement class the sender's frames go into the sender
-// synopses and the receiver's into the receiver's; the estimators then see
-// what a live receiver would see. Memory is bounded by one interval's
-// synopses (plus, with truth, two intervals of identities).
+// # How a pair of captures is compared
 //
-// Ground truth (Config.Truth) pairs packets by their identity hash: the
-// exact delay of every sent packet received in the same or the next
-// interval, and the exact number never received. It is kept beside the
-// synopses and never feeds them.
+// Both captures are read first into compact records (timestamp, identity,
+// measurement class: 24 bytes a frame, not the frame), so memory grows with
+// the packets, about 60 bytes per packet of both captures together with the
+// pairing's indices. Receiver packets are then paired with sender packets by
+// identity, first in first out per identity: a receiver copy takes the
+// earliest unpaired sender copy stamped no later than its receive time plus
+// the clock offset unambiguous pairs show. A duplicate made inside the
+// segment pairs with nothing; it is counted as extra, never as a second
+// reception.
 //
-// Damaged frames are measured as far as they parse and counted; a damaged
-// record ends that capture's stream with a warning; a file that is not a
-// capture is an error from OpenCapture. Nothing here panics on input.
+// Intervals are multiples of the interval width since the Unix epoch in the
+// sender's clock. A sender packet belongs to the interval it was sent in; a
+// receiver packet to its sender copy's interval, so packets in flight at a
+// boundary stay in their interval at both ends, as the appliance's in-band
+// markers keep them. A packet received after packets of a later interval
+// stays in its own and is counted as crossed. A receiver packet that pairs
+// with nothing goes where an End marker would have put it: into the latest
+// interval whose packets had arrived before it.
+//
+// Only the common time range is measured: sender packets sent before the
+// receiver's capture could have seen them, or so late that they could have
+// arrived after it ended (given the smallest and largest delays seen), are
+// left out at both ends and counted. Pairs of captures that cannot be
+// compared are refused with an error naming both files: fewer than
+// MinMatchedShare of the sender's packets found at the receiver, no common
+// time range, or timestamps that go back by more than MaxBackStep (smaller
+// disorder is sorted away).
+//
+// # Damage and snap length
+//
+// The captures are read by a strict pcap/pcapng reader of this package: a
+// block whose lengths disagree, a file that ends inside a record, an unknown
+// block type, an impossible timestamp (a microsecond field ≥ 10⁶, a
+// nanosecond field ≥ 10⁹, a record far outside its neighbours) is a
+// *DamageError naming the file and the packet record. Run refuses a damaged
+// pair unless Config.InvalidateDamaged, which analyzes around the damage and
+// reports the intervals it touches valid:false naming it. Damage never reads
+// as loss.
+//
+// Frames cut by a snap length are counted apart from malformed ones. A
+// packet whose identity reaches past what both captures keep (the smaller
+// snap length less an Ethernet header and two VLAN tags) would hash
+// different bytes at the two ends; it is left out at both ends and counted.
+//
+// # Truth
+//
+// Config.Truth adds the exact truth from the pairing: for each line, the
+// packets sent in its interval and class, how many were never received, and
+// the mean and standard deviation of the paired delays. It is kept beside
+// the synopses and never feeds them. Bit-identical packets pair first in
+// first out; their number is reported at both ends, and an interval whose
+// identical copies straddle a boundary with some copy unpaired is invalid.
+//
+// Nothing here panics on input.
 package analyze

@@ -26,15 +26,21 @@ func (f RDAFactory) New() (SideSynopsis, error) {
 }
 
 func (f RDAFactory) Estimate(sender, receiver SideSynopsis, conf float64) []report.Interval {
+	lines, _ := f.EstimateWith(sender, receiver, conf)
+	return lines
+}
+
+// EstimateWith is Estimate with the estimate behind the line.
+func (f RDAFactory) EstimateWith(sender, receiver SideSynopsis, conf float64) ([]report.Interval, []synopsis.Estimate) {
 	var r report.Interval
 	e, st, err := synopsis.EstimateRDA(sender.(*rdaSide).r, receiver.(*rdaSide).r, conf)
 	if err != nil {
 		r.Synopsis, r.Valid, r.Reason = "rda", false, err.Error()
-		return []report.Interval{r}
+		return []report.Interval{r}, []synopsis.Estimate{{Synopsis: "rda", Reason: r.Reason}}
 	}
 	fill(&r, e)
 	r.Extra = st.ReportFields()
-	return []report.Interval{r}
+	return []report.Interval{r}, []synopsis.Estimate{e}
 }
 
 // LDSFactory makes one LDS for all traffic (flows weighted by their MEC's

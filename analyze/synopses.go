@@ -3,6 +3,7 @@ package analyze
 import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // SideSynopsis is one end's copy of a synopsis other than the LDA (RDA,
@@ -23,4 +24,18 @@ type SynopsisFactory interface {
 	PerMEC() bool
 	New() (SideSynopsis, error)
 	Estimate(sender, receiver SideSynopsis, conf float64) []report.Interval
+}
+
+// estimator is a factory whose lines come with the estimates behind them
+// (one per line), so that Run can check estimates across classes.
+type estimator interface {
+	EstimateWith(sender, receiver SideSynopsis, conf float64) ([]report.Interval, []synopsis.Estimate)
+}
+
+// estimateLines calls f's EstimateWith when it has one; es is nil otherwise.
+func estimateLines(f SynopsisFactory, sender, receiver SideSynopsis, conf float64) ([]report.Interval, []synopsis.Estimate) {
+	if x, ok := f.(estimator); ok {
+		return x.EstimateWith(sender, receiver, conf)
+	}
+	return f.Estimate(sender, receiver, conf), nil
 }

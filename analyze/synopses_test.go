@@ -23,7 +23,8 @@ func TestRDAExact(t *testing.T) {
 	}
 	snd, rcv, tr := captures(t, analyzetest.Config{Packets: n, Rate: float64(n) / 2, Start: time.Unix(1_700_000_000, 0),
 		Flows: 300, MeanDelay: 40 * time.Microsecond, Loss: 0.002, Seed: 11, IPv6Share: 0.3, PcapNG: true, NanoPcap: true})
-	out, _ := run(t, snd, rcv, analyze.Config{Extra: []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}}, Truth: true})
+	out, st := run(t, snd, rcv, analyze.Config{Extra: []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}}, Truth: true})
+	tr = tr.Within(st.RangeStartNs, st.RangeEndNs)
 	if len(out) != 1 {
 		t.Fatalf("%d lines", len(out))
 	}

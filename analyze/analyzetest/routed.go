@@ -291,3 +291,30 @@ func ci(ns int64, n int) gopacket.CaptureInfo {
 func (t Truth) String() string {
 	return fmt.Sprintf("sent %d received %d lost %d mean %.1f ns sd %.1f ns", t.Sent, t.Received, t.Lost, t.MeanNs, t.StddevNs)
 }
+
+// Within is the truth of the packets sent in [lo, hi] (ns, the sender's
+// clock): what `analyze` measures after trimming to the common range.
+func (t Truth) Within(lo, hi uint64) Truth {
+	var w Truth
+	var sum, sq float64
+	for i, s := range t.SendNs {
+		if s < int64(lo) || s > int64(hi) {
+			continue
+		}
+		w.SendNs = append(w.SendNs, s)
+		w.RecvNs = append(w.RecvNs, t.RecvNs[i])
+		w.Sent++
+		if r := t.RecvNs[i]; r >= 0 {
+			w.Received++
+			d := float64(r - s)
+			sum += d
+			sq += d * d
+		}
+	}
+	w.Lost = w.Sent - w.Received
+	if w.Received > 0 {
+		w.MeanNs = sum / float64(w.Received)
+		w.StddevNs = math.Sqrt(math.Max(sq/float64(w.Received)-w.MeanNs*w.MeanNs, 0))
+	}
+	return w
+}

@@ -33,6 +33,7 @@ type analyzeOptions struct {
 	extra     extraSynopsisFlags
 	mbGap     time.Duration
 	mbMin     int
+	damaged   string
 }
 
 func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
@@ -50,6 +51,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.direction, "direction", "a>b", "direction label in the reports")
 	fs.DurationVar(&o.mbGap, "microburst-gap", time.Millisecond, "group losses recovered from single-loss LDA buckets closer than this into microbursts (0: off)")
 	fs.IntVar(&o.mbMin, "microburst-min", 5, "losses a microburst needs to be reported")
+	fs.StringVar(&o.damaged, "damaged", "error", "a damaged capture (truncated, corrupt block, impossible timestamp): error = refuse it naming the file and record; invalidate = analyze around the damage and report the intervals it touches valid:false")
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
@@ -105,14 +107,21 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	if tw != nil {
 		tw.Flush()
 	}
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
 	for _, warn := range st.Warnings {
 		fmt.Fprintln(stderr, "analyze: warning:", warn)
 	}
-	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d control), receiver %d frames (%d malformed, %d control)\n",
-		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderControl, st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverControl)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	sum := analyze.NewSummary(st)
+	if err := w.Write(sum); err != nil && werr == nil {
+		werr = err
+	}
+	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control, %d link-local not measured), receiver %d frames (%d malformed, %d snapped, %d control, %d link-local not measured)\n",
+		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.SenderLinkLocal,
+		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
+	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
+		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
 	return werr
 }
 
@@ -149,8 +158,11 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--mec: %w", err)
 	}
+	if o.damaged != "error" && o.damaged != "invalidate" {
+		return cfg, fmt.Errorf("--damaged %q: want error or invalidate", o.damaged)
+	}
 	cfg = analyze.Config{Interval: o.interval, Classifier: cl, Truth: o.truth, Conf: o.conf, Direction: o.direction,
-		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin}
+		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate"}
 	if kinds["lda"] {
 		cfg.UseLDA = true
 		if cfg.LDA, err = o.lda.config(); err != nil {

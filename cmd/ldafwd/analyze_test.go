@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/analyze/analyzetest"
 )
 
@@ -43,7 +44,7 @@ func TestAnalyzeCommand(t *testing.T) {
 	if !bytes.Contains(stdout, []byte(`"direction":"x>y"`)) {
 		t.Errorf("'>' must not be escaped in JSON lines: %s", stdout)
 	}
-	lines := 0
+	lines, summaries := 0, 0
 	var lost uint64
 	mecs := map[string]bool{}
 	sc := bufio.NewScanner(&out)
@@ -51,6 +52,11 @@ func TestAnalyzeCommand(t *testing.T) {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		if m["type"] == "analyze_summary" {
+			summaries++
+			tr = tr.Within(uint64(m["range_start_ns"].(float64)), uint64(m["range_end_ns"].(float64)))
+			continue
 		}
 		for _, k := range []string{"type", "interval", "start_ns", "end_ns", "direction", "mec", "synopsis", "sent", "received",
 			"lost", "mean_ns", "stddev_ns", "mean_ci_ns", "samples", "valid", "true_mean_ns", "true_stddev_ns", "true_lost"} {
@@ -64,6 +70,9 @@ func TestAnalyzeCommand(t *testing.T) {
 		mecs[m["mec"].(string)] = true
 		lost += uint64(m["lost"].(float64))
 		lines++
+	}
+	if summaries != 1 {
+		t.Errorf("%d summary lines, want 1 (the last)", summaries)
 	}
 	if lines != 2 || !mecs["all"] || !mecs["web"] {
 		t.Errorf("want one line per MEC (all, web), got %d lines %v", lines, mecs)
@@ -96,18 +105,26 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	kinds := map[string]int{}
+	var rdaLost uint64
+	var rdaValid bool
+	var sum analyze.Summary
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var m struct {
+			Type     string
 			Synopsis string
 			Flow     string
 			Lost     uint64
 			Valid    bool
 		}
 		json.Unmarshal(sc.Bytes(), &m)
+		if m.Type == "analyze_summary" {
+			json.Unmarshal(sc.Bytes(), &sum)
+			continue
+		}
 		kinds[m.Synopsis]++
-		if m.Synopsis == "rda" && (m.Lost != tr.Lost || !m.Valid) {
-			t.Errorf("rda line lost %d valid %v, want exact %d", m.Lost, m.Valid, tr.Lost)
+		if m.Synopsis == "rda" {
+			rdaLost, rdaValid = m.Lost, m.Valid
 		}
 		if m.Synopsis == "lds" {
 			if m.Flow == "" || !(strings.HasPrefix(m.Flow, "6 ") || strings.HasPrefix(m.Flow, "17 ")) || !strings.Contains(m.Flow, ">") {
@@ -117,6 +134,9 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 				t.Errorf("flow %q: IPv6 addresses must both be bracketed", m.Flow)
 			}
 		}
+	}
+	if tr = tr.Within(sum.RangeStartNs, sum.RangeEndNs); rdaLost != tr.Lost || !rdaValid {
+		t.Errorf("rda line lost %d valid %v, want exact %d", rdaLost, rdaValid, tr.Lost)
 	}
 	if kinds["lda"] != 1 || kinds["rda"] != 1 || kinds["lds"] != 10 {
 		t.Errorf("lines per synopsis %v, want lda 1, rda 1, lds 10 (--top 10)", kinds)
@@ -145,11 +165,56 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "rda", "--rda-cells", "1"}, "RDA configuration"},
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--lds-flows", "0"}, "--lds-flows"},
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--top", "-1"}, "--top"},
+		{[]string{"--sender", s, "--receiver", r, "--damaged", "ignore"}, "--damaged"},
 	} {
 		var out, errb bytes.Buffer
 		err := analyzeMain(tc.args, &out, &errb)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want it to mention %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestAnalyzeRefuses: captures that cannot be compared are an error (so a
+// non-zero exit) that names both files and prints no interval line: two
+// captures of different traffic, and a damaged capture (unless --damaged
+// invalidate, which reports the touched interval invalid).
+func TestAnalyzeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, sc analyzetest.Scenario) (string, string) {
+		var sb, rb bytes.Buffer
+		if _, err := sc.Write(&sb, &rb); err != nil {
+			t.Fatal(err)
+		}
+		s, r := filepath.Join(dir, name+"-s.pcap"), filepath.Join(dir, name+"-r.pcap")
+		os.WriteFile(s, sb.Bytes(), 0o644)
+		os.WriteFile(r, rb.Bytes(), 0o644)
+		return s, r
+	}
+	base := analyzetest.Scenario{Seed: 3, Packets: 5000, Rate: 50_000, Start: time.Unix(1_700_000_000, 0), MeanDelay: 30 * time.Microsecond}
+	other := base
+	other.Disjoint = true
+	s, r := write("disjoint", other)
+	var out, errb bytes.Buffer
+	err := analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "do not see the same traffic: 0.0 % of sender packets found at the receiver") ||
+		!strings.Contains(err.Error(), s) || !strings.Contains(err.Error(), r) || strings.Contains(out.String(), `"type":"interval"`) {
+		t.Errorf("disjoint captures: err %v, output %q", err, out.String())
+	}
+
+	s, r = write("damaged", base)
+	b, _ := os.ReadFile(r)
+	os.WriteFile(r, b[:len(b)-10], 0o644)
+	out.Reset()
+	err = analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), r) || !strings.Contains(err.Error(), "record") || out.Len() > 0 {
+		t.Errorf("damaged capture: err %v, output %q", err, out.String())
+	}
+	out.Reset()
+	if err := analyzeMain([]string{"--sender", s, "--receiver", r, "--format", "json", "--damaged", "invalidate"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"valid":false`) || !strings.Contains(out.String(), "receiver capture damaged") || !strings.Contains(out.String(), `"damage":[`) {
+		t.Errorf("--damaged invalidate: %s", out.String())
 	}
 }

@@ -1,0 +1,456 @@
+package analyze
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+)
+
+// capReader reads classic pcap (µs or ns timestamps, either byte order) and
+// pcapng (SHB, IDB, EPB, SPB, obsolete PB; other known blocks skipped) and
+// checks every record as it goes: a record that cannot be what it claims is
+// a *DamageError naming the record, never a silent end of the stream. It is
+// analyze's own rather than gopacket's pcapgo readers because those end a
+// damaged pcapng file as if it were a clean end (the missing frames then
+// read as loss), accept a microsecond field of 0xffffffff, and can panic
+// or allocate a forged length.
+type capReader struct {
+	r      *bufio.Reader
+	ng     bool
+	big    bool   // byte order of the file / current pcapng section
+	scale  uint64 // classic: ns per timestamp unit (1000 or 1)
+	link   uint32 // classic: link type
+	snap   uint32 // classic snaplen, or the smallest non-zero pcapng IDB snaplen
+	ifaces []capIface
+	hdr    [32]byte
+
+	record uint64 // packet records read, the damaged one included
+	block  uint64 // pcapng blocks read (SHB included)
+	offset uint64 // bytes consumed
+}
+
+type capIface struct {
+	link     uint32
+	mul, div uint64 // ts → ns: ts*mul/div + offset
+	offset   uint64
+}
+
+// maxCapRecord bounds a packet record's captured length; maxCapBlock any
+// other pcapng block (name resolution and decryption secrets blocks can be
+// large, and they are skipped, never buffered).
+const (
+	maxCapRecord = 256 << 10
+	maxCapBlock  = 64 << 20
+	maxCapIfaces = 1024
+)
+
+// DamageError says where and how a capture is damaged. Record counts
+// packet records from 1 (the damaged one included); Offset is the byte
+// offset of the damaged record or block.
+type DamageError struct {
+	File   string
+	Record uint64
+	Offset uint64
+	What   string
+	// Local: the record was skipped and the rest of the file is readable
+	// (an impossible timestamp in an otherwise well-formed record);
+	// otherwise the stream cannot go on after it.
+	Local bool
+	// AfterNs is the timestamp of the last good record before the damage
+	// (0 when there was none).
+	AfterNs uint64
+}
+
+func (e *DamageError) Error() string {
+	if e.Offset == 0 {
+		return fmt.Sprintf("%s: damaged capture at packet record %d: %s", e.File, e.Record, e.What)
+	}
+	return fmt.Sprintf("%s: damaged capture at packet record %d (byte offset %d): %s", e.File, e.Record, e.Offset, e.What)
+}
+
+// errNotCapture is wrapped by the errors of files that are not captures.
+var errNotCapture = errors.New("not a pcap or pcapng file")
+
+const (
+	capMagicUs = 0xa1b2c3d4
+	capMagicNs = 0xa1b23c4d
+	ngSHB      = 0x0a0d0d0a
+	ngBOM      = 0x1a2b3c4d
+
+	linkEthernet = 1
+	linkRaw      = 101
+	linkIPv4     = 228
+	linkIPv6     = 229
+)
+
+// supportedLink: Ethernet or raw IP (12 and 14 are DLT_RAW on some systems).
+func supportedLink(l uint32) bool {
+	switch l {
+	case linkEthernet, linkRaw, linkIPv4, linkIPv6, 12, 14:
+		return true
+	}
+	return false
+}
+
+func newCapReader(rd io.Reader) (*capReader, error) {
+	r := &capReader{r: bufio.NewReaderSize(rd, 256<<10)}
+	head, err := r.r.Peek(4)
+	if err != nil {
+		return nil, fmt.Errorf("too short to be a pcap or pcapng file (%d bytes): %w", len(head), errNotCapture)
+	}
+	le, be := binary.LittleEndian.Uint32(head), binary.BigEndian.Uint32(head)
+	if le == ngSHB {
+		r.ng = true
+		r.read(r.hdr[:4])
+		if err := r.readSHB(); err != nil {
+			return nil, fmt.Errorf("bad pcapng section header: %v: %w", err, errNotCapture)
+		}
+		return r, nil
+	}
+	switch {
+	case le == capMagicUs:
+		r.scale = 1000
+	case le == capMagicNs:
+		r.scale = 1
+	case be == capMagicUs:
+		r.big, r.scale = true, 1000
+	case be == capMagicNs:
+		r.big, r.scale = true, 1
+	default:
+		return nil, fmt.Errorf("first bytes %02x %02x %02x %02x: %w", head[0], head[1], head[2], head[3], errNotCapture)
+	}
+	var h [24]byte
+	if err := r.read(h[:]); err != nil {
+		return nil, fmt.Errorf("short pcap file header: %w", errNotCapture)
+	}
+	if major := r.u16(h[4:]); major != 2 {
+		return nil, fmt.Errorf("pcap version %d: %w", major, errNotCapture)
+	}
+	r.snap = r.u32(h[16:])
+	r.link = r.u32(h[20:]) & 0xffff
+	if !supportedLink(r.link) {
+		return nil, fmt.Errorf("link type %d is not supported (Ethernet or raw IP)", r.link)
+	}
+	return r, nil
+}
+
+func (r *capReader) u16(b []byte) uint16 {
+	if r.big {
+		return binary.BigEndian.Uint16(b)
+	}
+	return binary.LittleEndian.Uint16(b)
+}
+
+func (r *capReader) u32(b []byte) uint32 {
+	if r.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+// read fills b; io.EOF only when nothing at all was left,
+// io.ErrUnexpectedEOF when the file ends inside b.
+func (r *capReader) read(b []byte) error {
+	n, err := io.ReadFull(r.r, b)
+	r.offset += uint64(n)
+	return err
+}
+
+func (r *capReader) skip(n int) error {
+	k, err := r.r.Discard(n)
+	r.offset += uint64(k)
+	if k != n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
+}
+
+// readSHB reads a Section Header Block whose type has been consumed.
+func (r *capReader) readSHB() error {
+	r.block++
+	if err := r.read(r.hdr[:8]); err != nil {
+		return errors.New("truncated")
+	}
+	switch {
+	case binary.LittleEndian.Uint32(r.hdr[4:]) == ngBOM:
+		r.big = false
+	case binary.BigEndian.Uint32(r.hdr[4:]) == ngBOM:
+		r.big = true
+	default:
+		return errors.New("bad byte-order magic")
+	}
+	total := r.u32(r.hdr[0:])
+	if total < 28 || total%4 != 0 || total > maxCapBlock {
+		return fmt.Errorf("block length %d", total)
+	}
+	r.ifaces = r.ifaces[:0]
+	if err := r.skip(int(total) - 16); err != nil {
+		return errors.New("truncated")
+	}
+	return r.trailer(total)
+}
+
+// trailer reads a block's trailing length and checks it against the
+// leading one: a mismatch is the surest sign of a damaged block.
+func (r *capReader) trailer(total uint32) error {
+	if err := r.read(r.hdr[:4]); err != nil {
+		return errors.New("file ends inside a block")
+	}
+	if t := r.u32(r.hdr[:4]); t != total {
+		return fmt.Errorf("block length %d at its start but %d at its end", total, t)
+	}
+	return nil
+}
+
+// next reads the next packet record into dst[:cap]. dst must hold
+// maxCapRecord bytes. It returns io.EOF at a clean end, a *DamageError for
+// a damaged record, or another error (unsupported link type).
+func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, origLen int, err error) {
+	if !r.ng {
+		return r.nextClassic(dst)
+	}
+	for {
+		start := r.offset
+		damaged := func(what string, args ...any) error {
+			return &DamageError{Record: r.record + 1, Offset: start, What: fmt.Sprintf("pcapng block %d: ", r.block) + fmt.Sprintf(what, args...)}
+		}
+		if err := r.read(r.hdr[:8]); err != nil {
+			if err == io.EOF {
+				return nil, 0, 0, 0, io.EOF
+			}
+			r.block++
+			return nil, 0, 0, 0, damaged("file ends inside a block header")
+		}
+		r.block++
+		typ := r.u32(r.hdr[0:])
+		if typ == ngSHB {
+			// Re-read the length in the new section's byte order.
+			var lenb [4]byte
+			copy(lenb[:], r.hdr[4:8])
+			if err := r.read(r.hdr[8:12]); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a section header")
+			}
+			switch {
+			case binary.LittleEndian.Uint32(r.hdr[8:]) == ngBOM:
+				r.big = false
+			case binary.BigEndian.Uint32(r.hdr[8:]) == ngBOM:
+				r.big = true
+			default:
+				return nil, 0, 0, 0, damaged("section header with a bad byte-order magic")
+			}
+			total := r.u32(lenb[:])
+			if total < 28 || total%4 != 0 || total > maxCapBlock {
+				return nil, 0, 0, 0, damaged("section header length %d", total)
+			}
+			r.ifaces = r.ifaces[:0]
+			if err := r.skip(int(total) - 16); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a section header")
+			}
+			if err := r.trailer(total); err != nil {
+				return nil, 0, 0, 0, damaged("%v", err)
+			}
+			continue
+		}
+		total := r.u32(r.hdr[4:])
+		limit := uint32(maxCapBlock)
+		if typ == 6 || typ == 2 || typ == 3 {
+			limit = maxCapRecord + 64
+		}
+		if total < 12 || total%4 != 0 || total > limit {
+			return nil, 0, 0, 0, damaged("block type %#x with length %d", typ, total)
+		}
+		body := int(total) - 12
+		switch typ {
+		case 1: // Interface Description Block
+			if err := r.readIDB(body); err != nil {
+				return nil, 0, 0, 0, damaged("interface description: %v", err)
+			}
+			if err := r.trailer(total); err != nil {
+				return nil, 0, 0, 0, damaged("%v", err)
+			}
+		case 6, 2: // Enhanced Packet Block, obsolete Packet Block
+			if body < 20 {
+				return nil, 0, 0, 0, damaged("packet block too short (%d bytes)", total)
+			}
+			if err := r.read(r.hdr[:20]); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a packet block")
+			}
+			id := int(r.u32(r.hdr[0:]))
+			if typ == 2 {
+				id = int(r.u16(r.hdr[0:]))
+			}
+			raw := uint64(r.u32(r.hdr[4:]))<<32 | uint64(r.u32(r.hdr[8:]))
+			capLen, orig := int(r.u32(r.hdr[12:])), int(r.u32(r.hdr[16:]))
+			if id >= len(r.ifaces) {
+				return nil, 0, 0, 0, damaged("packet on interface %d, but only %d described", id, len(r.ifaces))
+			}
+			if capLen > body-20 || capLen > maxCapRecord {
+				return nil, 0, 0, 0, damaged("captured length %d does not fit its block (%d bytes)", capLen, total)
+			}
+			if err := r.read(dst[:capLen]); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a packet")
+			}
+			if err := r.skip(body - 20 - capLen); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a packet block")
+			}
+			if err := r.trailer(total); err != nil {
+				return nil, 0, 0, 0, damaged("%v", err)
+			}
+			r.record++
+			ifc := r.ifaces[id]
+			hi, lo := bits.Mul64(raw, ifc.mul)
+			if hi >= ifc.div {
+				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
+			}
+			q, _ := bits.Div64(hi, lo, ifc.div)
+			if q+ifc.offset < q {
+				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
+			}
+			if orig < capLen {
+				orig = capLen
+			}
+			return dst[:capLen], ifc.link, q + ifc.offset, orig, nil
+		case 3: // Simple Packet Block: no timestamp, so nothing to measure
+			if len(r.ifaces) == 0 {
+				return nil, 0, 0, 0, damaged("simple packet block before any interface")
+			}
+			return nil, 0, 0, 0, fmt.Errorf("pcapng block %d: a simple packet block carries no timestamp; analyze needs enhanced packet blocks", r.block)
+		case 4, 5, 7, 8, 9, 10, 0xbad, 0x40000bad:
+			// Name resolution, statistics, IRIG, ARINC, journal, decryption
+			// secrets, custom: nothing to measure.
+			if err := r.skip(body); err != nil {
+				return nil, 0, 0, 0, damaged("file ends inside a block")
+			}
+			if err := r.trailer(total); err != nil {
+				return nil, 0, 0, 0, damaged("%v", err)
+			}
+		default:
+			if typ&0x80000000 != 0 { // reserved for local use: skip
+				if err := r.skip(body); err != nil {
+					return nil, 0, 0, 0, damaged("file ends inside a block")
+				}
+				if err := r.trailer(total); err != nil {
+					return nil, 0, 0, 0, damaged("%v", err)
+				}
+				continue
+			}
+			return nil, 0, 0, 0, damaged("unknown block type %#x", typ)
+		}
+	}
+}
+
+// readIDB reads an Interface Description Block body of n bytes: link type,
+// snaplen and the if_tsresol / if_tsoffset options.
+func (r *capReader) readIDB(n int) error {
+	if n < 8 || len(r.ifaces) >= maxCapIfaces {
+		return fmt.Errorf("body of %d bytes", n)
+	}
+	if err := r.read(r.hdr[:8]); err != nil {
+		return errors.New("truncated")
+	}
+	ifc := capIface{link: uint32(r.u16(r.hdr[0:])), mul: 1000, div: 1} // default resolution 10^-6 s
+	if !supportedLink(ifc.link) {
+		return fmt.Errorf("link type %d is not supported (Ethernet or raw IP)", ifc.link)
+	}
+	if s := r.u32(r.hdr[4:]); s > 0 && (r.snap == 0 || s < r.snap) {
+		r.snap = s
+	}
+	n -= 8
+	for n >= 4 {
+		if err := r.read(r.hdr[:4]); err != nil {
+			return errors.New("truncated")
+		}
+		code, l := r.u16(r.hdr[0:]), int(r.u16(r.hdr[2:]))
+		n -= 4
+		padded := (l + 3) &^ 3
+		if padded > n {
+			return fmt.Errorf("option %d of %d bytes overruns the block", code, l)
+		}
+		if code == 0 {
+			break
+		}
+		if (code == 9 && l == 1) || (code == 14 && l == 8) {
+			if err := r.read(r.hdr[:padded]); err != nil {
+				return errors.New("truncated")
+			}
+			if code == 9 {
+				v := r.hdr[0]
+				if v&0x80 == 0 {
+					if v > 19 {
+						return fmt.Errorf("if_tsresol %d", v)
+					}
+					ifc.mul, ifc.div = 1, 1
+					for range max(0, 9-int(v)) {
+						ifc.mul *= 10
+					}
+					for range max(0, int(v)-9) {
+						ifc.div *= 10
+					}
+				} else {
+					if v&0x7f > 63 {
+						return fmt.Errorf("if_tsresol %#x", v)
+					}
+					ifc.mul, ifc.div = 1e9, 1<<(v&0x7f)
+				}
+			} else {
+				var off uint64
+				if r.big {
+					off = binary.BigEndian.Uint64(r.hdr[:8])
+				} else {
+					off = binary.LittleEndian.Uint64(r.hdr[:8])
+				}
+				if off > 1<<33 { // after the year 2242: not a clock offset
+					return fmt.Errorf("if_tsoffset %d s", off)
+				}
+				ifc.offset = off * 1e9
+			}
+		} else if err := r.skip(padded); err != nil {
+			return errors.New("truncated")
+		}
+		n -= padded
+	}
+	if n > 0 {
+		if err := r.skip(n); err != nil {
+			return errors.New("truncated")
+		}
+	}
+	r.ifaces = append(r.ifaces, ifc)
+	return nil
+}
+
+func (r *capReader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error) {
+	start := r.offset
+	if err := r.read(r.hdr[:16]); err != nil {
+		if err == io.EOF {
+			return nil, 0, 0, 0, io.EOF
+		}
+		r.record++
+		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: "file ends inside a record header (truncated capture)"}
+	}
+	r.record++
+	sec, frac := uint64(r.u32(r.hdr[0:])), uint64(r.u32(r.hdr[4:]))
+	capLen, orig := int(r.u32(r.hdr[8:])), int(r.u32(r.hdr[12:]))
+	if capLen > maxCapRecord || (r.snap >= 64 && capLen > int(max(r.snap, 65535))) {
+		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: fmt.Sprintf("captured length %d (snaplen %d)", capLen, r.snap)}
+	}
+	if capLen > orig {
+		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: fmt.Sprintf("captured length %d exceeds the frame's length %d", capLen, orig)}
+	}
+	if err := r.read(dst[:capLen]); err != nil {
+		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: "file ends inside a record (truncated capture)"}
+	}
+	if frac*r.scale >= 1e9 {
+		unit := "microseconds"
+		if r.scale == 1 {
+			unit = "nanoseconds"
+		}
+		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("impossible timestamp: %d %s past the second", frac, unit)}
+	}
+	return dst[:capLen], r.link, sec*1e9 + frac*r.scale, orig, nil
+}

@@ -1,0 +1,248 @@
+package analyze
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/ldafwd/ldafwd/classifier"
+)
+
+// rec is what analyze keeps of one measured frame: 24 bytes instead of the
+// frame, so that both captures of ~10 M packets fit in memory together.
+type rec struct {
+	ts    uint64 // ns since the Unix epoch, this end's clock
+	hash  uint64 // identity (classifier.Meta.Hash)
+	mec   uint16
+	ext   uint16 // identity extent in L3 bytes (extentUnknown: could not tell)
+	flags uint8
+}
+
+const (
+	recAmbiguous uint8 = 1 << iota // identity seen more than once at this end
+	recCrossed                     // received after packets of a later interval
+	recExtra                       // received, but matches no sent packet
+	recNonIP                       // neither IPv4 nor IPv6: its identity is weaker
+)
+
+// extentUnknown: the identity's bytes could not be located in the frame.
+const extentUnknown = 0xffff
+
+// endData is one capture, loaded.
+type endData struct {
+	name      string
+	recs      []rec
+	flows     []uint64 // flow hash per rec (only when a per-flow synopsis runs)
+	frames    uint64
+	control   uint64
+	malformed uint64
+	snapped   uint64
+	linkLocal uint64 // link-local frames left out (classifier.Measure)
+	minSnap   int    // smallest captured length of a snapped frame (0: none snapped)
+	// disorder: records whose timestamp is below an earlier record's.
+	disordered uint64
+	maxBackNs  uint64
+	damage     []*DamageError
+	endedEarly error
+}
+
+// MaxBackStep is the largest step back in time between a capture's records
+// that analyze sorts away (capture tools stamp on several CPUs; a few ms
+// of disorder is common). A larger step means the file is not one
+// capture in time order (concatenated files, a clock stepped during the
+// capture) and the pair is refused.
+const MaxBackStep = 10_000_000 // ns
+
+// load reads a capture into compact records. Impossible or far-off
+// timestamps are damage (kept in the result); disorder beyond MaxBackStep
+// is an error.
+func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64]classifier.FlowKey) (*endData, error) {
+	e := &endData{name: c.Name()}
+	var m classifier.Meta
+	var maxTS uint64   // largest timestamp so far
+	var haveMax bool   // whether maxTS is set
+	var lastRec uint64 // record number of the frame that set maxTS
+	for {
+		frame, ts, orig, recno, ok := c.next()
+		if !ok {
+			break
+		}
+		if len(frame) < orig {
+			e.snapped++
+			if e.minSnap == 0 || len(frame) < e.minSnap {
+				e.minSnap = len(frame)
+			}
+		}
+		// Timestamp sanity: a record far behind or far ahead of its
+		// neighbours, while the next record agrees with the ones before,
+		// has a damaged timestamp; disorder that persists is refused.
+		if haveMax {
+			next, nok := c.Peek()
+			switch {
+			case ts+MaxBackStep < maxTS:
+				if nok && next+MaxBackStep >= maxTS {
+					e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: maxTS,
+						What: fmt.Sprintf("timestamp %d ns is %.3f s before the records around it", ts, float64(maxTS-ts)/1e9)})
+					continue
+				}
+				return nil, fmt.Errorf("%s: timestamps go back by %.3f s at packet record %d (after record %d): not one capture in time order (at most %d ms of disorder is sorted)",
+					e.name, float64(maxTS-ts)/1e9, recno, lastRec, MaxBackStep/1_000_000)
+			case ts > maxTS+MaxBackStep && nok && next+MaxBackStep < ts && next+MaxBackStep >= maxTS:
+				e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: maxTS,
+					What: fmt.Sprintf("timestamp %d ns is %.3f s after the records around it", ts, float64(ts-maxTS)/1e9)})
+				continue
+			}
+		}
+		if !haveMax || ts >= maxTS {
+			maxTS, haveMax, lastRec = ts, true, recno
+		} else {
+			e.disordered++
+			e.maxBackNs = max(e.maxBackNs, maxTS-ts)
+		}
+
+		classifier.Parse(frame, &m)
+		e.frames++
+		if m.Flags&classifier.FlagControl != 0 {
+			e.control++
+			continue
+		}
+		snapped := len(frame) < orig
+		if m.Flags&classifier.FlagMalformed != 0 || (m.Flags&classifier.FlagTruncated != 0 && !snapped) {
+			e.malformed++
+		}
+		mec, measured := cl.Measure(&m)
+		if !measured { // a link-local frame no MEC claims: the segment's own traffic
+			e.linkLocal++
+			continue
+		}
+		r := rec{ts: ts, hash: m.Hash, mec: mec, ext: uint16(min(identityExtent(frame), extentUnknown))}
+		if m.Flags&(classifier.FlagIPv4|classifier.FlagIPv6) == 0 {
+			r.flags = recNonIP
+		}
+		e.recs = append(e.recs, r)
+		if keepFlows {
+			e.flows = append(e.flows, m.FlowHash)
+			if m.FlowHash != 0 {
+				if _, ok := keys[m.FlowHash]; !ok {
+					keys[m.FlowHash] = m.Flow
+				}
+			}
+		}
+	}
+	e.damage = append(c.Damage, e.damage...)
+	slices.SortStableFunc(e.damage, func(a, b *DamageError) int { return int(a.Record) - int(b.Record) })
+	e.endedEarly = c.EndedEarly
+	if e.disordered > 0 {
+		sortByTime(e)
+	}
+	return e, nil
+}
+
+// sortByTime sorts a capture's records by timestamp, stably: frames with
+// equal stamps keep their file order.
+func sortByTime(e *endData) {
+	idx := make([]int32, len(e.recs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		x, y := e.recs[a].ts, e.recs[b].ts
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	recs := make([]rec, len(e.recs))
+	for i, j := range idx {
+		recs[i] = e.recs[j]
+	}
+	e.recs = recs
+	if e.flows != nil {
+		flows := make([]uint64, len(e.flows))
+		for i, j := range idx {
+			flows[i] = e.flows[j]
+		}
+		e.flows = flows
+	}
+}
+
+// identityExtent is how many bytes from the start of L3 the classifier's
+// identity reads (the IPv4/IPv6 header, IPv6 extension headers and the
+// 32-byte L4 window, bounded by the packet's own length; 56 bytes for
+// frames that are not IP). It is a property of the packet, not of the
+// frame: both ends compute the same value whatever VLAN tags were pushed
+// on the way, as long as the bytes that tell are in the frame; when they
+// are not (a capture's snap length cut them) the extent is unknown.
+func identityExtent(f []byte) int {
+	if len(f) < 14 {
+		return extentUnknown
+	}
+	off := 12
+	et := binary.BigEndian.Uint16(f[12:])
+	for tags := 0; et == 0x8100 || et == 0x88a8 || et == 0x9100; tags++ {
+		if tags == 8 || off+6 > len(f) {
+			return extentUnknown
+		}
+		et = binary.BigEndian.Uint16(f[off+4:])
+		off += 4
+	}
+	l3 := f[off+2:]
+	switch et {
+	case 0x0800:
+		if len(l3) < 4 {
+			return extentUnknown
+		}
+		ihl, total := int(l3[0]&0x0f)*4, int(binary.BigEndian.Uint16(l3[2:]))
+		return max(20, min(total, ihl+32))
+	case 0x86dd:
+		if len(l3) < 40 {
+			return extentUnknown
+		}
+		declared := 40 + int(binary.BigEndian.Uint16(l3[4:]))
+		nh, at := l3[6], 40
+		for walked := 0; walked <= 8; walked++ {
+			var hl int
+			switch nh {
+			case 0, 43, 60, 135, 139, 140:
+				if at+2 > declared {
+					return declared
+				}
+				if at+2 > len(l3) {
+					return extentUnknown
+				}
+				hl = (int(l3[at+1]) + 1) * 8
+			case 51:
+				if at+2 > declared {
+					return declared
+				}
+				if at+2 > len(l3) {
+					return extentUnknown
+				}
+				hl = (int(l3[at+1]) + 2) * 4
+			case 44:
+				if at+8 > declared {
+					return declared
+				}
+				if at+8 > len(l3) {
+					return extentUnknown
+				}
+				hl = 8
+				if binary.BigEndian.Uint16(l3[at+2:])&0xfff8 != 0 { // not the first fragment
+					return max(40, min(declared, at+hl+32))
+				}
+			default:
+				return max(40, min(declared, at+32))
+			}
+			if at+hl > declared {
+				return declared
+			}
+			nh = l3[at]
+			at += hl
+		}
+		return max(40, min(declared, at+32))
+	}
+	return 56
+}

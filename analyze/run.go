@@ -1,0 +1,551 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// matchSlack is how far a sender copy may be stamped after the receive
+// time (beyond what the clock offset seen on unambiguous packets allows)
+// and still be the copy received: it absorbs timestamp resolution and
+// the stamping jitter of two capture points.
+const matchSlack = 100_000 // ns
+
+// Run analyzes the sender and receiver captures and calls emit for every
+// report line, in interval order.
+//
+// Both captures are read first into compact records (timestamp, identity,
+// class). Receiver packets are then paired with sender packets by identity,
+// first in first out per identity; the pairs give the common time range
+// and each receiver packet its interval (see the package comment). An
+// error is returned, and nothing emitted, for captures that cannot be
+// compared: damaged (unless cfg.InvalidateDamaged), out of time order
+// beyond MaxBackStep, without a common time range, or sharing less than
+// MinMatchedShare of their packets.
+func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
+	var st Stats
+	if cfg.Classifier == nil {
+		c, err := classifier.NewClassifier(nil)
+		if err != nil {
+			return st, err
+		}
+		cfg.Classifier = c
+	}
+	if !cfg.UseLDA && len(cfg.Extra) == 0 {
+		return st, errors.New("no synopsis selected")
+	}
+	if cfg.Conf <= 0 || cfg.Conf >= 1 {
+		cfg.Conf = 0.98
+	}
+	if cfg.Direction == "" {
+		cfg.Direction = "a>b"
+	}
+	keepFlows := false
+	for _, f := range cfg.Extra {
+		keepFlows = keepFlows || !f.PerMEC()
+	}
+	keys := map[uint64]classifier.FlowKey{}
+	s, err := load(sender, cfg.Classifier, keepFlows, keys)
+	if err != nil {
+		return st, err
+	}
+	r, err := load(receiver, cfg.Classifier, keepFlows, keys)
+	if err != nil {
+		return st, err
+	}
+	st.SenderFrames, st.ReceiverFrames = s.frames, r.frames
+	st.SenderControl, st.ReceiverControl = s.control, r.control
+	st.SenderLinkLocal, st.ReceiverLinkLocal = s.linkLocal, r.linkLocal
+	st.SenderMalformed, st.ReceiverMalformed = s.malformed, r.malformed
+	st.SenderSnapped, st.ReceiverSnapped = s.snapped, r.snapped
+	st.SenderDisordered, st.ReceiverDisordered = s.disordered, r.disordered
+	st.MaxBackStepNs = max(s.maxBackNs, r.maxBackNs)
+	st.Damage = append(append([]*DamageError(nil), s.damage...), r.damage...)
+	for _, e := range []*endData{s, r} {
+		if e.disordered > 0 {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %d records stamped before an earlier record (at most %.3f ms back): sorted by time",
+				e.name, e.disordered, float64(e.maxBackNs)/1e6))
+		}
+		if e.endedEarly != nil && len(e.damage) == 0 {
+			return st, e.endedEarly
+		}
+	}
+	if len(st.Damage) > 0 {
+		if !cfg.InvalidateDamaged {
+			more := ""
+			if len(st.Damage) > 1 {
+				more = fmt.Sprintf(" (and %d more damaged records)", len(st.Damage)-1)
+			}
+			return st, fmt.Errorf("%w%s", st.Damage[0], more)
+		}
+		for _, d := range st.Damage {
+			st.Warnings = append(st.Warnings, d.Error()+": intervals it touches are reported invalid")
+		}
+	}
+
+	st.SenderSnapExcluded, st.ReceiverSnapExcluded = excludeSnapped(s, r, sender.SnapLen(), receiver.SnapLen())
+	if n := st.SenderSnapExcluded + st.ReceiverSnapExcluded; n > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%d sender and %d receiver frames left out: their identity reaches past the snap length (%d and %d bytes) and the two ends could hash different bytes",
+			st.SenderSnapExcluded, st.ReceiverSnapExcluded, sender.SnapLen(), receiver.SnapLen()))
+	}
+	if len(s.recs) == 0 || len(r.recs) == 0 {
+		return st, fmt.Errorf("nothing to compare: %s has %d measured frames, %s %d", s.name, len(s.recs), r.name, len(r.recs))
+	}
+
+	mt := match(s, r)
+	for _, x := range s.recs {
+		if x.flags&recAmbiguous != 0 {
+			st.SenderAmbiguous++
+		}
+	}
+	for _, x := range r.recs {
+		if x.flags&recAmbiguous != 0 {
+			st.ReceiverAmbiguous++
+		}
+	}
+	st.TruthAmbiguous = st.SenderAmbiguous
+	st.Matched = uint64(mt.matched)
+
+	// The common range, in the sender's clock: a sender packet sent before
+	// lo could have reached the receiver before its capture began, one sent
+	// after hi after it ended (delays as long as the longest seen).
+	notSame := func(share float64) error {
+		return fmt.Errorf("these captures do not see the same traffic: %.1f %% of sender packets found at the receiver (%s, %s; at least %.0f %% needed)",
+			100*share, s.name, r.name, 100*MinMatchedShare)
+	}
+	if mt.matched == 0 {
+		return st, notSame(0)
+	}
+	s0, s1 := int64(s.recs[0].ts), int64(s.recs[len(s.recs)-1].ts)
+	r0, r1 := int64(r.recs[0].ts), int64(r.recs[len(r.recs)-1].ts)
+	lo, hi := max(s0, r0-mt.dmin), min(s1, r1-mt.dmax)
+	if lo > hi {
+		return st, fmt.Errorf("these captures share no time range: %s spans %s, %s %s (receiver clock), and delays run %.3f..%.3f ms",
+			s.name, span(s0, s1), r.name, span(r0, r1), float64(mt.dmin)/1e6, float64(mt.dmax)/1e6)
+	}
+	iLo := sort.Search(len(s.recs), func(i int) bool { return int64(s.recs[i].ts) >= lo })
+	iHi := sort.Search(len(s.recs), func(i int) bool { return int64(s.recs[i].ts) > hi })
+	var mIn int
+	for i := iLo; i < iHi; i++ {
+		if mt.rOf[i] >= 0 {
+			mIn++
+		}
+	}
+	st.MatchedShare = float64(mIn) / float64(max(iHi-iLo, 1))
+	if st.MatchedShare < MinMatchedShare {
+		return st, notSame(st.MatchedShare)
+	}
+	st.RangeStartNs, st.RangeEndNs = uint64(lo), uint64(hi)
+	st.TrimmedSenderBefore, st.TrimmedSenderAfter = uint64(iLo), uint64(len(s.recs)-iHi)
+
+	width := uint64(cfg.Interval.Nanoseconds())
+	kOf := func(ts uint64) int64 { // absolute interval number
+		if width == 0 {
+			return 0
+		}
+		return int64(ts / width)
+	}
+	kBase := kOf(uint64(lo))
+
+	// Receiver membership: a matched packet belongs to its sender copy's
+	// interval; an unmatched one to the interval whose packets were last
+	// arriving (where the sender's in-band End marker would put it).
+	rk := make([]int32, len(r.recs)) // interval - kBase, or -1: outside the common range
+	lastIn := -1
+	for i, j := range mt.sOf {
+		if j >= 0 && j >= int32(iLo) && j < int32(iHi) {
+			lastIn = i
+		}
+	}
+	cursor := int32(-1)
+	for i := range r.recs {
+		j := mt.sOf[i]
+		switch {
+		case j >= 0 && j >= int32(iLo) && j < int32(iHi):
+			k := int32(kOf(s.recs[j].ts) - kBase)
+			if k < cursor {
+				r.recs[i].flags |= recCrossed
+				st.Crossed++
+			}
+			cursor = max(cursor, k)
+			rk[i] = k
+		case j >= 0:
+			rk[i] = -1
+			if j < int32(iLo) {
+				st.TrimmedReceiverBefore++
+			} else {
+				st.TrimmedReceiverAfter++
+			}
+		case cursor >= 0 && i < lastIn && int64(r.recs[i].ts)-mt.dmax >= lo && int64(r.recs[i].ts)-mt.dmin <= hi:
+			// Unmatched, and sent (if it was) inside the common range
+			// whatever its delay.
+			rk[i] = cursor
+			r.recs[i].flags |= recExtra
+			st.ExtraReceived++
+		default:
+			rk[i] = -1
+			if cursor < 0 || int64(r.recs[i].ts)-mt.dmax < lo {
+				st.TrimmedReceiverBefore++
+			} else {
+				st.TrimmedReceiverAfter++
+			}
+		}
+	}
+	if t := st.TrimmedSenderBefore + st.TrimmedSenderAfter + st.TrimmedReceiverBefore + st.TrimmedReceiverAfter; t > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("measured only where both captures overlap (%s in the sender's clock): left out %d sender packets before and %d after, %d receiver packets before and %d after",
+			span(lo, hi), st.TrimmedSenderBefore, st.TrimmedSenderAfter, st.TrimmedReceiverBefore, st.TrimmedReceiverAfter))
+	}
+
+	// Intervals that cannot be trusted whatever the synopses say.
+	bad := map[int32]string{}
+	nK := int32(kOf(uint64(hi)) - kBase)
+	markFrom := func(k int32, all bool, why string) {
+		last := k
+		if all {
+			last = nK
+		}
+		for k = max(k, 0); k <= last; k++ {
+			if _, ok := bad[k]; !ok {
+				bad[k] = why
+			}
+		}
+	}
+	for _, d := range s.damage {
+		k := int32(kOf(uint64(min(max(int64(d.AfterNs), lo), hi))) - kBase)
+		why := "sender capture damaged: " + d.Error()
+		if d.Local {
+			markFrom(k, false, why)
+			markFrom(k+1, false, why)
+		} else {
+			markFrom(k, true, why)
+		}
+	}
+	for _, d := range r.damage {
+		p := sort.Search(len(r.recs), func(i int) bool { return r.recs[i].ts > d.AfterNs })
+		k := int32(0)
+		for i := p - 1; i >= 0; i-- {
+			if rk[i] >= 0 && r.recs[i].flags&recCrossed == 0 {
+				k = rk[i]
+				break
+			}
+		}
+		why := "receiver capture damaged: " + d.Error()
+		if d.Local {
+			markFrom(k, false, why)
+			markFrom(k+1, false, why)
+		} else {
+			markFrom(k, true, why)
+		}
+	}
+	for _, k := range mt.splitAmbiguous(s, iLo, iHi, func(ts uint64) int32 { return int32(kOf(ts) - kBase) }) {
+		if _, ok := bad[k]; !ok {
+			bad[k] = "bit-identical packets on both sides of the interval boundary, and one of them lost: which interval lost it cannot be told"
+		}
+	}
+
+	// Receiver packets by interval, each interval's in receive order.
+	order := make([]int32, 0, len(r.recs))
+	for i, k := range rk {
+		if k >= 0 {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return int(rk[a]) - int(rk[b]) })
+
+	classes := cfg.Classifier.NumClasses()
+	names := cfg.Classifier.Names()
+	snd, err := newSide(&cfg, classes)
+	if err != nil {
+		return st, err
+	}
+	rcv, err := newSide(&cfg, classes)
+	if err != nil {
+		return st, err
+	}
+	var meta classifier.Meta
+	metaOf := func(e *endData, i int) *classifier.Meta {
+		x := &e.recs[i]
+		meta.Hash = x.hash
+		if e.flows != nil {
+			meta.FlowHash = e.flows[i]
+			meta.Flow = keys[meta.FlowHash]
+		}
+		return &meta
+	}
+	type counts struct{ crossed, extra, ambS, ambR uint64 }
+	per := make([]counts, classes)
+	mecTruth := make([]truthAcc, classes)
+	flowTruth := map[uint64]*truthAcc{}
+
+	si, ri := iLo, 0
+	for si < iHi || ri < len(order) {
+		// The next interval either end has packets in.
+		k := int32(math.MaxInt32)
+		if si < iHi {
+			k = int32(kOf(s.recs[si].ts) - kBase)
+		}
+		if ri < len(order) {
+			k = min(k, rk[order[ri]])
+		}
+		snd.reset()
+		rcv.reset()
+		clear(per)
+		clear(mecTruth)
+		clear(flowTruth)
+		for ; si < iHi && int32(kOf(s.recs[si].ts)-kBase) == k; si++ {
+			x := &s.recs[si]
+			m := metaOf(s, si)
+			snd.add(m, x.mec, x.ts)
+			if x.flags&recAmbiguous != 0 {
+				per[x.mec].ambS++
+			}
+			if cfg.Truth {
+				accs := [2]*truthAcc{&mecTruth[x.mec], nil}
+				if s.flows != nil {
+					fa := flowTruth[m.FlowHash]
+					if fa == nil {
+						fa = &truthAcc{}
+						flowTruth[m.FlowHash] = fa
+					}
+					accs[1] = fa
+				}
+				for _, a := range accs {
+					if a == nil {
+						continue
+					}
+					a.sent++
+					if j := mt.rOf[si]; j >= 0 {
+						d := float64(int64(r.recs[j].ts - x.ts))
+						a.matched++
+						a.sum += d
+						a.sq += d * d
+					}
+				}
+			}
+		}
+		for ; ri < len(order) && rk[order[ri]] == k; ri++ {
+			i := int(order[ri])
+			x := &r.recs[i]
+			rcv.add(metaOf(r, i), x.mec, x.ts)
+			c := &per[x.mec]
+			if x.flags&recCrossed != 0 {
+				c.crossed++
+			}
+			if x.flags&recExtra != 0 {
+				c.extra++
+			}
+			if x.flags&recAmbiguous != 0 {
+				c.ambR++
+			}
+		}
+
+		abs := int64(k) + kBase
+		start, end := abs*int64(width), (abs+1)*int64(width)
+		if width == 0 {
+			start, end = lo, hi+1
+		}
+		var total counts
+		for _, c := range per {
+			total.crossed += c.crossed
+			total.extra += c.extra
+			total.ambS += c.ambS
+			total.ambR += c.ambR
+		}
+		var lines []*report.Interval
+		// Per synopsis kind, each class's estimate and line: packets that
+		// changed class inside the segment show only across classes.
+		perKind := map[string]*classLines{}
+		kindOf := func(kind string) *classLines {
+			if perKind[kind] == nil {
+				perKind[kind] = &classLines{es: make([]*synopsis.Estimate, classes), lines: make([]*report.Interval, classes)}
+			}
+			return perKind[kind]
+		}
+		for mec := 0; mec < classes; mec++ {
+			base := report.Interval{Interval: abs, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
+			c := per[mec]
+			if cfg.UseLDA {
+				e, err := synopsis.EstimateLDA(snd.lda[mec], rcv.lda[mec], cfg.Conf)
+				if err != nil {
+					return st, err
+				}
+				l := base
+				fill(&l, e)
+				if cfg.MicroburstGapNs > 0 && e.Valid && e.Lost > 0 {
+					mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(snd.lda[mec]), synopsis.LDABuckets(rcv.lda[mec]),
+						e.MeanNs, cfg.MicroburstGapNs, max(cfg.MicroburstMin, 1))
+					if err == nil {
+						l.Extra = map[string]any{"microbursts": microbursts(mb)}
+					}
+				}
+				for k, v := range e.IntegrityFields() {
+					if l.Extra == nil {
+						l.Extra = map[string]any{}
+					}
+					l.Extra[k] = v
+				}
+				addCounts(&l, c.crossed, c.extra, c.ambS, c.ambR)
+				unseenExtras(&l, c.extra)
+				lines = append(lines, &l)
+				cl := kindOf("lda")
+				cl.es[mec], cl.lines[mec] = &e, &l
+			}
+			for i, f := range cfg.Extra {
+				if !f.PerMEC() && mec != 0 {
+					continue // one sketch for all traffic: estimated once
+				}
+				cc := c
+				if !f.PerMEC() {
+					cc = total
+				}
+				xs, es := estimateLines(f, snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf)
+				for j, x := range xs {
+					l := x
+					if f.PerMEC() && es != nil && len(xs) == 1 {
+						cl := kindOf(f.Name())
+						cl.es[mec], cl.lines[mec] = &es[j], &l
+					}
+					l.Interval, l.StartNs, l.EndNs, l.Direction = base.Interval, base.StartNs, base.EndNs, base.Direction
+					if l.MEC == "" {
+						l.MEC = base.MEC
+					}
+					addCounts(&l, cc.crossed, cc.extra, cc.ambS, cc.ambR)
+					if l.Synopsis == "lds" {
+						unseenExtras(&l, cc.extra)
+					}
+					lines = append(lines, &l)
+				}
+			}
+		}
+		for _, cl := range perKind {
+			for m, why := range synopsis.ClassChanges(cl.es, names) {
+				if l := cl.lines[m]; why != "" && l != nil && (l.Valid || l.Reason == cl.es[m].Reason) {
+					l.Valid, l.Reason = false, why
+				}
+			}
+		}
+		for _, l := range lines {
+			if why, ok := bad[k]; ok {
+				l.Valid = false
+				if l.Reason != "" {
+					why += "; " + l.Reason
+				}
+				l.Reason = why
+			}
+			if cfg.Truth {
+				acc := mecTruth[mecIndex(names, l.MEC)]
+				if fh, ok := l.Extra["flow_hash"].(uint64); ok && l.Flow != "" {
+					if fa := flowTruth[fh]; fa != nil {
+						acc = *fa
+					} else {
+						acc = truthAcc{}
+					}
+				}
+				lost := acc.sent - acc.matched
+				var mean, sd float64
+				if acc.matched > 0 {
+					mean = acc.sum / float64(acc.matched)
+					sd = math.Sqrt(math.Max(acc.sq/float64(acc.matched)-mean*mean, 0))
+				}
+				l.TrueMeanNs, l.TrueStddevNs, l.TrueLost = &mean, &sd, &lost
+			}
+			emit(l)
+		}
+		st.Intervals++
+	}
+	return st, nil
+}
+
+// classLines are one synopsis kind's estimates and lines of an interval,
+// by class.
+type classLines struct {
+	es    []*synopsis.Estimate
+	lines []*report.Interval
+}
+
+// truthAcc accumulates exact delays of matched packets, in ns and ns².
+type truthAcc struct {
+	sent, matched uint64
+	sum, sq       float64
+}
+
+// unseenExtras makes a valid LDA or LDS line invalid when the pairing found
+// receiver packets in its class that match no sent packet: the sketch
+// counts them only where they show (an extra packet hides in a bucket that
+// lost two or more), so its loss may be short by as many. The RDA decodes
+// extras one by one and needs no such check.
+func unseenExtras(l *report.Interval, extra uint64) {
+	if extra == 0 || !l.Valid {
+		return
+	}
+	l.Valid = false
+	l.Reason = fmt.Sprintf("%d received packets match no sent packet (duplicated, originated or changed inside the segment); the synopsis did not see them all, so its loss may hide as many", extra)
+}
+
+// addCounts puts the interval's pairing counts in a line's extra fields,
+// only those that are not zero.
+func addCounts(l *report.Interval, crossed, extra, ambS, ambR uint64) {
+	for _, kv := range []struct {
+		k string
+		v uint64
+	}{{"crossed", crossed}, {"extra_received", extra}, {"ambiguous_sent", ambS}, {"ambiguous_received", ambR}} {
+		if kv.v == 0 {
+			continue
+		}
+		if l.Extra == nil {
+			l.Extra = map[string]any{}
+		}
+		l.Extra[kv.k] = kv.v
+	}
+}
+
+func span(a, b int64) string {
+	return fmt.Sprintf("%.6f..%.6f s", float64(a)/1e9, float64(b)/1e9)
+}
+
+// excludeSnapped drops, at both ends alike, the frames whose identity
+// reaches past what both captures keep: the smaller snap length minus an
+// Ethernet header and two VLAN tags (a tag pushed on the way shifts the
+// receiver's bytes). Without it such a packet hashes different bytes at
+// the two ends and reads as one lost packet plus one extra. Nothing is
+// dropped when neither capture cut a frame.
+func excludeSnapped(s, r *endData, snapS, snapR uint32) (ns, nr uint64) {
+	if s.snapped == 0 && r.snapped == 0 {
+		return 0, 0
+	}
+	limit := math.MaxInt
+	for _, l := range []int{int(snapS), int(snapR), s.minSnap, r.minSnap} {
+		if l > 0 {
+			limit = min(limit, l)
+		}
+	}
+	limit -= 14 + 8
+	drop := func(e *endData) uint64 {
+		var n uint64
+		k := 0
+		for i, x := range e.recs {
+			if int(x.ext) > limit {
+				n++
+				continue
+			}
+			e.recs[k] = x
+			if e.flows != nil {
+				e.flows[k] = e.flows[i]
+			}
+			k++
+		}
+		e.recs = e.recs[:k]
+		if e.flows != nil {
+			e.flows = e.flows[:k]
+		}
+		return n
+	}
+	return drop(s), drop(r)
+}
