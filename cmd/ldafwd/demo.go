@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
@@ -148,12 +149,21 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec/syn", "sent", "received", "samples",
 			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
 	}
+	var repMu sync.Mutex
+	var repErr error // the first report line that could not be written
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		Reports: func(r *report.Interval) {
-			w.Write(r)
+			if err := w.Write(r); err != nil {
+				repMu.Lock()
+				if repErr == nil {
+					repErr = err
+					fmt.Fprintf(stderr, "ldafwd demo: writing reports: %v\n", err)
+				}
+				repMu.Unlock()
+			}
 			if table {
 				fmt.Fprintln(stdout, demoRow(r))
 			}
@@ -166,6 +176,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+
 	if table {
 		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
@@ -173,6 +184,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
 		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
 			sum.ControlBytesPerInt*8/1000, synopses, copies)
+	}
+	repMu.Lock()
+	defer repMu.Unlock()
+	if repErr != nil {
+		return fmt.Errorf("demo: writing reports: %w", repErr)
 	}
 	return nil
 }
