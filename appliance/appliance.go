@@ -102,6 +102,7 @@ type Appliance struct {
 	stop     chan struct{}
 	done     chan struct{}
 	started  time.Time
+	running  atomic.Bool // Start has run the workers and the control goroutine
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -266,6 +267,19 @@ func New(cfg Config) (*Appliance, error) {
 	return a, nil
 }
 
+// closeWait bounds how long Stop lets the sender lane close the interval of
+// the frames forwarded during the drain and ship it.
+const closeWait = 200 * time.Millisecond
+
+func (a *Appliance) workersClosed() bool {
+	for _, w := range a.workers {
+		if !w.Closed() {
+			return false
+		}
+	}
+	return true
+}
+
 // configHash names the synopsis configuration both ends must share: its
 // description, and every field of the configurations in case one is not
 // described. The RDA's timestamp cache budget is left out: each end may
@@ -331,31 +345,55 @@ func (a *Appliance) Session() uint64 { return a.sender.Session() }
 // ControlCounters are the receiver's control-frame counters.
 func (a *Appliance) ControlCounters() control.Counters { return a.receiver.Counters() }
 
-// Start starts the workers and the control goroutine.
-func (a *Appliance) Start() {
+// Start starts the workers and the control goroutine. A worker that
+// cannot pin itself or start (DPDK lcore registration) is an error: the
+// workers already started are stopped and nothing runs.
+func (a *Appliance) Start() error {
 	a.started = time.Now()
 	a.epoch.Store(a.cfg.Clock() / uint64(a.cfg.Interval.Nanoseconds()))
-	for _, w := range a.workers {
-		w.Start()
+	for i, w := range a.workers {
+		if err := w.Start(); err != nil {
+			for _, v := range a.workers[:i] {
+				v.Quit()
+				v.Wait()
+			}
+			return fmt.Errorf("appliance: %w", err)
+		}
 	}
+	a.running.Store(true)
 	go a.ctl.run()
 	a.cfg.Log.Info().Str("segment", a.cfg.Segment).Dur("interval", a.cfg.Interval).Str("clock", a.cfg.ClockName).
 		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Msg("appliance started")
+	return nil
 }
 
 // Stop ends the measurement gracefully: the sender closes its current
 // interval (End marker, synopses sent in-band), the control side waits up
-// to drain for the last reports, then the workers drain their buffers and
-// stop. Frames keep being forwarded until the very end.
+// to drain for the last reports; then the sender lane closes one more
+// interval around the frames forwarded meanwhile (its End marker tells the
+// peer where they end), the workers drain their buffers and stop, and the
+// control side reports what it still holds — the receiver's interval in
+// progress included, invalid with the reason. Frames keep being forwarded
+// until the very end. Stop before Start (or after a failed Start) returns
+// at once.
 func (a *Appliance) Stop(drain time.Duration) error {
 	a.stopOnce.Do(func() {
+		if !a.running.Load() {
+			return
+		}
 		// The control side closes the sender's interval through the
 		// interval clock (so there is exactly one End marker for it), ships
 		// it, and collects the peer's; it reports what is still missing as
 		// invalid.
 		a.ctl.finishBy(time.Now().Add(drain))
-		close(a.stop)
-		<-a.done
+		for _, w := range a.workers {
+			w.Close()
+		}
+		for t0 := time.Now(); time.Since(t0) < closeWait; time.Sleep(time.Millisecond) {
+			if a.workersClosed() && a.ctl.settled.Load() {
+				break
+			}
+		}
 		for _, w := range a.workers {
 			w.Quit()
 		}
@@ -364,6 +402,10 @@ func (a *Appliance) Stop(drain time.Duration) error {
 				a.stopErr = err
 			}
 		}
+		// The workers are gone: the control side may read the receiver's
+		// active copy.
+		close(a.stop)
+		<-a.done
 		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
 		cc := a.receiver.Counters()
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).

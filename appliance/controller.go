@@ -37,6 +37,7 @@ type controller struct {
 	done     map[uint64]bool // intervals already reported: one line per interval and MEC
 	doneK    []uint64        // their order, to forget old ones
 	nextDue  uint64          // the next interval the liveness check may declare silent
+	peer     uint64          // the peer's session we last logged
 	pairing  bool            // pair is running: emit holds lines for the cross-class pass
 	held     []heldLine
 }
@@ -58,6 +59,7 @@ type rcopy struct {
 	lds            *synopsis.LDS   // nil without LDS
 	merged         bool
 	warmup         bool // the receiver's first copy: from its start to the first End marker
+	active         bool // the copy in progress at stop: no End marker closed it
 	frames         uint64
 	stamps         rxStamps // the receiver's timestamp error (stamps.go)
 	startNs, endNs uint64
@@ -199,11 +201,27 @@ func (c *controller) step(now time.Time) {
 			set.LDS.ReserveFlows()
 		}
 		if old, dup := c.rcopies[rc.k]; dup {
-			old.merged = true // cannot happen with a monotonic End guard; never pair it
+			// A second cut of the same interval: the sender restarted
+			// within it (its new session's first End has the old one's
+			// number). Neither copy is one interval; the new one's frames
+			// are reported at once, the old one is marked.
+			old.merged = true
+			c.emitCopy(rc.k, rc, ReasonRecut)
 		} else {
 			c.rcopies[rc.k] = rc
 		}
 		a.rbuf.Release()
+	}
+	if s, ok := a.receiver.Session(); ok && s != c.peer {
+		// The survivor of a peer restart says so: its reports around the
+		// restart are invalid, and the operator should know why.
+		ev := a.cfg.Log.Warn()
+		msg := "peer restarted: following its new session"
+		if c.peer == 0 {
+			ev, msg = a.cfg.Log.Info(), "peer session adopted"
+		}
+		ev.Uint64("session", s).Uint64("previous", c.peer).Str("direction", DirectionName(a.recvDir)).Msg(msg)
+		c.peer = s
 	}
 	a.receiver.Expire(int64(nowNs))
 	c.results = a.receiver.Results(c.results[:0])
@@ -230,6 +248,7 @@ func (c *controller) step(now time.Time) {
 	for k, rc := range c.rcopies {
 		if now.Sub(rc.at) > a.cfg.PairTimeout {
 			if rc.warmup {
+				c.invalidCopy(k, 0, 0, rc, ReasonWarmup)
 				delete(c.rcopies, k)
 				continue
 			}
@@ -267,14 +286,15 @@ func (c *controller) silent(nowNs uint64) {
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	a := c.a
-	if !c.claim(b.Interval) {
+	if rc.warmup {
+		// From the receiver's start to the first End marker: the copy
+		// misses the frames before our start. Reported invalid, so a
+		// restarted receiver's first interval is never missing.
+		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, ReasonWarmup)
 		return
 	}
-	if rc.warmup {
-		// From the receiver's start to the first End marker: not an
-		// interval of the measurement at all (both sides started in the
-		// middle of one). Not reported.
-		a.cfg.Log.Debug().Uint64("interval", b.Interval).Msg("warm-up interval not reported")
+	if !c.claim(b.Interval) {
+		c.emitCopy(b.Interval, rc, ReasonRecut)
 		return
 	}
 	c.pairing = true
@@ -491,12 +511,27 @@ func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Inter
 		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf, Config: a.desc}
 }
 
+// ReasonWarmup is the reason of the interval a receiver started in: its
+// copy lacks the frames before the start. Not a fault of the segment.
+const ReasonWarmup = "receiver started during this interval: its copy misses the frames before its start"
+
+// ReasonStopped is the reason of the receiver's interval in progress when
+// the appliance stops: the sender's End marker for it never came.
+const ReasonStopped = "stopped before the sender's end marker of this interval arrived"
+
 // invalid reports interval k invalid for every MEC, with what is known.
+// The receiver's warm-up copy is reported with ReasonWarmup whatever
+// reason is given: its own is the first cause.
 func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
 	if rc != nil && rc.warmup {
-		return // the receiver's warm-up copy: not an interval of the measurement
+		reason = ReasonWarmup
 	}
+	c.invalidCopy(k, startNs, endNs, rc, reason)
+}
+
+func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
 	if !c.claim(k) {
+		c.emitCopy(k, rc, ReasonRecut)
 		return
 	}
 	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
@@ -509,6 +544,23 @@ func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason s
 			}
 		}
 		c.emitInvalid(r, recv, reason)
+	}
+}
+
+// ReasonRecut is the reason of a receiver copy of an interval that already
+// has its line: the sender restarted within the interval, and its new
+// session cut it again. Reported so its frames are in some line.
+const ReasonRecut = "second cut of an interval already reported (sender restarted within it)"
+
+// emitCopy reports the frames of rc as interval k, invalid, without
+// claiming k (it has its line already); nothing for a copy without frames.
+func (c *controller) emitCopy(k uint64, rc *rcopy, reason string) {
+	if rc == nil || rc.frames == 0 {
+		return
+	}
+	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
+		r := c.line(k, int64(rc.startNs), int64(rc.endNs), m)
+		c.emitInvalid(r, rc.lda[m].Count(), reason)
 	}
 }
 
@@ -540,6 +592,13 @@ func (c *controller) emit(r *report.Interval) {
 		return
 	}
 	c.reported.Add(1)
+	if c.a.cfg.Insecure {
+		// Anyone on the segment could have forged this line's inputs.
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra["insecure"] = true
+	}
 	if c.a.cfg.Reports != nil {
 		c.a.cfg.Reports(r)
 	}
@@ -567,19 +626,52 @@ func (c *controller) final() {
 			delete(c.rcopies, f.Interval)
 		}
 	}
-	var ks []uint64
-	for k := range c.rcopies {
-		ks = append(ks, k)
+	// Oldest first, whatever holds them.
+	type left struct {
+		k  uint64
+		rc *rcopy
+		w  *waiting
 	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
-	for _, k := range ks {
-		rc := c.rcopies[k]
-		if rc.warmup {
-			continue
-		}
-		c.invalid(k, 0, 0, rc, "stopped before the sender's synopses for this interval arrived")
+	var ls []left
+	for k, rc := range c.rcopies {
+		ls = append(ls, left{k: k, rc: rc})
 	}
 	for k, w := range c.bundles {
-		c.invalid(k, w.b.StartNs, w.b.EndNs, nil, "stopped before the receiver cut this interval")
+		ls = append(ls, left{k: k, w: w})
 	}
+	if rc := c.activeCopy(); rc != nil {
+		ls = append(ls, left{k: rc.k, rc: rc})
+	}
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].k < ls[j].k })
+	for _, l := range ls {
+		switch {
+		case l.w != nil:
+			c.invalid(l.k, l.w.b.StartNs, l.w.b.EndNs, nil, "stopped before the receiver cut this interval")
+		case l.rc.active:
+			c.invalid(l.k, 0, 0, l.rc, ReasonStopped)
+		default:
+			c.invalid(l.k, 0, 0, l.rc, "stopped before the sender's synopses for this interval arrived")
+		}
+	}
+}
+
+// activeCopy clones the receiver's copy in progress at stop (the workers
+// have stopped: nothing writes it any more), or nil when it holds nothing.
+// Its interval is the one after the last End marker; for a receiver that
+// never saw one, the interval current by our clock.
+func (c *controller) activeCopy() *rcopy {
+	a := c.a
+	set := a.rbuf.Active()
+	if set.Frames == 0 {
+		return nil
+	}
+	k := set.FirstK
+	if k == 0 {
+		k = a.cfg.Clock() / uint64(a.cfg.Interval.Nanoseconds())
+	}
+	rc := &rcopy{k: k, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: a.cfg.Clock(), active: true}
+	for _, l := range set.LDA {
+		rc.lda = append(rc.lda, l.Clone())
+	}
+	return rc
 }

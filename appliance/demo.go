@@ -211,10 +211,12 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			}
 			return
 		}
-		if r.Sent == 0 && r.Received == 0 && !r.Valid {
+		if !r.Valid && (r.Sent == 0 && r.Received == 0 || r.Reason == ReasonWarmup) {
 			// An interval without traffic (a pause, or the one the stop
-			// closes right after a boundary) has nothing to measure: it is
-			// reported, but it is not a failure of the measurement.
+			// closes right after a boundary) has nothing to measure, and
+			// the one the receiver started in is partial by construction:
+			// they are reported, but they are not failures of the
+			// measurement.
 			sum.Idle++
 			if cfg.Reports != nil {
 				cfg.Reports(r)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Key sizes (bytes). HMAC-SHA256 gains nothing from keys longer than its
@@ -159,20 +160,31 @@ func WriteKeyFile(path string, key []byte, overwrite bool) error {
 }
 
 // LoadKeyFile reads a hex-encoded key written by WriteKeyFile (or by hand:
-// surrounding whitespace is ignored). It rejects a file that others can
-// read or write (any of the mode bits 0007), a file that is not a regular
-// file, text that is not hex, and a key shorter than MinKeyLen or longer
-// than MaxKeyLen — each with an error that names the path and the fix.
+// surrounding whitespace is ignored). It rejects a symbolic link (whoever
+// may change the link may swap the key), a file that is not a regular
+// file, one owned by another user (root's files excepted), one that its
+// group may write or others may read or write (any of the mode bits 0027),
+// text that is not hex, and a key shorter than MinKeyLen or longer than
+// MaxKeyLen — each with an error that names the path and the fix. Group
+// read is allowed: a service group may hold the key.
 func LoadKeyFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if err != nil {
 		return nil, fmt.Errorf("control: key file: %w", err)
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("control: key file %s is a symbolic link: give the file itself", path)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("control: key file %s is not a regular file", path)
 	}
-	if perm := st.Mode().Perm(); perm&0o007 != 0 {
-		return nil, fmt.Errorf("control: key file %s has mode %04o: others may read or write it; run chmod 600 %s", path, perm, path)
+	if perm := st.Mode().Perm(); perm&0o027 != 0 {
+		return nil, fmt.Errorf("control: key file %s has mode %04o: its group may write it or others may use it; run chmod 600 %s (or 640)", path, perm, path)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if uid := os.Geteuid(); int(sys.Uid) != uid && sys.Uid != 0 {
+			return nil, fmt.Errorf("control: key file %s is owned by uid %d, not by this user (uid %d) or root: run chown %d %s", path, sys.Uid, uid, uid, path)
+		}
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {

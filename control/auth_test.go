@@ -51,7 +51,13 @@ func TestKeyFile(t *testing.T) {
 		{"long", write("long", strings.Repeat("ab", 65), 0o600), "at most 64"},
 		{"empty", write("empty", "", 0o600), "at least 32"},
 		{"directory", dir, "not a regular file"},
+		{"group writable", write("gw", hexKey, 0o660), "chmod 600"},
+		{"symbolic link", symlink(t, write("target", hexKey, 0o600), filepath.Join(dir, "link")), "symbolic link"},
+		{"foreign owner", chown(t, write("foreign", hexKey, 0o600), 4242), "owned by uid 4242"},
 	} {
+		if tt.path == "" {
+			continue // chown needs root
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := LoadKeyFile(tt.path)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -99,4 +105,23 @@ func TestTagIsTruncatedHMAC(t *testing.T) {
 	if !bytes.Equal(f.Tag, want[:TagLen]) {
 		t.Fatalf("tag % x, want % x", f.Tag, want[:TagLen])
 	}
+}
+
+func symlink(t *testing.T, target, link string) string {
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// chown gives path to uid, or returns "" when this process may not (not
+// root).
+func chown(t *testing.T, path string, uid int) string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	if err := os.Chown(path, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

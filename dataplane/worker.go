@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,6 +55,8 @@ type Worker struct {
 	polls   atomic.Uint64
 	idle    atomic.Uint64
 	done    chan error
+	ready   chan error // the outcome of pinning and OnStart, once
+	started atomic.Bool
 }
 
 // NewWorker checks cfg.
@@ -61,17 +64,51 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if len(cfg.Lanes) == 0 {
 		return nil, fmt.Errorf("dataplane: worker %d has no lanes", cfg.ID)
 	}
-	if cfg.Core >= runtime.NumCPU() {
-		return nil, fmt.Errorf("dataplane: worker %d: core %d does not exist (this machine has %d)", cfg.ID, cfg.Core, runtime.NumCPU())
+	if cfg.Core >= 0 {
+		if err := CheckCore(cfg.Core); err != nil {
+			return nil, fmt.Errorf("dataplane: worker %d: %w", cfg.ID, err)
+		}
 	}
-	return &Worker{cfg: cfg, done: make(chan error, 1)}, nil
+	return &Worker{cfg: cfg, done: make(chan error, 1), ready: make(chan error, 1)}, nil
 }
 
-// Start runs the worker on its own goroutine; Wait returns its error.
-func (w *Worker) Start() { go func() { w.done <- w.run() }() }
+// CheckCore says whether this process may run on CPU core: it must be in
+// the process's allowed CPU set (taskset, cgroups), which need not start
+// at 0 nor be as large as runtime.NumCPU says.
+func CheckCore(core int) error {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("reading the allowed CPUs: %w", err)
+	}
+	if core < 0 || core >= 8*int(unsafe.Sizeof(set)) || !set.IsSet(core) {
+		var allowed []int
+		for c := 0; c < 8*int(unsafe.Sizeof(set)); c++ {
+			if set.IsSet(c) {
+				allowed = append(allowed, c)
+			}
+		}
+		return fmt.Errorf("CPU %d is not among the CPUs this process may use %v", core, allowed)
+	}
+	return nil
+}
 
-// Wait blocks until the worker has stopped.
-func (w *Worker) Wait() error { return <-w.done }
+// Start runs the worker on its own goroutine and returns once it has
+// pinned itself and run OnStart: their error, if any (the worker has then
+// stopped; Wait returns the same error). Wait returns the loop's error.
+func (w *Worker) Start() error {
+	w.started.Store(true)
+	go func() { w.done <- w.run() }()
+	return <-w.ready
+}
+
+// Wait blocks until the worker has stopped; a worker never started
+// returns at once.
+func (w *Worker) Wait() error {
+	if !w.started.Load() {
+		return nil
+	}
+	return <-w.done
+}
 
 // Close ends the current interval of every sender lane (at the worker's
 // next poll) and keeps forwarding.
@@ -88,19 +125,10 @@ func (w *Worker) Polls() uint64     { return w.polls.Load() }
 func (w *Worker) IdlePolls() uint64 { return w.idle.Load() }
 
 func (w *Worker) run() error {
-	if w.cfg.Core >= 0 {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var set unix.CPUSet
-		set.Set(w.cfg.Core)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
-		}
-	}
-	if w.cfg.OnStart != nil {
-		if err := w.cfg.OnStart(); err != nil {
-			return fmt.Errorf("dataplane: worker %d: %w", w.cfg.ID, err)
-		}
+	err := w.setup()
+	w.ready <- err
+	if err != nil {
+		return err
 	}
 	if w.cfg.OnExit != nil {
 		defer w.cfg.OnExit()
@@ -193,6 +221,27 @@ func (w *idleWait) wait() {
 		return
 	}
 	_ = unix.Nanosleep(&ts, nil)
+}
+
+// setup pins the worker and runs OnStart. A pinned worker keeps its OS
+// thread locked for good: the thread's affinity is one CPU, and handing it
+// back to Go's scheduler would leave an ordinary goroutine stuck there; the
+// runtime ends a locked thread when its goroutine exits.
+func (w *Worker) setup() error {
+	if w.cfg.Core >= 0 {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(w.cfg.Core)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
+		}
+	}
+	if w.cfg.OnStart != nil {
+		if err := w.cfg.OnStart(); err != nil {
+			return fmt.Errorf("dataplane: worker %d: %w", w.cfg.ID, err)
+		}
+	}
+	return nil
 }
 
 // NewWorkers places a bump in the wire's two lanes (one per direction) on

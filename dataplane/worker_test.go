@@ -1,8 +1,13 @@
 package dataplane_test
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ldafwd/ldafwd/dataplane"
 )
@@ -27,7 +32,7 @@ func TestNewWorkers(t *testing.T) {
 	}{{nil, 1}, {[]int{0}, 1}, {[]int{0, 1}, 2}} {
 		ws, err := dataplane.NewWorkers(lanes, c.cores, dataplane.WorkerConfig{})
 		if err != nil {
-			if len(c.cores) == 2 && strings.Contains(err.Error(), "does not exist") {
+			if len(c.cores) == 2 && strings.Contains(err.Error(), "is not among") {
 				continue // a one-CPU machine
 			}
 			t.Fatalf("cores %v: %v", c.cores, err)
@@ -41,5 +46,65 @@ func TestNewWorkers(t *testing.T) {
 	}
 	if _, err := dataplane.NewWorkers(lanes, []int{1 << 20}, dataplane.WorkerConfig{}); err == nil {
 		t.Fatal("a core the machine does not have accepted")
+	}
+}
+
+// TestCheckCoreAllowedSet: core ids are checked against the CPUs the
+// process may use, not 0..NumCPU−1: with this thread restricted to its
+// last allowed CPU (as taskset restricts a process), that CPU is accepted
+// and the others are refused.
+func TestCheckCoreAllowedSet(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread() // the thread's mask is restored below
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for c := 0; c < 1024; c++ {
+		if orig.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs")
+	}
+	last := cpus[len(cpus)-1]
+	var one unix.CPUSet
+	one.Set(last)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &orig)
+	if err := dataplane.CheckCore(last); err != nil {
+		t.Fatalf("allowed CPU %d refused: %v", last, err)
+	}
+	if err := dataplane.CheckCore(cpus[0]); err == nil || !strings.Contains(err.Error(), fmt.Sprint([]int{last})) {
+		t.Fatalf("CPU %d outside the allowed set: %v", cpus[0], err)
+	}
+}
+
+// TestWorkerStartError: a worker whose start fails says so from Start
+// (the appliance then refuses to run), and Wait returns at once.
+func TestWorkerStartError(t *testing.T) {
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: link.A(), Tx: link.B(), Role: dataplane.RoleForward})
+	w, err := dataplane.NewWorker(dataplane.WorkerConfig{Core: -1, Lanes: []*dataplane.Lane{l},
+		OnStart: func() error { return errors.New("no lcore") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err == nil || !strings.Contains(err.Error(), "no lcore") {
+		t.Fatalf("start error %v", err)
+	}
+	if err := w.Wait(); err == nil {
+		t.Fatal("Wait lost the start error")
+	}
+	never, _ := dataplane.NewWorker(dataplane.WorkerConfig{Core: -1, Lanes: []*dataplane.Lane{l}})
+	if err := never.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -63,6 +63,7 @@ type Metrics struct {
 	lastIv    atomic.Int64
 	lastValid atomic.Bool
 	observed  atomic.Uint64
+	problem   atomic.Value // string: why a running appliance is degraded ("" healthy)
 }
 
 // New builds the registry. info are constant labels of ldafwd_info
@@ -121,6 +122,11 @@ func (m *Metrics) SetSources(s Sources) {
 
 // SetState moves /healthz to st.
 func (m *Metrics) SetState(st State) { m.state.Store(st) }
+
+// SetProblem marks a running appliance degraded (a failing report sink):
+// /healthz then answers 503 with status "degraded" and the problem, since
+// measuring without recording the results is not healthy. "" clears it.
+func (m *Metrics) SetProblem(p string) { m.problem.Store(p) }
 
 // Observe records one interval report line (the appliance's Reports
 // callback). Per-flow lines (Flow set) are not exported: their label
@@ -214,6 +220,7 @@ type Health struct {
 	LastInterval int64             `json:"last_interval"` // -1 before the first report
 	LastValid    bool              `json:"last_valid"`
 	Info         map[string]string `json:"info,omitempty"`
+	Problem      string            `json:"problem,omitempty"`
 }
 
 // Handler serves /metrics and /healthz.
@@ -228,8 +235,14 @@ func (m *Metrics) healthz(w http.ResponseWriter, _ *http.Request) {
 	st := m.state.Load().(State)
 	h := Health{Status: string(st), UptimeS: time.Since(m.started).Seconds(), Reports: m.observed.Load(),
 		LastInterval: m.lastIv.Load(), LastValid: m.lastValid.Load(), Info: m.info}
+	if p, _ := m.problem.Load().(string); p != "" {
+		h.Problem = p
+		if st == StateRunning {
+			h.Status = "degraded"
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	if st != StateRunning {
+	if st != StateRunning || h.Problem != "" {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(h)

@@ -199,6 +199,15 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// A failing report sink degrades a running appliance.
+	m.SetProblem("report sink failing (3 lines lost): no space left on device")
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"degraded"`) || !strings.Contains(body, "no space left") {
+		t.Fatalf("degraded: %d %s", code, body)
+	}
+	m.SetProblem("")
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("problem cleared: %d", code)
+	}
 	m.SetState(StateStopped)
 	if code, _ := get("/healthz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("stopped: %d", code)

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/rs/zerolog"
@@ -182,6 +184,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec/syn", "sent", "received", "samples",
 			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
 	}
+	var repMu sync.Mutex
+	var repErr error // the first report line that could not be written
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
@@ -189,7 +193,14 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		Reports: func(r *report.Interval) {
-			w.Write(r)
+			if err := w.Write(r); err != nil {
+				repMu.Lock()
+				if repErr == nil {
+					repErr = err
+					fmt.Fprintf(stderr, "ldafwd demo: writing reports: %v\n", err)
+				}
+				repMu.Unlock()
+			}
 			if table {
 				fmt.Fprintln(stdout, demoRow(r))
 			}
@@ -202,6 +213,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+
 	if table {
 		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
@@ -213,6 +225,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
 			sum.ControlBytesPerInt*8/1000, synopses, copies)
+	}
+	repMu.Lock()
+	defer repMu.Unlock()
+	if repErr != nil {
+		return fmt.Errorf("demo: writing reports: %w", repErr)
 	}
 	return nil
 }

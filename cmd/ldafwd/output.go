@@ -29,7 +29,9 @@ func (o *outputFlags) validate() error {
 }
 
 // open returns the JSON writer (stdout in json mode, plus --report) and a
-// closer. In table mode the writer only feeds --report (or nothing).
+// closer. In table mode the writer only feeds --report (or nothing). The
+// report file is opened now, so a path that cannot be written fails the
+// command at start; each line goes to it whole or not at all (lineFile).
 func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, error) {
 	var sinks []io.Writer
 	if o.format == "json" {
@@ -37,7 +39,7 @@ func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, erro
 	}
 	closeFn := func() error { return nil }
 	if o.report != "" {
-		f, err := os.OpenFile(o.report, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openLineFile(o.report)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--report: %w", err)
 		}
@@ -46,6 +48,54 @@ func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, erro
 	}
 	return report.NewWriter(sinks...), closeFn, nil
 }
+
+// lineFile is the --report file. A JSON line that cannot be written whole
+// (a full disk, a quota) is cut off again, so the file never holds a
+// corrupt line: readers see complete lines, and the error is returned for
+// the caller to log and count.
+type lineFile struct {
+	f       truncFile
+	size    int64 // bytes of complete lines
+	regular bool  // size is meaningful (not a pipe or a device)
+}
+
+// truncFile is what lineFile needs of an *os.File.
+type truncFile interface {
+	io.WriteCloser
+	Truncate(size int64) error
+}
+
+func openLineFile(path string) (*lineFile, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &lineFile{f: f, size: st.Size(), regular: st.Mode().IsRegular()}, nil
+}
+
+func (l *lineFile) Write(b []byte) (int, error) {
+	n, err := l.f.Write(b)
+	if err == nil && n == len(b) {
+		l.size += int64(n)
+		return n, nil
+	}
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	if n > 0 && l.regular {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			return n, fmt.Errorf("%w (and removing the partial line: %v)", err, terr)
+		}
+	}
+	return n, err
+}
+
+func (l *lineFile) Close() error { return l.f.Close() }
 
 // newFlagSet makes a command's flag set: errors are returned, not exit(2).
 func newFlagSet(name string) *pflag.FlagSet {

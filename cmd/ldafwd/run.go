@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +29,14 @@ func init() {
 	register("run", "the appliance: forward between two ports and measure delay and loss over the segment", runRun)
 }
 
-// runRun is `ldafwd run`: SIGINT and SIGTERM cancel the context, which
-// stops the appliance gracefully (the last interval is flushed). The
+// runRun is `ldafwd run`: SIGINT, SIGTERM and SIGHUP cancel the context,
+// which stops the appliance gracefully (the last interval is flushed and
+// reported; docs/run.md). SIGHUP stops like SIGTERM — the report file is
+// opened in append mode, so a rotated file is picked up by a restart. The
 // signal handlers are removed at the first signal, so a second one ends
 // the process at once (an impatient operator's Ctrl-C during the drain).
 func runRun(args []string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		<-ctx.Done()
@@ -62,6 +63,7 @@ type runOptions struct {
 	conf          float64
 	keyFile       string
 	insecure      bool
+	maxSkew       time.Duration
 	metricsAddr   string
 	cores         []int
 	burst         int
@@ -75,7 +77,8 @@ type runOptions struct {
 	config        string
 	eal           []string // after "--"
 	forwardOnly   bool
-	changed       map[string]bool // flags set on the command line or in --config
+	changed       map[string]bool   // flags set on the command line or in --config
+	origin        map[string]string // "flag\x00value" → "--config PATH:LINE", for values the file set
 
 	// Derived by validate.
 	level zerolog.Level
@@ -109,6 +112,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
 	fs.StringVar(&o.keyFile, "key-file", "", "pre-shared HMAC key for control frames (ldafwd keygen writes one); required unless --insecure")
 	fs.BoolVar(&o.insecure, "insecure", false, "run without authenticating control frames (anyone on the segment can forge reports); warns every interval")
+	fs.DurationVar(&o.maxSkew, "max-clock-skew", time.Duration(control.DefaultMaxClockSkew), "how far the signed time of the frame that starts a peer's session may lie from our clock: older recordings of control frames cannot be replayed (docs/protocol.md)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
 	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
 	fs.IntVar(&o.burst, "burst", 32, "frames per rx/tx burst (1..512)")
@@ -139,7 +143,8 @@ func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q (EAL arguments go after --)", rest)
 	}
 	if o.config != "" {
-		if err := applyConfigFile(fs, o.config); err != nil {
+		var err error
+		if o.origin, err = applyConfigFile(fs, o.config); err != nil {
 			return err
 		}
 	}
@@ -154,11 +159,16 @@ func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
 // '#' starts a comment line; values may be quoted; a repeatable flag
 // (--mec) may appear several times or as a YAML block list ("mec:" alone,
 // then "- rule" lines); a bare key sets a boolean flag.
-func applyConfigFile(fs *pflag.FlagSet, path string) error {
+//
+// It returns where each value it set came from ("--config PATH:LINE",
+// keyed by flag name and value), so that a value found wrong later (a
+// --mec rule) is reported with its line.
+func applyConfigFile(fs *pflag.FlagSet, path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return nil, fmt.Errorf("--config: %w", err)
 	}
+	origin := map[string]string{}
 	onCmdLine := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { onCmdLine[f.Name] = true })
 	set := func(where, key, val string) error {
@@ -168,6 +178,7 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 		if err := fs.Set(key, unquote(val)); err != nil {
 			return fmt.Errorf("%s: --%s: %w", where, key, err)
 		}
+		origin[key+"\x00"+unquote(val)] = where
 		return nil
 	}
 	listKey := "" // the key of the YAML block list being read
@@ -179,10 +190,10 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 		}
 		if line == "-" || strings.HasPrefix(line, "- ") {
 			if listKey == "" {
-				return fmt.Errorf("%s: list item %q outside a list (put the key alone on the line before, e.g. \"mec:\")", where, line)
+				return nil, fmt.Errorf("%s: list item %q outside a list (put the key alone on the line before, e.g. \"mec:\")", where, line)
 			}
 			if err := set(where, listKey, strings.TrimSpace(line[1:])); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -192,25 +203,25 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 		f := fs.Lookup(key)
 		switch {
 		case key == "":
-			return fmt.Errorf("%s: %q is not key = value", where, line)
+			return nil, fmt.Errorf("%s: %q is not key = value", where, line)
 		case f == nil:
-			return fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)", where, key)
+			return nil, fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)", where, key)
 		case key == "config":
-			return fmt.Errorf("%s: a config file cannot name another", where)
+			return nil, fmt.Errorf("%s: a config file cannot name another", where)
 		case ok && val == "" && strings.HasSuffix(line, ":") && isListFlag(f):
 			listKey = key
 			continue
 		case !ok && f.Value.Type() != "bool" || ok && val == "":
-			return fmt.Errorf("%s: key %q needs a value", where, key)
+			return nil, fmt.Errorf("%s: key %q needs a value", where, key)
 		}
 		if !ok {
 			val = "true"
 		}
 		if err := set(where, key, val); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return origin, nil
 }
 
 // isListFlag reports whether f takes several values (--mec, --cores…).
@@ -288,6 +299,9 @@ func (o *runOptions) validate() error {
 	for _, spec := range o.mec {
 		r, err := classifier.ParseMEC(spec)
 		if err != nil {
+			if where, ok := o.origin["mec\x00"+spec]; ok {
+				return fmt.Errorf("%s: --mec: %w", where, err)
+			}
 			return fmt.Errorf("--mec: %w", err)
 		}
 		rules = append(rules, r)
@@ -346,8 +360,8 @@ func (o *runOptions) validate() error {
 		return fmt.Errorf("--cores %v: at most two (one worker per direction)", o.cores)
 	}
 	for i, c := range o.cores {
-		if c < 0 || c >= runtime.NumCPU() {
-			return fmt.Errorf("--cores: CPU %d does not exist (this machine has CPUs 0..%d)", c, runtime.NumCPU()-1)
+		if err := dataplane.CheckCore(c); err != nil {
+			return fmt.Errorf("--cores: %w", err)
 		}
 		if i == 1 && o.cores[0] == c {
 			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.cores)
@@ -370,6 +384,9 @@ func (o *runOptions) validate() error {
 	}
 	if o.statsInterval < 10*time.Millisecond {
 		return fmt.Errorf("--stats-interval %v: at least 10ms", o.statsInterval)
+	}
+	if o.maxSkew <= 0 {
+		return fmt.Errorf("--max-clock-skew %v: must be > 0", o.maxSkew)
 	}
 	if o.drain < 0 {
 		return fmt.Errorf("--drain %v: must be ≥ 0", o.drain)
@@ -419,7 +436,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if o.forwardOnly {
 		segment = "none" // nothing is measured
 	}
-	m := metrics.New(map[string]string{"segment_port": segment, "port_a": o.portA, "port_b": o.portB})
+	info := map[string]string{"segment_port": segment, "port_a": o.portA, "port_b": o.portB}
+	if o.insecure {
+		info["insecure"] = "true" // control frames unauthenticated: shown by ldafwd_info and /healthz
+	}
+	m := metrics.New(info)
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
 	if o.forwardOnly {
@@ -439,7 +460,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
-		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit,
+		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -455,7 +476,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 
 // runner is what serve runs: the appliance, or the forward-only lanes.
 type runner interface {
-	Start()
+	Start() error
 	Stop(drain time.Duration) error
 }
 
@@ -472,7 +493,10 @@ func serve(ctx context.Context, o *runOptions, a runner, ports *portSet, out *ru
 		defer srv.Close()
 	}
 
-	a.Start()
+	if err := a.Start(); err != nil {
+		m.SetState(metrics.StateStopped)
+		return fmt.Errorf("run: %w", err)
+	}
 	m.SetState(metrics.StateRunning)
 	start := time.Now()
 	var deadline <-chan time.Time
@@ -538,6 +562,7 @@ type runOutput struct {
 	mu     sync.Mutex
 	header bool
 	werr   error
+	lost   uint64 // report lines the sink refused
 }
 
 func (r *runOutput) init(o *runOptions, w *report.Writer, stdout io.Writer, m *metrics.Metrics, log zerolog.Logger) {
@@ -551,8 +576,8 @@ func (r *runOutput) interval(iv *report.Interval) {
 	r.m.Observe(iv)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.w.Write(iv); err != nil && r.werr == nil {
-		r.werr = err
+	if err := r.w.Write(iv); err != nil {
+		r.sinkFailed(err)
 	}
 	if r.table != nil {
 		if !r.header {
@@ -582,8 +607,8 @@ func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Durat
 			rec.RxMpps = float64(c.RxPackets-p.RxPackets) / s / 1e6
 			rec.TxMpps = float64(c.TxPackets-p.TxPackets) / s / 1e6
 		}
-		if err := r.w.Write(rec); err != nil && r.werr == nil {
-			r.werr = err
+		if err := r.w.Write(rec); err != nil {
+			r.sinkFailed(err)
 		}
 		if r.table != nil {
 			fin := ""
@@ -594,6 +619,21 @@ func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Durat
 				name, rec.Name, rec.RxPackets, rec.RxMpps, rec.TxPackets, rec.TxMpps, rec.RxDropped, rec.TxDropped, rec.ElapsedS, fin)
 		}
 	}
+}
+
+// sinkFailed handles a report line that could not be written (mu held):
+// logged at once (then every 100th time), /healthz degraded, and the
+// run's exit status an error. The line itself is not half-written
+// (lineFile); forwarding and measurement go on.
+func (r *runOutput) sinkFailed(err error) {
+	r.lost++
+	if r.werr == nil {
+		r.werr = fmt.Errorf("writing reports: %w", err)
+	}
+	if r.lost == 1 || r.lost%100 == 0 {
+		r.log.Error().Err(err).Uint64("lines_lost", r.lost).Msg("report sink failing: interval lines are being lost")
+	}
+	r.m.SetProblem(fmt.Sprintf("report sink failing (%d lines lost): %v", r.lost, err))
 }
 
 func (r *runOutput) err() error {

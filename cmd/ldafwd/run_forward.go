@@ -57,10 +57,17 @@ func newForwardOnly(o *runOptions, p *portSet) (*forwardOnly, error) {
 	return f, nil
 }
 
-func (f *forwardOnly) Start() {
-	for _, w := range f.workers {
-		w.Start()
+func (f *forwardOnly) Start() error {
+	for i, w := range f.workers {
+		if err := w.Start(); err != nil {
+			for _, v := range f.workers[:i] {
+				v.Quit()
+				v.Wait()
+			}
+			return err
+		}
 	}
+	return nil
 }
 
 // Stop forwards what is in flight, then stops the workers (nothing to

@@ -36,7 +36,7 @@ func FuzzRunConfig(f *testing.F) {
 		fs := newFlagSet("run")
 		fs.SetOutput(io.Discard)
 		o.flags(fs)
-		if err := applyConfigFile(fs, path); err != nil {
+		if _, err := applyConfigFile(fs, path); err != nil {
 			if !strings.Contains(err.Error(), "--config") {
 				t.Fatalf("error %q does not name --config", err)
 			}
@@ -58,7 +58,7 @@ func FuzzRunConfig(f *testing.F) {
 		fs2 := newFlagSet("run")
 		fs2.SetOutput(io.Discard)
 		o2.flags(fs2)
-		if err := applyConfigFile(fs2, path); err != nil {
+		if _, err := applyConfigFile(fs2, path); err != nil {
 			t.Fatalf("round trip of %q: %v", b.String(), err)
 		}
 		for name, v := range want {

@@ -1,0 +1,39 @@
+package appliance
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// FuzzParsePayload: any bytes from the wire (the payload of an authentic
+// part: only a key holder can send them) parse or fail without panicking;
+// what parses re-encodes to a payload that parses the same.
+func FuzzParsePayload(f *testing.F) {
+	f.Add(appendPayload(nil, payloadHeader{StampErrNs: 120, Frames: 5000, Flags: payloadMerged}))
+	f.Add(append(appendPayload(nil, payloadHeader{}), "LDC"...))
+	f.Add([]byte{payloadVersion, 0x80})
+	f.Add([]byte{2, 1, 1, 1})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, rest, err := parsePayload(b)
+		if err != nil {
+			return
+		}
+		if len(rest) > len(b) || (len(rest) > 0 && !bytes.Equal(rest, b[len(b)-len(rest):])) {
+			t.Fatalf("rest %x is not the tail of %x", rest, b)
+		}
+		again := append(appendPayload(nil, h), rest...)
+		h2, rest2, err := parsePayload(again)
+		if err != nil || h2 != h || !bytes.Equal(rest2, rest) {
+			t.Fatalf("re-encoded %+v: %+v %v", h, h2, err)
+		}
+		// A canonical header (no padded varints) re-encodes to its bytes.
+		canon := len(b)-len(rest) == 1+uvarintLen(h.StampErrNs)+uvarintLen(h.Frames)+uvarintLen(h.Flags)
+		if canon && !bytes.Equal(again, b) {
+			t.Fatalf("canonical payload %x re-encoded as %x", b, again)
+		}
+	})
+}
+
+func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
