@@ -172,6 +172,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		l := *cfg.Syn.LDS
 		l.FlowsGrow = true
+		l.Cols = foldableCols(l.Cols)
 		cfg.Syn.LDS = &l
 	}
 	sendSyn := cfg.Syn
@@ -251,6 +252,18 @@ func New(cfg Config) (*Appliance, error) {
 	}
 	a.ctl = newController(a)
 	return a, nil
+}
+
+// foldableCols rounds an LDS's columns up to a multiple of 2^j, the
+// largest with 2^j ≤ cols/16, so the control budget can fold it (halve its
+// columns) j times, down to about 16 columns; it adds under 1/16 to the
+// sketch. Both ends round alike.
+func foldableCols(cols int) int {
+	step := 1
+	for step*2*16 <= cols {
+		step *= 2
+	}
+	return (cols + step - 1) / step * step
 }
 
 // configHash names the synopsis configuration both ends must share: its

@@ -409,11 +409,15 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		// The budget shipped fewer rows: keep ours alike.
 		err = rc.lds.KeepRows(snd.Rows())
 	}
+	if err == nil && snd.Cols() < rc.lds.Cols() {
+		// ... or folded the columns: fold ours alike.
+		rc.lds, err = rc.lds.FoldCols(snd.Cols())
+	}
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
 		return
 	}
-	shape := fmt.Sprintf(" lds-shipped=%drows,%dnamed", snd.Rows(), snd.NamedFlows())
+	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
@@ -433,9 +437,28 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		r.Config += shape
 		if why != "" {
 			r.Valid, r.Reason = false, why
+		} else if r.Valid && rc.lds.RowsTakeAll() && !countsAgree(&f) {
+			r.Valid, r.Reason = false, "the flow's cells hold other flows' packets too (the LDS is small for this traffic, or the control budget folded it): its counts and delay are not its own"
 		}
 		c.emit(r)
 	}
+}
+
+// countsAgree says whether a flow's estimate can be its own: the LDS
+// cannot tell a cell's packets apart, but exact counts can catch a colliding
+// flow. The delay samples (packets in the cells averaged) cannot exceed the
+// flow's received packets; and where the counts come from the cells rather
+// than from flow tables at both ends, sent (received) must equal the
+// sender's (receiver's) held count wherever one is held. Sampled rows
+// scale the counts, so the caller checks only rows that take every packet.
+func countsAgree(f *synopsis.FlowEstimate) bool {
+	if f.Valid && f.Samples > f.Received {
+		return false
+	}
+	if f.CountsExact {
+		return true
+	}
+	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received == f.HeldReceived)
 }
 
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {

@@ -87,6 +87,12 @@ type FlowTable struct {
 // NewFlowTable returns a table that holds up to capacity flows, admitting a
 // new flow per packet with probability holdRate (0 means 1).
 func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
+	return newFlowTable(capacity, holdRate, false)
+}
+
+// newFlowTable is NewFlowTable; grow starts it with room for
+// flowTableStart flows only (Grow adds more).
+func newFlowTable(capacity int, holdRate float64, grow bool) (*FlowTable, error) {
 	if capacity < 0 || capacity > maxFlowTable {
 		return nil, errFlowTableCap
 	}
@@ -95,7 +101,11 @@ func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
 		return nil, err
 	}
 	t := &FlowTable{holdThr: thr, max: capacity}
-	t.alloc(capacity)
+	if grow {
+		t.alloc(min(capacity, flowTableStart))
+	} else {
+		t.alloc(capacity)
+	}
 	return t, nil
 }
 
