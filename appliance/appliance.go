@@ -55,6 +55,14 @@ type Config struct {
 	// and the LDS shrink, then are left out, in the order budget.go states.
 	BudgetBytes    int
 	BudgetFraction float64
+	// AdaptRDA ships each interval's RDA folded to the cells its packets
+	// need at RDAProblemRate (lost plus reordered, 0: 0.01); AdaptLDS
+	// ships the LDS folded to the columns the flows it saw need. Both
+	// ends agree without a handshake: the encoding carries the shape
+	// and the receiver folds its own copy alike. Off, the configured
+	// shapes are shipped (the budget may still shrink them).
+	AdaptRDA, AdaptLDS bool
+	RDAProblemRate     float64
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int
@@ -161,6 +169,9 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Segment == "a" {
 		segPort, otherPort = cfg.PortA, cfg.PortB
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
+	}
+	if cfg.RDAProblemRate == 0 {
+		cfg.RDAProblemRate = 0.01
 	}
 	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
 		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)

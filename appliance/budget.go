@@ -122,6 +122,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			share /= len(set.RDA)
 		}
 		for m, r := range set.RDA {
+			if a.cfg.AdaptRDA {
+				r = c.adaptRDA(r)
+			}
 			p, cells := c.encodeRDA(r, hdr(uint64(r.Count()), flags), share)
 			if cells == 0 {
 				p = hdr(uint64(r.Count()), flags|payloadOmitted)
@@ -136,7 +139,11 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Packets(), flags)
-		p, rows, cols, named, err := c.encodeLDS(set.LDS, h, left)
+		l := set.LDS
+		if a.cfg.AdaptLDS {
+			l = c.adaptLDS(l)
+		}
+		p, rows, cols, named, err := c.encodeLDS(l, h, left)
 		if err != nil {
 			fail("LDS", err)
 			return
@@ -272,6 +279,52 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 // ldsMinCols is the fewest columns an LDS is folded to: fewer measure
 // nothing but the very largest flows of a tiny mix.
 const ldsMinCols = 16
+
+// adaptRDA folds r to the cells per bank its packets need (SizeRDAConfig
+// at the problem rate): the RDA is recorded at its configured size, and
+// an interval of few packets ships a few cells. It never grows: the
+// configured cells are the ceiling.
+func (c *controller) adaptRDA(r *synopsis.RDA) *synopsis.RDA {
+	need, err := synopsis.SizeRDAConfig(uint64(r.Count()), c.a.cfg.RDAProblemRate)
+	if err != nil || need.Cells >= r.Cells() {
+		return r
+	}
+	m := r.Cells()
+	for m%2 == 0 && m/2 >= need.Cells && m/2 >= rdaMinCells {
+		m /= 2
+	}
+	if f, err := r.Fold(m); err == nil {
+		return f
+	}
+	return r
+}
+
+// adaptLDS folds l to the columns the flows it saw need: four cells per
+// row for each of them (k cells each), so that a flow shares its cell in
+// a row with probability about 1 − e^(−1/4) and in all four rows with
+// about 0.2 %: every flow measurable, not only the large ones. An LDS
+// recorded for the most flows a deployment may see thus ships, in a
+// quiet interval, a sketch sized for the flows that interval had (and the
+// budget may fold it further). The flows seen are those its table held
+// plus the admissions it refused (an overestimate: a refused flow tries
+// again with every packet).
+func (c *controller) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
+	seen := l.NamedFlows()
+	if t := l.Flows(); t != nil {
+		seen += int(min(t.Refused(), uint64(synopsis.MaxFlowTable)))
+	} else {
+		seen = int(min(l.Packets(), uint64(synopsis.MaxFlowTable)))
+	}
+	need := 4 * max(seen, 1) * l.CellsPerFlow()
+	cols := l.Cols()
+	for cols%2 == 0 && cols/2 >= need && cols/2 >= ldsMinCols {
+		cols /= 2
+	}
+	if g, err := l.FoldCols(cols); err == nil {
+		return g
+	}
+	return l
+}
 
 // budgetReason is the reason of a line whose synopsis the budget left out.
 func budgetReason(what string, h payloadHeader) string {

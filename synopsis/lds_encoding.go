@@ -427,3 +427,6 @@ func (l *LDS) RowsTakeAll() bool {
 	}
 	return true
 }
+
+// CellsPerFlow is k, the cells of each flow's virtual LDA in a row.
+func (l *LDS) CellsPerFlow() int { return int(l.k) }
