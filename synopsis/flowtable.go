@@ -80,6 +80,10 @@ type FlowTable struct {
 	max     int    // the configured capacity: Grow stops here
 	holdThr uint64 // admit a new flow when Remix(h, saltFlowHold)>>32 < holdThr; 1<<32 admits all
 
+	// scratch is Entries' buffer for the encoder, reused across the
+	// encodings a control budget tries in one interval.
+	scratch []FlowEntry
+
 	missed  uint64 // packets of flows not held (not yet admitted, or table full)
 	refused uint64 // admissions refused because the table was full
 }
@@ -336,6 +340,7 @@ func (t *FlowTable) Reset() {
 // Clone returns a deep copy.
 func (t *FlowTable) Clone() *FlowTable {
 	c := *t
+	c.scratch = nil
 	c.slots = append([]flowSlot(nil), t.slots...)
 	c.keys = append([]FlowKeyBytes(nil), t.keys...)
 	return &c

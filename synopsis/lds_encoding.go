@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -68,7 +69,8 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 	var missed, refused uint64
 	if l.flows != nil {
 		missed, refused = l.flows.missed, l.flows.refused
-		all := l.flows.Entries(nil)
+		all := l.flows.Entries(l.flows.scratch[:0])
+		l.flows.scratch = all
 		entries = all[:0]
 		for _, e := range all {
 			if e.Packets >= l.cfg.ShipMinPackets {
@@ -97,6 +99,9 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 		shipMin = max(shipMin, p+1)
 		sort.Slice(entries, func(i, j int) bool { return entries[i].FlowHash < entries[j].FlowHash })
 	}
+	// One allocation for the whole encoding: a cell takes at most 1+10+8
+	// bytes, an entry 8+10+5+1+40 (uvarints at their longest).
+	b = slices.Grow(b, 64+10*rows+int(uint64(rows)*l.cols)*19+len(entries)*64)
 	b = append(b, ldsMagic...)
 	if l.fold == 0 {
 		b = append(b, ldsVersion)

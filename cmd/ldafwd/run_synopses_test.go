@@ -181,8 +181,8 @@ func TestRunAllSynopses(t *testing.T) {
 			if r.Flow == "" {
 				t.Errorf("lds interval %d: a flow without a name", r.Interval)
 			}
-			// Sized from the traffic: recorded for 262 144 flows (34 816
-			// columns), shipped folded for the flows it saw.
+			// Sized from the traffic: recorded for 65 536 flows, shipped
+			// folded for the flows it saw.
 			if m := ldsShape.FindStringSubmatch(r.Config); m == nil || m[1] != "4" || m[2] != "4" {
 				t.Errorf("lds interval %d: config %q: want 4 rows recorded and shipped", r.Interval, r.Config)
 			} else {
@@ -198,7 +198,7 @@ func TestRunAllSynopses(t *testing.T) {
 		ldsChecked++
 		// Folded to the flows seen, 4 cells per flow and row: the fold
 		// halves while at least 4 per flow remain.
-		if s.cols < 4*s.lines || s.cols >= 8*s.lines && s.cols > 16*17 || s.cols >= 34816 {
+		if s.cols < 4*s.lines || s.cols >= 8*s.lines && s.cols > 16*17 || s.cols >= 8192 {
 			t.Errorf("lds interval %d: %d flows shipped in %d columns", k, s.lines, s.cols)
 		}
 		if s.lines > 40 || s.sent != l.Sent || s.lost != truths[k].Lost {

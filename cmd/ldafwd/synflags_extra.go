@@ -114,9 +114,11 @@ var (
 )
 
 // ldsAutoFlows is the flows a live appliance's LDS is recorded for when
-// --lds-flows is not given (4 rows × 32 768 columns, 3 MB): each interval
-// then ships it folded to the flows it saw (appliance.Config.AdaptLDS).
-const ldsAutoFlows = 1 << 18
+// --lds-flows is not given (4 rows × 8 192 columns, 0.8 MB a copy): each
+// interval then ships it folded to the flows it saw (AdaptLDS). More flows
+// than this share cells; a control budget of 1 % folds far below it
+// anyway, so a bigger sketch would cost memory for nothing by default.
+const ldsAutoFlows = 1 << 16
 
 // adaptive says which synopses a live appliance sizes per interval from
 // the traffic: those whose size flags the user left alone.
