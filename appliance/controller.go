@@ -424,7 +424,21 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	why := sessionReason(h.Flags, rc)
-	for _, f := range synopsis.TopFlows(flows, a.cfg.TopFlows, synopsis.ByPackets) {
+	// The largest flows by the sketch's counts are also the ones other
+	// flows' packets inflate: rank those whose counts are their own first,
+	// the rest (reported invalid) only to fill the lines.
+	own := make([]synopsis.FlowEstimate, 0, len(flows))
+	var shared []synopsis.FlowEstimate
+	for _, f := range flows {
+		if !rc.lds.RowsTakeAll() || countsAgree(&f) {
+			own = append(own, f)
+		} else {
+			shared = append(shared, f)
+		}
+	}
+	top := synopsis.TopFlows(own, a.cfg.TopFlows, synopsis.ByPackets)
+	top = append(top, synopsis.TopFlows(shared, a.cfg.TopFlows-len(top), synopsis.ByPackets)...)
+	for _, f := range top {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, 0)
 		analyze.Fill(r, f.Estimate)
 		r.Synopsis = "lds"
@@ -449,7 +463,8 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 // flow. The delay samples (packets in the cells averaged) cannot exceed the
 // flow's received packets; and where the counts come from the cells rather
 // than from flow tables at both ends, sent (received) must equal the
-// sender's (receiver's) held count wherever one is held. Sampled rows
+// sender's (receiver's) held count wherever one is held, and a loss needs
+// the sender's count to vouch for it. Sampled rows
 // scale the counts, so the caller checks only rows that take every packet.
 func countsAgree(f *synopsis.FlowEstimate) bool {
 	if f.Valid && f.Samples > f.Received {
@@ -457,6 +472,11 @@ func countsAgree(f *synopsis.FlowEstimate) bool {
 	}
 	if f.CountsExact {
 		return true
+	}
+	if f.HeldSent == 0 && f.Lost > 0 {
+		// Nothing vouches for sent: a colliding flow whose packets were
+		// lost would show as this flow's loss.
+		return false
 	}
 	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received == f.HeldReceived)
 }
