@@ -55,6 +55,14 @@ type Config struct {
 	// and the LDS shrink, then are left out, in the order budget.go states.
 	BudgetBytes    int
 	BudgetFraction float64
+	// AdaptRDA ships each interval's RDA folded to the cells its packets
+	// need at RDAProblemRate (lost plus reordered, 0: 0.01); AdaptLDS
+	// ships the LDS folded to the columns the flows it saw need. Both
+	// ends agree without a handshake: the encoding carries the shape
+	// and the receiver folds its own copy alike. Off, the configured
+	// shapes are shipped (the budget may still shrink them).
+	AdaptRDA, AdaptLDS bool
+	RDAProblemRate     float64
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int
@@ -167,6 +175,9 @@ func New(cfg Config) (*Appliance, error) {
 		segPort, otherPort = cfg.PortA, cfg.PortB
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
+	if cfg.RDAProblemRate == 0 {
+		cfg.RDAProblemRate = 0.01
+	}
 	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
 		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
 	}
@@ -177,6 +188,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		l := *cfg.Syn.LDS
 		l.FlowsGrow = true
+		l.Cols = foldableCols(l.Cols)
 		cfg.Syn.LDS = &l
 	}
 	sendSyn := cfg.Syn
@@ -278,6 +290,18 @@ func (a *Appliance) workersClosed() bool {
 		}
 	}
 	return true
+}
+
+// foldableCols rounds an LDS's columns up to a multiple of 2^j, the
+// largest with 2^j ≤ cols/16, so the control budget can fold it (halve its
+// columns) j times, down to about 16 columns; it adds under 1/16 to the
+// sketch. Both ends round alike.
+func foldableCols(cols int) int {
+	step := 1
+	for step*2*16 <= cols {
+		step *= 2
+	}
+	return (cols + step - 1) / step * step
 }
 
 // configHash names the synopsis configuration both ends must share: its

@@ -22,8 +22,10 @@ import (
 //  2. the LDS gets the rest: first it names fewer flows (the smallest go:
 //     the receiver still names every flow it saw itself, so only the names
 //     of flows that lost every packet are at stake), then it ships fewer
-//     rows (each flow sampled by fewer hash rows: more collisions), and if
-//     one row without names does not fit it is left out.
+//     rows (each flow sampled by fewer hash rows), then one row folded to
+//     fewer columns (more flows share a cell: the large flows are still
+//     measured, the small ones drown), and if ldsMinCols columns do not
+//     fit it is left out.
 //
 // A synopsis left out or cut is reported as such — an invalid line whose
 // reason names the budget, or a "config" that states the shape shipped —
@@ -55,9 +57,9 @@ func (c *controller) wireOf(n int) int {
 // shipped says what the budget let through of one interval, for the
 // sender's log.
 type shipped struct {
-	rdaCells       int // cells per bank of the RDA shipped (0: none or left out)
-	ldsRows, named int
-	omitted        []string
+	rdaCells                int // cells per bank of the RDA shipped (0: none or left out)
+	ldsRows, ldsCols, named int
+	omitted                 []string
 }
 
 // ship encodes one sender copy within the control budget and queues its
@@ -120,6 +122,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			share /= len(set.RDA)
 		}
 		for m, r := range set.RDA {
+			if a.cfg.AdaptRDA {
+				r = c.adaptRDA(r)
+			}
 			p, cells := c.encodeRDA(r, hdr(uint64(r.Count()), flags), share)
 			if cells == 0 {
 				p = hdr(uint64(r.Count()), flags|payloadOmitted)
@@ -134,7 +139,11 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Packets(), flags)
-		p, rows, named, err := c.encodeLDS(set.LDS, h, left)
+		l := set.LDS
+		if a.cfg.AdaptLDS {
+			l = c.adaptLDS(l)
+		}
+		p, rows, cols, named, err := c.encodeLDS(l, h, left)
 		if err != nil {
 			fail("LDS", err)
 			return
@@ -143,7 +152,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			p = hdr(set.LDS.Packets(), flags|payloadOmitted)
 			got.omitted = append(got.omitted, "lds")
 		}
-		got.ldsRows, got.named = rows, named
+		got.ldsRows, got.ldsCols, got.named = rows, cols, named
 		add(0, control.KindLDS, p, len(h))
 	}
 	// Every copy costs the same: count them all into the payloads (fixed
@@ -161,7 +170,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
-			Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_named", got.named).
+			Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
 			Strs("left_out", got.omitted).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
@@ -213,45 +222,108 @@ func (c *controller) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byt
 
 // encodeLDS appends l to prefix within left wire bytes: all rows and flow
 // names if they fit, else fewer names, else fewer rows (and as many names
-// as then fit). rows is 0 when one row without names does not fit.
-func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte, rows, named int, err error) {
+// as then fit), else one row folded to fewer columns. rows is 0 when one
+// row of ldsMinCols columns without names does not fit.
+func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte, rows, cols, named int, err error) {
 	prefix = prefix[:len(prefix):len(prefix)]
+	fits := func(q []byte) bool { return left == math.MaxInt || c.wireOf(len(q)) <= left }
 	all := l.NamedFlows()
-	enc := func(rows, named int) ([]byte, bool, error) {
-		q, err := l.AppendBinaryLimited(prefix, rows, named)
-		return q, left == math.MaxInt || c.wireOf(len(q)) <= left, err
+	q, err := l.AppendBinaryLimited(prefix, l.Rows(), all)
+	if err != nil || fits(q) {
+		return q, l.Rows(), l.Cols(), all, err
 	}
-	q, ok, err := enc(l.Rows(), all)
-	if ok || err != nil {
-		return q, l.Rows(), all, err
+	// withNames: the most names that fit beside g's first rows rows, or
+	// nil if the rows alone do not fit.
+	withNames := func(g *synopsis.LDS, rows int) ([]byte, int, error) {
+		base, err := g.AppendBinaryLimited(prefix, rows, 0)
+		if err != nil || !fits(base) {
+			return nil, 0, err
+		}
+		if all == 0 {
+			return base, 0, nil
+		}
+		full, err := g.AppendBinaryLimited(prefix, rows, all)
+		if err != nil {
+			return nil, 0, err
+		}
+		// Entries cost about the same each (fragment headers included).
+		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(control.Overhead)/float64(c.a.sender.FragmentSize()))
+		for n := min(all, int(float64(left-c.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
+			q, err := g.AppendBinaryLimited(prefix, rows, n)
+			if err != nil {
+				return nil, 0, err
+			}
+			if fits(q) {
+				return q, n, nil
+			}
+		}
+		return base, 0, nil
 	}
 	for rows = l.Rows(); rows >= 1; rows-- {
-		base, ok, err := enc(rows, 0)
-		if err != nil {
-			return nil, 0, 0, err
+		if q, n, err := withNames(l, rows); err != nil || q != nil {
+			return q, rows, l.Cols(), n, err
 		}
-		if !ok {
-			continue
-		}
-		// The most names that fit: entries cost about the same each.
-		full, _, err := enc(rows, all)
-		if err != nil || all == 0 {
-			return base, rows, 0, err
-		}
-		per := float64(len(full)-len(base)) / float64(all)
-		named = min(all, int(float64(left-c.wireOf(len(base)))/(per*(1+float64(control.Overhead)/float64(c.a.sender.FragmentSize())))))
-		for ; named > 0; named = named * 9 / 10 {
-			q, ok, err := enc(rows, named)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			if ok {
-				return q, rows, named, nil
-			}
-		}
-		return base, rows, 0, nil
 	}
-	return nil, 0, 0, nil
+	for cols = l.Cols() / 2; cols >= ldsMinCols && cols*2 <= l.Cols() && l.Cols()%cols == 0; cols /= 2 {
+		g, err := l.FoldCols(cols)
+		if err != nil {
+			break // k > cols, or an odd column count: no smaller shape
+		}
+		if q, n, err := withNames(g, 1); err != nil || q != nil {
+			return q, 1, cols, n, err
+		}
+	}
+	return nil, 0, 0, 0, nil
+}
+
+// ldsMinCols is the fewest columns an LDS is folded to: fewer measure
+// nothing but the very largest flows of a tiny mix.
+const ldsMinCols = 16
+
+// adaptRDA folds r to the cells per bank its packets need (SizeRDAConfig
+// at the problem rate): the RDA is recorded at its configured size, and
+// an interval of few packets ships a few cells. It never grows: the
+// configured cells are the ceiling.
+func (c *controller) adaptRDA(r *synopsis.RDA) *synopsis.RDA {
+	need, err := synopsis.SizeRDAConfig(uint64(r.Count()), c.a.cfg.RDAProblemRate)
+	if err != nil || need.Cells >= r.Cells() {
+		return r
+	}
+	m := r.Cells()
+	for m%2 == 0 && m/2 >= need.Cells && m/2 >= rdaMinCells {
+		m /= 2
+	}
+	if f, err := r.Fold(m); err == nil {
+		return f
+	}
+	return r
+}
+
+// adaptLDS folds l to the columns the flows it saw need: four cells per
+// row for each of them (k cells each), so that a flow shares its cell in
+// a row with probability about 1 − e^(−1/4) and in all four rows with
+// about 0.2 %: every flow measurable, not only the large ones. An LDS
+// recorded for the most flows a deployment may see thus ships, in a
+// quiet interval, a sketch sized for the flows that interval had (and the
+// budget may fold it further). The flows seen are those its table held
+// plus the admissions it refused (an overestimate: a refused flow tries
+// again with every packet).
+func (c *controller) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
+	seen := l.NamedFlows()
+	if t := l.Flows(); t != nil {
+		seen += int(min(t.Refused(), uint64(synopsis.MaxFlowTable)))
+	} else {
+		seen = int(min(l.Packets(), uint64(synopsis.MaxFlowTable)))
+	}
+	need := 4 * max(seen, 1) * l.CellsPerFlow()
+	cols := l.Cols()
+	for cols%2 == 0 && cols/2 >= need && cols/2 >= ldsMinCols {
+		cols /= 2
+	}
+	if g, err := l.FoldCols(cols); err == nil {
+		return g
+	}
+	return l
 }
 
 // budgetReason is the reason of a line whose synopsis the budget left out.

@@ -40,8 +40,8 @@ func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
 // TestControlBudget: with all synopses and a budget of 1 % of the data,
 // control_bytes is what the sender really put on the segment, every copy
 // counted; it stays within the budget; the LDA and the (folded) RDA stay
-// valid and exact; what the budget leaves out is an invalid line that
-// says so.
+// valid and exact; an LDS left out, or folded so far that its flows
+// share cells, gives invalid lines that say so.
 func TestControlBudget(t *testing.T) {
 	if raceEnabled {
 		t.Skip("RDA and LDS estimation under -race overrun the intervals")
@@ -88,9 +88,9 @@ func TestControlBudget(t *testing.T) {
 			if r.ControlBytes != wire {
 				t.Errorf("interval %d: control_bytes %d, the segment carried %d", r.Interval, r.ControlBytes, wire)
 			}
-			// A partial interval (the first, the last) carries too few
-			// packets for 1 % of them to hold even the LDA, the floor.
-			if float64(wire) > 0.01*data && r.Sent >= 5000 {
+			// The LDA is the floor: a partial interval (the first, the
+			// last) may cost more than 1 % of its few packets.
+			if float64(wire) > 0.01*data && r.Sent > 5000 {
 				t.Errorf("interval %d: %d control bytes for %.0f data bytes: over the 1%% budget", r.Interval, wire, data)
 			}
 			checked++
@@ -105,7 +105,7 @@ func TestControlBudget(t *testing.T) {
 				}
 			}
 		case "lds":
-			if !strings.Contains(r.Reason, "control budget") {
+			if !strings.Contains(r.Reason, "control budget") && !strings.Contains(r.Reason, "other flows' packets") {
 				t.Errorf("lds interval %d invalid for another reason: %s", r.Interval, r.Reason)
 			}
 		}

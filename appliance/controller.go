@@ -477,18 +477,36 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		// The budget shipped fewer rows: keep ours alike.
 		err = rc.lds.KeepRows(snd.Rows())
 	}
+	if err == nil && snd.Cols() < rc.lds.Cols() {
+		// ... or folded the columns: fold ours alike.
+		rc.lds, err = rc.lds.FoldCols(snd.Cols())
+	}
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
 		return
 	}
-	shape := fmt.Sprintf(" lds-shipped=%drows,%dnamed", snd.Rows(), snd.NamedFlows())
+	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
 		return
 	}
 	why := sessionReason(h.Flags, rc)
-	for _, f := range synopsis.TopFlows(flows, a.cfg.TopFlows, synopsis.ByPackets) {
+	// The largest flows by the sketch's counts are also the ones other
+	// flows' packets inflate: rank those whose counts are their own first,
+	// the rest (reported invalid) only to fill the lines.
+	own := make([]synopsis.FlowEstimate, 0, len(flows))
+	var shared []synopsis.FlowEstimate
+	for _, f := range flows {
+		if !rc.lds.RowsTakeAll() || countsAgree(&f) {
+			own = append(own, f)
+		} else {
+			shared = append(shared, f)
+		}
+	}
+	top := synopsis.TopFlows(own, a.cfg.TopFlows, synopsis.ByPackets)
+	top = append(top, synopsis.TopFlows(shared, a.cfg.TopFlows-len(top), synopsis.ByPackets)...)
+	for _, f := range top {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, 0)
 		analyze.Fill(r, f.Estimate)
 		r.Synopsis = "lds"
@@ -500,9 +518,34 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		r.Config += shape
 		if why != "" {
 			r.Valid, r.Reason = false, why
+		} else if r.Valid && rc.lds.RowsTakeAll() && !countsAgree(&f) {
+			r.Valid, r.Reason = false, "the flow's cells hold other flows' packets too (the LDS is small for this traffic, or the control budget folded it): its counts and delay are not its own"
 		}
 		c.emit(r)
 	}
+}
+
+// countsAgree says whether a flow's estimate can be its own: the LDS
+// cannot tell a cell's packets apart, but exact counts can catch a colliding
+// flow. The delay samples (packets in the cells averaged) cannot exceed the
+// flow's received packets; and where the counts come from the cells rather
+// than from flow tables at both ends, sent (received) must equal the
+// sender's (receiver's) held count wherever one is held, and a loss needs
+// the sender's count to vouch for it. Sampled rows
+// scale the counts, so the caller checks only rows that take every packet.
+func countsAgree(f *synopsis.FlowEstimate) bool {
+	if f.Valid && f.Samples > f.Received {
+		return false
+	}
+	if f.CountsExact {
+		return true
+	}
+	if f.HeldSent == 0 && f.Lost > 0 {
+		// Nothing vouches for sent: a colliding flow whose packets were
+		// lost would show as this flow's loss.
+		return false
+	}
+	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received == f.HeldReceived)
 }
 
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {

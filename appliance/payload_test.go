@@ -3,6 +3,8 @@ package appliance
 import (
 	"bytes"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
@@ -44,4 +46,28 @@ func FuzzPayload(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v %v", h, g, err)
 		}
 	})
+}
+
+func TestCountsAgree(t *testing.T) {
+	est := func(sent, recv, samples, heldS, heldR uint64, exact bool) synopsis.FlowEstimate {
+		f := synopsis.FlowEstimate{HeldSent: heldS, HeldReceived: heldR, CountsExact: exact}
+		f.Sent, f.Received, f.Lost, f.Samples, f.Valid = sent, recv, sent-recv, samples, true
+		return f
+	}
+	for _, c := range []struct {
+		f    synopsis.FlowEstimate
+		want bool
+	}{
+		{est(20, 20, 20, 20, 20, false), true},  // counts match both tables
+		{est(25, 25, 25, 20, 20, false), false}, // a collider inflates both ends
+		{est(20, 20, 20, 0, 20, false), true},   // unnamed at the sender, no loss
+		{est(21, 20, 20, 0, 20, false), false},  // unnamed at the sender: a loss nobody vouches for
+		{est(20, 19, 19, 20, 19, false), true},  // named at both ends, a real loss
+		{est(20, 19, 30, 20, 19, true), false},  // exact counts, but the delay samples hold others' packets
+		{est(20, 19, 19, 20, 19, true), true},
+	} {
+		if got := countsAgree(&c.f); got != c.want {
+			t.Errorf("%+v: countsAgree %v, want %v", c.f, got, c.want)
+		}
+	}
 }

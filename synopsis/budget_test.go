@@ -131,3 +131,99 @@ func TestFlowTableGrows(t *testing.T) {
 		t.Errorf("capacity %d", now)
 	}
 }
+
+// A folded LDS (k = 2, so a flow's two cells may merge) still measures
+// the flows exactly when they do not collide, crosses the wire folded,
+// and refuses shapes it cannot fold to.
+func TestLDSFoldCols(t *testing.T) {
+	cfg := LDSConfig{Rows: 2, Cols: 4096, CellsPerFlow: 2, MaxFlows: 100}
+	snd, rcv := mustLDS(t, cfg), mustLDS(t, cfg)
+	lostOf := map[uint64]uint64{}
+	for f := uint64(1); f <= 20; f++ {
+		fh := Remix(f, 7)
+		for p := uint64(0); p < 50*f; p++ {
+			h := Remix(f<<20|p, 5)
+			snd.AddFlowKey(fh, h, 1000+p, 1)
+			if p%97 == 3 && f%2 == 0 {
+				lostOf[fh]++
+				continue
+			}
+			rcv.AddFlowKey(fh, h, 1000+p+700, 1)
+		}
+	}
+	fs, err := snd.FoldCols(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := rcv.FoldCols(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec LDS
+	if err := dec.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if dec.Cols() != 256 || !reflect.DeepEqual(dec.cells, fs.cells) {
+		t.Fatalf("folded LDS does not survive the wire: %d cols", dec.Cols())
+	}
+	if _, err := EstimateLDSFlows(&dec, rcv); err == nil {
+		t.Error("a folded sender estimated against an unfolded receiver")
+	}
+	flows, err := EstimateLDSFlows(&dec, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := 0
+	for _, f := range flows {
+		e := f.Estimate
+		if e.Lost != lostOf[f.FlowHash] || e.Sent == 0 {
+			t.Errorf("flow %x: sent %d lost %d, true lost %d", f.FlowHash, e.Sent, e.Lost, lostOf[f.FlowHash])
+		}
+		if lostOf[f.FlowHash] == 0 && e.Valid && e.MeanNs == 700 {
+			exact++
+		}
+	}
+	if len(flows) != 20 || exact != 10 {
+		t.Errorf("%d flows, %d of the 10 without loss with the exact mean 700 ns", len(flows), exact)
+	}
+	for _, bad := range []int{0, 3, 1, 8192} {
+		if _, err := snd.FoldCols(bad); err == nil {
+			t.Errorf("FoldCols(%d) of 4096 accepted", bad)
+		}
+	}
+}
+
+// FuzzLDSFoldedUnmarshal: the folded (version 2) encoding decodes only to
+// sketches that re-encode to themselves and estimate without error.
+func FuzzLDSFoldedUnmarshal(f *testing.F) {
+	l, _ := NewLDS(LDSConfig{Rows: 2, Cols: 64, CellsPerFlow: 2, MaxFlows: 8})
+	for i := uint64(1); i < 50; i++ {
+		l.AddFlowKey(Remix(i%5, 1), Remix(i, 2), i*10, 1)
+	}
+	for _, c := range []int{32, 8, 2} {
+		g, _ := l.FoldCols(c)
+		b, _ := g.AppendBinary(nil)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var l LDS
+		if err := l.UnmarshalBinary(data); err != nil {
+			return
+		}
+		enc, err := l.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m LDS
+		if err := m.UnmarshalBinary(enc); err != nil || !ldsEqual(&l, &m) || l.fold != m.fold {
+			t.Fatalf("round trip: %v", err)
+		}
+		if _, err := EstimateLDSFlows(&l, &m); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

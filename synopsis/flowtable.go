@@ -80,6 +80,10 @@ type FlowTable struct {
 	max     int    // the configured capacity: Grow stops here
 	holdThr uint64 // admit a new flow when Remix(h, saltFlowHold)>>32 < holdThr; 1<<32 admits all
 
+	// scratch is Entries' buffer for the encoder, reused across the
+	// encodings a control budget tries in one interval.
+	scratch []FlowEntry
+
 	missed  uint64 // packets of flows not held (not yet admitted, or table full)
 	refused uint64 // admissions refused because the table was full
 }
@@ -87,6 +91,12 @@ type FlowTable struct {
 // NewFlowTable returns a table that holds up to capacity flows, admitting a
 // new flow per packet with probability holdRate (0 means 1).
 func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
+	return newFlowTable(capacity, holdRate, false)
+}
+
+// newFlowTable is NewFlowTable; grow starts it with room for
+// flowTableStart flows only (Grow adds more).
+func newFlowTable(capacity int, holdRate float64, grow bool) (*FlowTable, error) {
 	if capacity < 0 || capacity > maxFlowTable {
 		return nil, errFlowTableCap
 	}
@@ -95,7 +105,11 @@ func NewFlowTable(capacity int, holdRate float64) (*FlowTable, error) {
 		return nil, err
 	}
 	t := &FlowTable{holdThr: thr, max: capacity}
-	t.alloc(capacity)
+	if grow {
+		t.alloc(min(capacity, flowTableStart))
+	} else {
+		t.alloc(capacity)
+	}
 	return t, nil
 }
 
@@ -326,6 +340,7 @@ func (t *FlowTable) Reset() {
 // Clone returns a deep copy.
 func (t *FlowTable) Clone() *FlowTable {
 	c := *t
+	c.scratch = nil
 	c.slots = append([]flowSlot(nil), t.slots...)
 	c.keys = append([]FlowKeyBytes(nil), t.keys...)
 	return &c

@@ -31,6 +31,10 @@ type LDS struct {
 	k     uint64
 	thr   [maxLDSRows]uint64 // per-row sampling threshold on 32 hash bits; 1<<32 = take all
 	cells []ldsCell          // row-major: cell (r, c) at r*cols + c
+	// fold: this copy's columns are the recorded ones merged 2^fold to 1
+	// (FoldCols); a flow's cell c of the recorded LDS is cell c>>fold
+	// here. Only copies for estimation are folded; Add needs fold 0.
+	fold uint
 
 	packets uint64 // Add calls, i.e. packets offered (before row sampling)
 	lastTs  uint64 // ns, the latest timestamp added; the encoding's base
@@ -177,12 +181,9 @@ func NewLDS(cfg LDSConfig) (*LDS, error) {
 		cells: make([]ldsCell, cfg.Rows*cfg.Cols),
 	}
 	if cfg.MaxFlows > 0 {
-		l.flows, err = NewFlowTable(cfg.MaxFlows, cfg.HoldRate)
+		l.flows, err = newFlowTable(cfg.MaxFlows, cfg.HoldRate, cfg.FlowsGrow)
 		if err != nil {
 			return nil, err
-		}
-		if cfg.FlowsGrow {
-			l.flows.alloc(min(cfg.MaxFlows, flowTableStart))
 		}
 	}
 	return l, nil
@@ -225,7 +226,7 @@ func ldsFastRange(x32, n uint64) uint64 { return (x32 * n) >> 32 }
 // flowBase is h_r(f) of Fig. 5: the first column of flow f's virtual LDA
 // in row r; fx is Remix(flowHash, SaltLDSRow).
 func (l *LDS) flowBase(fx uint64, r int) uint64 {
-	return ldsFastRange(ldsRowHash(fx, r)>>32, l.cols)
+	return ldsFastRange(ldsRowHash(fx, r)>>32, l.cols<<l.fold)
 }
 
 // Add records one packet: flowHash is the hash of its 5-tuple
@@ -287,7 +288,7 @@ func (l *LDS) AddFlowKey(flowHash, h, ts uint64, weight uint32) *FlowKeyBytes {
 // sameShape reports whether o was built from the same structural config
 // (everything that decides where a packet goes).
 func (l *LDS) sameShape(o *LDS) bool {
-	return l.rows == o.rows && l.cols == o.cols && l.k == o.k && l.thr == o.thr
+	return l.rows == o.rows && l.cols == o.cols && l.k == o.k && l.thr == o.thr && l.fold == o.fold
 }
 
 // Merge adds o into l: cell sums and counts add, digests XOR, flow tables

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -11,6 +13,12 @@ import (
 const (
 	ldsMagic   = "LDS"
 	ldsVersion = 1
+	// ldsVersionFolded is version 1 plus a uvarint fold after
+	// CellsPerFlow (FoldCols); an unfolded LDS is still written as
+	// version 1, byte for byte.
+	ldsVersionFolded = 2
+	// ldsMaxFold bounds a decoded fold.
+	ldsMaxFold = 26
 )
 
 // AppendBinary appends the versioned encoding of l to b.
@@ -18,8 +26,10 @@ const (
 // Wire format, version 1 (integers little-endian; uvarint/varint as in
 // encoding/binary):
 //
-//	"LDS" 0x01                       magic, version
+//	"LDS" 0x01                       magic, version (0x02: folded, see below)
 //	uvarint Rows, Cols, CellsPerFlow
+//	[version 2 only] uvarint fold    the columns are the recorded ones
+//	                                  merged 2^fold to 1 (FoldCols)
 //	Rows × uvarint threshold          row sampling threshold on 32 hash bits, 1..2^32
 //	8 bytes Alpha                     float64 bits
 //	uvarint MaxFlows, uvarint hold    flow-table capacity, admission threshold 1..2^32
@@ -44,20 +54,66 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) { return l.AppendBinaryLimi
 
 // AppendBinaryLimited appends the encoding of l restricted to its first
 // rows rows (1..Rows; the decoder sees an LDS of that many rows, which
-// KeepRows gives the receiver's copy too) and to the named largest flows
-// (by packets; ties by flow hash) of those the flow table holds, −1 for
-// all: the others count as missed. This is how a control budget trims the
-// LDS: fewer rows sample each flow fewer times; fewer flows named leaves
-// the smallest ones to the receiver's own flow table.
+// KeepRows gives the receiver's copy too) and to at most named of the
+// flows the flow table holds, −1 for all: the largest, cut at a packet
+// count (every flow of more than p packets, none of p or fewer; the
+// encoding's ShipMinPackets says p+1). The others count as missed. This is
+// how a control budget trims the LDS: fewer rows sample each flow fewer
+// times; fewer flows named leaves the smallest ones to the receiver's own
+// flow table.
 func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 	if rows < 1 || rows > l.rows {
 		return b, fmt.Errorf("%w: LDS of %d rows cannot ship %d", ErrBadConfig, l.rows, rows)
 	}
+	var entries []FlowEntry
+	var missed, refused uint64
+	if l.flows != nil {
+		missed, refused = l.flows.missed, l.flows.refused
+		all := l.flows.Entries(l.flows.scratch[:0])
+		l.flows.scratch = all
+		entries = all[:0]
+		for _, e := range all {
+			if e.Packets >= l.cfg.ShipMinPackets {
+				entries = append(entries, e)
+			} else {
+				missed += e.Packets
+			}
+		}
+	}
+	shipMin := l.cfg.ShipMinPackets
+	if named >= 0 && named < len(entries) {
+		// Cut at a packet count, never inside a tie: the flows shipped are
+		// exactly those with more than p packets, and the encoding says
+		// so (ShipMinPackets p+1 ≥ 2), so the estimator knows a flow the
+		// sender does not name may still have sent packets.
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Packets > entries[j].Packets })
+		p := entries[named].Packets
+		keep := named
+		for keep > 0 && entries[keep-1].Packets <= p {
+			keep--
+		}
+		for _, e := range entries[keep:] {
+			missed += e.Packets
+		}
+		entries = entries[:keep]
+		shipMin = max(shipMin, p+1)
+		sort.Slice(entries, func(i, j int) bool { return entries[i].FlowHash < entries[j].FlowHash })
+	}
+	// One allocation for the whole encoding: a cell takes at most 1+10+8
+	// bytes, an entry 8+10+5+1+40 (uvarints at their longest).
+	b = slices.Grow(b, 64+10*rows+int(uint64(rows)*l.cols)*19+len(entries)*64)
 	b = append(b, ldsMagic...)
-	b = append(b, ldsVersion)
+	if l.fold == 0 {
+		b = append(b, ldsVersion)
+	} else {
+		b = append(b, ldsVersionFolded)
+	}
 	b = binary.AppendUvarint(b, uint64(rows))
 	b = binary.AppendUvarint(b, l.cols)
 	b = binary.AppendUvarint(b, l.k)
+	if l.fold != 0 {
+		b = binary.AppendUvarint(b, uint64(l.fold))
+	}
 	for r := 0; r < rows; r++ {
 		b = binary.AppendUvarint(b, l.thr[r])
 	}
@@ -70,7 +126,7 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(maxFlows))
 	b = binary.AppendUvarint(b, hold)
-	b = binary.AppendUvarint(b, l.cfg.ShipMinPackets)
+	b = binary.AppendUvarint(b, shipMin)
 	b = binary.AppendUvarint(b, l.packets)
 	base := l.lastTs
 	b = binary.LittleEndian.AppendUint64(b, base)
@@ -82,31 +138,6 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 		}
 		b = binary.AppendVarint(b, int64(c.sum-c.count*base))
 		b = binary.LittleEndian.AppendUint64(b, c.digest)
-	}
-	var entries []FlowEntry
-	var missed, refused uint64
-	if l.flows != nil {
-		missed, refused = l.flows.missed, l.flows.refused
-		all := l.flows.Entries(nil)
-		entries = all[:0]
-		for _, e := range all {
-			if e.Packets >= l.cfg.ShipMinPackets {
-				entries = append(entries, e)
-			} else {
-				missed += e.Packets
-			}
-		}
-	}
-	if named >= 0 && named < len(entries) {
-		sort.Slice(entries, func(i, j int) bool {
-			a, b := &entries[i], &entries[j]
-			return a.Packets > b.Packets || a.Packets == b.Packets && a.FlowHash < b.FlowHash
-		})
-		for _, e := range entries[named:] {
-			missed += e.Packets
-		}
-		entries = entries[:named]
-		sort.Slice(entries, func(i, j int) bool { return entries[i].FlowHash < entries[j].FlowHash })
 	}
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i := range entries {
@@ -189,18 +220,25 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if len(data) < 4 || string(data[:3]) != ldsMagic {
 		return fmt.Errorf("%w: no LDS magic", errLDSBadEncoding)
 	}
-	if data[3] != ldsVersion {
-		return fmt.Errorf("%w: version %d, want %d", errLDSBadEncoding, data[3], ldsVersion)
+	if data[3] != ldsVersion && data[3] != ldsVersionFolded {
+		return fmt.Errorf("%w: version %d, want %d or %d", errLDSBadEncoding, data[3], ldsVersion, ldsVersionFolded)
 	}
 	r := &ldsReader{b: data[4:]}
 	rows := r.uvarint("rows")
 	cols := r.uvarint("cols")
 	k := r.uvarint("cells per flow")
+	var fold uint64
+	if data[3] == ldsVersionFolded {
+		if fold = r.uvarint("fold"); r.err == nil && (fold < 1 || fold > ldsMaxFold) {
+			r.fail("fold out of range")
+		}
+	}
 	if r.err != nil {
 		return r.err
 	}
-	if rows < 1 || rows > maxLDSRows || cols < 1 || cols > maxLDSCells || rows*cols > maxLDSCells || k < 1 || k > cols || k > maxLDSCellsPerFlow {
-		return fmt.Errorf("%w: shape %d×%d k=%d out of range", errLDSBadEncoding, rows, cols, k)
+	if rows < 1 || rows > maxLDSRows || cols < 1 || cols > maxLDSCells || rows*cols > maxLDSCells || k < 1 || k > cols || k > maxLDSCellsPerFlow ||
+		cols<<fold > maxLDSCells {
+		return fmt.Errorf("%w: shape %d×%d k=%d fold %d out of range", errLDSBadEncoding, rows, cols, k, fold)
 	}
 	cfg := LDSConfig{Rows: int(rows), Cols: int(cols), CellsPerFlow: int(k), RowRates: make([]float64, rows)}
 	for i := range cfg.RowRates {
@@ -237,6 +275,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 		return fmt.Errorf("%w: %v", errLDSBadEncoding, err)
 	}
 	nl.cfg.MaxFlows, nl.cfg.HoldRate, nl.cfg.ShipMinPackets = cfg.MaxFlows, cfg.HoldRate, shipMin
+	nl.fold = uint(fold)
 	nl.packets, nl.lastTs = packets, base
 	for i := range nl.cells {
 		c := &nl.cells[i]
@@ -341,3 +380,58 @@ func (l *LDS) KeepRows(n int) error {
 	}
 	return nil
 }
+
+// Cols is C, the cells per row this copy has (after FoldCols).
+func (l *LDS) Cols() int { return int(l.cols) }
+
+// FoldCols returns a copy of l with cols columns: l's columns must be
+// cols·2^j (j ≥ 0) and cols ≥ CellsPerFlow; columns f·i … f·i+f−1
+// (f = 2^j) of each row merge into column i (counts and sums add,
+// digests XOR). A flow's columns are chosen by fastrange, so its cell c of
+// l is cell c>>j of the copy, and the estimator finds it there: the folded
+// LDS is one with fewer cells, more flows sharing each — the big flows
+// still measured, the small ones drowned. A sender folds to fit a control
+// budget; the receiver folds its copy to the columns the encoding
+// announces. The flow table is shared, not copied. The copy is for
+// encoding and estimation only: Add and Merge need the recorded shape.
+func (l *LDS) FoldCols(cols int) (*LDS, error) {
+	f := uint64(0)
+	if cols >= 1 && l.cols%uint64(cols) == 0 {
+		f = l.cols / uint64(cols)
+	}
+	if f == 0 || f&(f-1) != 0 || uint64(cols) < l.k {
+		return nil, fmt.Errorf("%w: LDS of %d columns (k=%d) cannot fold to %d", ErrBadConfig, l.cols, l.k, cols)
+	}
+	if f == 1 {
+		return l, nil
+	}
+	shift := uint(bits.TrailingZeros64(f))
+	g := *l
+	g.cols, g.fold = uint64(cols), l.fold+shift
+	g.cfg.Cols = cols
+	g.cells = make([]ldsCell, uint64(l.rows)*g.cols)
+	for r := 0; r < l.rows; r++ {
+		src, dst := l.cells[uint64(r)*l.cols:uint64(r+1)*l.cols], g.cells[uint64(r)*g.cols:uint64(r+1)*g.cols]
+		for i := range src {
+			c, d := &src[i], &dst[i>>shift]
+			d.count += c.count
+			d.sum += c.sum
+			d.digest ^= c.digest
+		}
+	}
+	return &g, nil
+}
+
+// RowsTakeAll says whether every row takes every packet (no per-row
+// sampling): then a flow's cell counts are packet counts.
+func (l *LDS) RowsTakeAll() bool {
+	for r := 0; r < l.rows; r++ {
+		if l.thr[r] != 1<<32 {
+			return false
+		}
+	}
+	return true
+}
+
+// CellsPerFlow is k, the cells of each flow's virtual LDA in a row.
+func (l *LDS) CellsPerFlow() int { return int(l.k) }

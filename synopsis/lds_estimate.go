@@ -149,11 +149,16 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	for row := 0; row < s.rows; row++ {
 		base := s.flowBase(fx, row)
 		var rowS, rowR uint64
+		cols0, prev := s.cols<<s.fold, ^uint64(0)
 		for j := uint64(0); j < s.k; j++ {
 			c := base + j
-			if c >= s.cols {
-				c -= s.cols
+			if c >= cols0 {
+				c -= cols0
 			}
+			if c >>= s.fold; c == prev {
+				continue // folded: two of the flow's cells merged into one
+			}
+			prev = c
 			i := uint64(row)*s.cols + c
 			a, b := &s.cells[i], &r.cells[i]
 			rowS += a.count

@@ -151,16 +151,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	changed := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
-	// The demo knows its traffic: unless told otherwise it dimensions the
-	// LDS for --flows, with two cells per flow (with one, a single lost
-	// packet spoils the flow's cell in every row, LDS paper Sec. 2.3.3).
-	if !changed["lds-flows"] {
-		extra.ldsFlows = max(flows, 1)
-	}
-	if !changed["lds-cells-per-flow"] {
-		extra.ldsK = 2
-	}
-	syn, err := extra.synConfig(kinds, changed, ldaCfg)
+	// Sized like `run`: the RDA and the LDS follow the traffic unless
+	// --rda-*/--lds-flows say otherwise.
+	syn, adapt, err := extra.synConfig(kinds, changed, ldaCfg)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -192,6 +185,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
+		AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
 		Reports: func(r *report.Interval) {
 			if err := w.Write(r); err != nil {
 				repMu.Lock()

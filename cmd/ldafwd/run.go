@@ -54,6 +54,7 @@ type runOptions struct {
 	synopses      string
 	top           int
 	budget        controlBudget
+	adapt         adaptive
 	portA, portB  string
 	segment       string
 	interval      time.Duration
@@ -317,7 +318,7 @@ func (o *runOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	if o.syn, err = o.extra.synConfig(kinds, o.changed, lda); err != nil {
+	if o.syn, o.adapt, err = o.extra.synConfig(kinds, o.changed, lda); err != nil {
 		return err
 	}
 	if o.top < 1 {
@@ -460,6 +461,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
+		AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew,
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,9 +137,9 @@ func TestRunAllSynopses(t *testing.T) {
 	lda := map[int64]report.Interval{}
 	var rdaValid, ldsChecked int
 	type sums struct {
-		sent, lost uint64
-		lines      int
-		invalid    bool
+		sent, lost  uint64
+		lines, cols int
+		invalid     bool
 	}
 	lds := map[int64]*sums{}
 	for _, r := range ivs {
@@ -179,6 +181,13 @@ func TestRunAllSynopses(t *testing.T) {
 			if r.Flow == "" {
 				t.Errorf("lds interval %d: a flow without a name", r.Interval)
 			}
+			// Sized from the traffic: recorded for 65 536 flows, shipped
+			// folded for the flows it saw.
+			if m := ldsShape.FindStringSubmatch(r.Config); m == nil || m[1] != "4" || m[2] != "4" {
+				t.Errorf("lds interval %d: config %q: want 4 rows recorded and shipped", r.Interval, r.Config)
+			} else {
+				s.cols, _ = strconv.Atoi(m[3])
+			}
 		}
 	}
 	for k, s := range lds {
@@ -187,6 +196,11 @@ func TestRunAllSynopses(t *testing.T) {
 			continue
 		}
 		ldsChecked++
+		// Folded to the flows seen, 4 cells per flow and row: the fold
+		// halves while at least 4 per flow remain.
+		if s.cols < 4*s.lines || s.cols >= 8*s.lines && s.cols > 16*17 || s.cols >= 8192 {
+			t.Errorf("lds interval %d: %d flows shipped in %d columns", k, s.lines, s.cols)
+		}
 		if s.lines > 40 || s.sent != l.Sent || s.lost != truths[k].Lost {
 			t.Errorf("lds interval %d: %d flows, Σ sent %d, Σ lost %d; LDA sent %d, exact loss %d", k, s.lines, s.sent, s.lost, l.Sent, truths[k].Lost)
 		}
@@ -196,6 +210,8 @@ func TestRunAllSynopses(t *testing.T) {
 		t.Errorf("%d valid rda and %d checked lds intervals in 1.5 s of 200 ms intervals:\n%s", rdaValid, ldsChecked, log)
 	}
 }
+
+var ldsShape = regexp.MustCompile(`lds=(\d+)x\d+ .*lds-shipped=(\d+)x(\d+)`)
 
 // TestRunConfigMismatch: two ends sized differently report every interval
 // invalid, and the reason and the log name the setting that differs.

@@ -113,10 +113,33 @@ var (
 	ldsFlagNames = []string{"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow"}
 )
 
+// ldsAutoFlows is the flows a live appliance's LDS is recorded for when
+// --lds-flows is not given (4 rows × 8 192 columns, 0.8 MB a copy): each
+// interval then ships it folded to the flows it saw (AdaptLDS). More flows
+// than this share cells; a control budget of 1 % folds far below it
+// anyway, so a bigger sketch would cost memory for nothing by default.
+const ldsAutoFlows = 1 << 16
+
+// adaptive says which synopses a live appliance sizes per interval from
+// the traffic: those whose size flags the user left alone.
+type adaptive struct {
+	rda, lds bool
+	problem  float64
+}
+
 // synConfig is the appliance's synopsis configuration for the synopses in
-// kinds (the LDA is always on). changed holds the flags the user set.
-func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synopsis.LDAConfig) (dataplane.SynConfig, error) {
+// kinds (the LDA is always on). changed holds the flags the user set:
+// sizing flags left alone make the shipped RDA and LDS follow the traffic
+// (adaptive), given ones are overrides.
+func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synopsis.LDAConfig) (dataplane.SynConfig, adaptive, error) {
 	syn := dataplane.SynConfig{LDA: lda}
+	ad := adaptive{problem: e.rdaProblem}
+	if kinds["rda"] && !changed["rda-banks"] && !changed["rda-cells"] && !changed["rda-expected-packets"] {
+		ad.rda = true
+	}
+	if kinds["lds"] && !changed["lds-flows"] {
+		e.ldsFlows, ad.lds = ldsAutoFlows, true
+	}
 	for i, names := range [][]string{rdaFlagNames, ldsFlagNames} {
 		kind := []string{"rda", "lds"}[i]
 		if kinds[kind] {
@@ -124,25 +147,25 @@ func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synop
 		}
 		for _, n := range names {
 			if changed[n] {
-				return syn, fmt.Errorf("--%s sizes the %s, which --synopsis leaves off", n, strings.ToUpper(kind))
+				return syn, ad, fmt.Errorf("--%s sizes the %s, which --synopsis leaves off", n, strings.ToUpper(kind))
 			}
 		}
 	}
 	if kinds["rda"] {
 		c, err := e.rdaConfig()
 		if err != nil {
-			return syn, err
+			return syn, ad, err
 		}
 		syn.RDA = &c
 	}
 	if kinds["lds"] {
 		c, err := e.ldsConfig()
 		if err != nil {
-			return syn, err
+			return syn, ad, err
 		}
 		syn.LDS = &c
 	}
-	return syn, nil
+	return syn, ad, nil
 }
 
 // controlBudget is --control-budget: "N%" of each interval's data bytes,
