@@ -385,7 +385,7 @@ func (c *endCounts) parse(frame []byte, m *classifier.Meta, cl *classifier.Class
 	if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 		*c.malformed++
 	}
-	return cl.Classify(m), true
+	return cl.Measure(m) // link-local frames no MEC claims are not measured
 }
 
 // sentFrame records a frame the sender sent in t's interval (nil t: no

@@ -274,7 +274,7 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
 			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
 			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
-			Uint64("control_passed", s.ControlPassed.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+			Uint64("control_passed", s.ControlPassed.Load()).Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
 			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
 			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).

@@ -38,6 +38,16 @@ type controller struct {
 	done     map[uint64]bool // intervals already reported: one line per interval and MEC
 	doneK    []uint64        // their order, to forget old ones
 	nextDue  uint64          // the next interval the liveness check may declare silent
+	pairing  bool            // pair is running: emit holds lines for the cross-class pass
+	held     []heldLine
+}
+
+// heldLine is a line pair has built, with the estimate behind it (nil for
+// lines without one).
+type heldLine struct {
+	r   *report.Interval
+	e   *synopsis.Estimate
+	mec int
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -321,6 +331,8 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		a.cfg.Log.Debug().Uint64("interval", b.Interval).Msg("warm-up interval not reported")
 		return
 	}
+	c.pairing = true
+	defer c.release()
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
@@ -347,7 +359,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		if why := sessionReason(h.Flags, rc); why != "" {
 			r.Valid, r.Reason = false, why
 		}
-		c.emit(r)
+		c.hold(r, e, m)
 		if rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
@@ -404,7 +416,41 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	if why := sessionReason(h.Flags, rc); why != "" {
 		r.Valid, r.Reason = false, why
 	}
-	c.emit(r)
+	c.hold(r, e, m)
+}
+
+// hold keeps a paired line with its estimate until release.
+func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
+	c.held = append(c.held, heldLine{r: r, e: &e, mec: mec})
+}
+
+// release ends pair: packets that changed class inside the segment show
+// only across the interval's classes (synopsis.ClassChanges), so every
+// line of the interval waits for that pass, then all go out in order.
+func (c *controller) release() {
+	c.pairing = false
+	names := c.a.cfg.Classifier.Names()
+	for _, kind := range []string{"lda", "rda"} {
+		es := make([]*synopsis.Estimate, len(names))
+		lines := make([]*report.Interval, len(names))
+		for _, h := range c.held {
+			if h.e != nil && h.r.Synopsis == kind && h.mec < len(es) {
+				es[h.mec], lines[h.mec] = h.e, h.r
+			}
+		}
+		for m, why := range synopsis.ClassChanges(es, names) {
+			// Another cause already named (a session's partial interval)
+			// stays; the estimator's own (extra packets) gives way to the cause found.
+			if r := lines[m]; why != "" && r != nil && (r.Valid || r.Reason == es[m].Reason) {
+				r.Valid, r.Reason = false, why
+			}
+		}
+	}
+	held := c.held
+	c.held = c.held[:0]
+	for _, h := range held {
+		c.emit(h.r)
+	}
 }
 
 // pairLDS reports the largest flows of the interval, one line each.
@@ -498,6 +544,10 @@ func (c *controller) claim(k uint64) bool {
 }
 
 func (c *controller) emit(r *report.Interval) {
+	if c.pairing {
+		c.held = append(c.held, heldLine{r: r})
+		return
+	}
 	c.reported.Add(1)
 	if c.a.cfg.Reports != nil {
 		c.a.cfg.Reports(r)

@@ -76,6 +76,11 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 		ldas[i] = synopsis.MustNewLDA(synopsis.DefaultLDAConfig())
 	}
 	lda := ldas[0]
+	// The same LDA without digests, for the integrity checks' own cost
+	// (identity-lean-lda against identity-lean-lda-nodigest).
+	noDig := synopsis.DefaultLDAConfig()
+	noDig.Digest = false
+	ldaNoDig := synopsis.MustNewLDA(noDig)
 	rda := synopsis.MustNewRDA(synopsis.DefaultRDAConfig())
 	var meta classifier.Meta
 	ts := uint64(1_700_000_000_000_000_000)
@@ -131,6 +136,14 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				lda.Add(meta.Hash, ts)
 			}
 			return lda.Count()
+		}},
+		{"identity-lean-lda-nodigest", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.ParseLean(f, &meta)
+				ts += 100
+				ldaNoDig.Add(meta.Hash, ts)
+			}
+			return ldaNoDig.Count()
 		}},
 		{"identity-classify3-lda", func(fr [][]byte) uint64 {
 			for _, f := range fr {

@@ -73,7 +73,7 @@ func BenchmarkMeasureVsIdentityHash(b *testing.B) {
 	var sel []Stage
 	for _, s := range stages {
 		switch s.Name {
-		case "identity-hash", "identity-classify-lda", "identity-lean-lda", "identity-classify3-lda":
+		case "identity-hash", "identity-classify-lda", "identity-lean-lda", "identity-lean-lda-nodigest", "identity-classify3-lda":
 			sel = append(sel, s)
 		}
 	}

@@ -27,6 +27,11 @@ type Classifier struct {
 	weights []uint32 // index = MEC id
 
 	sets *bitSets // the bit-vector tables (nil above 64 rules: linear)
+
+	// linkLocal are the indices of the rules with linklocal:yes, the only
+	// ones a link-local frame may match (Measure). They are in no table
+	// and classifyLinear skips them: Classify never returns them.
+	linkLocal []int
 }
 
 // bitSets are the bit-vector tables: bit i of an entry stands for rule i.
@@ -64,6 +69,7 @@ const (
 // (VLAN, prefixes, ports) in match, so a rule that fails on DSCP or
 // protocol costs a few loads and no call.
 type compiled struct {
+	linkLocal    bool      // linklocal:yes: matches link-local frames only (Measure)
 	ipOnly       bool      // the rule has a DSCP, protocol or prefix condition
 	slow         uint8     // hasVLAN|hasSrc|hasDst|hasSport|hasDport bits present
 	dscp         uint64    // bit d set: DSCP d matches
@@ -110,6 +116,9 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 		}
 		seen[r.Name] = true
 		c.rules[i] = compile(r)
+		if r.LinkLocal {
+			c.linkLocal = append(c.linkLocal, i)
+		}
 		c.names = append(c.names, r.Name)
 		w := r.Weight
 		if w == 0 {
@@ -128,6 +137,9 @@ func buildSets(rules []Rule, comp []compiled) *bitSets {
 	t := &bitSets{}
 	for i := range comp {
 		r, ru := &comp[i], &rules[i]
+		if r.linkLocal {
+			continue // in no table: not a candidate for any packet Classify sees
+		}
 		bit := uint64(1) << i
 		for d := 0; d < 64; d++ {
 			if r.dscp&(1<<d) != 0 {
@@ -238,7 +250,7 @@ func NewClassifierFromSpecs(specs []string) (*Classifier, error) {
 }
 
 func compile(r *Rule) compiled {
-	c := compiled{dscp: ^uint64(0), proto: [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}}
+	c := compiled{linkLocal: r.LinkLocal, dscp: ^uint64(0), proto: [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}}
 	if r.VLAN != nil {
 		c.slow |= hasVLAN
 		c.vlan = append([]Range(nil), r.VLAN...)
@@ -308,6 +320,11 @@ func compilePrefix(a [16]byte, bits int, v6 bool) prefix {
 // Classify returns the MEC id of the packet m describes: the first rule
 // that matches, 0 when none does (or c is nil). It reads m only, allocates
 // nothing and costs O(rules). Without rules it inlines to a test.
+//
+// Classify does not look at FlagLinkLocal and never returns a
+// linklocal:yes rule: a caller that records packets calls Measure for a
+// frame with FlagLinkLocal (a lane tests that flag with the others it
+// already branches on, so the common frame pays nothing for it).
 func (c *Classifier) Classify(m *Meta) uint16 {
 	if c == nil || len(c.rules) == 0 {
 		return 0
@@ -367,7 +384,7 @@ func (c *Classifier) classifyLinear(m *Meta, ip bool) uint16 {
 	pword, pbit := m.Proto>>6, uint64(1)<<(m.Proto&63)
 	for i := range c.rules {
 		r := &c.rules[i]
-		if r.ipOnly && !ip || r.dscp&dbit == 0 || r.proto[pword&3]&pbit == 0 {
+		if r.linkLocal || r.ipOnly && !ip || r.dscp&dbit == 0 || r.proto[pword&3]&pbit == 0 {
 			continue
 		}
 		if r.slow == 0 || r.match(m) {
@@ -376,6 +393,42 @@ func (c *Classifier) classifyLinear(m *Meta, ip bool) uint16 {
 	}
 	return 0
 }
+
+// Measure says whether the frame m describes is measured and in which
+// MEC: a frame Parse marked FlagLinkLocal is measured only when a rule
+// with linklocal:yes matches it (the first such rule's id), and otherwise
+// is left out of every synopsis (0, false); any other frame is measured,
+// in Classify's class. Allocates nothing; a nil c measures no link-local
+// frame.
+func (c *Classifier) Measure(m *Meta) (uint16, bool) {
+	if m.Flags&FlagLinkLocal == 0 {
+		return c.Classify(m), true
+	}
+	if c == nil {
+		return 0, false
+	}
+	return c.measureLinkLocal(m)
+}
+
+// measureLinkLocal tests the linklocal:yes rules in order.
+func (c *Classifier) measureLinkLocal(m *Meta) (uint16, bool) {
+	ip := m.Flags&(FlagIPv4|FlagIPv6) != 0
+	dbit := uint64(1) << (m.DSCP & 63)
+	pword, pbit := m.Proto>>6, uint64(1)<<(m.Proto&63)
+	for _, i := range c.linkLocal {
+		r := &c.rules[i]
+		if r.ipOnly && !ip || r.dscp&dbit == 0 || r.proto[pword&3]&pbit == 0 {
+			continue
+		}
+		if r.slow == 0 || r.match(m) {
+			return uint16(i + 1), true
+		}
+	}
+	return 0, false
+}
+
+// MeasuresLinkLocal reports whether any rule claims link-local frames.
+func (c *Classifier) MeasuresLinkLocal() bool { return c != nil && len(c.linkLocal) > 0 }
 
 // match tests the conditions Classify does not test inline. DSCP and
 // protocol have passed; if the rule has a prefix condition, m is IP.

@@ -35,6 +35,10 @@ type Rule struct {
 	// Weight is the flow weight LDS gives this class's flows (LDS paper
 	// "flow weights"); 0 means not given, which counts as 1.
 	Weight uint32
+	// LinkLocal (linklocal:yes) makes the rule match link-local frames
+	// (FlagLinkLocal) and nothing else. Link-local frames match no other
+	// rule and, unclaimed, are not measured (Classifier.Measure).
+	LinkLocal bool
 }
 
 // MaxRules is the most rules a Classifier takes: MEC ids are uint16 and 0
@@ -97,6 +101,8 @@ func dscpName(s string) (uint16, bool) {
 //	sport:N|N-M        L4 source port 0-65535
 //	dport:N|N-M        L4 destination port 0-65535
 //	weight:N           LDS flow weight of the class, N >= 1 (not a match condition)
+//	linklocal:yes      match link-local frames (STP, LLDP, ARP, OSPF, NDP…: FlagLinkLocal),
+//	                   which no rule without it matches and which are otherwise not measured
 //
 // Spaces around tokens are ignored; keys and names of protocols and DSCP
 // values are case-insensitive. A prefix with host bits set is an error
@@ -121,7 +127,7 @@ func ParseMEC(spec string) (Rule, error) {
 	if strings.TrimSpace(body) == "" {
 		return Rule{}, fmt.Errorf("mec %q: no conditions", name)
 	}
-	var seen [8]bool
+	var seen [len(keys)]bool
 	for _, tok := range strings.Split(body, ",") {
 		tok = strings.TrimSpace(tok)
 		key, val, ok := strings.Cut(tok, ":")
@@ -132,7 +138,7 @@ func ParseMEC(spec string) (Rule, error) {
 		val = strings.TrimSpace(val)
 		k := keyIndex(key)
 		if k < 0 {
-			return Rule{}, fmt.Errorf("mec %q: unknown key %q (vlan, dscp, proto, src, dst, sport, dport, weight)", name, key)
+			return Rule{}, fmt.Errorf("mec %q: unknown key %q (vlan, dscp, proto, src, dst, sport, dport, weight, linklocal)", name, key)
 		}
 		if seen[k] {
 			return Rule{}, fmt.Errorf("mec %q: %s given twice (use | for alternatives)", name, key)
@@ -163,6 +169,11 @@ func ParseMEC(spec string) (Rule, error) {
 				err = fmt.Errorf("mec %q: bad weight %q (integer 1-4294967295)", name, val)
 			}
 			r.Weight = uint32(w)
+		case "linklocal":
+			if !strings.EqualFold(val, "yes") {
+				err = fmt.Errorf("mec %q: bad linklocal %q (yes: the rule matches link-local frames only)", name, val)
+			}
+			r.LinkLocal = true
 		}
 		if err != nil {
 			return Rule{}, err
@@ -174,7 +185,7 @@ func ParseMEC(spec string) (Rule, error) {
 	return r, nil
 }
 
-var keys = [...]string{"vlan", "dscp", "proto", "src", "dst", "sport", "dport", "weight"}
+var keys = [...]string{"vlan", "dscp", "proto", "src", "dst", "sport", "dport", "weight", "linklocal"}
 
 func keyIndex(k string) int {
 	for i, s := range keys {
@@ -269,7 +280,7 @@ func parsePrefixes(rule, key, val string) ([]netip.Prefix, error) {
 
 func (r *Rule) hasCondition() bool {
 	return r.VLAN != nil || r.DSCP != nil || r.Proto != nil || r.Src != nil || r.Dst != nil ||
-		r.SrcPort != nil || r.DstPort != nil
+		r.SrcPort != nil || r.DstPort != nil || r.LinkLocal
 }
 
 // String renders the rule in the syntax ParseMEC reads, keys in a fixed
@@ -329,6 +340,10 @@ func (r Rule) String() string {
 	if r.Weight != 0 {
 		cond("weight")
 		b.WriteString(strconv.FormatUint(uint64(r.Weight), 10))
+	}
+	if r.LinkLocal {
+		cond("linklocal")
+		b.WriteString("yes")
 	}
 	return b.String()
 }

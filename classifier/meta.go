@@ -15,6 +15,7 @@ const (
 	FlagMalformed                    // a header field was impossible (bad IHL, bad length…)
 	FlagNonIP                        // not IPv4/IPv6: identity hashes the bytes after L2
 	FlagControl                      // EtherType 0x88B5: an ldafwd control frame
+	FlagLinkLocal                    // link-local: originated or consumed by the segment's own devices (linklocal.go); not measured by default
 )
 
 // ControlEtherType is the EtherType of ldafwd control frames (IEEE 802

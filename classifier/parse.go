@@ -110,7 +110,10 @@ const (
 // its identity still uses the IP layout) and FlagTruncated. FlagNonIP
 // means the identity is the raw layout: not IPv4/IPv6, or the VLAN tags
 // could not be walked (too many, or cut off). FlagControl marks EtherType
-// 0x88B5 (ldafwd control frames, DESIGN §5).
+// 0x88B5 (ldafwd control frames, DESIGN §5). FlagLinkLocal marks a frame
+// the segment's own devices originate or consume (linklocal.go): a test of
+// the destination MAC's group bit and of the IP destination the fast path
+// already holds in a register.
 func Parse(frame []byte, m *Meta) {
 	// Most frames are untagged IPv4 or IPv6 carrying TCP or UDP, whole,
 	// unfragmented, without options or extension headers: those take a
@@ -202,7 +205,13 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		// Every field is stored once: a composite literal would be built
 		// on the stack and copied.
 		m.Hash = sum64v4(x&^0xffff|uint64(proto)<<8|tagIPv4, addrs, w0, w1, w2, w3)
-		m.Flags = FlagIPv4 | FlagPorts
+		// Link-local (linklocal.go) only ever goes to a group MAC: the
+		// unicast frame pays one byte test.
+		f := FlagIPv4 | FlagPorts
+		if frame[0]&1 != 0 {
+			f |= groupV4(frame, uint32(addrs>>32))
+		}
+		m.Flags = f
 		m.Len = uint32(len(frame))
 		if level == LevelIdentity {
 			return true
@@ -248,7 +257,11 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		// The layout's word 5 (fragment header) is zero: there is none.
 		m.Hash = sum64v6(tagIPv6|uint64(nh)<<8|(x>>32&0xffff)<<16|(x>>8&0x0f)<<32|(x>>16&0xffff)<<40,
 			a0, a1, a2, a3, w0, w1, w2, w3)
-		m.Flags = FlagIPv6 | FlagPorts
+		f := FlagIPv6 | FlagPorts
+		if frame[0]&1 != 0 {
+			f |= groupV6(frame, bits.ReverseBytes16(uint16(a2)))
+		}
+		m.Flags = f
 		m.Len = uint32(len(frame))
 		if level == LevelIdentity {
 			return true
@@ -313,6 +326,9 @@ func parseRaw(frame []byte, m *Meta) bool {
 		copy(pad[:], l3)
 	}
 	flags := FlagNonIP
+	if frame[0]&1 != 0 && macLinkLocal(frame) || linkLocalEtherType(et) {
+		flags |= FlagLinkLocal
+	}
 	if et == ControlEtherType {
 		flags |= FlagControl
 	}
@@ -335,7 +351,7 @@ func parseGeneral(frame []byte, m *Meta) {
 	if len(frame) < 14 {
 		// Not even an Ethernet header: hash what follows the MAC
 		// addresses, if anything.
-		m.Flags = FlagTruncated | FlagNonIP
+		m.Flags = FlagTruncated | FlagNonIP | linkLocalGeneral(frame, m, 0)
 		var rest []byte
 		if len(frame) > 12 {
 			rest = frame[12:]
@@ -386,6 +402,9 @@ func parseGeneral(frame []byte, m *Meta) {
 		if et == ControlEtherType {
 			flags |= FlagControl
 		}
+		if linkLocalEtherType(et) {
+			flags |= FlagLinkLocal
+		}
 		if et <= 1500 && int(et) < len(l3) {
 			// IEEE 802.3 length field: the rest is padding.
 			l3 = l3[:et]
@@ -393,6 +412,7 @@ func parseGeneral(frame []byte, m *Meta) {
 		n = gatherRaw(l3, et, &id)
 		flags |= FlagNonIP
 	}
+	flags |= linkLocalGeneral(frame, m, flags)
 	m.Flags = flags
 	m.Hash = sum64Words(&id, n)
 	if flags&(FlagIPv4|FlagIPv6) != 0 {

@@ -248,7 +248,7 @@ func nonIPFrame(et uint16, payload []byte) []byte {
 func TestNonIPAndControl(t *testing.T) {
 	pl := []byte("lldp-ish payload bytes")
 	a := parsed(nonIPFrame(0x88cc, pl))
-	if a.Flags != FlagNonIP || a.EtherType != 0x88cc || a.FlowHash != 0 {
+	if a.Flags != FlagNonIP|FlagLinkLocal || a.EtherType != 0x88cc || a.FlowHash != 0 {
 		t.Errorf("non-IP meta %+v", a)
 	}
 	// MAC rewrite and VLAN push keep the identity.
@@ -265,7 +265,7 @@ func TestNonIPAndControl(t *testing.T) {
 		t.Error("EtherType not in non-IP identity")
 	}
 	c := parsed(nonIPFrame(ControlEtherType, pl))
-	if c.Flags != FlagControl|FlagNonIP {
+	if c.Flags != FlagControl|FlagNonIP|FlagLinkLocal { // nonIPFrame's MAC is LLDP's
 		t.Errorf("control flags %#x", c.Flags)
 	}
 	// 802.3 length field: bytes beyond the length are padding.

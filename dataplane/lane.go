@@ -74,6 +74,7 @@ type LaneStats struct {
 	ControlStripped    atomic.Uint64 // receiver: control frames taken off the wire
 	ControlQueueFull   atomic.Uint64 // receiver: stripped frames the control side had no room for
 	ControlPassed      atomic.Uint64 // sender: control frames of others forwarded unrecorded
+	Excluded           atomic.Uint64 // link-local frames (STP, LLDP, ARP…) forwarded unrecorded: no MEC claims them (classifier.Measure)
 	EndsSent           atomic.Uint64
 	EndsFailed         atomic.Uint64 // End markers the tx port refused (the receiver sees a lost End)
 	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
@@ -402,13 +403,13 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	rec := l.txRec[t : t+n]
 	copy(pkts, rx)
 	clear(l.txOwn[t : t+n])
-	var passed uint64
+	var passed, excluded uint64
 	level := l.parse
 	for i := range metas {
 		m := &metas[i]
 		classifier.ParseLevel(pkts[i].Data, m, level)
 		rec[i], mecs[i] = true, 0
-		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl) != 0 {
+		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl|classifier.FlagLinkLocal) != 0 {
 			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
 				malformed++
 			}
@@ -420,6 +421,16 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 				passed++
 				continue
 			}
+			if f&classifier.FlagLinkLocal != 0 {
+				// The segment's own devices may consume it (STP, ARP…):
+				// forwarded, recorded only if a MEC claims it.
+				mec, ok := cl.Measure(m)
+				rec[i], mecs[i] = ok, mec
+				if !ok {
+					excluded++
+				}
+				continue
+			}
 		}
 		if !oneClass {
 			mecs[i] = cl.Classify(m)
@@ -428,6 +439,9 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	l.txN = t + n
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
+	}
+	if excluded > 0 {
+		l.Stats.Excluded.Add(excluded)
 	}
 	return malformed
 }
@@ -440,7 +454,7 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 	set := l.cfg.Buffer.Active()
 	m := &l.meta
 	level := l.parse
-	var polled uint64
+	var polled, excluded uint64
 	for _, p := range rx {
 		classifier.ParseLevel(p.Data, m, level)
 		if m.Flags&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {
@@ -454,7 +468,16 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 			continue
 		}
 		mec := uint16(0)
-		if !l.oneClass {
+		if m.Flags&classifier.FlagLinkLocal != 0 {
+			// Originated inside the segment, perhaps (a switch's BPDU):
+			// forwarded, recorded only if a MEC claims it.
+			var ok bool
+			if mec, ok = cl.Measure(m); !ok {
+				excluded++
+				l.queue(p, false, false)
+				continue
+			}
+		} else if !l.oneClass {
 			mec = cl.Classify(m)
 		}
 		set.Record(m, mec, p.TS)
@@ -467,7 +490,10 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		}
 		l.queue(p, false, false)
 	}
-	l.Stats.Recorded.Add(uint64(len(rx) - len(l.free)))
+	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - excluded)
+	if excluded > 0 {
+		l.Stats.Excluded.Add(excluded)
+	}
 	if polled > 0 {
 		l.Stats.PollStamped.Add(polled)
 		if l.pollErr > l.maxRxErr {

@@ -46,6 +46,7 @@ var (
 		{desc("lane_malformed_total", "Frames with truncated or malformed headers (forwarded).", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.Malformed }},
 		{desc("lane_control_stripped_total", "Receiver: control frames taken off the wire.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.ControlStripped }},
 		{desc("lane_control_queue_full_total", "Receiver: stripped control frames the control side had no room for.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.ControlQueueFull }},
+		{desc("lane_excluded_total", "Link-local frames (STP, LLDP, ARP, NDP…) forwarded but measured in no class.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.Excluded }},
 		{desc("lane_control_passed_total", "Sender: other appliances' control frames forwarded unrecorded.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.ControlPassed }},
 		{desc("lane_ends_sent_total", "End-of-interval markers sent.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.EndsSent }},
 		{desc("lane_ends_failed_total", "End-of-interval markers the tx port refused.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.EndsFailed }},

@@ -8,7 +8,15 @@ type Estimate struct {
 
 	Sent     uint64 // packets recorded at the sender
 	Received uint64 // packets recorded at the receiver
-	Lost     uint64 // Sent - Received when Sent >= Received, else 0
+	Lost     uint64 // Sent - Received when Sent >= Received, else 0 (RDA: decoded lost packets)
+	// Extra counts packets the receiver recorded that the sender did not
+	// (duplicated, injected or remarked inside the segment, reordered in
+	// across an interval boundary): for the LDA and LDS a lower bound
+	// proven by ExtraBuckets buckets; for the RDA the decoded receiver-only
+	// packets. When it is not 0 the estimate is invalid: each extra packet
+	// hides a loss from Sent − Received.
+	Extra        uint64
+	ExtraBuckets int
 
 	MeanNs   float64 // estimated mean one-way delay, ns
 	StddevNs float64 // estimated standard deviation of the delay, ns

@@ -40,10 +40,15 @@ type BankConfig struct {
 // configurations (same banks in the same order).
 type LDAConfig struct {
 	Banks []BankConfig
-	// Digest keeps a per-bucket XOR of the packet hashes (FineComb / LDS):
-	// a bucket whose counts match but whose packet sets differ (one lost,
-	// one extra from reordering across an interval boundary) is then
-	// discarded instead of biasing the mean. Costs 8 bytes per bucket.
+	// Digest keeps a per-bucket multiset digest of the packet hashes (the
+	// wrap-around sum of DigestMix(h), see there): a bucket whose counts
+	// match but whose packet sets differ (one lost, one extra: duplicated,
+	// injected, remarked into the class or reordered in across an interval
+	// boundary) is then discarded instead of biasing the mean, and counted
+	// as evidence of extra packets, which makes the loss count unprovable.
+	// DefaultLDAConfig and SizeLDA turn it on. Costs 8 bytes per bucket in
+	// memory and the full encoding, DigestBits per bucket in the compact
+	// one, and about one multiply per packet.
 	Digest bool
 }
 
@@ -116,11 +121,61 @@ func (c LDAConfig) String() string {
 	return s
 }
 
-// ldaCell is one bucket: timestamp accumulator and packet counter side by
-// side so an update touches one cache line.
+// LDACoverRows is the size of the cover bank: when no bank samples with
+// probability 1 (every SampleLog2 > 0), the packets no bank samples are
+// still counted, with their digests, in LDACoverRows buckets that never
+// enter the delay estimate. Without them a packet the receiver recorded and
+// the sender did not (a duplicate, a frame injected inside the segment)
+// could hide among the unsampled packets and balance a loss.
+const LDACoverRows = 64
+
+// coverRows is the number of cover buckets of c: LDACoverRows when some
+// hash (one with fewer leading zeros than every bank's SampleLog2) enters
+// no bank, else 0.
+func (c LDAConfig) coverRows() int {
+	for _, b := range c.Banks {
+		if b.SampleLog2 == 0 {
+			return 0
+		}
+	}
+	if len(c.Banks) == 0 {
+		return 0
+	}
+	return LDACoverRows
+}
+
+// ldaCell is one bucket: timestamp accumulator, packet counter and digest
+// side by side so an update touches one cache line.
 type ldaCell struct {
 	sum   uint64 // wrap-around sum of absolute timestamps, ns
 	count uint64 // packets
+	dig   uint64 // wrap-around sum of DigestMix(h); 0 unless cfg.Digest
+}
+
+// digestMul is an odd 64-bit constant (2^64/φ) for DigestMix.
+const digestMul = 0x9e3779b97f4a7c15
+
+// DigestMix is a packet's contribution to its bucket's digest: h times an
+// odd constant, then the high half folded onto the low half. It is a
+// bijection (so DigestMixInverse recovers h from the digest difference of a
+// bucket with one packet of difference), and every bit of it, the low ones
+// included, depends on the bits of h above the row bits: the bucket row is
+// the low bits of h and the bank its leading zeros, so a plain h (or an XOR
+// of h) would repeat, in every packet of a bucket, exactly the bits the
+// digest compares. Summing instead of XORing compares multisets: two
+// identical frames add twice instead of cancelling.
+func DigestMix(h uint64) uint64 {
+	x := h * digestMul
+	return x ^ x>>32
+}
+
+// digestMulInv is the multiplicative inverse of digestMul mod 2^64.
+const digestMulInv = 0xf1de83e19937733d
+
+// DigestMixInverse returns the h with DigestMix(h) = m.
+func DigestMixInverse(m uint64) uint64 {
+	x := m ^ m>>32 // x>>32 = m>>32, so the low half is recovered by one more XOR
+	return x * digestMulInv
 }
 
 // ldaSel maps a leading-zero count to the bucket range of its bank.
@@ -139,7 +194,10 @@ type ldaSel struct {
 // many leading zeros. The row is the low bits of h; the lowest row bit is
 // the ±1 sign of the std-dev estimator (Sec. III-E).
 //
-// Every Add is counted (Count), sampled or not, so loss is exact.
+// Every Add is counted (Count), sampled or not, and every packet lands in
+// some bucket with its digest (a cover bucket when no bank samples it, see
+// LDACoverRows), so an extra packet at the receiver shows wherever no
+// larger loss in its bucket hides it.
 //
 // An LDA is not safe for concurrent use: give each worker its own and
 // Merge them on the control side. The zero value records nothing but the
@@ -147,8 +205,8 @@ type ldaSel struct {
 type LDA struct {
 	sel     [65]ldaSel // by leading zeros of h (0..64)
 	offered uint64     // every Add, sampled or not
-	cells   []ldaCell  // all banks, bank-major, row-minor
-	digests []uint64   // XOR of h per bucket; nil unless cfg.Digest
+	cells   []ldaCell  // all banks, bank-major, row-minor, then the cover buckets
+	digest  bool       // cfg.Digest
 	offs    []int      // first cell of each bank
 	cfg     LDAConfig
 }
@@ -158,12 +216,10 @@ func NewLDA(cfg LDAConfig) (*LDA, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &LDA{cfg: cfg.clone()}
+	l := &LDA{cfg: cfg.clone(), digest: cfg.Digest}
 	n := cfg.TotalRows()
-	l.cells = make([]ldaCell, n)
-	if cfg.Digest {
-		l.digests = make([]uint64, n)
-	}
+	cover := cfg.coverRows()
+	l.cells = make([]ldaCell, n+cover)
 	l.offs = make([]int, len(cfg.Banks))
 	off := 0
 	for i, b := range cfg.Banks {
@@ -179,8 +235,11 @@ func NewLDA(cfg LDAConfig) (*LDA, error) {
 				best = i
 			}
 		}
-		if best >= 0 {
+		switch {
+		case best >= 0:
 			l.sel[lz] = ldaSel{off: uint32(l.offs[best]), mask: uint32(cfg.Banks[best].Rows - 1)}
+		case cover > 0:
+			l.sel[lz] = ldaSel{off: uint32(n), mask: uint32(cover - 1)}
 		}
 	}
 	return l, nil
@@ -202,14 +261,13 @@ func (l *LDA) Add(h uint64, ts uint64) {
 	l.offered++
 	s := l.sel[bits.LeadingZeros64(h)]
 	if s.mask == 0 {
-		return // not sampled by any bank
+		return // zero-value LDA: no banks
 	}
-	i := s.off + uint32(h)&s.mask
-	c := &l.cells[i]
+	c := &l.cells[s.off+uint32(h)&s.mask]
 	c.sum += ts // wraps; differences of sums stay exact (DESIGN §3)
 	c.count++
-	if l.digests != nil {
-		l.digests[i] ^= h
+	if l.digest {
+		c.dig += DigestMix(h)
 	}
 }
 
@@ -224,9 +282,7 @@ func (l *LDA) Merge(o *LDA) error {
 	for i := range l.cells {
 		l.cells[i].sum += o.cells[i].sum
 		l.cells[i].count += o.cells[i].count
-	}
-	for i := range l.digests {
-		l.digests[i] ^= o.digests[i]
+		l.cells[i].dig += o.cells[i].dig
 	}
 	return nil
 }
@@ -235,7 +291,6 @@ func (l *LDA) Merge(o *LDA) error {
 func (l *LDA) Reset() {
 	l.offered = 0
 	clear(l.cells)
-	clear(l.digests)
 }
 
 // Clone returns a deep copy of l.
@@ -243,9 +298,6 @@ func (l *LDA) Clone() *LDA {
 	c := *l
 	c.cfg = l.cfg.clone()
 	c.cells = append([]ldaCell(nil), l.cells...)
-	if l.digests != nil {
-		c.digests = append([]uint64(nil), l.digests...)
-	}
 	c.offs = append([]int(nil), l.offs...)
 	return &c
 }
@@ -257,10 +309,11 @@ func (l *LDA) Config() LDAConfig { return l.cfg.clone() }
 // not: the exact number sent (at a sender) or received (at a receiver).
 func (l *LDA) Count() uint64 { return l.offered }
 
-// Sampled is the number of packets recorded in some bank.
+// Sampled is the number of packets recorded in some bank (cover buckets
+// excluded).
 func (l *LDA) Sampled() uint64 {
 	var n uint64
-	for _, c := range l.cells {
+	for _, c := range l.cells[:l.cfg.TotalRows()] {
 		n += c.count
 	}
 	return n
@@ -269,17 +322,21 @@ func (l *LDA) Sampled() uint64 {
 // NumBanks is the number of banks.
 func (l *LDA) NumBanks() int { return len(l.cfg.Banks) }
 
-// Bucket returns the timestamp sum (ns, wrap-around), packet count and hash
-// digest (0 without Digest) of one bucket. Out-of-range indices give zeros.
+// Bucket returns the timestamp sum (ns, wrap-around), packet count and
+// digest (0 without Digest) of one bucket. Bank NumBanks() is the cover
+// bank (LDACoverRows rows when the configuration has one). Out-of-range
+// indices give zeros.
 func (l *LDA) Bucket(bank, row int) (tsSum, count, digest uint64) {
-	if bank < 0 || bank >= len(l.cfg.Banks) || row < 0 || row >= l.cfg.Banks[bank].Rows {
+	var i int
+	switch {
+	case bank >= 0 && bank < len(l.cfg.Banks) && row >= 0 && row < l.cfg.Banks[bank].Rows:
+		i = l.offs[bank] + row
+	case bank == len(l.cfg.Banks) && row >= 0 && row < l.cfg.coverRows():
+		i = l.cfg.TotalRows() + row
+	default:
 		return 0, 0, 0
 	}
-	i := l.offs[bank] + row
-	if l.digests != nil {
-		digest = l.digests[i]
-	}
-	return l.cells[i].sum, l.cells[i].count, digest
+	return l.cells[i].sum, l.cells[i].count, l.cells[i].dig
 }
 
 // equalState reports whether l and o hold the same configuration and
@@ -288,13 +345,13 @@ func (l *LDA) equalState(o *LDA) bool {
 	if !l.cfg.equal(o.cfg) || l.offered != o.offered || len(l.cells) != len(o.cells) {
 		return false
 	}
+	n := l.cfg.TotalRows()
 	for i := range l.cells {
-		if l.cells[i] != o.cells[i] {
-			return false
+		a, b := l.cells[i], o.cells[i]
+		if i >= n { // cover buckets: their timestamp sums are never encoded or read
+			a.sum, b.sum = 0, 0
 		}
-	}
-	for i := range l.digests {
-		if l.digests[i] != o.digests[i] {
+		if a != b {
 			return false
 		}
 	}

@@ -44,11 +44,11 @@ import (
 // caught independently, so an interval whose delays exceed the bounds is
 // flagged with probability ≥ 1 − 2^-(violating buckets).
 //
-// Wire format, version 1:
+// Wire format, version 2:
 //
 //	offset  size        field
 //	0       3           magic "LDC"
-//	3       1           version = 1
+//	3       1           version = 2
 //	4       1           flags: bit 0 = Digest
 //	5       1           n = number of banks (1..16)
 //	6       2·n         per bank: log2(Rows), SampleLog2
@@ -58,20 +58,27 @@ import (
 //	        uvarint     MeanResolutionNs (0 = exact), < 2^32
 //	        1           guard bits g (0..8)
 //	        1           digest bits d (0..64; 0 unless Digest)
-//	        per bank:
+//	        per bank, then for the cover buckets when the LDA has them
+//	        (every bank's SampleLog2 > 0, see LDACoverRows):
 //	          uvarint   base: the bank's smallest bucket count
 //	          1         count width cw (1..64)
 //	        bit stream, LSB first, bank by bank, row by row, per bucket:
 //	          cw bits   packet count c − base
 //	          v(c) bits q, the rounded timestamp sum (nothing when c = 0)
-//	          d bits    low bits of the hash digest (nothing when c = 0)
+//	          d bits    low bits of the digest (nothing when c = 0)
+//	        then per cover bucket: cw bits count − base, d bits digest
+//	        (nothing when c = 0)
 //	        zero bits up to the byte boundary
+//
+// Version 1 carried the low bits of an XOR-of-h digest, of which the low
+// log2(Rows) were the row number's parity and told nothing, and had no
+// cover buckets; a version-2 decoder rejects it.
 //
 // Size: about cw + v(c) bits per bucket. Measured for 1024 buckets in
 // lda_encoding_test.go (TestLDACompactSize) and docs/lda.md.
 const (
 	ldaCompactMagic   = "LDC"
-	ldaCompactVersion = 1
+	ldaCompactVersion = 2
 	ldaCompactGuard   = 1 // guard bits per sum: see above
 )
 
@@ -88,10 +95,11 @@ type CompactBounds struct {
 	// log2 of the bucket count); 1 ns keeps every bucket at about
 	// log2(span) + 2 bits whatever the packet rate. Less than 2^32.
 	MeanResolutionNs uint64
-	// DigestBits is how many low bits of each bucket's hash digest are
-	// sent (0..64) when the LDA keeps digests; 0 sends none (the receiver
-	// then checks counts only). 16 bits miss a changed packet set with
-	// probability 2^-16.
+	// DigestBits is how many low bits of each bucket's digest are sent
+	// (0..64) when the LDA keeps digests; 0 sends none (the receiver then
+	// checks counts only). Every bit of a digest depends on the packets'
+	// identities beyond their bucket (DigestMix), so 16 bits miss a
+	// changed packet set with probability 2^-16 per bucket.
 	DigestBits uint8
 }
 
@@ -149,6 +157,21 @@ func ldaSumShape(c, span, res uint64, guard uint8) (r, v uint, h uint64) {
 	return r, total - r, h
 }
 
+// ldaCountGroups lists the cell ranges [from, to) that share a count base
+// and width in the compact encoding: each bank, then the cover buckets.
+func ldaCountGroups(cfg *LDAConfig) [][2]int {
+	g := make([][2]int, 0, len(cfg.Banks)+1)
+	off := 0
+	for _, bk := range cfg.Banks {
+		g = append(g, [2]int{off, off + bk.Rows})
+		off += bk.Rows
+	}
+	if c := cfg.coverRows(); c > 0 {
+		g = append(g, [2]int{off, off + c})
+	}
+	return g
+}
+
 func lowBits(v uint64, w uint) uint64 {
 	if w >= 64 {
 		return v
@@ -178,10 +201,11 @@ func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
 	b = binary.AppendUvarint(b, span)
 	b = binary.AppendUvarint(b, bounds.MeanResolutionNs)
 	b = append(b, ldaCompactGuard, bounds.DigestBits)
-	widths := make([]uint, len(l.cfg.Banks))
-	bases := make([]uint64, len(l.cfg.Banks))
-	for j, bk := range l.cfg.Banks {
-		cells := l.cells[l.offs[j] : l.offs[j]+bk.Rows]
+	groups := ldaCountGroups(&l.cfg)
+	widths := make([]uint, len(groups))
+	bases := make([]uint64, len(groups))
+	for j, g := range groups {
+		cells := l.cells[g[0]:g[1]]
 		lo, hi := cells[0].count, cells[0].count
 		for _, c := range cells {
 			lo, hi = min(lo, c.count), max(hi, c.count)
@@ -192,17 +216,20 @@ func (l *LDA) AppendCompact(b []byte, bounds CompactBounds) ([]byte, error) {
 		b = append(b, byte(widths[j]))
 	}
 	w := bitWriter{b: b}
-	for j, bk := range l.cfg.Banks {
-		for i := l.offs[j]; i < l.offs[j]+bk.Rows; i++ {
+	n := l.cfg.TotalRows()
+	for j, g := range groups {
+		for i := g[0]; i < g[1]; i++ {
 			c := l.cells[i]
 			w.write(c.count-bases[j], widths[j])
 			if c.count == 0 {
 				continue
 			}
-			r, v, h := ldaSumShape(c.count, span, bounds.MeanResolutionNs, ldaCompactGuard)
-			w.write((c.sum+h)>>r, v) // rounded; wraps like the sum itself
+			if i < n {
+				r, v, h := ldaSumShape(c.count, span, bounds.MeanResolutionNs, ldaCompactGuard)
+				w.write((c.sum+h)>>r, v) // rounded; wraps like the sum itself
+			}
 			if bounds.DigestBits > 0 {
-				w.write(l.digests[i], uint(bounds.DigestBits))
+				w.write(c.dig, uint(bounds.DigestBits))
 			}
 		}
 	}
@@ -220,10 +247,10 @@ type CompactLDA struct {
 	resolution uint64 // MeanResolutionNs
 	guard      uint8
 	digestBits uint8
-	widths     []uint   // count width per bank
-	bases      []uint64 // smallest count per bank
-	counts     []uint64 // per bucket, like LDA.cells
-	sums       []uint64 // rounded timestamp sum q mod 2^v(count)
+	widths     []uint   // count width per bank (then the cover buckets)
+	bases      []uint64 // smallest count per bank (then the cover buckets)
+	counts     []uint64 // per bucket, like LDA.cells (cover buckets included)
+	sums       []uint64 // rounded timestamp sum q mod 2^v(count); 0 for cover buckets
 	digests    []uint64 // low digestBits bits; nil when digestBits = 0
 }
 
@@ -276,16 +303,17 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 	case n.digestBits > 64 || (n.digestBits > 0 && !n.cfg.Digest):
 		r.fail("%d digest bits (digest %v)", n.digestBits, n.cfg.Digest)
 	}
-	n.widths = make([]uint, len(n.cfg.Banks))
-	n.bases = make([]uint64, len(n.cfg.Banks))
+	groups := ldaCountGroups(&n.cfg)
+	n.widths = make([]uint, len(groups))
+	n.bases = make([]uint64, len(groups))
 	minBits := 0
-	for j := range n.widths {
+	for j, g := range groups {
 		n.bases[j] = r.uvarint("count base")
 		n.widths[j] = uint(r.u8("count width"))
 		if r.err == nil && (n.widths[j] < 1 || n.widths[j] > 64) {
 			r.fail("bank %d: count width %d", j, n.widths[j])
 		}
-		minBits += n.cfg.Banks[j].Rows * int(n.widths[j])
+		minBits += (g[1] - g[0]) * int(n.widths[j])
 	}
 	if r.err == nil && len(r.b)*8 < minBits {
 		r.fail("truncated: counts need %d bits, %d left", minBits, len(r.b)*8)
@@ -293,7 +321,8 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	total := n.cfg.TotalRows()
+	rows := n.cfg.TotalRows()
+	total := rows + n.cfg.coverRows()
 	n.counts = make([]uint64, total)
 	n.sums = make([]uint64, total)
 	if n.digestBits > 0 {
@@ -301,9 +330,8 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 	}
 	br := bitReader{b: r.b}
 	var sampled uint64
-	i := 0
-	for j, bk := range n.cfg.Banks {
-		for k := 0; k < bk.Rows; k, i = k+1, i+1 {
+	for j, g := range groups {
+		for i := g[0]; i < g[1]; i++ {
 			cnt, carry := bits.Add64(br.read(n.widths[j]), n.bases[j], 0)
 			if carry != 0 {
 				r.fail("bucket count overflows")
@@ -313,8 +341,10 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 			if cnt == 0 {
 				continue
 			}
-			_, v, _ := ldaSumShape(cnt, n.span, n.resolution, n.guard)
-			n.sums[i] = br.read(v)
+			if i < rows {
+				_, v, _ := ldaSumShape(cnt, n.span, n.resolution, n.guard)
+				n.sums[i] = br.read(v)
+			}
 			if n.digests != nil {
 				n.digests[i] = br.read(uint(n.digestBits))
 			}
@@ -353,15 +383,17 @@ func (c *CompactLDA) AppendBinary(b []byte) ([]byte, error) {
 		b = append(b, byte(w))
 	}
 	w := bitWriter{b: b}
-	i := 0
-	for j, bk := range c.cfg.Banks {
-		for k := 0; k < bk.Rows; k, i = k+1, i+1 {
+	rows := c.cfg.TotalRows()
+	for j, g := range ldaCountGroups(&c.cfg) {
+		for i := g[0]; i < g[1]; i++ {
 			w.write(c.counts[i]-c.bases[j], c.widths[j])
 			if c.counts[i] == 0 {
 				continue
 			}
-			_, v, _ := ldaSumShape(c.counts[i], c.span, c.resolution, c.guard)
-			w.write(c.sums[i], v)
+			if i < rows {
+				_, v, _ := ldaSumShape(c.counts[i], c.span, c.resolution, c.guard)
+				w.write(c.sums[i], v)
+			}
 			if c.digests != nil {
 				w.write(c.digests[i], uint(c.digestBits))
 			}
@@ -384,10 +416,16 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, fmt.Errorf("%w: LDA sender %v, receiver %v", ErrConfigMismatch, sender.cfg, receiver.cfg)
 	}
 	var d LDADiagnostics
-	pairs := make([]ldaBucketPair, len(receiver.cells))
+	rows := receiver.cfg.TotalRows()
+	pairs := make([]ldaBucketPair, rows)
 	minD := uint64(sender.minDelay)
-	for i := range pairs {
+	for i := range receiver.cells {
 		cA, rb := sender.counts[i], receiver.cells[i]
+		digDiffer := sender.digests != nil && lowBits(rb.dig, uint(sender.digestBits)) != sender.digests[i]
+		d.noteExtra(cA, rb.count, digDiffer)
+		if i >= rows {
+			continue // cover bucket: integrity only
+		}
 		switch {
 		case cA != rb.count:
 			d.CountMismatch++
@@ -396,7 +434,7 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 			d.EmptyBuckets++
 			pairs[i].usable = true // agrees; see ldaBucketPair
 			continue
-		case sender.digests != nil && lowBits(receiver.digests[i], uint(sender.digestBits)) != sender.digests[i]:
+		case digDiffer:
 			d.DigestMismatch++
 			continue
 		}

@@ -6,13 +6,13 @@ import (
 	"math/bits"
 )
 
-// Full (lossless) LDA encoding, version 1. Every field is exact, so a
+// Full (lossless) LDA encoding, version 2. Every field is exact, so a
 // decoded LDA equals the encoded one and can be merged, re-encoded or
 // estimated against anything:
 //
 //	offset  size        field
 //	0       3           magic "LDA"
-//	3       1           version = 1
+//	3       1           version = 2
 //	4       1           flags: bit 0 = Digest; other bits 0
 //	5       1           n = number of banks (1..16)
 //	6       2·n         per bank: log2(Rows), SampleLog2
@@ -20,14 +20,22 @@ import (
 //	        per bucket, bank by bank, row by row:
 //	          uvarint   packet count
 //	          8         timestamp sum, little-endian, ns (wrap-around)
-//	          8         hash digest, little-endian (only with Digest)
+//	          8         digest, little-endian (only with Digest)
+//	        per cover bucket (LDACoverRows of them, only when every bank's
+//	        SampleLog2 > 0):
+//	          uvarint   packet count
+//	          8         digest, little-endian (only with Digest)
+//
+// Version 1 kept XOR-of-h digests and no cover buckets; a version-2
+// decoder rejects it (ErrBadEncoding naming both versions): both ends of a
+// segment must run builds with the same encoding.
 //
 // A decoder rejects a configuration NewLDA would reject, bucket counts that
 // add up to more than the packets offered, and trailing bytes. For the
 // control plane, AppendCompact is about half the size.
 const (
 	ldaMagic   = "LDA"
-	ldaVersion = 1
+	ldaVersion = 2
 	ldaFlagDig = 1 << 0
 )
 
@@ -90,11 +98,14 @@ func (l *LDA) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, ldaVersion)
 	b = appendLDAConfig(b, &l.cfg)
 	b = binary.AppendUvarint(b, l.offered)
+	n := l.cfg.TotalRows()
 	for i, c := range l.cells {
 		b = binary.AppendUvarint(b, c.count)
-		b = binary.LittleEndian.AppendUint64(b, c.sum)
-		if l.digests != nil {
-			b = binary.LittleEndian.AppendUint64(b, l.digests[i])
+		if i < n {
+			b = binary.LittleEndian.AppendUint64(b, c.sum)
+		}
+		if l.digest {
+			b = binary.LittleEndian.AppendUint64(b, c.dig)
 		}
 	}
 	return b, nil
@@ -113,12 +124,14 @@ func (l *LDA) UnmarshalBinary(b []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	per := 1 + 8 // at least: 1-byte count, sum
+	per, coverPer := 1+8, 1 // at least: 1-byte count, sum
 	if cfg.Digest {
 		per += 8
+		coverPer += 8
 	}
-	if n := cfg.TotalRows(); len(r.b) < n*per {
-		r.fail("truncated: %d buckets need at least %d bytes, %d left", n, n*per, len(r.b))
+	n, cover := cfg.TotalRows(), cfg.coverRows()
+	if need := n*per + cover*coverPer; len(r.b) < need {
+		r.fail("truncated: %d buckets need at least %d bytes, %d left", n+cover, need, len(r.b))
 		return r.err
 	}
 	nl, err := NewLDA(cfg)
@@ -130,9 +143,12 @@ func (l *LDA) UnmarshalBinary(b []byte) error {
 	var total uint64
 	for i := range nl.cells {
 		c := r.uvarint("bucket count")
-		nl.cells[i] = ldaCell{count: c, sum: r.u64("bucket sum")}
-		if nl.digests != nil {
-			nl.digests[i] = r.u64("bucket digest")
+		nl.cells[i].count = c
+		if i < n {
+			nl.cells[i].sum = r.u64("bucket sum")
+		}
+		if cfg.Digest {
+			nl.cells[i].dig = r.u64("bucket digest")
 		}
 		var carry uint64
 		total, carry = bits.Add64(total, c, 0)

@@ -62,22 +62,23 @@ func ldaBadEncodings() map[string][]byte {
 	good, _ := MustNewLDA(LDAConfig{Banks: []BankConfig{{2, 0}, {4, 3}}}).AppendBinary(nil)
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	return map[string][]byte{
-		"empty":          {},
-		"magic only":     []byte("LDA"),
-		"wrong magic":    mod(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"version 2":      mod(func(b []byte) []byte { b[3] = 2; return b }),
-		"unknown flag":   mod(func(b []byte) []byte { b[4] = 0x80; return b }),
-		"zero banks":     mod(func(b []byte) []byte { b[5] = 0; return b }),
-		"17 banks":       mod(func(b []byte) []byte { b[5] = 17; return b }),
-		"rows 2^0":       mod(func(b []byte) []byte { b[6] = 0; return b }),
-		"rows 2^31":      mod(func(b []byte) []byte { b[6] = 31; return b }),
-		"same sampling":  mod(func(b []byte) []byte { b[9] = 0; return b }),
-		"sampling 200":   mod(func(b []byte) []byte { b[7] = 200; return b }),
-		"truncated":      good[:len(good)-1],
-		"trailing":       append(append([]byte(nil), good...), 0),
-		"huge rows":      []byte{'L', 'D', 'A', 1, 0, 1, 20, 0, 0},
-		"counts>offered": mod(func(b []byte) []byte { b[11] = 5; return b }),
-		"bad varint":     append([]byte{'L', 'D', 'A', 1, 0, 1, 1, 0}, bytes.Repeat([]byte{0xff}, 11)...),
+		"empty":           {},
+		"magic only":      []byte("LDA"),
+		"wrong magic":     mod(func(b []byte) []byte { b[0] = 'X'; return b }),
+		"version 1 (xor)": mod(func(b []byte) []byte { b[3] = 1; return b }),
+		"version 3":       mod(func(b []byte) []byte { b[3] = 3; return b }),
+		"unknown flag":    mod(func(b []byte) []byte { b[4] = 0x80; return b }),
+		"zero banks":      mod(func(b []byte) []byte { b[5] = 0; return b }),
+		"17 banks":        mod(func(b []byte) []byte { b[5] = 17; return b }),
+		"rows 2^0":        mod(func(b []byte) []byte { b[6] = 0; return b }),
+		"rows 2^31":       mod(func(b []byte) []byte { b[6] = 31; return b }),
+		"same sampling":   mod(func(b []byte) []byte { b[9] = 0; return b }),
+		"sampling 200":    mod(func(b []byte) []byte { b[7] = 200; return b }),
+		"truncated":       good[:len(good)-1],
+		"trailing":        append(append([]byte(nil), good...), 0),
+		"huge rows":       []byte{'L', 'D', 'A', ldaVersion, 0, 1, 20, 0, 0},
+		"counts>offered":  mod(func(b []byte) []byte { b[11] = 5; return b }),
+		"bad varint":      append([]byte{'L', 'D', 'A', ldaVersion, 0, 1, 1, 0}, bytes.Repeat([]byte{0xff}, 11)...),
 	}
 }
 
@@ -251,8 +252,9 @@ func TestLDACompactAliasing(t *testing.T) {
 }
 
 // TestLDACompactSize measures the compact encoding of 1024 buckets at
-// realistic counts: the control plane's budget is 36 kbit per interval
-// (half the paper's 1024 × 72 bit).
+// realistic counts: without digests it stays within 36 kbit per interval
+// (half the paper's 1024 × 72 bit); the digests add DigestBits (16) per
+// non-empty bucket on top, at most 16 × 1024 bits.
 func TestLDACompactSize(t *testing.T) {
 	const budgetBits = 36_000
 	for _, tc := range []struct {
@@ -283,8 +285,19 @@ func TestLDACompactSize(t *testing.T) {
 				}
 				t.Logf("%s, resolution %d ns: compact %d bits (%.1f bits/bucket); full %d bits (%.1f bits/bucket)",
 					tc.cfg, bounds.MeanResolutionNs, 8*len(enc), float64(8*len(enc))/float64(tc.cfg.TotalRows()), 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
-				if bounds.MeanResolutionNs > 0 && 8*len(enc) > budgetBits {
-					t.Errorf("compact encoding %d bits > budget %d", 8*len(enc), budgetBits)
+				nd := bounds
+				nd.DigestBits = 0
+				noDig, err := a.AppendCompact(nil, nd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				digBits := 8*len(enc) - 8*len(noDig)
+				t.Logf("  without digests %d bits; digests cost %d bits (%.1f per bucket)", 8*len(noDig), digBits, float64(digBits)/float64(tc.cfg.TotalRows()))
+				if bounds.MeanResolutionNs > 0 && 8*len(noDig) > budgetBits {
+					t.Errorf("compact encoding without digests %d bits > budget %d", 8*len(noDig), budgetBits)
+				}
+				if maxDig := int(bounds.DigestBits)*(tc.cfg.TotalRows()+tc.cfg.coverRows()) + 8; digBits > maxDig {
+					t.Errorf("digests cost %d bits > %d", digBits, maxDig)
 				}
 			}
 		})
@@ -308,12 +321,13 @@ func ldaBadCompact() map[string][]byte {
 	}
 	good, _ := l.AppendCompact(nil, DefaultCompactBounds())
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
-	hdr := []byte{'L', 'D', 'C', 1, 0, 1, 20, 0, 0} // 2^20 rows, offered 0
+	hdr := []byte{'L', 'D', 'C', ldaCompactVersion, 0, 1, 20, 0, 0} // 2^20 rows, offered 0
 	return map[string][]byte{
 		"good":            good,
 		"empty":           {},
 		"full magic":      mod(func(b []byte) []byte { b[2] = 'A'; return b }),
 		"version 0":       mod(func(b []byte) []byte { b[3] = 0; return b }),
+		"version 1 (xor)": mod(func(b []byte) []byte { b[3] = 1; return b }),
 		"truncated":       good[:len(good)-1],
 		"trailing":        append(append([]byte(nil), good...), 0),
 		"zero span":       binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 0),
@@ -322,7 +336,7 @@ func ldaBadCompact() map[string][]byte {
 		"count width 0":   append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 0, 0, 0),
 		"count width 65":  append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 0, 0, 65),
 		"guard 9":         append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 9, 0, 0, 1),
-		"count overflow":  append(binary.AppendUvarint(binary.AppendVarint([]byte{'L', 'D', 'C', 1, 0, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}, 0), 1000), 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 1, 0x3),
+		"count overflow":  append(binary.AppendUvarint(binary.AppendVarint([]byte{'L', 'D', 'C', ldaCompactVersion, 0, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}, 0), 1000), 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 1, 0x3),
 		"digest w/o flag": append(binary.AppendUvarint(binary.AppendVarint(append([]byte(nil), hdr...), 0), 1000), 1, 8, 0, 1),
 	}
 }

@@ -3,6 +3,7 @@ package synopsis
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // DefaultConfidence is the confidence level of MeanCINs when the caller
@@ -26,9 +27,49 @@ const ldaStddevWeightK = 8
 type LDADiagnostics struct {
 	EmptyBuckets       int // both sides counted 0 packets (neither usable nor lost)
 	CountMismatch      int // counts differ: a loss (or reorder) hit the bucket
-	DigestMismatch     int // counts equal, hash digests differ (packet sets differ)
+	DigestMismatch     int // counts equal, digests differ (packet sets differ: as many extra packets as lost ones)
 	ImplausibleBuckets int // compact encoding only: delay sum outside the stated bounds
 	UsableRowPairs     int // collapsed rows (2i, 2i+1) behind the std-dev
+
+	// ExtraBuckets are buckets (cover buckets included) that prove the
+	// receiver recorded packets the sender did not: more packets at the
+	// receiver, or equal counts with different digests. ExtraMin is a
+	// lower bound on those packets (receiver − sender count, or 1 per
+	// digest mismatch). Extras in a bucket that lost more packets than it
+	// gained are invisible: ExtraMin is a lower bound, and 0 does not
+	// prove there were none (docs/lda.md, "Integrity").
+	ExtraBuckets int
+	ExtraMin     uint64
+	// PureExtras: buckets with exactly one packet more at the receiver
+	// whose digest difference decodes (DigestMixInverse) to an identity
+	// that hashes to that very bucket: most likely exactly one extra
+	// packet and no loss. Full sender encoding only (a compact one carries
+	// too few digest bits to decode).
+	PureExtras int
+}
+
+// noteExtra records what one bucket pair says about extra packets: sc and
+// rc are the sender's and the receiver's counts, digDiffer whether their
+// digests (as far as compared) differ.
+func (d *LDADiagnostics) noteExtra(sc, rc uint64, digDiffer bool) {
+	switch {
+	case rc > sc:
+		d.ExtraBuckets++
+		d.ExtraMin += rc - sc
+	case rc == sc && sc > 0 && digDiffer:
+		d.ExtraBuckets++
+		d.ExtraMin++
+	}
+}
+
+// cellOf returns the cell index identity h lands in under l's
+// configuration (the same as Add), or −1 for a zero-value LDA.
+func (l *LDA) cellOf(h uint64) int {
+	s := l.sel[bits.LeadingZeros64(h)]
+	if s.mask == 0 {
+		return -1
+	}
+	return int(s.off + uint32(h)&s.mask)
 }
 
 // ldaBucketPair is one bucket seen from both ends.
@@ -55,16 +96,24 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, fmt.Errorf("%w: LDA sender %v, receiver %v", ErrConfigMismatch, sender.cfg, receiver.cfg)
 	}
 	var d LDADiagnostics
-	pairs := make([]ldaBucketPair, len(receiver.cells))
-	for i := range pairs {
+	n := receiver.cfg.TotalRows()
+	pairs := make([]ldaBucketPair, n)
+	for i := range receiver.cells {
 		a, b := sender.cells[i], receiver.cells[i]
+		d.noteExtra(a.count, b.count, a.dig != b.dig)
+		if b.count == a.count+1 && receiver.cellOf(DigestMixInverse(b.dig-a.dig)) == i {
+			d.PureExtras++
+		}
+		if i >= n {
+			continue // cover bucket: integrity only
+		}
 		switch {
 		case a.count != b.count:
 			d.CountMismatch++
 		case a.count == 0:
 			d.EmptyBuckets++
 			pairs[i].usable = true // agrees (nothing on either side): a collapsed row may still use its twin
-		case sender.digests != nil && sender.digests[i] != receiver.digests[i]:
+		case a.dig != b.dig:
 			d.DigestMismatch++
 		default:
 			pairs[i] = ldaBucketPair{usable: true, count: a.count, delay: b.sum - a.sum}
@@ -79,7 +128,8 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 // deterministic bound on the error of the bucket delay sums per packet
 // (the compact encoding's rounding), added to MeanCINs.
 func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, conf, meanErrNs float64, d *LDADiagnostics) Estimate {
-	e := Estimate{Synopsis: "lda", Sent: sent, Received: received, TotalBuckets: len(pairs)}
+	e := Estimate{Synopsis: "lda", Sent: sent, Received: received, TotalBuckets: len(pairs),
+		Extra: d.ExtraMin, ExtraBuckets: d.ExtraBuckets}
 	if sent >= received {
 		e.Lost = sent - received
 	}
@@ -163,6 +213,8 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
 	case received > sent:
 		e.Reason = fmt.Sprintf("receiver recorded %d packets, sender %d: reordering across the interval boundary or duplication", received, sent)
+	case d.ExtraMin > 0:
+		e.Reason = ExtraReason(d.ExtraMin, d.ExtraBuckets)
 	case d.ImplausibleBuckets > 0:
 		e.Reason = fmt.Sprintf("%d buckets have a delay sum outside the compact encoding's bounds: delays exceed the configured maximum (raise it)", d.ImplausibleBuckets)
 	case s == 0 && sent == 0:
@@ -175,4 +227,12 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 		e.Valid = true
 	}
 	return e
+}
+
+// ExtraReason is the Reason of an estimate whose buckets prove that the
+// receiver recorded at least extraMin packets (in extraBuckets buckets)
+// that the sender did not record in this class: its loss cannot be counted
+// (each extra packet hides one lost one from Sent − Received).
+func ExtraReason(extraMin uint64, extraBuckets int) string {
+	return fmt.Sprintf("receiver saw ≥%d packets (in %d buckets) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; loss cannot be counted", extraMin, extraBuckets)
 }

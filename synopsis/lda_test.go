@@ -309,7 +309,7 @@ func TestLDAMergeMismatch(t *testing.T) {
 	before := a.Clone()
 	for _, cfg := range []LDAConfig{
 		{Banks: []BankConfig{{1024, 0}}},
-		func() LDAConfig { c := DefaultLDAConfig(); c.Digest = true; return c }(),
+		func() LDAConfig { c := DefaultLDAConfig(); c.Digest = false; return c }(),
 		func() LDAConfig { c := DefaultLDAConfig(); c.Banks[3].SampleLog2 = 7; return c }(),
 	} {
 		b := MustNewLDA(cfg)
@@ -552,14 +552,14 @@ func TestLDAStddevCenteredVsPaper(t *testing.T) {
 }
 
 func BenchmarkLDAAdd(b *testing.B) {
-	dig := DefaultLDAConfig()
-	dig.Digest = true
+	noDig := DefaultLDAConfig()
+	noDig.Digest = false
 	for _, c := range []struct {
 		name string
 		cfg  LDAConfig
 	}{
 		{"default", DefaultLDAConfig()},
-		{"default+digest", dig},
+		{"default-nodigest", noDig},
 		{"paper2x512", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024)},
 		{"1bank-p1", LDAConfig{Banks: []BankConfig{{1024, 0}}}},
 	} {

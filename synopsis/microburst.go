@@ -29,8 +29,9 @@ type BucketSet interface {
 // buckets that each has at most one loss w.h.p.).
 type LossTime struct {
 	SendNs uint64 // estimated send time of the lost packet, ns, sender clock
-	// ID is the XOR of the bucket's sender and receiver digests: the lost
-	// packet's identity when the bucket lost one packet and nothing else
+	// ID is the lost packet's identity recovered from the bucket's sender
+	// and receiver digests (LDA: DigestMixInverse of their difference; LDS:
+	// their XOR), right when the bucket lost one packet and nothing else
 	// moved; 0 when the synopsis keeps no digests.
 	ID uint64
 	// Estimates is the number of buckets that saw this loss (an LDS records
@@ -49,6 +50,13 @@ type Microburst struct {
 }
 
 var errBucketShape = fmt.Errorf("%w: sender and receiver bucket sets differ in shape", ErrConfigMismatch)
+
+// lossIDer is a BucketSet whose digests are not XORs of identities: it
+// recovers the identity of a single lost packet from the sender's and the
+// receiver's digest.
+type lossIDer interface {
+	lossID(senderDigest, receiverDigest uint64) uint64
+}
 
 // SingleLossTimes appends to dst the estimated send time of the lost packet
 // of every bucket pair that lost exactly one packet (sender count =
@@ -77,7 +85,11 @@ func SingleLossTimes(dst []LossTime, sender, receiver BucketSet, meanDelayNs flo
 			// Wrap-around arithmetic: sums of absolute ns timestamps
 			// overflow, their differences do not.
 			nd := uint64(int64(math.Round(float64(nb) * meanDelayNs)))
-			dst = append(dst, LossTime{SendNs: sa - (sb - nd), ID: da ^ db, Estimates: 1, Received: nb})
+			id := da ^ db
+			if li, ok := sender.(lossIDer); ok {
+				id = li.lossID(da, db)
+			}
+			dst = append(dst, LossTime{SendNs: sa - (sb - nd), ID: id, Estimates: 1, Received: nb})
 		}
 	}
 	out := dst[start:]
@@ -168,6 +180,14 @@ func (s ldaBucketSet) BankSize(bank int) int {
 		return 0
 	}
 	return s.rows[bank]
+}
+
+// lossID: an LDA bucket's digest is a sum of DigestMix(h).
+func (s ldaBucketSet) lossID(da, db uint64) uint64 {
+	if da == db {
+		return 0
+	}
+	return DigestMixInverse(da - db)
 }
 
 func (s ldaBucketSet) Bucket(bank, i int) (tsSum, count, digest uint64) {

@@ -19,6 +19,11 @@ type RDADecoding struct {
 	// Repeats: pure-looking cells whose identity was already decoded
 	// (forged or 2^-64-unlucky cells; left unpeeled).
 	Repeats int
+	// ResidualExtraCells: residual cells that prove undecoded receiver-only
+	// packets (Δ > 0, or Δ = 0 with something left in them). Undecoded
+	// extra packets hide from them only by sharing, in every bank, a cell
+	// with more undecoded lost ones.
+	ResidualExtraCells int
 }
 
 // pure is the paper's pure-cell test (Sec. V-B (ii)) — |Δ| = 1 and the
@@ -103,6 +108,9 @@ func (r *RDA) Peel() RDADecoding {
 	for i := range r.cells {
 		if c := &r.cells[i]; c.id != 0 || c.n != 0 || c.chk != 0 {
 			d.ResidualCells++
+			if c.n >= 0 {
+				d.ResidualExtraCells++
+			}
 		}
 	}
 	d.Complete = d.ResidualCells == 0 && !d.Aborted

@@ -29,9 +29,16 @@ type RDAStats struct {
 	Unrepaired int // decoded packets without a timestamp: their cells are left out
 	// Inconsistent: decoded identities a cache contradicts (a "lost"
 	// packet the receiver saw, an "extra" one the sender saw, or one the
-	// full cache of its own side should hold but does not): false pure
-	// cells, or packets duplicated on the path. Their cells are left out.
+	// full cache of its own side should hold but does not): identical
+	// frames of which one copy was lost, packets duplicated on the path,
+	// or false pure cells (2^-64). Their cells are left out; they still
+	// count as lost or extra (the decode compares multisets).
 	Inconsistent int
+	// Ambiguous: decoded packets whose own side recorded some identity
+	// more than once (TSCache.Dups > 0), so the one cached timestamp may be
+	// another copy's. Their cells are left out rather than repaired with a
+	// timestamp that may be wrong.
+	Ambiguous int
 	// Coverage is Repaired / SetDifference (1 with no difference).
 	Coverage float64
 	// SampleFraction is the share of the hash space both caches hold
@@ -125,10 +132,10 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	if haveS && haveR {
 		st.SampleFraction = math.Ldexp(1, -int(max(lvS, lvR)))
 	}
-	falseLost := 0 // decoded "lost" identities the caches contradict
 	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
 		ck := rdaCheck(id)
 		ts, ok := own.cache.Lookup(id)
+		ambiguous := ok && own.cache.Dups() > 0
 		contradicted := false
 		if other.cache != nil && !other.cache.partial {
 			// The other end saw it too: a false pure cell, or a packet
@@ -150,9 +157,9 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		if contradicted {
 			ok = false
 			st.Inconsistent++
-			if own == sender {
-				falseLost++
-			}
+		} else if ambiguous {
+			ok = false
+			st.Ambiguous++
 		}
 		if ok {
 			st.Repaired++
@@ -218,7 +225,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	// Samples: distinct packets behind the mean; a bank's cells are
 	// disjoint, so the best bank's count is a lower bound on the union.
 	e.Samples = uint64(maxCount)
-	st.Exact = dec.Complete && st.Unrepaired == 0 && st.Inconsistent == 0 && st.DamagedCells == 0
+	st.Exact = dec.Complete && st.Unrepaired == 0 && st.Inconsistent == 0 && st.Ambiguous == 0 && st.DamagedCells == 0
 	st.BankTotalsAgree = true
 	for b := 1; b < k; b++ {
 		if bankDelay[b] != bankDelay[0] || bankCount[b] != bankCount[0] {
@@ -229,13 +236,20 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		e.MeanNs = float64(int64(bankDelay[0])) / float64(bankCount[0])
 	}
 
-	// Loss: exact from the decode when complete (less the decoded "lost"
-	// identities the caches contradict: duplicates at the sender).
+	// Loss: exact from the decode when complete (a multiset difference:
+	// one of two identical frames lost is a loss; a duplicate made on the
+	// path is an extra, not a negative loss). Incomplete: Sent − Received
+	// plus the decoded extras, exact unless undecoded extras remain, which
+	// residual cells with Δ ≥ 0 prove (then the loss is not claimed).
+	e.Extra = uint64(st.Extra)
 	switch {
 	case dec.Complete:
-		e.Lost = uint64(st.Lost - falseLost)
-	case sent > recv:
-		e.Lost = uint64(sent - recv)
+		e.Lost = uint64(st.Lost)
+	case sent+int64(st.Extra) > recv:
+		e.Lost = uint64(sent + int64(st.Extra) - recv)
+	}
+	if !dec.Complete {
+		e.ExtraBuckets = dec.ResidualExtraCells
 	}
 	// N: packets seen at both ends; exact when the decode is complete,
 	// else bounded above by sent − decoded lost (undecoded lost packets
@@ -312,7 +326,9 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		case !dec.Complete:
 			st.Note = fmt.Sprintf("decode incomplete: %d cells unpeeled (set difference beyond the capacity of %d×%d cells); mean from %d of %d cells", dec.ResidualCells, k, m, st.UsableCells, len(R))
 		case st.Inconsistent > 0:
-			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (duplicated packets or false pure cells); their cells left out", st.Inconsistent)
+			st.Note = fmt.Sprintf("%d decoded identities contradict the caches (identical frames, duplicated packets or false pure cells); their cells left out", st.Inconsistent)
+		case st.Ambiguous > 0:
+			st.Note = fmt.Sprintf("%d decoded packets share their identity with another packet of the same end (identical frames): the cached timestamp may be another copy's; their cells left out", st.Ambiguous)
 		case len(st.MissingSender)+len(st.MissingReceiver) > 0:
 			st.Note = fmt.Sprintf("%d lost and %d extra packets await the other end's timestamps (request them); their cells left out", len(st.MissingSender), len(st.MissingReceiver))
 		case st.Unrepaired > 0:
@@ -327,6 +343,8 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		e.Reason = "no packets in the interval"
 	case st.Exact && !st.BankTotalsAgree:
 		e.Reason = "RDA banks disagree after repair: corrupted synopsis or timestamps"
+	case !dec.Complete && dec.ResidualExtraCells > 0:
+		e.Reason = fmt.Sprintf("RDA decode incomplete and %d undecoded cells hold packets only the receiver saw (duplicated, injected or remarked inside the segment, or reordered across the interval boundary); loss cannot be counted", dec.ResidualExtraCells)
 	case st.UsableCells == 0:
 		e.Reason = fmt.Sprintf("no usable RDA cell: set difference beyond capacity (%d cells unpeeled, %d decoded)", dec.ResidualCells, st.SetDifference)
 	case st.CollapsedPairs < rdaMinStddevPairs:
@@ -391,6 +409,7 @@ func (st RDAStats) ReportFields() map[string]any {
 		"rda_repaired":        st.Repaired,
 		"rda_unrepaired":      st.Unrepaired,
 		"rda_inconsistent":    st.Inconsistent,
+		"rda_ambiguous":       st.Ambiguous,
 		"rda_coverage":        st.Coverage,
 		"rda_sample_fraction": st.SampleFraction,
 		"rda_usable_cells":    st.UsableCells,

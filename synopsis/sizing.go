@@ -69,7 +69,8 @@ func SampleLog2(expectedPackets uint64, loss float64, rows int, alpha float64) u
 // L = expectedPackets·loss, capped at 1. Rates that land on the same k
 // share one bank (a packet can go to only one bank of a given rate) with
 // their rows added. No loss rates means one bank tuned for loss 0 (p = 1).
-// Banks come out in increasing k.
+// Banks come out in increasing k. Digest is on; when every k > 0 the LDA
+// adds LDACoverRows cover buckets for the packets no bank samples.
 //
 // Departures from the paper: p is a power of two, rounded as SampleLog2
 // explains (up to a factor 1.44 above or 0.69 below the paper's p; until
@@ -91,7 +92,7 @@ func SizeLDA(expectedPackets uint64, lossRates []float64, counters int) LDAConfi
 	for _, loss := range lossRates {
 		ks[SampleLog2(expectedPackets, loss, rows, SizingAlpha)]++
 	}
-	cfg := LDAConfig{}
+	cfg := LDAConfig{Digest: true}
 	for k, c := range ks {
 		r := floorPow2(counters * c / n)
 		if r > LDAMaxRows {
@@ -124,7 +125,9 @@ const (
 
 // DefaultLDAConfig is the LDA used when nobody tuned one: 1024 buckets
 // (the paper's budget) as 8 banks of 128 rows sampling with probabilities
-// 2^0, 2^-2, …, 2^-14 (bank j takes 3/4 of 2^-2j; the last takes 2^-14).
+// 2^0, 2^-2, …, 2^-14 (bank j takes 3/4 of 2^-2j; the last takes 2^-14),
+// with digests (LDAConfig.Digest). Bank 0 takes every packet the others do
+// not, so every packet is in some bucket and no cover buckets are needed.
 //
 // Why: a bank is most useful when it loses about one packet per bucket
 // (λ·loss ≈ 1, λ = packets per bucket; eq. 2 with α = 0.5), i.e. when it
@@ -139,7 +142,7 @@ const (
 // what that LDA was tuned for. Measured in lda_test.go (TestLDADefaultRange)
 // and docs/lda.md.
 func DefaultLDAConfig() LDAConfig {
-	cfg := LDAConfig{Banks: make([]BankConfig, DefaultLDABanks)}
+	cfg := LDAConfig{Banks: make([]BankConfig, DefaultLDABanks), Digest: true}
 	for j := range cfg.Banks {
 		cfg.Banks[j] = BankConfig{Rows: DefaultLDARows, SampleLog2: uint8(j * DefaultLDASampleGap)}
 	}

@@ -27,7 +27,7 @@ func (l *ldaFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&l.expected, "lda-expected-packets", 0, "expected packets per interval, for LDA sizing")
 	fs.Float64SliceVar(&l.losses, "lda-loss-rates", nil, "design loss rates, one LDA bank tuned for each (e.g. 0.005,0.1)")
 	fs.StringVar(&l.banks, "lda-banks", "", "explicit LDA banks ROWS:LOG2INVP[,…], e.g. 512:3,512:7 (rows a power of two; bank sampled with p = 2^-LOG2INVP)")
-	fs.BoolVar(&l.digest, "lda-digest", false, "keep a per-bucket XOR digest so buckets whose counts match but packet sets differ are discarded")
+	fs.BoolVar(&l.digest, "lda-digest", true, "keep a per-bucket digest of the packet identities, so that buckets whose counts match but packet sets differ are discarded and packets only the receiver saw make the loss count invalid (both ends must agree)")
 }
 
 // config turns the flags into an LDA configuration: explicit banks win,

@@ -1,0 +1,76 @@
+package synopsis
+
+import "strconv"
+
+// ClassChanges looks across one interval's estimates of one direction
+// and one synopsis, es[m] for MEC m (nil where the class has no
+// estimate; names[m] its name), for packets that changed class inside
+// the segment, and returns the reason each affected class's line must be
+// invalid ("" for the others).
+//
+// A router that rewrites DSCP (or a switch that retags a VLAN) moves
+// packets from the class the sender put them in into another one. The
+// sender's class then counts them as lost, and the class they moved into
+// holds packets its sender never recorded: Extra, which the estimators
+// prove bucket by bucket. Extra alone already makes that class invalid
+// (it may be duplication or injection); loss elsewhere in the same
+// interval may be those very packets, so every class showing loss is
+// invalid too, with a reason naming remarking, and the class with extras
+// gets the same reason instead of a bare "extra packets". With a single
+// class, or extras and no loss anywhere else, nothing changes.
+//
+// Pure over its arguments: the appliance's controller and analyze call it
+// on the lines they are about to report.
+func ClassChanges(es []*Estimate, names []string) []string {
+	var why []string
+	if len(es) < 2 {
+		return why
+	}
+	lossy := func(e *Estimate) bool { return e != nil && (e.Lost > 0 || e.Sent > e.Received) }
+	name := func(m int) string {
+		if m < len(names) {
+			return names[m]
+		}
+		return strconv.Itoa(m)
+	}
+	// The class with the most extras names the move in every reason.
+	into := -1
+	for m, e := range es {
+		if e != nil && e.Extra > 0 && (into < 0 || e.Extra > es[into].Extra) {
+			into = m
+		}
+	}
+	if into < 0 {
+		return why
+	}
+	from := -1 // a class with loss other than into (any with extras may have lost some too)
+	for m, e := range es {
+		if m != into && lossy(e) {
+			from = m
+			break
+		}
+	}
+	if from < 0 {
+		return why
+	}
+	why = make([]string, len(es))
+	moved := "packets changed class inside the segment (DSCP remarked, VLAN retagged?): " +
+		strconv.FormatUint(es[into].Extra, 10) + "+ in class " + name(into) + " that the sender classed elsewhere"
+	for m, e := range es {
+		switch {
+		case e == nil:
+		case e.Extra > 0:
+			why[m] = moved
+		case lossy(e):
+			why[m] = moved + "; the " + strconv.FormatUint(lossOf(e), 10) + " lost here may be among them"
+		}
+	}
+	return why
+}
+
+func lossOf(e *Estimate) uint64 {
+	if e.Sent > e.Received {
+		return e.Sent - e.Received
+	}
+	return e.Lost
+}

@@ -1,0 +1,153 @@
+package synopsis
+
+import "fmt"
+
+// LDACrossing is what MatchLDACrossing found between two consecutive
+// intervals k and k+1.
+type LDACrossing struct {
+	// Crossed: packets the sender recorded in interval k that reached the
+	// receiver only in interval k+1 (left before End(k), arrived after
+	// it). Each looks lost in k and extra in k+1; subtract Crossed from
+	// k's Lost. Found bucket by bucket: a bucket of k with exactly one
+	// packet fewer at the receiver and the same bucket of k+1 with exactly
+	// one more, whose digest differences are equal (FineComb). A crossing
+	// packet that shares its bucket with another loss or extra is not
+	// found, so Crossed is a lower bound and k's corrected loss an upper
+	// bound — still exact when every crossing packet was found, which is
+	// the caller can judge from SingleLoss.
+	Crossed int
+	// SingleLoss: buckets of k with exactly one packet fewer at the
+	// receiver; SingleExtra: buckets of k+1 with exactly one more.
+	SingleLoss, SingleExtra int
+	// AllExtrasCrossed: every bucket of k+1 that proves extra packets is a
+	// matched crossing (k+1's extras are exactly the Crossed packets,
+	// as far as the buckets show).
+	AllExtrasCrossed bool
+	// DigestBits compared per bucket (64 for full sender LDAs; the
+	// compact encoding's DigestBits otherwise): a false match has
+	// probability 2^-DigestBits per pair of candidate buckets.
+	DigestBits int
+}
+
+// MatchLDACrossing matches the single-loss buckets of interval k (sender
+// sk, receiver rk) against the single-extra buckets of interval k+1 (sk1,
+// rk1): a packet in flight across the boundary between k and k+1. All
+// four must share one configuration with digests on. With full sender
+// LDAs the matched digest difference must also decode (DigestMixInverse)
+// to an identity that lands in that bucket.
+//
+// Use: estimate k and k+1 as usual; then e_k.Lost −= Crossed (k stays
+// valid or invalid as it was: its loss is now exact for the packets that
+// crossed). Interval k+1 keeps its estimate: its extras are real packets
+// it received that its sender did not record in it.
+func MatchLDACrossing(sk, rk, sk1, rk1 *LDA) (LDACrossing, error) {
+	for _, l := range []*LDA{rk, sk1, rk1} {
+		if !sk.cfg.equal(l.cfg) {
+			return LDACrossing{}, fmt.Errorf("%w: LDA crossing: %v vs %v", ErrConfigMismatch, sk.cfg, l.cfg)
+		}
+	}
+	if !sk.cfg.Digest {
+		return LDACrossing{}, fmt.Errorf("%w: LDA crossing needs digests", ErrBadConfig)
+	}
+	sc, sd := ldaCountsDigests(sk)
+	sc1, sd1 := ldaCountsDigests(sk1)
+	return matchCrossing(sc, sd, rk, sc1, sd1, rk1, 64), nil
+}
+
+// MatchLDACompactCrossing is MatchLDACrossing with the senders' LDAs in
+// compact form (as the receiving appliance has them). Digest differences
+// are compared on the DigestBits the senders sent.
+func MatchLDACompactCrossing(sk *CompactLDA, rk *LDA, sk1 *CompactLDA, rk1 *LDA) (LDACrossing, error) {
+	if !sk.cfg.equal(rk.cfg) || !sk1.cfg.equal(rk.cfg) || !rk1.cfg.equal(rk.cfg) || len(sk.counts) != len(rk.cells) || len(sk1.counts) != len(rk.cells) {
+		return LDACrossing{}, fmt.Errorf("%w: LDA crossing: configurations differ", ErrConfigMismatch)
+	}
+	if sk.digests == nil || sk1.digests == nil || sk.digestBits != sk1.digestBits {
+		return LDACrossing{}, fmt.Errorf("%w: LDA crossing needs digests (sent with %d and %d bits)", ErrBadConfig, sk.digestBits, sk1.digestBits)
+	}
+	return matchCrossing(sk.counts, sk.digests, rk, sk1.counts, sk1.digests, rk1, int(sk.digestBits)), nil
+}
+
+func ldaCountsDigests(l *LDA) (counts, digs []uint64) {
+	counts = make([]uint64, len(l.cells))
+	digs = make([]uint64, len(l.cells))
+	for i, c := range l.cells {
+		counts[i], digs[i] = c.count, c.dig
+	}
+	return counts, digs
+}
+
+// matchCrossing: sc/sd are the senders' counts and (low bits bits of)
+// digests, cell-indexed like rk.cells.
+func matchCrossing(sc, sd []uint64, rk *LDA, sc1, sd1 []uint64, rk1 *LDA, bits int) LDACrossing {
+	x := LDACrossing{DigestBits: bits, AllExtrasCrossed: true}
+	w := uint(bits)
+	for i := range rk.cells {
+		r, r1 := rk.cells[i], rk1.cells[i]
+		loss := sc[i] == r.count+1
+		extra := r1.count == sc1[i]+1
+		if loss {
+			x.SingleLoss++
+		}
+		if extra {
+			x.SingleExtra++
+		}
+		lossDiff := lowBits(sd[i]-lowBits(r.dig, w), w)
+		extraDiff := lowBits(lowBits(r1.dig, w)-sd1[i], w)
+		matched := loss && extra && lossDiff == extraDiff && lossDiff != 0
+		if matched && bits == 64 && rk.cellOf(DigestMixInverse(lossDiff)) != i {
+			matched = false
+		}
+		if matched {
+			x.Crossed++
+			continue
+		}
+		// Any other bucket of k+1 proving extras leaves them unexplained.
+		if r1.count > sc1[i] || (r1.count == sc1[i] && r1.count > 0 && lowBits(r1.dig, w) != sd1[i]) {
+			x.AllExtrasCrossed = false
+		}
+	}
+	return x
+}
+
+// Apply corrects e, interval k's estimate, for the packets that crossed
+// into k+1: Lost less Crossed. When k+1 shows extra packets that no
+// single-loss bucket of k explains, some of them may be k's packets that
+// crossed unseen (sharing a bucket with another loss), so k's loss cannot
+// be proven and e becomes invalid with that reason.
+func (x LDACrossing) Apply(e *Estimate) {
+	e.Lost -= min(e.Lost, uint64(x.Crossed))
+	if !x.AllExtrasCrossed && e.Valid {
+		e.Valid = false
+		e.Reason = "the next interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	}
+}
+
+// MatchRDACrossing counts the identities decoded as lost in interval k
+// (decK) and as extra in interval k+1 (decK1): packets in flight across
+// the boundary. Subtract the count from k's Lost. Exact when both decodes
+// are complete.
+func MatchRDACrossing(decK, decK1 RDADecoding) int {
+	lost := make(map[uint64]struct{}, len(decK.Lost))
+	for _, id := range decK.Lost {
+		lost[id] = struct{}{}
+	}
+	n := 0
+	for _, id := range decK1.Extra {
+		if _, ok := lost[id]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// ApplyRDACrossing corrects e, interval k's RDA estimate, for the packets
+// that crossed into k+1 (decK and decK1: DecodeRDA of intervals k and
+// k+1): Lost less MatchRDACrossing. When k+1's decode is incomplete, some
+// of k's "lost" packets may sit undecoded in k+1, so e becomes invalid.
+func ApplyRDACrossing(e *Estimate, decK, decK1 RDADecoding) {
+	e.Lost -= min(e.Lost, uint64(MatchRDACrossing(decK, decK1)))
+	if !decK1.Complete && e.Valid {
+		e.Valid = false
+		e.Reason = "the next interval's RDA decode is incomplete: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	}
+}
