@@ -308,9 +308,13 @@ func TestLabBridge(t *testing.T) {
 		t.Logf("interval %d: valid=%v sent %d received %d lost %d mean %.1f µs ± %.1f (stamp err %.1f: tx %.1f rx %.1f, %s) %s; captured: sent %d received %d mean %.1f µs",
 			r.Interval, r.Valid, r.Sent, r.Received, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3,
 			r.StampSource, r.Reason, tr.sent, tr.recv, trMean/1e3)
-		if r.Valid && (r.Sent != tr.sent || r.Received != tr.recv || math.Abs(r.MeanNs-trMean) > r.MeanCINs) {
-			t.Errorf("interval %d is valid and wrong: sent %d received %d mean %.1f ± %.1f µs; captured sent %d received %d mean %.1f µs",
-				r.Interval, r.Sent, r.Received, r.MeanNs/1e3, r.MeanCINs/1e3, tr.sent, tr.recv, trMean/1e3)
+		// Counts are held to the captures in total (below), not per
+		// interval: frames the sender handed to the veth from different
+		// CPUs can reach the capture a few places apart from the order
+		// they were sent in, moving a handful across an End marker in
+		// the capture but not on the wire ldafwd#2 sees.
+		if r.Valid && math.Abs(r.MeanNs-trMean) > r.MeanCINs {
+			t.Errorf("interval %d is valid and wrong: mean %.1f ± %.1f µs; captured %.1f µs", r.Interval, r.MeanNs/1e3, r.MeanCINs/1e3, trMean/1e3)
 		}
 		if !r.Valid {
 			if r.Sent+r.Received > 0 {
