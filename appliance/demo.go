@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,15 +29,25 @@ type DemoConfig struct {
 	Loss        model.Loss
 	ReorderProb float64
 	DupProb     float64
-	Rate        float64 // generator packets per second; 0: as fast as the appliances take them
-	Flows       int
-	Size        int // frame bytes
-	Seed        uint64
-	Syn         dataplane.SynConfig
-	Classifier  *classifier.Classifier
-	Bounds      synopsis.CompactBounds
-	Conf        float64
-	TopFlows    int
+	// Remark rewrites DSCPs inside the segment (a router remarking).
+	Remark []dataplane.Remark
+	// LinkLocalRate > 0: link-local frames per second (STP BPDU, LLDP,
+	// ARP in turn) the generator sends among its traffic, which the
+	// segment consumes, and as many the segment originates toward ldafwd#2,
+	// as a switch there does.
+	LinkLocalRate float64
+	// DSCP marks the generated flows: flow f carries DSCP[f%len(DSCP)]
+	// (nil: 0).
+	DSCP       []uint8
+	Rate       float64 // generator packets per second; 0: as fast as the appliances take them
+	Flows      int
+	Size       int // frame bytes
+	Seed       uint64
+	Syn        dataplane.SynConfig
+	Classifier *classifier.Classifier
+	Bounds     synopsis.CompactBounds
+	Conf       float64
+	TopFlows   int
 	// ControlCopies: see Config. The demo's segment loses control frames
 	// like any other, so `ldafwd demo` sends two copies.
 	ControlCopies int
@@ -70,6 +81,11 @@ type DemoSummary struct {
 	ApplianceTxDropped uint64
 	Malformed          uint64  // malformed frames the generator sent (Traffic hook)
 	ControlBytesPerInt float64 // mean control bytes per interval (a→b)
+	// What the segment did besides delay and loss (its exact counts), and
+	// what the appliances left unmeasured.
+	Duplicated, Reordered, Remarked   uint64
+	LinkLocalSent, Consumed, Injected uint64
+	ExcludedSent, ExcludedReceived    uint64 // link-local frames ldafwd#1's sender and ldafwd#2's receiver forwarded unrecorded
 }
 
 // RunDemo runs the demo for cfg.Duration and stops cleanly.
@@ -103,9 +119,13 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		// left: allow −10 ms.
 		cfg.Bounds.MinDelayNs = -10_000_000
 	}
-	truth, err := dataplane.NewIntervalTruth(DirAtoB)
+	truth, err := dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
 	if err != nil {
 		return sum, err
+	}
+	var injectEvery uint64
+	if cfg.LinkLocalRate > 0 {
+		injectEvery = uint64(1e9 / cfg.LinkLocalRate)
 	}
 	mk := func(name string, c dataplane.LinkConfig) (*dataplane.RingLink, error) {
 		return dataplane.NewRingLink(name, c)
@@ -116,7 +136,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	}
 	l1, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 32768, AtoB: &dataplane.ImpairConfig{
 		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, DupProb: cfg.DupProb, Seed: cfg.Seed,
-		Queue: 16384, Truth: truth.Record}})
+		Queue: 16384, Truth: truth.Record, Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery}})
 	if err != nil {
 		return sum, err
 	}
@@ -135,24 +155,52 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	var mu sync.Mutex
 	truths := map[uint64]dataplane.TruthInterval{}
 	var ctlBytes, ctlIntervals float64
+	names := cfg.Classifier.Names()
 	onReport := func(r *report.Interval) {
 		if r.Direction != DirectionName(DirAtoB) {
 			return // the generator sends a→b only; b→a carries control frames alone
 		}
 		mu.Lock()
-		for {
-			t, ok := truth.Next()
-			if !ok {
+		// The truth of an interval is final a few frames after its End
+		// marker (a packet held back across it may still come): wait a
+		// little for it.
+		var t dataplane.TruthInterval
+		var ok bool
+		for wait := 0; ; wait++ {
+			for {
+				ti, got := truth.Next()
+				if !got {
+					break
+				}
+				ti.Classes = append([]dataplane.ClassTruth(nil), ti.Classes...)
+				truths[ti.K] = ti
+			}
+			if t, ok = truths[uint64(r.Interval)]; ok || wait == 100 {
 				break
 			}
-			truths[t.K] = t
+			time.Sleep(time.Millisecond)
 		}
-		t, ok := truths[uint64(r.Interval)]
 		mu.Unlock()
-		// The link's truth is per interval, not per flow: flow lines get none.
-		if ok && t.Delivered > 0 && r.Flow == "" {
-			mean, sd, lost := t.Mean(), t.Stddev(), t.Lost
+		// The link's truth is per interval and class (the sender's), not
+		// per flow: flow lines get none.
+		var ct dataplane.ClassTruth
+		if ok {
+			for m, n := range names {
+				if n == r.MEC && m < len(t.Classes) {
+					ct = t.Classes[m]
+				}
+			}
+		}
+		if ok && ct.Delivered > 0 && r.Flow == "" {
+			mean, sd, lost := ct.Mean(), ct.Stddev(), ct.Lost
 			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
+			if t.Crossed+t.Remarked+t.Dups+t.Excluded+t.Injected > 0 {
+				if r.Extra == nil {
+					r.Extra = map[string]any{}
+				}
+				r.Extra["true_crossed"], r.Extra["true_dups"], r.Extra["true_remarked"] = ct.Crossed, t.Dups, t.Remarked
+				r.Extra["true_excluded"], r.Extra["true_injected"] = t.Excluded, t.Injected
+			}
 		}
 		if r.Synopsis != "lda" {
 			if cfg.Reports != nil {
@@ -173,10 +221,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		sum.Intervals++
 		if r.Valid {
 			sum.Valid++
-			if ok && r.Lost == t.Lost {
+			if ok && r.Lost == ct.Lost {
 				sum.LossExact++
 			}
-			if ok && t.Delivered > 0 && abs(r.MeanNs-t.Mean()) <= r.MeanCINs {
+			if ok && ct.Delivered > 0 && abs(r.MeanNs-ct.Mean()) <= r.MeanCINs {
 				sum.MeanInBound++
 			}
 		}
@@ -291,9 +339,24 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			}
 			want = int(min(uint64(len(pk)), due-(id-1)))
 		}
+		if cfg.LinkLocalRate > 0 && float64(sum.LinkLocalSent) < cfg.LinkLocalRate*now.Sub(start).Seconds() {
+			// A host's (or the upstream switch's) own link-local frame:
+			// the segment consumes it, the appliances forward it unmeasured.
+			if l0.A().Alloc(pk[:1]) == 1 {
+				pk[0].Data = dataplane.LinkLocalFrame(pk[0].Data[:cap(pk[0].Data)], 1<<40+sum.LinkLocalSent)
+				if l0.A().TxBurst(pk[:1]) == 1 {
+					sum.LinkLocalSent++
+				} else {
+					l0.A().Free(pk[:1])
+				}
+			}
+		}
 		n := l0.A().Alloc(pk[:want])
 		for i := 0; i < n; i++ {
 			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], id+uint64(i))
+			if len(cfg.DSCP) > 0 {
+				setDSCP(pk[i].Data, cfg.DSCP[gen.Flow(id+uint64(i))%len(cfg.DSCP)])
+			}
 		}
 		m := l0.A().TxBurst(pk[:n])
 		if m < n {
@@ -306,7 +369,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	// Let the segment drain, then stop both appliances gracefully.
 	imp := l1.B().Impairer()
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if sunk.Load()+imp.Stats().Lost >= sum.Generated { // (Lost includes control frames: at worst we wait less)
+		// (Lost includes control frames, sunk duplicates and injected
+		// frames: at worst we wait less.)
+		if st := imp.Stats(); sunk.Load()+st.Lost+st.Consumed >= sum.Generated+sum.LinkLocalSent {
 			break
 		}
 	}
@@ -323,10 +388,41 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		s, r := a.Lanes()
 		sum.ApplianceTxDropped += s.Stats.TxDropped.Load() + r.Stats.TxDropped.Load()
 	}
+	s1, _ := a1.Lanes()
+	_, r2 := a2.Lanes()
+	sum.ExcludedSent, sum.ExcludedReceived = s1.Stats.Excluded.Load(), r2.Stats.Excluded.Load()
+	st := imp.Stats()
+	sum.Duplicated, sum.Reordered, sum.Remarked, sum.Consumed, sum.Injected = st.Duplicated, st.Reordered, st.Remarked, st.Consumed, st.Injected
 	if ctlIntervals > 0 {
 		sum.ControlBytesPerInt = ctlBytes / ctlIntervals
 	}
 	return sum, errors.Join(err1, err2)
+}
+
+// setDSCP marks an untagged IPv4 or IPv6 frame with DSCP d (ECN kept),
+// fixing the IPv4 header checksum.
+func setDSCP(b []byte, d uint8) {
+	if len(b) < 14+40 {
+		return
+	}
+	switch binary.BigEndian.Uint16(b[12:]) {
+	case 0x0800:
+		b[15] = d<<2 | b[15]&3
+		h := b[14:34]
+		h[10], h[11] = 0, 0
+		var s uint32
+		for i := 0; i < 20; i += 2 {
+			s += uint32(h[i])<<8 | uint32(h[i+1])
+		}
+		for s>>16 != 0 {
+			s = s&0xffff + s>>16
+		}
+		binary.BigEndian.PutUint16(h[10:], ^uint16(s))
+	case 0x86DD:
+		tc := (b[14]<<4|b[15]>>4)&3 | d<<2
+		b[14] = 0x60 | tc>>4
+		b[15] = tc<<4 | b[15]&0x0f
+	}
 }
 
 func abs(x float64) float64 {

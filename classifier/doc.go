@@ -18,6 +18,12 @@
 //     between two appliances.
 //   - Meta.FlowHash hashes the 5-tuple for per-flow synopses (LDS); it is
 //     0 for frames that are not IP.
+//   - FlagLinkLocal marks frames a segment's own devices originate or
+//     consume (STP, LLDP, LACP, ARP, OSPF to 224.0.0.5, NDP…; the list is
+//     in linklocal.go). Classifier.Measure leaves them out of every class
+//     unless a rule with linklocal:yes claims them: a switch's BPDU would
+//     otherwise be a packet the sender never sent, a router's ARP reply a
+//     loss.
 //   - ParseLean(frame, &meta) is Parse for a consumer that reads only the
 //     identity (a lane with the default MEC and no LDS): on the common
 //     frame it writes Hash, Flags and Len and skips the flow key and its

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/ldafwd/ldafwd/classifier"
 )
 
 // DelayModel draws one-way delays, ns, for a batch of packets. It is the
@@ -29,6 +31,9 @@ const (
 	TruthDuplicate                    // a copy the stage made (the original is recorded too)
 	TruthReordered                    // held back and overtaken by ≥ 1 later packet
 	TruthDupSkipped                   // duplication was drawn but the pool or queue had no room
+	TruthRemarked                     // the stage rewrote its DSCP; TruthRecord.OrigDSCP has the sender's
+	TruthConsumed                     // a link-local frame the segment consumed (ConsumeLinkLocal); DeliverNs is 0
+	TruthInjected                     // a link-local frame the segment originated (InjectEveryNs): no sender sent it
 )
 
 // TruthRecord is the exact account of one packet on an impaired link
@@ -40,6 +45,7 @@ type TruthRecord struct {
 	DeliverNs uint64 // when it became receivable (its rx timestamp), ns; 0 if lost
 	Len       uint32 // frame length, bytes
 	Flags     uint8
+	OrigDSCP  uint8 // the DSCP the frame had when sent (TruthRemarked)
 }
 
 // TruthFunc receives every TruthRecord, on the receiving port's goroutine,
@@ -63,6 +69,26 @@ type ImpairConfig struct {
 	Queue        int       // delay-line capacity in packets (power of two); default 4096
 	IDOffset     int       // TruthRecord.ID offset in the frame; < 0 or beyond the frame: ID 0
 	Truth        TruthFunc // optional per-packet truth hook
+
+	// Remark rewrites the DSCP of delivered IPv4/IPv6 packets (untagged) as
+	// a router inside the segment may: each rule applies to packets whose
+	// DSCP is From, with probability Prob; the IPv4 header checksum is
+	// fixed. The first rule for a DSCP applies.
+	Remark []Remark
+	// ConsumeLinkLocal drops every link-local frame (classifier's
+	// FlagLinkLocal: STP, LLDP, ARP…) as the segment's switches and
+	// routers do: TruthConsumed, not lost.
+	ConsumeLinkLocal bool
+	// InjectEveryNs > 0 makes the segment originate a link-local frame
+	// toward the receiver this often (an STP BPDU, LLDP and an ARP request
+	// in turn), as its switches do: TruthInjected.
+	InjectEveryNs uint64
+}
+
+// Remark is one DSCP rewrite rule of the impairment stage.
+type Remark struct {
+	From, To uint8 // DSCP values, 0-63
+	Prob     float64
 }
 
 // ErrImpairConfig is wrapped by NewImpairer for a bad config.
@@ -88,6 +114,9 @@ type ImpairStats struct {
 	DelaySqSum float64 // Σ (DeliverNs − TxNs)², ns²
 	MaxDelayNs uint64
 	PendingNow uint64 // in the delay line or held at the last publication
+	Remarked   uint64 // delivered packets whose DSCP the stage rewrote
+	Consumed   uint64 // link-local frames the stage consumed (not in Lost)
+	Injected   uint64 // link-local frames the stage originated (in Delivered)
 }
 
 // entry is one packet in the delay line.
@@ -96,6 +125,7 @@ type entry struct {
 	tx      uint64
 	deliver uint64
 	flags   uint8
+	orig    uint8 // DSCP before a remark
 }
 
 // Impairer is the impairment stage of one link direction: a delay line in
@@ -126,6 +156,11 @@ type Impairer struct {
 	heldPass int // later packets that did overtake it
 
 	reorderThr, dupThr uint64 // probabilities scaled to 2^64
+	remark             [64]remarkRule
+	remarking          bool
+	nextInject         uint64 // when the next link-local frame is due, ns; 0: not yet started
+	injectN            uint64
+	meta               classifier.Meta
 
 	delays [impairBatch]float64
 	lost   [impairBatch]bool
@@ -135,7 +170,14 @@ type Impairer struct {
 	st  ImpairStats // owned by the stage goroutine
 	pub struct {    // published copy for Stats
 		admitted, lost, dup, dupSkipped, reordered, delivered, sum, sq, max, pending atomic.Uint64
+		remarked, consumed, injected                                                 atomic.Uint64
 	}
+}
+
+// remarkRule is Remark indexed by the DSCP it applies to.
+type remarkRule struct {
+	to  uint8
+	thr uint64 // Prob scaled to 2^64; 0: no rule
 }
 
 // NewImpairer validates cfg and returns a stage with an empty delay line.
@@ -162,8 +204,8 @@ func NewImpairer(cfg ImpairConfig, pool *PacketPool) (*Impairer, error) {
 	if cfg.MaxHoldNs == 0 {
 		cfg.MaxHoldNs = DefaultMaxHoldNs
 	}
-	if cfg.DupProb > 0 && pool == nil {
-		return nil, fmt.Errorf("%w: duplication needs a packet pool", ErrImpairConfig)
+	if (cfg.DupProb > 0 || cfg.InjectEveryNs > 0) && pool == nil {
+		return nil, fmt.Errorf("%w: duplication and injection need a packet pool", ErrImpairConfig)
 	}
 	im := &Impairer{
 		cfg:        cfg,
@@ -173,6 +215,18 @@ func NewImpairer(cfg ImpairConfig, pool *PacketPool) (*Impairer, error) {
 		mask:       uint64(cfg.Queue - 1),
 		reorderThr: probThreshold(cfg.ReorderProb),
 		dupThr:     probThreshold(cfg.DupProb),
+	}
+	for i := len(cfg.Remark) - 1; i >= 0; i-- { // the first rule for a DSCP wins
+		r := cfg.Remark[i]
+		if r.From > 63 || r.To > 63 || !(r.Prob >= 0 && r.Prob <= 1) {
+			return nil, fmt.Errorf("%w: remark %d->%d with probability %g (DSCP 0-63, probability [0, 1])", ErrImpairConfig, r.From, r.To, r.Prob)
+		}
+		thr := probThreshold(r.Prob)
+		if r.Prob >= 1 {
+			thr = math.MaxUint64
+		}
+		im.remark[r.From] = remarkRule{to: r.To, thr: thr}
+		im.remarking = im.remarking || thr != 0
 	}
 	return im, nil
 }
@@ -244,6 +298,18 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 	}
 	for i, p := range pkts {
 		im.st.Admitted++
+		if im.cfg.ConsumeLinkLocal {
+			if classifier.Parse(p.Data, &im.meta); im.meta.Flags&classifier.FlagLinkLocal != 0 {
+				im.st.Consumed++
+				if im.cfg.Truth != nil {
+					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Len: uint32(len(p.Data)), Flags: TruthConsumed}
+					im.cfg.Truth(p.Data, &im.rec)
+				}
+				im.one[0] = p
+				FreePooled(im.one[:])
+				continue
+			}
+		}
 		if im.cfg.Loss != nil && im.lost[i] {
 			im.st.Lost++
 			if im.cfg.Truth != nil {
@@ -259,6 +325,12 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 			d = nanos(im.delays[i])
 		}
 		e := entry{p: p, tx: p.TS, deliver: p.TS + d}
+		if im.remarking {
+			if orig, ok := im.remarkFrame(p.Data); ok {
+				e.flags, e.orig = TruthRemarked, orig
+				im.st.Remarked++
+			}
+		}
 		if im.reorderThr != 0 && !im.holding && im.rng.Uint64() < im.reorderThr {
 			im.held, im.holding, im.heldLeft, im.heldPass = e, true, im.cfg.ReorderDepth, 0
 			continue
@@ -286,7 +358,99 @@ func (im *Impairer) duplicate(e entry) {
 	c.Data = c.Data[:copy(c.Data, e.p.Data)]
 	c.TS = e.tx
 	im.st.Duplicated++
-	im.push(entry{p: c, tx: e.tx, deliver: e.deliver, flags: TruthDuplicate})
+	im.push(entry{p: c, tx: e.tx, deliver: e.deliver, flags: TruthDuplicate | e.flags&TruthRemarked, orig: e.orig})
+}
+
+// remarkFrame applies the remark rule for the frame's DSCP, if any and if
+// drawn, to an untagged IPv4 or IPv6 frame, and returns the DSCP it had.
+func (im *Impairer) remarkFrame(b []byte) (uint8, bool) {
+	if len(b) < 14+40 {
+		return 0, false
+	}
+	switch binary.BigEndian.Uint16(b[12:]) {
+	case 0x0800:
+		ihl := int(b[14]&0x0f) * 4
+		if b[14]>>4 != 4 || ihl < 20 || len(b) < 14+ihl {
+			return 0, false
+		}
+		d := b[15] >> 2
+		r := im.remark[d]
+		if r.thr == 0 || im.rng.Uint64() > r.thr {
+			return 0, false
+		}
+		b[15] = r.to<<2 | b[15]&3
+		h := b[14 : 14+ihl]
+		h[10], h[11] = 0, 0
+		binary.BigEndian.PutUint16(h[10:], ipChecksum(h))
+		return d, true
+	case 0x86DD:
+		if b[14]>>4 != 6 {
+			return 0, false
+		}
+		tc := b[14]<<4 | b[15]>>4
+		d := tc >> 2
+		r := im.remark[d]
+		if r.thr == 0 || im.rng.Uint64() > r.thr {
+			return 0, false
+		}
+		tc = r.to<<2 | tc&3
+		b[14] = 0x60 | tc>>4
+		b[15] = tc<<4 | b[15]&0x0f
+		return d, true
+	}
+	return 0, false
+}
+
+// ipChecksum is the RFC 1071 checksum of an IPv4 header whose checksum
+// field is zero.
+func ipChecksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+// inject originates one link-local frame (BPDU, LLDP, ARP request in
+// turn) due at now, if the pool has a buffer, and returns it.
+func (im *Impairer) inject(now uint64) *Packet {
+	if im.pool.Alloc(im.one[:]) != 1 {
+		return nil
+	}
+	p := im.one[0]
+	im.injectN++
+	p.Data = LinkLocalFrame(p.Data[:cap(p.Data)], im.injectN)
+	p.TS = now
+	return p
+}
+
+// LinkLocalFrame writes the i-th of the frames a switch or router on a
+// link originates into buf (≥ 64 bytes) and returns it: an STP
+// configuration BPDU (i%3 == 0), LLDP (1) or an ARP request (2), distinct
+// per i (a counter in the payload).
+func LinkLocalFrame(buf []byte, i uint64) []byte {
+	b := buf[:64]
+	clear(b)
+	copy(b[6:], []byte{0x02, 0x53, 0x57, 0, 0, 1}) // the segment's switch
+	switch i % 3 {
+	case 0:
+		copy(b, []byte{0x01, 0x80, 0xC2, 0, 0, 0})
+		binary.BigEndian.PutUint16(b[12:], 39) // 802.3 length: LLC + BPDU
+		copy(b[14:], []byte{0x42, 0x42, 0x03, 0, 0, 0, 0})
+	case 1:
+		copy(b, []byte{0x01, 0x80, 0xC2, 0, 0, 0x0E})
+		binary.BigEndian.PutUint16(b[12:], 0x88CC)
+		copy(b[14:], []byte{0x02, 0x07, 0x04, 0x02, 0x53, 0x57, 0, 0, 1}) // chassis id TLV
+	default:
+		copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+		binary.BigEndian.PutUint16(b[12:], 0x0806)
+		copy(b[14:], []byte{0, 1, 8, 0, 6, 4, 0, 1}) // Ethernet/IPv4 request
+	}
+	binary.BigEndian.PutUint64(b[48:], i)
+	return b
 }
 
 func (im *Impairer) releaseHeld() {
@@ -322,6 +486,23 @@ func (im *Impairer) Release(out []*Packet, now uint64) int {
 		im.publish()
 	}
 	n := 0
+	if im.cfg.InjectEveryNs > 0 && now != math.MaxUint64 && len(out) > 0 {
+		if im.nextInject == 0 {
+			im.nextInject = now + im.cfg.InjectEveryNs
+		} else if now >= im.nextInject {
+			im.nextInject = now + im.cfg.InjectEveryNs
+			if p := im.inject(now); p != nil {
+				out[0] = p
+				n = 1
+				im.st.Injected++
+				im.st.Delivered++
+				if im.cfg.Truth != nil {
+					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: now, DeliverNs: now, Len: uint32(len(p.Data)), Flags: TruthInjected}
+					im.cfg.Truth(p.Data, &im.rec)
+				}
+			}
+		}
+	}
 	for n < len(out) && im.head != im.tail {
 		e := &im.line[im.head&im.mask]
 		if e.deliver > now {
@@ -340,7 +521,7 @@ func (im *Impairer) Release(out []*Packet, now uint64) int {
 			im.st.Reordered++
 		}
 		if im.cfg.Truth != nil {
-			im.rec = TruthRecord{ID: im.id(p.Data), TxNs: e.tx, DeliverNs: e.deliver, Len: uint32(len(p.Data)), Flags: e.flags}
+			im.rec = TruthRecord{ID: im.id(p.Data), TxNs: e.tx, DeliverNs: e.deliver, Len: uint32(len(p.Data)), Flags: e.flags, OrigDSCP: e.orig}
 			im.cfg.Truth(p.Data, &im.rec)
 		}
 		*e = entry{}
@@ -383,6 +564,9 @@ func (im *Impairer) publish() {
 	im.pub.sq.Store(math.Float64bits(s.DelaySqSum))
 	im.pub.max.Store(s.MaxDelayNs)
 	im.pub.pending.Store(uint64(im.Pending()))
+	im.pub.remarked.Store(s.Remarked)
+	im.pub.consumed.Store(s.Consumed)
+	im.pub.injected.Store(s.Injected)
 }
 
 // Stats returns the counters as of the last Admit or Release. Each field
@@ -400,5 +584,8 @@ func (im *Impairer) Stats() ImpairStats {
 		DelaySqSum: math.Float64frombits(im.pub.sq.Load()),
 		MaxDelayNs: im.pub.max.Load(),
 		PendingNow: im.pub.pending.Load(),
+		Remarked:   im.pub.remarked.Load(),
+		Consumed:   im.pub.consumed.Load(),
+		Injected:   im.pub.injected.Load(),
 	}
 }

@@ -4,45 +4,105 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/ring"
 )
 
 // IntervalTruth turns an impaired link direction's TruthRecords into the
 // exact truth per sender interval, the way the synopses cut the stream: the
-// End markers the sender puts on the link. Delivered records come in FIFO
-// order, so everything delivered between End(k−1) and End(k) was sent in
-// k; lost records come at admission, so they wait in a small list and are
-// placed by their tx time against End(k)'s. (With reordering enabled a
-// frame held across an End marker is counted in the interval it arrived
-// in — which is also where the receiver's synopsis has it.)
+// End markers the sender puts on the link. A packet belongs to interval k
+// when it was sent after End(k−1) and before End(k) (by tx time, the one
+// clock both have), wherever the segment delivered it:
+//
+//   - lost records come at admission, before End(k) is delivered: they
+//     wait in a small list and are placed by tx time when End(k) arrives;
+//   - a packet held back past End(k) (reordering) is delivered after it:
+//     the interval's truth is published only once the stage can no longer
+//     deliver one (Depth more records after End(k), or SettleNs of link
+//     time), and such packets count in Crossed as well as Delivered;
+//   - an End marker held back is overtaken by packets of the next
+//     interval: a few recent records are kept to move them across.
+//
+// Per class (TruthInterval.Classes), by the SENDER's class: a packet the
+// stage remarked is classified with its original DSCP. Frames the
+// classifier does not measure (link-local: classifier.Measure) are no
+// truth packets (Excluded), nor are frames the segment originated
+// (Injected); a link-local frame the segment consumed is lost only in a
+// class that measures it. Duplicates are not receptions (Dups).
 //
 // Record runs on the receiving port's goroutine and allocates nothing;
 // finished intervals are published through an SPSC ring for Next, which
 // runs on any one other goroutine.
 type IntervalTruth struct {
 	direction uint16
-	cur       TruthInterval
-	lostTx    []uint64 // tx times of lost frames not yet placed
-	prevEndTx uint64
-	seen      bool
-	session   uint64
-	lastK     uint64 // a duplicated or replayed End marker does not cut again
-	out       *ring.SPSC[TruthInterval]
-	one       [1]TruthInterval
-	f         control.Frame
-	Overflow  uint64 // lost frames beyond the list's capacity (then counted in the current interval)
-	lostData  uint64 // data frames lost in all, placed or not
+	cl        *classifier.Classifier
+	classes   int
+	depth     int
+	settleNs  uint64
+
+	cur      TruthInterval // packets sent after the last End marker delivered
+	pend     TruthInterval // ended, waiting until no late packet can come
+	pending  bool
+	endTx    uint64        // tx time of the End marker that closed pend (the last one delivered)
+	prevTx   uint64        // tx time of the End marker before it: older packets are too late
+	endAt    uint64        // its delivery time
+	after    int           // records delivered since it
+	lostTx   []lostRec     // lost frames not yet placed
+	recent   [64]recentRec // the last records added to cur, circular
+	nRecent  int           // records in recent (≤ 64)
+	recentAt int           // where the next one goes
+	seen     bool
+	session  uint64
+	lastK    uint64 // a duplicated or replayed End marker does not cut again
+	out      *ring.SPSC[TruthInterval]
+	one      [1]TruthInterval
+	f        control.Frame
+	m        classifier.Meta
+	classBuf [][]ClassTruth // per-class slices handed out with published intervals, reused round-robin
+	classAt  int
+
+	Overflow uint64 // lost frames beyond the list's capacity (then counted in the current interval)
+	TooLate  uint64 // packets delivered after their interval was published (none with Depth ≥ the stage's ReorderDepth)
+	lostData uint64 // data frames lost in all, placed or not
+}
+
+type lostRec struct {
+	tx  uint64
+	mec uint16
+}
+
+type recentRec struct {
+	tx  uint64
+	d   float64
+	mec uint16
+	dup bool
 }
 
 // TruthInterval is the exact account of one sender interval on the link.
+// Delivered, Lost, SumNs and SqNs are over every measured class; Classes
+// splits them by the sender's class.
 type TruthInterval struct {
 	K         uint64
-	Delivered uint64
-	Lost      uint64
-	Dups      uint64
-	SumNs     float64 // Σ delay of delivered data frames, ns
+	Delivered uint64  // measured packets sent in the interval and delivered (duplicates not counted)
+	Lost      uint64  // measured packets sent in the interval and lost (or consumed, in a class that measures link-local frames)
+	Dups      uint64  // duplicate copies delivered
+	Crossed   uint64  // delivered after the interval's End marker (reordered across it); in Delivered
+	Excluded  uint64  // frames sent in the interval that no class measures (link-local)
+	Consumed  uint64  // link-local frames the segment consumed
+	Injected  uint64  // link-local frames the segment originated, delivered in the interval
+	Remarked  uint64  // delivered packets the segment remarked
+	SumNs     float64 // Σ delay of delivered measured packets, ns
 	SqNs      float64 // Σ delay², ns²
+	// Classes is per MEC (index = MEC id). The slice is the truth's own
+	// and is reused 256 intervals later: copy what you keep longer.
+	Classes []ClassTruth
+}
+
+// ClassTruth is one MEC's share of a TruthInterval.
+type ClassTruth struct {
+	Delivered, Lost, Crossed uint64
+	SumNs, SqNs              float64
 }
 
 // Mean and Stddev of the delivered frames' delays, ns.
@@ -52,30 +112,85 @@ func (t *TruthInterval) Stddev() float64 {
 	return math.Sqrt(math.Max(t.SqNs/float64(t.Delivered)-m*m, 0))
 }
 
-// NewIntervalTruth tracks End markers of the given direction.
+// Mean and Stddev of the class's delivered frames' delays, ns.
+func (c *ClassTruth) Mean() float64 { return c.SumNs / float64(c.Delivered) }
+func (c *ClassTruth) Stddev() float64 {
+	m := c.Mean()
+	return math.Sqrt(math.Max(c.SqNs/float64(c.Delivered)-m*m, 0))
+}
+
+// NewIntervalTruth tracks End markers of the given direction, one class
+// (link-local frames excluded, as the default classifier does).
 func NewIntervalTruth(direction uint16) (*IntervalTruth, error) {
+	return NewIntervalTruthClasses(direction, nil, 0)
+}
+
+// NewIntervalTruthClasses is NewIntervalTruth with the appliances'
+// classifier, so the truth is per MEC and excludes what they exclude;
+// depth is the impairment stage's ReorderDepth (0: 1).
+func NewIntervalTruthClasses(direction uint16, cl *classifier.Classifier, depth int) (*IntervalTruth, error) {
 	r, err := ring.NewSPSC[TruthInterval](256)
 	if err != nil {
 		return nil, err
 	}
-	return &IntervalTruth{direction: direction, lostTx: make([]uint64, 0, 1<<16), out: r}, nil
+	depth = max(depth, 1)
+	t := &IntervalTruth{direction: direction, cl: cl, classes: cl.NumClasses(), depth: depth,
+		settleNs: 2 * DefaultMaxHoldNs, lostTx: make([]lostRec, 0, 1<<16), out: r}
+	// One slice per interval the ring can hold, plus the two being built.
+	t.classBuf = make([][]ClassTruth, 256+2)
+	for i := range t.classBuf {
+		t.classBuf[i] = make([]ClassTruth, t.classes)
+	}
+	t.cur.Classes = t.nextClasses()
+	return t, nil
+}
+
+func (t *IntervalTruth) nextClasses() []ClassTruth {
+	c := t.classBuf[t.classAt]
+	t.classAt = (t.classAt + 1) % len(t.classBuf)
+	clear(c)
+	return c
+}
+
+// class is the sender's class of a data frame, and whether it is measured.
+func (t *IntervalTruth) class(frame []byte, r *TruthRecord) (uint16, bool) {
+	classifier.Parse(frame, &t.m)
+	if r.Flags&TruthRemarked != 0 {
+		t.m.DSCP = r.OrigDSCP
+	}
+	return t.cl.Measure(&t.m)
 }
 
 // Record is a TruthFunc.
 func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 	isCtl := len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == control.EtherType
-	if r.Flags&TruthLost != 0 {
+	if r.Flags&(TruthLost|TruthConsumed) != 0 {
 		if isCtl {
 			return // a lost control frame is not traffic (the interval it carried fails instead)
 		}
+		mec, ok := t.class(frame, r)
+		if r.Flags&TruthConsumed != 0 {
+			t.cur.Consumed++
+		}
+		if !ok {
+			t.cur.Excluded++
+			return
+		}
 		t.lostData++
 		if len(t.lostTx) < cap(t.lostTx) {
-			t.lostTx = append(t.lostTx, r.TxNs)
+			t.lostTx = append(t.lostTx, lostRec{tx: r.TxNs, mec: mec})
 		} else {
 			t.Overflow++
 			t.cur.Lost++
+			t.cur.Classes[mec].Lost++
 		}
 		return
+	}
+	if t.pending {
+		t.after++
+		if t.after > t.depth || r.DeliverNs > t.endAt+t.settleNs {
+			t.publish()
+		}
 	}
 	if isCtl {
 		// Like the receiver's EndReader: a duplicated or replayed End does
@@ -83,40 +198,116 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		if control.ParseFrame(frame, &t.f) == nil && t.f.Type == control.TypeEnd && t.f.Direction == t.direction &&
 			(!t.seen || t.f.Session != t.session || t.f.Interval > t.lastK) {
 			t.session = t.f.Session
-			t.endOf(t.f.Interval, r.TxNs)
+			t.endOf(t.f.Interval, r.TxNs, r.DeliverNs)
 		}
 		return // control frames are not traffic
 	}
-	if r.Flags&TruthDuplicate != 0 {
-		t.cur.Dups++
+	if r.Flags&TruthInjected != 0 {
+		t.cur.Injected++
+		return
+	}
+	mec, ok := t.class(frame, r)
+	if !ok {
+		t.cur.Excluded++
+		return
 	}
 	d := float64(r.DeliverNs - r.TxNs)
-	t.cur.Delivered++
-	t.cur.SumNs += d
-	t.cur.SqNs += d * d
+	dup := r.Flags&TruthDuplicate != 0
+	if t.seen && r.TxNs < t.endTx {
+		// Sent before the last End marker, delivered after it.
+		if !t.pending || r.TxNs < t.prevTx {
+			t.TooLate++
+			return
+		}
+		add(&t.pend, mec, d, dup)
+		if !dup {
+			t.pend.Crossed++
+			t.pend.Classes[mec].Crossed++
+			if r.Flags&TruthRemarked != 0 {
+				t.pend.Remarked++
+			}
+		}
+		return
+	}
+	add(&t.cur, mec, d, dup)
+	if r.Flags&TruthRemarked != 0 && !dup {
+		t.cur.Remarked++
+	}
+	t.recent[t.recentAt] = recentRec{tx: r.TxNs, d: d, mec: mec, dup: dup}
+	t.recentAt = (t.recentAt + 1) % len(t.recent)
+	t.nRecent = min(t.nRecent+1, len(t.recent))
 }
 
-func (t *IntervalTruth) endOf(k, endTx uint64) {
+// add counts one delivered packet (or duplicate) of class mec in ti.
+func add(ti *TruthInterval, mec uint16, d float64, dup bool) {
+	if dup {
+		ti.Dups++
+		return
+	}
+	ti.Delivered++
+	ti.SumNs += d
+	ti.SqNs += d * d
+	c := &ti.Classes[mec]
+	c.Delivered++
+	c.SumNs += d
+	c.SqNs += d * d
+}
+
+func sub(ti *TruthInterval, mec uint16, d float64, dup bool) {
+	if dup {
+		ti.Dups--
+		return
+	}
+	ti.Delivered--
+	ti.SumNs -= d
+	ti.SqNs -= d * d
+	c := &ti.Classes[mec]
+	c.Delivered--
+	c.SumNs -= d
+	c.SqNs -= d * d
+}
+
+// endOf closes interval k at its End marker (sent at endTx, delivered at
+// at): the lost frames sent before it are placed, packets of the next
+// interval that overtook the marker move there, and the interval waits
+// for late packets before it is published.
+func (t *IntervalTruth) endOf(k, endTx, at uint64) {
+	if t.pending {
+		t.publish()
+	}
+	next := TruthInterval{Classes: t.nextClasses()}
+	for _, r := range t.recent[:t.nRecent] { // order does not matter: sums
+		if r.tx >= endTx {
+			sub(&t.cur, r.mec, r.d, r.dup)
+			add(&next, r.mec, r.d, r.dup)
+		}
+	}
+	t.nRecent, t.recentAt = 0, 0
 	keep := t.lostTx[:0]
-	for _, tx := range t.lostTx {
-		if tx < endTx {
+	for _, l := range t.lostTx {
+		if l.tx < endTx {
 			t.cur.Lost++
+			t.cur.Classes[l.mec].Lost++
 		} else {
-			keep = append(keep, tx)
+			keep = append(keep, l)
 		}
 	}
 	t.lostTx = keep
 	t.cur.K = k
-	t.one[0] = t.cur
-	t.out.EnqueueBurst(t.one[:]) // a full ring drops the oldest truth's successor: Next callers keep up
-	t.cur = TruthInterval{}
-	t.prevEndTx = endTx
+	t.pend, t.pending, t.prevTx, t.endTx, t.endAt, t.after = t.cur, true, t.endTx, endTx, at, 0
+	t.cur = next
 	t.seen, t.lastK = true, k
 }
 
-// LostData is the number of data frames the link lost so far (control
-// frames excluded). Read it from the recording goroutine, or after it has
-// stopped.
+func (t *IntervalTruth) publish() {
+	t.one[0] = t.pend
+	t.out.EnqueueBurst(t.one[:]) // a full ring drops the newest: Next callers keep up
+	t.pend, t.pending = TruthInterval{}, false
+}
+
+// LostData is the number of measured data frames the link lost so far
+// (control frames and frames no class measures excluded). Read it from the
+// recording goroutine, or after it has stopped.
 func (t *IntervalTruth) LostData() uint64 { return t.lostData }
 
 // Next returns the next finished interval's truth, if any.

@@ -74,6 +74,7 @@ func rdaSizedFor(d, n int) (synopsis.RDAConfig, error) {
 // rdaFig7Methods are the compared synopses for intervals of n packets.
 func rdaFig7Methods(n int) []rdaMethod {
 	ldaCfg := synopsis.DefaultLDAConfig()
+	ldaCfg.Digest = false // the paper's LDA, for comparison
 	ldaDig := synopsis.DefaultLDAConfig()
 	ldaDig.Digest = true
 	paper := synopsis.DefaultRDAConfig()

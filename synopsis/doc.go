@@ -17,14 +17,14 @@
 // Both ends derive everything from one 64-bit packet identity hash (see
 // hash.go for which bits each synopsis uses) and the absolute timestamp in
 // ns. Counters are wrap-around uint64 sums: sums overflow, differences of
-// sums stay exact while the true delay sum fits in 63 bits (DESIGN §3).
+// sums stay exact while the true delay sum fits in 63 bits.
 //
 // # Lifetimes
 //
 // A synopsis is built once with its validated configuration (NewLDA, …),
 // filled during one interval, read (encoded or estimated), then Reset and
 // reused: the dataplane keeps two copies per worker and flips between them
-// (double buffering, DESIGN §4), so nothing is allocated per interval on
+// (double buffering), so nothing is allocated per interval on
 // the hot path. Sender and receiver must use equal configurations;
 // mismatches are errors wrapping ErrConfigMismatch.
 //
@@ -34,15 +34,21 @@
 // control side reads a copy only after the worker has published that it
 // finished with it, and sums shards with Merge. Add takes no lock,
 // allocates nothing, uses no floating point and touches one bucket per
-// packet (plus the digest when enabled).
+// packet (its digest included).
 //
 // # Hazards
 //
-//   - The estimators assume FIFO delivery within an interval and that both
-//     ends cut intervals at the same packet (the End control frame). A
-//     packet counted in different intervals at the two ends looks like a
-//     loss in one and an extra packet in the next; enable LDAConfig.Digest
-//     when that can happen (offline captures cut by time).
+//   - The estimators assume that both ends cut intervals at the same
+//     packet (the End control frame). A packet counted in different
+//     intervals at the two ends looks like a loss in one and an extra
+//     packet in the next: MatchLDACrossing and ApplyRDACrossing find such
+//     packets across two consecutive intervals.
+//   - Packets the receiver recorded and the sender did not (duplicated,
+//     injected or remarked inside the segment) hide losses from
+//     Sent − Received. The per-bucket digests (LDAConfig.Digest, on by
+//     default; LDS and RDA always) prove them wherever a bucket does not
+//     also lose as many, and the estimate is then invalid
+//     (Estimate.Extra, ExtraBuckets).
 //   - Clocks must be synchronised; an offset e adds e to every delay.
 //   - The compact encoding (AppendCompact) is exact only while every delay
 //     lies within the CompactBounds it was made with; buckets outside them

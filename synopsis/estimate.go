@@ -17,6 +17,11 @@ type Estimate struct {
 	// hides a loss from Sent − Received.
 	Extra        uint64
 	ExtraBuckets int
+	// ExtraMissProb (LDA): the probability that one extra packet would
+	// have gone unseen, hidden in a bucket that lost more than it gained
+	// (LDADiagnostics.ExtraMissProb). A valid line's Lost rests on there
+	// being none; each that exists escaped with this probability.
+	ExtraMissProb float64
 
 	MeanNs   float64 // estimated mean one-way delay, ns
 	StddevNs float64 // estimated standard deviation of the delay, ns
@@ -30,4 +35,15 @@ type Estimate struct {
 
 	Valid  bool   // false: do not use MeanNs/StddevNs; Reason says why
 	Reason string // empty when Valid
+}
+
+// IntegrityFields are e's evidence of extra packets for a report's added
+// fields ("extra": the lower bound or decoded count, "extra_buckets": the
+// buckets or cells that prove them, "extra_miss_prob": ExtraMissProb);
+// nil when all are 0.
+func (e Estimate) IntegrityFields() map[string]any {
+	if e.Extra == 0 && e.ExtraBuckets == 0 && e.ExtraMissProb == 0 {
+		return nil
+	}
+	return map[string]any{"extra": e.Extra, "extra_buckets": e.ExtraBuckets, "extra_miss_prob": e.ExtraMissProb}
 }

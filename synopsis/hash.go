@@ -8,7 +8,8 @@ package synopsis
 //   - LDA: the bank from the number of leading zeros of h (sampling
 //     probabilities 2^-k, ToN paper Sec. III-B); the row from the low bits
 //     of h; the ±1 sign of the std-dev estimator from the row's lowest bit
-//     (rows 2i and 2i+1 collapse, Sec. III-E).
+//     (rows 2i and 2i+1 collapse, Sec. III-E); the bucket digest adds
+//     DigestMix(h), whose every bit depends on the bits above the row.
 //   - RDA and LDS take their cell, bank and sampling bits from
 //     Remix(h, salt) with a salt of their own, so their choices are
 //     independent of the LDA's (the papers assume independent hash

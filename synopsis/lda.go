@@ -25,7 +25,7 @@ var (
 const (
 	LDAMaxBanks      = 16      // banks per LDA
 	LDAMaxRows       = 1 << 20 // rows per bank
-	LDAMaxTotalRows  = 1 << 22 // rows over all banks (≈ 64 MiB of counters with digests)
+	LDAMaxTotalRows  = 1 << 22 // rows over all banks (96 MiB of 24-byte buckets)
 	LDAMaxSampleLog2 = 48      // sampling probability ≥ 2^-48
 )
 
@@ -117,6 +117,9 @@ func (c LDAConfig) String() string {
 	}
 	if c.Digest {
 		s += " +digest"
+	}
+	if n := c.coverRows(); n > 0 {
+		s += fmt.Sprintf(" +%d cover", n)
 	}
 	return s
 }

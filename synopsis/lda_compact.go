@@ -419,10 +419,11 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 	rows := receiver.cfg.TotalRows()
 	pairs := make([]ldaBucketPair, rows)
 	minD := uint64(sender.minDelay)
+	mass := receiver.cfg.bucketMass()
 	for i := range receiver.cells {
 		cA, rb := sender.counts[i], receiver.cells[i]
 		digDiffer := sender.digests != nil && lowBits(rb.dig, uint(sender.digestBits)) != sender.digests[i]
-		d.noteExtra(cA, rb.count, digDiffer)
+		d.noteExtra(cA, rb.count, digDiffer, mass[i])
 		if i >= rows {
 			continue // cover bucket: integrity only
 		}

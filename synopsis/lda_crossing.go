@@ -13,8 +13,10 @@ type LDACrossing struct {
 	// one more, whose digest differences are equal (FineComb). A crossing
 	// packet that shares its bucket with another loss or extra is not
 	// found, so Crossed is a lower bound and k's corrected loss an upper
-	// bound — still exact when every crossing packet was found, which is
-	// the caller can judge from SingleLoss.
+	// bound. Apply handles the case it can see (k+1 extras left
+	// unexplained); a crossing packet hidden in k+1 by losses in its
+	// bucket stays an over-count of one (LDADiagnostics.ExtraMissProb of
+	// k+1 is the chance of that per crossing packet).
 	Crossed int
 	// SingleLoss: buckets of k with exactly one packet fewer at the
 	// receiver; SingleExtra: buckets of k+1 with exactly one more.
@@ -36,10 +38,10 @@ type LDACrossing struct {
 // LDAs the matched digest difference must also decode (DigestMixInverse)
 // to an identity that lands in that bucket.
 //
-// Use: estimate k and k+1 as usual; then e_k.Lost −= Crossed (k stays
-// valid or invalid as it was: its loss is now exact for the packets that
-// crossed). Interval k+1 keeps its estimate: its extras are real packets
-// it received that its sender did not record in it.
+// Use: estimate k and k+1 as usual; then x.Apply(&e_k) (and
+// x.ApplyFlows for k's LDS flow lines). Interval k+1 keeps its estimate:
+// its extras are real packets it received that its sender did not record
+// in it.
 func MatchLDACrossing(sk, rk, sk1, rk1 *LDA) (LDACrossing, error) {
 	for _, l := range []*LDA{rk, sk1, rk1} {
 		if !sk.cfg.equal(l.cfg) {
@@ -119,6 +121,24 @@ func (x LDACrossing) Apply(e *Estimate) {
 	if !x.AllExtrasCrossed && e.Valid {
 		e.Valid = false
 		e.Reason = "the next interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	}
+}
+
+// ApplyFlows carries the crossing evidence of a class's LDA over to the
+// LDS flow lines of interval k in the same class: a packet that crossed
+// into k+1 looks lost in its flow, and the LDA cannot say which flow. When
+// packets crossed (or k+1's extras are unexplained), every valid flow line
+// with a loss becomes invalid; lines without loss are unaffected (a
+// crossing packet would have shown as one).
+func (x LDACrossing) ApplyFlows(flows []FlowEstimate) {
+	if x.Crossed == 0 && x.AllExtrasCrossed {
+		return
+	}
+	for i := range flows {
+		if f := &flows[i]; f.Valid && f.Lost > 0 {
+			f.Valid = false
+			f.Reason = fmt.Sprintf("%d packets of this interval arrived after its end (found by the LDA; more may be hidden): this flow's loss may include them", x.Crossed)
+		}
 	}
 }
 

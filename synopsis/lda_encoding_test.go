@@ -106,7 +106,7 @@ func FuzzLDAUnmarshalBinary(f *testing.F) {
 	for _, b := range ldaBadEncodings() {
 		f.Add(b)
 	}
-	for _, cfg := range []LDAConfig{{Banks: []BankConfig{{4, 0}}}, {Banks: []BankConfig{{2, 0}, {8, 2}}, Digest: true}} {
+	for _, cfg := range []LDAConfig{{Banks: []BankConfig{{4, 0}}}, {Banks: []BankConfig{{2, 0}, {8, 2}}, Digest: true}, {Banks: []BankConfig{{2, 1}}, Digest: true}} {
 		a, _, _ := filledLDAPair(f, cfg, 100, 0.1, expDelay(1000))
 		b, _ := a.AppendBinary(nil)
 		f.Add(b)
@@ -368,6 +368,10 @@ func TestLDACompactUnmarshalBad(t *testing.T) {
 func FuzzLDACompactUnmarshal(f *testing.F) {
 	for _, b := range ldaBadCompact() {
 		f.Add(b)
+	}
+	covered, _, _ := filledLDAPair(f, LDAConfig{Banks: []BankConfig{{2, 1}}, Digest: true}, 100, 0.1, expDelay(1000))
+	if b, err := covered.AppendCompact(nil, DefaultCompactBounds()); err == nil {
+		f.Add(b) // with cover buckets
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c CompactLDA

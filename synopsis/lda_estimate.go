@@ -40,6 +40,14 @@ type LDADiagnostics struct {
 	// prove there were none (docs/lda.md, "Integrity").
 	ExtraBuckets int
 	ExtraMin     uint64
+	// ExtraMissProb is the probability that one more packet only the
+	// receiver recorded would have gone unseen: the share of the hash
+	// space whose bucket lost at least two packets more than it gained
+	// (an extra packet there leaves the receiver's count below the
+	// sender's, which looks like loss). It is what a valid line's loss
+	// count rests on: with no extra packet detected, each one that exists
+	// hid with this probability. 0 without loss.
+	ExtraMissProb float64
 	// PureExtras: buckets with exactly one packet more at the receiver
 	// whose digest difference decodes (DigestMixInverse) to an identity
 	// that hashes to that very bucket: most likely exactly one extra
@@ -51,7 +59,10 @@ type LDADiagnostics struct {
 // noteExtra records what one bucket pair says about extra packets: sc and
 // rc are the sender's and the receiver's counts, digDiffer whether their
 // digests (as far as compared) differ.
-func (d *LDADiagnostics) noteExtra(sc, rc uint64, digDiffer bool) {
+func (d *LDADiagnostics) noteExtra(sc, rc uint64, digDiffer bool, mass float64) {
+	if sc >= rc+2 {
+		d.ExtraMissProb += mass
+	}
 	switch {
 	case rc > sc:
 		d.ExtraBuckets++
@@ -60,6 +71,43 @@ func (d *LDADiagnostics) noteExtra(sc, rc uint64, digDiffer bool) {
 		d.ExtraBuckets++
 		d.ExtraMin++
 	}
+}
+
+// bucketMass is, per cell (banks, then cover buckets), the probability
+// that a random packet identity lands in it.
+func (c *LDAConfig) bucketMass() []float64 {
+	m := make([]float64, c.TotalRows()+c.coverRows())
+	offs := make([]int, len(c.Banks))
+	off := 0
+	for i, b := range c.Banks {
+		offs[i] = off
+		off += b.Rows
+	}
+	bankMass := make([]float64, len(c.Banks))
+	cover := 0.0
+	for lz := 0; lz <= 64; lz++ {
+		p := math.Ldexp(1, -min(lz+1, 64)) // P(leading zeros = lz)
+		best := -1
+		for i, b := range c.Banks {
+			if int(b.SampleLog2) <= lz && (best < 0 || b.SampleLog2 > c.Banks[best].SampleLog2) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			bankMass[best] += p
+		} else {
+			cover += p
+		}
+	}
+	for i, b := range c.Banks {
+		for r := 0; r < b.Rows; r++ {
+			m[offs[i]+r] = bankMass[i] / float64(b.Rows)
+		}
+	}
+	for r := c.TotalRows(); r < len(m); r++ {
+		m[r] = cover / float64(len(m)-c.TotalRows())
+	}
+	return m
 }
 
 // cellOf returns the cell index identity h lands in under l's
@@ -98,9 +146,10 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 	var d LDADiagnostics
 	n := receiver.cfg.TotalRows()
 	pairs := make([]ldaBucketPair, n)
+	mass := receiver.cfg.bucketMass()
 	for i := range receiver.cells {
 		a, b := sender.cells[i], receiver.cells[i]
-		d.noteExtra(a.count, b.count, a.dig != b.dig)
+		d.noteExtra(a.count, b.count, a.dig != b.dig, mass[i])
 		if b.count == a.count+1 && receiver.cellOf(DigestMixInverse(b.dig-a.dig)) == i {
 			d.PureExtras++
 		}
@@ -129,7 +178,7 @@ func EstimateLDADetailed(sender, receiver *LDA, conf float64) (Estimate, LDADiag
 // (the compact encoding's rounding), added to MeanCINs.
 func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, conf, meanErrNs float64, d *LDADiagnostics) Estimate {
 	e := Estimate{Synopsis: "lda", Sent: sent, Received: received, TotalBuckets: len(pairs),
-		Extra: d.ExtraMin, ExtraBuckets: d.ExtraBuckets}
+		Extra: d.ExtraMin, ExtraBuckets: d.ExtraBuckets, ExtraMissProb: d.ExtraMissProb}
 	if sent >= received {
 		e.Lost = sent - received
 	}

@@ -91,6 +91,12 @@ func TestLDAIdenticalFramesDoNotCancel(t *testing.T) {
 	if d.DigestMismatch != 1 || e.Valid || e.Extra != 1 || e.ExtraBuckets != 1 {
 		t.Fatalf("digest mismatches %d valid %v extra %d in %d buckets: %s", d.DigestMismatch, e.Valid, e.Extra, e.ExtraBuckets, e.Reason)
 	}
+	if f := e.IntegrityFields(); f["extra"] != uint64(1) || f["extra_buckets"] != 1 {
+		t.Fatalf("integrity fields %v", f)
+	}
+	if f := (Estimate{}).IntegrityFields(); f != nil {
+		t.Fatalf("integrity fields of a clean estimate %v", f)
+	}
 }
 
 const (

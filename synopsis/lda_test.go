@@ -245,7 +245,7 @@ func TestLDAPaperFig2(t *testing.T) {
 }
 
 func TestLDAAddAllocs(t *testing.T) {
-	for _, cfg := range []LDAConfig{DefaultLDAConfig(), {Banks: []BankConfig{{1024, 0}}, Digest: true}} {
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), {Banks: []BankConfig{{1024, 0}}, Digest: true}, SizeLDA(1e6, []float64{0.01}, 1024)} {
 		l := MustNewLDA(cfg)
 		h := uint64(12345)
 		allocs := testing.AllocsPerRun(1000, func() {

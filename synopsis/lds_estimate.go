@@ -68,6 +68,12 @@ type ldsEstimator struct {
 	top   float64 // the highest configured row rate
 	cells []ldsSelCell
 	rowN  [maxLDSRows]uint64
+	// extraCells/extraMin: cells of the whole sketch that prove packets
+	// only the receiver recorded, and a lower bound on them (the largest
+	// row's sum). A flow's own cells can hide its extras behind its losses
+	// in every row; the sketch-wide evidence cannot be attributed to flows.
+	extraCells int
+	extraMin   uint64
 }
 
 func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
@@ -81,6 +87,21 @@ func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 		return nil, fmt.Errorf("%w: zero-value LDS (use NewLDS)", ErrBadConfig)
 	}
 	e := &ldsEstimator{s: sender, r: receiver, alpha: receiver.cfg.Alpha}
+	for row := 0; row < sender.rows; row++ {
+		var rowExtra uint64
+		for i := uint64(row) * sender.cols; i < uint64(row+1)*sender.cols; i++ {
+			a, b := &sender.cells[i], &receiver.cells[i]
+			switch {
+			case b.count > a.count:
+				e.extraCells++
+				rowExtra += b.count - a.count
+			case b.count == a.count && a.count != 0 && a.digest != b.digest:
+				e.extraCells++
+				rowExtra++
+			}
+		}
+		e.extraMin = max(e.extraMin, rowExtra)
+	}
 	for _, p := range receiver.cfg.RowRates {
 		e.top = math.Max(e.top, p)
 	}
@@ -118,6 +139,12 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	rates := r.cfg.RowRates
 
 	sentMin, lossMin := math.Inf(1), math.Inf(1)
+	// Extra packets (the receiver recorded them, the sender did not) in
+	// any of the flow's cells hide losses from every count difference:
+	// a cell with more at the receiver, or equal counts and different
+	// digests, proves them.
+	var extraCells int
+	var extraMin uint64
 	fx := Remix(flowHash, SaltLDSRow)
 	for row := 0; row < s.rows; row++ {
 		base := s.flowBase(fx, row)
@@ -133,6 +160,14 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 			rowR += b.count
 			if a.count != 0 && a.count == b.count && a.digest == b.digest {
 				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum})
+			}
+			switch {
+			case b.count > a.count:
+				extraCells++
+				extraMin = max(extraMin, b.count-a.count)
+			case b.count == a.count && a.count != 0 && a.digest != b.digest:
+				extraCells++
+				extraMin = max(extraMin, 1)
 			}
 		}
 		// Count-min over the most densely sampled rows only: inverting a
@@ -200,6 +235,16 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	}
 	est.MeanNs = sum / n
 	est.Samples = uint64(math.Round(float64(best) / w))
+	est.Extra, est.ExtraBuckets = uint64(math.Ceil(float64(extraMin)/w)), extraCells
+	switch {
+	case extraCells > 0:
+		// Weighted counts: the extras of one packet of weight w show as w.
+		est.Reason = ExtraReason(est.Extra, extraCells)
+		return est, selected
+	case e.extraCells > 0:
+		est.Reason = fmt.Sprintf("receiver saw ≥%d packets (in %d cells of the sketch) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; they may hide this flow's losses, so its loss cannot be counted", e.extraMin, e.extraCells)
+		return est, selected
+	}
 	est.Valid = true
 	return est, selected
 }

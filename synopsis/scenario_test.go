@@ -308,6 +308,33 @@ func TestRDAScenarios(t *testing.T) {
 		decK, _ := DecodeRDA(snd, rcv)
 		decK1, _ := DecodeRDA(snd1, rcv1)
 		ApplyRDACrossing(&e, decK, decK1)
+		// The appliance's way: the sender's RDA over the wire (no cache),
+		// then the timestamps of the lost packets on request.
+		b, err := snd.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ws RDA
+		if err := ws.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		ew, stw, _ := EstimateRDA(&ws, rcv, 0)
+		if len(stw.MissingSender) > 0 {
+			if err := ws.AddRemoteTimestamps(snd.Cache().AppendReply(nil, stw.MissingSender), stw.MissingSender); err != nil {
+				t.Fatal(err)
+			}
+			ew, stw, _ = EstimateRDA(&ws, rcv, 0)
+		}
+		ApplyRDACrossing(&ew, decK, decK1)
+		if ew.Valid {
+			tol := ew.MeanCINs
+			if stw.Exact {
+				tol = 1e-6*math.Abs(iv[0].mean) + 1
+			}
+			if math.Abs(ew.MeanNs-iv[0].mean) > tol || ew.Lost != iv[0].lost {
+				t.Errorf("%s seed %d, over the wire: valid, mean %.1f ± %.1f (exact %v), lost %d; truth %.1f, %d (%+v)", sc.name, s, ew.MeanNs, ew.MeanCINs, stw.Exact, ew.Lost, iv[0].mean, iv[0].lost, stw)
+			}
+		}
 		tl := tallies[sc.name]
 		if tl == nil {
 			tl = &tally{}
@@ -343,5 +370,153 @@ func TestRDAScenarios(t *testing.T) {
 	}
 	if allowed := scAllowedMisses(totalValid, DefaultConfidence); totalMiss > allowed {
 		t.Errorf("%d of %d valid lines miss the true mean, more than %d", totalMiss, totalValid, allowed)
+	}
+}
+
+// TestLDSScenarios: per-flow LDS lines over the same scenarios (packets
+// spread over 40 flows; injected and remarked-in frames land in them too).
+// The LDS bounds no confidence interval, so only the loss is held: every
+// valid flow line with exact counts has the flow's true loss. Crossing
+// packets look lost in their flow of interval k; the class's LDA crossing
+// match (LDACrossing.ApplyFlows) invalidates the flow lines they may hit.
+func TestLDSScenarios(t *testing.T) {
+	seeds := scSeeds
+	if testing.Short() {
+		seeds = 60
+	}
+	const flows = 40
+	cfg := LDSConfig{Rows: 4, Cols: 256, CellsPerFlow: 4, MaxFlows: 4 * flows}
+	flowOf := func(h uint64) uint64 { return splitmix64(h%flows + 0xf10) }
+	valid, lines, invalidExtras := 0, 0, 0
+	crossInvalid := 0
+	for s := 0; s < seeds; s++ {
+		sc := scenarios[s%len(scenarios)]
+		iv := sc.generate(uint64(s))
+		snd, _ := NewLDS(cfg)
+		rcv, _ := NewLDS(cfg)
+		sent, recv := map[uint64]uint64{}, map[uint64]uint64{}
+		for _, p := range iv[0].snd {
+			snd.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			sent[flowOf(p.h)]++
+		}
+		for _, p := range iv[0].rcv {
+			rcv.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			recv[flowOf(p.h)]++
+		}
+		// True per-flow loss: the sender's packets the network lost.
+		lost := map[uint64]uint64{}
+		rcvSet := map[uint64]int{}
+		for _, p := range iv[0].rcv {
+			rcvSet[p.h]++
+		}
+		for _, p := range iv[0].snd {
+			if rcvSet[p.h] > 0 {
+				rcvSet[p.h]--
+			} else {
+				lost[flowOf(p.h)]++
+			}
+		}
+		fe, err := EstimateLDSFlows(snd, rcv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The class's LDA of intervals k and k+1 finds packets that
+		// crossed the boundary; they look lost in their flows.
+		var l [2][2]*LDA
+		for k := range l {
+			l[k] = [2]*LDA{MustNewLDA(DefaultLDAConfig()), MustNewLDA(DefaultLDAConfig())}
+			for _, p := range iv[k].snd {
+				l[k][0].Add(p.h, p.ts)
+			}
+			for _, p := range iv[k].rcv {
+				l[k][1].Add(p.h, p.ts)
+			}
+		}
+		x, err := MatchLDACrossing(l[0][0], l[0][1], l[1][0], l[1][1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid0 := 0
+		for _, f := range fe {
+			if f.Valid {
+				valid0++
+			}
+		}
+		x.ApplyFlows(fe)
+		for _, f := range fe {
+			if f.Valid {
+				valid0--
+			}
+		}
+		crossInvalid += valid0
+		// Crossing packets are delivered: not lost in truth.
+		for _, f := range fe {
+			lines++
+			extra := recv[f.FlowHash]+lost[f.FlowHash] > sent[f.FlowHash]
+			if !f.Valid {
+				if extra {
+					invalidExtras++
+				}
+				continue
+			}
+			valid++
+			if f.CountsExact && f.Lost != lost[f.FlowHash] {
+				t.Errorf("%s seed %d flow %x: valid with lost %d, truth %d (sent %d received %d)", sc.name, s, f.FlowHash, f.Lost, lost[f.FlowHash], sent[f.FlowHash], recv[f.FlowHash])
+			}
+		}
+	}
+	t.Logf("LDS flow lines %d, valid %d, invalid for extra packets %d, for crossing packets %d", lines, valid, invalidExtras, crossInvalid)
+	if valid < lines/5 || invalidExtras == 0 { // half the scenarios put extras in every interval
+		t.Errorf("valid %d of %d, %d invalid for extras: the property holds vacuously", valid, lines, invalidExtras)
+	}
+}
+
+// TestLDAExtraMissProb: one frame injected inside the segment (a switch's
+// BPDU) in intervals with loss. The fraction of intervals in which it went
+// unseen matches the mean ExtraMissProb the estimator reported, and the
+// bucket masses it is built from sum to 1.
+func TestLDAExtraMissProb(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 60
+	}
+	for _, cfg := range []LDAConfig{DefaultLDAConfig(), SizeLDA(300_000, []float64{0.01}, 512)} {
+		sum := 0.0
+		for _, m := range cfg.bucketMass() {
+			sum += m
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Fatalf("%v: bucket masses sum to %v", cfg, sum)
+		}
+		for _, loss := range []float64{0.005, 0.05} {
+			unseen, predicted := 0, 0.0
+			for s := 0; s < seeds; s++ {
+				iv := scenario{n: 30000, loss: loss, inject: 1}.generate(uint64(s) + 7000)
+				a, b := MustNewLDA(cfg), MustNewLDA(cfg)
+				for _, p := range iv[0].snd {
+					a.Add(p.h, p.ts)
+				}
+				for _, p := range iv[0].rcv {
+					b.Add(p.h, p.ts)
+				}
+				e, err := EstimateLDA(a, b, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Extra == 0 {
+					unseen++
+					if e.Valid && e.Lost == iv[0].lost {
+						t.Fatalf("seed %d: the extra frame went unseen, yet the loss is right", s)
+					}
+				}
+				predicted += e.ExtraMissProb
+			}
+			p := predicted / float64(seeds)
+			sd := math.Sqrt(float64(seeds) * p * (1 - p))
+			t.Logf("%v, loss %.1f %%: one extra frame unseen in %d of %d intervals; mean ExtraMissProb %.3f (expects %.1f)", cfg, 100*loss, unseen, seeds, p, p*float64(seeds))
+			if math.Abs(float64(unseen)-p*float64(seeds)) > 4*sd+3 {
+				t.Errorf("unseen %d, ExtraMissProb predicts %.1f ± %.1f", unseen, p*float64(seeds), sd)
+			}
+		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
@@ -39,6 +42,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		synopses           string
 		top                int
 		copies             int
+		remarkSpec         string
+		dscpSpec           string
+		linkLocalRate      float64
 	)
 	fs := newFlagSet("demo")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -47,6 +53,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&lossSpec, "loss", "uniform:rate=0.001", "loss on the segment: none, uniform:rate=R, bursty:rate=R,burst=N")
 	fs.Float64Var(&reorder, "reorder", 0.0001, "probability a frame is held back and overtaken by the next one")
 	fs.Float64Var(&dup, "dup", 0, "probability a frame is duplicated on the segment")
+	fs.StringVar(&remarkSpec, "remark", "", "DSCP remarking inside the segment, as a router does: FROM[>TO]:PROB[,…] (e.g. cs2:0.05 remarks 5 % of cs2 packets to be; cs2>af11:0.1); the generator then also sends FROM; pair with --mec c2=dscp:cs2 to see the report catch it")
+	fs.StringVar(&dscpSpec, "dscp", "be", "DSCPs of the generated flows, flow f gets the (f mod n)-th: e.g. be,cs2,ef")
+	fs.Float64Var(&linkLocalRate, "link-local-rate", 0, "link-local frames per second (STP BPDU, LLDP, ARP) the generator sends and the segment consumes, and as many the segment's switch originates toward ldafwd#2; the appliances forward them unmeasured (docs/mec.md)")
 	fs.Float64Var(&rate, "rate", 20000, "generator packets per second (0: as fast as the appliances forward)")
 	fs.IntVar(&flows, "flows", 1000, "distinct 5-tuples in the generated traffic")
 	fs.IntVar(&size, "size", 128, "frame size, bytes")
@@ -83,6 +92,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("demo: --dup %v: a probability in [0, 1)", dup)
 	case rate < 0:
 		return fmt.Errorf("demo: --rate %v: must be ≥ 0", rate)
+	case !(linkLocalRate >= 0 && linkLocalRate <= 1e6):
+		return fmt.Errorf("demo: --link-local-rate %v: frames per second, 0..1e6", linkLocalRate)
 	case !(conf > 0 && conf < 1):
 		return fmt.Errorf("demo: --confidence %v: between 0 and 1", conf)
 	case maxDelay < 0:
@@ -99,6 +110,22 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	cl, err := classifier.NewClassifierFromSpecs(mecs)
 	if err != nil {
 		return fmt.Errorf("demo: --mec: %w", err)
+	}
+	remarks, err := parseRemarks(remarkSpec)
+	if err != nil {
+		return fmt.Errorf("demo: --remark: %w", err)
+	}
+	dscps, err := parseDSCPList(dscpSpec)
+	if err != nil {
+		return fmt.Errorf("demo: --dscp: %w", err)
+	}
+	for _, r := range remarks {
+		if !slices.Contains(dscps, r.From) {
+			dscps = append(dscps, r.From) // something to remark
+		}
+	}
+	if len(dscps) == 1 && dscps[0] == 0 {
+		dscps = nil
 	}
 	ldaCfg, err := lda.config()
 	if err != nil {
@@ -150,6 +177,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
+		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		Reports: func(r *report.Interval) {
@@ -171,10 +199,72 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
 		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
 			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
+		if sum.Duplicated+sum.Remarked+sum.LinkLocalSent+sum.Injected > 0 {
+			fmt.Fprintf(stdout, "inside the segment: %d duplicated, %d reordered, %d remarked; link-local: %d sent and %d consumed, %d originated; unmeasured by the appliances: %d at ldafwd#1, %d at ldafwd#2\n",
+				sum.Duplicated, sum.Reordered, sum.Remarked, sum.LinkLocalSent, sum.Consumed, sum.Injected, sum.ExcludedSent, sum.ExcludedReceived)
+		}
 		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
 			sum.ControlBytesPerInt*8/1000, synopses, copies)
 	}
 	return nil
+}
+
+// parseRemarks parses --remark: FROM[>TO]:PROB, comma-separated; DSCPs
+// by number or name (be, cs0-cs7, af11-af43, ef, va).
+func parseRemarks(spec string) ([]dataplane.Remark, error) {
+	var out []dataplane.Remark
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		codes, p, ok := strings.Cut(strings.TrimSpace(item), ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want FROM[>TO]:PROB (e.g. cs2:0.05)", item)
+		}
+		from, to, _ := strings.Cut(codes, ">")
+		if to == "" {
+			to = "be"
+		}
+		f, err := dscpValue(from)
+		if err != nil {
+			return nil, err
+		}
+		t, err := dscpValue(to)
+		if err != nil {
+			return nil, err
+		}
+		prob, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !(prob > 0 && prob <= 1) {
+			return nil, fmt.Errorf("%q: probability %q not in (0, 1]", item, p)
+		}
+		if f == t {
+			return nil, fmt.Errorf("%q: remarks a DSCP to itself", item)
+		}
+		out = append(out, dataplane.Remark{From: f, To: t, Prob: prob})
+	}
+	return out, nil
+}
+
+// parseDSCPList parses --dscp.
+func parseDSCPList(spec string) ([]uint8, error) {
+	var out []uint8
+	for _, s := range strings.Split(spec, ",") {
+		d, err := dscpValue(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// dscpValue reads a DSCP as the --mec syntax does (so the names agree).
+func dscpValue(s string) (uint8, error) {
+	r, err := classifier.ParseMEC("x=dscp:" + strings.TrimSpace(s))
+	if err != nil || len(r.DSCP) != 1 || r.DSCP[0].Lo != r.DSCP[0].Hi {
+		return 0, fmt.Errorf("bad DSCP %q (0-63 or be, cs0-cs7, af11-af43, ef, va)", s)
+	}
+	return uint8(r.DSCP[0].Lo), nil
 }
 
 // demoKey makes a throw-away HMAC key: the demo authenticates its control
