@@ -42,8 +42,8 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	limit := stampErrLimitNs + stampErrLimitFrac*math.Abs(r.MeanNs)
 	if r.Valid && r.StampErrNs > limit {
 		r.Valid = false
-		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average (sender %.1f µs, receiver %.1f µs, %s stamps), over the %.1f µs allowed (20 µs + 5 %% of the mean): a worker slept or was preempted between a frame's arrival and its poll",
-			r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource, limit/1e3)
+		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (20 µs + 5 %% of the mean): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
+			r.StampErrNs/1e3, limit/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource)
 	}
 }
 

@@ -23,6 +23,12 @@ func TestVethVdevs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
+			// The capability check: these PMDs do not offer the rx
+			// timestamp offload, so the port falls back to software
+			// stamps (the lane's poll stamps under ldafwd run).
+			if src := p.TimestampSource(); src != "software" {
+				t.Errorf("%s: timestamp source %q, want software (the PMD has no RTE_ETH_RX_OFFLOAD_TIMESTAMP)", drv, src)
+			}
 			peer, err := v.PeerSocket()
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,8 @@
 # The appliances run `ldafwd run` in the root namespace with afxdp: ports
 # on the root ends of the veth pairs. The measured segment is a bridge in
 # its own namespace; where the kernel has netem, its egress toward
-# ldafwd#2 loses $LOSS and delays by $DELAY. Traffic is a generated pcap
+# ldafwd#2 loses $LOSS and delays by $DELAY, else a tbf shapes it to
+# $RATE. Traffic is a generated pcap
 # of IPv4/UDP frames replayed with tcpreplay from the generator namespace.
 # The script prints ldafwd#2's interval table (direction a>b), then where
 # every frame of direction a>b went, hop by hop, from the kernel's
@@ -25,7 +26,8 @@
 # with ldl<pid>) and sends only into them.
 #
 # Environment: LDAFWD_BIN (bin/ldafwd), DURATION seconds of traffic (5),
-# PPS (10000), INTERVAL (1s), LOSS (1%), DELAY (1ms), PORTS (afxdp, or
+# PPS (10000), INTERVAL (1s), LOSS (1%), DELAY (1ms), RATE (40mbit: a tbf
+# instead where the kernel has no netem), PORTS (afxdp, or
 # dpdk for DPDK's net_af_packet vdev on the same veths), OUT (a temporary
 # directory for the reports and logs; kept).
 set -euo pipefail
@@ -36,6 +38,7 @@ PPS=${PPS:-10000}
 INTERVAL=${INTERVAL:-1s}
 LOSS=${LOSS:-1%}
 DELAY=${DELAY:-1ms}
+RATE=${RATE:-40mbit}
 PORTS=${PORTS:-afxdp}
 OUT=${OUT:-$(mktemp -d /tmp/ldafwd-lab.XXXXXX)}
 
@@ -92,8 +95,14 @@ ip -n "$NSW" link set br0 up
 if ip netns exec "$NSW" tc qdisc add dev "${S2}p" root netem loss "$LOSS" delay "$DELAY" 2>/dev/null; then
 	echo "segment: netem loss $LOSS delay $DELAY toward ldafwd#2"
 	NETEM=1
+elif ip netns exec "$NSW" tc qdisc add dev "${S2}p" root tbf rate "$RATE" burst 16kb latency 20ms 2>/dev/null; then
+	# No netem: a token bucket queues what exceeds $RATE (queueing
+	# delay) and drops what waits over 20 ms; its drops are counted like
+	# netem's.
+	echo "segment: this kernel has no netem; tbf $RATE toward ldafwd#2"
+	NETEM=1
 else
-	echo "segment: this kernel has no netem; the segment is lossless"
+	echo "segment: this kernel has neither netem nor tbf; the segment is lossless"
 fi
 sleep 0.5 # veth carriers come up asynchronously
 
