@@ -44,7 +44,7 @@ func benchForwardRing(o *benchOptions, emit func(report.Bench)) error {
 		}
 		suffix := fmt.Sprintf("/burst=%d", burst)
 		if burst == 32 {
-			suffix = "" // the headline case: DESIGN's default burst
+			suffix = "" // the headline case: the default burst
 		}
 		off, offWall := median(cpu[bench.ModeOff]), median(wall[bench.ModeOff])
 		for _, m := range modes {

@@ -1,6 +1,6 @@
 // Command ldafwd is a userspace bump-in-the-wire forwarder that measures
 // one-way delay and loss between two points of a network with Lossy
-// Difference Aggregators (DESIGN §7):
+// Difference Aggregators:
 //
 //	ldafwd run      the appliance (DPDK, AF_XDP or ring ports)
 //	ldafwd demo     two appliances over an impaired link, estimates beside the truth

@@ -16,7 +16,7 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.format, "format", "table", "output format: table (readable) or json (JSON lines, DESIGN §6)")
+	fs.StringVar(&o.format, "format", "table", "output format: table (readable) or json (JSON lines, docs/reports.md)")
 	fs.StringVar(&o.report, "report", "", "also append JSON lines to this file")
 }
 
