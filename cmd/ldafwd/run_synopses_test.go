@@ -222,6 +222,9 @@ func TestRunConfigMismatch(t *testing.T) {
 		if r.Direction != "a>b" {
 			continue
 		}
+		if !r.Valid && r.Reason == appliance.ReasonWarmup {
+			continue // the interval the receiver started in: invalid for that first
+		}
 		n++
 		if r.Valid || !strings.Contains(r.Reason, "lds: sender ") {
 			t.Errorf("interval %d %s: valid %v, reason %q: want invalid naming the LDS size", r.Interval, r.Synopsis, r.Valid, r.Reason)
