@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,7 +124,9 @@ func TestLabBridge(t *testing.T) {
 	var caps []*capture
 	startCap := func(ns, ifname string) *capture {
 		c := &capture{file: filepath.Join(dir, ifname+".pcap")}
-		c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-q", "-P", "-i", ifname, "-w", c.file)
+		// -B 64: a 64 MiB kernel buffer, so a capture starved of CPU on a
+		// busy machine does not drop frames and leave the truth short.
+		c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-q", "-P", "-B", "64", "-i", ifname, "-w", c.file)
 		c.cmd.Stderr = &c.err
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -189,6 +192,11 @@ func TestLabBridge(t *testing.T) {
 	for _, c := range caps {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		_ = c.cmd.Wait()
+		// "Packets received/dropped on interface 'x': 123/0 (…)": a capture
+		// that dropped frames is no truth to judge by.
+		if m := regexp.MustCompile(`received/dropped on interface '[^']*': \d+/(\d+)`).FindStringSubmatch(c.err.String()); m == nil || m[1] != "0" {
+			t.Fatalf("dumpcap %s: dropped frames or no statistics (%q): the captured truth is incomplete", c.file, c.err.String())
+		}
 	}
 
 	// Truth from the captures.
