@@ -10,15 +10,18 @@ import (
 
 // An interval whose timestamps may be off, on average, by more than
 // stampErrLimitNs + stampErrLimitFrac × |mean| is reported invalid: its
-// mean_ci_ns would still hold the truth, but as a width made of our own
-// stamping rather than the network, a precise-looking number that says
-// little. 20 µs is several times what kernel (XDP) and NIC stamps err by
-// and less than a poll-stamping worker that sleeps when idle errs by (a
-// sleep of 50 µs lasts ~130 µs); 5 % keeps long paths (a WAN's
-// milliseconds) from being invalidated by microseconds.
+// mean_ci_ns would still hold the truth, but as a width made mostly of our
+// own stamping rather than of the network, around a number that says
+// little. The bound is the whole window a stamp may lie in; the errors
+// measured were about half of it (a sender's frame leaves early in its
+// transmit call, a receiver's frame arrives anywhere in its poll gap), so
+// 40 µs + 10 % keeps what a valid line's stamps may add to about 20 µs +
+// 5 % of the mean. Kernel (XDP) and NIC stamps stay far below it; a
+// poll-stamping worker that sleeps when idle (a 50 µs sleep lasts ~110 µs)
+// does not.
 const (
-	stampErrLimitNs   = 20_000
-	stampErrLimitFrac = 0.05
+	stampErrLimitNs   = 40_000
+	stampErrLimitFrac = 0.10
 )
 
 // rxStamps is the receiver's share of an interval's timestamp error.
@@ -42,7 +45,7 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	limit := stampErrLimitNs + stampErrLimitFrac*math.Abs(r.MeanNs)
 	if r.Valid && r.StampErrNs > limit {
 		r.Valid = false
-		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (20 µs + 5 %% of the mean): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
+		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (40 µs + 10 %% of the mean): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
 			r.StampErrNs/1e3, limit/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource)
 	}
 }

@@ -75,7 +75,7 @@ func TestPollGapsInvalidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stampInvalid, withTraffic := 0, 0
+			stampInvalid, withTraffic, validN := 0, 0, 0
 			for _, r := range lines {
 				if r.Synopsis != "lda" || r.Received == 0 || r.Reason == appliance.ReasonWarmup {
 					continue // (the interval the receiver started in has no estimate)
@@ -86,6 +86,9 @@ func TestPollGapsInvalidate(t *testing.T) {
 				}
 				if r.RxStampErrNs == 0 || r.StampErrNs < r.RxStampErrNs {
 					t.Errorf("interval %d: rx stamp error %.0f ns, total %.0f", r.Interval, r.RxStampErrNs, r.StampErrNs)
+				}
+				if r.Valid {
+					validN++
 				}
 				if strings.Contains(r.Reason, "timestamps uncertain") {
 					stampInvalid++
@@ -99,8 +102,11 @@ func TestPollGapsInvalidate(t *testing.T) {
 			if withTraffic < 4 {
 				t.Fatalf("%d intervals with traffic", withTraffic)
 			}
-			if tc.wantAll && stampInvalid != withTraffic {
-				t.Errorf("%d of %d intervals invalid for their stamps with 3 ms poll gaps", stampInvalid, withTraffic)
+			// With 3 ms gaps every interval is invalid: for its stamps, or
+			// (a loaded machine stretches the sleeps) for delays beyond the
+			// encoding's bounds.
+			if tc.wantAll && (validN > 0 || 2*stampInvalid < withTraffic) {
+				t.Errorf("with 3 ms poll gaps %d of %d intervals valid, %d invalid for their stamps", validN, withTraffic, stampInvalid)
 			}
 		})
 	}
