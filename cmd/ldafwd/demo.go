@@ -173,7 +173,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
 		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
 			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
-		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
+		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval, every copy counted, carrying %s sent %d× (--control-copies) within --control-budget; the LDA alone: --synopsis lda\n",
 			sum.ControlBytesPerInt*8/1000, synopses, copies)
 	}
 	return nil
