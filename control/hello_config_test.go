@@ -63,3 +63,24 @@ func TestConfigMismatchNamesSetting(t *testing.T) {
 		t.Errorf("failure detail %q does not name the LDS size", d)
 	}
 }
+
+// FuzzHelloConfig: a Hello that decodes, configuration or not, encodes
+// back to the same bytes.
+func FuzzHelloConfig(f *testing.F) {
+	for _, c := range []string{"", "interval=1s lds=4x1024", "a=b c"} {
+		h := Hello{IntervalNs: 1e9, ConfigHash: 9, Lanes: 1, Clock: "c", MECs: []string{"all"}, Parts: []PartKey{{0, KindLDA}}, Config: c}
+		b, _ := h.AppendBinary(nil)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h Hello
+		if h.UnmarshalBinary(b) != nil {
+			return
+		}
+		e, err := h.AppendBinary(nil)
+		if err != nil || string(e) != string(b) {
+			t.Fatalf("re-encoding %+v: %x (%v), want %x", h, e, err, b)
+		}
+		_ = ConfigDiff(h.Config, "interval=1s")
+	})
+}
