@@ -113,6 +113,13 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
 	var got shipped
+	// The LDS part goes in any case, if only as a header saying it was
+	// left out: keep room for that much.
+	ldsReserve := 0
+	if set.LDS != nil && left != math.MaxInt {
+		ldsReserve = c.wireOf(len(hdr(set.LDS.Packets(), flags|payloadOmitted)))
+		left -= ldsReserve
+	}
 	if set.RDA != nil {
 		// The RDA goes before the LDS: its mean stands losses, and
 		// sized to the traffic it rarely needs all of its share.
@@ -138,6 +145,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Packets(), flags)
+		if left != math.MaxInt {
+			left += ldsReserve
+		}
 		l := set.LDS
 		if a.cfg.AdaptLDS {
 			l = c.adaptLDS(l)
