@@ -84,3 +84,16 @@ func FuzzHelloConfig(f *testing.F) {
 		_ = ConfigDiff(h.Config, "interval=1s")
 	})
 }
+
+// A sender without a configuration in its Hello (an older build, or a
+// small MTU) gets the hashes in the detail, not a list of every setting.
+func TestConfigMismatchWithoutDescription(t *testing.T) {
+	s := newTestSender(t, DefaultMTU, 1, twoParts)
+	r := newTestReceiver(t, func(c *ReceiverConfig) { c.ConfigHash, c.Config = 78, "interval=1s lds=4x1024" })
+	deliver(t, s, r, 1, 1, nil)
+	res := r.Results(nil)
+	wantFailure(t, res, 1, ReasonConfigMismatch)
+	if d := res[0].Failure.Detail; !strings.Contains(d, "config hash") || strings.Contains(d, "sender none") {
+		t.Errorf("failure detail %q", d)
+	}
+}
