@@ -15,9 +15,8 @@ import (
 // floor: it always goes, whatever it costs. What is left is spent, per
 // copy, in this order, each step only when the previous one does not fit:
 //
-//  1. the RDA of each class gets its share (half of what is left when the
-//     LDS is on, split between the classes) and is folded to the largest
-//     size that fits — fewer cells decode a smaller set difference (lost
+//  1. the RDA of each class gets its share (what is left, split between
+//     the classes) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
 //     plus reordered packets); below rdaMinCells per bank it is left out;
 //  2. the LDS gets the rest: first it names fewer flows (the smallest go:
 //     the receiver still names every flow it saw itself, so only the names
@@ -31,9 +30,10 @@ import (
 // reason names the budget, or a "config" that states the shape shipped —
 // never silently: the interval itself is not lost.
 
-// rdaMinCells is the fewest cells per bank an RDA is folded to: fewer
-// decode a handful of problem packets at most.
-const rdaMinCells = 16
+// rdaMinCells is the fewest cells per bank an RDA is folded to: with
+// fewer, too few cell pairs hold samples for a standard deviation and its
+// bound (the estimator wants 16), and the line would be invalid anyway.
+const rdaMinCells = 32
 
 // budgetFor is the control budget of an interval that carried dataBytes
 // of data, all copies; 0 means none.
@@ -113,11 +113,17 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
 	var got shipped
+	// The LDS part goes in any case, if only as a header saying it was
+	// left out: keep room for that much.
+	ldsReserve := 0
+	if set.LDS != nil && left != math.MaxInt {
+		ldsReserve = c.wireOf(len(hdr(set.LDS.Packets(), flags|payloadOmitted)))
+		left -= ldsReserve
+	}
 	if set.RDA != nil {
+		// The RDA goes before the LDS: its mean stands losses, and
+		// sized to the traffic it rarely needs all of its share.
 		share := left
-		if set.LDS != nil && left != math.MaxInt {
-			share = left / 2
-		}
 		if share != math.MaxInt {
 			share /= len(set.RDA)
 		}
@@ -139,6 +145,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Packets(), flags)
+		if left != math.MaxInt {
+			left += ldsReserve
+		}
 		l := set.LDS
 		if a.cfg.AdaptLDS {
 			l = c.adaptLDS(l)

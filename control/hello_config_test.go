@@ -63,3 +63,37 @@ func TestConfigMismatchNamesSetting(t *testing.T) {
 		t.Errorf("failure detail %q does not name the LDS size", d)
 	}
 }
+
+// FuzzHelloConfig: a Hello that decodes, configuration or not, encodes
+// back to the same bytes.
+func FuzzHelloConfig(f *testing.F) {
+	for _, c := range []string{"", "interval=1s lds=4x1024", "a=b c"} {
+		h := Hello{IntervalNs: 1e9, ConfigHash: 9, Lanes: 1, Clock: "c", MECs: []string{"all"}, Parts: []PartKey{{0, KindLDA}}, Config: c}
+		b, _ := h.AppendBinary(nil)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h Hello
+		if h.UnmarshalBinary(b) != nil {
+			return
+		}
+		e, err := h.AppendBinary(nil)
+		if err != nil || string(e) != string(b) {
+			t.Fatalf("re-encoding %+v: %x (%v), want %x", h, e, err, b)
+		}
+		_ = ConfigDiff(h.Config, "interval=1s")
+	})
+}
+
+// A sender without a configuration in its Hello (an older build, or a
+// small MTU) gets the hashes in the detail, not a list of every setting.
+func TestConfigMismatchWithoutDescription(t *testing.T) {
+	s := newTestSender(t, DefaultMTU, 1, twoParts)
+	r := newTestReceiver(t, func(c *ReceiverConfig) { c.ConfigHash, c.Config = 78, "interval=1s lds=4x1024" })
+	deliver(t, s, r, 1, 1, nil)
+	res := r.Results(nil)
+	wantFailure(t, res, 1, ReasonConfigMismatch)
+	if d := res[0].Failure.Detail; !strings.Contains(d, "config hash") || strings.Contains(d, "sender none") {
+		t.Errorf("failure detail %q", d)
+	}
+}

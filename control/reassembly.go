@@ -308,7 +308,10 @@ func (a *reassembler) check(st *intervalState) {
 		return
 	}
 	if a.mismatch {
-		detail := ConfigDiff(h.Config, a.cfg.Config)
+		detail := ""
+		if h.Config != "" && a.cfg.Config != "" {
+			detail = ConfigDiff(h.Config, a.cfg.Config)
+		}
 		if detail == "" {
 			detail = fmt.Sprintf("sender config hash %016x, ours %016x", h.ConfigHash, a.cfg.ConfigHash)
 		}

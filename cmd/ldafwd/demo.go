@@ -217,7 +217,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "inside the segment: %d duplicated, %d reordered, %d remarked; link-local: %d sent and %d consumed, %d originated; unmeasured by the appliances: %d at ldafwd#1, %d at ldafwd#2\n",
 				sum.Duplicated, sum.Reordered, sum.Remarked, sum.LinkLocalSent, sum.Consumed, sum.Injected, sum.ExcludedSent, sum.ExcludedReceived)
 		}
-		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval carrying %s, sent %d× (--control-copies); the LDA alone: --synopsis lda\n",
+		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval, every copy counted, carrying %s sent %d× (--control-copies) within --control-budget; the LDA alone: --synopsis lda\n",
 			sum.ControlBytesPerInt*8/1000, synopses, copies)
 	}
 	repMu.Lock()
