@@ -48,3 +48,38 @@ func TestFinalOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFailsOnWorkerError: a worker that cannot start (here its
+// OnWorkerStart fails, as a DPDK lcore registration may) makes Start
+// fail, and Stop then returns at once.
+func TestStartFailsOnWorkerError(t *testing.T) {
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.A().Close()
+	defer link.B().Close()
+	cl, _ := classifier.NewClassifier(nil)
+	a, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: "b", Interval: 100 * time.Millisecond, Classifier: cl,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Insecure: true,
+		OnWorkerStart: func() error { return errNoLcore }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err == nil {
+		t.Fatal("Start succeeded with a failing worker")
+	}
+	done := make(chan struct{})
+	go func() { a.Stop(time.Second); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Stop after a failed Start blocked")
+	}
+}
+
+var errNoLcore = errString("no lcore")
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
