@@ -283,6 +283,41 @@ func New(cfg Config) (*Appliance, error) {
 // the frames forwarded during the drain and ship it.
 const closeWait = 200 * time.Millisecond
 
+// awaitPeerEnd lets the receiver's interval in progress end the normal
+// way, so it can be reported valid: while the peer is sending End markers,
+// it waits (up to the deadline, and one interval and a grace at most) for
+// the next one, then for its synopses to pair.
+func (a *Appliance) awaitPeerEnd(deadline time.Time) {
+	r := &a.lanes[1].Stats
+	f0 := r.Flips.Load()
+	if f0 == 0 {
+		return // no peer ever cut an interval here
+	}
+	limit := time.Now().Add(a.cfg.Interval + endGrace)
+	if limit.After(deadline) {
+		limit = deadline
+	}
+	for r.Flips.Load() == f0 {
+		if time.Now().After(limit) {
+			return // the peer is gone or stopping too
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var quiet time.Time
+	for time.Now().Before(deadline) {
+		if a.ctl.settled.Load() {
+			if quiet.IsZero() {
+				quiet = time.Now()
+			} else if time.Since(quiet) >= settleQuiet {
+				return
+			}
+		} else {
+			quiet = time.Time{}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (a *Appliance) workersClosed() bool {
 	for _, w := range a.workers {
 		if !w.Closed() {
@@ -393,7 +428,8 @@ func (a *Appliance) Start() error {
 
 // Stop ends the measurement gracefully: the sender closes its current
 // interval (End marker, synopses sent in-band), the control side waits up
-// to drain for the last reports; then the sender lane closes one more
+// to drain for the last reports and, while the peer is alive, for the
+// peer's End of the receiver's interval in progress; then the sender lane closes one more
 // interval around the frames forwarded meanwhile (its End marker tells the
 // peer where they end), the workers drain their buffers and stop, and the
 // control side reports what it still holds — the receiver's interval in
@@ -409,7 +445,9 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// interval clock (so there is exactly one End marker for it), ships
 		// it, and collects the peer's; it reports what is still missing as
 		// invalid.
-		a.ctl.finishBy(time.Now().Add(drain))
+		deadline := time.Now().Add(drain)
+		a.ctl.finishBy(deadline)
+		a.awaitPeerEnd(deadline)
 		for _, w := range a.workers {
 			w.Close()
 		}

@@ -300,6 +300,7 @@ func TestPeerDown(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	silent := map[int64]bool{}
+	unmarked := 0 // lines without the --insecure mark
 	_, err := appliance.RunDemo(appliance.DemoConfig{
 		Duration: 20 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 4, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
@@ -307,6 +308,9 @@ func TestPeerDown(t *testing.T) {
 		Reports: func(r *report.Interval) {
 			mu.Lock()
 			defer mu.Unlock()
+			if r.Extra["insecure"] != true {
+				unmarked++
+			}
 			if !r.Valid && strings.Contains(r.Reason, "nothing from the sender") {
 				silent[r.Interval] = true
 			}
@@ -314,6 +318,9 @@ func TestPeerDown(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if unmarked > 0 {
+		t.Errorf("%d report lines of an insecure appliance lack extra.insecure", unmarked)
 	}
 	// The pairing timeout is interval + 2 s = 2.2 s: of the ~17 dead
 	// intervals, those older than timeout + 2 intervals get a line.

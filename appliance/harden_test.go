@@ -3,6 +3,7 @@ package appliance_test
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
+	"github.com/rs/zerolog"
 )
 
 // pair is two appliances around a segment, with traffic both ways and
@@ -43,6 +45,7 @@ type pair struct {
 	special  [][]byte      // frames of EtherType 0x88B5 that reached down
 	specMu   sync.Mutex
 	seg1, s2 dataplane.Port
+	log2     syncBuf // #2's log
 	// ringSize is the slots per ring direction (a NIC's rx ring): a
 	// generator whose frame finds the ring full loses it (ingress loss).
 	ringSize int
@@ -85,6 +88,7 @@ func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(datap
 		p.s2 = wrapSeg2Rx(p.s2)
 	}
 	p.c1, p.c2 = common, common
+	p.c2.Log = zerolog.New(&p.log2)
 	p.c1.Name, p.c1.PortA, p.c1.PortB, p.c1.Segment = "#1", p.l0.B(), p.seg1, "b"
 	p.c2.Name, p.c2.PortA, p.c2.PortB, p.c2.Segment = "#2", p.s2, p.l2.A(), "a"
 	p.c1.Reports = func(r *report.Interval) {
@@ -334,9 +338,10 @@ func TestReplayedSessionsAcrossAppliances(t *testing.T) {
 	rec := &ctlRecorder{}
 	p := newPair(t, iv, 4096, nil, func(port dataplane.Port) dataplane.Port { rec.Port = port; return rec })
 	restarted := false
-	var restartedAt time.Time
+	var restartedAt, genEnd time.Time
 	var upstream atomic.Uint64
 	p.run(14*iv, 4000, func(e time.Duration) [][]byte {
+		genEnd = time.Now()
 		if !restarted || e%(20*time.Millisecond) > time.Millisecond {
 			return nil
 		}
@@ -362,7 +367,7 @@ func TestReplayedSessionsAcrossAppliances(t *testing.T) {
 	// The live session's intervals: from the second after the restart to
 	// the last full one.
 	k0 := uint64(restartedAt.UnixNano()/iv.Nanoseconds()) + 2
-	last := uint64(time.Now().UnixNano()/iv.Nanoseconds()) - 2
+	last := uint64(genEnd.UnixNano()/iv.Nanoseconds()) - 1 // the last whole interval with traffic
 	missing := 0
 	for k := k0; k < last; k++ {
 		if !valid[int64(k)] {
@@ -560,6 +565,9 @@ func TestStopsAccountEveryFrame(t *testing.T) {
 					p.a1.Stop(iv + time.Second)
 				}
 			})
+			if tc.restart && !tc.receiver && !strings.Contains(p.log2.String(), "peer restarted") {
+				t.Errorf("the survivor did not log the peer's restart:\n%s", p.log2.String())
+			}
 			var recorded uint64
 			for _, a := range append(gone, p.a2) {
 				_, r := a.Lanes()
@@ -589,5 +597,39 @@ func TestStopsAccountEveryFrame(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// syncBuf is a bytes.Buffer for a logger on other goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStopBeforeStart: an appliance built but never started (a failed
+// start elsewhere, an early signal) stops at once.
+func TestStopBeforeStart(t *testing.T) {
+	p := newPair(t, 100*time.Millisecond, 64, nil, nil)
+	done := make(chan error, 1)
+	go func() { done <- p.a1.Stop(time.Second) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Stop before Start blocked")
 	}
 }

@@ -128,7 +128,9 @@ type Lane struct {
 
 	curK                uint64 // sender: interval being recorded; receiver: last End's interval
 	started             bool
-	closing             bool   // sender: interval curK ends as soon as the frames queued before its end are out
+	closing             bool // sender: interval curK ends as soon as the frames queued before its end are out
+	probing             bool // flush runs inside probeBehindOwn
+	ownAside            [8]*Packet
 	closeK              uint64 // the interval clock's value that closes it
 	intStart            uint64
 	intFrames, intBytes uint64
@@ -633,15 +635,16 @@ func (l *Lane) flush() {
 	switch {
 	case sent > 0 || l.stallSince == 0:
 		l.stallSince = now
-	case l.txOwn[0] && now-l.stallSince >= l.cfg.StallNs/ownStallDiv:
+	case l.txOwn[0] && !l.probing && now-l.stallSince >= l.cfg.StallNs/ownStallDiv && now-l.stallSince < l.cfg.StallNs:
 		// Our own control frame at the front has been refused for a
-		// while: users' frames must not wait on it (a port that never
-		// takes it — too large, say — would otherwise cost them the
-		// stall limit). It is dropped and counted; the receiver reports
-		// its interval invalid with the reason.
-		l.dropOwnFront()
-		l.stallSince = now
-		return
+		// while. If the port takes the users' frames behind it, it is
+		// this frame it refuses (too large, say): users' frames must not
+		// wait on it, so it is dropped and counted (the receiver reports
+		// its interval invalid with the reason). If the port takes
+		// nothing, it is merely full: everything waits, as data does.
+		if l.probeBehindOwn() {
+			return
+		}
 	case now-l.stallSince >= l.cfg.StallNs:
 		var own uint64
 		for i := sent; i < l.txN; i++ {
@@ -675,18 +678,56 @@ func (l *Lane) flush() {
 }
 
 // ownStallDiv: an own control frame the tx port refuses for StallNs/ownStallDiv
-// is dropped, not waited on for the whole stall limit.
+// while it takes the frames behind it is dropped (probeBehindOwn), not
+// waited on for the whole stall limit.
 const ownStallDiv = 10
 
-// dropOwnFront frees the own control frames at the front of the tx buffer
-// and counts them.
-func (l *Lane) dropOwnFront() {
+// probeBehindOwn sets the own control frames at the front of the tx buffer
+// aside and flushes what is behind them. When the port takes some of it,
+// the own frames are what it refuses: they are freed and counted, and it
+// reports true. Otherwise they go back to the front, in order, and it
+// reports false. Sending the frames behind first changes nothing the
+// receiver measures: an End set aside is dropped (the receiver then
+// reports the interval invalid), and fragments may travel in any order.
+func (l *Lane) probeBehindOwn() bool {
 	i := 0
-	for i < l.txN && l.txOwn[i] {
+	for i < l.txN && i < len(l.ownAside) && l.txOwn[i] {
 		i++
 	}
-	l.Stats.ControlDropped.Add(uint64(i))
-	l.cfg.Tx.Free(l.txPkts[:i])
+	if i == l.txN {
+		return false // nothing behind to probe with
+	}
+	copy(l.ownAside[:], l.txPkts[:i])
+	l.shiftTx(i)
+	before := l.txN
+	l.probing = true
+	l.flush()
+	l.probing = false
+	if l.txN < before {
+		l.Stats.ControlDropped.Add(uint64(i))
+		l.cfg.Tx.Free(l.ownAside[:i])
+		clear(l.ownAside[:i])
+		return true
+	}
+	// Back to the front (the buffer had them, so it has room).
+	n := l.txN
+	copy(l.txPkts[i:], l.txPkts[:n])
+	copy(l.txMeta[i:], l.txMeta[:n])
+	copy(l.txMec[i:], l.txMec[:n])
+	copy(l.txRec[i:], l.txRec[:n])
+	copy(l.txOwn[i:], l.txOwn[:n])
+	copy(l.txPkts, l.ownAside[:i])
+	for j := 0; j < i; j++ {
+		l.txRec[j], l.txOwn[j] = false, true
+	}
+	clear(l.ownAside[:i])
+	l.txN = n + i
+	return false
+}
+
+// shiftTx drops the first i slots of the tx buffer (their packets are the
+// caller's), keeping the rest in order.
+func (l *Lane) shiftTx(i int) {
 	rest := copy(l.txPkts, l.txPkts[i:l.txN])
 	copy(l.txMeta, l.txMeta[i:l.txN])
 	copy(l.txMec, l.txMec[i:l.txN])

@@ -90,8 +90,10 @@ func (w *wireTruth) lostIn(k uint64) (n uint64, known bool) {
 	if !found {
 		return 0, false
 	}
+	// An End marker leads the tx burst it goes out in, so a frame with
+	// its tx time was sent after it: [End(k−1), End(k)).
 	for _, t := range w.lostTx {
-		if t > lo && t < hi {
+		if t >= lo && t < hi {
 			n++
 		}
 	}
