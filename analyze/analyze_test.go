@@ -189,7 +189,8 @@ func TestBadCaptures(t *testing.T) {
 	}
 }
 
-// FuzzCapture: arbitrary bytes as a capture file never panic.
+// FuzzCapture: arbitrary bytes as a capture file never panic, frames stay
+// within the record bound, and damage names its record and file.
 func FuzzCapture(f *testing.F) {
 	var sb, rb bytes.Buffer
 	analyzetest.Write(analyzetest.Config{Packets: 5, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 1, PcapNG: true}, &sb, &rb)
@@ -202,8 +203,22 @@ func FuzzCapture(f *testing.F) {
 			return
 		}
 		for i := 0; i < 10000; i++ {
-			if _, _, ok := c.Next(); !ok {
+			f, _, ok := c.Next()
+			if !ok {
 				break
+			}
+			if len(f) > 256<<10+14 {
+				t.Fatalf("frame of %d bytes: larger than any record the reader accepts", len(f))
+			}
+		}
+		// Damage is named by the record it is in, and a stream that ended
+		// early says so.
+		for _, d := range c.Damage {
+			if d.Record == 0 || d.File != "fuzz" || d.Error() == "" {
+				t.Fatalf("damage without a record or file: %+v", d)
+			}
+			if !d.Local && c.EndedEarly == nil {
+				t.Fatalf("damage %v ended the stream but EndedEarly is nil", d)
 			}
 		}
 	})
