@@ -149,6 +149,14 @@ func TestIntervals(t *testing.T) {
 		recv += r.Received
 		trueLost += *r.TrueLost
 	}
+	// Traffic starts at .6 and ends at 3.6: the first and last intervals are
+	// cut by the common range and say which part was measured.
+	if f, ok := out[0].Extra["measured_from_ns"].(int64); !ok || uint64(f) != st.RangeStartNs {
+		t.Errorf("first interval: measured_from_ns %v, want %d", out[0].Extra["measured_from_ns"], st.RangeStartNs)
+	}
+	if f, ok := out[3].Extra["measured_to_ns"].(int64); !ok || uint64(f) != st.RangeEndNs+1 {
+		t.Errorf("last interval: measured_to_ns %v, want %d", out[3].Extra["measured_to_ns"], st.RangeEndNs+1)
+	}
 	if sent != tr.Sent || recv != tr.Received || trueLost != tr.Lost {
 		t.Errorf("Σsent %d Σrecv %d Σtrue_lost %d, want %d %d %d", sent, recv, trueLost, tr.Sent, tr.Received, tr.Lost)
 	}
