@@ -132,3 +132,47 @@ func fold(b []byte) uint16 {
 	}
 	return uint16(s)
 }
+
+// TestImpairSegmentZeroAllocs pins the stage's remark, consumption and
+// injection, and IntervalTruth's per-class Record, at zero allocations
+// per burst.
+func TestImpairSegmentZeroAllocs(t *testing.T) {
+	clk := &vclock{now: 1}
+	cl, _ := classifier.NewClassifierFromSpecs([]string{"c2=dscp:cs2"})
+	tr, err := dataplane.NewIntervalTruthClasses(1, cl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 256, Clock: clk.read, AtoB: &dataplane.ImpairConfig{
+		Delay: constDelay(1000), Loss: uniformLoss(0.05), DupProb: 0.05, ReorderProb: 0.05, Seed: 1,
+		Remark: []dataplane.Remark{{From: 0, To: 16, Prob: 0.2}}, ConsumeLinkLocal: true, InjectEveryNs: 5000, Truth: tr.Record}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := porttest.MustGen(porttest.GenConfig{})
+	out := make([]*dataplane.Packet, 32)
+	id := uint64(0)
+	a := testing.AllocsPerRun(300, func() {
+		k := l.A().Alloc(out)
+		for i, q := range out[:k] {
+			if i == 3 {
+				q.Data = dataplane.LinkLocalFrame(q.Data[:cap(q.Data)], id)
+			} else {
+				q.Data = g.Frame(q.Data[:cap(q.Data)], id+uint64(i))
+			}
+		}
+		id += uint64(k)
+		took := l.A().TxBurst(out[:k])
+		l.A().Free(out[took:k])
+		clk.now += 3000
+		for m := l.B().RxBurst(out); m > 0; m = l.B().RxBurst(out) {
+			l.B().Free(out[:m])
+		}
+	})
+	if a != 0 {
+		t.Errorf("%.1f allocations per burst, want 0", a)
+	}
+	if st := l.B().Impairer().Stats(); st.Remarked == 0 || st.Consumed == 0 || st.Injected == 0 {
+		t.Errorf("the stage did not remark, consume and inject: %+v", st)
+	}
+}

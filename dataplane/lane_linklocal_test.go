@@ -144,3 +144,50 @@ func TestLaneLinkLocal(t *testing.T) {
 		})
 	}
 }
+
+// TestLaneLinkLocalZeroAllocs pins the lanes' link-local branch (excluded
+// and claimed alike) at zero allocations.
+func TestLaneLinkLocalZeroAllocs(t *testing.T) {
+	for _, rules := range [][]string{nil, {"ll=linklocal:yes,proto:udp", "ll2=linklocal:yes"}} {
+		cl, _ := classifier.NewClassifierFromSpecs(rules)
+		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()}
+		sbuf, _ := dataplane.NewDoubleBuffer(syn)
+		rbuf, _ := dataplane.NewDoubleBuffer(syn)
+		l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
+		l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
+		l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
+		var epoch atomic.Uint64
+		epoch.Store(100)
+		endr, _ := control.NewEndReader(nil, true, 1)
+		snd, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch})
+		rcv, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l2.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
+		gen := porttest.MustGen(porttest.GenConfig{})
+		pk := make([]*dataplane.Packet, 32)
+		id := uint64(1)
+		allocs := testing.AllocsPerRun(200, func() {
+			n := l0.A().Alloc(pk)
+			for i := 0; i < n; i++ {
+				if i%4 == 0 {
+					pk[i].Data = switchFrame(pk[i].Data[:cap(pk[i].Data)], id)
+				} else {
+					pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], id)
+				}
+				id++
+			}
+			l0.A().TxBurst(pk[:n])
+			snd.Poll()
+			snd.Drain()
+			rcv.Poll()
+			rcv.Drain()
+			for k := l2.B().RxBurst(pk); k > 0; k = l2.B().RxBurst(pk) {
+				l2.B().Free(pk[:k])
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("rules %v: %.1f allocations per burst with link-local frames, want 0", rules, allocs)
+		}
+		if snd.Stats.Recorded.Load() == 0 || (rules == nil) != (snd.Stats.Excluded.Load() > 0) {
+			t.Errorf("rules %v: recorded %d, excluded %d", rules, snd.Stats.Recorded.Load(), snd.Stats.Excluded.Load())
+		}
+	}
+}

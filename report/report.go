@@ -61,6 +61,7 @@ type Port struct {
 	RxMpps    float64 `json:"rx_mpps"`
 	TxMpps    float64 `json:"tx_mpps"`
 	Final     bool    `json:"final,omitempty"`
+	Excluded  uint64  `json:"excluded,omitempty"` // received here, forwarded, measured in no class (link-local: docs/mec.md)
 }
 
 // Bench is a `"type":"bench"` report line.

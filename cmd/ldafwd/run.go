@@ -469,6 +469,20 @@ func serve(ctx context.Context, o *runOptions, a runner, ports *portSet, out *ru
 		insecureC = warn.C
 		log.Warn().Msg(insecureWarning)
 	}
+	if l, ok := a.(interface {
+		Lanes() (sender, receiver *dataplane.Lane)
+	}); ok {
+		snd, rcv := l.Lanes()
+		// The sender lane receives on the port facing away from the
+		// segment, the receiver lane on the segment port.
+		out.excluded = func() [2]uint64 {
+			x := [2]uint64{snd.Stats.Excluded.Load(), rcv.Stats.Excluded.Load()}
+			if o.segment == "a" {
+				x[0], x[1] = x[1], x[0]
+			}
+			return x
+		}
+	}
 	prev := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 	prevAt := start
 loop:
@@ -511,6 +525,8 @@ type runOutput struct {
 	table io.Writer // nil in json mode
 	m     *metrics.Metrics
 	log   zerolog.Logger
+
+	excluded func() [2]uint64 // per port: link-local frames received there and left unmeasured
 
 	mu     sync.Mutex
 	header bool
@@ -555,6 +571,9 @@ func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Durat
 		c, p := cur[i], prev[i]
 		rec := &report.Port{Type: "port", Port: name, Name: []string{r.o.portA, r.o.portB}[i], RxPackets: c.RxPackets, TxPackets: c.TxPackets,
 			RxDropped: c.RxDropped, TxDropped: c.TxDropped, ElapsedS: elapsed.Seconds(), Final: final}
+		if r.excluded != nil {
+			rec.Excluded = r.excluded()[i]
+		}
 		if s := tick.Seconds(); s > 0 {
 			rec.RxMpps = float64(c.RxPackets-p.RxPackets) / s / 1e6
 			rec.TxMpps = float64(c.TxPackets-p.TxPackets) / s / 1e6
