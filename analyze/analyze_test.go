@@ -149,6 +149,14 @@ func TestIntervals(t *testing.T) {
 		recv += r.Received
 		trueLost += *r.TrueLost
 	}
+	// Traffic starts at .6 and ends at 3.6: the first and last intervals are
+	// cut by the common range and say which part was measured.
+	if f, ok := out[0].Extra["measured_from_ns"].(int64); !ok || uint64(f) != st.RangeStartNs {
+		t.Errorf("first interval: measured_from_ns %v, want %d", out[0].Extra["measured_from_ns"], st.RangeStartNs)
+	}
+	if f, ok := out[3].Extra["measured_to_ns"].(int64); !ok || uint64(f) != st.RangeEndNs+1 {
+		t.Errorf("last interval: measured_to_ns %v, want %d", out[3].Extra["measured_to_ns"], st.RangeEndNs+1)
+	}
 	if sent != tr.Sent || recv != tr.Received || trueLost != tr.Lost {
 		t.Errorf("Σsent %d Σrecv %d Σtrue_lost %d, want %d %d %d", sent, recv, trueLost, tr.Sent, tr.Received, tr.Lost)
 	}
@@ -189,7 +197,8 @@ func TestBadCaptures(t *testing.T) {
 	}
 }
 
-// FuzzCapture: arbitrary bytes as a capture file never panic.
+// FuzzCapture: arbitrary bytes as a capture file never panic, frames stay
+// within the record bound, and damage names its record and file.
 func FuzzCapture(f *testing.F) {
 	var sb, rb bytes.Buffer
 	analyzetest.Write(analyzetest.Config{Packets: 5, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 1, PcapNG: true}, &sb, &rb)
@@ -202,8 +211,22 @@ func FuzzCapture(f *testing.F) {
 			return
 		}
 		for i := 0; i < 10000; i++ {
-			if _, _, ok := c.Next(); !ok {
+			f, _, ok := c.Next()
+			if !ok {
 				break
+			}
+			if len(f) > 256<<10+14 {
+				t.Fatalf("frame of %d bytes: larger than any record the reader accepts", len(f))
+			}
+		}
+		// Damage is named by the record it is in, and a stream that ended
+		// early says so.
+		for _, d := range c.Damage {
+			if d.Record == 0 || d.File != "fuzz" || d.Error() == "" {
+				t.Fatalf("damage without a record or file: %+v", d)
+			}
+			if !d.Local && c.EndedEarly == nil {
+				t.Fatalf("damage %v ended the stream but EndedEarly is nil", d)
 			}
 		}
 	})

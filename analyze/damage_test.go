@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/analyze/analyzetest"
 	"github.com/ldafwd/ldafwd/report"
@@ -265,5 +268,25 @@ func TestLargeDisorderRefused(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "r.pcap: timestamps go back") || !strings.Contains(err.Error(), "record 3001") {
 		t.Errorf("err %v, want a refusal naming r.pcap and record 3001", err)
+	}
+}
+
+// TestUnsupportedLinkType: a pcapng interface of another link type is a
+// clear error naming it, not damage.
+func TestUnsupportedLinkType(t *testing.T) {
+	var b bytes.Buffer
+	w, err := pcapgo.NewNgWriter(&b, layers.LinkTypeIEEE80211Radio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(1_700_000_000, 0), CaptureLength: 4, Length: 4}, []byte{1, 2, 3, 4})
+	w.Flush()
+	c, err := analyze.NewCapture("wifi.pcapng", bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.Next(); ok || c.EndedEarly == nil || !strings.Contains(c.EndedEarly.Error(), "wifi.pcapng") ||
+		!strings.Contains(c.EndedEarly.Error(), "link type not supported") || len(c.Damage) != 0 {
+		t.Errorf("ended early %v, damage %v", c.EndedEarly, c.Damage)
 	}
 }

@@ -74,6 +74,10 @@ func (e *DamageError) Error() string {
 // errNotCapture is wrapped by the errors of files that are not captures.
 var errNotCapture = errors.New("not a pcap or pcapng file")
 
+// errUnsupportedLink: an interface of a link type analyze cannot parse
+// (not damage: the file is fine, analyze is not).
+var errUnsupportedLink = errors.New("link type not supported (Ethernet or raw IP only)")
+
 const (
 	capMagicUs = 0xa1b2c3d4
 	capMagicNs = 0xa1b23c4d
@@ -269,6 +273,9 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 		switch typ {
 		case 1: // Interface Description Block
 			if err := r.readIDB(body); err != nil {
+				if errors.Is(err, errUnsupportedLink) {
+					return nil, 0, 0, 0, fmt.Errorf("pcapng block %d: %w", r.block, err)
+				}
 				return nil, 0, 0, 0, damaged("interface description: %v", err)
 			}
 			if err := r.trailer(total); err != nil {
@@ -356,7 +363,7 @@ func (r *capReader) readIDB(n int) error {
 	}
 	ifc := capIface{link: uint32(r.u16(r.hdr[0:])), mul: 1000, div: 1} // default resolution 10^-6 s
 	if !supportedLink(ifc.link) {
-		return fmt.Errorf("link type %d is not supported (Ethernet or raw IP)", ifc.link)
+		return fmt.Errorf("%w: %d", errUnsupportedLink, ifc.link)
 	}
 	if s := r.u32(r.hdr[4:]); s > 0 && (r.snap == 0 || s < r.snap) {
 		r.snap = s

@@ -432,6 +432,13 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 			}
 		}
 		for _, l := range lines {
+			// An interval the common range cuts says which part was measured.
+			if width > 0 && start < lo {
+				setExtra(l, "measured_from_ns", lo)
+			}
+			if width > 0 && end > hi+1 {
+				setExtra(l, "measured_to_ns", hi+1)
+			}
 			if why, ok := bad[k]; ok {
 				l.Valid = false
 				if l.Reason != "" {
@@ -487,6 +494,13 @@ func unseenExtras(l *report.Interval, extra uint64) {
 	}
 	l.Valid = false
 	l.Reason = fmt.Sprintf("%d received packets match no sent packet (duplicated, originated or changed inside the segment); the synopsis did not see them all, so its loss may hide as many", extra)
+}
+
+func setExtra(l *report.Interval, k string, v any) {
+	if l.Extra == nil {
+		l.Extra = map[string]any{}
+	}
+	l.Extra[k] = v
 }
 
 // addCounts puts the interval's pairing counts in a line's extra fields,

@@ -118,9 +118,6 @@ func (c LDAConfig) String() string {
 	if c.Digest {
 		s += " +digest"
 	}
-	if n := c.coverRows(); n > 0 {
-		s += fmt.Sprintf(" +%d cover", n)
-	}
 	return s
 }
 
