@@ -124,7 +124,7 @@ func TestLDAAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := runPoint(t, sc[0]) // weibull β=0.6
-	if p.Series != "weibull β=0.6" || p.Config != "1024@2^-2 +64 cover" {
+	if p.Series != "weibull β=0.6" || p.Config != "1024@2^-2" {
 		t.Fatalf("scenario %q config %q", p.Series, p.Config)
 	}
 	pr, L := 0.25, 0.01*float64(o.Packets)
@@ -278,7 +278,7 @@ func TestBuild(t *testing.T) {
 	}
 	sort.Strings(cfgs)
 	// Sec. IV-B: 2 banks of 512 tuned for 0.005 and 0.1 at N = 5e6.
-	if !contains(cfgs, "512@2^-7 512@2^-11 +64 cover") {
+	if !contains(cfgs, "512@2^-7 512@2^-11") {
 		t.Errorf("fig5 configs %q lack the paper's two-bank LDA", cfgs)
 	}
 	// Fig. 6: the paper's two-bank LDA by default, the operator's design
@@ -288,8 +288,8 @@ func TestBuild(t *testing.T) {
 		design      []float64
 		label, want string
 	}{
-		{nil, "LDA 2 banks (0.005, 0.1)", "512@2^-7 512@2^-11 +64 cover"},
-		{[]float64{0.001, 0.05}, "LDA 2 banks (0.001, 0.05)", "512@2^-4 512@2^-10 +64 cover"},
+		{nil, "LDA 2 banks (0.005, 0.1)", "512@2^-7 512@2^-11"},
+		{[]float64{0.001, 0.05}, "LDA 2 banks (0.001, 0.05)", "512@2^-4 512@2^-10"},
 	} {
 		o := DefaultOptions()
 		if tt.design != nil {
