@@ -278,13 +278,13 @@ func TestLabBridge(t *testing.T) {
 		sentAt[string(r.data)] = r.ns
 	}
 	truth := map[uint64]*capTruth{}
-	// The same per flow: interval → 5-tuple (as the report names it) →.
+	// The same per flow: interval → 5-tuple (as the report names it).
 	flowTruth := map[uint64]map[string]*capTruth{}
-	flowOf := func(k string) *capTruth {
-		fs := flowTruth[ivOf[k]]
+	flowIn := func(iv uint64, k string) *capTruth {
+		fs := flowTruth[iv]
 		if fs == nil {
 			fs = map[string]*capTruth{}
-			flowTruth[ivOf[k]] = fs
+			flowTruth[iv] = fs
 		}
 		name := fiveTuple([]byte(k))
 		f := fs[name]
@@ -294,6 +294,7 @@ func TestLabBridge(t *testing.T) {
 		}
 		return f
 	}
+	flowOf := func(k string) *capTruth { return flowIn(ivOf[k], k) }
 	for k := range sentAt {
 		iv := truth[ivOf[k]]
 		if iv == nil {
@@ -329,17 +330,7 @@ func TestLabBridge(t *testing.T) {
 		for j := max(c-nearEnd, 0); j < min(c+nearEnd, len(order)); j++ {
 			k := order[j]
 			for _, iv := range []uint64{cutIv[i], cutIv[i] + 1} {
-				fs := flowTruth[iv]
-				if fs == nil {
-					fs = map[string]*capTruth{}
-					flowTruth[iv] = fs
-				}
-				name := fiveTuple([]byte(k))
-				f := fs[name]
-				if f == nil {
-					f = &capTruth{}
-					fs[name] = f
-				}
+				f := flowIn(iv, k)
 				f.near++
 				if !got[k] {
 					f.nearLost++
