@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane/nettest"
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // TestLabBridge is a lab of commodity parts, judged against captures:
@@ -26,14 +30,17 @@ import (
 // Two `ldafwd run` processes with afxdp: ports and --idle-sleep 50us; the
 // segment is a Linux bridge sending a BPDU every second, its port toward
 // ldafwd#2 shaped by a tbf qdisc (queueing delay, and drops when its
-// queue overflows); ~20 kpps of mixed IPv4/IPv6 TCP/UDP frames replayed
-// with tcpreplay. Truth comes from dumpcap on the bridge's two ports and
-// on the sink, frames matched by content. It checks that every interval
-// of ldafwd#2 is valid, that Σ sent/received/lost over them equal the
-// captures', that the packet-weighted mean delay is within 5 % + 20 µs of
-// the captured one, and that the appliances lost, changed or added no
-// user frame (the bridge's input is exactly the replayed file, the sink's
-// exactly the bridge's output).
+// queue overflows) and dropping the 1 in lossEvery frames addressed to a
+// MAC it does not flood; ~20 kpps of mixed IPv4/IPv6 TCP/UDP frames
+// replayed with tcpreplay. Both appliances run every synopsis at the
+// default control budget. Truth comes from dumpcap on the bridge's two
+// ports and on the sink, frames matched by content. It checks that every
+// interval of ldafwd#2 is valid, that Σ sent/received/lost over them
+// equal the captures', that the packet-weighted mean delay is within
+// 5 % + 20 µs of the captured one, the RDA and LDS lines against the
+// captures (checkSynopses), and that the appliances lost, changed or
+// added no user frame (the bridge's input is exactly the replayed file,
+// the sink's exactly the bridge's output).
 func TestLabBridge(t *testing.T) {
 	nettest.Require(t)
 	for _, c := range []string{"tcpreplay", "dumpcap", "tc"} {
@@ -87,6 +94,12 @@ func TestLabBridge(t *testing.T) {
 	sh("ip", "-n", nsW, "link", "set", S1+"p", "master", "br0")
 	sh("ip", "-n", nsW, "link", "set", S2+"p", "master", "br0")
 	sh("ip", "-n", nsW, "link", "set", "br0", "up")
+	// Loss the captures can tell exactly: the bridge forwards frames to
+	// the generator's destination MAC toward ldafwd#2 (a static entry)
+	// and floods no unknown unicast there, so the frames mixedFrames
+	// addresses elsewhere (1 in lossEvery) are lost inside the segment.
+	sh("ip", "netns", "exec", nsW, "bridge", "link", "set", "dev", S2+"p", "flood", "off")
+	sh("ip", "netns", "exec", nsW, "bridge", "fdb", "add", net.HardwareAddr(labDst).String(), "dev", S2+"p", "master", "static")
 	// Queueing toward ldafwd#2: 40 Mbit/s, a 16 KB bucket, 20 ms of queue.
 	sh("ip", "netns", "exec", nsW, "tc", "qdisc", "add", "dev", S2+"p", "root", "tbf", "rate", "40mbit", "burst", "16kb", "latency", "20ms")
 
@@ -153,8 +166,11 @@ func TestLabBridge(t *testing.T) {
 	if err := control.WriteKeyFile(keyFile, key, false); err != nil {
 		t.Fatal(err)
 	}
+	// Every synopsis, sized alike at both ends (the defaults), each
+	// control frame sent twice; the budget is labBudget (see there).
 	common := []string{"--interval", "1s", "--key-file", keyFile, "--format", "json", "--idle-sleep", "50us",
-		"--max-delay", "2s", "--min-delay", "-50ms", "--stats-interval", "1s", "--log-level", "info"}
+		"--max-delay", "2s", "--min-delay", "-50ms", "--stats-interval", "1s", "--log-level", "info",
+		"--synopsis", "all", "--control-copies", "2", "--control-budget", labBudget}
 	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", "afxdp:" + S2, "--port-b", "afxdp:" + K, "--segment-port", "a"}, common...)...)
 	for !strings.Contains(p2.stderr(), "appliance started") {
 		if p2.hasExited() || time.Now().After(deadline.Add(20*time.Second)) {
@@ -224,15 +240,26 @@ func TestLabBridge(t *testing.T) {
 	// frame before End(k) and after End(k−1) belongs to interval k.
 	sentAt := map[string]int64{}
 	ivOf := map[string]uint64{}
+	// With --control-copies 2 each End comes twice: the first cuts.
+	// Frames within nearEnd capture places of a cut may have crossed it
+	// in the capture but not on the wire ldafwd#2 saw (see the counts
+	// below): per-flow counts allow for them.
+	const nearEnd = 64
 	var pendingIv []string // frames whose interval's End has not come yet
 	var cf control.Frame
+	var lastEnd uint64
+	var cuts []int     // capture places (user frames) of the cuts
+	var cutIv []uint64 // the interval each cut ends
+	var order []string // user frames in capture order
 	for _, r := range in {
 		if len(r.data) >= 14 && binary.BigEndian.Uint16(r.data[12:14]) == control.EtherType {
-			if control.ParseFrame(r.data, &cf) == nil && cf.Type == control.TypeEnd {
+			if control.ParseFrame(r.data, &cf) == nil && cf.Type == control.TypeEnd && cf.Interval > lastEnd {
+				lastEnd = cf.Interval
 				for _, k := range pendingIv {
 					ivOf[k] = cf.Interval
 				}
 				pendingIv = pendingIv[:0]
+				cuts, cutIv = append(cuts, len(order)), append(cutIv, cf.Interval)
 			}
 			continue
 		}
@@ -240,6 +267,7 @@ func TestLabBridge(t *testing.T) {
 			continue
 		}
 		pendingIv = append(pendingIv, string(r.data))
+		order = append(order, string(r.data))
 		if _, ok := want[string(r.data)]; !ok {
 			t.Errorf("the bridge received a frame that was not replayed (%d bytes): ldafwd#1 changed or added it", len(r.data))
 			continue
@@ -249,18 +277,32 @@ func TestLabBridge(t *testing.T) {
 		}
 		sentAt[string(r.data)] = r.ns
 	}
-	type ivTruth struct {
-		sent, recv uint64
-		sum        float64
+	truth := map[uint64]*capTruth{}
+	// The same per flow: interval → 5-tuple (as the report names it).
+	flowTruth := map[uint64]map[string]*capTruth{}
+	flowIn := func(iv uint64, k string) *capTruth {
+		fs := flowTruth[iv]
+		if fs == nil {
+			fs = map[string]*capTruth{}
+			flowTruth[iv] = fs
+		}
+		name := fiveTuple([]byte(k))
+		f := fs[name]
+		if f == nil {
+			f = &capTruth{}
+			fs[name] = f
+		}
+		return f
 	}
-	truth := map[uint64]*ivTruth{}
+	flowOf := func(k string) *capTruth { return flowIn(ivOf[k], k) }
 	for k := range sentAt {
 		iv := truth[ivOf[k]]
 		if iv == nil {
-			iv = &ivTruth{}
+			iv = &capTruth{}
 			truth[ivOf[k]] = iv
 		}
 		iv.sent++
+		flowOf(k).sent++
 	}
 	var sum float64
 	got := map[string]bool{}
@@ -278,6 +320,29 @@ func TestLabBridge(t *testing.T) {
 		iv := truth[ivOf[string(r.data)]]
 		iv.recv++
 		iv.sum += float64(r.ns - t0)
+		f := flowOf(string(r.data))
+		f.recv++
+		f.sum += float64(r.ns - t0)
+	}
+	// A frame near the cut between intervals E and E+1 widens the
+	// tolerance of its flow in both.
+	for i, c := range cuts {
+		for j := max(c-nearEnd, 0); j < min(c+nearEnd, len(order)); j++ {
+			k := order[j]
+			for _, iv := range []uint64{cutIv[i], cutIv[i] + 1} {
+				f := flowIn(iv, k)
+				f.near++
+				if !got[k] {
+					f.nearLost++
+				}
+				if tr := truth[iv]; tr != nil {
+					tr.near++
+					if !got[k] {
+						tr.nearLost++
+					}
+				}
+			}
+		}
 	}
 	sunk := 0
 	for _, r := range sink {
@@ -311,12 +376,12 @@ func TestLabBridge(t *testing.T) {
 		}
 		tr := truth[uint64(r.Interval)]
 		if tr == nil {
-			tr = &ivTruth{}
+			tr = &capTruth{}
 		}
 		trMean := tr.sum / float64(max(tr.recv, 1))
-		t.Logf("interval %d: valid=%v sent %d received %d lost %d mean %.1f µs ± %.1f (stamp err %.1f: tx %.1f rx %.1f, %s) %s; captured: sent %d received %d mean %.1f µs",
+		t.Logf("interval %d: valid=%v sent %d received %d lost %d mean %.1f µs ± %.1f (stamp err %.1f: tx %.1f rx %.1f, %s) %s; captured: sent %d received %d mean %.1f µs; control %d bytes",
 			r.Interval, r.Valid, r.Sent, r.Received, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3,
-			r.StampSource, r.Reason, tr.sent, tr.recv, trMean/1e3)
+			r.StampSource, r.Reason, tr.sent, tr.recv, trMean/1e3, r.ControlBytes)
 		// Counts are held to the captures in total (below), not per
 		// interval: frames the sender handed to the veth from different
 		// CPUs can reach the capture a few places apart from the order
@@ -354,19 +419,238 @@ func TestLabBridge(t *testing.T) {
 		}
 		t.Logf("valid intervals: reported mean %.1f µs, captured %.1f µs", mean/1e3, tm/1e3)
 	}
+	checkSynopses(t, ivs, func(k int64) capTruth {
+		if tr := truth[uint64(k)]; tr != nil {
+			return *tr
+		}
+		return capTruth{}
+	}, func(k int64, flow string) capTruth {
+		if f := flowTruth[uint64(k)][flow]; f != nil {
+			return *f
+		}
+		return capTruth{}
+	})
 	if t.Failed() {
 		t.Logf("#1 stderr:\n%s\n#2 stderr:\n%s", p1.stderr(), p2.stderr())
 	}
 }
+
+// capTruth is what the captures say of an interval, or of one flow in
+// it: frames that entered the segment, frames that left it toward
+// ldafwd#2, Σ of their delays (ns).
+type capTruth struct {
+	sent, recv uint64
+	sum        float64
+	// Frames within nearEnd capture places of one of the interval's End
+	// markers, and how many of them were lost: the capture may place
+	// them on the other side of the marker than the wire did.
+	near, nearLost uint64
+}
+
+// labBudget is the --control-budget of TestLabBridge's appliances.
+const labBudget = "1%"
+
+// checkSynopses holds the RDA and LDS lines of direction a>b, class
+// "all", to the captured truth of their interval (ivTruth) and of their
+// flow in it (flowTruth: sent, received, Σ delay in ns): a valid RDA
+// line's lost is the interval's captured loss and its mean within
+// mean_ci_ns of the captured mean; a valid LDS line's sent, lost and mean
+// likewise against its flow's. Every line carries its configuration, and
+// an invalid line its reason. Valid lines are counted: a run where none
+// is valid proves nothing, so at least minRDAValid RDA lines and
+// minLDSValid LDS flow lines must be. (At the default budget the LDS
+// ships one row, one cell per flow: a flow that lost a packet has no
+// delay sample and its line is rightly invalid, about half the flows
+// per interval at this loss rate.)
+func checkSynopses(t *testing.T, ivs []report.Interval, ivTruth func(int64) capTruth, flowTruth func(int64, string) capTruth) {
+	t.Helper()
+	const minRDAValid, minLDSValid = 2, 8
+	type tally struct{ valid, total, budget int }
+	count := map[string]*tally{"lda": {}, "rda": {}, "lds": {}}
+	var rdaErr, ldsErr []float64 // |reported − captured| / mean_ci_ns of valid lines
+	flowOff := 0                 // valid LDS lines whose sent differs from the capture's cut
+	for _, r := range ivs {
+		if r.Direction != "a>b" || r.MEC != "all" {
+			continue
+		}
+		c := count[r.Synopsis]
+		if c == nil {
+			t.Errorf("interval %d: a line of synopsis %q", r.Interval, r.Synopsis)
+			continue
+		}
+		c.total++
+		if r.Config == "" {
+			t.Errorf("interval %d %s %s: no config", r.Interval, r.Synopsis, r.Flow)
+		}
+		if !r.Valid {
+			if r.Reason == "" {
+				t.Errorf("interval %d %s %s: invalid without a reason", r.Interval, r.Synopsis, r.Flow)
+			}
+			if strings.Contains(r.Reason, "control budget") {
+				c.budget++
+			}
+		} else {
+			c.valid++
+		}
+		switch r.Synopsis {
+		case "rda":
+			tr := ivTruth(r.Interval)
+			sent, recv := tr.sent, tr.recv
+			mean := tr.sum / float64(max(recv, 1))
+			t.Logf("interval %d rda: valid=%v sent %d received %d lost %d mean %.1f µs ± %.1f %s; captured: sent %d lost %d mean %.1f µs; %s",
+				r.Interval, r.Valid, r.Sent, r.Received, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.Reason, sent, sent-recv, mean/1e3, shippedShape(r.Config))
+			if !r.Valid {
+				continue
+			}
+			if absDiff(r.Lost, sent-recv) > tr.nearLost {
+				t.Errorf("interval %d: valid RDA line says lost %d, captures %d (%d of them near an End marker)", r.Interval, r.Lost, sent-recv, tr.nearLost)
+			}
+			if recv > 0 {
+				d := math.Abs(r.MeanNs - mean)
+				rdaErr = append(rdaErr, d/r.MeanCINs)
+				if d > r.MeanCINs {
+					t.Errorf("interval %d: valid RDA line's mean %.1f ± %.1f µs, captured %.1f µs", r.Interval, r.MeanNs/1e3, r.MeanCINs/1e3, mean/1e3)
+				}
+			}
+		case "lds":
+			if r.Flow == "" {
+				if r.Valid {
+					t.Errorf("interval %d: a valid LDS line names no flow", r.Interval)
+				}
+				t.Logf("interval %d lds: valid=%v %s; config %q", r.Interval, r.Valid, r.Reason, r.Config)
+				continue
+			}
+			tr := flowTruth(r.Interval, r.Flow)
+			sent, recv := tr.sent, tr.recv
+			mean := tr.sum / float64(max(recv, 1))
+			t.Logf("interval %d lds %s: valid=%v sent %d lost %d mean %.1f µs ± %.1f %s; captured: sent %d lost %d (%d/%d near an End marker) mean %.1f µs; %s",
+				r.Interval, r.Flow, r.Valid, r.Sent, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.Reason, sent, sent-recv, tr.near, tr.nearLost, mean/1e3, shippedShape(r.Config))
+			if !r.Valid {
+				continue
+			}
+			if sent == 0 {
+				t.Errorf("interval %d: valid LDS line for flow %q, which the captures never saw in it", r.Interval, r.Flow)
+				continue
+			}
+			// Exact but for frames the capture may place across an
+			// End marker from where the wire had them.
+			if absDiff(r.Sent, sent) > tr.near || absDiff(r.Lost, sent-recv) > tr.nearLost {
+				t.Errorf("interval %d flow %s: valid LDS line says sent %d lost %d, captures %d/%d (%d/%d of them near an End marker)",
+					r.Interval, r.Flow, r.Sent, r.Lost, sent, sent-recv, tr.near, tr.nearLost)
+			}
+			if absDiff(r.Sent, sent) > 0 {
+				flowOff++
+			}
+			if recv > 0 {
+				d := math.Abs(r.MeanNs - mean)
+				ldsErr = append(ldsErr, d/r.MeanCINs)
+				if d > r.MeanCINs {
+					t.Errorf("interval %d flow %s: valid LDS mean %.1f ± %.1f µs, captured %.1f µs", r.Interval, r.Flow, r.MeanNs/1e3, r.MeanCINs/1e3, mean/1e3)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"lda", "rda", "lds"} {
+		c := count[s]
+		t.Logf("%s: %d of %d lines valid, %d left out by the control budget", s, c.valid, c.total, c.budget)
+	}
+	t.Logf("valid lines' |mean error| / mean_ci_ns: rda %s, lds %s; %d valid LDS lines' sent off the capture's cut (within frames near an End marker)",
+		spread(rdaErr), spread(ldsErr), flowOff)
+	if count["rda"].valid < minRDAValid {
+		t.Errorf("%d valid RDA lines, want at least %d: nothing to hold to the captures", count["rda"].valid, minRDAValid)
+	}
+	if count["lds"].valid < minLDSValid {
+		t.Errorf("%d valid LDS flow lines, want at least %d: nothing to hold to the captures", count["lds"].valid, minLDSValid)
+	}
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// shippedShape is the part of a line's config that says what the control
+// budget let through.
+func shippedShape(config string) string {
+	var out []string
+	for _, f := range strings.Fields(config) {
+		if strings.HasPrefix(f, "rda-shipped=") || strings.HasPrefix(f, "lds-shipped=") {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// spread renders the largest and the median of xs.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	s := append([]float64(nil), xs...)
+	slices.Sort(s)
+	return fmt.Sprintf("max %.2f median %.2f over %d", s[len(s)-1], s[len(s)/2], len(s))
+}
+
+// fiveTuple names the flow of an Ethernet frame carrying IPv4 or IPv6
+// (no extension headers) with TCP or UDP as the report does:
+// "proto src:port>dst:port", IPv6 addresses in brackets; "" otherwise.
+func fiveTuple(b []byte) string {
+	if len(b) < 14 {
+		return ""
+	}
+	var src, dst netip.Addr
+	var proto byte
+	var l4 []byte
+	switch binary.BigEndian.Uint16(b[12:14]) {
+	case 0x0800:
+		ip := b[14:]
+		if len(ip) < 20 {
+			return ""
+		}
+		hl := int(ip[0]&0xf) * 4
+		if len(ip) < hl+4 {
+			return ""
+		}
+		src, dst = netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
+		proto, l4 = ip[9], ip[hl:]
+	case 0x86dd:
+		ip := b[14:]
+		if len(ip) < 44 {
+			return ""
+		}
+		src, dst = netip.AddrFrom16([16]byte(ip[8:24])), netip.AddrFrom16([16]byte(ip[24:40]))
+		proto, l4 = ip[6], ip[40:]
+	default:
+		return ""
+	}
+	if proto != 6 && proto != 17 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s>%s", proto,
+		netip.AddrPortFrom(src, binary.BigEndian.Uint16(l4[0:2])), netip.AddrPortFrom(dst, binary.BigEndian.Uint16(l4[2:4])))
+}
+
+// labDst is the destination MAC of mixedFrames' frames, but for 1 in
+// lossEvery, sent to labLost instead (a MAC the segment drops).
+var labDst, labLost = []byte{0x02, 0x1d, 0xaf, 0, 0, 2}, []byte{0x02, 0x1d, 0xaf, 0, 0, 3}
+
+// lossEvery: ~50 frames lost per interval at 20 kpps (0.2 %), spread
+// over the flows; few enough for the RDA the default budget ships.
+const lossEvery = 397
 
 // mixedFrames builds n distinct frames: IPv4 and IPv6, TCP and UDP, 64 to
 // 250 bytes, from 64 flows, sequence number in the payload.
 func mixedFrames(n int) [][]byte {
 	rng := rand.New(rand.NewPCG(15, 15))
 	src := []byte{0x02, 0x1d, 0xaf, 0, 0, 1}
-	dst := []byte{0x02, 0x1d, 0xaf, 0, 0, 2}
 	out := make([][]byte, n)
 	for i := range out {
+		dst := labDst
+		if i%lossEvery == lossEvery-1 {
+			dst = labLost
+		}
 		flow := rng.IntN(64)
 		v6, tcp := flow&1 == 1, flow&2 == 2
 		size := 64 + rng.IntN(187)

@@ -520,7 +520,7 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string) {
 	var sumSent, sumRecv, sumLost uint64
 	valid, withTraffic := 0, 0
 	for _, r := range ivs {
-		if r.Direction != "a>b" || r.MEC != "all" {
+		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" {
 			continue
 		}
 		if r.Sent+r.Received > 0 {
@@ -636,7 +636,7 @@ func TestLabPeerRestart(t *testing.T) {
 	firstValid, invalidAround := int64(-1), 0
 	var lostValid uint64
 	for _, r := range ivs {
-		if r.Direction != "a>b" || r.MEC != "all" {
+		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" {
 			continue
 		}
 		if !r.Valid {

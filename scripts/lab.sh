@@ -28,8 +28,15 @@
 # Environment: LDAFWD_BIN (bin/ldafwd), DURATION seconds of traffic (5),
 # PPS (10000), INTERVAL (1s), LOSS (1%), DELAY (1ms), RATE (40mbit: a tbf
 # instead where the kernel has no netem), PORTS (afxdp, or
-# dpdk for DPDK's net_af_packet vdev on the same veths), OUT (a temporary
-# directory for the reports and logs; kept).
+# dpdk for DPDK's net_af_packet vdev on the same veths), SYNOPSIS (all:
+# the appliances' --synopsis, the same at both ends), COPIES (2: their
+# --control-copies, so that a control frame netem loses costs no
+# interval), BUDGET (2%: their --control-budget, all copies counted —
+# the default 1% per copy; at 10 kpps of 128-byte frames 1% for two
+# copies leaves the RDA out), OUT (a temporary directory for the
+# reports and logs; kept).
+# The equations use ldafwd#2's LDA lines; the RDA and LDS lines are
+# counted (valid of total, and why the others are not).
 set -euo pipefail
 
 BIN=${LDAFWD_BIN:-bin/ldafwd}
@@ -40,6 +47,9 @@ LOSS=${LOSS:-1%}
 DELAY=${DELAY:-1ms}
 RATE=${RATE:-40mbit}
 PORTS=${PORTS:-afxdp}
+SYNOPSIS=${SYNOPSIS:-all}
+COPIES=${COPIES:-2}
+BUDGET=${BUDGET:-2%}
 OUT=${OUT:-$(mktemp -d /tmp/ldafwd-lab.XXXXXX)}
 
 die() { echo "lab.sh: $*" >&2; exit 1; }
@@ -121,7 +131,7 @@ spec() { # spec ifname n
 # doubling of the span costs one bit per non-empty bucket (docs/lda.md),
 # not resolution.
 COMMON=(--interval "$INTERVAL" --key-file "$OUT/lab.key" --format table --max-delay 2s --min-delay -50ms
-	--idle-sleep 50us --stats-interval 5s)
+	--idle-sleep 50us --stats-interval 5s --synopsis "$SYNOPSIS" --control-copies "$COPIES" --control-budget "$BUDGET")
 # ldafwd#2 first, and ldafwd#1 only once #2's sockets are bound: a frame
 # #1 sends (its first End markers) while #2's XDP program has no socket
 # yet would be refused where #2 cannot count it.
@@ -328,9 +338,21 @@ check("sink", T2, S + KS, f"{T2} = sink rx_packets {S} + {KS} dropped by its vet
 valid = invalid = 0
 s = r = lost = inv_s = inv_r = 0
 reasons = {}
+tally = {}  # synopsis → [valid, total, {reason: count}] over lines with traffic or a budget reason
 for line in open(f"{out}/ldafwd2.jsonl"):
     o = json.loads(line)
     if o.get("type") != "interval" or o["direction"] != "a>b" or o["mec"] != "all":
+        continue
+    if not o.get("config"):
+        print(f"interval {o['interval']} {o['synopsis']}: no config"); bad.append("config")
+    if o["sent"] or o["received"] or "control budget" in o.get("reason", ""):
+        t = tally.setdefault(o["synopsis"], [0, 0, {}])
+        t[1] += 1
+        if o["valid"]:
+            t[0] += 1
+        else:
+            t[2][o.get("reason", "")] = t[2].get(o.get("reason", ""), 0) + 1
+    if o["synopsis"] != "lda":
         continue
     if o["valid"]:
         valid += 1; s += o["sent"]; r += o["received"]; lost += o["lost"]
@@ -341,6 +363,11 @@ print(f"ldafwd#2: {valid} valid a>b intervals: Σ sent {s}, Σ received {r}, Σ 
       + (f" (they say sent {inv_s}, received {inv_r})" if invalid else ""))
 for k, v in reasons.items():
     print(f"  {v} × {k}")
+for syn, (v, n, why) in sorted(tally.items()):
+    print(f"ldafwd#2 {syn} lines of a>b with traffic: {v} of {n} valid")
+    if syn != "lda":
+        for k, c in why.items():
+            print(f"  {c} × {k}")
 seg_lost = V2 + Y1 + K - (C1 - C2)
 if invalid == 0:
     check("Σ sent", s, F1, f"{s} = {F1} frames ldafwd#1 put into the segment (its sender recorded {l1['sent_recorded']})")

@@ -103,7 +103,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 10ms; both ends must agree)")
 	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
-	fs.StringVar(&o.synopses, "synopsis", "lda", "synopses the appliance records and ships: lda, rda, lds, all, or a list (the LDA is always on; both ends must name the same)")
+	fs.StringVar(&o.synopses, "synopsis", "all", "synopses the appliance records and ships: lda, rda, lds, all, or a list (the LDA is always on; both ends must name the same); the RDA and the LDS fit into --control-budget or are reported left out; lda alone costs the least CPU per packet")
 	o.lda.register(fs)
 	o.extra.registerSizing(fs)
 	fs.IntVar(&o.top, "top", 10, "LDS: flows reported per interval, largest first")

@@ -249,8 +249,8 @@ func TestRunSynopsisFlags(t *testing.T) {
 	if o.syn.RDA == nil || o.syn.RDA.Cells != 4096 || o.syn.LDS == nil || o.syn.LDS.CellsPerFlow != 2 || o.top != 10 {
 		t.Errorf("syn %+v / %+v, top %d", o.syn.RDA, o.syn.LDS, o.top)
 	}
-	if o, err = parseAndValidate(base); err != nil || o.syn.RDA != nil || o.syn.LDS != nil {
-		t.Errorf("default: rda %v lds %v (%v), want the LDA alone", o.syn.RDA, o.syn.LDS, err)
+	if o, err = parseAndValidate(base); err != nil || o.syn.RDA == nil || o.syn.LDS == nil {
+		t.Errorf("default: rda %v lds %v (%v), want every synopsis", o.syn.RDA, o.syn.LDS, err)
 	}
 	for _, c := range []struct {
 		args []string

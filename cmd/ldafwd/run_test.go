@@ -430,7 +430,7 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 	valid, lostSum := 0, uint64(0)
 	for _, r := range ivs {
-		if r.Direction != "a>b" {
+		if r.Direction != "a>b" || r.Synopsis != "lda" {
 			continue
 		}
 		if !r.Valid {
