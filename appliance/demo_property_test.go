@@ -29,18 +29,11 @@ func TestDemoProperty(t *testing.T) {
 }
 
 // TestDemoPropertyRDA is TestDemoProperty with the RDA beside the LDA
-// (two scenarios: its control volume per class is large).
-//
-// It fails today, and is skipped so the suite stays green until the RDA
-// estimator is fixed: with one packet lost whose cell in some bank held
-// no other packet, that bank's mean is exact and covers every received
-// packet, so MeanCINs = 0 (Samples = matched, finite-population factor
-// 0), yet the reported mean averages the usable cells of all banks and
-// is off by ~14 ns ("c2/rda claims the exact mean 322652.5, true
-// 322638.3 (samples 1225 of 1225 received; rda_exact false…)", seed 2).
-// Remove the skip to reproduce.
+// (two scenarios: its control volume per class is large). A line with
+// mean_ci_ns 0 claims the exact mean: with a lost packet alone in its
+// cell in one bank, that bank holds every matched packet and its mean is
+// exact (the pooled mean of all banks was not).
 func TestDemoPropertyRDA(t *testing.T) {
-	t.Skip("known defect in synopsis.EstimateRDA: a non-exact mean reported with mean_ci_ns 0 (see the comment)")
 	demoProperty(t, true)
 }
 
