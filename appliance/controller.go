@@ -31,7 +31,6 @@ type controller struct {
 	shipped  atomic.Uint64 // last sender interval handed to the inject ring
 	settled  atomic.Bool   // nothing queued to send, nothing waiting to pair
 	scratch  []byte
-	cl       synopsis.CompactLDA
 	reported atomic.Uint64   // interval lines emitted
 	movedAt  atomic.Int64    // when the interval clock last moved, ns (time.Now)
 	done     map[uint64]bool // intervals already reported: one line per interval and MEC
@@ -40,14 +39,22 @@ type controller struct {
 	peer     uint64          // the peer's session we last logged
 	pairing  bool            // pair is running: emit holds lines for the cross-class pass
 	held     []heldLine
+	ev       evidence // what pair has gathered of the interval it pairs
+	// Paired intervals wait for the next one (crossing.go); lines of later
+	// intervals wait behind them so reports stay in interval order.
+	waits    map[uint64]*heldInterval
+	queued   []*report.Interval
+	recent   map[uint64]*evidence // evidence of intervals already reported, for a late predecessor
+	stopping bool                 // final is collecting: flush emits nothing until it is done
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
-// lines without one).
+// lines without one) or, for an LDS line, its flow's estimate.
 type heldLine struct {
-	r   *report.Interval
-	e   *synopsis.Estimate
-	mec int
+	r    *report.Interval
+	e    *synopsis.Estimate
+	flow *synopsis.FlowEstimate
+	mec  int
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -72,7 +79,8 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{}}
+	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
+		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}}
 }
 
 // endGrace is how long a complete bundle waits for the receiver's copy
@@ -231,6 +239,7 @@ func (c *controller) step(now time.Time) {
 			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
 		case r.Failure != nil:
 			f := r.Failure
+			c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
 			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}
@@ -252,11 +261,13 @@ func (c *controller) step(now time.Time) {
 				delete(c.rcopies, k)
 				continue
 			}
+			c.nextCopy(k-1, rc)
 			c.invalid(k, 0, 0, rc, "no synopses from the sender for this interval (control frames lost or sender stopped)")
 			delete(c.rcopies, k)
 		}
 	}
 	c.silent(nowNs)
+	c.overdue(now)
 	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0)
 }
 
@@ -298,7 +309,8 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.pairing = true
-	defer c.release()
+	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
+	defer c.release(b.Interval)
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
@@ -313,18 +325,20 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			// arrived before the interval was complete.
 			r.ControlFrames, r.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
 		}
+		cl := new(synopsis.CompactLDA) // kept until the next interval is paired
 		if err == nil {
-			err = c.cl.UnmarshalBinary(body)
+			err = cl.UnmarshalBinary(body)
 		}
 		if err != nil {
 			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not decode: %v", err))
 			continue
 		}
-		e, err := synopsis.EstimateLDACompact(&c.cl, rc.lda[m], a.cfg.Conf)
+		e, err := synopsis.EstimateLDACompact(cl, rc.lda[m], a.cfg.Conf)
 		if err != nil {
 			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))
 			continue
 		}
+		c.ev.snd[m] = cl
 		analyze.Fill(r, e)
 		c.stamps(r, h.StampErrNs, rc)
 		if why := sessionReason(h.Flags, rc); why != "" {
@@ -410,6 +424,9 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
 		return
 	}
+	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
+		c.ev.rda[m] = &dec
+	}
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
@@ -425,16 +442,33 @@ func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
 	c.held = append(c.held, heldLine{r: r, e: &e, mec: mec})
 }
 
-// release ends pair: packets that changed class inside the segment show
-// only across the interval's classes (synopsis.ClassChanges), so every
-// line of the interval waits for that pass, then all go out in order.
-func (c *controller) release() {
+// release ends pair: the interval's lines wait for the next interval's
+// synopses (crossing.go), then for the cross-class pass (classChanges).
+func (c *controller) release(k uint64) {
 	c.pairing = false
+	h := &heldInterval{k: k, lines: c.held, ev: c.ev, at: time.Now()}
+	c.held, c.ev = nil, evidence{}
+	c.waits[k] = h
+	if p := c.waits[k-1]; p != nil && !p.decided {
+		c.decide(p, &h.ev)
+	}
+	if n := c.waits[k+1]; n != nil {
+		c.decide(h, &n.ev)
+	} else if ev := c.recent[k+1]; ev != nil {
+		c.decide(h, ev)
+	}
+	c.flush()
+}
+
+// classChanges: packets that changed class inside the segment show only
+// across the interval's classes (synopsis.ClassChanges), so every line of
+// the interval waits for that pass.
+func (c *controller) classChanges(held []heldLine) {
 	names := c.a.cfg.Classifier.Names()
 	for _, kind := range []string{"lda", "rda"} {
 		es := make([]*synopsis.Estimate, len(names))
 		lines := make([]*report.Interval, len(names))
-		for _, h := range c.held {
+		for _, h := range held {
 			if h.e != nil && h.r.Synopsis == kind && h.mec < len(es) {
 				es[h.mec], lines[h.mec] = h.e, h.r
 			}
@@ -446,11 +480,6 @@ func (c *controller) release() {
 				r.Valid, r.Reason = false, why
 			}
 		}
-	}
-	held := c.held
-	c.held = c.held[:0]
-	for _, h := range held {
-		c.emit(h.r)
 	}
 }
 
@@ -521,7 +550,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		} else if r.Valid && rc.lds.RowsTakeAll() && !countsAgree(&f) {
 			r.Valid, r.Reason = false, "the flow's cells hold other flows' packets too (the LDS is small for this traffic, or the control budget folded it): its counts and delay are not its own"
 		}
-		c.emit(r)
+		c.held = append(c.held, heldLine{r: r, flow: &f})
 	}
 }
 
@@ -598,6 +627,9 @@ const ReasonRecut = "second cut of an interval already reported (sender restarte
 // emitCopy reports the frames of rc as interval k, invalid, without
 // claiming k (it has its line already); nothing for a copy without frames.
 func (c *controller) emitCopy(k uint64, rc *rcopy, reason string) {
+	// The second cut holds what arrived after k's first End marker: the
+	// packets of k that crossed it are there, not in k+1.
+	c.nextCopy(k, rc)
 	if rc == nil || rc.frames == 0 {
 		return
 	}
@@ -634,6 +666,17 @@ func (c *controller) emit(r *report.Interval) {
 		c.held = append(c.held, heldLine{r: r})
 		return
 	}
+	if p := c.waits[uint64(r.Interval)-1]; p != nil && !p.decided {
+		// The next interval is reported without pairing: its synopses
+		// will not come to check the waiting one.
+		c.decide(p, nil)
+	}
+	c.queued = append(c.queued, r)
+	c.flush()
+}
+
+// out hands one line to the report sink.
+func (c *controller) out(r *report.Interval) {
 	c.reported.Add(1)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.
@@ -650,6 +693,8 @@ func (c *controller) emit(r *report.Interval) {
 // final reports what is still waiting when the appliance stops, oldest
 // first.
 func (c *controller) final() {
+	// Collect every line first: the flush at the end puts them in order.
+	c.stopping = true
 	// Intervals the control receiver still holds incomplete fail now (it
 	// would have failed them at its timeout); pair what completed.
 	c.a.receiver.Expire(math.MaxInt64)
@@ -669,6 +714,8 @@ func (c *controller) final() {
 			delete(c.rcopies, f.Interval)
 		}
 	}
+	act := c.activeCopy()
+	c.decideAtStop(act)
 	// Oldest first, whatever holds them.
 	type left struct {
 		k  uint64
@@ -682,8 +729,8 @@ func (c *controller) final() {
 	for k, w := range c.bundles {
 		ls = append(ls, left{k: k, w: w})
 	}
-	if rc := c.activeCopy(); rc != nil {
-		ls = append(ls, left{k: rc.k, rc: rc})
+	if act != nil {
+		ls = append(ls, left{k: act.k, rc: act})
 	}
 	sort.SliceStable(ls, func(i, j int) bool { return ls[i].k < ls[j].k })
 	for _, l := range ls {
@@ -696,6 +743,8 @@ func (c *controller) final() {
 			c.invalid(l.k, 0, 0, l.rc, "stopped before the sender's synopses for this interval arrived")
 		}
 	}
+	c.stopping = false
+	c.flush()
 }
 
 // activeCopy clones the receiver's copy in progress at stop (the workers
@@ -715,6 +764,9 @@ func (c *controller) activeCopy() *rcopy {
 	rc := &rcopy{k: k, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: a.cfg.Clock(), active: true}
 	for _, l := range set.LDA {
 		rc.lda = append(rc.lda, l.Clone())
+	}
+	for _, r := range set.RDA {
+		rc.rda = append(rc.rda, r.Clone())
 	}
 	return rc
 }

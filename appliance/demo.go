@@ -160,6 +160,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	// Reports of the measured direction wait for their interval's truth.
 	var mu sync.Mutex
 	truths := map[uint64]dataplane.TruthInterval{}
+	// A sender restarted within an interval cuts it a second time: that
+	// truth belongs to the second cut's lines (ReasonRecut), reported
+	// after the first cut's (which wait for the next interval).
+	recuts := map[uint64]dataplane.TruthInterval{}
 	var ctlBytes, ctlIntervals float64
 	names := cfg.Classifier.Names()
 	onReport := func(r *report.Interval) {
@@ -179,9 +183,17 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 					break
 				}
 				ti.Classes = append([]dataplane.ClassTruth(nil), ti.Classes...)
-				truths[ti.K] = ti
+				if _, dup := truths[ti.K]; dup {
+					recuts[ti.K] = ti
+				} else {
+					truths[ti.K] = ti
+				}
 			}
-			if t, ok = truths[uint64(r.Interval)]; ok || wait == 100 {
+			src := truths
+			if r.Reason == ReasonRecut {
+				src = recuts
+			}
+			if t, ok = src[uint64(r.Interval)]; ok || wait == 100 {
 				break
 			}
 			time.Sleep(time.Millisecond)

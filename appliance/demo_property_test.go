@@ -29,61 +29,56 @@ func TestDemoProperty(t *testing.T) {
 }
 
 // TestDemoPropertyRDA is TestDemoProperty with the RDA beside the LDA
-// (two scenarios: its control volume per class is large).
-//
-// It fails today, and is skipped so the suite stays green until the RDA
-// estimator is fixed: with one packet lost whose cell in some bank held
-// no other packet, that bank's mean is exact and covers every received
-// packet, so MeanCINs = 0 (Samples = matched, finite-population factor
-// 0), yet the reported mean averages the usable cells of all banks and
-// is off by ~14 ns ("c2/rda claims the exact mean 322652.5, true
-// 322638.3 (samples 1225 of 1225 received; rda_exact false…)", seed 2).
-// Remove the skip to reproduce.
+// (two scenarios: its control volume per class is large). A line with
+// mean_ci_ns 0 claims the exact mean: with a lost packet alone in its
+// cell in one bank, that bank holds every matched packet and its mean is
+// exact (the pooled mean of all banks was not).
 func TestDemoPropertyRDA(t *testing.T) {
-	t.Skip("known defect in synopsis.EstimateRDA: a non-exact mean reported with mean_ci_ns 0 (see the comment)")
 	demoProperty(t, true)
 }
 
-// TestDemoPropertyCrossing is TestDemoProperty's loss check on intervals
-// where a packet was reordered past the End marker (the stage's truth
-// counts it in the interval it was sent in, Crossed). It fails today and
-// is skipped so the suite stays green: the receiver records such a packet
-// in the next interval (invalid there: an extra), and the interval it
-// was sent in reports it as lost, valid — e.g. `ldafwd demo --duration
-// 3s --interval 300ms --reorder 0.2 --loss uniform:rate=0.0005 --synopsis
-// lda --format json`: a valid line with lost 3, true_lost 2, true_crossed
-// 1. The fix is the appliance's: hold interval k's lines until k+1's
-// copies are in and subtract synopsis.MatchLDACompactCrossing's Crossed.
-// TestDemoProperty leaves such intervals' loss out (logged) and checks
-// everything else.
+// TestDemoPropertyCrossing holds the loss of intervals with packets
+// reordered past the sender's End marker (the stage's truth counts them
+// in the interval they were sent in, true_crossed) over ten seeds of
+// heavy reordering (a packet crosses only when the stage holds the last
+// one before an End marker: a few valid lines per seed at most): the receiver records them in the next interval, and
+// only the next interval's synopses tell them from losses. Every valid
+// line's loss must be exact, and some valid line must have had a crossing
+// corrected (else the property is vacuous).
 func TestDemoPropertyCrossing(t *testing.T) {
-	t.Skip("known defect: a packet reordered past the End marker is reported as loss in its interval (see the comment)")
-	crossingStrict = true
-	defer func() { crossingStrict = false }()
-	demoProperty(t, false)
+	demoPropertyWith(t, false, crossingScenarios())
 }
 
-// crossingStrict makes demoProperty check loss on intervals with crossed
-// packets too.
-var crossingStrict bool
+func crossingScenarios() []propScenario {
+	var out []propScenario
+	for seed := uint64(11); seed <= 19; seed++ {
+		// One class: a packet crossing into the next interval of another
+		// class looks like remarking there (synopsis.ClassChanges).
+		// Short intervals: many boundaries for packets to cross.
+		out = append(out, propScenario{name: "heavy reorder, one class", seed: seed, loss: 0.0005, reorder: 0.2, oneClass: true, interval: 150 * time.Millisecond, needValid: true, needCrossed: true})
+	}
+	out = append(out, propScenario{name: "reorder, two classes' loss", seed: 15, loss: 0.002, reorder: 0.1, interval: 150 * time.Millisecond, needValid: true, needCrossed: true})
+	return out
+}
+
+// propScenario is one segment behaviour of the demo property.
+type propScenario struct {
+	name        string
+	seed        uint64
+	loss        float64
+	dup         float64
+	reorder     float64
+	remark      float64       // share of cs2 packets remarked to be
+	linkLocal   float64       // frames per second
+	rda         bool          // the RDA too (its control volume is large: a few scenarios)
+	needValid   bool          // some line must be valid (nothing here forces all to be invalid)
+	needCrossed bool          // some valid line must have had packets that crossed its end
+	oneClass    bool          // only the class "all" (no c2=dscp:cs2)
+	interval    time.Duration // 0: 400 ms
+}
 
 func demoProperty(t *testing.T, withRDA bool) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
-	delay, _ := model.NewWeibull(40_000, 0.7)
-	type scenario struct {
-		name      string
-		seed      uint64
-		loss      float64
-		dup       float64
-		reorder   float64
-		remark    float64 // share of cs2 packets remarked to be
-		linkLocal float64 // frames per second
-		rda       bool    // the RDA too (its control volume is large: a few scenarios)
-		needValid bool    // some line must be valid (nothing here forces all to be invalid)
-	}
-	scenarios := []scenario{
+	scenarios := []propScenario{
 		{name: "dup+loss (the reproduction)", seed: 1, loss: 0.002, dup: 0.002},
 		{name: "reorder+loss", seed: 2, loss: 0.001, reorder: 0.01, needValid: true},
 		{name: "reorder+loss", seed: 2, loss: 0.001, reorder: 0.01, rda: true, needValid: true},
@@ -95,7 +90,16 @@ func demoProperty(t *testing.T, withRDA bool) {
 		{name: "reorder+link-local", seed: 7, loss: 0.0005, reorder: 0.02, linkLocal: 100, needValid: true},
 		{name: "heavy reorder", seed: 8, loss: 0.0005, reorder: 0.2, needValid: true},
 	}
-	var valid, inBound, lines int
+	demoPropertyWith(t, withRDA, scenarios)
+}
+
+func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
+	if raceEnabled {
+		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
+	}
+	delay, _ := model.NewWeibull(40_000, 0.7)
+	var valid, inBound, lines, crossedLines int
+	needCrossed := false
 	rda := synopsis.DefaultRDAConfig()
 	for _, sc := range scenarios {
 		sc := sc
@@ -103,13 +107,21 @@ func demoProperty(t *testing.T, withRDA bool) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%s/seed=%d", sc.name, sc.seed), func(t *testing.T) {
-			cl, err := classifier.NewClassifierFromSpecs([]string{"c2=dscp:cs2"})
+			specs := []string{"c2=dscp:cs2"}
+			if sc.oneClass {
+				specs = nil
+			}
+			cl, err := classifier.NewClassifierFromSpecs(specs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			loss, _ := model.NewUniformLoss(sc.loss)
+			iv := sc.interval
+			if iv == 0 {
+				iv = 400 * time.Millisecond
+			}
 			cfg := appliance.DemoConfig{
-				Duration: 2 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: sc.seed,
+				Duration: 2 * time.Second, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: sc.seed,
 				DupProb: sc.dup, ReorderProb: sc.reorder, LinkLocalRate: sc.linkLocal, DSCP: []uint8{0, 16}, ControlCopies: 2,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
 				Classifier: cl, Insecure: true, Conf: 0.98,
@@ -137,13 +149,13 @@ func demoProperty(t *testing.T, withRDA bool) {
 				sc.linkLocal > 0 && (sum.ExcludedSent != sum.LinkLocalSent || sum.ExcludedReceived != sum.Injected):
 				t.Errorf("the segment did not do what the scenario says: %+v", sum)
 			}
-			v := 0
+			v, crossedValid := 0, 0
 			for _, r := range got {
 				if r.Synopsis != "lda" && r.Synopsis != "rda" || r.Flow != "" {
 					continue
 				}
 				if !r.Valid {
-					t.Logf("%d %s/%s invalid: %s", r.Interval, r.MEC, r.Synopsis, r.Reason)
+					t.Logf("%d %s/%s invalid: %s (true_crossed %v)", r.Interval, r.MEC, r.Synopsis, r.Reason, r.Extra["true_crossed"])
 					continue
 				}
 				lines++
@@ -152,11 +164,12 @@ func demoProperty(t *testing.T, withRDA bool) {
 					t.Errorf("%d %s/%s valid without truth (sent %d received %d)", r.Interval, r.MEC, r.Synopsis, r.Sent, r.Received)
 					continue
 				}
-				crossed, _ := r.Extra["true_crossed"].(uint64)
-				if r.Lost == *r.TrueLost+crossed && crossed > 0 && !crossingStrict {
-					t.Logf("%d %s/%s valid with lost %d = true %d + %d reordered past the End marker (known defect, TestDemoPropertyCrossing)",
-						r.Interval, r.MEC, r.Synopsis, r.Lost, *r.TrueLost, crossed)
-				} else if r.Lost != *r.TrueLost {
+				if crossed, _ := r.Extra["true_crossed"].(uint64); crossed > 0 {
+					crossedValid++
+					t.Logf("%d %s/%s valid with lost %d, true %d, %d reordered past the End marker (found %v)",
+						r.Interval, r.MEC, r.Synopsis, r.Lost, *r.TrueLost, crossed, r.Extra["crossed"])
+				}
+				if r.Lost != *r.TrueLost {
 					t.Errorf("%d %s/%s valid with lost %d, truth %d (extra %v)", r.Interval, r.MEC, r.Synopsis, r.Lost, *r.TrueLost, r.Extra)
 				}
 				switch off := math.Abs(r.MeanNs - *r.TrueMeanNs); {
@@ -174,7 +187,12 @@ func demoProperty(t *testing.T, withRDA bool) {
 			if sc.needValid && v == 0 {
 				t.Errorf("no valid line: nothing in this scenario should invalidate every interval")
 			}
+			crossedLines += crossedValid
+			needCrossed = needCrossed || sc.needCrossed
 		})
+	}
+	if needCrossed && crossedLines == 0 {
+		t.Errorf("no valid line with packets reordered past its end: the crossing correction went untested")
 	}
 	// A 98 % bound may miss 2 % of lines: allow that plus three standard
 	// deviations of a binomial count.

@@ -20,7 +20,10 @@
 //   - feeds the control frames the receiver lane stripped to a
 //     control.Receiver, clones each receiver copy off its double buffer,
 //     pairs it with the reassembled sender interval and reports one line per
-//     interval, direction and MEC (and per flow for the LDS).
+//     interval, direction and MEC (and per flow for the LDS) — once the next
+//     interval is paired too, in interval order: packets reordered past an
+//     End marker show in the next interval's synopses and are taken out of
+//     the loss (crossing.go).
 //
 // Every way an interval can go wrong ends as valid:false with a reason —
 // a lost or forged control frame, a lost End marker, a merged copy (overrun,

@@ -62,6 +62,10 @@ type RDAStats struct {
 	// is usable, so MeanNs is the exact mean over all packets seen at both
 	// ends (up to float64 rounding).
 	Exact bool
+	// MeanExact: MeanNs is exact (MeanCINs 0) — with Exact, or because one
+	// bank's usable cells hold every packet seen at both ends (the damaged
+	// cells there hold problem packets only).
+	MeanExact bool
 	// BankTotalsAgree: with Exact, every bank's total delay and count
 	// agree (each bank partitions the same matched packets). A mismatch
 	// means a corrupted input and makes the estimate invalid.
@@ -211,14 +215,20 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		}
 	}
 	e.UsableBuckets = st.UsableCells
+	// The mean pools the usable cells of all banks: its error is the
+	// banks' own errors averaged with weights C_b/ΣC (the bound below
+	// is built the same way).
 	var sumDelay float64
 	var sumCount int64
-	var maxCount int64
+	best := 0
 	for b := 0; b < k; b++ {
 		sumDelay += float64(int64(bankDelay[b]))
 		sumCount += bankCount[b]
-		maxCount = max(maxCount, bankCount[b])
+		if bankCount[b] > bankCount[best] {
+			best = b
+		}
 	}
+	maxCount := bankCount[best]
 	if sumCount > 0 {
 		e.MeanNs = sumDelay / float64(sumCount)
 	}
@@ -256,6 +266,14 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	// hide in the damaged cells). The upper bound keeps the
 	// finite-population factor of the confidence bound conservative.
 	nMatched := math.Max(float64(sent-int64(st.Lost)), float64(maxCount))
+	// Usable cells hold matched packets only, so a bank counting nMatched
+	// of them holds every one: its mean is exact.
+	st.MeanExact = st.Exact || maxCount > 0 && float64(maxCount) >= nMatched
+	if st.MeanExact && !st.Exact {
+		// The other banks' partial means would move the pooled one off
+		// the exact value its bound of 0 claims.
+		e.MeanNs = float64(int64(bankDelay[best])) / float64(maxCount)
+	}
 
 	// Std-dev: Algorithm 2 (selective collapse: per bank, pair the
 	// usable non-empty cells in index order) and the centred Algorithm 3.
@@ -307,16 +325,28 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		}
 	}
 
-	// Confidence bound: 0 when exact; otherwise the LDA's Hoeffding form
-	// (eq. 1 solved for εμ, σ standing in for the range) with the
-	// finite-population factor sqrt(1 − S/N): the left-out cells are a
-	// hash-random part of the same N packets.
-	if !st.Exact && e.Samples > 0 && e.StddevNs > 0 && conf > 0 && conf < 1 {
-		fpc := 1.0
-		if nMatched > 0 {
-			fpc = math.Max(0, 1-float64(e.Samples)/nMatched)
+	// Confidence bound: 0 when the mean is exact; otherwise per bank the
+	// LDA's Hoeffding form (eq. 1 solved for εμ, σ standing in for the
+	// range) with the finite-population factor sqrt(1 − C_b/N) (the
+	// left-out cells are a hash-random part of the same N packets),
+	// averaged with the pooled mean's weights C_b/ΣC: the pooled error is
+	// that average of the banks' errors, so it is within the bound
+	// whenever every bank's is. (The best bank's bound alone is not
+	// enough: at C_b = N it is 0 while the other banks still move the
+	// pooled mean.)
+	if !st.MeanExact && sumCount > 0 && e.StddevNs > 0 && conf > 0 && conf < 1 {
+		z := e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf)))
+		for b := 0; b < k; b++ {
+			c := float64(bankCount[b])
+			if c == 0 {
+				continue
+			}
+			fpc := 1.0
+			if nMatched > 0 {
+				fpc = math.Max(0, 1-c/nMatched)
+			}
+			e.MeanCINs += c / float64(sumCount) * z * math.Sqrt(fpc/c)
 		}
-		e.MeanCINs = e.StddevNs * math.Sqrt(2*math.Log(2/(1-conf))/float64(e.Samples)) * math.Sqrt(fpc)
 	}
 
 	if !st.Exact {
@@ -415,6 +445,7 @@ func (st RDAStats) ReportFields() map[string]any {
 		"rda_usable_cells":    st.UsableCells,
 		"rda_damaged_cells":   st.DamagedCells,
 		"rda_exact":           st.Exact,
+		"rda_mean_exact":      st.MeanExact,
 	}
 	if len(st.MissingSender) > 0 {
 		f["rda_missing_sender_ts"] = len(st.MissingSender)

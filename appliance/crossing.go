@@ -1,0 +1,335 @@
+package appliance
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// A packet the segment holds back past the sender's End marker of
+// interval k reaches the receiver after it has cut k: the receiver
+// records it in k+1. Interval k alone cannot tell it from a loss; k+1's
+// synopses can (synopsis.MatchLDACompactCrossing, MatchRDACrossing). So a
+// paired interval's lines wait until the next interval is paired, get
+// the crossing correction, then the cross-class pass, and go out: one
+// interval of added latency. Lines of later intervals reported meanwhile
+// (failures, timeouts) wait behind them, so reports stay in interval
+// order.
+//
+// When the next interval's synopses never come (the peer stopped or
+// restarted, its control frames were lost, the pair timed out), a line
+// with loss is invalid with ReasonNextMissing: its loss may count packets
+// that arrived late. A line without loss is kept: a packet that crossed
+// would have shown as a loss. At a graceful stop the receiver's copy in
+// progress is the next interval's receiver side; the sender recorded
+// nothing the receiver can match there, but every packet of it that a
+// single loss of k explains is a crossing, and when all are, k's loss is
+// exact (decideAtStop).
+
+// ReasonNextMissing is the reason of a line with loss whose next interval
+// could not be checked for packets that arrived after the interval's end.
+const ReasonNextMissing = "next interval missing: packets reordered past the interval's end could not be told from losses"
+
+// evidence is what one paired interval offers to the crossing check of
+// the interval before it (and needs from the one after it), per MEC: the
+// sender's compact LDA (nil where it did not decode or match), the
+// receiver's LDA and the RDA decode (nil without).
+type evidence struct {
+	snd []*synopsis.CompactLDA
+	rcv []*synopsis.LDA
+	rda []*synopsis.RDADecoding
+	// senderless: the receiver's copy in progress at stop, matched
+	// against an empty sender: unmatched packets there may be the
+	// sender's next interval, not k's.
+	senderless bool
+	// nothing: the receiver recorded nothing after the interval's End
+	// marker until it stopped: nothing crossed.
+	nothing bool
+}
+
+// heldInterval is a paired interval's lines waiting for the next
+// interval's evidence.
+type heldInterval struct {
+	k       uint64
+	lines   []heldLine
+	ev      evidence
+	at      time.Time
+	decided bool // the crossing check is done: the lines may go out
+}
+
+// overdue decides the intervals that waited longer than the next one can
+// take to pair: they go out with ReasonNextMissing where they have loss.
+func (c *controller) overdue(now time.Time) {
+	limit := c.a.cfg.PairTimeout + c.a.cfg.Interval
+	late := false
+	for _, h := range c.waits {
+		if !h.decided && now.Sub(h.at) > limit {
+			c.decide(h, nil)
+			late = true
+		}
+	}
+	if late {
+		c.flush()
+	}
+}
+
+// decide applies the next interval's evidence (nil: it will not come)
+// to h's lines, then the cross-class pass.
+func (c *controller) decide(h *heldInterval, next *evidence) {
+	h.decided = true
+	classes := len(h.ev.rcv)
+	known := make([]bool, classes)
+	xs := make([]synopsis.LDACrossing, classes)
+	why := make([]string, classes)
+	for m := 0; m < classes; m++ {
+		known[m], xs[m], why[m] = h.ldaCrossing(m, next)
+	}
+	all := synopsis.LDACrossing{AllExtrasCrossed: true}
+	allKnown := true
+	for m := range xs {
+		all.Crossed += xs[m].Crossed
+		all.AllExtrasCrossed = all.AllExtrasCrossed && xs[m].AllExtrasCrossed
+		allKnown = allKnown && known[m]
+	}
+	for i := range h.lines {
+		l := &h.lines[i]
+		switch {
+		case l.flow != nil:
+			// The LDS holds every class: any class's crossing may be in a flow.
+			if !allKnown {
+				missing(l.r, nil, ReasonNextMissing)
+				continue
+			}
+			fs := []synopsis.FlowEstimate{*l.flow}
+			fs[0].Valid = l.r.Valid
+			all.ApplyFlows(fs)
+			if l.r.Valid && !fs[0].Valid {
+				l.r.Valid, l.r.Reason = false, fs[0].Reason
+			}
+		case l.e == nil || l.mec >= classes:
+		case l.r.Synopsis == "lda":
+			if l.e.Lost == 0 {
+				// A packet that crossed would show here as a loss (or as
+				// an extra, which invalidates the line already).
+				continue
+			}
+			x := xs[l.mec]
+			noteCrossed(l.r, x.Crossed)
+			if known[l.mec] {
+				wasValid := l.e.Valid
+				x.Apply(l.e)
+				carry(l.r, l.e, wasValid)
+				continue
+			}
+			l.e.Lost -= min(l.e.Lost, uint64(x.Crossed))
+			l.r.Lost = l.e.Lost
+			missing(l.r, l.e, why[l.mec])
+		case l.r.Synopsis == "rda":
+			if l.e.Lost == 0 {
+				continue
+			}
+			if next != nil && next.nothing {
+				continue
+			}
+			dk := h.ev.rda[l.mec]
+			var dk1 *synopsis.RDADecoding
+			if next != nil && l.mec < len(next.rda) {
+				dk1 = next.rda[l.mec]
+			}
+			if dk == nil || dk1 == nil {
+				missing(l.r, l.e, ReasonNextMissing)
+				continue
+			}
+			noteCrossed(l.r, synopsis.MatchRDACrossing(*dk, *dk1))
+			wasValid := l.e.Valid
+			synopsis.ApplyRDACrossing(l.e, *dk, *dk1)
+			carry(l.r, l.e, wasValid)
+		}
+	}
+	c.classChanges(h.lines)
+}
+
+// ldaCrossing matches class m's single losses of h against the next
+// interval's single extras. known is false (with the reason) when the
+// match cannot vouch for h's loss; Crossed is still a lower bound then.
+func (h *heldInterval) ldaCrossing(m int, next *evidence) (known bool, x synopsis.LDACrossing, why string) {
+	if next != nil && next.nothing {
+		return true, synopsis.LDACrossing{AllExtrasCrossed: true}, ""
+	}
+	if next == nil || m >= len(next.snd) || m >= len(next.rcv) || next.rcv[m] == nil {
+		return false, x, ReasonNextMissing
+	}
+	if h.ev.snd[m] == nil || next.snd[m] == nil {
+		return false, x, ReasonNextMissing + " (the next interval's sender LDA of this class did not decode or match)"
+	}
+	x, err := synopsis.MatchLDACompactCrossing(h.ev.snd[m], h.ev.rcv[m], next.snd[m], next.rcv[m])
+	if err != nil {
+		return false, x, fmt.Sprintf("packets reordered past the interval's end could not be told from losses: %v", err)
+	}
+	if next.senderless && !x.AllExtrasCrossed {
+		return false, x, ReasonNextMissing + " (its sender synopses never came, and the receiver got packets after this interval's end that are not its losses)"
+	}
+	return true, x, ""
+}
+
+// noteCrossed puts the packets found to have arrived after the
+// interval's end in the line's extra fields ("crossed"): they are in
+// sent − received but not in lost.
+func noteCrossed(r *report.Interval, n int) {
+	if n == 0 {
+		return
+	}
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	r.Extra["crossed"] = n
+}
+
+// carry carries a corrected estimate into its line; a cause the line
+// already names (a session's, a timestamp's) stays.
+func carry(r *report.Interval, e *synopsis.Estimate, wasValid bool) {
+	r.Lost = e.Lost
+	if wasValid && !e.Valid && r.Valid {
+		r.Valid, r.Reason = false, e.Reason
+	}
+}
+
+// missing makes a valid line with loss invalid: its loss may include
+// packets that arrived after the interval's end.
+func missing(r *report.Interval, e *synopsis.Estimate, why string) {
+	if r.Valid && r.Lost > 0 {
+		r.Valid, r.Reason = false, why
+		if e != nil {
+			e.Valid, e.Reason = false, why
+		}
+	}
+}
+
+// nextCopy decides interval k, when it waits, with the receiver's copy
+// of what arrived after its End marker (rc) alone: that copy's sender
+// synopses will not come (a failure, a timeout, a second cut of k after a
+// sender restart).
+func (c *controller) nextCopy(k uint64, rc *rcopy) {
+	if h := c.waits[k]; h != nil && !h.decided && rc != nil && !rc.warmup {
+		c.decide(h, senderless(h, rc))
+	}
+}
+
+// decideAtStop decides every interval still waiting when the appliance
+// stops. The newest may be checked against the receiver's copy in
+// progress (act, nil when it holds no frame): what arrived after the last
+// End marker.
+func (c *controller) decideAtStop(act *rcopy) {
+	lastK := c.a.rbuf.Active().FirstK // the interval after the last End marker
+	for _, h := range c.waits {
+		if h.decided {
+			continue
+		}
+		next := h.k + 1
+		switch {
+		case c.rcopies[next] != nil:
+			c.decide(h, senderless(h, c.rcopies[next]))
+		case c.bundles[next] != nil || next != lastK:
+			c.decide(h, nil)
+		case act == nil:
+			c.decide(h, &evidence{nothing: true})
+		default:
+			c.decide(h, senderless(h, act))
+		}
+	}
+}
+
+// senderless is the evidence of the receiver's copy in progress against
+// an empty sender with h's encoding.
+func senderless(h *heldInterval, act *rcopy) *evidence {
+	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(h.ev.snd)), rcv: act.lda, rda: make([]*synopsis.RDADecoding, len(h.ev.rda)), senderless: true}
+	for m, s := range h.ev.snd {
+		if s == nil || m >= len(act.lda) {
+			continue
+		}
+		z := act.lda[m].Clone()
+		z.Reset()
+		b, err := z.AppendCompact(nil, s.Bounds())
+		var cz synopsis.CompactLDA
+		if err == nil && cz.UnmarshalBinary(b) == nil {
+			ev.snd[m] = &cz
+		}
+	}
+	for m := range h.ev.rda {
+		if m >= len(act.rda) {
+			continue
+		}
+		z := act.rda[m].Clone()
+		z.Reset()
+		if dec, err := synopsis.DecodeRDA(z, act.rda[m]); err == nil {
+			ev.rda[m] = &dec
+		}
+	}
+	return ev
+}
+
+// flush reports, in interval order, the decided intervals and the queued
+// lines older than the oldest interval still waiting for its next.
+func (c *controller) flush() {
+	if c.stopping {
+		return
+	}
+	lim := uint64(math.MaxUint64)
+	for k, h := range c.waits {
+		if !h.decided && k < lim {
+			lim = k
+		}
+	}
+	type item struct {
+		k uint64
+		h *heldInterval
+		r *report.Interval
+	}
+	var items []item
+	for k, h := range c.waits {
+		if h.decided && k < lim {
+			items = append(items, item{k: k, h: h})
+			delete(c.waits, k)
+			c.recent[k] = &h.ev
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].k < items[j].k })
+	rest := c.queued[:0]
+	for _, r := range c.queued {
+		if k := uint64(r.Interval); k < lim {
+			items = append(items, item{k: k, r: r})
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	for i := len(rest); i < len(c.queued); i++ {
+		c.queued[i] = nil
+	}
+	c.queued = rest
+	// Held lines first within an interval: they claimed it.
+	sort.SliceStable(items, func(i, j int) bool { return items[i].k < items[j].k })
+	for _, it := range items {
+		if it.h != nil {
+			for _, l := range it.h.lines {
+				c.out(l.r)
+			}
+			continue
+		}
+		c.out(it.r)
+	}
+	// A predecessor paired late may still want these intervals' evidence;
+	// a few are enough.
+	var newest uint64
+	for k := range c.recent {
+		newest = max(newest, k)
+	}
+	for k := range c.recent {
+		if k+4 < newest {
+			delete(c.recent, k)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package appliance_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// TestCrossingNextMissing: an interval whose next one never pairs (every
+// synopsis fragment of every third interval is dropped in the segment)
+// cannot be checked for packets reordered past its End marker. Its lines
+// with loss must be invalid, naming the missing next interval; lines
+// without loss may stay valid. Every valid line holds the stage's exact
+// loss, and the lines come out in interval order.
+func TestCrossingNextMissing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
+	}
+	const iv = 300 * time.Millisecond
+	delay, _ := model.NewWeibull(40_000, 0.7)
+	loss, _ := model.NewUniformLoss(0.001)
+	cl, _ := classifier.NewClassifier(nil)
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		if f.Type == control.TypeFragment && f.Interval > first && (f.Interval-first)%3 == 0 {
+			return drop
+		}
+		return pass
+	}}
+	var mu sync.Mutex
+	var lines []report.Interval
+	_, err := appliance.RunDemo(appliance.DemoConfig{
+		Duration: 12 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 21, ReorderProb: 0.05,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[int64]bool{}
+	for _, r := range lines {
+		if r.Reason == control.ReasonFragmentLost.String() {
+			failed[r.Interval] = true
+		}
+	}
+	var prev int64
+	checked, lossy := 0, 0
+	for _, r := range lines {
+		t.Logf("%d valid=%v lost=%d true_lost=%v %s", r.Interval, r.Valid, r.Lost, deref(r.TrueLost), r.Reason)
+		if r.Interval < prev && r.Reason != appliance.ReasonRecut {
+			t.Errorf("interval %d reported after %d", r.Interval, prev)
+		}
+		prev = max(prev, r.Interval)
+		if r.Valid && r.TrueLost != nil && r.Lost != *r.TrueLost {
+			t.Errorf("interval %d valid with lost %d, true %d", r.Interval, r.Lost, *r.TrueLost)
+		}
+		if !failed[r.Interval+1] || failed[r.Interval] || r.Sent == 0 {
+			continue
+		}
+		checked++
+		if r.Lost > 0 {
+			lossy++
+			if r.Valid || !strings.HasPrefix(r.Reason, appliance.ReasonNextMissing) {
+				t.Errorf("interval %d before a failed one: lost %d, valid %v, reason %q; want invalid, %q", r.Interval, r.Lost, r.Valid, r.Reason, appliance.ReasonNextMissing)
+			}
+		}
+	}
+	if len(failed) == 0 || checked == 0 || lossy == 0 {
+		t.Errorf("%d failed intervals, %d before them checked, %d with loss: the scenario did not happen", len(failed), checked, lossy)
+	}
+}
