@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,22 +27,41 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// lockedBuffer is a bytes.Buffer the process's output copier writes while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // ldafwdProcess starts `ldafwd args…` as a process of its own.
-func ldafwdProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func ldafwdProcess(t *testing.T, args ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LDAFWD_AS_MAIN=1", "LDAFWD_ARGS="+strings.Join(args, "\x1f"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	cmd.Stdout = new(bytes.Buffer)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, &stderr
+	return cmd, stderr
 }
 
 // waitLog waits for want in the process's log.
-func waitLog(t *testing.T, buf *bytes.Buffer, want string, d time.Duration) bool {
+func waitLog(t *testing.T, buf *lockedBuffer, want string, d time.Duration) bool {
 	t.Helper()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if strings.Contains(buf.String(), want) {
