@@ -73,6 +73,11 @@ type Config struct {
 	// a peer's session may lie from our clock (docs/protocol.md, threat
 	// model); 0: control.DefaultMaxClockSkew (1 s).
 	MaxClockSkew time.Duration
+	// MaxStampErr is the fixed part of the stamping-error limit: an
+	// interval whose timestamps may be off, on average, by more than
+	// MaxStampErr + 10 % of its mean is reported invalid (stamps.go).
+	// 0: DefaultMaxStampErr.
+	MaxStampErr time.Duration
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -236,6 +241,12 @@ func New(cfg Config) (*Appliance, error) {
 	endw, err := a.sender.NewEndWriter(0)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MaxStampErr < 0 {
+		return nil, fmt.Errorf("appliance: max stamp error %v must be ≥ 0", cfg.MaxStampErr)
+	}
+	if cfg.MaxStampErr == 0 {
+		cfg.MaxStampErr = DefaultMaxStampErr
 	}
 	if cfg.MaxClockSkew < 0 {
 		return nil, fmt.Errorf("appliance: max clock skew %v must be > 0", cfg.MaxClockSkew)

@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
@@ -19,9 +20,12 @@ import (
 // 5 % of the mean. Kernel (XDP) and NIC stamps stay far below it; a
 // poll-stamping worker that sleeps when idle (a 50 µs sleep lasts ~110 µs)
 // does not.
+// A lab whose receiver can only stamp at the poll (a packet socket, a
+// worker that sleeps) may raise the fixed part (Config.MaxStampErr, run's
+// --max-stamp-err) and get lines whose wider bound still holds.
 const (
-	stampErrLimitNs   = 40_000
-	stampErrLimitFrac = 0.10
+	DefaultMaxStampErr = 40 * time.Microsecond
+	stampErrLimitFrac  = 0.10
 )
 
 // rxStamps is the receiver's share of an interval's timestamp error.
@@ -42,11 +46,12 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	r.StampErrNs = float64(txErr + rxErr)
 	r.MeanCINs += r.StampErrNs
 	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
-	limit := stampErrLimitNs + stampErrLimitFrac*math.Abs(r.MeanNs)
+	fixed := float64(c.a.cfg.MaxStampErr.Nanoseconds())
+	limit := fixed + stampErrLimitFrac*math.Abs(r.MeanNs)
 	if r.Valid && r.StampErrNs > limit {
 		r.Valid = false
-		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (40 µs + 10 %% of the mean): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
-			r.StampErrNs/1e3, limit/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource)
+		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (%.0f µs + 10 %% of the mean, --max-stamp-err): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
+			r.StampErrNs/1e3, limit/1e3, fixed/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource)
 	}
 }
 

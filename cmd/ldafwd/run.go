@@ -65,6 +65,7 @@ type runOptions struct {
 	keyFile       string
 	insecure      bool
 	maxSkew       time.Duration
+	maxStampErr   time.Duration
 	metricsAddr   string
 	cores         []int
 	burst         int
@@ -113,6 +114,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
 	fs.StringVar(&o.keyFile, "key-file", "", "pre-shared HMAC key for control frames (ldafwd keygen writes one); required unless --insecure")
 	fs.BoolVar(&o.insecure, "insecure", false, "run without authenticating control frames (anyone on the segment can forge reports); warns every interval")
+	fs.DurationVar(&o.maxStampErr, "max-stamp-err", appliance.DefaultMaxStampErr, "report an interval invalid when its timestamps may be off, on average, by more than this + 10 % of its mean delay (kernel and NIC stamps stay far below; a receiver stamping at its poll carries about half its poll gap)")
 	fs.DurationVar(&o.maxSkew, "max-clock-skew", time.Duration(control.DefaultMaxClockSkew), "how far the signed time of the frame that starts a peer's session may lie from our clock: older recordings of control frames cannot be replayed (docs/protocol.md)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
 	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
@@ -386,6 +388,9 @@ func (o *runOptions) validate() error {
 	if o.statsInterval < 10*time.Millisecond {
 		return fmt.Errorf("--stats-interval %v: at least 10ms", o.statsInterval)
 	}
+	if o.maxStampErr <= 0 {
+		return fmt.Errorf("--max-stamp-err %v: must be > 0", o.maxStampErr)
+	}
 	if o.maxSkew <= 0 {
 		return fmt.Errorf("--max-clock-skew %v: must be > 0", o.maxSkew)
 	}
@@ -462,7 +467,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
-		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew,
+		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
