@@ -115,7 +115,7 @@ func (p *faultPort) TxBurst(pkts []*dataplane.Packet) int {
 	return len(pkts)
 }
 
-// TestFaults is issue 6's fault list, end to end through two appliances:
+// TestFaults is the fault list, end to end through two appliances:
 // no crash, no wrong number reported as valid, recovery within 2 intervals.
 func TestFaults(t *testing.T) {
 	if raceEnabled {

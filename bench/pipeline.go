@@ -34,14 +34,14 @@ type Stage struct {
 	Run  func(frames [][]byte) uint64
 }
 
-// PerPacketStages are the stages of issue 2's cost question, cheapest first:
+// PerPacketStages are the stages of the per-packet cost question, cheapest first:
 // XXH64 over a pre-gathered invariant window (xxhash-window), the identity
 // hash alone (identity-hash: locate the invariant bytes, gather, hash —
-// issue 2's baseline), Parse (identity, flow key and flow hash), and the
+// the baseline), Parse (identity, flow key and flow hash), and the
 // full per-packet measurement (identity + MEC classify + synopsis update),
 // each with the parse a lane with that synopsis calls: the LDA with the
 // default and with three MEC rules, the LDA as a default sender does it
-// (no classify), RDA, LDS, and all of them at once (issue 3's table).
+// (no classify), RDA, LDS, and all of them at once.
 func PerPacketStages(frames [][]byte) ([]Stage, error) {
 	// The baseline hashes exactly as many bytes as the identity does for
 	// each frame — the 48 invariant bytes of an IPv4 packet, 80 of an
@@ -92,7 +92,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			}
 			return x
 		}},
-		// Issue 2's baseline, "identity hash alone" (its benchmark list):
+		// The baseline, "identity hash alone":
 		// the identity hash of each frame and nothing else — locate the
 		// invariant bytes, gather them, XXH64 — which is ParseLean on the
 		// common frame (no flow key, no flow hash). Its loop is identity's
@@ -114,7 +114,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 			}
 			return x
 		}},
-		// Issue 2's full per-packet measurement: identity hash, MEC
+		// The full per-packet measurement: identity hash, MEC
 		// classify, LDA update, with the parse a lane with MEC rules and
 		// no LDS calls (the flow key for the rules, no flow hash).
 		{"identity-classify-lda", func(fr [][]byte) uint64 {
@@ -230,7 +230,7 @@ const stageTarget = 100 * time.Millisecond
 
 // Compare measures the stages in the same run, interleaved: each round runs
 // every stage once for about stageTarget (the pass count calibrated on the
-// first round), and the median over rounds is reported. Interleaving makes
+// first pass), and the median over rounds is reported. Interleaving makes
 // the ratios robust to the machine's load changing during the run, and
 // timing the thread's CPU time rather than the wall clock keeps the time
 // the thread waited for a core out of them (threadCPU).

@@ -62,7 +62,7 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// BenchmarkMeasureVsIdentityHash is issue 2's ratio under go test -bench:
+// BenchmarkMeasureVsIdentityHash is the per-packet cost ratio under go test -bench:
 // the full per-packet measurement (identity hash + classify + LDA), a
 // default sender's (no classify) and the three-rule one, each against
 // the identity hash alone, measured interleaved in one run (Compare, thread

@@ -87,7 +87,7 @@ func BenchmarkMeasure(b *testing.B) {
 	b.ReportMetric(float64(full)/n, "ns/pkt")
 	b.ReportMetric(float64(full)/float64(base), "ratio")
 	b.ReportMetric(float64(parse)/float64(base), "parse-ratio")
-	// The same goal read as issue 2 item 7 states it: the identity hash as
+	// The same goal read the other way: the identity hash as
 	// Parse computes it from the frame, against the full measurement.
 	b.ReportMetric(float64(full)/float64(parse), "ratio-vs-parse")
 }

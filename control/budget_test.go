@@ -15,7 +15,7 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-// budgetBits is DESIGN §5 / issue 6: ≤ 36 kbit of control traffic per
+// budgetBits is the LDA's control budget: ≤ 36 kbit of control traffic per
 // interval for a 1024-counter LDA, all headers and tags included.
 const budgetBits = 36_000
 

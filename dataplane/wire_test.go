@@ -101,7 +101,7 @@ func (w *wireTruth) lostIn(k uint64) (n uint64, known bool) {
 }
 
 // TestTwoAppliancesImpairedLink pushes packets through two appliances
-// joined by an impaired ring link (issue 4): the appliances themselves must
+// joined by an impaired ring link: the appliances themselves must
 // lose, duplicate and reorder nothing, and each interval's synopses from
 // both sides must reproduce the loss the impairment recorded exactly and
 // the mean within the reported bound.

@@ -1,5 +1,5 @@
 // Package e2e holds end-to-end tests that run the ldafwd binary as real
-// processes (issue 6 item 6): two `ldafwd run` appliances with AF_XDP
+// processes: two `ldafwd run` appliances with AF_XDP
 // ports on veth pairs, traffic from a generator in its own network
 // namespace, a lossy segment between them, and a sink in another
 // namespace; every frame sent is accounted for against the receiver's

@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// Claim is one of the ToN LDA paper's Sec. IV claims (as issue 2 states
-// them) checked against measured points: a `"type":"claim"` JSON line.
+// Claim is one of the ToN LDA paper's Sec. IV claims checked against measured points: a `"type":"claim"` JSON line.
 type Claim struct {
 	Type    string  `json:"type"` // "claim"
 	Name    string  `json:"name"`

@@ -34,8 +34,7 @@
 // method: relative errors of mean and std-dev (average, standard error,
 // maximum over runs), effective sample size, the most conservative 98 %
 // Hoeffding bound and how many runs it missed, whether loss was exact.
-// CheckClaims holds points against the paper's claims as issue 2 states
-// them. WriteTable, WriteCSV and WritePlots render points.
+// CheckClaims holds points against the paper's claims. WriteTable, WriteCSV and WritePlots render points.
 //
 // Departures from the paper, each commented where it is made: sampling
 // probabilities are powers of two (the one maximising p·e^(−p/p*) around

@@ -126,10 +126,9 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 
 func init() { registerBench("perpacket", benchPerPacket) }
 
-// benchPerPacket measures issue 2's question in one run: the full
+// benchPerPacket measures the per-packet cost in one run: the full
 // per-packet measurement (identity hash + MEC classify + synopsis update)
-// against the identity hash alone — its benchmark list names the two and
-// their ratio. Every record also carries, in extra, its ratio to bare
+// against the identity hash alone, and their ratio. Every record also carries, in extra, its ratio to bare
 // XXH64 over invariant bytes gathered beforehand (pkt-xxhash-window), the
 // stricter yardstick earlier rounds held the code to (docs/performance.md).
 func benchPerPacket(o *benchOptions, emit func(report.Bench)) error {

@@ -11,7 +11,7 @@ import (
 
 func init() { registerBench("forward-ring", benchForwardRing) }
 
-// benchForwardRing is issue 4's forwarding question: one lane forwarding
+// benchForwardRing is the in-process forwarding cost: one lane forwarding
 // between ring ports with measurement off, with the LDA, and with LDA + RDA
 // + LDS, per burst size. The three modes are interleaved round by round
 // and the median kept, so their ratio is measured under the same load.

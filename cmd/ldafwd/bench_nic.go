@@ -1,6 +1,6 @@
 package main
 
-// Real-port forwarding suites of `ldafwd bench` (issue 5): our lanes on
+// Real-port forwarding suites of `ldafwd bench`: our lanes on
 // DPDK and AF_XDP ports against dpdk-testpmd on the same devices and the
 // same single forwarding core, run round by round in one command so that
 // the ratio is measured under the same load.
@@ -393,7 +393,7 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 
 func (g *afxdpGen) Stop() error { g.stop.Store(true); return <-g.done }
 
-// benchForwardAFXDP is issue 5's AF_XDP question: our native AF_XDP ports
+// benchForwardAFXDP is the AF_XDP forwarding cost: our native AF_XDP ports
 // forwarding with the LDA on, against dpdk-testpmd's io forwarding on
 // DPDK's net_af_xdp, on the same veth pair, the same core and the same
 // offered traffic; and the same ports forwarding with measurement off
@@ -528,7 +528,7 @@ func forwardAFXDPOnce(v *vethBench, g *afxdpGen, core int, d time.Duration, lda 
 
 func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
 
-// benchForwardDPDKNull is issue 5's DPDK question: two lanes (one per
+// benchForwardDPDKNull is the DPDK forwarding cost: two lanes (one per
 // direction) forwarding between two net_null vdevs (copy=1: rx copies a
 // 64-byte frame into each mbuf, tx frees, as a NIC's DMA would cost) on
 // one pinned core registered as an EAL lcore, with measurement off and

@@ -10,7 +10,7 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 )
 
-// TestDemoJSON runs `ldafwd demo --format json` briefly and checks issue 6's
+// TestDemoJSON runs `ldafwd demo --format json` briefly and checks the demo's
 // bar on what it prints: every interval valid, loss exact, the true mean
 // inside the reported bound, and the true_* fields present.
 func TestDemoJSON(t *testing.T) {

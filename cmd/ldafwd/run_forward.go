@@ -11,8 +11,8 @@ import (
 // forwardOnly is `ldafwd run --forward-only`: the same ports, workers and
 // lanes as the appliance, both directions RoleForward — no parsing, no
 // synopses, no control frames. It is the baseline the cost of measuring
-// is read against on one's own NIC and cores (issue 5: measuring vs. not,
-// against testpmd), and a plain bump in the wire. On DPDK port pairs the
+// is read against on one's own NIC and cores (measuring vs. not, against
+// testpmd), and a plain bump in the wire. On DPDK port pairs the
 // lanes hand whole bursts to the port (dataplane.Forwarder).
 type forwardOnly struct {
 	lanes   [2]*dataplane.Lane // a→b, b→a
