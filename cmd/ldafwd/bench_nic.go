@@ -365,8 +365,10 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 	}
 	g := &afxdpGen{done: make(chan error, 1)}
 	go func() {
+		// Locked for good: the thread is pinned to one CPU below, and
+		// handing it back to the scheduler would strand other goroutines
+		// there; the runtime ends a locked thread when its goroutine exits.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		defer port.Close()
 		var set unix.CPUSet
 		set.Set(cpu)
