@@ -68,7 +68,7 @@ func runStats(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Inte
 
 func relErr(est, truth float64) float64 { return math.Abs(est-truth) / math.Abs(truth) }
 
-// TestRoutedCaptures is issue 2's acceptance check: frames routed between
+// TestRoutedCaptures is the routed-capture acceptance check: frames routed between
 // the two ends (MACs, TTL, IPv4 checksum, DSCP rewritten, a VLAN tag
 // pushed); with default settings the exact loss, the mean within 2 % at
 // 0.1 % loss (5 % at 5 % loss) and the std-dev within 20 %.

@@ -13,7 +13,7 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-// TestRDAExact is issue 3's bar: on routed captures with 0.2 % loss,
+// TestRDAExact is the RDA's bar: on routed captures with 0.2 % loss,
 // `analyze --synopsis rda --interval 0` with default settings gives the
 // exact mean and loss.
 func TestRDAExact(t *testing.T) {
@@ -62,7 +62,7 @@ func TestRDAAcrossIntervalEdges(t *testing.T) {
 	}
 }
 
-// TestLDSPerFlow is issue 3's LDS bar through analyze with default
+// TestLDSPerFlow is the LDS bar through analyze with default
 // settings: Pareto-sized flows whose mean delays differ from flow to flow,
 // about 2 flows per counter, 4 rows; median per-flow relative error ≤ 2 %
 // for flows ≥ 500 packets and ≤ 0.5 % for flows ≥ 5 000 packets.

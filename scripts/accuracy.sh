@@ -69,6 +69,13 @@ if [ "${SKIP_STUDY:-0}" != 1 ]; then
 	done
 fi
 
+# The analyze property over many generated capture pairs (loss, duplication,
+# reordering, link-local frames, identical frames, remarking, snap lengths,
+# partial overlap): every valid line holds the generator's truth.
+echo "accuracy: analyze property sweep (200 seeds)" >&2
+ANALYZE_PROPERTY_SEEDS=200 go test -count=1 -run TestPropertyValidLinesHoldTheTruth -timeout 30m ./analyze/ | tee "$OUT/analyze-property.txt" ||
+	fails="$fails analyze-property "
+
 if [ -n "$fails" ]; then
 	echo "accuracy: claims failing in step 2 (seed 2, 100 runs per point): $fails(docs/accuracy.md weighs them with steps 3-4's two seeds); outputs in $OUT" >&2
 	[ "${STRICT:-0}" = 1 ] && exit 1
