@@ -98,29 +98,11 @@ func runPair(t *testing.T, tag string, args1, args2 []string, flows int, lossRat
 		next += uint64(m)
 	}
 	time.Sleep(500 * time.Millisecond)
-	cancel()
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Errorf("runMain: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("runMain did not stop within 10 s of the cancel")
-		}
-	}
+	stopRunMains(t, cancel, errs)
 	close(sinkStop)
 	<-sinkDone
 	ivs, _ := runLines(t, out2.String())
-	truths := map[int64]dataplane.TruthInterval{}
-	for {
-		ti, ok := truth.Next()
-		if !ok {
-			break
-		}
-		truths[int64(ti.K)] = ti
-	}
-	return ivs, err2.String(), truths
+	return ivs, err2.String(), truthByInterval(truth)
 }
 
 // TestRunAllSynopses: `run --synopsis all` at both ends reports an RDA

@@ -404,30 +404,13 @@ func TestRunTwoAppliances(t *testing.T) {
 		}
 	}
 
-	cancel()
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Errorf("runMain: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("runMain did not stop within 10 s of the cancel")
-		}
-	}
+	stopRunMains(t, cancel, errs)
 	close(sinkStop)
 	<-sinkDone
 
 	// Receiver #2: a>b interval lines; every valid one has the exact loss.
 	ivs, ports := runLines(t, out2.String())
-	truths := map[int64]dataplane.TruthInterval{}
-	for {
-		ti, ok := truth.Next()
-		if !ok {
-			break
-		}
-		truths[int64(ti.K)] = ti
-	}
+	truths := truthByInterval(truth)
 	valid, lostSum := 0, uint64(0)
 	for _, r := range ivs {
 		if r.Direction != "a>b" || r.Synopsis != "lda" {
@@ -608,4 +591,33 @@ func stoppedField(t *testing.T, log, field string) uint64 {
 	}
 	t.Fatalf("no 'appliance stopped' line in\n%s", log)
 	return 0
+}
+
+// stopRunMains cancels the two runMain goroutines of a test pair and waits
+// for both to return.
+func stopRunMains(t *testing.T, cancel context.CancelFunc, errs <-chan error) {
+	t.Helper()
+	cancel()
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("runMain: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("runMain did not stop within 10 s of the cancel")
+		}
+	}
+}
+
+// truthByInterval drains the link's exact truth, by interval.
+func truthByInterval(truth *dataplane.IntervalTruth) map[int64]dataplane.TruthInterval {
+	truths := map[int64]dataplane.TruthInterval{}
+	for {
+		ti, ok := truth.Next()
+		if !ok {
+			return truths
+		}
+		truths[int64(ti.K)] = ti
+	}
 }
