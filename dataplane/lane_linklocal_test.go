@@ -54,22 +54,8 @@ func TestLaneLinkLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()}
-			sbuf, _ := dataplane.NewDoubleBuffer(syn)
-			rbuf, _ := dataplane.NewDoubleBuffer(syn)
-			l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			var epoch atomic.Uint64
-			epoch.Store(100)
-			endr, _ := control.NewEndReader(nil, true, 1)
-			snd, err := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rcv, err := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l2.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := newLaneChain(t, cl, syn)
+			l0, l1, l2, snd, rcv, sbuf, rbuf := c.l0, c.l1, c.l2, c.snd, c.rcv, c.sbuf, c.rbuf
 			gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
 			pk := make([]*dataplane.Packet, 32)
 			var user, local, injected, out uint64

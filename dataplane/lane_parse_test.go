@@ -40,22 +40,8 @@ func TestLaneParseModes(t *testing.T) {
 			if tc.lds {
 				syn.LDS = &ldsCfg
 			}
-			sbuf, _ := dataplane.NewDoubleBuffer(syn)
-			rbuf, _ := dataplane.NewDoubleBuffer(syn)
-			l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
-			var epoch atomic.Uint64
-			epoch.Store(100)
-			endr, _ := control.NewEndReader(nil, true, 1)
-			snd, err := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rcv, err := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l2.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := newLaneChain(t, cl, syn)
+			l0, l2, snd, rcv, sbuf, rbuf := c.l0, c.l2, c.snd, c.rcv, c.sbuf, c.rbuf
 			gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
 			want := make([]uint64, cl.NumClasses())
 			var ip uint64
@@ -110,4 +96,43 @@ func TestLaneParseModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// laneChain is a sender lane (l0 → l1) and a receiver lane (l1 → l2) over
+// ring links, recording into their own double buffers: the path the lane
+// tests push frames through.
+type laneChain struct {
+	l0, l1, l2 *dataplane.RingLink
+	snd, rcv   *dataplane.Lane
+	sbuf, rbuf *dataplane.DoubleBuffer
+}
+
+func newLaneChain(t *testing.T, cl *classifier.Classifier, syn dataplane.SynConfig) laneChain {
+	t.Helper()
+	var c laneChain
+	var err error
+	if c.sbuf, err = dataplane.NewDoubleBuffer(syn); err != nil {
+		t.Fatal(err)
+	}
+	if c.rbuf, err = dataplane.NewDoubleBuffer(syn); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []**dataplane.RingLink{&c.l0, &c.l1, &c.l2} {
+		if *l, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	epoch := new(atomic.Uint64)
+	epoch.Store(100)
+	endr, err := control.NewEndReader(nil, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.snd, err = dataplane.NewLane(dataplane.LaneConfig{Rx: c.l0.B(), Tx: c.l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: c.sbuf, Epoch: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	if c.rcv, err = dataplane.NewLane(dataplane.LaneConfig{Rx: c.l1.B(), Tx: c.l2.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: c.rbuf, EndReader: endr}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
