@@ -710,6 +710,7 @@ func (c *controller) final() {
 			}
 		case r.Failure != nil:
 			f := r.Failure
+			c.nextCopy(f.Interval-1, c.rcopies[f.Interval]) // as step does: its receiver copy is the evidence
 			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
 		}

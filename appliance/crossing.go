@@ -246,6 +246,12 @@ func (c *controller) decideAtStop(act *rcopy) {
 // senderless is the evidence of the receiver's copy in progress against
 // an empty sender with h's encoding.
 func senderless(h *heldInterval, act *rcopy) *evidence {
+	if act.frames == 0 {
+		// The receiver recorded nothing after the interval's End marker
+		// (the peer stopped, its next interval carried no traffic):
+		// nothing crossed.
+		return &evidence{nothing: true}
+	}
 	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(h.ev.snd)), rcv: act.lda, rda: make([]*synopsis.RDADecoding, len(h.ev.rda)), senderless: true}
 	for m, s := range h.ev.snd {
 		if s == nil || m >= len(act.lda) {
@@ -281,6 +287,19 @@ func (c *controller) flush() {
 	lim := uint64(math.MaxUint64)
 	for k, h := range c.waits {
 		if !h.decided && k < lim {
+			lim = k
+		}
+	}
+	// An older interval whose receiver copy or sender bundle is still
+	// waiting for its other half (or for its failure to be declared) will
+	// be reported later: nothing newer goes out before it.
+	for k := range c.rcopies {
+		if k < lim && !c.done[k] {
+			lim = k
+		}
+	}
+	for k := range c.bundles {
+		if k < lim && !c.done[k] {
 			lim = k
 		}
 	}
