@@ -187,16 +187,28 @@ func TestPcapWriteRoundTrip(t *testing.T) {
 	}
 }
 
+// goodCaptures writes ten 200-byte frames 1 µs apart as a classic ns pcap
+// and as a ns pcapng file in dir and returns both files' bytes.
+func goodCaptures(t *testing.T, dir string) (classic, ng []byte) {
+	t.Helper()
+	c, n := filepath.Join(dir, "good.pcap"), filepath.Join(dir, "good.pcapng")
+	writePcap(t, c, false, 0, 10, 1000)
+	writePcap(t, n, true, 9, 10, 1000)
+	classic, err := os.ReadFile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ng, err = os.ReadFile(n); err != nil {
+		t.Fatal(err)
+	}
+	return classic, ng
+}
+
 // TestPcapMalformed: a file that is not a capture is an error at open; a
 // truncated record ends the stream with a counted error, never a panic.
 func TestPcapMalformed(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.pcap")
-	writePcap(t, good, false, 0, 10, 1000)
-	goodBytes, _ := os.ReadFile(good)
-	ng := filepath.Join(dir, "good.pcapng")
-	writePcap(t, ng, true, 9, 10, 1000)
-	ngBytes, _ := os.ReadFile(ng)
+	goodBytes, ngBytes := goodCaptures(t, dir)
 	open := func(data []byte) (*dataplane.PcapPort, error) {
 		path := filepath.Join(dir, "x")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -260,12 +272,7 @@ func TestPcapMalformed(t *testing.T) {
 // counted error naming the file, the record and its byte offset.
 func TestPcapDamaged(t *testing.T) {
 	dir := t.TempDir()
-	ng := filepath.Join(dir, "good.pcapng")
-	writePcap(t, ng, true, 9, 10, 1000)
-	ngBytes, _ := os.ReadFile(ng)
-	classic := filepath.Join(dir, "good.pcap")
-	writePcap(t, classic, false, 0, 10, 1000)
-	classicBytes, _ := os.ReadFile(classic)
+	classicBytes, ngBytes := goodCaptures(t, dir)
 
 	// pcapgo writes each 200-byte frame as an option-less 232-byte
 	// Enhanced Packet Block, the last ten blocks of the file.

@@ -121,7 +121,10 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	le, be := binary.LittleEndian.Uint32(head), binary.BigEndian.Uint32(head)
 	if le == ngSHB {
 		r.ng = true
-		r.read(r.hdr[:4])
+		r.block++
+		if err := r.read(r.hdr[:8]); err != nil {
+			return nil, fmt.Errorf("bad pcapng section header: truncated: %w", ErrNotCapture)
+		}
 		if err := r.readSHB(); err != nil {
 			return nil, fmt.Errorf("bad pcapng section header: %v: %w", err, ErrNotCapture)
 		}
@@ -200,27 +203,31 @@ func (r *Reader) skip(n int) error {
 	return nil
 }
 
-// readSHB reads a Section Header Block whose type has been consumed.
+// readSHB reads the rest of a Section Header Block whose type and length
+// are in r.hdr[:8]: the byte-order magic (which sets the byte order the
+// length is read in), the body and the trailer. A new section forgets the
+// previous section's interfaces.
 func (r *Reader) readSHB() error {
-	r.block++
-	if err := r.read(r.hdr[:8]); err != nil {
-		return errors.New("truncated")
+	var lenb [4]byte
+	copy(lenb[:], r.hdr[4:8])
+	if err := r.read(r.hdr[8:12]); err != nil {
+		return errors.New("file ends inside a section header")
 	}
 	switch {
-	case binary.LittleEndian.Uint32(r.hdr[4:]) == ngBOM:
+	case binary.LittleEndian.Uint32(r.hdr[8:]) == ngBOM:
 		r.big = false
-	case binary.BigEndian.Uint32(r.hdr[4:]) == ngBOM:
+	case binary.BigEndian.Uint32(r.hdr[8:]) == ngBOM:
 		r.big = true
 	default:
-		return errors.New("bad byte-order magic")
+		return errors.New("section header with a bad byte-order magic")
 	}
-	total := r.u32(r.hdr[0:])
+	total := r.u32(lenb[:])
 	if total < 28 || total%4 != 0 || total > maxBlock {
-		return fmt.Errorf("block length %d", total)
+		return fmt.Errorf("section header length %d", total)
 	}
 	r.ifaces = r.ifaces[:0]
 	if err := r.skip(int(total) - 16); err != nil {
-		return errors.New("truncated")
+		return errors.New("file ends inside a section header")
 	}
 	return r.trailer(total)
 }
@@ -263,29 +270,7 @@ func (r *Reader) Next(dst []byte) (frame []byte, link uint32, ts uint64, origLen
 		r.block++
 		typ := r.u32(r.hdr[0:])
 		if typ == ngSHB {
-			// Re-read the length in the new section's byte order.
-			var lenb [4]byte
-			copy(lenb[:], r.hdr[4:8])
-			if err := r.read(r.hdr[8:12]); err != nil {
-				return nil, 0, 0, 0, damaged("file ends inside a section header")
-			}
-			switch {
-			case binary.LittleEndian.Uint32(r.hdr[8:]) == ngBOM:
-				r.big = false
-			case binary.BigEndian.Uint32(r.hdr[8:]) == ngBOM:
-				r.big = true
-			default:
-				return nil, 0, 0, 0, damaged("section header with a bad byte-order magic")
-			}
-			total := r.u32(lenb[:])
-			if total < 28 || total%4 != 0 || total > maxBlock {
-				return nil, 0, 0, 0, damaged("section header length %d", total)
-			}
-			r.ifaces = r.ifaces[:0]
-			if err := r.skip(int(total) - 16); err != nil {
-				return nil, 0, 0, 0, damaged("file ends inside a section header")
-			}
-			if err := r.trailer(total); err != nil {
+			if err := r.readSHB(); err != nil {
 				return nil, 0, 0, 0, damaged("%v", err)
 			}
 			continue
