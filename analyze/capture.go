@@ -6,7 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 )
+
+// DamageError says where and how a capture is damaged (file, packet record
+// counted from 1, byte offset); see pcapfile.DamageError.
+type DamageError = pcapfile.DamageError
 
 // Capture reads one pcap or pcapng file frame by frame and hands out
 // Ethernet frames with absolute ns timestamps. Frames of raw-IP link types
@@ -20,8 +26,8 @@ import (
 type Capture struct {
 	name string
 	f    *os.File
-	rd   *capReader
-	// Two record buffers (maxCapRecord + room for a synthetic Ethernet
+	rd   *pcapfile.Reader
+	// Two record buffers (pcapfile.MaxRecord + room for a synthetic Ethernet
 	// header): the frame handed out lives in one while the lookahead is read
 	// into the other.
 	bufs [2][]byte
@@ -62,12 +68,12 @@ func OpenCapture(path string) (*Capture, error) {
 
 // NewCapture reads a capture from r; name is used in errors.
 func NewCapture(name string, r io.Reader) (*Capture, error) {
-	rd, err := newCapReader(r)
+	rd, err := pcapfile.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Capture{name: name, rd: rd}
-	c.bufs[0], c.bufs[1] = make([]byte, maxCapRecord+14), make([]byte, maxCapRecord+14)
+	c.bufs[0], c.bufs[1] = make([]byte, pcapfile.MaxRecord+14), make([]byte, pcapfile.MaxRecord+14)
 	c.advance()
 	return c, nil
 }
@@ -77,7 +83,7 @@ func (c *Capture) Name() string { return c.name }
 
 // SnapLen is the capture's snap length as its headers state it (0: none
 // stated).
-func (c *Capture) SnapLen() uint32 { return c.rd.snap }
+func (c *Capture) SnapLen() uint32 { return c.rd.SnapLen() }
 
 // Close closes the underlying file, if any.
 func (c *Capture) Close() error {
@@ -115,7 +121,7 @@ func (c *Capture) advance() {
 	c.valid = false
 	for c.err == nil {
 		buf := c.bufs[c.cur]
-		frame, link, ts, orig, err := c.rd.next(buf[14:])
+		frame, link, ts, orig, err := c.rd.Next(buf[14:])
 		if err != nil {
 			var d *DamageError
 			if errors.As(err, &d) {
@@ -137,7 +143,7 @@ func (c *Capture) advance() {
 		if len(frame) < orig {
 			c.Truncated++
 		}
-		if link != linkEthernet {
+		if link != pcapfile.LinkEthernet {
 			// Raw IP gets a zero-MAC Ethernet header of the right
 			// EtherType; MACs are never part of the identity, so the fake
 			// header changes nothing measured.
@@ -150,7 +156,7 @@ func (c *Capture) advance() {
 			frame = buf[:14+len(frame)]
 			orig += 14
 		}
-		c.data, c.ts, c.orig, c.record, c.valid = frame, ts, orig, c.rd.record, true
+		c.data, c.ts, c.orig, c.record, c.valid = frame, ts, orig, c.rd.Record(), true
 		c.prevTS = ts
 		return
 	}

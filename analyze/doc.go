@@ -33,7 +33,8 @@
 //
 // # Damage and snap length
 //
-// The captures are read by a strict pcap/pcapng reader of this package: a
+// The captures are read by the strict pcap/pcapng reader of package
+// dataplane/pcapfile (the one the pcap port replays with): a
 // block whose lengths disagree, a file that ends inside a record, an unknown
 // block type, an impossible timestamp (a microsecond field ≥ 10⁶, a
 // nanosecond field ≥ 10⁹, a record far outside its neighbours) is a

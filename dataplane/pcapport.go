@@ -13,6 +13,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 )
 
 // PcapConfig describes a pcap port: a file it reads frames from, a file
@@ -39,9 +41,14 @@ type PcapConfig struct {
 // clock has advanced by its offset from the first, and TS is that release
 // time. A record timestamped before its predecessor is released at once.
 //
-// The stream ends at end of file; a truncated or malformed record ends it
-// too and counts one RxError; a record longer than the MTU or from a
-// non-Ethernet pcapng interface is skipped and counted in RxErrors.
+// Records are read by pcapfile.Reader, which checks each one. The stream
+// ends at end of file; a damaged record (truncated, lengths that disagree,
+// an impossible timestamp), a pcapng interface of a link type that is
+// neither Ethernet nor raw IP, or a simple packet block (no timestamp) ends
+// it too, counts one RxError and is kept in RxErr (a *pcapfile.DamageError
+// naming the file, record and byte offset for damage). A record longer
+// than the MTU or from a raw-IP pcapng interface is skipped and counted in
+// RxErrors.
 type PcapPort struct {
 	name  string
 	cfg   PcapConfig
@@ -50,7 +57,7 @@ type PcapPort struct {
 	peer  Port
 
 	rf     *os.File
-	rd     *pcapReader
+	rd     *pcapfile.Reader
 	eof    bool
 	rxErr  error // why the stream ended early; nil at a clean EOF
 	spare  []*Packet
@@ -74,6 +81,14 @@ type PcapPort struct {
 	badFree                    atomic.Uint64
 	rxEnded                    atomic.Bool
 }
+
+// ErrPcapFormat is wrapped by the NewPcapPort error for a receive file
+// that is not a pcap or pcapng file of Ethernet frames.
+var ErrPcapFormat = pcapfile.ErrNotCapture
+
+// MaxPcapRecord bounds a record's captured length, bytes (the Tx file's
+// snaplen; longer records read are damage).
+const MaxPcapRecord = pcapfile.MaxRecord
 
 // ErrPcapConfig is wrapped by NewPcapPort / OpenPcapPort config errors.
 var ErrPcapConfig = errors.New("dataplane: bad pcap port")
@@ -136,7 +151,7 @@ func NewPcapPort(name string, cfg PcapConfig) (*PcapPort, error) {
 			pool.Close()
 			return nil, fmt.Errorf("%w: %s: %w", ErrPcapConfig, name, err)
 		}
-		if p.rd, err = newPcapReader(p.rf); err != nil {
+		if p.rd, err = openPcapRx(p.rf); err != nil {
 			p.rf.Close()
 			pool.Close()
 			return nil, fmt.Errorf("%s: %s: %w", name, cfg.Rx, err)
@@ -241,18 +256,24 @@ func (p *PcapPort) readOne() bool {
 			}
 		}
 		q := p.spare[p.nspare-1]
-		n, ts, err := p.rd.next(q.Data[:cap(q.Data)])
-		switch err {
-		case nil:
+		frame, link, ts, _, err := p.rd.Next(q.Data[:cap(q.Data)])
+		switch {
+		case err == nil && link == pcapfile.LinkEthernet:
 			p.nspare--
-			q.Data = q.Data[:n]
+			q.Data = q.Data[:len(frame)]
 			p.pend, p.pendTS = q, ts
 			return true
-		case errPcapSkip:
-			p.rxErrs.Add(1)
+		case err == nil, err == pcapfile.ErrTooLong:
+			p.rxErrs.Add(1) // raw IP, or longer than the MTU: skipped
 		default:
 			if err != io.EOF {
 				p.rxErrs.Add(1)
+				var d *pcapfile.DamageError
+				if errors.As(err, &d) {
+					d.File = p.cfg.Rx
+				} else {
+					err = fmt.Errorf("%s: %w", p.cfg.Rx, err)
+				}
 				p.rxErr = err
 			}
 			p.eof = true
@@ -261,6 +282,25 @@ func (p *PcapPort) readOne() bool {
 		}
 	}
 	return false
+}
+
+// openPcapRx opens a receive stream: a pcap or pcapng file whose classic
+// link type is Ethernet (a pcapng file's link types come per interface,
+// with each record). Any other start is an error wrapping ErrPcapFormat.
+func openPcapRx(r io.Reader) (*pcapfile.Reader, error) {
+	rd, err := pcapfile.NewReader(r)
+	if err == nil {
+		if l := rd.ClassicLink(); l != 0 && l != pcapfile.LinkEthernet {
+			err = fmt.Errorf("link type %d, only Ethernet (1) is supported", l)
+		}
+	}
+	if err != nil && !errors.Is(err, ErrPcapFormat) {
+		err = fmt.Errorf("%w: %w", ErrPcapFormat, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rd, nil
 }
 
 // TxBurst writes pkts to the Tx file and returns how many it took: all of

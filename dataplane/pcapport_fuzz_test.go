@@ -11,6 +11,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 )
 
 type pcapFrame struct {
@@ -18,19 +20,21 @@ type pcapFrame struct {
 	ts   uint64
 }
 
-// readPcapBytes reads a whole capture from memory with our reader.
+// readPcapBytes reads a whole capture from memory as the pcap port does:
+// opened by openPcapRx, Ethernet frames kept, raw-IP frames and frames
+// longer than mtu skipped.
 func readPcapBytes(data []byte, mtu int) (frames []pcapFrame, skipped int, end error, open error) {
-	r, err := newPcapReader(bytes.NewReader(data))
+	r, err := openPcapRx(bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	buf := make([]byte, mtu)
 	for range len(data) + 1 { // every record consumes ≥ 12 bytes: this bounds the loop
-		n, ts, err := r.next(buf)
+		frame, link, ts, _, err := r.Next(buf)
 		switch {
-		case err == nil:
-			frames = append(frames, pcapFrame{bytes.Clone(buf[:n]), ts})
-		case errors.Is(err, errPcapSkip):
+		case err == nil && link == pcapfile.LinkEthernet:
+			frames = append(frames, pcapFrame{bytes.Clone(frame), ts})
+		case err == nil, err == pcapfile.ErrTooLong:
 			skipped++
 		default:
 			return frames, skipped, err, nil

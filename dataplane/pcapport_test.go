@@ -14,6 +14,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
@@ -186,16 +187,28 @@ func TestPcapWriteRoundTrip(t *testing.T) {
 	}
 }
 
+// goodCaptures writes ten 200-byte frames 1 µs apart as a classic ns pcap
+// and as a ns pcapng file in dir and returns both files' bytes.
+func goodCaptures(t *testing.T, dir string) (classic, ng []byte) {
+	t.Helper()
+	c, n := filepath.Join(dir, "good.pcap"), filepath.Join(dir, "good.pcapng")
+	writePcap(t, c, false, 0, 10, 1000)
+	writePcap(t, n, true, 9, 10, 1000)
+	classic, err := os.ReadFile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ng, err = os.ReadFile(n); err != nil {
+		t.Fatal(err)
+	}
+	return classic, ng
+}
+
 // TestPcapMalformed: a file that is not a capture is an error at open; a
 // truncated record ends the stream with a counted error, never a panic.
 func TestPcapMalformed(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.pcap")
-	writePcap(t, good, false, 0, 10, 1000)
-	goodBytes, _ := os.ReadFile(good)
-	ng := filepath.Join(dir, "good.pcapng")
-	writePcap(t, ng, true, 9, 10, 1000)
-	ngBytes, _ := os.ReadFile(ng)
+	goodBytes, ngBytes := goodCaptures(t, dir)
 	open := func(data []byte) (*dataplane.PcapPort, error) {
 		path := filepath.Join(dir, "x")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -251,6 +264,53 @@ func TestPcapMalformed(t *testing.T) {
 		t.Errorf("forged length: %d frames, stats %+v", len(ids), p.Stats())
 	}
 	p.Close()
+}
+
+// TestPcapDamaged: damage the reader can prove (a pcapng block whose
+// trailing length disagrees with its leading one, an impossible classic
+// timestamp) stops the port after the good frames before it, with one
+// counted error naming the file, the record and its byte offset.
+func TestPcapDamaged(t *testing.T) {
+	dir := t.TempDir()
+	classicBytes, ngBytes := goodCaptures(t, dir)
+
+	// pcapgo writes each 200-byte frame as an option-less 232-byte
+	// Enhanced Packet Block, the last ten blocks of the file.
+	const epb = 12 + 20 + 200
+	ep4 := len(ngBytes) - 6*epb // the fifth packet block
+	if binary.LittleEndian.Uint32(ngBytes[ep4:]) != 6 || binary.LittleEndian.Uint32(ngBytes[ep4+4:]) != epb {
+		t.Fatalf("pcapng layout: block at %d is not a %d-byte EPB", ep4, epb)
+	}
+	badTrailer := bytes.Clone(ngBytes)
+	binary.LittleEndian.PutUint32(badTrailer[ep4+epb-4:], epb+4)
+	badTS := bytes.Clone(classicBytes)
+	binary.LittleEndian.PutUint32(badTS[24+2*216+4:], 1_000_000_000) // ns field of record 3
+	for name, c := range map[string]struct {
+		data   []byte
+		frames int
+		record uint64
+		offset uint64
+	}{
+		"pcapng trailer": {badTrailer, 4, 5, uint64(ep4)},
+		"classic ts":     {badTS, 2, 3, 24 + 2*216},
+	} {
+		path := filepath.Join(dir, "damaged")
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := dataplane.NewPcapPort("x", dataplane.PcapConfig{Rx: path})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ids, _ := readAll(t, p)
+		var d *pcapfile.DamageError
+		if len(ids) != c.frames || p.Stats().RxErrors != 1 || !errors.As(p.RxErr(), &d) ||
+			d.File != path || d.Record != c.record || d.Offset != c.offset {
+			t.Errorf("%s: %d frames (want %d), stats %+v, err %v (want record %d at offset %d of %s)",
+				name, len(ids), c.frames, p.Stats(), p.RxErr(), c.record, c.offset, path)
+		}
+		p.Close()
+	}
 }
 
 // TestPcapOversizeSkipped: a record longer than the MTU is skipped and

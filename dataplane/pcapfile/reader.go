@@ -1,4 +1,4 @@
-package analyze
+package pcapfile
 
 import (
 	"bufio"
@@ -9,42 +9,43 @@ import (
 	"math/bits"
 )
 
-// capReader reads classic pcap (µs or ns timestamps, either byte order) and
-// pcapng (SHB, IDB, EPB, SPB, obsolete PB; other known blocks skipped) and
-// checks every record as it goes: a record that cannot be what it claims is
-// a *DamageError naming the record, never a silent end of the stream. It is
-// analyze's own rather than gopacket's pcapgo readers because those end a
-// damaged pcapng file as if it were a clean end (the missing frames then
-// read as loss), accept a microsecond field of 0xffffffff, and can panic
-// or allocate a forged length.
-type capReader struct {
+// Reader reads classic pcap (µs or ns timestamps, either byte order) and
+// pcapng (SHB, IDB, EPB, obsolete PB; other known blocks skipped) into
+// caller buffers and checks every record as it goes: a record that cannot
+// be what it claims is a *DamageError naming the record, never a silent end
+// of the stream. It is ours rather than gopacket's pcapgo readers because
+// those end a damaged pcapng file as if it were a clean end (the missing
+// frames then read as loss), accept a microsecond field of 0xffffffff, size
+// their buffer from a forged length (a 4 GiB allocation) and can be driven
+// to a negative Discard. Reading a good record allocates nothing.
+type Reader struct {
 	r      *bufio.Reader
 	ng     bool
 	big    bool   // byte order of the file / current pcapng section
 	scale  uint64 // classic: ns per timestamp unit (1000 or 1)
 	link   uint32 // classic: link type
 	snap   uint32 // classic snaplen, or the smallest non-zero pcapng IDB snaplen
-	ifaces []capIface
+	ifaces []iface
 	hdr    [32]byte
 
-	record uint64 // packet records read, the damaged one included
+	record uint64 // packet records read, the damaged or skipped one included
 	block  uint64 // pcapng blocks read (SHB included)
 	offset uint64 // bytes consumed
 }
 
-type capIface struct {
+type iface struct {
 	link     uint32
 	mul, div uint64 // ts → ns: ts*mul/div + offset
 	offset   uint64
 }
 
-// maxCapRecord bounds a packet record's captured length; maxCapBlock any
+// MaxRecord bounds a packet record's captured length; maxBlock any
 // other pcapng block (name resolution and decryption secrets blocks can be
 // large, and they are skipped, never buffered).
 const (
-	maxCapRecord = 256 << 10
-	maxCapBlock  = 64 << 20
-	maxCapIfaces = 1024
+	MaxRecord = 256 << 10
+	maxBlock  = 64 << 20
+	maxIfaces = 1024
 )
 
 // DamageError says where and how a capture is damaged. Record counts
@@ -71,46 +72,61 @@ func (e *DamageError) Error() string {
 	return fmt.Sprintf("%s: damaged capture at packet record %d (byte offset %d): %s", e.File, e.Record, e.Offset, e.What)
 }
 
-// errNotCapture is wrapped by the errors of files that are not captures.
-var errNotCapture = errors.New("not a pcap or pcapng file")
-
-// errUnsupportedLink: an interface of a link type analyze cannot parse
-// (not damage: the file is fine, analyze is not).
-var errUnsupportedLink = errors.New("link type not supported (Ethernet or raw IP only)")
+// Errors a reader fails or skips with besides *DamageError. They are
+// values created once: skipping a record allocates nothing.
+var (
+	// ErrNotCapture is wrapped by the errors of files that are not captures.
+	ErrNotCapture = errors.New("not a pcap or pcapng file")
+	// ErrUnsupportedLink: an interface of a link type the reader's users
+	// cannot parse (not damage: the file is fine, the reader is not).
+	ErrUnsupportedLink = errors.New("link type not supported (Ethernet or raw IP only)")
+	// ErrTooLong: a well-formed record longer than the caller's buffer was
+	// consumed and not returned; the stream goes on.
+	ErrTooLong = errors.New("pcap record longer than the buffer, skipped")
+)
 
 const (
 	capMagicUs = 0xa1b2c3d4
 	capMagicNs = 0xa1b23c4d
 	ngSHB      = 0x0a0d0d0a
 	ngBOM      = 0x1a2b3c4d
+)
 
-	linkEthernet = 1
-	linkRaw      = 101
-	linkIPv4     = 228
-	linkIPv6     = 229
+// Link types (LINKTYPE_* values) a record can carry.
+const (
+	LinkEthernet = 1
+	LinkRaw      = 101
+	LinkIPv4     = 228
+	LinkIPv6     = 229
 )
 
 // supportedLink: Ethernet or raw IP (12 and 14 are DLT_RAW on some systems).
 func supportedLink(l uint32) bool {
 	switch l {
-	case linkEthernet, linkRaw, linkIPv4, linkIPv6, 12, 14:
+	case LinkEthernet, LinkRaw, LinkIPv4, LinkIPv6, 12, 14:
 		return true
 	}
 	return false
 }
 
-func newCapReader(rd io.Reader) (*capReader, error) {
-	r := &capReader{r: bufio.NewReaderSize(rd, 256<<10)}
+// NewReader reads and checks the file header: a classic header of a
+// supported link type, or a pcapng Section Header Block. A start that is
+// neither is an error wrapping ErrNotCapture.
+func NewReader(rd io.Reader) (*Reader, error) {
+	r := &Reader{r: bufio.NewReaderSize(rd, 256<<10)}
 	head, err := r.r.Peek(4)
 	if err != nil {
-		return nil, fmt.Errorf("too short to be a pcap or pcapng file (%d bytes): %w", len(head), errNotCapture)
+		return nil, fmt.Errorf("too short to be a pcap or pcapng file (%d bytes): %w", len(head), ErrNotCapture)
 	}
 	le, be := binary.LittleEndian.Uint32(head), binary.BigEndian.Uint32(head)
 	if le == ngSHB {
 		r.ng = true
-		r.read(r.hdr[:4])
+		r.block++
+		if err := r.read(r.hdr[:8]); err != nil {
+			return nil, fmt.Errorf("bad pcapng section header: truncated: %w", ErrNotCapture)
+		}
 		if err := r.readSHB(); err != nil {
-			return nil, fmt.Errorf("bad pcapng section header: %v: %w", err, errNotCapture)
+			return nil, fmt.Errorf("bad pcapng section header: %v: %w", err, ErrNotCapture)
 		}
 		return r, nil
 	}
@@ -124,31 +140,43 @@ func newCapReader(rd io.Reader) (*capReader, error) {
 	case be == capMagicNs:
 		r.big, r.scale = true, 1
 	default:
-		return nil, fmt.Errorf("first bytes %02x %02x %02x %02x: %w", head[0], head[1], head[2], head[3], errNotCapture)
+		return nil, fmt.Errorf("first bytes %02x %02x %02x %02x: %w", head[0], head[1], head[2], head[3], ErrNotCapture)
 	}
 	var h [24]byte
 	if err := r.read(h[:]); err != nil {
-		return nil, fmt.Errorf("short pcap file header: %w", errNotCapture)
+		return nil, fmt.Errorf("short pcap file header: %w", ErrNotCapture)
 	}
 	if major := r.u16(h[4:]); major != 2 {
-		return nil, fmt.Errorf("pcap version %d: %w", major, errNotCapture)
+		return nil, fmt.Errorf("pcap version %d: %w", major, ErrNotCapture)
 	}
 	r.snap = r.u32(h[16:])
 	r.link = r.u32(h[20:]) & 0xffff
 	if !supportedLink(r.link) {
-		return nil, fmt.Errorf("link type %d is not supported (Ethernet or raw IP)", r.link)
+		return nil, fmt.Errorf("link type %d is not supported (Ethernet or raw IP): %w", r.link, ErrUnsupportedLink)
 	}
 	return r, nil
 }
 
-func (r *capReader) u16(b []byte) uint16 {
+// Record is the number of packet records read so far, the last one
+// returned (or damaged, or skipped) included.
+func (r *Reader) Record() uint64 { return r.record }
+
+// SnapLen is the capture's snap length as its headers state it (0: none
+// stated).
+func (r *Reader) SnapLen() uint32 { return r.snap }
+
+// ClassicLink is a classic pcap file's link type; 0 for pcapng, whose
+// link type is per interface and comes with each record.
+func (r *Reader) ClassicLink() uint32 { return r.link }
+
+func (r *Reader) u16(b []byte) uint16 {
 	if r.big {
 		return binary.BigEndian.Uint16(b)
 	}
 	return binary.LittleEndian.Uint16(b)
 }
 
-func (r *capReader) u32(b []byte) uint32 {
+func (r *Reader) u32(b []byte) uint32 {
 	if r.big {
 		return binary.BigEndian.Uint32(b)
 	}
@@ -157,13 +185,13 @@ func (r *capReader) u32(b []byte) uint32 {
 
 // read fills b; io.EOF only when nothing at all was left,
 // io.ErrUnexpectedEOF when the file ends inside b.
-func (r *capReader) read(b []byte) error {
+func (r *Reader) read(b []byte) error {
 	n, err := io.ReadFull(r.r, b)
 	r.offset += uint64(n)
 	return err
 }
 
-func (r *capReader) skip(n int) error {
+func (r *Reader) skip(n int) error {
 	k, err := r.r.Discard(n)
 	r.offset += uint64(k)
 	if k != n {
@@ -175,34 +203,38 @@ func (r *capReader) skip(n int) error {
 	return nil
 }
 
-// readSHB reads a Section Header Block whose type has been consumed.
-func (r *capReader) readSHB() error {
-	r.block++
-	if err := r.read(r.hdr[:8]); err != nil {
-		return errors.New("truncated")
+// readSHB reads the rest of a Section Header Block whose type and length
+// are in r.hdr[:8]: the byte-order magic (which sets the byte order the
+// length is read in), the body and the trailer. A new section forgets the
+// previous section's interfaces.
+func (r *Reader) readSHB() error {
+	var lenb [4]byte
+	copy(lenb[:], r.hdr[4:8])
+	if err := r.read(r.hdr[8:12]); err != nil {
+		return errors.New("file ends inside a section header")
 	}
 	switch {
-	case binary.LittleEndian.Uint32(r.hdr[4:]) == ngBOM:
+	case binary.LittleEndian.Uint32(r.hdr[8:]) == ngBOM:
 		r.big = false
-	case binary.BigEndian.Uint32(r.hdr[4:]) == ngBOM:
+	case binary.BigEndian.Uint32(r.hdr[8:]) == ngBOM:
 		r.big = true
 	default:
-		return errors.New("bad byte-order magic")
+		return errors.New("section header with a bad byte-order magic")
 	}
-	total := r.u32(r.hdr[0:])
-	if total < 28 || total%4 != 0 || total > maxCapBlock {
-		return fmt.Errorf("block length %d", total)
+	total := r.u32(lenb[:])
+	if total < 28 || total%4 != 0 || total > maxBlock {
+		return fmt.Errorf("section header length %d", total)
 	}
 	r.ifaces = r.ifaces[:0]
 	if err := r.skip(int(total) - 16); err != nil {
-		return errors.New("truncated")
+		return errors.New("file ends inside a section header")
 	}
 	return r.trailer(total)
 }
 
 // trailer reads a block's trailing length and checks it against the
 // leading one: a mismatch is the surest sign of a damaged block.
-func (r *capReader) trailer(total uint32) error {
+func (r *Reader) trailer(total uint32) error {
 	if err := r.read(r.hdr[:4]); err != nil {
 		return errors.New("file ends inside a block")
 	}
@@ -212,10 +244,14 @@ func (r *capReader) trailer(total uint32) error {
 	return nil
 }
 
-// next reads the next packet record into dst[:cap]. dst must hold
-// maxCapRecord bytes. It returns io.EOF at a clean end, a *DamageError for
-// a damaged record, or another error (unsupported link type).
-func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, origLen int, err error) {
+// Next reads the next packet record into dst and returns the frame (a
+// prefix of dst), its link type, its timestamp (ns since the Unix epoch)
+// and its original length. It returns io.EOF at a clean end, a
+// *DamageError for a damaged record (the stream can go on after it only
+// when Local is set), ErrTooLong for a record longer than dst (consumed,
+// the stream goes on; a dst of MaxRecord bytes never sees it), or another
+// error (an unsupported link type, a simple packet block) that ends it.
+func (r *Reader) Next(dst []byte) (frame []byte, link uint32, ts uint64, origLen int, err error) {
 	if !r.ng {
 		return r.nextClassic(dst)
 	}
@@ -234,37 +270,15 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 		r.block++
 		typ := r.u32(r.hdr[0:])
 		if typ == ngSHB {
-			// Re-read the length in the new section's byte order.
-			var lenb [4]byte
-			copy(lenb[:], r.hdr[4:8])
-			if err := r.read(r.hdr[8:12]); err != nil {
-				return nil, 0, 0, 0, damaged("file ends inside a section header")
-			}
-			switch {
-			case binary.LittleEndian.Uint32(r.hdr[8:]) == ngBOM:
-				r.big = false
-			case binary.BigEndian.Uint32(r.hdr[8:]) == ngBOM:
-				r.big = true
-			default:
-				return nil, 0, 0, 0, damaged("section header with a bad byte-order magic")
-			}
-			total := r.u32(lenb[:])
-			if total < 28 || total%4 != 0 || total > maxCapBlock {
-				return nil, 0, 0, 0, damaged("section header length %d", total)
-			}
-			r.ifaces = r.ifaces[:0]
-			if err := r.skip(int(total) - 16); err != nil {
-				return nil, 0, 0, 0, damaged("file ends inside a section header")
-			}
-			if err := r.trailer(total); err != nil {
+			if err := r.readSHB(); err != nil {
 				return nil, 0, 0, 0, damaged("%v", err)
 			}
 			continue
 		}
 		total := r.u32(r.hdr[4:])
-		limit := uint32(maxCapBlock)
+		limit := uint32(maxBlock)
 		if typ == 6 || typ == 2 || typ == 3 {
-			limit = maxCapRecord + 64
+			limit = MaxRecord + 64
 		}
 		if total < 12 || total%4 != 0 || total > limit {
 			return nil, 0, 0, 0, damaged("block type %#x with length %d", typ, total)
@@ -273,7 +287,7 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 		switch typ {
 		case 1: // Interface Description Block
 			if err := r.readIDB(body); err != nil {
-				if errors.Is(err, errUnsupportedLink) {
+				if errors.Is(err, ErrUnsupportedLink) {
 					return nil, 0, 0, 0, fmt.Errorf("pcapng block %d: %w", r.block, err)
 				}
 				return nil, 0, 0, 0, damaged("interface description: %v", err)
@@ -297,10 +311,17 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 			if id >= len(r.ifaces) {
 				return nil, 0, 0, 0, damaged("packet on interface %d, but only %d described", id, len(r.ifaces))
 			}
-			if capLen > body-20 || capLen > maxCapRecord {
+			if capLen > body-20 || capLen > MaxRecord {
 				return nil, 0, 0, 0, damaged("captured length %d does not fit its block (%d bytes)", capLen, total)
 			}
-			if err := r.read(dst[:capLen]); err != nil {
+			// A record too long for dst is consumed like any other (and its
+			// timestamp checked), then reported as ErrTooLong.
+			tooLong := capLen > len(dst)
+			if tooLong {
+				if err := r.skip(capLen); err != nil {
+					return nil, 0, 0, 0, damaged("file ends inside a packet")
+				}
+			} else if err := r.read(dst[:capLen]); err != nil {
 				return nil, 0, 0, 0, damaged("file ends inside a packet")
 			}
 			if err := r.skip(body - 20 - capLen); err != nil {
@@ -319,6 +340,9 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 			if q+ifc.offset < q {
 				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
 			}
+			if tooLong {
+				return nil, 0, 0, 0, ErrTooLong
+			}
 			if orig < capLen {
 				orig = capLen
 			}
@@ -327,7 +351,7 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 			if len(r.ifaces) == 0 {
 				return nil, 0, 0, 0, damaged("simple packet block before any interface")
 			}
-			return nil, 0, 0, 0, fmt.Errorf("pcapng block %d: a simple packet block carries no timestamp; analyze needs enhanced packet blocks", r.block)
+			return nil, 0, 0, 0, fmt.Errorf("pcapng block %d: a simple packet block carries no timestamp; only enhanced packet blocks can be measured", r.block)
 		case 4, 5, 7, 8, 9, 10, 0xbad, 0x40000bad:
 			// Name resolution, statistics, IRIG, ARINC, journal, decryption
 			// secrets, custom: nothing to measure.
@@ -354,16 +378,16 @@ func (r *capReader) next(dst []byte) (frame []byte, link uint32, ts uint64, orig
 
 // readIDB reads an Interface Description Block body of n bytes: link type,
 // snaplen and the if_tsresol / if_tsoffset options.
-func (r *capReader) readIDB(n int) error {
-	if n < 8 || len(r.ifaces) >= maxCapIfaces {
+func (r *Reader) readIDB(n int) error {
+	if n < 8 || len(r.ifaces) >= maxIfaces {
 		return fmt.Errorf("body of %d bytes", n)
 	}
 	if err := r.read(r.hdr[:8]); err != nil {
 		return errors.New("truncated")
 	}
-	ifc := capIface{link: uint32(r.u16(r.hdr[0:])), mul: 1000, div: 1} // default resolution 10^-6 s
+	ifc := iface{link: uint32(r.u16(r.hdr[0:])), mul: 1000, div: 1} // default resolution 10^-6 s
 	if !supportedLink(ifc.link) {
-		return fmt.Errorf("%w: %d", errUnsupportedLink, ifc.link)
+		return fmt.Errorf("%w: %d", ErrUnsupportedLink, ifc.link)
 	}
 	if s := r.u32(r.hdr[4:]); s > 0 && (r.snap == 0 || s < r.snap) {
 		r.snap = s
@@ -431,7 +455,7 @@ func (r *capReader) readIDB(n int) error {
 	return nil
 }
 
-func (r *capReader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error) {
+func (r *Reader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error) {
 	start := r.offset
 	if err := r.read(r.hdr[:16]); err != nil {
 		if err == io.EOF {
@@ -443,13 +467,20 @@ func (r *capReader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error)
 	r.record++
 	sec, frac := uint64(r.u32(r.hdr[0:])), uint64(r.u32(r.hdr[4:]))
 	capLen, orig := int(r.u32(r.hdr[8:])), int(r.u32(r.hdr[12:]))
-	if capLen > maxCapRecord || (r.snap >= 64 && capLen > int(max(r.snap, 65535))) {
+	if capLen > MaxRecord || (r.snap >= 64 && capLen > int(max(r.snap, 65535))) {
 		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: fmt.Sprintf("captured length %d (snaplen %d)", capLen, r.snap)}
 	}
 	if capLen > orig {
 		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: fmt.Sprintf("captured length %d exceeds the frame's length %d", capLen, orig)}
 	}
-	if err := r.read(dst[:capLen]); err != nil {
+	// A record too long for dst is consumed like any other (and its
+	// timestamp checked), then reported as ErrTooLong.
+	tooLong := capLen > len(dst)
+	if tooLong {
+		if err := r.skip(capLen); err != nil {
+			return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: "file ends inside a record (truncated capture)"}
+		}
+	} else if err := r.read(dst[:capLen]); err != nil {
 		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, What: "file ends inside a record (truncated capture)"}
 	}
 	if frac*r.scale >= 1e9 {
@@ -458,6 +489,9 @@ func (r *capReader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error)
 			unit = "nanoseconds"
 		}
 		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("impossible timestamp: %d %s past the second", frac, unit)}
+	}
+	if tooLong {
+		return nil, 0, 0, 0, ErrTooLong
 	}
 	return dst[:capLen], r.link, sec*1e9 + frac*r.scale, orig, nil
 }

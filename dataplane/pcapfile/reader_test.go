@@ -1,0 +1,141 @@
+package pcapfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+type rec struct {
+	frame []byte
+	link  uint32
+	ts    uint64
+	orig  int
+	err   error
+}
+
+// readAll reads data to its end with a dst of size bytes; the loop is
+// bounded because every record consumes at least 12 bytes.
+func readAll(t *testing.T, data []byte, size int) ([]rec, error) {
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]byte, size)
+	var out []rec
+	for range len(data) + 1 {
+		frame, link, ts, orig, err := r.Next(dst)
+		if len(frame) > size || (err == nil && orig < len(frame)) {
+			t.Fatalf("frame of %d bytes (orig %d) from a %d-byte buffer", len(frame), orig, size)
+		}
+		out = append(out, rec{bytes.Clone(frame), link, ts, orig, err})
+		var d *DamageError
+		switch {
+		case err == nil, err == ErrTooLong:
+		case errors.As(err, &d) && d.Local:
+		default:
+			return out, nil
+		}
+	}
+	t.Fatal("reader did not end")
+	return nil, nil
+}
+
+func seeds() [][]byte {
+	var classic bytes.Buffer
+	w := pcapgo.NewWriterNanos(&classic)
+	w.WriteFileHeader(65536, layers.LinkTypeEthernet)
+	var ng bytes.Buffer
+	nw, _ := pcapgo.NewNgWriter(&ng, layers.LinkTypeRaw)
+	for i := range 3 {
+		d := bytes.Repeat([]byte{byte(i)}, 60+100*i)
+		w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(1, int64(i)), CaptureLength: len(d), Length: len(d)}, d)
+		nw.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(2, int64(i)), CaptureLength: len(d), Length: len(d) + 5}, d)
+	}
+	nw.Flush()
+	c, n := classic.Bytes(), ng.Bytes()
+	badTS := bytes.Clone(c)
+	binary.LittleEndian.PutUint32(badTS[24+4:], 1e9)
+	return [][]byte{c, n, c[:len(c)-5], n[:len(n)-5], badTS, {}, []byte("\x0a\x0d\x0d\x0a")}
+}
+
+// FuzzReader: any bytes fail at open or read to an end without panicking
+// or looping, and the buffer size changes nothing but which records are
+// skipped as too long: read with a 100-byte buffer and with a MaxRecord
+// one, the same records come out in the same order with the same errors,
+// except that a frame longer than 100 bytes is ErrTooLong in the first.
+func FuzzReader(f *testing.F) {
+	for _, s := range seeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		small, err := readAll(t, data, 100)
+		if err != nil {
+			if !errors.Is(err, ErrNotCapture) && !errors.Is(err, ErrUnsupportedLink) {
+				t.Fatalf("open error %v wraps neither ErrNotCapture nor ErrUnsupportedLink", err)
+			}
+			return
+		}
+		big, _ := readAll(t, data, MaxRecord)
+		if len(small) != len(big) {
+			t.Fatalf("%d records with a small buffer, %d with a big one", len(small), len(big))
+		}
+		for i, s := range small {
+			b := big[i]
+			switch {
+			case s.err == ErrTooLong:
+				if b.err != nil || len(b.frame) <= 100 {
+					t.Fatalf("record %d: too long for 100 bytes, but %d bytes, %v with a big buffer", i, len(b.frame), b.err)
+				}
+			case s.err == nil:
+				if b.err != nil || !bytes.Equal(s.frame, b.frame) || s.link != b.link || s.ts != b.ts || s.orig != b.orig {
+					t.Fatalf("record %d: %+v with a small buffer, %+v with a big one", i, s, b)
+				}
+			case s.err == io.EOF || b.err == io.EOF:
+				if s.err != b.err {
+					t.Fatalf("record %d: end %v vs %v", i, s.err, b.err)
+				}
+			default:
+				if b.err == nil || b.err == ErrTooLong {
+					t.Fatalf("record %d: error %v with a small buffer, none with a big one", i, s.err)
+				}
+			}
+		}
+	})
+}
+
+// TestSeeds: the well-formed seeds read back what pcapgo wrote, with the
+// raw-IP link type and original lengths kept, and the damaged ones end
+// where the damage is.
+func TestSeeds(t *testing.T) {
+	s := seeds()
+	ng, err := readAll(t, s[1], MaxRecord)
+	if err != nil || len(ng) != 4 || ng[3].err != io.EOF {
+		t.Fatalf("pcapng: %+v, %v", ng, err)
+	}
+	for i, r := range ng[:3] {
+		if r.err != nil || r.link != LinkRaw || len(r.frame) != 60+100*i || r.orig != 65+100*i || r.ts != 2e9+uint64(i) || r.frame[0] != byte(i) {
+			t.Errorf("pcapng record %d: %d bytes, link %d, orig %d, ts %d, %v", i, len(r.frame), r.link, r.orig, r.ts, r.err)
+		}
+	}
+	small, _ := readAll(t, s[0], 100)
+	if len(small) != 4 || small[0].err != nil || small[1].err != ErrTooLong || small[2].err != ErrTooLong || small[3].err != io.EOF {
+		t.Errorf("classic with a 100-byte buffer: %+v", small)
+	}
+	cut, _ := readAll(t, s[2], MaxRecord)
+	var d *DamageError
+	if len(cut) != 3 || !errors.As(cut[2].err, &d) || d.Record != 3 || d.Local {
+		t.Errorf("truncated classic: %+v", cut)
+	}
+	bad, _ := readAll(t, s[4], MaxRecord)
+	if len(bad) != 4 || !errors.As(bad[0].err, &d) || !d.Local || d.Record != 1 || bad[1].err != nil || bad[3].err != io.EOF {
+		t.Errorf("impossible timestamp: %+v", bad)
+	}
+}
