@@ -29,7 +29,7 @@ func writeCaptures(t *testing.T, cfg analyzetest.Config) (string, string, analyz
 }
 
 // TestAnalyzeCommand runs `ldafwd analyze` end to end and checks the JSON
-// contract of DESIGN §6 field by field, and that --report gets the same lines.
+// report contract (docs/reports.md) field by field, and that --report gets the same lines.
 func TestAnalyzeCommand(t *testing.T) {
 	s, r, tr := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
 		MeanDelay: 30 * time.Microsecond, Loss: 0.002, Seed: 5, IPv6Share: 0.5})
@@ -96,7 +96,7 @@ func TestAnalyzeCommand(t *testing.T) {
 }
 
 // TestAnalyzeAllSynopses: --synopsis all gives LDA and RDA lines per MEC
-// and per-flow LDS lines whose flow is named as DESIGN §6 says.
+// and per-flow LDS lines whose flow is named as docs/reports.md says.
 func TestAnalyzeAllSynopses(t *testing.T) {
 	s, r, tr := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
 		Flows: 50, MeanDelay: 30 * time.Microsecond, Loss: 0.002, Seed: 6, IPv6Share: 0.5})
@@ -128,7 +128,7 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 		}
 		if m.Synopsis == "lds" {
 			if m.Flow == "" || !(strings.HasPrefix(m.Flow, "6 ") || strings.HasPrefix(m.Flow, "17 ")) || !strings.Contains(m.Flow, ">") {
-				t.Errorf("flow %q not named as DESIGN §6 says", m.Flow)
+				t.Errorf("flow %q not named as docs/reports.md says", m.Flow)
 			}
 			if strings.Contains(m.Flow, ":") && strings.Count(m.Flow, "[") == 1 {
 				t.Errorf("flow %q: IPv6 addresses must both be bracketed", m.Flow)
