@@ -246,12 +246,6 @@ func (c *controller) decideAtStop(act *rcopy) {
 // senderless is the evidence of the receiver's copy in progress against
 // an empty sender with h's encoding.
 func senderless(h *heldInterval, act *rcopy) *evidence {
-	if act.frames == 0 {
-		// The receiver recorded nothing after the interval's End marker
-		// (the peer stopped, its next interval carried no traffic):
-		// nothing crossed.
-		return &evidence{nothing: true}
-	}
 	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(h.ev.snd)), rcv: act.lda, rda: make([]*synopsis.RDADecoding, len(h.ev.rda)), senderless: true}
 	for m, s := range h.ev.snd {
 		if s == nil || m >= len(act.lda) {
