@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -117,11 +118,28 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// an extra, which invalidates the line already).
 				continue
 			}
+			if lost, crossed, ok := h.rdaLoss(l.mec, next, l.e); ok {
+				// The RDA decoded both intervals' differences identity by
+				// identity: k's loss is exact, crossings and extras hidden
+				// in the LDA's lossy buckets included.
+				noteCrossed(l.r, crossed)
+				l.e.Lost, l.r.Lost = lost, lost
+				if l.r.Extra == nil {
+					l.r.Extra = map[string]any{}
+				}
+				l.r.Extra["loss_verified_by"] = "rda"
+				continue
+			}
 			x := xs[l.mec]
 			noteCrossed(l.r, x.Crossed)
 			if known[l.mec] {
 				wasValid := l.e.Valid
 				x.Apply(l.e)
+				// Without the RDA's decode, an extra packet (a duplicate,
+				// an injected frame) hidden in a bucket that lost two or
+				// more would leave the loss short: the line stands only
+				// while that is no likelier than its mean's miss.
+				l.e.RequireLossVerified(1 - c.a.cfg.Conf)
 				carry(l.r, l.e, wasValid)
 				continue
 			}
@@ -151,6 +169,36 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 		}
 	}
 	c.classChanges(h.lines)
+}
+
+// rdaLoss is interval h's loss in class m as the RDA decodes it: the
+// packets only h's sender recorded, less those decoded as extra in the
+// next interval (they arrived after h's end). ok only when both decodes
+// are complete and the RDA recorded the packets the LDA line e counts
+// (equal sent and received).
+func (h *heldInterval) rdaLoss(m int, next *evidence, e *synopsis.Estimate) (lost uint64, crossed int, ok bool) {
+	if next == nil || m >= len(h.ev.rda) || h.ev.rda[m] == nil || !h.ev.rda[m].Complete {
+		return 0, 0, false
+	}
+	dk := h.ev.rda[m]
+	if !next.nothing {
+		if m >= len(next.rda) || next.rda[m] == nil || !next.rda[m].Complete {
+			return 0, 0, false
+		}
+		crossed = synopsis.MatchRDACrossing(*dk, *next.rda[m])
+	}
+	same := false
+	for _, l := range h.lines {
+		if l.flow == nil && l.e != nil && l.mec == m && l.r.Synopsis == "rda" {
+			// Banks that disagree after repair mean a corrupted synopsis:
+			// its decode vouches for nothing.
+			same = l.e.Sent == e.Sent && l.e.Received == e.Received && !strings.HasPrefix(l.e.Reason, synopsis.ReasonRDABanksDisagree)
+		}
+	}
+	if !same || crossed > len(dk.Lost) {
+		return 0, 0, false
+	}
+	return uint64(len(dk.Lost) - crossed), crossed, true
 }
 
 // ldaCrossing matches class m's single losses of h against the next

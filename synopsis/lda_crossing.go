@@ -13,11 +13,17 @@ type LDACrossing struct {
 	// one more, whose digest differences are equal (FineComb). A crossing
 	// packet that shares its bucket with another loss or extra is not
 	// found, so Crossed is a lower bound and k's corrected loss an upper
-	// bound. Apply handles the case it can see (k+1 extras left
-	// unexplained); a crossing packet hidden in k+1 by losses in its
-	// bucket stays an over-count of one (LDADiagnostics.ExtraMissProb of
-	// k+1 is the chance of that per crossing packet).
+	// bound. Apply handles both cases it cannot resolve: k+1 extras left
+	// unexplained, and Hidden buckets where a crossing packet may sit
+	// behind k+1's own losses.
 	Crossed int
+	// Hidden: buckets where k lost packets (not a matched crossing) and
+	// k+1 lost some too. A packet of k that arrived in k+1 and fell into
+	// such a bucket is invisible there: k+1's bucket then lost two and
+	// gained one, which its counts show as one loss. The bucket's digests
+	// cannot tell (the compact encoding sends too few bits to decode a
+	// difference of several packets), so k's loss is not proven.
+	Hidden int
 	// SingleLoss: buckets of k with exactly one packet fewer at the
 	// receiver; SingleExtra: buckets of k+1 with exactly one more.
 	SingleLoss, SingleExtra int
@@ -103,6 +109,9 @@ func matchCrossing(sc, sd []uint64, rk *LDA, sc1, sd1 []uint64, rk1 *LDA, bits i
 			x.Crossed++
 			continue
 		}
+		if sc[i] > r.count && sc1[i] > r1.count {
+			x.Hidden++
+		}
 		// Any other bucket of k+1 proving extras leaves them unexplained.
 		if r1.count > sc1[i] || (r1.count == sc1[i] && r1.count > 0 && lowBits(r1.dig, w) != sd1[i]) {
 			x.AllExtrasCrossed = false
@@ -115,12 +124,21 @@ func matchCrossing(sc, sd []uint64, rk *LDA, sc1, sd1 []uint64, rk1 *LDA, bits i
 // into k+1: Lost less Crossed. When k+1 shows extra packets that no
 // single-loss bucket of k explains, some of them may be k's packets that
 // crossed unseen (sharing a bucket with another loss), so k's loss cannot
-// be proven and e becomes invalid with that reason.
+// be proven and e becomes invalid with that reason; likewise when a loss
+// of k shares its bucket with losses of k+1 (Hidden), where a crossing
+// packet leaves no trace. The RDA, decoding both intervals' differences
+// identity by identity, resolves both cases; the appliance prefers it
+// when it has it.
 func (x LDACrossing) Apply(e *Estimate) {
 	e.Lost -= min(e.Lost, uint64(x.Crossed))
-	if !x.AllExtrasCrossed && e.Valid {
+	switch {
+	case !e.Valid || e.Lost == 0:
+	case !x.AllExtrasCrossed:
 		e.Valid = false
 		e.Reason = "the next interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	case x.Hidden > 0:
+		e.Valid = false
+		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the next interval too, where a packet of this interval that arrived after its end would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden)
 	}
 }
 

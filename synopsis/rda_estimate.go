@@ -80,6 +80,11 @@ type RDAStats struct {
 	Note string // what limited the estimate, when not Exact
 }
 
+// ReasonRDABanksDisagree: the banks' repaired totals differ, which only a
+// corrupted synopsis or timestamp can cause; nothing decoded from it is
+// trusted.
+const ReasonRDABanksDisagree = "RDA banks disagree after repair: corrupted synopsis or timestamps"
+
 // EstimateRDA combines the sender's and the receiver's RDA of one interval
 // (paper Sec. V-B, V-C): it subtracts, peels the set difference
 // (Algorithm 1), repairs the cells of the decoded packets with their
@@ -372,7 +377,7 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	case sent <= 0 && recv <= 0:
 		e.Reason = "no packets in the interval"
 	case st.Exact && !st.BankTotalsAgree:
-		e.Reason = "RDA banks disagree after repair: corrupted synopsis or timestamps"
+		e.Reason = ReasonRDABanksDisagree
 	case !dec.Complete && dec.ResidualExtraCells > 0:
 		e.Reason = fmt.Sprintf("RDA decode incomplete and %d undecoded cells hold packets only the receiver saw (duplicated, injected or remarked inside the segment, or reordered across the interval boundary); loss cannot be counted", dec.ResidualExtraCells)
 	case st.UsableCells == 0:

@@ -219,10 +219,13 @@ func TestLDAScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The controller's use of the crossing match: k's loss less the
-			// packets found arriving in k+1; trusted only when every extra
-			// bucket of k+1 is such a packet.
+			// The controller's use of the crossing match without the RDA:
+			// k's loss less the packets found arriving in k+1; trusted only
+			// when every extra bucket of k+1 is such a packet, no loss of k
+			// shares its bucket with a loss of k+1, and a hidden extra is
+			// no likelier than the mean's miss.
 			x.Apply(&e)
+			e.RequireLossVerified(1 - DefaultConfidence)
 			lost := e.Lost
 			tl := tallies[name]
 			if tl == nil {
@@ -241,33 +244,28 @@ func TestLDAScenarios(t *testing.T) {
 				tl.misses++
 			}
 			if lost != iv[0].lost {
-				// The one documented way: a crossing packet that shares
-				// its bucket of k+1 with at least as many losses is
-				// invisible there, so k counts it lost.
 				tl.lostWrong++
-				if lost < iv[0].lost || lost-iv[0].lost > uint64(iv[0].crossed-x.Crossed) {
-					t.Errorf("%s seed %d (%v): valid with lost %d (crossed %d of %d), truth %d", name, s, cfg, lost, x.Crossed, iv[0].crossed, iv[0].lost)
-				}
+				t.Errorf("%s seed %d (%v): valid with lost %d (crossed %d of %d, hidden buckets %d), truth %d", name, s, cfg, lost, x.Crossed, iv[0].crossed, x.Hidden, iv[0].lost)
 			}
 			if iv[0].extras > 0 {
 				tl.extrasValid++
 			}
 		}
 	}
-	totalValid, totalMiss, totalWrong := 0, 0, 0
+	totalValid, totalMiss := 0, 0
 	for name, tl := range tallies {
 		t.Logf("%-34s lines %3d valid %3d mean misses %d lost wrong %d valid with extras %d", name, tl.lines, tl.valid, tl.misses, tl.lostWrong, tl.extrasValid)
 		totalValid += tl.valid
 		totalMiss += tl.misses
-		totalWrong += tl.lostWrong
-	}
-	if totalWrong > totalValid/50+2 {
-		t.Errorf("%d of %d valid lines have a loss count off by hidden crossing packets: more than 2 %%", totalWrong, totalValid)
 	}
 	if allowed := scAllowedMisses(totalValid, DefaultConfidence); totalMiss > allowed {
 		t.Errorf("%d of %d valid lines miss the true mean, more than the %d a %.0f %% bound allows", totalMiss, totalValid, allowed, 100*DefaultConfidence)
 	}
-	for _, name := range []string{"clean full", "uniform 1% full", "identical 5% + loss 0.5% full", "crossing 1% + loss 0.2% full"} {
+	// Under loss the LDA alone cannot prove that no packet of the
+	// interval hides in the next one's lossy buckets, so only clean
+	// intervals stay valid here; the appliance proves lossy ones with the
+	// RDA's decode (appliance.TestDemoPropertyRDA).
+	for _, name := range []string{"clean full", "clean compact"} {
 		if tl := tallies[name]; tl == nil || tl.valid < tl.lines/2 {
 			t.Errorf("%s: too few valid lines (%+v): the property holds vacuously", name, tl)
 		}
