@@ -182,10 +182,20 @@ func MatchRDACrossing(decK, decK1 RDADecoding) int {
 // that crossed into k+1 (decK and decK1: DecodeRDA of intervals k and
 // k+1): Lost less MatchRDACrossing. When k+1's decode is incomplete, some
 // of k's "lost" packets may sit undecoded in k+1, so e becomes invalid.
+//
+// When k's own decode is incomplete, an extra of k+1 that matches none of
+// k's decoded losses may be one of k's undecoded ones: e is then invalid
+// too, unless every extra of k+1 was matched.
 func ApplyRDACrossing(e *Estimate, decK, decK1 RDADecoding) {
-	e.Lost -= min(e.Lost, uint64(MatchRDACrossing(decK, decK1)))
-	if !decK1.Complete && e.Valid {
+	n := MatchRDACrossing(decK, decK1)
+	e.Lost -= min(e.Lost, uint64(n))
+	switch {
+	case !e.Valid:
+	case !decK1.Complete:
 		e.Valid = false
 		e.Reason = "the next interval's RDA decode is incomplete: some of this interval's packets may have arrived after its end; loss cannot be counted"
+	case !decK.Complete && e.Lost > 0 && len(decK1.Extra) > n:
+		e.Valid = false
+		e.Reason = "this interval's RDA decode is incomplete and the next interval received packets its sender did not record: some may be this interval's undecoded packets that arrived after its end; loss cannot be counted"
 	}
 }
