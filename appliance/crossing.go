@@ -82,6 +82,7 @@ func (c *controller) overdue(now time.Time) {
 // to h's lines, then the cross-class pass.
 func (c *controller) decide(h *heldInterval, next *evidence) {
 	h.decided = true
+	prev := c.evidenceOf(h.k - 1)
 	classes := len(h.ev.rcv)
 	known := make([]bool, classes)
 	xs := make([]synopsis.LDACrossing, classes)
@@ -118,7 +119,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// an extra, which invalidates the line already).
 				continue
 			}
-			if lost, crossed, ok := h.rdaLoss(l.mec, next, l.e); ok {
+			if lost, crossed, ok := h.rdaLoss(l.mec, prev, next, l.e); ok {
 				// The RDA decoded both intervals' differences identity by
 				// identity: k's loss is exact, crossings and extras hidden
 				// in the LDA's lossy buckets included.
@@ -135,6 +136,12 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			if known[l.mec] {
 				wasValid := l.e.Valid
 				x.Apply(l.e)
+				if b, why := h.ldaEarly(l.mec, prev); why != "" {
+					missing(l.r, l.e, why)
+				} else {
+					b.ApplyEarly(l.e)
+					noteEarly(l.r, b.Crossed)
+				}
 				// Without the RDA's decode, an extra packet (a duplicate,
 				// an injected frame) hidden in a bucket that lost two or
 				// more would leave the loss short: the line stands only
@@ -165,6 +172,20 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			noteCrossed(l.r, synopsis.MatchRDACrossing(*dk, *dk1))
 			wasValid := l.e.Valid
 			synopsis.ApplyRDACrossing(l.e, *dk, *dk1)
+			if l.e.Lost > 0 {
+				var dp *synopsis.RDADecoding
+				if prev != nil && l.mec < len(prev.rda) {
+					dp = prev.rda[l.mec]
+				}
+				if dp == nil {
+					missing(l.r, l.e, ReasonPrevMissing)
+					continue
+				}
+				// Packets of k that overtook its start marker: decoded as
+				// extra in k-1 (ApplyRDACrossing with the roles turned).
+				noteEarly(l.r, synopsis.MatchRDACrossing(*dk, *dp))
+				synopsis.ApplyRDACrossing(l.e, *dk, *dp)
+			}
 			carry(l.r, l.e, wasValid)
 		}
 	}
@@ -173,19 +194,24 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 
 // rdaLoss is interval h's loss in class m as the RDA decodes it: the
 // packets only h's sender recorded, less those decoded as extra in the
-// next interval (they arrived after h's end). ok only when both decodes
-// are complete and the RDA recorded the packets the LDA line e counts
-// (equal sent and received).
-func (h *heldInterval) rdaLoss(m int, next *evidence, e *synopsis.Estimate) (lost uint64, crossed int, ok bool) {
+// next interval (they arrived after h's end) or in the previous one
+// (they overtook h's start marker). ok only when all three decodes are
+// complete and the RDA recorded the packets the LDA line e counts (equal
+// sent and received). crossed counts both kinds.
+func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate) (lost uint64, crossed int, ok bool) {
 	if next == nil || m >= len(h.ev.rda) || h.ev.rda[m] == nil || !h.ev.rda[m].Complete {
 		return 0, 0, false
 	}
 	dk := h.ev.rda[m]
+	if prev == nil || m >= len(prev.rda) || prev.rda[m] == nil || !prev.rda[m].Complete {
+		return 0, 0, false
+	}
+	crossed = synopsis.MatchRDACrossing(*dk, *prev.rda[m])
 	if !next.nothing {
 		if m >= len(next.rda) || next.rda[m] == nil || !next.rda[m].Complete {
 			return 0, 0, false
 		}
-		crossed = synopsis.MatchRDACrossing(*dk, *next.rda[m])
+		crossed += synopsis.MatchRDACrossing(*dk, *next.rda[m])
 	}
 	same := false
 	for _, l := range h.lines {
@@ -199,6 +225,52 @@ func (h *heldInterval) rdaLoss(m int, next *evidence, e *synopsis.Estimate) (los
 		return 0, 0, false
 	}
 	return uint64(len(dk.Lost) - crossed), crossed, true
+}
+
+// ReasonPrevMissing is the reason of a line with loss whose previous
+// interval could not be checked for packets that overtook this
+// interval's start marker (an End marker the segment held back behind
+// data): such a packet reaches the receiver in the previous interval and
+// looks lost in this one.
+const ReasonPrevMissing = "previous interval missing: packets that overtook this interval's start marker could not be told from losses"
+
+// evidenceOf is the paired evidence of interval k, still waiting or
+// recently reported; nil when k never paired (its synopses failed, or it
+// is the interval the receiver started in).
+func (c *controller) evidenceOf(k uint64) *evidence {
+	if w := c.waits[k]; w != nil {
+		return &w.ev
+	}
+	return c.recent[k]
+}
+
+// ldaEarly matches class m's single losses of h against the previous
+// interval's single extras: packets of h that overtook h's start marker
+// (End of h-1) and reached the receiver before it. The match is the
+// forward one with the roles of the intervals turned, so its Apply makes
+// h invalid where such packets could hide. why is non-empty when the
+// previous interval cannot be checked.
+func (h *heldInterval) ldaEarly(m int, prev *evidence) (x synopsis.LDACrossing, why string) {
+	if prev == nil || m >= len(prev.snd) || m >= len(prev.rcv) || prev.snd[m] == nil || prev.rcv[m] == nil || h.ev.snd[m] == nil {
+		return x, ReasonPrevMissing
+	}
+	x, err := synopsis.MatchLDACompactCrossing(h.ev.snd[m], h.ev.rcv[m], prev.snd[m], prev.rcv[m])
+	if err != nil {
+		return x, fmt.Sprintf("packets that overtook this interval's start marker could not be told from losses: %v", err)
+	}
+	return x, ""
+}
+
+// noteEarly puts the packets found to have overtaken the interval's start
+// marker in the line's extra fields ("early").
+func noteEarly(r *report.Interval, n int) {
+	if n == 0 {
+		return
+	}
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	r.Extra["early"] = n
 }
 
 // ldaCrossing matches class m's single losses of h against the next

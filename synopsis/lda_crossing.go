@@ -142,6 +142,24 @@ func (x LDACrossing) Apply(e *Estimate) {
 	}
 }
 
+// ApplyEarly is Apply for a match made with the intervals' roles turned
+// (MatchLDACrossing(sk, rk, sPrev, rPrev): k's single losses against the
+// previous interval's single extras): packets of k that overtook k's
+// start marker, an End marker the segment held back behind data, and
+// reached the receiver in k-1.
+func (x LDACrossing) ApplyEarly(e *Estimate) {
+	e.Lost -= min(e.Lost, uint64(x.Crossed))
+	switch {
+	case !e.Valid || e.Lost == 0:
+	case !x.AllExtrasCrossed:
+		e.Valid = false
+		e.Reason = "the previous interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have overtaken its start marker; loss cannot be counted"
+	case x.Hidden > 0:
+		e.Valid = false
+		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the previous interval too, where a packet of this interval that overtook its start marker would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden)
+	}
+}
+
 // ApplyFlows carries the crossing evidence of a class's LDA over to the
 // LDS flow lines of interval k in the same class: a packet that crossed
 // into k+1 looks lost in its flow, and the LDA cannot say which flow. When

@@ -46,9 +46,11 @@ func TestDemoJSON(t *testing.T) {
 			t.Errorf("unexpected line %s", sc.Text())
 		}
 		if !r.Valid {
-			if r.Sent == 0 && r.Received == 0 || r.Reason == appliance.ReasonWarmup || strings.HasPrefix(r.Reason, appliance.ReasonNextMissing) {
+			if r.Sent == 0 && r.Received == 0 || r.Reason == appliance.ReasonWarmup || strings.HasPrefix(r.Reason, appliance.ReasonNextMissing) || r.Reason == appliance.ReasonPrevMissing {
 				// (A lossy last interval whose next one the stop cut
-				// short cannot be told from one a packet crossed out of.)
+				// short cannot be told from one a packet crossed out of;
+				// likewise a lossy first one after the receiver's start,
+				// from one a packet overtook the start marker of.)
 				// No traffic in it (the stop closed it right after a
 				// boundary), or the one the receiver started in: nothing
 				// to measure.
