@@ -312,7 +312,32 @@ func (c *controller) silent(nowNs uint64) {
 		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
 		}
-		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, "nothing from the sender for this interval (peer down, or the segment drops control frames)")
+		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+	}
+}
+
+const reasonSilent = "nothing from the sender for this interval (peer down, or the segment drops control frames)"
+
+// silentAtStop declares, when the appliance stops, the intervals silent
+// would have declared had it run on: those before the newest one
+// reported that nothing claimed (a sender killed and restarted leaves a
+// few between the interval it died in and its new session's first). Only
+// intervals the claim memory still covers are declared: older ones it
+// can no longer tell from reported ones.
+func (c *controller) silentAtStop() {
+	if len(c.doneK) == 0 {
+		return
+	}
+	oldest, hi := c.doneK[0], c.doneK[0]
+	for _, k := range c.doneK {
+		oldest, hi = min(oldest, k), max(hi, k)
+	}
+	lo := max(c.nextDue, oldest)
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	for k := lo; k < hi; k++ {
+		if !c.done[k] {
+			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+		}
 	}
 }
 
@@ -393,6 +418,10 @@ func (c *controller) failureReason(f *control.IntervalFailure) string {
 // interval (sender restart, sender overrun, merged receiver copy), or "".
 func sessionReason(flags uint64, rc *rcopy) string {
 	switch {
+	case flags&payloadPartial != 0 && rc.merged:
+		// A killed sender sent no End marker for the interval it died
+		// in: the receiver's copy ran on to the new session's first.
+		return "sender restarted: first interval of its new session is partial, and the receiver's copy also holds what arrived since the old session's last end marker"
 	case flags&payloadPartial != 0:
 		return "sender restarted: first interval of its new session is partial"
 	case flags&payloadMerged != 0:
@@ -819,6 +848,7 @@ func (c *controller) final() {
 			c.invalid(l.k, 0, 0, l.rc, "stopped before the sender's synopses for this interval arrived")
 		}
 	}
+	c.silentAtStop()
 	c.stopping = false
 	c.flush()
 }

@@ -2,10 +2,12 @@ package appliance_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/dataplane"
 )
 
 // TestRestartReportsNotRunning: a receiver told where an earlier run's
@@ -89,5 +91,100 @@ func TestRestartReportsNotRunning(t *testing.T) {
 				t.Errorf("the backward numbers are not logged:\n%s", log)
 			}
 		})
+	}
+}
+
+// killablePort is a port of a process that can be killed: from kill on
+// it neither sends nor receives (the process is gone; what it held is
+// lost with it).
+type killablePort struct {
+	dataplane.Port
+	dead atomic.Bool
+}
+
+func (k *killablePort) TxBurst(pkts []*dataplane.Packet) int {
+	if k.dead.Load() {
+		k.Port.Free(pkts)
+		return len(pkts)
+	}
+	return k.Port.TxBurst(pkts)
+}
+
+func (k *killablePort) RxBurst(pkts []*dataplane.Packet) int {
+	if k.dead.Load() {
+		return 0
+	}
+	return k.Port.RxBurst(pkts)
+}
+
+// TestSenderKilled: the sender is killed mid-interval (no End marker, no
+// synopses for the interval it was in) and started again after a few
+// intervals, a new session. The surviving receiver reports each interval
+// once, without a hole, and every frame it recorded is in exactly one
+// line — the interval the dead session left open ends at the new
+// session's first End marker and is reported invalid with the frames in
+// it; every interval in which frames reached the segment has its line.
+func TestSenderKilled(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	const iv = 200 * time.Millisecond
+	seg := &killablePort{}
+	p := newPair(t, iv, 4096, func(q dataplane.Port) dataplane.Port { seg.Port = q; return seg }, nil)
+	raw := seg.Port
+	acted := false
+	p.run(14*iv, 3000, nil, func(e time.Duration) {
+		if acted || e < 5*iv+2*iv/5 {
+			return
+		}
+		acted = true
+		seg.dead.Store(true)
+		p.a1.Stop(0) // the killed process's remains: nothing reaches the segment
+		time.Sleep(3 * iv)
+		seg = &killablePort{Port: raw}
+		p.c1.PortB = seg
+		var err error
+		if p.a1, err = appliance.New(p.c1); err != nil {
+			t.Fatal(err)
+		}
+		p.a1.Start()
+	})
+	_, r := p.a2.Lanes()
+	recorded := r.Stats.Recorded.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var reported uint64
+	seen := map[int64]int{}
+	var first, last int64
+	for _, l := range p.lines {
+		if l.Synopsis != "lda" || l.MEC != "all" {
+			continue
+		}
+		t.Logf("%d valid=%v sent=%d received=%d %s", l.Interval, l.Valid, l.Sent, l.Received, l.Reason)
+		reported += l.Received
+		seen[l.Interval]++
+		if first == 0 || l.Interval < first {
+			first = l.Interval
+		}
+		last = max(last, l.Interval)
+		if !l.Valid && l.Reason == "" {
+			t.Errorf("interval %d invalid without a reason", l.Interval)
+		}
+	}
+	if reported != recorded {
+		t.Errorf("#2 recorded %d frames, its lines account for %d", recorded, reported)
+	}
+	for k := first; k <= last; k++ {
+		if n := seen[k]; n != 1 {
+			t.Errorf("interval %d reported %d times", k, n)
+		}
+	}
+	for k, tr := range p.truths {
+		if int64(k) >= first && int64(k) <= last && tr.Delivered+tr.Lost > 0 && seen[int64(k)] == 0 {
+			t.Errorf("interval %d: %d frames crossed the segment, no line", k, tr.Delivered+tr.Lost)
+		}
+	}
+	if !strings.Contains(p.log2.String(), "peer restarted") {
+		t.Errorf("the survivor did not log the peer's restart:\n%s", p.log2.String())
 	}
 }
