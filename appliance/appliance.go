@@ -78,6 +78,13 @@ type Config struct {
 	// MaxStampErr + 10 % of its mean is reported invalid (stamps.go).
 	// 0: DefaultMaxStampErr.
 	MaxStampErr time.Duration
+	// LastReported is, per direction ("a>b", "b>a"), the last interval an
+	// earlier run of this appliance reported (run reads it back from its
+	// --report file). The receiver reports the intervals after it that
+	// ended before it started invalid with ReasonNotRunning, before its
+	// first line: a restart leaves no interval without a line, even when
+	// the earlier run was killed and could not say so itself.
+	LastReported map[string]uint64
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -420,7 +427,9 @@ func (a *Appliance) ControlCounters() control.Counters { return a.receiver.Count
 // workers already started are stopped and nothing runs.
 func (a *Appliance) Start() error {
 	a.started = time.Now()
-	a.epoch.Store(a.cfg.Clock() / uint64(a.cfg.Interval.Nanoseconds()))
+	now := a.cfg.Clock()
+	a.epoch.Store(now / uint64(a.cfg.Interval.Nanoseconds()))
+	a.ctl.startAt(now)
 	for i, w := range a.workers {
 		if err := w.Start(); err != nil {
 			for _, v := range a.workers[:i] {

@@ -46,6 +46,9 @@ type controller struct {
 	queued   []*report.Interval
 	recent   map[uint64]*evidence // evidence of intervals already reported, for a late predecessor
 	stopping bool                 // final is collecting: flush emits nothing until it is done
+	startNs  uint64               // our clock at Start
+	startK   uint64               // the interval current at Start, by our clock
+	resume   uint64               // the interval after the last one an earlier run reported; 0: none (notRunning)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -81,6 +84,18 @@ type waiting struct {
 func newController(a *Appliance) *controller {
 	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
 		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}}
+}
+
+// startAt records the start (Start, before the controller runs): the
+// interval the receiver starts in, and where an earlier run's reports
+// ended.
+func (c *controller) startAt(nowNs uint64) {
+	c.startNs = nowNs
+	c.startK = nowNs / uint64(c.a.cfg.Interval.Nanoseconds())
+	c.nextDue = c.startK
+	if last, ok := c.a.cfg.LastReported[DirectionName(c.a.recvDir)]; ok && last < math.MaxUint64 {
+		c.resume = last + 1
+	}
 }
 
 // endGrace is how long a complete bundle waits for the receiver's copy
@@ -250,7 +265,13 @@ func (c *controller) step(now time.Time) {
 			delete(c.rcopies, k)
 			delete(c.bundles, k)
 		} else if now.Sub(w.at) > endGrace {
-			c.invalid(k, w.b.StartNs, w.b.EndNs, nil, "end marker lost in the segment: the receiver could not cut this interval")
+			why := "end marker lost in the segment: the receiver could not cut this interval"
+			if w.b.EndNs < int64(c.startNs) {
+				// The sender ended it before we started: its End marker
+				// passed while no receiver was there to cut.
+				why = ReasonNotRunning
+			}
+			c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
 			delete(c.bundles, k)
 		}
 	}
@@ -275,7 +296,9 @@ func (c *controller) step(now time.Time) {
 // pairing timeout ago without anything from the sender — no End marker, no
 // synopsis, no failure — so that a dead peer or a segment that drops
 // control frames shows as invalid lines every interval, not as silence.
-// The interval current at start is warm-up and never declared.
+// The interval current at start is declared too when nothing claimed it
+// (no End marker came to cut a warm-up copy): a restarted receiver's
+// first line must follow the gap it reports (notRunning) without a hole.
 func (c *controller) silent(nowNs uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	kNow := nowNs / iv
@@ -289,7 +312,32 @@ func (c *controller) silent(nowNs uint64) {
 		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
 		}
-		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, "nothing from the sender for this interval (peer down, or the segment drops control frames)")
+		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+	}
+}
+
+const reasonSilent = "nothing from the sender for this interval (peer down, or the segment drops control frames)"
+
+// silentAtStop declares, when the appliance stops, the intervals silent
+// would have declared had it run on: those before the newest one
+// reported that nothing claimed (a sender killed and restarted leaves a
+// few between the interval it died in and its new session's first). Only
+// intervals the claim memory still covers are declared: older ones it
+// can no longer tell from reported ones.
+func (c *controller) silentAtStop() {
+	if len(c.doneK) == 0 {
+		return
+	}
+	oldest, hi := c.doneK[0], c.doneK[0]
+	for _, k := range c.doneK {
+		oldest, hi = min(oldest, k), max(hi, k)
+	}
+	lo := max(c.nextDue, oldest)
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	for k := lo; k < hi; k++ {
+		if !c.done[k] {
+			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+		}
 	}
 }
 
@@ -370,6 +418,10 @@ func (c *controller) failureReason(f *control.IntervalFailure) string {
 // interval (sender restart, sender overrun, merged receiver copy), or "".
 func sessionReason(flags uint64, rc *rcopy) string {
 	switch {
+	case flags&payloadPartial != 0 && rc.merged:
+		// A killed sender sent no End marker for the interval it died
+		// in: the receiver's copy ran on to the new session's first.
+		return "sender restarted: first interval of its new session is partial, and the receiver's copy also holds what arrived since the old session's last end marker"
 	case flags&payloadPartial != 0:
 		return "sender restarted: first interval of its new session is partial"
 	case flags&payloadMerged != 0:
@@ -619,6 +671,55 @@ func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reas
 	}
 }
 
+// ReasonNotRunning is the reason of an interval that ended while no
+// receiver ran (the appliance was down, killed or restarting): nobody
+// held a copy of its frames. A restarted receiver reports these from the
+// last interval its --report file holds (Config.LastReported).
+const ReasonNotRunning = "receiver was not running when this interval ended: no copy of it"
+
+// MaxNotRunning bounds the intervals a restarted receiver reports one by
+// one for the time it was down (an hour of 1 s intervals); a longer gap
+// is one line per class spanning all of it, so a receiver down for days
+// does not spend its start writing millions of lines.
+const MaxNotRunning = 3600
+
+// notRunning reports, before k (the first interval this run reports),
+// the intervals since the last one an earlier run reported, invalid with
+// ReasonNotRunning. Interval numbers are the sender's clock in units of
+// the interval, not a per-session count: a sender that restarted meanwhile
+// numbers them alike, and the gap is the same. Intervals from our start
+// on are this run's own: at most the one current at start is left to the
+// other paths (a sender clock slightly ahead ends it before we start).
+// Numbers that did not move forward (a clock stepped back, a file of
+// another setup) are logged and no gap is invented.
+func (c *controller) notRunning(k uint64) {
+	from := c.resume
+	c.resume = 0
+	to := min(k, c.startK+1) // exclusive
+	log, dir := c.a.cfg.Log, DirectionName(c.a.recvDir)
+	if to <= from {
+		if k+1 < from {
+			log.Warn().Uint64("last_reported", from-1).Uint64("first", k).Str("direction", dir).
+				Msg("the first interval of this run is before the last one the report file holds (clock stepped back, or another setup's file): no gap reported")
+		}
+		return
+	}
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	n := to - from
+	log.Warn().Uint64("from", from).Uint64("to", to-1).Uint64("intervals", n).Str("direction", dir).
+		Msg("receiver was not running: the intervals since the last reported one are reported invalid")
+	if n > MaxNotRunning {
+		log.Warn().Uint64("intervals", n).Int("max", MaxNotRunning).Str("direction", dir).
+			Msg("receiver was down too long for a line per interval: one line spans the whole gap")
+		c.invalidCopy(from, int64(from*iv), int64(to*iv), nil,
+			fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals)", ReasonNotRunning, from, to-1, n))
+		return
+	}
+	for j := from; j < to; j++ {
+		c.invalidCopy(j, int64(j*iv), int64((j+1)*iv), nil, ReasonNotRunning)
+	}
+}
+
 // ReasonRecut is the reason of a receiver copy of an interval that already
 // has its line: the sender restarted within the interval, and its new
 // session cut it again. Reported so its frames are in some line.
@@ -648,6 +749,9 @@ func (c *controller) emitInvalid(r *report.Interval, received uint64, reason str
 // verdict on the same interval (e.g. a failure after a restart's partial
 // interval) is logged, not reported again.
 func (c *controller) claim(k uint64) bool {
+	if c.resume != 0 {
+		c.notRunning(k)
+	}
 	if c.done[k] {
 		c.a.cfg.Log.Debug().Uint64("interval", k).Msg("interval already reported")
 		return false
@@ -744,6 +848,7 @@ func (c *controller) final() {
 			c.invalid(l.k, 0, 0, l.rc, "stopped before the sender's synopses for this interval arrived")
 		}
 	}
+	c.silentAtStop()
 	c.stopping = false
 	c.flush()
 }

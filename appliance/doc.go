@@ -28,7 +28,12 @@
 // Every way an interval can go wrong ends as valid:false with a reason —
 // a lost or forged control frame, a lost End marker, a merged copy (overrun,
 // receiver started mid-interval), a sender restart, a stop — never as a
-// number. The warm-up interval before the first End marker is not reported.
+// number. The warm-up interval before the first End marker is reported
+// invalid (ReasonWarmup). Given the last interval an earlier run reported
+// (Config.LastReported), a restarted receiver first reports the intervals
+// after it that ended before its start invalid with ReasonNotRunning, so a
+// killed receiver's restart leaves no hole in the interval numbers; at
+// stop the intervals the silent check has not reached yet are declared.
 //
 // RunDemo wires two appliances over an impaired ring link with a generator,
 // a sink and the link's exact truth; `ldafwd demo` and the fault tests use it.

@@ -11,5 +11,7 @@
 //
 // Each command lives in its own file, registers itself in init, parses its
 // own pflag set, validates every flag before it builds anything, and prints
-// JSON lines with --format json. main.go stays thin.
+// JSON lines with --format json. main.go stays thin. run reads the end of
+// its --report file back at start (resume.go): a restart after a kill
+// reports the intervals nobody held, so the file has no hole.
 package main

@@ -31,7 +31,9 @@ func (o *outputFlags) validate() error {
 // open returns the JSON writer (stdout in json mode, plus --report) and a
 // closer. In table mode the writer only feeds --report (or nothing). The
 // report file is opened now, so a path that cannot be written fails the
-// command at start; each line goes to it whole or not at all (lineFile).
+// command at start; each line goes to it whole or not at all (lineFile),
+// and a partial last line an earlier, killed writer left is ended first
+// (endLine).
 func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, error) {
 	var sinks []io.Writer
 	if o.format == "json" {
@@ -75,7 +77,16 @@ func openLineFile(path string) (*lineFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &lineFile{f: f, size: st.Size(), regular: st.Mode().IsRegular()}, nil
+	l := &lineFile{f: f, size: st.Size(), regular: st.Mode().IsRegular()}
+	if l.regular {
+		n, err := endLine(path, f)
+		l.size += int64(n)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 func (l *lineFile) Write(b []byte) (int, error) {

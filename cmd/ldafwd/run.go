@@ -422,6 +422,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("cmd", "run").Logger()
 
+	// Before opening it for append: what the last run reported, so a
+	// restart after a kill reports the intervals nobody held.
+	var last map[string]uint64
+	if !o.forwardOnly {
+		last = lastReported(o.out.report, o.interval, log)
+	}
 	w, closeReport, err := o.out.open(stdout)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -468,6 +474,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
+		LastReported: last,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // TestMain lets the signal tests run this test binary as `ldafwd`: with
@@ -129,4 +133,93 @@ func TestRunReportSinkFailing(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatalf("exit status 0 with a failing report sink:\n%s", stderr)
 	}
+}
+
+// TestRunKilledRestartReportsGap: `ldafwd run` killed with SIGKILL (no
+// drain, nothing flushed, a partial line left at the end of --report) and
+// started again on the same report file accounts for every interval of
+// its direction: the restarted run reads the file back, skips the partial
+// line with a log line, and reports each interval since the last line the
+// killed run wrote invalid with the not-running reason before its own
+// lines, so the interval numbers have no hole. Nobody drives the ring
+// ends, so both runs report the peer silent, every interval by number.
+func TestRunKilledRestartReportsGap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	rep := filepath.Join(t.TempDir(), "r.jsonl")
+	id := fmt.Sprint(os.Getpid())
+	// The pairing timeout (interval + 2 s) delays the silent lines by 23
+	// intervals of 100 ms: each run lives long enough to write some.
+	args := []string{"run", "--port-a", "ring:KA" + id + ".a", "--port-b", "ring:KB" + id + ".a", "--segment-port", "b",
+		"--insecure", "--interval", "100ms", "--drain", "300ms", "--stats-interval", "500ms", "--idle-sleep", "100us",
+		"--format", "json", "--report", rep}
+	lines := func() []report.Interval {
+		b, _ := os.ReadFile(rep)
+		var ivs []report.Interval
+		for _, l := range strings.Split(string(b), "\n") {
+			var r report.Interval
+			if json.Unmarshal([]byte(l), &r) == nil && r.Type == "interval" {
+				ivs = append(ivs, r)
+			}
+		}
+		return ivs
+	}
+	waitLines := func(n int, d time.Duration) {
+		for deadline := time.Now().Add(d); len(lines()) < n && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		}
+	}
+	cmd, stderr := ldafwdProcess(t, args...)
+	waitLines(3, 6*time.Second)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	before := lines()
+	if len(before) < 3 {
+		t.Fatalf("the first run wrote %d interval lines:\n%s", len(before), stderr)
+	}
+	lastBefore := before[len(before)-1].Interval
+	// What a kill in the middle of a write leaves.
+	f, err := os.OpenFile(rep, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"interval","interval":`)
+	f.Close()
+	time.Sleep(300 * time.Millisecond) // down for a few intervals
+
+	cmd, stderr = ldafwdProcess(t, args...)
+	waitLines(len(before)+40, 8*time.Second)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("restarted run: %v\n%s", err, stderr)
+	}
+	log := stderr.String()
+	for _, want := range []string{"partial line", `"interval":` + fmt.Sprint(lastBefore), "receiver was not running"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the restarted run's log:\n%s", want, log)
+		}
+	}
+	b, _ := os.ReadFile(rep)
+	if !strings.Contains(string(b), "{\"type\":\"interval\",\"interval\":\n") {
+		t.Errorf("the partial line was not ended before the new lines")
+	}
+	all := lines()
+	gap := 0
+	for i, r := range all {
+		if i > 0 && r.Interval != all[i-1].Interval+1 {
+			t.Errorf("interval %d follows %d", r.Interval, all[i-1].Interval)
+		}
+		if r.Reason == appliance.ReasonNotRunning {
+			gap++
+			if r.Valid || i < len(before) {
+				t.Errorf("gap line %+v", r)
+			}
+		} else if r.Valid {
+			t.Errorf("valid line without a peer: %+v", r)
+		}
+	}
+	if gap == 0 || len(all) <= len(before)+gap {
+		t.Errorf("%d lines before the kill, %d gap lines, %d in all: want a gap and lines of the restarted run after it", len(before), gap, len(all))
+	}
+	t.Logf("killed after interval %d; %d gap lines; %d lines in all", lastBefore, gap, len(all))
 }
