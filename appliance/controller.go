@@ -348,7 +348,10 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	if rc.warmup {
 		// From the receiver's start to the first End marker: the copy
 		// misses the frames before our start. Reported invalid, so a
-		// restarted receiver's first interval is never missing.
+		// restarted receiver's first interval is never missing. Its
+		// synopses still show the next interval's packets that overtook
+		// the End marker: kept as that interval's previous evidence.
+		c.recent[b.Interval] = c.warmupEvidence(b, rc)
 		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, ReasonWarmup)
 		return
 	}
@@ -457,18 +460,10 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not decode: %v", err))
 		return
 	}
-	// The budget may have folded the sender's RDA: fold ours alike.
-	own := rc.rda[m]
-	if snd.Cells() != own.Cells() || snd.Banks() != own.Banks() {
-		if snd.Banks() == own.Banks() {
-			own, err = own.Fold(snd.Cells())
-		} else {
-			err = fmt.Errorf("%d banks, ours %d", snd.Banks(), own.Banks())
-		}
-		if err != nil {
-			c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
-			return
-		}
+	own, err := matchRDA(&snd, rc.rda[m])
+	if err != nil {
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
+		return
 	}
 	r.Config += fmt.Sprintf(" rda-shipped=%dx%d", snd.Banks(), snd.Cells())
 	e, st, err := synopsis.EstimateRDA(&snd, own, a.cfg.Conf)
@@ -487,6 +482,58 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		r.Valid, r.Reason = false, why
 	}
 	c.hold(r, e, m)
+}
+
+// matchRDA is our RDA in the sender's shape: the budget may have folded
+// the sender's cells, and ours folds alike.
+func matchRDA(snd, own *synopsis.RDA) (*synopsis.RDA, error) {
+	if snd.Cells() == own.Cells() && snd.Banks() == own.Banks() {
+		return own, nil
+	}
+	if snd.Banks() != own.Banks() {
+		return nil, fmt.Errorf("%d banks, ours %d", snd.Banks(), own.Banks())
+	}
+	return own.Fold(snd.Cells())
+}
+
+// warmupEvidence is what the interval the receiver started in can tell
+// the interval after it: its sender's synopses against the receiver's
+// partial copy. Their difference is mostly the frames before the
+// receiver's start (sender-only); what only the receiver saw there are
+// packets of the next interval that overtook the End marker. Parts that
+// do not decode are left nil (the next interval then has no evidence
+// from its predecessor for that class).
+func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evidence {
+	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
+	for m := range rc.lda {
+		if payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]; ok {
+			cl := new(synopsis.CompactLDA)
+			if _, body, err := parsePayload(payload); err == nil && cl.UnmarshalBinary(body) == nil {
+				ev.snd[m] = cl
+			}
+		}
+		if m >= len(rc.rda) {
+			continue
+		}
+		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
+		if !ok {
+			continue
+		}
+		h, body, err := parsePayload(payload)
+		if err != nil || h.Flags&payloadOmitted != 0 {
+			continue
+		}
+		var snd synopsis.RDA
+		if snd.UnmarshalBinary(body) != nil {
+			continue
+		}
+		if own, err := matchRDA(&snd, rc.rda[m]); err == nil {
+			if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
+				ev.rda[m] = &dec
+			}
+		}
+	}
+	return ev
 }
 
 // hold keeps a paired line with its estimate until release.

@@ -107,7 +107,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
 	}
 	delay, _ := model.NewWeibull(40_000, 0.7)
-	var valid, inBound, lines, crossedLines int
+	var valid, inBound, lines, crossedLines, earlyValid int
 	var wrongLoss, rdaVerified atomic.Int64
 	needCrossed := false
 	rda := synopsis.DefaultRDAConfig()
@@ -174,6 +174,10 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 					t.Errorf("%d %s/%s valid without truth (sent %d received %d)", r.Interval, r.MEC, r.Synopsis, r.Sent, r.Received)
 					continue
 				}
+				if early, _ := r.Extra["early"].(int); early > 0 {
+					earlyValid++
+					t.Logf("%d %s/%s valid with lost %d, true %d, %d overtook its start marker", r.Interval, r.MEC, r.Synopsis, r.Lost, *r.TrueLost, early)
+				}
 				if crossed, _ := r.Extra["true_crossed"].(uint64); crossed > 0 {
 					crossedValid++
 					t.Logf("%d %s/%s valid with lost %d, true %d, %d reordered past the End marker (found %v)",
@@ -208,7 +212,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 	if needCrossed && crossedLines == 0 {
 		t.Errorf("no valid line with packets reordered past its end: the crossing correction went untested")
 	}
-	t.Logf("%d valid lines with a wrong loss; %d valid lossy LDA lines whose loss the RDA proved", wrongLoss.Load(), rdaVerified.Load())
+	t.Logf("%d valid lines with a wrong loss; %d valid lossy LDA lines whose loss the RDA proved; %d valid lines with packets that overtook their start marker", wrongLoss.Load(), rdaVerified.Load(), earlyValid)
 	if withRDA && rdaVerified.Load() == 0 {
 		t.Errorf("no valid lossy LDA line proven by the RDA: that path went untested")
 	}

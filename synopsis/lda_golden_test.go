@@ -168,3 +168,73 @@ func TestRequireLossVerified(t *testing.T) {
 		t.Fatalf("valid %v reason %q above the threshold", e.Valid, e.Reason)
 	}
 }
+
+// TestLDAEarlyMatch: packets of interval k that overtook k's start marker
+// reach the receiver in k-1. MatchLDACrossing with the roles turned (k's
+// single losses against k-1's single extras) finds them and ApplyEarly
+// takes them out of k's loss; a loss of k sharing its bucket with a loss
+// of k-1 (where such a packet would leave no trace) makes k invalid.
+func TestLDAEarlyMatch(t *testing.T) {
+	cfg := DefaultLDAConfig()
+	for _, hidden := range []bool{false, true} {
+		sp, rp, sk, rk := MustNewLDA(cfg), MustNewLDA(cfg), MustNewLDA(cfg), MustNewLDA(cfg)
+		early := map[int]bool{7: true, 300: true}
+		var lostK uint64
+		for i := 0; i < 5000; i++ {
+			ts := uint64(1_000_000_000 + i*1000)
+			hp := splitmix64(uint64(i) + 1<<41)
+			sp.Add(hp, ts)
+			rp.Add(hp, ts+30_000)
+			h := splitmix64(uint64(i) + 1<<42)
+			sk.Add(h, ts+1_000_000_000)
+			switch {
+			case early[i]:
+				rp.Add(h, ts+1_000_020_000) // arrived before k's start marker
+			case i == 999:
+				lostK++
+			default:
+				rk.Add(h, ts+1_000_030_000)
+			}
+		}
+		if hidden {
+			// k-1 loses two packets in the bucket of one of k's early
+			// packets: it hides there (two lost, one gained).
+			row := sk.cellOf(splitmix64(7 + 1<<42))
+			n := 0
+			sp2, rp2 := MustNewLDA(cfg), MustNewLDA(cfg)
+			for i := uint64(0); n < 2; i++ {
+				h := splitmix64(i + 1<<43)
+				sp2.Add(h, 5)
+				if sk.cellOf(h) == row {
+					n++
+					continue
+				}
+				rp2.Add(h, 6)
+			}
+			if err := sp.Merge(sp2); err != nil {
+				t.Fatal(err)
+			}
+			if err := rp.Merge(rp2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := EstimateLDA(sk, rk, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.Valid || e.Lost != lostK+2 {
+			t.Fatalf("k: valid %v lost %d, want valid with %d: %s", e.Valid, e.Lost, lostK+2, e.Reason)
+		}
+		x, err := MatchLDACrossing(sk, rk, sp, rp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.ApplyEarly(&e)
+		switch {
+		case !hidden && (x.Crossed != 2 || !e.Valid || e.Lost != lostK):
+			t.Fatalf("early packets: %+v, lost %d valid %v (%s)", x, e.Lost, e.Valid, e.Reason)
+		case hidden && e.Valid:
+			t.Fatalf("an early packet hidden behind the previous interval's losses: %+v, lost %d still valid", x, e.Lost)
+		}
+	}
+}
