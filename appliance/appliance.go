@@ -110,6 +110,7 @@ type Appliance struct {
 	sendDir  uint16
 	recvDir  uint16
 	lanes    [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
+	segPort  dataplane.Port     // the port facing the measured segment
 	workers  []*dataplane.Worker
 	sbuf     *dataplane.DoubleBuffer
 	rbuf     *dataplane.DoubleBuffer
@@ -187,6 +188,7 @@ func New(cfg Config) (*Appliance, error) {
 		segPort, otherPort = cfg.PortA, cfg.PortB
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
+	a.segPort = segPort
 	if cfg.RDAProblemRate == 0 {
 		cfg.RDAProblemRate = 0.01
 	}

@@ -49,6 +49,12 @@ type controller struct {
 	startNs  uint64               // our clock at Start
 	startK   uint64               // the interval current at Start, by our clock
 	resume   uint64               // the interval after the last one an earlier run reported; 0: none (notRunning)
+	// rxDropped is the segment port's count of frames it dropped before
+	// the receiver saw them, as of the last receiver copy; rxDrops holds,
+	// per receiver copy k, the frames dropped since the copy before it
+	// (frames of k, or of k+1 arriving just after the flip).
+	rxDropped uint64
+	rxDrops   map[uint64]uint64
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -83,7 +89,7 @@ type waiting struct {
 
 func newController(a *Appliance) *controller {
 	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
-		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}}
+		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}}
 }
 
 // startAt records the start (Start, before the controller runs): the
@@ -91,6 +97,7 @@ func newController(a *Appliance) *controller {
 // ended.
 func (c *controller) startAt(nowNs uint64) {
 	c.startNs = nowNs
+	c.rxDropped = c.a.segPort.Stats().RxDropped
 	c.startK = nowNs / uint64(c.a.cfg.Interval.Nanoseconds())
 	c.nextDue = c.startK
 	if last, ok := c.a.cfg.LastReported[DirectionName(c.a.recvDir)]; ok && last < math.MaxUint64 {
@@ -210,6 +217,7 @@ func (c *controller) step(now time.Time) {
 		}
 		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 			stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
+		c.noteRxDrops(rc.k)
 		for _, l := range set.LDA {
 			rc.lda = append(rc.lda, l.Clone())
 		}
@@ -534,6 +542,22 @@ func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evide
 		}
 	}
 	return ev
+}
+
+// noteRxDrops records the frames the segment port dropped (a full receive
+// ring: the worker fell behind) since the previous receiver copy, as
+// copy k's. One read of the port's counters per interval.
+func (c *controller) noteRxDrops(k uint64) {
+	d := c.a.segPort.Stats().RxDropped
+	if d > c.rxDropped {
+		c.rxDrops[k] = d - c.rxDropped
+	}
+	c.rxDropped = d
+	for j := range c.rxDrops {
+		if j+16 < k {
+			delete(c.rxDrops, j)
+		}
+	}
 }
 
 // hold keeps a paired line with its estimate until release.

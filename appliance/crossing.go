@@ -189,7 +189,37 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			carry(l.r, l.e, wasValid)
 		}
 	}
+	c.receiverDropped(h)
 	c.classChanges(h.lines)
+}
+
+// receiverDropped makes h's lines with loss invalid when the
+// receiver's segment port dropped frames around h before the receiver
+// saw them (counted at h's copy, or at the copy before it, whose count
+// includes frames of h that arrived right after its flip): the segment
+// delivered them, and they would look exactly like its loss. A line
+// without loss is unaffected. (The sender records a frame only once its
+// port has taken it, so frames the sender could not transmit are in no
+// synopsis and need no such rule.)
+func (c *controller) receiverDropped(h *heldInterval) {
+	rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]
+	if rx == 0 {
+		return
+	}
+	why := fmt.Sprintf("the receiving appliance's segment port dropped %d frames around this interval (its receive ring was full: the worker fell behind); they would count as the segment's loss", rx)
+	for i := range h.lines {
+		l := &h.lines[i]
+		lost := l.r.Lost
+		if l.flow != nil {
+			lost = l.flow.Lost
+		}
+		if l.r.Valid && lost > 0 {
+			l.r.Valid, l.r.Reason = false, why
+			if l.e != nil {
+				l.e.Valid, l.e.Reason = false, why
+			}
+		}
+	}
 }
 
 // rdaLoss is interval h's loss in class m as the RDA decodes it: the
