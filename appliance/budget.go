@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -12,8 +13,13 @@ import (
 // The control budget bounds what one interval's synopses cost on the
 // wire, all copies counted: Config.BudgetBytes, or Config.BudgetFraction
 // of the data bytes the sender recorded in the interval. The LDA is the
-// floor: it always goes, whatever it costs. What is left is spent, per
-// copy, in this order, each step only when the previous one does not fit:
+// floor: it always goes, whatever it costs. With Config.AdaptLDA it ships
+// folded to the rows its packets fill, and when that would take more than
+// its share (ldaBudgetShare of what one copy may spend, split evenly
+// between the classes) its largest banks are halved until it fits, down
+// to synopsis.LDAShipFloorRows per bank, which ships whatever it costs.
+// What is left after the LDA is spent, per copy, in this order, each step
+// only when the previous one does not fit:
 //
 //  1. the RDA of each class gets its share (what is left, split between
 //     the classes) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
@@ -29,6 +35,15 @@ import (
 // A synopsis left out or cut is reported as such — an invalid line whose
 // reason names the budget, or a "config" that states the shape shipped —
 // never silently: the interval itself is not lost.
+
+// ldaBudgetShare is the part of one copy's control budget the LDAs of
+// all classes may take when they adapt (Config.AdaptLDA). Half: the LDA is
+// the measurement every line rests on, and the RDA and the LDS, which
+// get the rest, already shrink to what is left. At moderate rates an
+// adapted LDA needs less than its share (about 6 bytes per packet it
+// samples into rows of their own, and bank 0 holds 1024 rows at most),
+// and the others get what it leaves.
+const ldaBudgetShare = 0.5
 
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
@@ -57,7 +72,8 @@ func (c *controller) wireOf(n int) int {
 // shipped says what the budget let through of one interval, for the
 // sender's log.
 type shipped struct {
-	rdaCells                int // cells per bank of the RDA shipped (0: none or left out)
+	ldaRows                 []string // rows per bank of each class's LDA shipped
+	rdaCells                int      // cells per bank of the RDA shipped (0: none or left out)
 	ldsRows, ldsCols, named int
 	omitted                 []string
 }
@@ -92,9 +108,25 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	fail := func(what string, err error) {
 		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
 	}
+	var got shipped
+	ldaShare := 0 // payload bytes per class's LDA; 0: no limit
+	if budget > 0 && len(set.LDA) > 0 {
+		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
+		fs := float64(a.sender.FragmentSize())
+		// Fragment headers cost control.Overhead per FragmentSize bytes.
+		ldaShare = max(1, int(ldaBudgetShare*perCopy/float64(len(set.LDA))*fs/(fs+float64(control.Overhead))))
+	}
 	for m, l := range set.LDA {
 		p := hdr(l.Count(), flags)
 		n := len(p)
+		if a.cfg.AdaptLDA {
+			limit := 0
+			if ldaShare > 0 {
+				limit = max(1, ldaShare-n)
+			}
+			l = c.adaptLDA(l, limit)
+		}
+		got.ldaRows = append(got.ldaRows, ldaShape(l.Config()))
 		p, err := l.AppendCompact(p, a.cfg.Bounds)
 		if err != nil {
 			fail("LDA", err)
@@ -112,7 +144,6 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
-	var got shipped
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
 	ldsReserve := 0
@@ -179,7 +210,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
-			Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
+			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
 			Strs("left_out", got.omitted).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
@@ -288,6 +319,33 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 // ldsMinCols is the fewest columns an LDS is folded to: fewer measure
 // nothing but the very largest flows of a tiny mix.
 const ldsMinCols = 16
+
+// adaptLDA folds l to the rows per bank its packets fill, within limit
+// payload bytes (0: no limit; see budget.go for the floor); l itself is
+// left as it is (it is the idle copy the lane records into next). Folding
+// is exact: the receiver folds its own copy to the shape the encoding
+// carries and gets the buckets it would have recorded at that shape.
+func (c *controller) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
+	cfg := l.Config()
+	f, err := l.Fold(cfg.WithRows(l.ShipRows(synopsis.LDAShipFloorRows, limit, c.a.cfg.Bounds)))
+	if err != nil {
+		return l // cannot happen: ShipRows keeps every bank a power of two within its rows
+	}
+	return f
+}
+
+// ldaShape is an LDA's banks as describeConfig writes them:
+// ROWS:LOG2INVP, comma-separated.
+func ldaShape(cfg synopsis.LDAConfig) string {
+	var b strings.Builder
+	for i, bk := range cfg.Banks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", bk.Rows, bk.SampleLog2)
+	}
+	return b.String()
+}
 
 // adaptRDA folds r to the cells per bank its packets need (SizeRDAConfig
 // at the problem rate): the RDA is recorded at its configured size, and

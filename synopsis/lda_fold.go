@@ -313,3 +313,7 @@ func foldToCommon(sk *CompactLDA, rk *LDA, sk1 *CompactLDA, rk1 *LDA) (*CompactL
 	}
 	return sk, rk, sk1, rk1, nil
 }
+
+// Equal reports whether c and o are the same configuration (banks in the
+// same order, digest setting).
+func (c LDAConfig) Equal(o LDAConfig) bool { return c.equal(o) }

@@ -22,6 +22,12 @@ type ldaFlags struct {
 	digest   bool
 }
 
+// ldaSizingFlagNames are the flags that fix the LDA's shape: given any,
+// a live appliance records and ships that shape every interval; without,
+// it records synopsis.RecordLDAConfig and ships it folded to the traffic
+// (synConfig).
+var ldaSizingFlagNames = []string{"lda-counters", "lda-expected-packets", "lda-loss-rates", "lda-banks"}
+
 func (l *ldaFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.counters, "lda-counters", 0, "LDA size in (timestamp sum, count) counters; with --lda-expected-packets/--lda-loss-rates sizes banks by p = αm/(L+1)")
 	fs.Uint64Var(&l.expected, "lda-expected-packets", 0, "expected packets per interval, for LDA sizing")
