@@ -317,3 +317,34 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// BenchmarkLDAShip is the sender's per-interval work on a recorded LDA
+// (RecordLDAConfig, 1 M packets): pick the rows within a byte limit, fold,
+// encode; and the receiver's fold of its own copy.
+func BenchmarkLDAShip(b *testing.B) {
+	l := MustNewLDA(RecordLDAConfig())
+	genTrace(3, 1_000_000, 0, expDelay(20_000), []*LDA{l}, nil)
+	bounds := DefaultCompactBounds()
+	var to LDAConfig
+	b.Run("sender", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			to = l.Config().WithRows(l.ShipRows(LDAShipFloorRows, 20_000, bounds))
+			f, err := l.Fold(to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf, _ = f.AppendCompact(buf[:0], bounds)
+		}
+		b.ReportMetric(float64(len(buf)), "bytes")
+	})
+	b.Run("receiver-fold", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.Fold(to); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
