@@ -15,11 +15,12 @@ import (
 // of the data bytes the sender recorded in the interval. The LDA is the
 // floor: it always goes, whatever it costs. With Config.AdaptLDA it ships
 // folded to the rows its packets fill, and when that would take more than
-// its share (ldaBudgetShare of what one copy may spend, split evenly
-// between the classes) its largest banks are halved until it fits, down
-// to synopsis.LDAShipFloorRows per bank, which ships whatever it costs.
-// What is left after the LDA is spent, per copy, in this order, each step
-// only when the previous one does not fit:
+// its share (ldaBudgetShare, a quarter, of what one copy may spend, split
+// evenly between the classes) its largest banks are halved until it fits,
+// down to synopsis.LDAShipFloorRows per bank, which ships whatever it
+// costs; what the RDA and the LDS leave unspent goes back to it at the
+// end (growLDA). What is left after the LDA is spent, per copy, in this
+// order, each step only when the previous one does not fit:
 //
 //  1. the RDA of each class gets its share (what is left, split between
 //     the classes) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
@@ -37,13 +38,18 @@ import (
 // never silently: the interval itself is not lost.
 
 // ldaBudgetShare is the part of one copy's control budget the LDAs of
-// all classes may take when they adapt (Config.AdaptLDA). Half: the LDA is
-// the measurement every line rests on, and the RDA and the LDS, which
-// get the rest, already shrink to what is left. At moderate rates an
-// adapted LDA needs less than its share (about 6 bytes per packet it
-// samples into rows of their own, and bank 0 holds 1024 rows at most),
-// and the others get what it leaves.
-const ldaBudgetShare = 0.5
+// all classes may take when they adapt (Config.AdaptLDA). A quarter,
+// measured (docs/lda.md, "Sizing per interval"): at 100 kpps and 1 %
+// loss it lets the LDA ship about 2 700 buckets (six times the usable
+// samples of the fixed 1 024) while the RDA still gets the 3×512 cells
+// it needs to decode that loss; with half, the RDA was folded to 3×256
+// and every rda line was invalid. Under a 1 % budget the LDA fills its
+// share at every rate up to millions of packets per interval (a bucket of
+// its own per packet costs about 6 bytes, a quarter of 1 % of a 128-byte
+// packet is 0.3), so its shape is set by the budget, not by the rows its
+// packets could fill; below about 5 000 packets per interval it ships its
+// floor, which may exceed the share.
+const ldaBudgetShare = 0.25
 
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
@@ -195,6 +201,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		got.ldsRows, got.ldsCols, got.named = rows, cols, named
 		add(0, control.KindLDS, p, len(h))
 	}
+	if a.cfg.AdaptLDA && budget > 0 {
+		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies, got.ldaRows)
+	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
 	sizes := make([]int, len(parts))
@@ -332,6 +341,48 @@ func (c *controller) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
 		return l // cannot happen: ShipRows keeps every bank a power of two within its rows
 	}
 	return f
+}
+
+// growLDA gives the LDAs (parts[m] is class m's, cut to its share of the
+// budget) what the RDA and the LDS left of one copy's budget, perCopy
+// wire bytes: at low rates the others are often left out, or fit in less
+// than theirs, and the LDA, cut hardest there, gains most from it. Class
+// by class, each takes an even split of what is still spare; a class's
+// new encoding replaces its old one only if the interval then still fits
+// (fragment headers make the conversion to payload bytes approximate).
+// rows (the shapes for the log) is updated alike.
+func (c *controller) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []int, perCopy int, rows []string) {
+	a := c.a
+	sizes := make([]int, len(parts))
+	for i := range parts {
+		sizes[i] = len(parts[i].Payload)
+	}
+	fs := float64(a.sender.FragmentSize())
+	for m, l := range ldas {
+		spare := perCopy - a.sender.IntervalBytes(1, sizes...)
+		if spare <= 0 {
+			return
+		}
+		body := sizes[m] - hdrLens[m]
+		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(control.Overhead)))
+		f := c.adaptLDA(l, limit)
+		shape := ldaShape(f.Config())
+		if shape == rows[m] {
+			continue // its packets fill no more rows
+		}
+		p := parts[m].Payload[:hdrLens[m]:hdrLens[m]]
+		p, err := f.AppendCompact(p, a.cfg.Bounds)
+		if err != nil {
+			continue
+		}
+		old := sizes[m]
+		sizes[m] = len(p)
+		if a.sender.IntervalBytes(1, sizes...) > perCopy {
+			sizes[m] = old
+			continue
+		}
+		parts[m].Payload, rows[m] = p, shape
+	}
 }
 
 // ldaShape is an LDA's banks as describeConfig writes them:
