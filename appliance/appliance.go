@@ -63,6 +63,13 @@ type Config struct {
 	// shapes are shipped (the budget may still shrink them).
 	AdaptRDA, AdaptLDS bool
 	RDAProblemRate     float64
+	// AdaptLDA ships each interval's LDA of each class folded to the rows
+	// its banks' packets fill (synopsis.LDA.ShipRows: a power of two
+	// about the packets a bank recorded, at least LDAShipFloorRows, at
+	// most the recorded rows) within the LDA's share of the control
+	// budget (budget.go); the receiver folds its own copy to the shape
+	// the encoding carries. Off, Syn.LDA's shape is shipped as it is.
+	AdaptLDA bool
 	// TopFlows is how many flows (largest first) the LDS reports per
 	// interval; 0: 10.
 	TopFlows int

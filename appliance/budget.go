@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -12,8 +13,14 @@ import (
 // The control budget bounds what one interval's synopses cost on the
 // wire, all copies counted: Config.BudgetBytes, or Config.BudgetFraction
 // of the data bytes the sender recorded in the interval. The LDA is the
-// floor: it always goes, whatever it costs. What is left is spent, per
-// copy, in this order, each step only when the previous one does not fit:
+// floor: it always goes, whatever it costs. With Config.AdaptLDA it ships
+// folded to the rows its packets fill, and when that would take more than
+// its share (ldaBudgetShare, a quarter, of what one copy may spend, split
+// evenly between the classes) its largest banks are halved until it fits,
+// down to synopsis.LDAShipFloorRows per bank, which ships whatever it
+// costs; what the RDA and the LDS leave unspent goes back to it at the
+// end (growLDA). What is left after the LDA is spent, per copy, in this
+// order, each step only when the previous one does not fit:
 //
 //  1. the RDA of each class gets its share (what is left, split between
 //     the classes) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
@@ -29,6 +36,20 @@ import (
 // A synopsis left out or cut is reported as such — an invalid line whose
 // reason names the budget, or a "config" that states the shape shipped —
 // never silently: the interval itself is not lost.
+
+// ldaBudgetShare is the part of one copy's control budget the LDAs of
+// all classes may take when they adapt (Config.AdaptLDA). A quarter,
+// measured (docs/lda.md, "Sizing per interval"): at 100 kpps and 1 %
+// loss it lets the LDA ship about 2 700 buckets (six times the usable
+// samples of the fixed 1 024) while the RDA still gets the 3×512 cells
+// it needs to decode that loss; with half, the RDA was folded to 3×256
+// and every rda line was invalid. Under a 1 % budget the LDA fills its
+// share at every rate up to millions of packets per interval (a bucket of
+// its own per packet costs about 6 bytes, a quarter of 1 % of a 128-byte
+// packet is 0.3), so its shape is set by the budget, not by the rows its
+// packets could fill; below about 5 000 packets per interval it ships its
+// floor, which may exceed the share.
+const ldaBudgetShare = 0.25
 
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
@@ -57,7 +78,8 @@ func (c *controller) wireOf(n int) int {
 // shipped says what the budget let through of one interval, for the
 // sender's log.
 type shipped struct {
-	rdaCells                int // cells per bank of the RDA shipped (0: none or left out)
+	ldaRows                 []string // rows per bank of each class's LDA shipped
+	rdaCells                int      // cells per bank of the RDA shipped (0: none or left out)
 	ldsRows, ldsCols, named int
 	omitted                 []string
 }
@@ -92,9 +114,25 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	fail := func(what string, err error) {
 		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
 	}
+	var got shipped
+	ldaShare := 0 // payload bytes per class's LDA; 0: no limit
+	if budget > 0 && len(set.LDA) > 0 {
+		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
+		fs := float64(a.sender.FragmentSize())
+		// Fragment headers cost control.Overhead per FragmentSize bytes.
+		ldaShare = max(1, int(ldaBudgetShare*perCopy/float64(len(set.LDA))*fs/(fs+float64(control.Overhead))))
+	}
 	for m, l := range set.LDA {
 		p := hdr(l.Count(), flags)
 		n := len(p)
+		if a.cfg.AdaptLDA {
+			limit := 0
+			if ldaShare > 0 {
+				limit = max(1, ldaShare-n)
+			}
+			l = c.adaptLDA(l, limit)
+		}
+		got.ldaRows = append(got.ldaRows, ldaShape(l.Config()))
 		p, err := l.AppendCompact(p, a.cfg.Bounds)
 		if err != nil {
 			fail("LDA", err)
@@ -112,7 +150,6 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
-	var got shipped
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
 	ldsReserve := 0
@@ -164,6 +201,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		got.ldsRows, got.ldsCols, got.named = rows, cols, named
 		add(0, control.KindLDS, p, len(h))
 	}
+	if a.cfg.AdaptLDA && budget > 0 {
+		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies, got.ldaRows)
+	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
 	sizes := make([]int, len(parts))
@@ -179,7 +219,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
-			Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
+			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
 			Strs("left_out", got.omitted).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
@@ -288,6 +328,75 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 // ldsMinCols is the fewest columns an LDS is folded to: fewer measure
 // nothing but the very largest flows of a tiny mix.
 const ldsMinCols = 16
+
+// adaptLDA folds l to the rows per bank its packets fill, within limit
+// payload bytes (0: no limit; see budget.go for the floor); l itself is
+// left as it is (it is the idle copy the lane records into next). Folding
+// is exact: the receiver folds its own copy to the shape the encoding
+// carries and gets the buckets it would have recorded at that shape.
+func (c *controller) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
+	cfg := l.Config()
+	f, err := l.Fold(cfg.WithRows(l.ShipRows(synopsis.LDAShipFloorRows, limit, c.a.cfg.Bounds)))
+	if err != nil {
+		return l // cannot happen: ShipRows keeps every bank a power of two within its rows
+	}
+	return f
+}
+
+// growLDA gives the LDAs (parts[m] is class m's, cut to its share of the
+// budget) what the RDA and the LDS left of one copy's budget, perCopy
+// wire bytes: at low rates the others are often left out, or fit in less
+// than theirs, and the LDA, cut hardest there, gains most from it. Class
+// by class, each takes an even split of what is still spare; a class's
+// new encoding replaces its old one only if the interval then still fits
+// (fragment headers make the conversion to payload bytes approximate).
+// rows (the shapes for the log) is updated alike.
+func (c *controller) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []int, perCopy int, rows []string) {
+	a := c.a
+	sizes := make([]int, len(parts))
+	for i := range parts {
+		sizes[i] = len(parts[i].Payload)
+	}
+	fs := float64(a.sender.FragmentSize())
+	for m, l := range ldas {
+		spare := perCopy - a.sender.IntervalBytes(1, sizes...)
+		if spare <= 0 {
+			return
+		}
+		body := sizes[m] - hdrLens[m]
+		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(control.Overhead)))
+		f := c.adaptLDA(l, limit)
+		shape := ldaShape(f.Config())
+		if shape == rows[m] {
+			continue // its packets fill no more rows
+		}
+		p := parts[m].Payload[:hdrLens[m]:hdrLens[m]]
+		p, err := f.AppendCompact(p, a.cfg.Bounds)
+		if err != nil {
+			continue
+		}
+		old := sizes[m]
+		sizes[m] = len(p)
+		if a.sender.IntervalBytes(1, sizes...) > perCopy {
+			sizes[m] = old
+			continue
+		}
+		parts[m].Payload, rows[m] = p, shape
+	}
+}
+
+// ldaShape is an LDA's banks as describeConfig writes them:
+// ROWS:LOG2INVP, comma-separated.
+func ldaShape(cfg synopsis.LDAConfig) string {
+	var b strings.Builder
+	for i, bk := range cfg.Banks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", bk.Rows, bk.SampleLog2)
+	}
+	return b.String()
+}
 
 // adaptRDA folds r to the cells per bank its packets need (SizeRDAConfig
 // at the problem rate): the RDA is recorded at its configured size, and

@@ -392,6 +392,18 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not decode: %v", err))
 			continue
 		}
+		if snd := cl.Config(); !snd.Equal(rc.lda[m].Config()) {
+			// The sender shipped its LDA folded to this interval's
+			// traffic (AdaptLDA): fold ours alike. It stays folded: the
+			// crossing checks fold both intervals to a common shape.
+			f, err := rc.lda[m].Fold(snd)
+			if err != nil {
+				c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))
+				continue
+			}
+			rc.lda[m] = f
+		}
+		r.Config += " lda-shipped=" + ldaShape(cl.Config())
 		e, err := synopsis.EstimateLDACompact(cl, rc.lda[m], a.cfg.Conf)
 		if err != nil {
 			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))

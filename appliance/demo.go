@@ -54,11 +54,11 @@ type DemoConfig struct {
 	// BudgetBytes and BudgetFraction: see Config.
 	BudgetBytes    int
 	BudgetFraction float64
-	// AdaptRDA, AdaptLDS, RDAProblemRate: see Config.
-	AdaptRDA, AdaptLDS bool
-	RDAProblemRate     float64
-	Key                []byte
-	Insecure           bool
+	// AdaptLDA, AdaptRDA, AdaptLDS, RDAProblemRate: see Config.
+	AdaptLDA, AdaptRDA, AdaptLDS bool
+	RDAProblemRate               float64
+	Key                          []byte
+	Insecure                     bool
 	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
 	// what it transmits). Traffic says, per generator burst, whether to pause
 	// and whether to send malformed frames instead. RestartAt > 0 stops
@@ -259,7 +259,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
-		AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport}
+		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport}
 	c1, c2 := common, common
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {

@@ -71,14 +71,20 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The LDA a live appliance records by default (RecordLDAConfig,
+	// shipped folded to each interval's traffic); fixed is the
+	// DefaultLDAConfig shape (8 banks × 128 rows), which --lda-* flags
+	// or analyze use, for the cost of the larger recording shape
+	// (identity-classify-lda against identity-classify-lda-8x128).
 	ldas := make([]*synopsis.LDA, cl3.NumClasses())
 	for i := range ldas {
-		ldas[i] = synopsis.MustNewLDA(synopsis.DefaultLDAConfig())
+		ldas[i] = synopsis.MustNewLDA(synopsis.RecordLDAConfig())
 	}
 	lda := ldas[0]
+	fixed := []*synopsis.LDA{synopsis.MustNewLDA(synopsis.DefaultLDAConfig())} // indexed by MEC as ldas (one class)
 	// The same LDA without digests, for the integrity checks' own cost
 	// (identity-lean-lda against identity-lean-lda-nodigest).
-	noDig := synopsis.DefaultLDAConfig()
+	noDig := synopsis.RecordLDAConfig()
 	noDig.Digest = false
 	ldaNoDig := synopsis.MustNewLDA(noDig)
 	rda := synopsis.MustNewRDA(synopsis.DefaultRDAConfig())
@@ -125,6 +131,15 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				ldas[mec].Add(meta.Hash, ts)
 			}
 			return lda.Count()
+		}},
+		{"identity-classify-lda-8x128", func(fr [][]byte) uint64 {
+			for _, f := range fr {
+				classifier.ParseNoFlowHash(f, &meta)
+				mec := cl.Classify(&meta)
+				ts += 100
+				fixed[mec].Add(meta.Hash, ts)
+			}
+			return fixed[0].Count()
 		}},
 		// What a sender lane with only the default MEC and no LDS does
 		// per frame: ParseLean (no flow key: nothing reads it), no
@@ -177,7 +192,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 	// The measuring lane's per-packet work with every synopsis: exactly
 	// what dataplane.SynSet.Record does (LDA + RDA per MEC, LDS with the
 	// packed flow key for the flow table).
-	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
+	syn := dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), Classes: 1}
 	rdaCfg := synopsis.DefaultRDAConfig()
 	syn.RDA, syn.LDS = &rdaCfg, &ldsCfg
 	set, err := dataplane.NewSynSet(syn)

@@ -63,7 +63,8 @@ func TestCompare(t *testing.T) {
 }
 
 // BenchmarkMeasureVsIdentityHash is the per-packet cost ratio under go test -bench:
-// the full per-packet measurement (identity hash + classify + LDA), a
+// the full per-packet measurement (identity hash + classify + LDA at the
+// appliance's recording shape, and at the fixed 8×128 shape), a
 // default sender's (no classify) and the three-rule one, each against
 // the identity hash alone, measured interleaved in one run (Compare, thread
 // CPU time) and reported as x-identity-hash metrics; ldafwd bench's
@@ -73,7 +74,7 @@ func BenchmarkMeasureVsIdentityHash(b *testing.B) {
 	var sel []Stage
 	for _, s := range stages {
 		switch s.Name {
-		case "identity-hash", "identity-classify-lda", "identity-lean-lda", "identity-lean-lda-nodigest", "identity-classify3-lda":
+		case "identity-hash", "identity-classify-lda", "identity-classify-lda-8x128", "identity-lean-lda", "identity-lean-lda-nodigest", "identity-classify3-lda":
 			sel = append(sel, s)
 		}
 	}

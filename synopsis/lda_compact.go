@@ -252,6 +252,7 @@ type CompactLDA struct {
 	counts     []uint64 // per bucket, like LDA.cells (cover buckets included)
 	sums       []uint64 // rounded timestamp sum q mod 2^v(count); 0 for cover buckets
 	digests    []uint64 // low digestBits bits; nil when digestBits = 0
+	folded     bool     // Fold changed the shape: sums is nil (see Fold)
 }
 
 // Config is the sender's LDA configuration.
@@ -370,6 +371,9 @@ func (c *CompactLDA) UnmarshalBinary(b []byte) error {
 
 // AppendBinary re-encodes c exactly as the sender did (AppendCompact).
 func (c *CompactLDA) AppendBinary(b []byte) ([]byte, error) {
+	if c.folded {
+		return b, errLDACompactFolded
+	}
 	b = append(b, ldaCompactMagic...)
 	b = append(b, ldaCompactVersion)
 	b = appendLDAConfig(b, &c.cfg)
@@ -414,6 +418,9 @@ func EstimateLDACompact(sender *CompactLDA, receiver *LDA, conf float64) (Estima
 func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64) (Estimate, LDADiagnostics, error) {
 	if !sender.cfg.equal(receiver.cfg) || len(sender.counts) != len(receiver.cells) {
 		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, fmt.Errorf("%w: LDA sender %v, receiver %v", ErrConfigMismatch, sender.cfg, receiver.cfg)
+	}
+	if sender.folded {
+		return Estimate{Synopsis: "lda"}, LDADiagnostics{}, errLDACompactFolded
 	}
 	var d LDADiagnostics
 	rows := receiver.cfg.TotalRows()

@@ -64,8 +64,14 @@ func MatchLDACrossing(sk, rk, sk1, rk1 *LDA) (LDACrossing, error) {
 
 // MatchLDACompactCrossing is MatchLDACrossing with the senders' LDAs in
 // compact form (as the receiving appliance has them). Digest differences
-// are compared on the DigestBits the senders sent.
+// are compared on the DigestBits the senders sent. Intervals shipped at
+// different shapes of one recording configuration are compared folded to
+// their common shape (foldToCommon).
 func MatchLDACompactCrossing(sk *CompactLDA, rk *LDA, sk1 *CompactLDA, rk1 *LDA) (LDACrossing, error) {
+	sk, rk, sk1, rk1, err := foldToCommon(sk, rk, sk1, rk1)
+	if err != nil {
+		return LDACrossing{}, err
+	}
 	if !sk.cfg.equal(rk.cfg) || !sk1.cfg.equal(rk.cfg) || !rk1.cfg.equal(rk.cfg) || len(sk.counts) != len(rk.cells) || len(sk1.counts) != len(rk.cells) {
 		return LDACrossing{}, fmt.Errorf("%w: LDA crossing: configurations differ", ErrConfigMismatch)
 	}

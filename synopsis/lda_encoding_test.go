@@ -396,6 +396,30 @@ func FuzzLDACompactUnmarshal(f *testing.F) {
 		checkLDAFinite(t, est)
 		_ = c.Bounds()
 		_ = c.BucketCount(0, 0)
+		// A forged encoding folds like any other (the receiver folds to the
+		// shape it carries; the crossing check folds senders' copies):
+		// halved rows, counts preserved, never a panic.
+		half := c.Config()
+		for j := range half.Banks {
+			half.Banks[j].Rows = max(2, half.Banks[j].Rows/2)
+		}
+		fc, err := c.Fold(half)
+		if err != nil {
+			t.Fatalf("fold to %v: %v", half, err)
+		}
+		var before, after uint64
+		for _, n := range c.counts {
+			before += n
+		}
+		for _, n := range fc.counts {
+			after += n
+		}
+		if before != after {
+			t.Fatalf("fold changed the packet count: %d → %d", before, after)
+		}
+		if fr, err := recv.Fold(half); err != nil || fr.Count() != recv.Count() {
+			t.Fatalf("receiver fold: %v", err)
+		}
 	})
 }
 

@@ -559,6 +559,7 @@ func BenchmarkLDAAdd(b *testing.B) {
 		cfg  LDAConfig
 	}{
 		{"default", DefaultLDAConfig()},
+		{"record8x1024", RecordLDAConfig()},
 		{"default-nodigest", noDig},
 		{"paper2x512", SizeLDA(5_000_000, []float64{0.005, 0.1}, 1024)},
 		{"1bank-p1", LDAConfig{Banks: []BankConfig{{1024, 0}}}},

@@ -148,3 +148,30 @@ func DefaultLDAConfig() LDAConfig {
 	}
 	return cfg
 }
+
+// LDARecordRows is the rows per bank the appliance records each class's
+// LDA with when no LDA sizing is given (RecordLDAConfig); LDAShipFloorRows
+// is the fewest it ships per bank.
+const (
+	LDARecordRows    = 1024
+	LDAShipFloorRows = 16
+)
+
+// RecordLDAConfig is the LDA a live appliance records when no LDA sizing
+// is given: DefaultLDAConfig's banks with LDARecordRows rows each. Every
+// interval the sender ships it folded to the rows its banks' packets fill
+// (LDA.ShipRows, LDA.Fold) and the receiver folds its own copy alike, so
+// the rows follow the traffic: from LDAShipFloorRows per bank (a few
+// packets) up to 1024 rows in every bank (tens of millions of packets per
+// interval: bank 7 then records thousands). Why 1024: the per-packet
+// cost hardly moves (a packet touches one bucket; bank 0, which takes 3/4
+// of the packets, is 24 KiB, and the other banks are touched ever more
+// rarely), while eight times the default's rows keep a bank's buckets
+// usable at eight times the losses (docs/lda.md, "Sizing per interval").
+func RecordLDAConfig() LDAConfig {
+	cfg := DefaultLDAConfig()
+	for j := range cfg.Banks {
+		cfg.Banks[j].Rows = LDARecordRows
+	}
+	return cfg
+}

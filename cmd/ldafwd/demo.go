@@ -185,7 +185,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
-		AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
+		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
 		Reports: func(r *report.Interval) {
 			if err := w.Write(r); err != nil {
 				repMu.Lock()

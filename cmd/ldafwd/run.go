@@ -472,7 +472,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
-		AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
+		AdaptLDA: o.adapt.lda, AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
 		LastReported: last,
 	})

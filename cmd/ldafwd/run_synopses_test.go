@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ldafwd/ldafwd/synopsis"
 	"os"
 	"regexp"
 	"strconv"
@@ -246,6 +247,37 @@ func TestRunSynopsisFlags(t *testing.T) {
 	} {
 		if _, err := parseAndValidate(append(append([]string{}, base...), c.args...)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// TestRunLDASizing: without LDA sizing flags the appliance records
+// RecordLDAConfig and sizes what it ships per interval; any sizing flag
+// fixes the shape (and stops the adaptation); --lda-digest alone does not.
+func TestRunLDASizing(t *testing.T) {
+	base := []string{"--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--insecure"}
+	o, err := parseAndValidate(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.adapt.lda || !o.syn.LDA.Equal(synopsis.RecordLDAConfig()) {
+		t.Errorf("default: adapt %v, LDA %v, want %v sized per interval", o.adapt.lda, o.syn.LDA, synopsis.RecordLDAConfig())
+	}
+	if o, err = parseAndValidate(append(append([]string{}, base...), "--lda-digest=false")); err != nil || !o.adapt.lda || o.syn.LDA.Digest || o.syn.LDA.TotalRows() != 8*1024 {
+		t.Errorf("--lda-digest=false: adapt %v, LDA %v (%v)", o.adapt.lda, o.syn.LDA, err)
+	}
+	for _, args := range [][]string{
+		{"--lda-banks", "512:3,512:7"},
+		{"--lda-counters", "2048"},
+		{"--lda-expected-packets", "1000000"},
+		{"--lda-loss-rates", "0.01"},
+	} {
+		o, err := parseAndValidate(append(append([]string{}, base...), args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.adapt.lda || o.syn.LDA.Equal(synopsis.RecordLDAConfig()) {
+			t.Errorf("%v: adapt %v, LDA %v, want the fixed shape", args, o.adapt.lda, o.syn.LDA)
 		}
 	}
 }

@@ -22,11 +22,17 @@ type ldaFlags struct {
 	digest   bool
 }
 
+// ldaSizingFlagNames are the flags that fix the LDA's shape: given any,
+// a live appliance records and ships that shape every interval; without,
+// it records synopsis.RecordLDAConfig and ships it folded to the traffic
+// (synConfig).
+var ldaSizingFlagNames = []string{"lda-counters", "lda-expected-packets", "lda-loss-rates", "lda-banks"}
+
 func (l *ldaFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.counters, "lda-counters", 0, "LDA size in (timestamp sum, count) counters; with --lda-expected-packets/--lda-loss-rates sizes banks by p = αm/(L+1)")
 	fs.Uint64Var(&l.expected, "lda-expected-packets", 0, "expected packets per interval, for LDA sizing")
 	fs.Float64SliceVar(&l.losses, "lda-loss-rates", nil, "design loss rates, one LDA bank tuned for each (e.g. 0.005,0.1)")
-	fs.StringVar(&l.banks, "lda-banks", "", "explicit LDA banks ROWS:LOG2INVP[,…], e.g. 512:3,512:7 (rows a power of two; bank sampled with p = 2^-LOG2INVP)")
+	fs.StringVar(&l.banks, "lda-banks", "", "explicit LDA banks ROWS:LOG2INVP[,…], e.g. 512:3,512:7 (rows a power of two; bank sampled with p = 2^-LOG2INVP); this flag or the other --lda-* sizing flags fix the shape: without them run and demo record 8 banks × 1024 rows and ship each interval folded to its traffic")
 	fs.BoolVar(&l.digest, "lda-digest", true, "keep a per-bucket digest of the packet identities, so that buckets whose counts match but packet sets differ are discarded and packets only the receiver saw make the loss count invalid (both ends must agree)")
 }
 

@@ -123,17 +123,27 @@ const ldsAutoFlows = 1 << 16
 // adaptive says which synopses a live appliance sizes per interval from
 // the traffic: those whose size flags the user left alone.
 type adaptive struct {
-	rda, lds bool
-	problem  float64
+	lda, rda, lds bool
+	problem       float64
 }
 
 // synConfig is the appliance's synopsis configuration for the synopses in
 // kinds (the LDA is always on). changed holds the flags the user set:
-// sizing flags left alone make the shipped RDA and LDS follow the traffic
-// (adaptive), given ones are overrides.
+// sizing flags left alone make the shipped LDA, RDA and LDS follow the
+// traffic (adaptive), given ones are overrides. Without LDA sizing flags
+// the LDA is recorded at synopsis.RecordLDAConfig (lda's digest setting
+// kept) and shipped folded to each interval's traffic.
 func (e *extraSynopsisFlags) synConfig(kinds, changed map[string]bool, lda synopsis.LDAConfig) (dataplane.SynConfig, adaptive, error) {
 	syn := dataplane.SynConfig{LDA: lda}
-	ad := adaptive{problem: e.rdaProblem}
+	ad := adaptive{problem: e.rdaProblem, lda: true}
+	for _, n := range ldaSizingFlagNames {
+		ad.lda = ad.lda && !changed[n]
+	}
+	if ad.lda {
+		rec := synopsis.RecordLDAConfig()
+		rec.Digest = lda.Digest
+		syn.LDA = rec
+	}
 	if kinds["rda"] && !changed["rda-banks"] && !changed["rda-cells"] && !changed["rda-expected-packets"] {
 		ad.rda = true
 	}
@@ -176,7 +186,7 @@ type controlBudget struct {
 	bytes    int
 }
 
-const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes, a byte count (k, M suffixes), or off. The LDA always goes; the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
+const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes, a byte count (k, M suffixes), or off. The LDA always goes (sized per interval, in up to a quarter of it plus what the others leave; at least 16 rows per bank); the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
 
 func (b *controlBudget) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.spec, "control-budget", "1%", controlBudgetHelp)

@@ -1,0 +1,81 @@
+package appliance_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// TestAdaptLDA: an LDA recorded at RecordLDAConfig and shipped folded to
+// each interval's traffic (AdaptLDA) within a 1 % control budget. The
+// traffic alternates between busy and quiet stretches, and packets are
+// reordered across interval ends, so consecutive intervals ship different
+// shapes and the crossing check compares them folded to a common one.
+// Every full interval's lda line must be valid with the exact loss, its
+// config must name the shape shipped (smaller than recorded), and the
+// control bytes must stay within the budget.
+func TestAdaptLDA(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
+	}
+	const iv = 400 * time.Millisecond
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	loss, _ := model.NewUniformLoss(0.005)
+	cl, _ := classifier.NewClassifier(nil)
+	var mu sync.Mutex
+	var lines []report.Interval
+	_, err := appliance.RunDemo(appliance.DemoConfig{
+		Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ReorderProb: 0.02,
+		Syn: dataplane.SynConfig{LDA: synopsis.RecordLDAConfig()}, Classifier: cl, Insecure: true,
+		ControlCopies: 2, BudgetFraction: 0.01, AdaptLDA: true,
+		// Quiet for most of every other 700 ms: interval sizes differ.
+		Traffic: func(el time.Duration) (bool, bool) { return el%(1400*time.Millisecond) > 900*time.Millisecond, false },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string]bool{}
+	checked := 0
+	for _, r := range lines {
+		if r.Synopsis != "lda" || r.Sent == 0 {
+			continue
+		}
+		_, shipped, ok := strings.Cut(r.Config, " lda-shipped=")
+		t.Logf("%d sent=%d valid=%v lost=%d true_lost=%v shipped=%s control=%d %s", r.Interval, r.Sent, r.Valid, r.Lost, deref(r.TrueLost), shipped, r.ControlBytes, r.Reason)
+		if !r.Valid {
+			// The first and the last intervals are partial; nothing else
+			// may be invalid.
+			if r.Reason != appliance.ReasonWarmup && !strings.HasPrefix(r.Reason, appliance.ReasonNextMissing) && !strings.HasPrefix(r.Reason, "stopped") {
+				t.Errorf("interval %d invalid: %s", r.Interval, r.Reason)
+			}
+			continue
+		}
+		if !ok || strings.HasPrefix(shipped, "1024:0,1024:2,1024:4,1024:6,1024:8,1024:10,1024:12,1024:14") {
+			t.Errorf("interval %d: config %q: want the shape shipped, folded", r.Interval, r.Config)
+		}
+		if r.TrueLost == nil || r.Lost != *r.TrueLost {
+			t.Errorf("interval %d: lost %d, truth %v", r.Interval, r.Lost, deref(r.TrueLost))
+		}
+		if data := float64(r.Sent) * 128; r.Sent > 4000 && float64(r.ControlBytes) > 0.01*data {
+			t.Errorf("interval %d: %d control bytes for %.0f data bytes: over the 1%% budget", r.Interval, r.ControlBytes, data)
+		}
+		shapes[shipped] = true
+		checked++
+	}
+	if checked < 5 || len(shapes) < 2 {
+		t.Errorf("%d valid lda lines checked, %d shapes shipped: the scenario did not happen", checked, len(shapes))
+	}
+}
