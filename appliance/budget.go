@@ -12,7 +12,8 @@ import (
 
 // The control budget bounds what one interval's synopses cost on the
 // wire, all copies counted: Config.BudgetBytes, or Config.BudgetFraction
-// of the data bytes the sender recorded in the interval. The LDA is the
+// of the data bytes the sender recorded in the interval (at least
+// MinControlBudget). The LDA is the
 // floor: it always goes, whatever it costs. With Config.AdaptLDA it ships
 // folded to the rows its packets fill, and when that would take more than
 // its share (ldaBudgetShare, a quarter, of what one copy may spend, split
@@ -64,10 +65,18 @@ func (c *controller) budgetFor(dataBytes uint64) uint64 {
 	case cfg.BudgetBytes > 0:
 		return uint64(cfg.BudgetBytes)
 	case cfg.BudgetFraction > 0:
-		return uint64(math.Ceil(cfg.BudgetFraction * float64(dataBytes)))
+		return max(uint64(math.Ceil(cfg.BudgetFraction*float64(dataBytes))), MinControlBudget)
 	}
 	return 0
 }
+
+// MinControlBudget is the least a fractional budget allows an interval,
+// all copies counted: a quiet interval (the one a stop cuts short, a
+// pause in the traffic) still carries an RDA folded to its few packets,
+// which the interval before it needs to prove its loss (packets that
+// crossed its end). A few kilobytes per interval are nothing on any link
+// worth measuring; at the rates a 1 % budget is for, 1 % is far more.
+const MinControlBudget = 4096
 
 // wireOf is what a payload of n bytes costs on the wire, one copy.
 func (c *controller) wireOf(n int) int {
