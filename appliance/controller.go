@@ -595,11 +595,45 @@ func (c *controller) release(k uint64) {
 	c.flush()
 }
 
+// movedBetweenClasses says whether packets may have changed class inside
+// the segment: true unless every class's RDA decode of the interval is
+// complete and no identity decoded as extra in one class is decoded as
+// lost in another (a remarked packet is exactly that).
+func movedBetweenClasses(ev *evidence) bool {
+	if ev == nil || len(ev.rda) == 0 {
+		return true
+	}
+	lost := map[uint64]int{}
+	for m, d := range ev.rda {
+		if d == nil || !d.Complete {
+			return true
+		}
+		for _, id := range d.Lost {
+			lost[id] = m
+		}
+	}
+	for m, d := range ev.rda {
+		for _, id := range d.Extra {
+			if o, ok := lost[id]; ok && o != m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // classChanges: packets that changed class inside the segment show only
 // across the interval's classes (synopsis.ClassChanges), so every line of
 // the interval waits for that pass.
-func (c *controller) classChanges(held []heldLine) {
+func (c *controller) classChanges(held []heldLine, ev *evidence) {
 	names := c.a.cfg.Classifier.Names()
+	if len(names) > 1 && !movedBetweenClasses(ev) {
+		// Every class's RDA decoded completely and no identity decoded as
+		// extra in one class is lost in another: nothing changed class
+		// (a class's extras are its own duplicates or late packets, which
+		// its own lines answer for).
+		return
+	}
 	for _, kind := range []string{"lda", "rda"} {
 		es := make([]*synopsis.Estimate, len(names))
 		lines := make([]*report.Interval, len(names))

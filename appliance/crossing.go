@@ -190,7 +190,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 		}
 	}
 	c.receiverDropped(h)
-	c.classChanges(h.lines)
+	c.classChanges(h.lines, &h.ev)
 }
 
 // receiverDropped makes h's lines with loss invalid when the
