@@ -136,16 +136,7 @@ func matchCrossing(sc, sd []uint64, rk *LDA, sc1, sd1 []uint64, rk1 *LDA, bits i
 // identity by identity, resolves both cases; the appliance prefers it
 // when it has it.
 func (x LDACrossing) Apply(e *Estimate) {
-	e.Lost -= min(e.Lost, uint64(x.Crossed))
-	switch {
-	case !e.Valid || e.Lost == 0:
-	case !x.AllExtrasCrossed:
-		e.Valid = false
-		e.Reason = "the next interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have arrived after its end; loss cannot be counted"
-	case x.Hidden > 0:
-		e.Valid = false
-		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the next interval too, where a packet of this interval that arrived after its end would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden)
-	}
+	x.apply(e, "next", "arrived after its end")
 }
 
 // ApplyEarly is Apply for a match made with the intervals' roles turned
@@ -154,15 +145,21 @@ func (x LDACrossing) Apply(e *Estimate) {
 // start marker, an End marker the segment held back behind data, and
 // reached the receiver in k-1.
 func (x LDACrossing) ApplyEarly(e *Estimate) {
+	x.apply(e, "previous", "overtook its start marker")
+}
+
+// apply is Apply and ApplyEarly: other is the interval matched against
+// ("next", "previous"), how what such a packet of this interval did.
+func (x LDACrossing) apply(e *Estimate, other, how string) {
 	e.Lost -= min(e.Lost, uint64(x.Crossed))
 	switch {
 	case !e.Valid || e.Lost == 0:
 	case !x.AllExtrasCrossed:
 		e.Valid = false
-		e.Reason = "the previous interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have overtaken its start marker; loss cannot be counted"
+		e.Reason = fmt.Sprintf("the %s interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have %s; loss cannot be counted", other, how)
 	case x.Hidden > 0:
 		e.Valid = false
-		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the previous interval too, where a packet of this interval that overtook its start marker would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden)
+		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the %s interval too, where a packet of this interval that %s would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden, other, how)
 	}
 }
 

@@ -40,14 +40,8 @@ func TestRunForwardOnly(t *testing.T) {
 	send := func(p dataplane.Port) {
 		pk := make([]*dataplane.Packet, 32)
 		for next := uint64(1); next <= total; {
-			n := p.Alloc(pk[:min(32, total+1-int(next))])
-			for i := 0; i < n; i++ {
-				pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
-			}
-			m := p.TxBurst(pk[:n])
-			p.Free(pk[m:n])
-			next += uint64(m)
-			if m < n {
+			was := next
+			if next = sendFrames(p, gen, pk, next, total+1); next-was < 32 && next <= total {
 				time.Sleep(50 * time.Microsecond)
 			}
 		}

@@ -184,13 +184,7 @@ func TestRunReceiverKilledLiveSender(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 			continue
 		}
-		n := lg.A().Alloc(pk[:min(len(pk), int(due-next))])
-		for i := 0; i < n; i++ {
-			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
-		}
-		m := lg.A().TxBurst(pk[:n])
-		lg.A().Free(pk[m:n])
-		next += uint64(m)
+		next = sendFrames(lg.A(), gen, pk, next, due)
 	}
 	time.Sleep(600 * time.Millisecond) // let the last intervals close
 	stopRunMains(t, cancel, errs)

@@ -81,23 +81,7 @@ func runPair(t *testing.T, tag string, args1, args2 []string, flows int, lossRat
 			}
 		}
 	}()
-	pk := make([]*dataplane.Packet, 32)
-	next := uint64(1)
-	start := time.Now()
-	for time.Since(start) < dur {
-		due := uint64(time.Since(start).Seconds()*10_000) + 1
-		if due <= next {
-			time.Sleep(200 * time.Microsecond)
-			continue
-		}
-		n := lg.A().Alloc(pk[:min(len(pk), int(due-next))])
-		for i := 0; i < n; i++ {
-			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
-		}
-		m := lg.A().TxBurst(pk[:n])
-		lg.A().Free(pk[m:n])
-		next += uint64(m)
-	}
+	sendPaced(lg.A(), gen, 10_000, dur, 1, nil)
 	time.Sleep(500 * time.Millisecond)
 	stopRunMains(t, cancel, errs)
 	close(sinkStop)

@@ -362,24 +362,7 @@ func TestRunTwoAppliances(t *testing.T) {
 			}
 		}
 	}()
-	pk := make([]*dataplane.Packet, 32)
-	next := uint64(1)
-	start := time.Now()
-	for time.Since(start) < 2*time.Second {
-		due := uint64(time.Since(start).Seconds()*25_000) + 1
-		if due <= next {
-			time.Sleep(100 * time.Microsecond)
-			continue
-		}
-		n := lg.A().Alloc(pk[:min(len(pk), int(due-next))])
-		for i := 0; i < n; i++ {
-			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
-		}
-		m := lg.A().TxBurst(pk[:n])
-		lg.A().Free(pk[m:n])
-		next += uint64(m)
-	}
-	sent := next - 1
+	sent := sendPaced(lg.A(), gen, 25_000, 2*time.Second, 1, nil) - 1
 	time.Sleep(500 * time.Millisecond) // let the segment drain and two intervals close
 
 	// Metrics and health while running.
@@ -595,6 +578,39 @@ func stoppedField(t *testing.T, log, field string) uint64 {
 
 // stopRunMains cancels the two runMain goroutines of a test pair and waits
 // for both to return.
+// sendFrames sends generated frames next, next+1, … up to (not including)
+// upTo into p, as many as its ring and pool take now, and returns the next
+// frame id to send.
+func sendFrames(p dataplane.Port, gen *porttest.Gen, pk []*dataplane.Packet, next, upTo uint64) uint64 {
+	n := p.Alloc(pk[:min(uint64(len(pk)), upTo-next)])
+	for i := 0; i < n; i++ {
+		pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
+	}
+	m := p.TxBurst(pk[:n])
+	p.Free(pk[m:n])
+	return next + uint64(m)
+}
+
+// sendPaced sends generated frames into p at rate frames/s for d (or until
+// tick, called between bursts, returns false), starting at id next; it
+// returns the next id to send.
+func sendPaced(p dataplane.Port, gen *porttest.Gen, rate float64, d time.Duration, next uint64, tick func() bool) uint64 {
+	pk := make([]*dataplane.Packet, 32)
+	start, first := time.Now(), next
+	for time.Since(start) < d {
+		if tick != nil && !tick() {
+			break
+		}
+		due := uint64(time.Since(start).Seconds()*rate) + first
+		if due <= next {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		next = sendFrames(p, gen, pk, next, due)
+	}
+	return next
+}
+
 func stopRunMains(t *testing.T, cancel context.CancelFunc, errs <-chan error) {
 	t.Helper()
 	cancel()
