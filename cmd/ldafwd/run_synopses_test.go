@@ -81,7 +81,7 @@ func runPair(t *testing.T, tag string, args1, args2 []string, flows int, lossRat
 			}
 		}
 	}()
-	sendPaced(lg.A(), gen, 10_000, dur, 1, nil)
+	sendPaced(lg.A(), gen, 10_000, dur, 1)
 	time.Sleep(500 * time.Millisecond)
 	stopRunMains(t, cancel, errs)
 	close(sinkStop)

@@ -362,7 +362,7 @@ func TestRunTwoAppliances(t *testing.T) {
 			}
 		}
 	}()
-	sent := sendPaced(lg.A(), gen, 25_000, 2*time.Second, 1, nil) - 1
+	sent := sendPaced(lg.A(), gen, 25_000, 2*time.Second, 1) - 1
 	time.Sleep(500 * time.Millisecond) // let the segment drain and two intervals close
 
 	// Metrics and health while running.
@@ -591,16 +591,12 @@ func sendFrames(p dataplane.Port, gen *porttest.Gen, pk []*dataplane.Packet, nex
 	return next + uint64(m)
 }
 
-// sendPaced sends generated frames into p at rate frames/s for d (or until
-// tick, called between bursts, returns false), starting at id next; it
-// returns the next id to send.
-func sendPaced(p dataplane.Port, gen *porttest.Gen, rate float64, d time.Duration, next uint64, tick func() bool) uint64 {
+// sendPaced sends generated frames into p at rate frames/s for d, starting
+// at id next; it returns the next id to send.
+func sendPaced(p dataplane.Port, gen *porttest.Gen, rate float64, d time.Duration, next uint64) uint64 {
 	pk := make([]*dataplane.Packet, 32)
 	start, first := time.Now(), next
 	for time.Since(start) < d {
-		if tick != nil && !tick() {
-			break
-		}
 		due := uint64(time.Since(start).Seconds()*rate) + first
 		if due <= next {
 			time.Sleep(100 * time.Microsecond)
