@@ -71,12 +71,14 @@ func (c *controller) budgetFor(dataBytes uint64) uint64 {
 }
 
 // MinControlBudget is the least a fractional budget allows an interval,
-// all copies counted: a quiet interval (the one a stop cuts short, a
-// pause in the traffic) still carries an RDA folded to its few packets,
-// which the interval before it needs to prove its loss (packets that
-// crossed its end). A few kilobytes per interval are nothing on any link
-// worth measuring; at the rates a 1 % budget is for, 1 % is far more.
-const MinControlBudget = 4096
+// all copies counted: enough for the LDA and an RDA of rdaMinCells per
+// bank in two copies. The RDA's decode is what proves an interval's loss
+// (and its neighbours': packets that crossed a boundary), so a quiet or
+// slow interval — the one a stop cuts short, a pause, a link below about
+// 13 Mbit/s at 1 s intervals — still carries one. 16 KB per interval is
+// 128 kbit/s at 1 s intervals; from the rates a 1 % budget is for, 1 % is
+// more.
+const MinControlBudget = 16 << 10
 
 // wireOf is what a payload of n bytes costs on the wire, one copy.
 func (c *controller) wireOf(n int) int {

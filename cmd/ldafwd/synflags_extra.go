@@ -186,7 +186,7 @@ type controlBudget struct {
 	bytes    int
 }
 
-const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes (at least 4096 bytes), a byte count (k, M suffixes), or off. The LDA always goes (sized per interval, in up to a quarter of it plus what the others leave; at least 16 rows per bank); the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
+const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes (at least 16 KB, which carries the LDA and a small RDA), a byte count (k, M suffixes), or off. The LDA always goes (sized per interval, in up to a quarter of it plus what the others leave; at least 16 rows per bank); the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, and is left out (reported invalid with this reason)"
 
 func (b *controlBudget) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.spec, "control-budget", "1%", controlBudgetHelp)
