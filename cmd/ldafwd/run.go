@@ -452,7 +452,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if o.insecure {
 		info["insecure"] = "true" // control frames unauthenticated: shown by ldafwd_info and /healthz
 	}
-	m := metrics.New(info)
+	m := metrics.New("", info)
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
 	if o.forwardOnly {

@@ -396,7 +396,7 @@ func TestRunTwoAppliances(t *testing.T) {
 		t.Errorf("/healthz while running: %d %s", code, body)
 	}
 	_, body := get("/metrics")
-	for _, want := range []string{`ldafwd_interval_mean_delay_seconds{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a"}`,
+	for _, want := range []string{`ldafwd_delay_seconds_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a"}`,
 		`ldafwd_lane_ends_seen_total{lane="receiver"}`, `ldafwd_control_accepted_total`, `ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",synopsis="lda",valid="true"}`,
 		`ldafwd_up 1`} {
 		if !strings.Contains(body, want) {
