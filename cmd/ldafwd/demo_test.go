@@ -15,7 +15,7 @@ import (
 // inside the reported bound, and the true_* fields present.
 func TestDemoJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000", "--synopsis", "lda"}
+	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000", "--synopsis", "lda", "--segment-name", "lab-7"}
 	if err := demoMain(args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
@@ -24,6 +24,7 @@ func TestDemoJSON(t *testing.T) {
 	for sc.Scan() {
 		var r struct {
 			Type         string
+			Segment      string
 			Interval     int64
 			Direction    string
 			Valid        bool
@@ -42,7 +43,7 @@ func TestDemoJSON(t *testing.T) {
 			t.Fatalf("not JSON: %s", sc.Text())
 		}
 		n++
-		if r.Type != "interval" || r.Direction != "a>b" {
+		if r.Type != "interval" || r.Direction != "a>b" || r.Segment != "lab-7" {
 			t.Errorf("unexpected line %s", sc.Text())
 		}
 		if !r.Valid {
@@ -103,6 +104,8 @@ func TestDemoFlagErrors(t *testing.T) {
 		{[]string{"--format", "csv"}, "--format"},
 		{[]string{"--synopsis", "xyz"}, "unknown synopsis"},
 		{[]string{"--top", "0"}, "--top"},
+		{[]string{"--segment-name", ""}, "--segment-name"},
+		{[]string{"--metrics-addr", "256.0.0.1:99999"}, "--metrics-addr"},
 	} {
 		var out, errb bytes.Buffer
 		err := demoMain(tc.args, &out, &errb)
