@@ -17,5 +17,13 @@
 // loss is exact and known, and passes control frames untouched, so every
 // interval with traffic must be valid.
 //
+// TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
+// processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
+// (scripts/deps.sh installs it; without it the test skips, except under
+// CI) scraping them every second into a temporary directory, and checks
+// through Prometheus's HTTP API that the delay counters it stored, and
+// the means and standard deviations PromQL computes from them over a
+// window and across both appliances, are those of the demos' JSON lines.
+//
 // The package has no non-test code beyond this comment.
 package e2e

@@ -590,8 +590,9 @@ func checkMetrics(t *testing.T, p *proc) {
 		t.Errorf("%s /healthz: %d %s", p.name, code, body)
 	}
 	_, body := get("/metrics")
-	for _, want := range []string{`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",synopsis="lda",valid="true"}`,
-		`ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name=`, `ldafwd_control_bundles_total`, `ldafwd_up 1`} {
+	for _, want := range []string{`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",segment="default",synopsis="lda",valid="true"}`,
+		`ldafwd_lost_packets_total{direction="a>b",mec="all",segment="default",synopsis="lda"}`, `ldafwd_delay_packets_total{direction="a>b",mec="all",segment="default",synopsis="lda"}`,
+		`ldafwd_port_rx_packets_total{name=`, `ldafwd_control_bundles_total`, `ldafwd_up{segment="default"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("%s /metrics lacks %q", p.name, want)
 		}

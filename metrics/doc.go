@@ -1,8 +1,12 @@
 // Package metrics exports a running appliance to Prometheus (DESIGN §6):
-// the last interval's estimates per direction and measurement class (MEC)
-// as gauges, counters of intervals by validity and reason, and — read at
-// scrape time — the port, lane and control-frame counters. It also serves
-// /healthz for liveness checks.
+// per direction, measurement class (MEC) and synopsis, counters of the
+// valid intervals' packets and of their delays' first and second moments
+// (packet-weighted, so that any window and any set of appliances gives the
+// mean and standard deviation of the delay: docs/metrics.md), counters of
+// intervals by validity and reason, the last interval's validity and
+// number, and — read at scrape time — the port, lane and control-frame
+// counters. Every metric carries the segment's name as the label segment.
+// It also serves /healthz for liveness checks.
 //
 // Units follow Prometheus conventions: delays in seconds (the reports'
 // *_ns fields divided by 1e9), packets and bytes as plain counts, every

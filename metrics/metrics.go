@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -48,10 +49,12 @@ const (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	mean, stddev, ci, lost, sent, received, valid, samples, last *prometheus.GaugeVec
-	ctlBytes, ctlFrames                                          *prometheus.GaugeVec
-	intervals                                                    *prometheus.CounterVec
-	lostTotal, sentTotal, recvTotal, ctlBytesTotal               *prometheus.CounterVec
+	valid, last                                    *prometheus.GaugeVec
+	ctlBytes, ctlFrames                            *prometheus.GaugeVec
+	intervals                                      *prometheus.CounterVec
+	lostTotal, sentTotal, recvTotal, ctlBytesTotal *prometheus.CounterVec
+	// The delay moments of valid intervals, packet-weighted (see observeDelay).
+	delaySum, delayNegSum, delaySq, delayPkts *prometheus.CounterVec
 
 	mu      sync.Mutex
 	src     Sources
@@ -66,31 +69,31 @@ type Metrics struct {
 	problem   atomic.Value // string: why a running appliance is degraded ("" healthy)
 }
 
-// New builds the registry. info are constant labels of ldafwd_info
-// (segment, session…); they are also shown by /healthz.
-func New(info map[string]string) *Metrics {
+// New builds the registry. segment names the measured segment: every
+// metric, the Go and process ones included, carries it as the label
+// segment ("" leaves the label off). info are constant labels of
+// ldafwd_info (segment_port, ports…; not "segment"); they are also shown
+// by /healthz.
+func New(segment string, info map[string]string) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), info: info, started: time.Now()}
 	m.state.Store(StateStarting)
 	m.lastIv.Store(-1)
+	var r prometheus.Registerer = m.reg
+	if segment != "" {
+		r = prometheus.WrapRegistererWith(prometheus.Labels{"segment": segment}, m.reg)
+	}
 	ivLabels := []string{"direction", "mec", "synopsis"}
 	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-		m.reg.MustRegister(v)
+		r.MustRegister(v)
 		return v
 	}
 	c := func(name, help string, labels ...string) *prometheus.CounterVec {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-		m.reg.MustRegister(v)
+		r.MustRegister(v)
 		return v
 	}
-	m.mean = g("interval_mean_delay_seconds", "Estimated mean one-way delay of the last reported interval, seconds.", ivLabels...)
-	m.stddev = g("interval_delay_stddev_seconds", "Estimated standard deviation of the one-way delay of the last reported interval, seconds.", ivLabels...)
-	m.ci = g("interval_mean_delay_ci_seconds", "Half-width of the confidence interval of the mean delay (mean_ci_ns), seconds.", ivLabels...)
-	m.lost = g("interval_lost_packets", "Packets lost in the last reported interval.", ivLabels...)
-	m.sent = g("interval_sent_packets", "Packets the sender recorded in the last reported interval.", ivLabels...)
-	m.received = g("interval_received_packets", "Packets the receiver recorded in the last reported interval.", ivLabels...)
 	m.valid = g("interval_valid", "1 when the last reported interval is valid, 0 when not (see ldafwd_intervals_total's reason).", ivLabels...)
-	m.samples = g("interval_samples", "Effective sample size of the last reported interval's mean delay estimate.", ivLabels...)
 	m.last = g("interval_number", "Number of the last reported interval (interval start / interval length since the Unix epoch).", ivLabels...)
 	m.ctlBytes = g("control_bytes_per_interval", "Control bytes (Hello, End markers, fragments) that carried the last interval's synopses in-band.", "direction")
 	m.ctlFrames = g("control_frames_per_interval", "Control frames that carried the last interval's synopses in-band.", "direction")
@@ -98,15 +101,25 @@ func New(info map[string]string) *Metrics {
 	m.lostTotal = c("lost_packets_total", "Lost packets summed over valid intervals.", ivLabels...)
 	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over valid intervals.", ivLabels...)
 	m.recvTotal = c("received_packets_total", "Receiver-recorded packets summed over valid intervals.", ivLabels...)
+	m.delayPkts = c("delay_packets_total", "Packets whose delays the ldafwd_delay_seconds* counters hold: received, summed over valid intervals with a delay estimate.", ivLabels...)
+	m.delaySum = c("delay_seconds_total", "Sum over valid intervals with a non-negative mean of received x mean one-way delay, seconds: with ldafwd_delay_negative_seconds_total and ldafwd_delay_packets_total it gives the packet-weighted mean delay.", ivLabels...)
+	m.delayNegSum = c("delay_negative_seconds_total", "Sum over valid intervals with a negative mean (receiver clock behind the sender's) of received x -mean, seconds: subtract it from ldafwd_delay_seconds_total.", ivLabels...)
+	m.delaySq = c("delay_seconds_squared_total", "Sum over valid intervals of received x (stddev^2 + mean^2), seconds squared: the packets' summed squared delays, for the standard deviation over any window.", ivLabels...)
 	m.ctlBytesTotal = c("control_bytes_total", "Control bytes of all reported intervals (counted once per interval, not per MEC).", "direction")
-	if len(info) > 0 {
-		inf := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "info",
-			Help: "Constant 1; the labels describe this appliance.", ConstLabels: info})
-		inf.Set(1)
-		m.reg.MustRegister(inf)
+	labels := prometheus.Labels{}
+	for k, v := range info {
+		if k != "segment" || segment == "" { // the wrapper's label wins
+			labels[k] = v
+		}
 	}
-	m.reg.MustRegister(&scrape{m: m})
-	m.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
+	if len(labels) > 0 {
+		inf := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "info",
+			Help: "Constant 1; the labels describe this appliance.", ConstLabels: labels})
+		inf.Set(1)
+		r.MustRegister(inf)
+	}
+	r.MustRegister(&scrape{m: m})
+	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
 	return m
 }
 
@@ -146,25 +159,13 @@ func (m *Metrics) Observe(r *report.Interval) {
 	}
 	m.valid.With(l).Set(valid)
 	m.last.With(l).Set(float64(r.Interval))
-	m.sent.With(l).Set(float64(r.Sent))
-	m.received.With(l).Set(float64(r.Received))
 	m.intervals.With(prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn,
 		"valid": fmt.Sprint(r.Valid), "reason": Reason(r)}).Inc()
 	if r.Valid {
-		m.mean.With(l).Set(r.MeanNs / 1e9)
-		m.stddev.With(l).Set(r.StddevNs / 1e9)
-		m.ci.With(l).Set(r.MeanCINs / 1e9)
-		m.lost.With(l).Set(float64(r.Lost))
-		m.samples.With(l).Set(float64(r.Samples))
 		m.lostTotal.With(l).Add(float64(r.Lost))
 		m.sentTotal.With(l).Add(float64(r.Sent))
 		m.recvTotal.With(l).Add(float64(r.Received))
-	} else {
-		// An invalid interval has no estimate: NaN says "no value" to
-		// Prometheus instead of repeating the previous interval's.
-		for _, v := range []*prometheus.GaugeVec{m.mean, m.stddev, m.ci, m.lost, m.samples} {
-			v.With(l).Set(nan)
-		}
+		m.observeDelay(l, r)
 	}
 	// Control traffic is per interval and direction, repeated on every
 	// MEC's line: count it once, on the first class ("all").
@@ -177,6 +178,38 @@ func (m *Metrics) Observe(r *report.Interval) {
 	m.observed.Add(1)
 	m.lastIv.Store(r.Interval)
 	m.lastValid.Store(r.Valid)
+}
+
+// observeDelay adds a valid interval's delay to the moment counters,
+// weighted by the packets the receiver recorded: a line's mean and
+// standard deviation estimate those of its received packets' delays, so
+// received·mean is their summed delay and received·(stddev²+mean²) their
+// summed squared delay (the estimates are population moments). Summed over
+// any set of intervals and appliances, sum/packets is then the mean delay
+// of all their packets and squared/packets − mean² its variance. A counter
+// cannot go down, so a negative mean (the receiver's clock behind the
+// sender's by more than the delay) goes to its own counter. A line
+// without a finite estimate adds nothing, to any of the four.
+func (m *Metrics) observeDelay(l prometheus.Labels, r *report.Interval) {
+	n := float64(r.Received)
+	mean, sd := r.MeanNs/1e9, r.StddevNs/1e9
+	if r.Received == 0 || math.IsNaN(mean) || math.IsInf(mean, 0) || math.IsNaN(sd) || math.IsInf(sd, 0) {
+		return
+	}
+	sq := n * (sd*sd + mean*mean)
+	if math.IsInf(sq, 0) {
+		return
+	}
+	// Both signs' series exist as soon as one does, so that PromQL's
+	// sum − negative matches them label for label.
+	pos, neg := m.delaySum.With(l), m.delayNegSum.With(l)
+	if mean >= 0 {
+		pos.Add(n * mean)
+	} else {
+		neg.Add(-n * mean)
+	}
+	m.delaySq.With(l).Add(sq)
+	m.delayPkts.With(l).Add(n)
 }
 
 // Reason is the ldafwd_intervals_total reason label of a report line:

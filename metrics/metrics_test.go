@@ -16,18 +16,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestObserveGauges(t *testing.T) {
-	m := New(map[string]string{"segment": "b"})
+func TestObserve(t *testing.T) {
+	m := New("lab", map[string]string{"segment_port": "b"})
 	r := &report.Interval{Interval: 7, Direction: "a>b", MEC: "all", Synopsis: "lda", Sent: 1000, Received: 990, Lost: 10,
 		MeanNs: 52_000, StddevNs: 3_000, MeanCINs: 400, Samples: 880, Valid: true, ControlBytes: 3000, ControlFrames: 3}
 	m.Observe(r)
 	l := prometheus.Labels{"direction": "a>b", "mec": "all", "synopsis": "lda"}
 	for _, c := range []struct {
-		v    *prometheus.GaugeVec
+		name string
+		v    prometheus.Collector
 		want float64
-	}{{m.mean, 52e-6}, {m.stddev, 3e-6}, {m.ci, 400e-9}, {m.lost, 10}, {m.sent, 1000}, {m.received, 990}, {m.valid, 1}, {m.samples, 880}, {m.last, 7}} {
-		if got := testutil.ToFloat64(c.v.With(l)); math.Abs(got-c.want) > 1e-15 {
-			t.Errorf("%v: got %v, want %v", c.v, got, c.want)
+	}{
+		{"valid", m.valid.With(l), 1}, {"number", m.last.With(l), 7},
+		{"lost", m.lostTotal.With(l), 10}, {"sent", m.sentTotal.With(l), 1000}, {"received", m.recvTotal.With(l), 990},
+		{"delay packets", m.delayPkts.With(l), 990}, {"delay sum", m.delaySum.With(l), 990 * 52e-6},
+		{"delay negative", m.delayNegSum.With(l), 0}, {"delay squared", m.delaySq.With(l), 990 * (3e-6*3e-6 + 52e-6*52e-6)},
+	} {
+		if got := testutil.ToFloat64(c.v); math.Abs(got-c.want) > 1e-15*math.Max(1, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
 	if got := testutil.ToFloat64(m.ctlBytes.WithLabelValues("a>b")); got != 3000 {
@@ -40,19 +46,22 @@ func TestObserveGauges(t *testing.T) {
 	if got := testutil.ToFloat64(m.ctlBytesTotal.WithLabelValues("a>b")); got != 3000 {
 		t.Errorf("control bytes total %v, want 3000 (once per interval)", got)
 	}
-	// An invalid interval: valid 0, no estimate (NaN), counted by reason;
-	// the totals over valid intervals do not move.
-	bad := &report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Received: 5, Valid: false,
+	// An invalid interval: valid 0, counted by reason; the totals over
+	// valid intervals, the delay moments included, do not move.
+	bad := &report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Received: 5, Valid: false, MeanNs: 1e9,
 		Reason: "sender synopsis does not decode: control: bad encoding (x)"}
 	m.Observe(bad)
 	if got := testutil.ToFloat64(m.valid.With(l)); got != 0 {
 		t.Errorf("valid %v after an invalid interval", got)
 	}
-	if got := testutil.ToFloat64(m.mean.With(l)); !math.IsNaN(got) {
-		t.Errorf("mean %v after an invalid interval, want NaN", got)
-	}
 	if got := testutil.ToFloat64(m.lostTotal.With(l)); got != 10 {
 		t.Errorf("lost total %v, want 10", got)
+	}
+	if got := testutil.ToFloat64(m.delayPkts.With(l)); got != 990 {
+		t.Errorf("delay packets %v after an invalid interval, want 990", got)
+	}
+	if got := testutil.ToFloat64(m.delaySum.With(l)); math.Abs(got-990*52e-6) > 1e-15 {
+		t.Errorf("delay sum %v after an invalid interval", got)
 	}
 	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "sender_synopsis_does_not_decode")); got != 1 {
 		t.Errorf("invalid interval counter %v, want 1", got)
@@ -61,10 +70,95 @@ func TestObserveGauges(t *testing.T) {
 		t.Errorf("valid interval counter %v, want 1", got)
 	}
 	// Per-flow lines are not exported.
-	before := testutil.CollectAndCount(m.mean)
-	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2", Valid: true})
-	if after := testutil.CollectAndCount(m.mean); after != before {
+	before := testutil.CollectAndCount(m.delayPkts)
+	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2", Valid: true, Received: 3, MeanNs: 5})
+	if after := testutil.CollectAndCount(m.delayPkts); after != before {
 		t.Errorf("per-flow line added series: %d → %d", before, after)
+	}
+	// Every series carries the segment.
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			seg := ""
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "segment" {
+					seg = lp.GetValue()
+				}
+			}
+			if seg != "lab" {
+				t.Errorf("%s: segment %q, want \"lab\"", mf.GetName(), seg)
+			}
+		}
+	}
+}
+
+// TestDelayMoments: the counters of several intervals, some of them
+// invalid, one with a negative mean, give the mean and the standard
+// deviation of all the valid intervals' packets' delays together, as
+// docs/metrics.md computes them in PromQL.
+func TestDelayMoments(t *testing.T) {
+	m := New("", nil)
+	// Each interval's packets: their delays, in ns.
+	ivs := []struct {
+		delays []float64
+		valid  bool
+	}{
+		{[]float64{10e3, 12e3, 14e3, 9e3}, true},
+		{[]float64{50e3, 70e3}, true},
+		{[]float64{1e9, 1e9}, false}, // invalid: left out
+		{[]float64{-3e3, -1e3, 1e3}, true},
+		{[]float64{20e3, 20e3, 20e3, 21e3, 25e3, 30e3}, true},
+	}
+	var all []float64
+	for i, iv := range ivs {
+		var s, s2 float64
+		for _, d := range iv.delays {
+			s += d
+		}
+		mean := s / float64(len(iv.delays))
+		for _, d := range iv.delays {
+			s2 += (d - mean) * (d - mean)
+		}
+		m.Observe(&report.Interval{Interval: int64(i), Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: iv.valid,
+			Sent: uint64(len(iv.delays)), Received: uint64(len(iv.delays)), MeanNs: mean, StddevNs: math.Sqrt(s2 / float64(len(iv.delays)))})
+		if iv.valid {
+			all = append(all, iv.delays...)
+		}
+	}
+	var s, s2 float64
+	for _, d := range all {
+		s += d / 1e9
+	}
+	wantMean := s / float64(len(all))
+	for _, d := range all {
+		s2 += (d/1e9 - wantMean) * (d/1e9 - wantMean)
+	}
+	wantSD := math.Sqrt(s2 / float64(len(all)))
+
+	l := prometheus.Labels{"direction": "a>b", "mec": "all", "synopsis": "lda"}
+	n := testutil.ToFloat64(m.delayPkts.With(l))
+	sum := testutil.ToFloat64(m.delaySum.With(l)) - testutil.ToFloat64(m.delayNegSum.With(l))
+	sq := testutil.ToFloat64(m.delaySq.With(l))
+	if n != float64(len(all)) {
+		t.Fatalf("packets %v, want %d", n, len(all))
+	}
+	mean := sum / n
+	sd := math.Sqrt(sq/n - mean*mean)
+	if math.Abs(mean-wantMean) > 1e-12*math.Abs(wantMean) || math.Abs(sd-wantSD) > 1e-9*wantSD {
+		t.Fatalf("mean %v sd %v from the counters, want %v %v", mean, sd, wantMean, wantSD)
+	}
+	if neg := testutil.ToFloat64(m.delayNegSum.With(l)); math.Abs(neg-3*1e-6) > 1e-18 {
+		t.Fatalf("negative sum %v, want 3e-6 (3 packets, mean -1 µs)", neg)
+	}
+	// A valid line without a finite estimate adds nothing to any of them
+	// (and does not panic: a counter refuses NaN and negative adds).
+	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Received: 7, MeanNs: math.NaN()})
+	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Received: 7, MeanNs: 1, StddevNs: math.Inf(1)})
+	if got := testutil.ToFloat64(m.delayPkts.With(l)); got != n {
+		t.Fatalf("packets %v after lines without an estimate, want %v", got, n)
 	}
 }
 
@@ -98,7 +192,7 @@ func (f *fakePort) Stats() dataplane.Stats          { return f.st }
 func (f *fakePort) Close() error                    { return nil }
 
 func TestScrapeSources(t *testing.T) {
-	m := New(nil)
+	m := New("", nil)
 	var sender, receiver dataplane.LaneStats
 	sender.EndsSent.Store(5)
 	sender.MaxTxStampGapNs.Store(2500)
@@ -161,7 +255,7 @@ ldafwd_up 0
 }
 
 func TestHTTP(t *testing.T) {
-	m := New(map[string]string{"segment": "a"})
+	m := New("east", map[string]string{"segment_port": "a"})
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	get := func(path string) (int, string) {
@@ -187,14 +281,14 @@ func TestHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &h); err != nil {
 		t.Fatal(err)
 	}
-	if h.Status != "running" || h.LastInterval != 3 || !h.LastValid || h.Reports != 1 || h.Info["segment"] != "a" {
+	if h.Status != "running" || h.LastInterval != 3 || !h.LastValid || h.Reports != 1 || h.Info["segment_port"] != "a" {
 		t.Fatalf("health %+v", h)
 	}
 	code, body = get("/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}
-	for _, want := range []string{`ldafwd_interval_mean_delay_seconds{direction="b>a",mec="all",synopsis="lda"} 1e-06`, `ldafwd_up 1`, `ldafwd_info{segment="a"} 1`} {
+	for _, want := range []string{`ldafwd_interval_number{direction="b>a",mec="all",segment="east",synopsis="lda"} 3`, `ldafwd_up{segment="east"} 1`, `ldafwd_info{segment="east",segment_port="a"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -215,7 +309,7 @@ func TestHTTP(t *testing.T) {
 }
 
 func TestServe(t *testing.T) {
-	m := New(nil)
+	m := New("", nil)
 	if _, err := m.Serve("256.0.0.1:99999"); err == nil {
 		t.Fatal("bad address accepted")
 	}
@@ -236,7 +330,7 @@ func TestServe(t *testing.T) {
 // TestConcurrentObserveScrape: the control goroutine observes while
 // Prometheus scrapes and main changes state (run with -race).
 func TestConcurrentObserveScrape(t *testing.T) {
-	m := New(nil)
+	m := New("", nil)
 	var st dataplane.LaneStats
 	m.SetSources(Sources{Lanes: map[string]*dataplane.LaneStats{"sender": &st}, Control: func() control.Counters { return control.Counters{} }})
 	srv := httptest.NewServer(m.Handler())

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"math"
 	"sort"
 	"sync/atomic"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-var nan = math.NaN()
 
 // scrape reads the port, lane and control counters when Prometheus asks:
 // they are atomics the dataplane keeps anyway, so exporting them costs the

@@ -11,7 +11,8 @@ import (
 // Interval is a `"type":"interval"` report line (DESIGN §6). The JSON names
 // are a contract with users' scripts: add fields, never rename.
 type Interval struct {
-	Type      string  `json:"type"` // always "interval"
+	Type      string  `json:"type"`              // always "interval"
+	Segment   string  `json:"segment,omitempty"` // the measured segment's name (run, demo: --segment-name)
 	Interval  int64   `json:"interval"`
 	StartNs   int64   `json:"start_ns"`
 	EndNs     int64   `json:"end_ns"`
@@ -64,8 +65,9 @@ type Interval struct {
 
 // Port is a `"type":"port"` report line.
 type Port struct {
-	Type      string  `json:"type"` // "port"
-	Port      string  `json:"port"` // "a" or "b"
+	Type      string  `json:"type"`              // "port"
+	Segment   string  `json:"segment,omitempty"` // the measured segment's name (run: --segment-name)
+	Port      string  `json:"port"`              // "a" or "b"
 	Name      string  `json:"name,omitempty"`
 	RxPackets uint64  `json:"rx_packets"`
 	TxPackets uint64  `json:"tx_packets"`

@@ -6,7 +6,8 @@ set -euo pipefail
 PKGS=(pkg-config gcc make libpcap-dev
       libdpdk-dev dpdk dpdk-dev
       libxdp-dev libbpf-dev
-      iproute2 tshark tcpreplay)
+      iproute2 tshark tcpreplay
+      prometheus) # promtool and the server the metrics tests scrape with
 
 missing=()
 for p in "${PKGS[@]}"; do

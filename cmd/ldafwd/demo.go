@@ -14,6 +14,7 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/rs/zerolog"
@@ -48,6 +49,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		remarkSpec         string
 		dscpSpec           string
 		linkLocalRate      float64
+		segmentName        string
+		metricsAddr        string
 	)
 	fs := newFlagSet("demo")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -70,6 +73,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
+	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
+	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port while the demo runs: the measured direction's interval metrics, as `run` exports them (empty: off)")
 	lda.register(fs)
 	extra.registerSizing(fs)
 	budget.register(fs)
@@ -84,6 +89,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
 	}
 	if err := out.validate(); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := checkSegmentName(segmentName); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	switch {
@@ -166,6 +174,17 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeReport()
+	// The metrics see every line the report gets, as `run`'s do; the
+	// demo has no port, lane or control sources of its own to export.
+	m := metrics.New(segmentName, nil)
+	if metricsAddr != "" {
+		srv, err := m.Serve(metricsAddr)
+		if err != nil {
+			return fmt.Errorf("demo: --metrics-addr: %w", err)
+		}
+		defer srv.Close()
+		fmt.Fprintf(stderr, "ldafwd demo: serving /metrics and /healthz on %s\n", srv.Addr())
+	}
 	log := zerolog.Nop()
 	if verbose {
 		log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
@@ -187,6 +206,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
 		Reports: func(r *report.Interval) {
+			r.Segment = segmentName
+			m.Observe(r)
 			if err := w.Write(r); err != nil {
 				repMu.Lock()
 				if repErr == nil {
@@ -203,7 +224,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if maxDelay > 0 {
 		cfg.Bounds = appliance.DemoBounds(maxDelay)
 	}
+	m.SetState(metrics.StateRunning)
 	sum, err := appliance.RunDemo(cfg)
+	m.SetState(metrics.StateStopped)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -18,7 +18,7 @@ func TestDemoJSON(t *testing.T) {
 	// Every synopsis, as the demo ships by default: the RDA proves each
 	// lossy LDA line's loss (with the LDA alone, a lossy interval whose
 	// buckets cannot rule out late packets is honestly invalid).
-	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000"}
+	args := []string{"--duration", "3s", "--interval", "500ms", "--format", "json", "--rate", "10000", "--segment-name", "lab-7"}
 	if err := demoMain(args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
@@ -29,6 +29,7 @@ func TestDemoJSON(t *testing.T) {
 			Type         string
 			Synopsis     string
 			Flow         string
+			Segment      string
 			Interval     int64
 			Direction    string
 			Valid        bool
@@ -46,7 +47,7 @@ func TestDemoJSON(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("not JSON: %s", sc.Text())
 		}
-		if r.Type != "interval" || r.Direction != "a>b" {
+		if r.Type != "interval" || r.Direction != "a>b" || r.Segment != "lab-7" {
 			t.Errorf("unexpected line %s", sc.Text())
 		}
 		if r.Synopsis != "lda" {
@@ -112,6 +113,8 @@ func TestDemoFlagErrors(t *testing.T) {
 		{[]string{"--format", "csv"}, "--format"},
 		{[]string{"--synopsis", "xyz"}, "unknown synopsis"},
 		{[]string{"--top", "0"}, "--top"},
+		{[]string{"--segment-name", ""}, "--segment-name"},
+		{[]string{"--metrics-addr", "256.0.0.1:99999"}, "--metrics-addr"},
 	} {
 		var out, errb bytes.Buffer
 		err := demoMain(tc.args, &out, &errb)

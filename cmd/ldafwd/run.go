@@ -57,6 +57,7 @@ type runOptions struct {
 	adapt         adaptive
 	portA, portB  string
 	segment       string
+	segmentName   string
 	interval      time.Duration
 	mec           []string
 	maxDelay      time.Duration
@@ -102,6 +103,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.portA, "port-a", "", "port a: dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b (required)")
 	fs.StringVar(&o.portB, "port-b", "", "port b, same forms as --port-a (required)")
 	fs.StringVar(&o.segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
+	fs.StringVar(&o.segmentName, "segment-name", "default", "name of the measured segment, the same on both appliances: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "measurement interval, aligned to multiples since the Unix epoch (≥ 10ms; both ends must agree)")
 	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
 	fs.StringVar(&o.synopses, "synopsis", "all", "synopses the appliance records and ships: lda, rda, lds, all, or a list (the LDA is always on; both ends must name the same); the RDA and the LDS fit into --control-budget or are reported left out; lda alone costs the least CPU per packet")
@@ -292,6 +294,9 @@ func (o *runOptions) validate() error {
 			return err
 		}
 	}
+	if err := checkSegmentName(o.segmentName); err != nil {
+		return err
+	}
 	if !o.forwardOnly && o.segment != "a" && o.segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
 	}
@@ -452,7 +457,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if o.insecure {
 		info["insecure"] = "true" // control frames unauthenticated: shown by ldafwd_info and /healthz
 	}
-	m := metrics.New(info)
+	m := metrics.New(o.segmentName, info)
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
 	if o.forwardOnly {
@@ -603,6 +608,7 @@ func (r *runOutput) init(o *runOptions, w *report.Writer, stdout io.Writer, m *m
 }
 
 func (r *runOutput) interval(iv *report.Interval) {
+	iv.Segment = r.o.segmentName
 	r.m.Observe(iv)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -631,7 +637,7 @@ func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Durat
 	defer r.mu.Unlock()
 	for i, name := range []string{"a", "b"} {
 		c, p := cur[i], prev[i]
-		rec := &report.Port{Type: "port", Port: name, Name: []string{r.o.portA, r.o.portB}[i], RxPackets: c.RxPackets, TxPackets: c.TxPackets,
+		rec := &report.Port{Type: "port", Segment: r.o.segmentName, Port: name, Name: []string{r.o.portA, r.o.portB}[i], RxPackets: c.RxPackets, TxPackets: c.TxPackets,
 			RxDropped: c.RxDropped, TxDropped: c.TxDropped, ElapsedS: elapsed.Seconds(), Final: final}
 		if r.excluded != nil {
 			rec.Excluded = r.excluded()[i]

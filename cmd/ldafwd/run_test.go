@@ -64,6 +64,9 @@ func TestRunFlagValidation(t *testing.T) {
 		want string
 	}{
 		{"no ports", []string{"!", "--segment-port", "b", "--insecure"}, "--port-a"},
+		{"empty segment name", []string{"--segment-name", ""}, "--segment-name"},
+		{"long segment name", []string{"--segment-name", strings.Repeat("x", 65)}, "--segment-name"},
+		{"unprintable segment name", []string{"--segment-name", "a\nb"}, "--segment-name"},
 		{"one port", []string{"!", "--port-a", "ring:v.a", "--segment-port", "b", "--insecure"}, "--port-b"},
 		{"same port", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:v.a", "--segment-port", "b", "--insecure"}, "--port-a and --port-b"},
 		{"bad kind", []string{"--port-a", "pcap:x"}, "--port-a"},
@@ -325,7 +328,7 @@ func TestRunTwoAppliances(t *testing.T) {
 	}()
 	go func() {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a",
-			"--metrics-addr", "127.0.0.1:0", "--report", report2}, common...), &out2, &err2)
+			"--metrics-addr", "127.0.0.1:0", "--report", report2, "--segment-name", "seg x"}, common...), &out2, &err2)
 	}()
 	// Find #2's metrics address in its log.
 	var metricsURL string
@@ -379,9 +382,11 @@ func TestRunTwoAppliances(t *testing.T) {
 		t.Errorf("/healthz while running: %d %s", code, body)
 	}
 	_, body := get("/metrics")
-	for _, want := range []string{`ldafwd_interval_mean_delay_seconds{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_lost_packets_total{direction="a>b",mec="all",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a"}`,
-		`ldafwd_lane_ends_seen_total{lane="receiver"}`, `ldafwd_control_accepted_total`, `ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",synopsis="lda",valid="true"}`,
-		`ldafwd_up 1`} {
+	for _, want := range []string{`ldafwd_delay_seconds_total{direction="a>b",mec="all",segment="seg x",synopsis="lda"}`,
+		`ldafwd_lost_packets_total{direction="a>b",mec="all",segment="seg x",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a",segment="seg x"}`,
+		`ldafwd_lane_ends_seen_total{lane="receiver",segment="seg x"}`, `ldafwd_control_accepted_total{segment="seg x"}`,
+		`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",segment="seg x",synopsis="lda",valid="true"}`,
+		`ldafwd_up{segment="seg x"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -393,6 +398,16 @@ func TestRunTwoAppliances(t *testing.T) {
 
 	// Receiver #2: a>b interval lines; every valid one has the exact loss.
 	ivs, ports := runLines(t, out2.String())
+	for _, r := range ivs {
+		if r.Segment != "seg x" {
+			t.Fatalf("interval line of segment %q, want %q (--segment-name)", r.Segment, "seg x")
+		}
+	}
+	for _, p := range ports {
+		if p.Segment != "seg x" {
+			t.Fatalf("port line of segment %q, want %q (--segment-name)", p.Segment, "seg x")
+		}
+	}
 	truths := truthByInterval(truth)
 	valid, lostSum := 0, uint64(0)
 	for _, r := range ivs {

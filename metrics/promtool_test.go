@@ -1,0 +1,76 @@
+package metrics
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// promtoolPath returns the path of promtool (Debian's prometheus package,
+// which scripts/deps.sh installs). Without it the test is skipped with a
+// message, except under CI, which installs it and must run the check.
+func promtoolPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("promtool not found under CI: scripts/deps.sh installs Debian's prometheus package: %v", err)
+		}
+		t.Skipf("promtool not found (Debian package prometheus; scripts/deps.sh installs it): %v", err)
+	}
+	return p
+}
+
+// TestPromtoolCheckMetrics scrapes /metrics over HTTP, with every family
+// present (valid and invalid intervals, a negative mean, ports, lanes,
+// control counters), and has promtool check the names, types, units and
+// help texts.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool := promtoolPath(t)
+	m := New("lab-1", map[string]string{"segment_port": "b", "port_a": "ring:x.a", "port_b": "ring:x.b"})
+	var sender, receiver dataplane.LaneStats
+	m.SetSources(Sources{
+		Ports:   map[string]dataplane.Port{"a": &fakePort{}, "b": &fakePort{}},
+		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender, "receiver": &receiver},
+		Control: func() control.Counters { return control.Counters{Accepted: 3} },
+	})
+	m.SetState(StateRunning)
+	m.Observe(&report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 9, Lost: 1,
+		MeanNs: 5e4, StddevNs: 1e3, ControlBytes: 900, ControlFrames: 2})
+	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 10, MeanNs: -2e3, StddevNs: 1e3})
+	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Reason: "end marker lost in the segment"})
+	s, err := m.Serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Get("http://" + s.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %v %v", resp.Status, err)
+	}
+	for _, want := range []string{"ldafwd_delay_seconds_total{", "ldafwd_delay_negative_seconds_total{", "ldafwd_delay_seconds_squared_total{",
+		"ldafwd_delay_packets_total{", "ldafwd_port_rx_packets_total{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	t.Logf("promtool check metrics: %d bytes scraped, clean", len(body))
+}
