@@ -107,7 +107,7 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 	return out
 }
 
-// FlowName renders a packed flow key as DESIGN §6 names flows.
+// FlowName renders a packed flow key as the reports name flows (docs/reports.md).
 func FlowName(k *synopsis.FlowKeyBytes) string {
 	src, dst, sp, dp, proto, v6 := synopsis.UnpackFlowKey(k)
 	return classifier.FlowKey{Src: src, Dst: dst, SrcPort: sp, DstPort: dp, Proto: proto, IPv6: v6}.String()

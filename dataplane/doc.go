@@ -1,7 +1,7 @@
 // Package dataplane moves frames: the Port contract every packet I/O
 // backend implements, the in-process ring port with its impairment stage,
 // the pcap port, and the pinned run-to-completion workers that forward
-// between two ports and feed the synopses (DESIGN §4).
+// between two ports and feed the synopses.
 //
 // # Ports
 //

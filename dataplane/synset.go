@@ -93,7 +93,7 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 		s.RDA[mec].Add(m.Hash, ts)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
-		// The flow table names flows for per-flow reports (DESIGN §6).
+		// The flow table names flows for per-flow reports (docs/reports.md).
 		// The key is packed only for a flow's first held packet.
 		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, s.weights[mec]); k != nil {
 			*k = synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
@@ -159,7 +159,7 @@ func (s *SynSet) Reset() {
 }
 
 // DoubleBuffer holds a lane's copies of its synopses and the epoch
-// protocol of DESIGN §4 between the lane's worker and the control side. It
+// protocol between the lane's worker and the control side. It
 // is the paper's double buffer (ToN Sec. V) with one spare copy:
 //
 //   - the worker records into Sets[flips % bufCopies];

@@ -1,4 +1,4 @@
-// Package metrics exports a running appliance to Prometheus (DESIGN §6):
+// Package metrics exports a running appliance to Prometheus (docs/reports.md):
 // per direction, measurement class (MEC) and synopsis, counters of the
 // valid intervals' packets and of their delays' first and second moments
 // (packet-weighted, so that any window and any set of appliances gives the

@@ -1,4 +1,4 @@
-// Package report defines the JSON lines ldafwd prints (DESIGN §6) —
+// Package report defines the JSON lines ldafwd prints (docs/reports.md) —
 // "type":"interval", "type":"port" and "type":"bench" — and a Writer that
 // copies each line to stdout and to --report files. The field names are a
 // contract with users' scripts and the tests: fields are added, never

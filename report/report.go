@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// Interval is a `"type":"interval"` report line (DESIGN §6). The JSON names
+// Interval is a `"type":"interval"` report line (docs/reports.md). The JSON names
 // are a contract with users' scripts: add fields, never rename.
 type Interval struct {
 	Type      string  `json:"type"`              // always "interval"

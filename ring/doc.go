@@ -1,7 +1,7 @@
 // Package ring provides lock-free fixed-size rings in DPDK's vocabulary
 // (rte_ring): SPSC for one producer and one consumer, MPMC for any number
 // of each. ldafwd uses them between workers and the control goroutine
-// (synopsis hand-off, DESIGN §4), inside the in-process ring port (one SPSC
+// (synopsis hand-off), inside the in-process ring port (one SPSC
 // ring per link direction) and as the free list of packet pools (MPMC).
 //
 // # Semantics

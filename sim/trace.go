@@ -16,7 +16,7 @@ const BatchSize = 1024
 
 // epochNs is where simulated time starts: 2025-06-15 in Unix ns. Absolute
 // timestamps this large make every LDA timestamp sum wrap around uint64
-// after a dozen packets, so the wrap-around arithmetic of DESIGN §3 is
+// after a dozen packets, so the wrap-around arithmetic of the synopses is
 // exercised by every simulation, as it is on the wire.
 const epochNs uint64 = 1_750_000_000 * 1_000_000_000
 

@@ -3,7 +3,7 @@ package synopsis
 import "fmt"
 
 // Estimate is what every synopsis's estimator returns for one interval: the
-// number and, beside it, how far to trust it. Reports (DESIGN §6) are built
+// number and, beside it, how far to trust it. Reports (docs/reports.md) are built
 // from it field by field.
 type Estimate struct {
 	Synopsis string // "lda", "rda" or "lds"

@@ -1,6 +1,6 @@
 package synopsis
 
-// Bit use of the packet identity h (classifier.Meta.Hash, DESIGN §2).
+// Bit use of the packet identity h (classifier.Meta.Hash).
 //
 // One 64-bit hash is computed per packet and every synopsis derives what it
 // needs from it, so the sender and the receiver agree without rehashing:

@@ -264,7 +264,7 @@ func (l *LDA) Add(h uint64, ts uint64) {
 		return // zero-value LDA: no banks
 	}
 	c := &l.cells[s.off+uint32(h)&s.mask]
-	c.sum += ts // wraps; differences of sums stay exact (DESIGN §3)
+	c.sum += ts // wraps; differences of sums stay exact
 	c.count++
 	if l.digest {
 		c.dig += DigestMix(h)

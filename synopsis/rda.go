@@ -102,7 +102,7 @@ func rdaCheck(h uint64) uint64 { return Remix(h, rdaCheckSalt) }
 // packets seen at both ends and the mean delay comes out exact.
 //
 // Departure from the paper: the packet identifier is the packet identity
-// hash h itself (DESIGN §2), and the cells come from slices of
+// hash h itself, and the cells come from slices of
 // Remix(h, SaltRDA) (see setIndexing) rather than k Bob hashes.
 //
 // Lifetime: one RDA (with its cache) per side, per worker, per interval
@@ -209,7 +209,7 @@ func (r *RDA) Add(h, ts uint64) {
 		for b := 0; b < r.k; b++ {
 			cl := &cells[off+int((x&mask)*m>>c)]
 			cl.id ^= h
-			cl.ts += ts // wraps; differences of sums stay exact (DESIGN §3)
+			cl.ts += ts // wraps; differences of sums stay exact
 			cl.n++
 			cl.chk ^= ck
 			x >>= c

@@ -430,7 +430,7 @@ func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
 	return nil
 }
 
-// ReportFields is st for report.Interval.Extra (DESIGN §6: added fields,
+// ReportFields is st for report.Interval.Extra (docs/reports.md: added fields,
 // snake_case, "rda_" prefix).
 func (st RDAStats) ReportFields() map[string]any {
 	f := map[string]any{
