@@ -127,35 +127,37 @@ func (p *portMap) lookup(port uint16) uint32 {
 	return p.page[e+uint32(port&0xff)]
 }
 
-// trie maps an address to a class id. Node n is 256 entries at
-// nodes[n<<8:], indexed by address byte meta[n].at, after the bytes the
-// node skips (those under mask) equal val, else the class is meta[n].miss.
-// An entry ≥ 0 is a class id, < 0 the complement of the child node.
+// trie maps an address to a class id. An entry ≥ 0 is a class id; < 0 is
+// the complement of a node reference: node index << 5 | skip << 4 | the
+// address byte that indexes the node's 256 entries (nodes[index<<8:]).
+// A node with skip first compares the bytes it skips (those under its
+// meta's masks) with meta's values, the class being meta's miss when they
+// differ. So a level costs one load, and a node that skips one more.
 type trie struct {
+	root  int32
 	nodes []int32
-	meta  []trieMeta
+	meta  []trieMeta // by node index; used when skip is set
 }
 
 type trieMeta struct {
 	mhi, mlo, vhi, vlo uint64
 	miss               int32
-	at                 uint8
 }
 
 func (t *trie) lookup(a *[16]byte) uint32 {
-	hi, lo := binary.BigEndian.Uint64(a[0:]), binary.BigEndian.Uint64(a[8:])
-	n := 0
-	for {
-		nm := &t.meta[n]
-		if hi&nm.mhi != nm.vhi || lo&nm.mlo != nm.vlo {
-			return uint32(nm.miss)
+	e := t.root
+	for e < 0 {
+		c := ^e
+		n := int(c >> 5)
+		if c&16 != 0 {
+			nm := &t.meta[n]
+			if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+				return uint32(nm.miss)
+			}
 		}
-		e := t.nodes[n<<8|int(a[nm.at&15])]
-		if e >= 0 {
-			return uint32(e)
-		}
-		n = int(^e)
+		e = t.nodes[n<<8|int(a[c&15])]
 	}
+	return uint32(e)
 }
 
 // classify is Classify on the tables.
@@ -554,31 +556,71 @@ func (b *builder) partition(f *fields) []group {
 		groupOf[k] = min(i, maxGroups-1)
 	}
 	masks := make([][]uint64, min(len(sigs), maxGroups))
-	minID := make([]int, len(masks))
 	for g := range masks {
 		masks[g] = make([]uint64, b.t.words)
-		minID[g] = -1
 	}
 	for i := range b.rules {
-		if b.comp[i].linkLocal {
-			continue
-		}
-		g := groupOf[sig(&b.rules[i])]
-		masks[g][i>>6] |= 1 << (i & 63)
-		if minID[g] < 0 {
-			minID[g] = i + 1
+		if !b.comp[i].linkLocal {
+			g := groupOf[sig(&b.rules[i])]
+			masks[g][i>>6] |= 1 << (i & 63)
 		}
 	}
-	var gs []group
-	for g := range masks {
-		cells, work := b.cells, b.work
-		grp := b.cross(f, masks[g])
-		b.cells, b.work = cells, work // each group has the whole build budget
-		if grp.tier != tierCross || b.bytes > maxTableBytes {
+	// Each set joins the first group it can share small tables with (an
+	// eighth of the budget, a 64th for the first-match tables: fewer
+	// groups, fewer lookups per packet, but tables that stay in cache),
+	// or starts its own with the whole budget.
+	type part struct {
+		mask  []uint64
+		g     *group
+		bytes int
+	}
+	var parts []*part
+	try := func(mask []uint64, div int) (*group, int) {
+		saved, cells, work, maxC, maxF := b.bytes, b.cells, b.work, maxCrossEntries, maxFirstEntries
+		b.bytes, maxCrossEntries, maxFirstEntries = 0, maxC/div, maxF/(div*div)
+		g := b.cross(f, mask)
+		n := b.bytes
+		b.bytes, b.cells, b.work, maxCrossEntries, maxFirstEntries = saved, cells, work, maxC, maxF
+		return g, n
+	}
+	for _, m := range masks {
+		joined := false
+		for _, p := range parts {
+			u := slices.Clone(p.mask)
+			for w := range u {
+				u[w] |= m[w]
+			}
+			if g, n := try(u, 8); g.tier == tierCross {
+				b.bytes += n - p.bytes
+				p.mask, p.g, p.bytes = u, g, n
+				joined = true
+				break
+			}
+		}
+		if !joined {
+			g, n := try(m, 1)
+			if g.tier != tierCross {
+				return nil
+			}
+			b.bytes += n
+			parts = append(parts, &part{m, g, n})
+		}
+		if b.bytes > maxTableBytes {
 			return nil
 		}
-		grp.minID = uint16(minID[g])
-		gs = append(gs, *grp)
+	}
+	if len(parts) < 2 {
+		return nil // one group: the caller's single cross did not fit it
+	}
+	var gs []group
+	for _, p := range parts {
+		for w, x := range p.mask {
+			if x != 0 {
+				p.g.minID = uint16(w<<6 + bits.TrailingZeros64(x) + 1)
+				break
+			}
+		}
+		gs = append(gs, *p.g)
 	}
 	slices.SortFunc(gs, func(x, y group) int { return int(x.minID) - int(y.minID) })
 	return gs
@@ -935,21 +977,25 @@ func (b *builder) trie(t *trie, get func(*Rule) []netip.Prefix, v6 bool) *classS
 	}
 	cs := b.newClassSet()
 	base := b.base(func(r *Rule) bool { return get(r) != nil })
-	b.trieNode(t, cs, off, n, 0, base, ps)
+	t.root = b.trieNode(t, cs, off, n, 0, base, ps)
+	if len(t.nodes) == 256 && t.root == ^int32(off) && !slices.ContainsFunc(t.nodes, func(e int32) bool { return e != t.nodes[0] }) {
+		t.root = t.nodes[0] // one class for every address: no load
+	}
 	return cs
 }
 
 // trieNode appends the node for the prefixes ps, all longer than 8*depth
 // bits and agreeing on the bytes above depth; inherited holds the rules
-// whose shorter prefixes cover the node. It returns the node's index. A
+// whose shorter prefixes cover the node. It returns the node's reference. A
 // node skips the bytes on which all of ps agree and none ends.
-func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited []uint64, ps []trieEntry) int {
+func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited []uint64, ps []trieEntry) int32 {
 	idx := len(t.meta)
 	t.nodes = append(t.nodes, make([]int32, 256)...)
 	t.meta = append(t.meta, trieMeta{})
 	b.bytes += 256*4 + 48
-	if b.bytes > maxTableBytes {
-		return idx // buildTables gives up
+	if b.bytes > maxTableBytes || idx >= 1<<25 {
+		b.bytes = maxTableBytes + 1
+		return 0 // buildTables gives up
 	}
 	var nm trieMeta
 	for len(ps) > 0 && depth < n-1 {
@@ -970,10 +1016,12 @@ func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited [
 		}
 		depth++
 	}
+	ref := int32(idx)<<5 | int32(off+depth)
 	if nm.mhi|nm.mlo != 0 {
 		nm.miss = int32(cs.intern(inherited))
+		ref |= 16
 	}
-	nm.at = uint8(off + depth)
+	ref = ^ref
 	t.meta[idx] = nm
 	// Prefixes ending in this byte cover a run of its values; the longer
 	// ones go down to the child of their byte.
@@ -999,8 +1047,7 @@ func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited [
 			t.nodes[idx<<8|x] = int32(cs.intern(v))
 			continue
 		}
-		child := b.trieNode(t, cs, off, n, depth+1, append([]uint64(nil), v...), deeper[x])
-		t.nodes[idx<<8|x] = ^int32(child)
+		t.nodes[idx<<8|x] = b.trieNode(t, cs, off, n, depth+1, append([]uint64(nil), v...), deeper[x])
 	}
-	return idx
+	return ref
 }
