@@ -206,10 +206,14 @@ func (c *Classifier) Classify(m *Meta) uint16 {
 }
 
 func (c *Classifier) classify(m *Meta) uint16 {
-	if c.tab == nil {
+	t := c.tab
+	if t == nil {
 		return c.classifyLinear(m, m.Flags&(FlagIPv4|FlagIPv6) != 0)
 	}
-	return c.tab.classify(m)
+	if t.word != nil {
+		return t.word.classify(m)
+	}
+	return t.classify(m)
 }
 
 // classifyLinear tests every rule in order: rule sets too large for the

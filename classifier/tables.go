@@ -58,6 +58,8 @@ type tables struct {
 	// match is the lowest of its groups' matches.
 	groups []group
 
+	word *wordTables // up to 64 rules: instead of all the above
+
 	// tierFields: the six field vectors, summed.
 	vlanV, dpV, spV, dpoV []uint64
 	addrV                 [3][2][]uint64
@@ -75,8 +77,12 @@ type group struct {
 	ports []uint32    // [sport class * nDport + dport class]
 
 	// Of the three classes (vd, addrs, ports), ord[0] and ord[1] are
-	// combined by pair, and that with ord[2] by first.
+	// combined by pair, and that with ord[2] by first. A packet's pair
+	// entry is vd*pm[fam][0] + addrs*pm[fam][1] + ports*pm[fam][2], the
+	// index of its ord[2] class vd*tm[0] + addrs*tm[1] + ports*tm[2].
 	ord   [3]uint8
+	pm    [3][3]uint32
+	tm    [3]uint32
 	pair  [3][]uint32 // per family: [class ord[0] * nB + class ord[1]]
 	nB    [3]uint32
 	nC    [3]uint32   // classes of ord[2]
@@ -145,7 +151,17 @@ type trieMeta struct {
 }
 
 func (t *trie) lookup(a *[16]byte) uint32 {
-	e := t.root
+	e := t.root // ≥ 0: one class for every address
+	if c := ^e; e < 0 && c&16 == 0 {
+		e = t.nodes[int(c>>5)<<8|int(a[c&15])] // a first level that skips nothing, inline
+	}
+	if e >= 0 {
+		return uint32(e)
+	}
+	return t.walk(a, e)
+}
+
+func (t *trie) walk(a *[16]byte, e int32) uint32 {
 	for e < 0 {
 		c := ^e
 		n := int(c >> 5)
@@ -204,9 +220,9 @@ func (t *tables) classify(m *Meta) uint16 {
 		if pp == 0 {
 			continue
 		}
-		ids := [3]uint32{vd, aa, pp}
-		q := g.pair[fam][ids[g.ord[0]]*g.nB[fam]+ids[g.ord[1]]]
-		if r := g.first[fam][q*g.nC[fam]+ids[g.ord[2]]]; r != 0 && (best == 0 || r < best) {
+		pm := &g.pm[fam]
+		q := g.pair[fam][vd*pm[0]+aa*pm[1]+pp*pm[2]]
+		if r := g.first[fam][q*g.nC[fam]+vd*g.tm[0]+aa*g.tm[1]+pp*g.tm[2]]; r != 0 && (best == 0 || r < best) {
 			best = r
 		}
 	}
@@ -241,15 +257,80 @@ func (t *tables) classify1(g *group, m *Meta, vdi uint32, fam int) uint16 {
 		vs[0], vs[1], vs[2] = t.vec(g.vdV, vd), t.vec(g.addrsV[fam], aa), t.vec(g.portsV, pp)
 		return t.and(&vs, 3)
 	}
-	ids := [3]uint32{vd, aa, pp}
-	q := g.pair[fam][ids[g.ord[0]]*g.nB[fam]+ids[g.ord[1]]]
-	c := ids[g.ord[2]]
+	pm := &g.pm[fam]
+	q := g.pair[fam][vd*pm[0]+aa*pm[1]+pp*pm[2]]
+	c := vd*g.tm[0] + aa*g.tm[1] + pp*g.tm[2]
 	if g.tier == tierCross {
 		return g.first[fam][q*g.nC[fam]+c]
 	}
 	var vs [6][]uint64
 	vs[0], vs[1] = t.vec(g.pairV[fam], q), t.vec(g.thirdV[fam], c)
 	return t.and(&vs, 2)
+}
+
+// wordTables are the tables for up to 64 rules: one word per value or
+// class, ANDed directly (the fewest loads; out as soon as the AND is
+// empty, after VLAN, DSCP and protocol for most packets no rule wants).
+type wordTables struct {
+	vlan  [4096]uint64
+	dscp  [64]uint64
+	proto [256]uint64
+	nonIP uint64 // rules a non-IP frame can match
+	sport portMap
+	dport portMap
+	addr  [2][2]trie // [IPv4, IPv6][src, dst]
+	spV   []uint64   // by class
+	dpoV  []uint64
+	addrV [2][2][]uint64
+}
+
+func (w *wordTables) classify(m *Meta) uint16 {
+	x := w.vlan[m.VLAN&4095]
+	if m.Flags&(FlagIPv4|FlagIPv6) != 0 {
+		x &= w.dscp[m.DSCP&63] & w.proto[m.Proto]
+		if x == 0 {
+			return 0
+		}
+		fam := 0
+		if m.Flow.IPv6 {
+			fam = 1
+		}
+		x &= w.addrV[fam][0][w.addr[fam][0].lookup(&m.Flow.Src)] & w.addrV[fam][1][w.addr[fam][1].lookup(&m.Flow.Dst)]
+	} else {
+		x &= w.nonIP
+	}
+	if x == 0 {
+		return 0
+	}
+	if m.Flags&FlagPorts == 0 {
+		x &= w.spV[w.sport.none] & w.dpoV[w.dport.none]
+	} else {
+		x &= w.spV[w.sport.lookup(m.Flow.SrcPort)] & w.dpoV[w.dport.lookup(m.Flow.DstPort)]
+	}
+	if x == 0 {
+		return 0
+	}
+	return uint16(bits.TrailingZeros64(x) + 1)
+}
+
+// buildWord fills the word tables from the field classes.
+func buildWord(t *tables, vids, dids, pids []uint32, f *fields, dscp, proto *classSet, nonIP []uint64) *wordTables {
+	w := &wordTables{sport: t.sport, dport: t.dport, nonIP: nonIP[0]}
+	for x, id := range vids {
+		w.vlan[x] = f.vlan.vec(id)[0]
+	}
+	for x, id := range dids {
+		w.dscp[x] = dscp.vec(id)[0]
+	}
+	for x, id := range pids {
+		w.proto[x] = proto.vec(id)[0]
+	}
+	w.spV, w.dpoV = f.sp.vecs, f.dpo.vecs
+	for fam := range w.addr {
+		w.addr[fam] = t.addr[fam]
+		w.addrV[fam] = [2][]uint64{f.addr[fam][0].vecs, f.addr[fam][1].vecs}
+	}
+	return w
 }
 
 // andFields ANDs the six field vectors, out as soon as the summaries
@@ -466,6 +547,10 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 	// set of fields the rules constrain (rules on different fields
 	// multiply each other's classes, apart each set's tables stay small);
 	// else one group with the whole budget, at the best tier it fits.
+	if t.words == 1 {
+		t.word = buildWord(t, vids, dids, pids, f, dscp, proto, nonIP)
+		return t
+	}
 	start, budget := b.bytes, maxCrossEntries
 	maxCrossEntries = budget / 8
 	g := b.cross(f, nil)
@@ -692,7 +777,11 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 				g.nB[fam] = sets[ord[1]].n()
 			}
 			g.nC[fam] = third[fam].n()
+			g.pm[fam] = [3]uint32{}
+			g.pm[fam][ord[0]], g.pm[fam][ord[1]] = g.nB[fam], 1
 		}
+		g.tm = [3]uint32{}
+		g.tm[ord[2]] = 1
 		if !ok {
 			continue
 		}

@@ -208,6 +208,8 @@ func shape(c *Classifier) string {
 	switch {
 	case c.tab == nil:
 		return "linear"
+	case c.tab.word != nil:
+		return "word"
 	case len(c.tab.groups) == 0:
 		return "fields"
 	case len(c.tab.groups) > 1:
@@ -281,7 +283,7 @@ func TestTablesMatchReference(t *testing.T) {
 		}
 	}
 	t.Logf("built: %v", seen)
-	for _, s := range []string{"cross", "pairs", "triples", "fields", "partition", "linear"} {
+	for _, s := range []string{"word", "cross", "pairs", "triples", "fields", "partition", "linear"} {
 		if seen[s] == 0 {
 			t.Errorf("no rule set was matched as %s: the test does not cover it", s)
 		}
