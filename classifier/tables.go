@@ -202,27 +202,17 @@ func (t *tables) classify(m *Meta) uint16 {
 		sp, dpo = t.sport.lookup(m.Flow.SrcPort), t.dport.lookup(m.Flow.DstPort)
 	}
 	vdi, ai, pi := v*t.nDP+dpc, s*t.nDst[fam]+d, sp*t.nDport+dpo
+	// Every group is read (class 0 of each combination is the empty set,
+	// so a group no rule of which matches gives 0 without a branch): with
+	// mixed traffic, branching out early mispredicts more than it saves.
 	best := uint16(0)
 	for i := range t.groups {
 		g := &t.groups[i]
-		if best != 0 && best < g.minID {
-			break // groups are in the order of their first rule
-		}
-		vd := g.vd[vdi]
-		if vd == 0 {
-			continue
-		}
-		aa := g.addrs[fam][ai]
-		if aa == 0 {
-			continue
-		}
-		pp := g.ports[pi]
-		if pp == 0 {
-			continue
-		}
+		vd, aa, pp := g.vd[vdi], g.addrs[fam][ai], g.ports[pi]
 		pm := &g.pm[fam]
 		q := g.pair[fam][vd*pm[0]+aa*pm[1]+pp*pm[2]]
-		if r := g.first[fam][q*g.nC[fam]+vd*g.tm[0]+aa*g.tm[1]+pp*g.tm[2]]; r != 0 && (best == 0 || r < best) {
+		r := g.first[fam][q*g.nC[fam]+vd*g.tm[0]+aa*g.tm[1]+pp*g.tm[2]]
+		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
 			best = r
 		}
 	}
@@ -241,18 +231,15 @@ func (t *tables) classify1(g *group, m *Meta, vdi uint32, fam int) uint16 {
 		s, d = t.addr[fam][0].lookup(&m.Flow.Src), t.addr[fam][1].lookup(&m.Flow.Dst)
 	}
 	aa := g.addrs[fam][s*t.nDst[fam]+d]
-	if aa == 0 {
-		return 0
-	}
 	sp, dpo := t.sport.none, t.dport.none
 	if m.Flags&FlagPorts != 0 {
 		sp, dpo = t.sport.lookup(m.Flow.SrcPort), t.dport.lookup(m.Flow.DstPort)
 	}
 	pp := g.ports[sp*t.nDport+dpo]
-	if pp == 0 {
-		return 0
-	}
 	if g.tier == tierTriples {
+		if aa == 0 || pp == 0 {
+			return 0
+		}
 		var vs [6][]uint64
 		vs[0], vs[1], vs[2] = t.vec(g.vdV, vd), t.vec(g.addrsV[fam], aa), t.vec(g.portsV, pp)
 		return t.and(&vs, 3)
