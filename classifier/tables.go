@@ -23,22 +23,28 @@ import (
 //	addresses              a path-compressed stride-8 trie per family and direction
 //	                       (a third, trivial family: non-IP)
 //
-// The classes are then combined pairwise (Gupta and McKeown's recursive
-// flow classification): VLAN × DSCP-protocol, source × destination
-// address, source port × destination port, the first and the last of
-// those again, and finally that × the addresses into a table of first
-// matches (tierCross). A packet then costs about a dozen loads whatever
-// the number of rules (longer, non-shared prefixes add a load per byte).
-// Class 0 of every combined set is the empty set, so a packet that no
-// rule wants usually stops after the first combination.
+// Up to 64 rules (one word), Classify ANDs the field words directly
+// (wordTables). Above, the classes are combined pairwise (Gupta and
+// McKeown's recursive flow classification): VLAN × DSCP-protocol, source
+// × destination address, source × destination port, two of those three
+// (the pairing with the smallest table that fits), and that × the third
+// into a table of first matches (tierCross). Each combined class is cut
+// after its first rule that the fields still to come cannot reject
+// (truncate), which keeps the tables small. A packet then costs about a
+// dozen loads whatever the number of rules (a prefix one more per byte
+// below what the rules' prefixes share). Class 0 of every combined set is
+// the empty set.
 //
-// The combined tables grow as the product of their inputs' class counts.
-// When the last ones do not fit maxTableBytes, maxCrossEntries or
-// maxBuildWork, Classify stops at fewer combinations and ANDs their
-// vectors, a summary word first (Baboescu and Varghese's aggregated bit
-// vectors): two vectors (tierPairs), three (tierTriples), or the six
-// field vectors (tierFields); the AND costs up to one word per 64 rules
-// per vector. When even the fields do not fit, NewClassifier leaves tab
+// The combined tables grow as the product of their inputs' class counts,
+// and rules on different fields multiply each other's classes: when one
+// set of tables for all rules does not fit, the rules are split by the
+// fields they constrain (partition), each group gets its tables, and a
+// packet's match is the lowest of its groups'. When that does not fit
+// either, Classify stops at fewer combinations and ANDs their vectors, a
+// summary word first (Baboescu and Varghese's aggregated bit vectors):
+// two vectors (tierPairs), three (tierTriples), or the six field vectors
+// (tierFields); the AND costs up to one word per 64 rules per vector.
+// When even the fields do not fit maxTableBytes, NewClassifier leaves tab
 // nil and every rule is tested in order.
 type tables struct {
 	words  int // rule words per class vector
@@ -68,8 +74,7 @@ type tables struct {
 // group is the combined tables of a set of rules (all of them, or those
 // constraining the same fields).
 type group struct {
-	tier  int
-	minID uint16 // its first rule's MEC id
+	tier int
 
 	nAddr [3]uint32
 	vd    []uint32    // [vlan class * nDP + dp class]
@@ -80,7 +85,6 @@ type group struct {
 	// combined by pair, and that with ord[2] by first. A packet's pair
 	// entry is vd*pm[fam][0] + addrs*pm[fam][1] + ports*pm[fam][2], the
 	// index of its ord[2] class vd*tm[0] + addrs*tm[1] + ports*tm[2].
-	ord   [3]uint8
 	pm    [3][3]uint32
 	tm    [3]uint32
 	pair  [3][]uint32 // per family: [class ord[0] * nB + class ord[1]]
@@ -107,8 +111,9 @@ var (
 	maxTableBytes = 64 << 20
 	// maxCrossEntries bounds the entries of the combined tables that
 	// intern classes (each costs a vector AND and a hash), maxFirstEntries
-	// those of the first-match tables, and maxBuildWork the words ANDed,
-	// so that NewClassifier stays well under a second.
+	// those of the first-match tables, and maxBuildWork the words ANDed:
+	// they bound NewClassifier's time (each attempt at a tier gets them
+	// afresh).
 	maxCrossEntries = 1 << 21
 	maxFirstEntries = 1 << 23
 	maxBuildWork    = 1 << 26
@@ -686,15 +691,8 @@ func (b *builder) partition(f *fields) []group {
 	}
 	var gs []group
 	for _, p := range parts {
-		for w, x := range p.mask {
-			if x != 0 {
-				p.g.minID = uint16(w<<6 + bits.TrailingZeros64(x) + 1)
-				break
-			}
-		}
 		gs = append(gs, *p.g)
 	}
-	slices.SortFunc(gs, func(x, y group) int { return int(x.minID) - int(y.minID) })
 	return gs
 }
 
@@ -751,7 +749,6 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 	frees := [3][]uint64{fVD, f.fAddr, f.fPorts}
 	for _, ord := range [][3]uint8{{0, 2, 1}, {0, 1, 2}, {2, 1, 0}} {
 		b.bytes, b.cells, b.work = triples, cells, work // each order has the whole budget
-		g.ord = ord
 		var pair, third [3]*classSet
 		ok := true
 		for fam := range addrs {
