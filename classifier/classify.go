@@ -3,57 +3,32 @@ package classifier
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
-	"net/netip"
 )
 
 // Classifier assigns a MEC id to a parsed packet: the index+1 of the first
 // rule that matches, 0 ("all") when none does. It is immutable after
 // NewClassifier, so any number of workers may share one without locking.
 //
-// With at most 64 rules Classify uses bit vectors (Lakshman and
-// Stiliadis' bit-parallel classification): for every field a table of
-// 64-bit sets of the rules that accept each value, so a few ANDs leave
-// the candidate rules, lowest (first) rule first. DSCP, protocol and VLAN
-// are indexed by value; ports and addresses, whose ranges are too wide to
-// index, by their top byte (ports >> 8; an address's first byte), with a
-// second set per block of the rules that only partly cover it: a
-// candidate in no partial set is a match without testing anything else,
-// and only the others run the rule's own tests (match). Above 64 rules
-// it tests every rule in order.
+// Classify looks a packet's fields up in exact per-field tables of bit
+// vectors (tables.go: Lakshman and Stiliadis' bit-parallel
+// classification, with the aggregated summary words of Baboescu and
+// Varghese): VLAN, DSCP and protocol by value, ports by a two-level map,
+// addresses by a stride-8 trie per family. The AND of the vectors is the
+// set of rules the packet matches, its lowest bit the first match, so the
+// cost does not grow with the number of rules. A rule set whose tables
+// would exceed maxTableBytes is matched by testing every rule in order.
 type Classifier struct {
 	rules   []compiled
 	names   []string // index = MEC id
 	weights []uint32 // index = MEC id
 
-	sets *bitSets // the bit-vector tables (nil above 64 rules: linear)
+	tab *tables // nil: linear (no rules, or tables too large)
 
 	// linkLocal are the indices of the rules with linklocal:yes, the only
 	// ones a link-local frame may match (Measure). They are in no table
 	// and classifyLinear skips them: Classify never returns them.
 	linkLocal []int
 }
-
-// bitSets are the bit-vector tables: bit i of an entry stands for rule i.
-// "ok" sets hold the rules a value's block can satisfy (all of the block
-// or part of it), "part" sets those that cover only part of it; rules
-// without the condition are in every ok set and no part set. About 56 KiB,
-// of which a packet touches a few cache lines.
-type bitSets struct {
-	dscp    [64]uint64   // rule accepts this DSCP (IP packets)
-	proto   [256]uint64  // rule accepts this protocol (IP packets)
-	vlan    [4096]uint64 // rule accepts this VLAN id (every frame)
-	nonIP   uint64       // rule can match a non-IP frame
-	port    uint64       // rule has a port condition
-	srcOK   [2][256]blockSet
-	dstOK   [2][256]blockSet // [family: 0 IPv4, 1 IPv6][first address byte]
-	sportOK [256]blockSet    // [port >> 8]
-	dportOK [256]blockSet
-}
-
-// blockSet is one block's ok and part sets (part ⊆ ok), side by side so
-// one cache line serves both loads.
-type blockSet struct{ ok, part uint64 }
 
 // Condition bits in compiled.slow.
 const (
@@ -126,113 +101,10 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 		}
 		c.weights = append(c.weights, w)
 	}
-	if len(c.rules) <= 64 {
-		c.sets = buildSets(rules, c.rules)
+	if len(c.rules) > 0 {
+		c.tab = buildTables(rules, c.rules)
 	}
 	return c, nil
-}
-
-// buildSets fills the bit-vector tables from the rules (at most 64).
-func buildSets(rules []Rule, comp []compiled) *bitSets {
-	t := &bitSets{}
-	for i := range comp {
-		r, ru := &comp[i], &rules[i]
-		if r.linkLocal {
-			continue // in no table: not a candidate for any packet Classify sees
-		}
-		bit := uint64(1) << i
-		for d := 0; d < 64; d++ {
-			if r.dscp&(1<<d) != 0 {
-				t.dscp[d] |= bit
-			}
-		}
-		for p := 0; p < 256; p++ {
-			if r.proto[p>>6]&(1<<(p&63)) != 0 {
-				t.proto[p] |= bit
-			}
-		}
-		for v := range t.vlan {
-			if ru.VLAN == nil || inRanges(ru.VLAN, uint16(v)) {
-				t.vlan[v] |= bit
-			}
-		}
-		if !r.ipOnly {
-			t.nonIP |= bit
-		}
-		if r.slow&(hasSport|hasDport) != 0 {
-			t.port |= bit
-		}
-		portBlocks(&t.sportOK, ru.SrcPort, bit)
-		portBlocks(&t.dportOK, ru.DstPort, bit)
-		for fam, v6 := range []bool{false, true} {
-			prefixBlocks(&t.srcOK[fam], ru.Src, v6, bit)
-			prefixBlocks(&t.dstOK[fam], ru.Dst, v6, bit)
-		}
-	}
-	return t
-}
-
-// portBlocks adds bit to the 256-port blocks the ranges touch (nil: no
-// condition, every block), and to the part set of those they touch
-// without covering.
-func portBlocks(t *[256]blockSet, rs []Range, bit uint64) {
-	var touch, full [256]bool
-	if rs == nil {
-		touch, full = allBlocks(), allBlocks()
-	}
-	for _, x := range rs {
-		for b := int(x.Lo >> 8); b <= int(x.Hi>>8); b++ {
-			touch[b] = true
-			if x.Lo <= uint16(b)<<8 && x.Hi >= uint16(b)<<8|0xff {
-				full[b] = true
-			}
-		}
-	}
-	markBlocks(t, &touch, &full, bit)
-}
-
-// prefixBlocks is portBlocks for one family's addresses, blocked by their
-// first byte (IPv4's first octet; an IPv6 address's first byte). Prefixes
-// of the other family do not match (Classify's family rule).
-func prefixBlocks(t *[256]blockSet, ps []netip.Prefix, v6 bool, bit uint64) {
-	var touch, full [256]bool
-	if ps == nil {
-		touch, full = allBlocks(), allBlocks()
-	}
-	for _, p := range ps {
-		if p.Addr().Is6() != v6 {
-			continue
-		}
-		first := int(p.Masked().Addr().AsSlice()[0])
-		if n := p.Bits(); n < 8 {
-			span := 1 << (8 - n) // the prefix covers these blocks whole
-			for b := first; b < first+span; b++ {
-				touch[b], full[b] = true, true
-			}
-		} else {
-			touch[first] = true
-			full[first] = full[first] || n == 8
-		}
-	}
-	markBlocks(t, &touch, &full, bit)
-}
-
-func allBlocks() (a [256]bool) {
-	for i := range a {
-		a[i] = true
-	}
-	return a
-}
-
-func markBlocks(t *[256]blockSet, touch, full *[256]bool, bit uint64) {
-	for b := range t {
-		if touch[b] {
-			t[b].ok |= bit
-			if !full[b] {
-				t[b].part |= bit
-			}
-		}
-	}
 }
 
 // NewClassifierFromSpecs parses repeated --mec flag values and builds the
@@ -319,7 +191,8 @@ func compilePrefix(a [16]byte, bits int, v6 bool) prefix {
 
 // Classify returns the MEC id of the packet m describes: the first rule
 // that matches, 0 when none does (or c is nil). It reads m only, allocates
-// nothing and costs O(rules). Without rules it inlines to a test.
+// nothing, and its cost does not depend on the number of rules. Without
+// rules it inlines to a test.
 //
 // Classify does not look at FlagLinkLocal and never returns a
 // linklocal:yes rule: a caller that records packets calls Measure for a
@@ -333,52 +206,18 @@ func (c *Classifier) Classify(m *Meta) uint16 {
 }
 
 func (c *Classifier) classify(m *Meta) uint16 {
-	t := c.sets
+	t := c.tab
 	if t == nil {
 		return c.classifyLinear(m, m.Flags&(FlagIPv4|FlagIPv6) != 0)
 	}
-	// The cheapest tables first, and out as soon as no rule is left: a
-	// packet no rule wants (the common case) costs three or four loads.
-	cand := t.vlan[m.VLAN&4095]
-	var part uint64 // candidates whose own tests must still run
-	if m.Flags&(FlagIPv4|FlagIPv6) != 0 {
-		cand &= t.dscp[m.DSCP&63] & t.proto[m.Proto]
-		if cand == 0 {
-			return 0
-		}
-		fam, at := 0, 12 // IPv4 is stored IPv4-mapped: its first octet is byte 12
-		if m.Flow.IPv6 {
-			fam, at = 1, 0
-		}
-		src, dst := t.srcOK[fam][m.Flow.Src[at&15]], t.dstOK[fam][m.Flow.Dst[at&15]]
-		cand &= src.ok & dst.ok
-		part = src.part | dst.part
-	} else {
-		cand &= t.nonIP
+	if t.word != nil {
+		return t.word.classify(m)
 	}
-	if cand == 0 {
-		return 0
-	}
-	if m.Flags&FlagPorts == 0 {
-		cand &^= t.port
-	} else {
-		sp, dp := t.sportOK[m.Flow.SrcPort>>8], t.dportOK[m.Flow.DstPort>>8]
-		cand &= sp.ok & dp.ok
-		part |= sp.part | dp.part
-	}
-	part &= cand
-	for cand != 0 {
-		i := bits.TrailingZeros64(cand)
-		if part&(1<<i) == 0 || c.rules[i&63].match(m) {
-			return uint16(i + 1)
-		}
-		cand &= cand - 1
-	}
-	return 0
+	return t.classify(m)
 }
 
-// classifyLinear tests every rule in order: more than 64 rules, and the
-// reference the bit-vector path is tested against.
+// classifyLinear tests every rule in order: rule sets too large for the
+// tables, and a reference the tables are tested against.
 func (c *Classifier) classifyLinear(m *Meta, ip bool) uint16 {
 	dbit := uint64(1) << (m.DSCP & 63)
 	pword, pbit := m.Proto>>6, uint64(1)<<(m.Proto&63)

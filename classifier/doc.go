@@ -56,10 +56,13 @@
 // untagged IPv4/IPv6 TCP/UDP and for untagged non-IP frames, held against
 // the general path by TestParseFastIsGeneral and FuzzParseFast. Parse walks at most 8 VLAN tags and 8 IPv6
 // extension headers whatever the frame claims. Classify returns at once
-// when there are no rules; with up to 64 rules it ANDs per-field bit sets
-// of the rules (DSCP, protocol, address family, has-ports) and tests only
-// the surviving candidates, first rule first; above 64 it tests every rule
-// in order. BenchmarkMeasure sets the full
+// when there are no rules; otherwise it looks each field up in exact
+// tables of the rules that accept its value and combines them
+// (tables.go), so its cost does not grow with the number of rules:
+// with up to 64 rules it ANDs one word per field, above that it reads
+// precomputed cross-products of the field classes down to a table of
+// first matches (BenchmarkClassifyScale; TestTablesMatchReference holds
+// every way of building them to first-match over the rule list). BenchmarkMeasure sets the full
 // per-packet measurement (Parse + Classify + LDA.Add) against hashing the
 // invariant bytes alone, timed by thread CPU time in one run.
 //

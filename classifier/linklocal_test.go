@@ -176,7 +176,7 @@ func TestMeasureLinkLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			if linear {
-				c.sets = nil
+				c.tab = nil
 			}
 			for _, x := range []struct {
 				name string

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"reflect"
@@ -171,7 +172,9 @@ func TestClassifyZeroAllocs(t *testing.T) {
 }
 
 // FuzzParseMEC: never panics; a rule that parses renders (String) to a
-// spec that parses to the same rule, and NewClassifier accepts it.
+// spec that parses to the same rule, NewClassifier accepts it, and
+// Classify agrees with the rule's own reading (naiveMatch) on packets
+// around its values, alone and behind 64 other rules.
 func FuzzParseMEC(f *testing.F) {
 	for _, s := range []string{
 		"voice=dscp:46,proto:udp,dport:16384-32767", "mgmt=src:10.0.0.0/8|192.168.0.0/16,vlan:100",
@@ -203,6 +206,35 @@ func FuzzParseMEC(f *testing.F) {
 		var m Meta
 		if id := c.Classify(&m); id > 1 {
 			t.Fatalf("id %d", id)
+		}
+		// The tables agree with the rule's own reading, with one rule
+		// (one word) and behind 64 others (the multi-word tables).
+		rules := []Rule{r}
+		for i := 0; i < 64; i++ {
+			rules = append([]Rule{{Name: fmt.Sprintf("f%d", i), VLAN: []Range{{4095, 4095}}, DSCP: []Range{{63, 63}}}}, rules...)
+		}
+		rules[len(rules)-1].Name = "last"
+		big, err := NewClassifier(rules)
+		if err != nil {
+			t.Fatalf("NewClassifier(64 + %q): %v", s, err)
+		}
+		g := newPropGen(uint64(len(spec)))
+		g.prefix = append(g.prefix, r.Src...)
+		g.prefix = append(g.prefix, r.Dst...)
+		for f, rs := range [][]Range{r.VLAN, r.DSCP, r.Proto, r.SrcPort, r.DstPort} {
+			f = min(f, 3) // both port fields draw from the port edges
+			for _, x := range rs {
+				g.edges[f] = append(g.edges[f], x.Lo, x.Hi)
+			}
+		}
+		for i := 0; i < 50; i++ {
+			m := g.meta()
+			if got, want := c.Classify(&m), naiveRuleClassify([]Rule{r}, &m); got != want {
+				t.Fatalf("%q, %+v: Classify %d, reference %d", s, m, got, want)
+			}
+			if got, want := big.Classify(&m), naiveRuleClassify(rules, &m); got != want {
+				t.Fatalf("64 + %q, %+v: Classify %d, reference %d", s, m, got, want)
+			}
 		}
 	})
 }

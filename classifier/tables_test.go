@@ -1,0 +1,354 @@
+package classifier
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+)
+
+// propGen draws rules and packets for the table/reference equivalence
+// test: prefixes of every length around a few base addresses, ranges and
+// values around each other's ends, so that rules overlap and packets sit
+// on the edges of what they match.
+type propGen struct {
+	r       *rand.Rand
+	bases4  []netip.Addr
+	bases6  []netip.Addr
+	prefix  []netip.Prefix // every prefix a rule used, for packets
+	edges   [4][]uint16    // vlan, dscp, proto, port: range ends seen
+	maxEdge [4]uint16
+}
+
+func newPropGen(seed uint64) *propGen {
+	g := &propGen{r: rand.New(rand.NewPCG(seed, 7)), maxEdge: [4]uint16{4095, 63, 255, 65535}}
+	for _, s := range []string{"10.1.2.3", "10.1.200.9", "192.168.7.77", "0.0.0.1", "255.255.255.254"} {
+		g.bases4 = append(g.bases4, netip.MustParseAddr(s))
+	}
+	for _, s := range []string{"2001:db8::1", "2001:db8:0:1::abcd", "fe80::1", "::ffff:10.1.2.3", "ffff:ffff::1"} {
+		g.bases6 = append(g.bases6, netip.MustParseAddr(s))
+	}
+	for k := range g.edges {
+		g.edges[k] = []uint16{0, g.maxEdge[k]}
+	}
+	g.edges[2] = append(g.edges[2], 6, 17, 1, 58)
+	g.edges[3] = append(g.edges[3], 80, 443, 255, 256)
+	return g
+}
+
+// value is a value of field k near a seen edge.
+func (g *propGen) value(k int) uint16 {
+	e := int(g.edges[k][g.r.IntN(len(g.edges[k]))]) + g.r.IntN(3) - 1
+	return uint16(min(max(e, 0), int(g.maxEdge[k])))
+}
+
+func (g *propGen) ranges(k int, p float64) []Range {
+	if g.r.Float64() >= p {
+		return nil
+	}
+	var out []Range
+	for n := 1 + g.r.IntN(3); n > 0; n-- {
+		lo := g.value(k)
+		if g.r.IntN(2) == 0 {
+			lo = uint16(g.r.IntN(int(g.maxEdge[k]) + 1))
+		}
+		hi := lo
+		if g.r.IntN(2) == 0 {
+			hi = lo + uint16(g.r.IntN(min(int(g.maxEdge[k]-lo), 300)+1))
+		}
+		g.edges[k] = append(g.edges[k], lo, hi)
+		out = append(out, Range{lo, hi})
+	}
+	return out
+}
+
+func (g *propGen) prefixes(p float64) []netip.Prefix {
+	if g.r.Float64() >= p {
+		return nil
+	}
+	var out []netip.Prefix
+	for n := 1 + g.r.IntN(2); n > 0; n-- {
+		var a netip.Addr
+		if g.r.IntN(2) == 0 {
+			a = g.bases4[g.r.IntN(len(g.bases4))]
+		} else {
+			a = g.bases6[g.r.IntN(len(g.bases6))]
+		}
+		a = g.perturb(a, g.r.IntN(a.BitLen()+1))
+		pf, _ := a.Prefix(g.r.IntN(a.BitLen() + 1))
+		g.prefix = append(g.prefix, pf)
+		out = append(out, pf)
+	}
+	return out
+}
+
+// perturb flips address bit i (counting from the top; BitLen: none).
+func (g *propGen) perturb(a netip.Addr, i int) netip.Addr {
+	if i >= a.BitLen() {
+		return a
+	}
+	b := a.AsSlice()
+	b[i/8] ^= 0x80 >> (i % 8)
+	out, _ := netip.AddrFromSlice(b)
+	return out
+}
+
+// rule draws a rule; kind picks a field signature (so that rule sets
+// have the shape of per-prefix and per-port x per-class sites), -1 any.
+func (g *propGen) rule(i, kind int) Rule {
+	p := [7]float64{.3, .3, .4, .4, .4, .3, .3}
+	if kind >= 0 {
+		for k := range p {
+			p[k] = 0
+			if kind>>k&1 != 0 {
+				p[k] = 1
+			}
+		}
+	}
+	for {
+		r := Rule{Name: fmt.Sprintf("r%d", i), VLAN: g.ranges(0, p[0]), DSCP: g.ranges(1, p[1]),
+			Proto: g.ranges(2, p[2]), Src: g.prefixes(p[3]), Dst: g.prefixes(p[4]),
+			SrcPort: g.ranges(3, p[5]), DstPort: g.ranges(3, p[6])}
+		if g.r.IntN(40) == 0 {
+			r.LinkLocal = true
+		}
+		if r.hasCondition() {
+			return r
+		}
+	}
+}
+
+// addr draws an address of a family: inside, just outside or far from a
+// rule's prefix.
+func (g *propGen) addr(v6 bool) [16]byte {
+	var cand []netip.Prefix
+	for _, p := range g.prefix {
+		if p.Addr().Is6() == v6 {
+			cand = append(cand, p)
+		}
+	}
+	var a netip.Addr
+	if len(cand) == 0 || g.r.IntN(8) == 0 {
+		bases := g.bases4
+		if v6 {
+			bases = g.bases6
+		}
+		a = g.perturb(bases[g.r.IntN(len(bases))], g.r.IntN(129))
+	} else {
+		p := cand[g.r.IntN(len(cand))]
+		a = p.Addr()
+		for k := p.Bits(); k < a.BitLen(); k++ { // random host bits
+			if g.r.IntN(2) == 0 {
+				a = g.perturb(a, k)
+			}
+		}
+		if g.r.IntN(3) == 0 && p.Bits() > 0 { // just outside
+			a = g.perturb(a, p.Bits()-1)
+		}
+	}
+	return a.As16()
+}
+
+func (g *propGen) meta() Meta {
+	var m Meta
+	m.VLAN = g.value(0)
+	switch g.r.IntN(6) {
+	case 0:
+		m.Flags = FlagNonIP
+	case 1, 2:
+		m.Flags = FlagIPv4
+		m.Flow.Src, m.Flow.Dst = g.addr(false), g.addr(false)
+	default:
+		m.Flags = FlagIPv6
+		m.Flow.IPv6 = true
+		m.Flow.Src, m.Flow.Dst = g.addr(true), g.addr(true)
+	}
+	if m.Flags != FlagNonIP {
+		m.DSCP = uint8(g.value(1))
+		m.Proto = uint8(g.value(2))
+		m.Flow.Proto = m.Proto
+		if g.r.IntN(4) != 0 {
+			m.Flags |= FlagPorts
+			m.Flow.SrcPort, m.Flow.DstPort = g.value(3), g.value(3)
+		}
+	}
+	return m
+}
+
+// naiveRuleClassify is the reference: the first rule, in order, that
+// naiveMatch accepts, linklocal:yes rules skipped (Classify never returns
+// them).
+func naiveRuleClassify(rules []Rule, m *Meta) uint16 {
+	for i := range rules {
+		if !rules[i].LinkLocal && naiveMatch(&rules[i], m) {
+			return uint16(i + 1)
+		}
+	}
+	return 0
+}
+
+// withBudget runs f with the table budgets set (0: unchanged).
+func withBudget(cross, first, bytes int, f func()) {
+	c, fi, by := maxCrossEntries, maxFirstEntries, maxTableBytes
+	defer func() { maxCrossEntries, maxFirstEntries, maxTableBytes = c, fi, by }()
+	if cross > 0 {
+		maxCrossEntries = cross
+	}
+	if first > 0 {
+		maxFirstEntries = first
+	}
+	if bytes > 0 {
+		maxTableBytes = bytes
+	}
+	f()
+}
+
+// shape names how a classifier matches, for the coverage check.
+func shape(c *Classifier) string {
+	switch {
+	case c.tab == nil:
+		return "linear"
+	case c.tab.word != nil:
+		return "word"
+	case len(c.tab.groups) == 0:
+		return "fields"
+	case len(c.tab.groups) > 1:
+		return "partition"
+	}
+	return [...]string{"cross", "pairs", "triples"}[c.tab.groups[0].tier]
+}
+
+// TestTablesMatchReference: on many generated rule sets (1 to 1000 rules;
+// random fields or the same few field sets; prefixes of every length,
+// overlapping ranges, linklocal:yes rules among them) and packets on
+// their edges, Classify equals the first-match reading of the rules, in
+// every way the tables can be built (the budgets are shrunk to force the
+// vector ANDs and the linear scan).
+func TestTablesMatchReference(t *testing.T) {
+	seen := map[string]int{}
+	budgets := []struct {
+		name                string
+		cross, first, bytes int
+	}{
+		{"default", 0, 0, 0},
+		{"no-first", 0, 1, 0},
+		{"no-pair", 1 << 10, 1, 0},
+		{"no-cross", 1, 1, 0},
+		{"no-tables", 1, 1, 1},
+	}
+	trial := 0
+	for _, n := range []int{1, 2, 5, 17, 64, 65, 130, 300, 1000} {
+		trials := 12
+		if n >= 300 {
+			trials = 3
+		}
+		for range trials {
+			trial++
+			g := newPropGen(uint64(trial))
+			kinds := []int{-1}
+			if trial%2 == 0 { // a site: a few field sets
+				kinds = []int{1<<4 | 1<<2, 1<<1 | 1<<2 | 1<<5, 1 << 3, 1<<0 | 1<<6, 1<<3 | 1<<4}[:1+trial%5]
+			}
+			rules := make([]Rule, n)
+			for i := range rules {
+				rules[i] = g.rule(i, kinds[g.r.IntN(len(kinds))])
+			}
+			metas := make([]Meta, 400)
+			for i := range metas {
+				metas[i] = g.meta()
+			}
+			for _, bu := range budgets {
+				if n >= 300 && bu.name != "default" && trial%3 != 0 {
+					continue
+				}
+				withBudget(bu.cross, bu.first, bu.bytes, func() {
+					c, err := NewClassifier(rules)
+					if err != nil {
+						t.Fatal(err)
+					}
+					seen[shape(c)]++
+					for i := range metas {
+						m := &metas[i]
+						want := naiveRuleClassify(rules, m)
+						if got := c.Classify(m); got != want {
+							t.Fatalf("trial %d, %d rules, %s (%s): meta %+v: Classify %d, reference %d\nrules: %v",
+								trial, n, bu.name, shape(c), *m, got, want, rules)
+						}
+						if want != 0 {
+							seen["matched"]++
+						}
+					}
+				})
+			}
+		}
+	}
+	t.Logf("built: %v", seen)
+	for _, s := range []string{"word", "cross", "pairs", "triples", "fields", "partition", "linear"} {
+		if seen[s] == 0 {
+			t.Errorf("no rule set was matched as %s: the test does not cover it", s)
+		}
+	}
+	if seen["matched"] < 20000 {
+		t.Errorf("only %d packets matched a rule", seen["matched"])
+	}
+}
+
+// TestClassifyZeroAllocs1000: Classify and Measure allocate nothing with
+// 1000 rules, whichever way the tables are built.
+func TestClassifyZeroAllocs1000(t *testing.T) {
+	g := newPropGen(99)
+	rules := make([]Rule, 1000)
+	for i := range rules {
+		rules[i] = g.rule(i, []int{1<<4 | 1<<2, 1<<1 | 1<<2 | 1<<5, 1 << 3}[i%3])
+	}
+	metas := make([]Meta, 64)
+	for i := range metas {
+		metas[i] = g.meta()
+	}
+	metas[0].Flags |= FlagLinkLocal
+	for _, bu := range [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 1, 0}, {1, 1, 1}} {
+		withBudget(bu[0], bu[1], bu[2], func() {
+			c, err := NewClassifier(rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := testing.AllocsPerRun(100, func() {
+				for i := range metas {
+					c.Classify(&metas[i])
+					c.Measure(&metas[i])
+				}
+			}); n != 0 {
+				t.Errorf("%s: %v allocations per run", shape(c), n)
+			}
+		})
+	}
+}
+
+// TestTablesRuleLimit: the most rules a classifier takes build and
+// classify (through whichever tier fits), and one more is a clear error.
+func TestTablesRuleLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 65535-rule classifier")
+	}
+	rules := make([]Rule, MaxRules)
+	for i := range rules {
+		rules[i] = Rule{Name: fmt.Sprintf("r%d", i), SrcPort: []Range{{uint16(i), uint16(i)}}, Proto: []Range{{6, 6}}}
+	}
+	c, err := NewClassifier(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Meta{Flags: FlagIPv4 | FlagPorts, Proto: 6}
+	m.Flow.SrcPort = 40000
+	if got := c.Classify(&m); got != 40001 {
+		t.Fatalf("port 40000: %d (%s)", got, shape(c))
+	}
+	m.Proto = 17
+	if got := c.Classify(&m); got != 0 {
+		t.Fatalf("udp: %d", got)
+	}
+	rules = append(rules, Rule{Name: "one-more", VLAN: []Range{{1, 1}}})
+	if _, err := NewClassifier(rules); err == nil {
+		t.Fatal("65536 rules accepted")
+	}
+}
