@@ -59,7 +59,9 @@
 // when there are no rules; otherwise it looks each field up in exact
 // tables of the rules that accept its value and combines them
 // (tables.go), so its cost does not grow with the number of rules:
-// with up to 64 rules it ANDs one word per field, above that it reads
+// with up to 4 rules it ANDs block-level bit vectors and tests the rare
+// partial-block candidate (bitsets.go), up to 64 it ANDs one word per
+// field, above that it reads
 // precomputed cross-products of the field classes down to a table of
 // first matches (BenchmarkClassifyScale; TestTablesMatchReference holds
 // every way of building them to first-match over the rule list). BenchmarkMeasure sets the full

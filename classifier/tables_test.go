@@ -206,6 +206,8 @@ func withBudget(cross, first, bytes int, f func()) {
 // shape names how a classifier matches, for the coverage check.
 func shape(c *Classifier) string {
 	switch {
+	case c.sets != nil:
+		return "sets"
 	case c.tab == nil:
 		return "linear"
 	case c.tab.word != nil:
@@ -283,7 +285,7 @@ func TestTablesMatchReference(t *testing.T) {
 		}
 	}
 	t.Logf("built: %v", seen)
-	for _, s := range []string{"word", "cross", "pairs", "triples", "fields", "partition", "linear"} {
+	for _, s := range []string{"sets", "word", "cross", "pairs", "triples", "fields", "partition", "linear"} {
 		if seen[s] == 0 {
 			t.Errorf("no rule set was matched as %s: the test does not cover it", s)
 		}
