@@ -202,30 +202,25 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
 		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
 	}
-	// Memory follows the traffic: flow tables start small and grow
-	// between intervals (ReserveFlows). The sender's RDA keeps no
-	// timestamp cache: its timestamps would be fetched by a round trip the
-	// in-band exchange does not make (lost packets' cells are left out).
+	// Memory follows the traffic: flow tables and timestamp caches start
+	// small and grow between intervals (ReserveFlows, ReserveCache). The
+	// sender's RDA keeps a timestamp cache like the receiver's: the
+	// receiver asks it for the timestamps of the packets lost in the
+	// segment (repair.go).
 	if cfg.Syn.LDS != nil {
 		l := *cfg.Syn.LDS
 		l.FlowsGrow = true
 		l.Cols = foldableCols(l.Cols)
 		cfg.Syn.LDS = &l
 	}
-	sendSyn := cfg.Syn
-	if cfg.Syn.RDA != nil {
-		r := *cfg.Syn.RDA
-		r.CacheBudget = 0
-		sendSyn.RDA = &r
-	}
 	var err error
-	if a.sbuf, err = dataplane.NewDoubleBuffer(sendSyn); err != nil {
+	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
-	for _, set := range a.rbuf.Sets {
+	for _, set := range append(a.rbuf.Sets[:], a.sbuf.Sets[:]...) {
 		for _, r := range set.RDA {
 			r.ReserveCache() // start small: see the controller's ReserveCache
 		}

@@ -447,6 +447,9 @@ func (c *controller) flush() {
 			lim = k
 		}
 	}
+	// An interval whose RDA line waits for the sender's timestamps goes
+	// out when they come or at the request's deadline (repair.go).
+	lim = c.repairsBefore(lim)
 	type item struct {
 		k uint64
 		h *heldInterval
