@@ -494,6 +494,7 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		<-a.done
 		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
 		cc := a.receiver.Counters()
+		rc := a.RepairCounters()
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
 			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
 			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
@@ -504,7 +505,10 @@ func (a *Appliance) Stop(drain time.Duration) error {
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
 			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
 			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
-			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).Msg("appliance stopped")
+			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
+			Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
+			Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
+			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Msg("appliance stopped")
 	})
 	return a.stopErr
 }
