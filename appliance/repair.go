@@ -224,6 +224,7 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
 		// More lost packets than one request carries: the line keeps
 		// its bound.
+		r.Extra["rda_repair"] = fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
 		return
 	}
 	c.repairs[rp.key] = rp
