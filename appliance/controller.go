@@ -61,6 +61,7 @@ type controller struct {
 	tscaches map[uint64][]*synopsis.TSCache
 	spares   []*synopsis.TSCache
 	repairs  map[repairKey]*repair
+	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
 	reqID    uint32
 	xs       []control.Exchange
 	xbufs    [][]byte
@@ -880,6 +881,7 @@ func (c *controller) emit(r *report.Interval) {
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
 	c.reported.Add(1)
+	delete(c.repaired, r)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.
 		if r.Extra == nil {

@@ -189,6 +189,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			carry(l.r, l.e, wasValid)
 		}
 	}
+	c.unrepairCrossed(h)
 	c.receiverDropped(h)
 	c.classChanges(h.lines)
 }

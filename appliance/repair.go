@@ -106,6 +106,18 @@ type repair struct {
 	tries      int
 	reqBytes   int
 	reqFrames  int
+	// pre is the line's delay fields before the repair, put back when
+	// packets turn out to have crossed the interval's boundary
+	// (unrepairCrossed).
+	pre delayFields
+}
+
+// delayFields are what a repair changes in a line.
+type delayFields struct {
+	mean, stddev, ci float64
+	samples          uint64
+	usable, buckets  int
+	extra            map[string]any // the rda_* fields
 }
 
 // keepCaches takes the timestamp caches off the sender's idle copy of
@@ -227,6 +239,8 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 		r.Extra["rda_repair"] = fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
 		return
 	}
+	rp.pre = delayFields{mean: r.MeanNs, stddev: r.StddevNs, ci: r.MeanCINs, samples: r.Samples, usable: r.Usable, buckets: r.Buckets,
+		extra: st.ReportFields()}
 	c.repairs[rp.key] = rp
 	c.sendRequest(rp, now)
 }
@@ -324,7 +338,12 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 		r.Extra = map[string]any{}
 	}
 	replyBytes := 0
-	if x != nil {
+	if x != nil && crossedBoundary(r) {
+		// Known already (the next interval paired first): see
+		// unrepairCrossed.
+		replyBytes = x.Bytes
+		r.Extra["rda_repair_note"] = repairCrossedNote
+	} else if x != nil {
 		replyBytes = x.Bytes
 		e2, st2, err := synopsis.EstimateRDA(rp.snd, rp.own, c.a.cfg.Conf)
 		if err == nil {
@@ -339,6 +358,10 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			e := rp.e
 			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
 			e.Samples, e.UsableBuckets = e2.Samples, e2.UsableBuckets
+			if c.repaired == nil {
+				c.repaired = map[*report.Interval]*repair{}
+			}
+			c.repaired[r] = rp
 			switch {
 			case !e2.Valid && r.Valid:
 				r.Valid, r.Reason = false, e2.Reason
@@ -366,4 +389,72 @@ func (c *controller) repairsBefore(lim uint64) uint64 {
 		lim = min(lim, key.k)
 	}
 	return lim
+}
+
+// ReasonExactCrossed is the reason of an RDA line whose mean is exact
+// over the packets both ends recorded in the interval, with packets of
+// the interval that crossed its boundary left out and no bound for them.
+const ReasonExactCrossed = "RDA mean exact only over the packets recorded within the interval: packets that crossed its boundary are left out, and there is no bound for them"
+
+// repairCrossedNote says why a completed repair did not make the mean
+// exact.
+const repairCrossedNote = "packets crossed the interval's boundary: the repaired cells hold the packets both ends recorded in the interval, not those that arrived after its end (or overtook its start), so the mean keeps its bound"
+
+// crossedBoundary says whether the crossing checks found packets of the
+// interval that arrived after its end or overtook its start.
+func crossedBoundary(r *report.Interval) bool {
+	n1, _ := r.Extra["crossed"].(int)
+	n2, _ := r.Extra["early"].(int)
+	return n1 > 0 || n2 > 0
+}
+
+// unrepairCrossed puts back the pre-repair delay fields of the RDA lines
+// of h whose interval turned out to have packets crossing its boundary.
+// Departure from the paper's exchange (which assumes one closed interval
+// per side): a packet that arrived after the End marker is decoded lost
+// here and extra in the next interval; the repair takes it out of this
+// interval's cells with its sender timestamp, so the repaired mean is
+// exact over the packets both ends recorded in the interval — but the
+// interval's packets include the crossed one, whose delay it lacks. Until
+// the next interval's receiver timestamps are brought in for them, such a
+// line keeps the bound it had without the repair.
+//
+// The same holds for a mean that is exact because one bank's usable cells
+// hold every matched packet (rda_mean_exact): it too lacks the crossed
+// packets, and has no bound to fall back to, so such a line is invalid.
+func (c *controller) unrepairCrossed(h *heldInterval) {
+	for i := range h.lines {
+		l := &h.lines[i]
+		if l.flow != nil || l.r.Synopsis != "rda" || !crossedBoundary(l.r) {
+			continue
+		}
+		defer func(l *heldLine) {
+			if l.r.Valid && l.r.MeanCINs == 0 {
+				l.r.Valid, l.r.Reason = false, ReasonExactCrossed
+				if l.e != nil {
+					l.e.Valid, l.e.Reason = false, ReasonExactCrossed
+				}
+			}
+		}(l)
+		rp := c.repaired[l.r]
+		if rp == nil {
+			continue
+		}
+		delete(c.repaired, l.r)
+		r, p := l.r, &rp.pre
+		r.MeanNs, r.StddevNs, r.MeanCINs, r.Samples, r.Usable, r.Buckets = p.mean, p.stddev, p.ci, p.samples, p.usable, p.buckets
+		for k, v := range p.extra {
+			r.Extra[k] = v
+		}
+		if _, was := p.extra["rda_note"]; !was {
+			delete(r.Extra, "rda_note")
+		}
+		r.Extra["rda_repair_note"] = repairCrossedNote
+		if l.e != nil {
+			l.e.MeanNs, l.e.StddevNs, l.e.MeanCINs, l.e.Samples, l.e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
+		}
+		if r.Valid && !rp.origValid && r.Reason == "" {
+			r.Valid, r.Reason = false, rp.origReason
+		}
+	}
 }
