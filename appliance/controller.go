@@ -382,7 +382,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.pairing = true
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
+	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda))}
 	defer c.release(b.Interval)
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
@@ -508,6 +508,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	}
 	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
 		c.ev.rda[m] = &dec
+		c.ev.own[m] = own
 	}
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"

@@ -43,6 +43,10 @@ type evidence struct {
 	snd []*synopsis.CompactLDA
 	rcv []*synopsis.LDA
 	rda []*synopsis.RDADecoding
+	// own: the receiver's RDA per MEC in the shape decoded (with its
+	// timestamp cache), for the delays of packets that crossed into a
+	// neighbouring interval (crossedInto); nil where not paired.
+	own []*synopsis.RDA
 	// senderless: the receiver's copy in progress at stop, matched
 	// against an empty sender: unmatched packets there may be the
 	// sender's next interval, not k's.
@@ -189,7 +193,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			carry(l.r, l.e, wasValid)
 		}
 	}
-	c.unrepairCrossed(h)
+	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h.lines)
 }

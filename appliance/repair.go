@@ -338,12 +338,7 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 		r.Extra = map[string]any{}
 	}
 	replyBytes := 0
-	if x != nil && crossedBoundary(r) {
-		// Known already (the next interval paired first): see
-		// unrepairCrossed.
-		replyBytes = x.Bytes
-		r.Extra["rda_repair_note"] = repairCrossedNote
-	} else if x != nil {
+	if x != nil {
 		replyBytes = x.Bytes
 		e2, st2, err := synopsis.EstimateRDA(rp.snd, rp.own, c.a.cfg.Conf)
 		if err == nil {
@@ -372,6 +367,13 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 				r.Valid, r.Reason = true, ""
 				e.Valid, e.Reason = true, ""
 			}
+		}
+	}
+	if x != nil && crossedBoundary(r) && c.repaired[r] == rp {
+		// The crossing checks ran before the reply came (crossedInto).
+		delete(c.repaired, r)
+		if !c.includeCrossed(rp) {
+			c.unrepair(rp)
 		}
 	}
 	r.Extra["rda_repair"] = status
@@ -408,53 +410,124 @@ func crossedBoundary(r *report.Interval) bool {
 	return n1 > 0 || n2 > 0
 }
 
-// unrepairCrossed puts back the pre-repair delay fields of the RDA lines
-// of h whose interval turned out to have packets crossing its boundary.
-// Departure from the paper's exchange (which assumes one closed interval
-// per side): a packet that arrived after the End marker is decoded lost
-// here and extra in the next interval; the repair takes it out of this
-// interval's cells with its sender timestamp, so the repaired mean is
-// exact over the packets both ends recorded in the interval — but the
-// interval's packets include the crossed one, whose delay it lacks. Until
-// the next interval's receiver timestamps are brought in for them, such a
-// line keeps the bound it had without the repair.
+// crossedInto settles the RDA lines of h whose interval has packets
+// crossing its boundary (a packet that arrived after the End marker is
+// decoded lost here and extra in the next interval; one that overtook the
+// previous End marker is lost here and extra in the previous interval).
+// The repair took them out of this interval's cells with their sender
+// timestamps, so the repaired mean is exact over the packets both ends
+// recorded in the interval — but the interval's packets include the
+// crossed ones (the truth counts a packet in the interval it was sent in).
+// Their receiver timestamps are in the neighbouring interval's receiver
+// cache: with both, their delays go into the mean and it is exact over
+// the interval's packets (includeCrossed). Without them (a neighbour not
+// paired, a sampled or ambiguous cache) the line keeps the estimate and
+// bound it had before the repair. Departure from the paper, whose
+// exchange assumes one closed interval per side.
 //
-// The same holds for a mean that is exact because one bank's usable cells
-// hold every matched packet (rda_mean_exact): it too lacks the crossed
-// packets, and has no bound to fall back to, so such a line is invalid.
-func (c *controller) unrepairCrossed(h *heldInterval) {
+// A mean exact without a repair, because one bank's usable cells hold
+// every matched packet (rda_mean_exact), lacks the crossed packets too and
+// has no bound to fall back to: such a line is invalid.
+func (c *controller) crossedInto(h *heldInterval) {
 	for i := range h.lines {
 		l := &h.lines[i]
 		if l.flow != nil || l.r.Synopsis != "rda" || !crossedBoundary(l.r) {
 			continue
 		}
-		defer func(l *heldLine) {
-			if l.r.Valid && l.r.MeanCINs == 0 {
-				l.r.Valid, l.r.Reason = false, ReasonExactCrossed
-				if l.e != nil {
-					l.e.Valid, l.e.Reason = false, ReasonExactCrossed
-				}
+		if rp := c.repaired[l.r]; rp != nil {
+			delete(c.repaired, l.r)
+			if !c.includeCrossed(rp) {
+				c.unrepair(rp)
 			}
-		}(l)
-		rp := c.repaired[l.r]
-		if rp == nil {
 			continue
 		}
-		delete(c.repaired, l.r)
-		r, p := l.r, &rp.pre
-		r.MeanNs, r.StddevNs, r.MeanCINs, r.Samples, r.Usable, r.Buckets = p.mean, p.stddev, p.ci, p.samples, p.usable, p.buckets
-		for k, v := range p.extra {
-			r.Extra[k] = v
+		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.Valid && l.r.MeanCINs == 0 {
+			l.r.Valid, l.r.Reason = false, ReasonExactCrossed
+			if l.e != nil {
+				l.e.Valid, l.e.Reason = false, ReasonExactCrossed
+			}
 		}
-		if _, was := p.extra["rda_note"]; !was {
-			delete(r.Extra, "rda_note")
+	}
+}
+
+// includeCrossed adds the delays of the packets of rp's interval that
+// crossed its boundary to its repaired, exact mean; false (nothing
+// changed) when some timestamp is not at hand.
+func (c *controller) includeCrossed(rp *repair) bool {
+	r, k, m := rp.r, rp.key.k, int(rp.key.mec)
+	if r.Extra["rda_exact"] != true || r.MeanCINs != 0 || r.Samples == 0 {
+		return false
+	}
+	self := c.evidenceOf(k)
+	if self == nil || m >= len(self.rda) || self.rda[m] == nil {
+		return false
+	}
+	lost := map[uint64]bool{}
+	for _, id := range self.rda[m].Lost {
+		lost[id] = true
+	}
+	var sum float64
+	n := 0
+	for _, j := range []uint64{k + 1, k - 1} {
+		ev := c.evidenceOf(j)
+		var extra []uint64
+		if ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
+			extra = ev.rda[m].Extra
 		}
-		r.Extra["rda_repair_note"] = repairCrossedNote
-		if l.e != nil {
-			l.e.MeanNs, l.e.StddevNs, l.e.MeanCINs, l.e.Samples, l.e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
+		for _, id := range extra {
+			if !lost[id] {
+				continue
+			}
+			if m >= len(ev.own) || ev.own[m] == nil || ev.own[m].Cache() == nil || ev.own[m].Cache().Dups() > 0 {
+				return false
+			}
+			tR, okR := ev.own[m].Cache().Lookup(id)
+			tS, okS := rp.snd.Cache().Lookup(id)
+			if !okR || !okS {
+				return false
+			}
+			sum += float64(int64(tR - tS))
+			n++
 		}
-		if r.Valid && !rp.origValid && r.Reason == "" {
-			r.Valid, r.Reason = false, rp.origReason
+	}
+	want, _ := r.Extra["crossed"].(int)
+	early, _ := r.Extra["early"].(int)
+	if n == 0 || n != want+early {
+		return false
+	}
+	N := float64(r.Samples)
+	mean := (r.MeanNs*N + sum) / (N + float64(n))
+	r.MeanNs, r.Samples = mean, r.Samples+uint64(n)
+	if rp.e != nil {
+		rp.e.MeanNs, rp.e.Samples = mean, rp.e.Samples+uint64(n)
+	}
+	r.Extra["rda_crossed_included"] = n
+	return true
+}
+
+// unrepair puts back the line's estimate from before the repair.
+func (c *controller) unrepair(rp *repair) {
+	r, p := rp.r, &rp.pre
+	r.MeanNs, r.StddevNs, r.MeanCINs, r.Samples, r.Usable, r.Buckets = p.mean, p.stddev, p.ci, p.samples, p.usable, p.buckets
+	for k, v := range p.extra {
+		r.Extra[k] = v
+	}
+	if _, was := p.extra["rda_note"]; !was {
+		delete(r.Extra, "rda_note")
+	}
+	r.Extra["rda_repair_note"] = repairCrossedNote
+	if e := rp.e; e != nil {
+		e.MeanNs, e.StddevNs, e.MeanCINs, e.Samples, e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
+	}
+	if r.Valid && !rp.origValid && r.Reason == "" {
+		r.Valid, r.Reason = false, rp.origReason
+	}
+	if r.Valid && r.MeanCINs == 0 {
+		// Exact before the repair only by one bank's cells: see
+		// crossedInto.
+		r.Valid, r.Reason = false, ReasonExactCrossed
+		if rp.e != nil {
+			rp.e.Valid, rp.e.Reason = false, ReasonExactCrossed
 		}
 	}
 }

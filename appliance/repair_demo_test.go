@@ -28,11 +28,19 @@ func TestDemoRDARepairExact(t *testing.T) {
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	uniform, _ := model.NewUniformLoss(0.001)
 	bursty, _ := model.NewBurstyLoss(0.002, 4)
-	repaired := 0
+	repaired, included := 0, 0
 	for i, sc := range []struct {
-		name string
-		loss model.Loss
-	}{{"uniform 0.1%", uniform}, {"bursty 0.2%, bursts of 4", bursty}} {
+		name    string
+		loss    model.Loss
+		reorder float64
+		iv      time.Duration
+	}{
+		{"uniform 0.1%", uniform, 0, 400 * time.Millisecond},
+		{"bursty 0.2%, bursts of 4", bursty, 0, 400 * time.Millisecond},
+		// Packets crossing End markers: their delays come from the
+		// neighbouring interval's receiver cache (rda_crossed_included).
+		{"uniform 0.1%, heavy reorder", uniform, 0.2, 150 * time.Millisecond},
+	} {
 		t.Run(sc.name, func(t *testing.T) {
 			cl, err := classifier.NewClassifierFromSpecs(nil)
 			if err != nil {
@@ -40,7 +48,7 @@ func TestDemoRDARepairExact(t *testing.T) {
 			}
 			rda := synopsis.DefaultRDAConfig()
 			cfg := appliance.DemoConfig{
-				Duration: 2 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: sc.loss, Rate: 20_000, Seed: uint64(31 + i),
+				Duration: 2 * time.Second, Interval: sc.iv, Delay: delay, Loss: sc.loss, Rate: 20_000, Seed: uint64(31 + i), ReorderProb: sc.reorder,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 				Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2,
 				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
@@ -54,9 +62,19 @@ func TestDemoRDARepairExact(t *testing.T) {
 				if r.Synopsis != "rda" || r.Direction != "a>b" {
 					continue
 				}
-				t.Logf("%d valid=%v lost=%d mean=%.3f ci=%.1f true=%v repair=%v asked=%v req=%vB reply=%vB frames=%v exact=%v %s",
+				t.Logf("%d valid=%v lost=%d mean=%.3f ci=%.1f true=%v repair=%v asked=%v req=%vB reply=%vB frames=%v exact=%v crossed=%v early=%v included=%v %s",
 					r.Interval, r.Valid, r.Lost, r.MeanNs, r.MeanCINs, derefF(r.TrueMeanNs), r.Extra["rda_repair"], r.Extra["rda_repair_asked"],
-					r.Extra["rda_repair_request_bytes"], r.Extra["rda_repair_reply_bytes"], r.Extra["rda_repair_frames"], r.Extra["rda_exact"], r.Reason)
+					r.Extra["rda_repair_request_bytes"], r.Extra["rda_repair_reply_bytes"], r.Extra["rda_repair_frames"], r.Extra["rda_exact"],
+					r.Extra["crossed"], r.Extra["early"], r.Extra["rda_crossed_included"], r.Reason)
+				if r.Valid && r.MeanCINs == 0 && r.TrueMeanNs != nil {
+					// Any exact claim, repaired or not, is held to the truth.
+					if rel := math.Abs(r.MeanNs-*r.TrueMeanNs) / *r.TrueMeanNs; rel > 1e-6 {
+						t.Errorf("%d: mean %.3f claimed exact, true %.3f (rel. error %.2g)", r.Interval, r.MeanNs, *r.TrueMeanNs, rel)
+					}
+				}
+				if n, _ := r.Extra["rda_crossed_included"].(int); n > 0 && r.Valid {
+					included++
+				}
 				if !r.Valid || r.Extra["rda_decode_complete"] != true || r.Extra["rda_repair"] != "complete" {
 					continue
 				}
@@ -74,6 +92,7 @@ func TestDemoRDARepairExact(t *testing.T) {
 	if repaired == 0 {
 		t.Error("no valid RDA line was repaired: the property went untested")
 	}
+	t.Logf("%d valid repaired lines, %d with the delays of packets that crossed the boundary included", repaired, included)
 }
 
 func derefF(p *float64) string {
