@@ -498,9 +498,13 @@ func (c *controller) flush() {
 	for k := range c.recent {
 		newest = max(newest, k)
 	}
-	for k := range c.recent {
+	for k, ev := range c.recent {
 		if k+4 < newest {
 			delete(c.recent, k)
+		} else if k+1 < newest {
+			// The receiver RDAs (with their timestamp caches) serve
+			// only the next interval's crossedInto.
+			ev.own = nil
 		}
 	}
 }
