@@ -202,30 +202,25 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
 		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
 	}
-	// Memory follows the traffic: flow tables start small and grow
-	// between intervals (ReserveFlows). The sender's RDA keeps no
-	// timestamp cache: its timestamps would be fetched by a round trip the
-	// in-band exchange does not make (lost packets' cells are left out).
+	// Memory follows the traffic: flow tables and timestamp caches start
+	// small and grow between intervals (ReserveFlows, ReserveCache). The
+	// sender's RDA keeps a timestamp cache like the receiver's: the
+	// receiver asks it for the timestamps of the packets lost in the
+	// segment (repair.go).
 	if cfg.Syn.LDS != nil {
 		l := *cfg.Syn.LDS
 		l.FlowsGrow = true
 		l.Cols = foldableCols(l.Cols)
 		cfg.Syn.LDS = &l
 	}
-	sendSyn := cfg.Syn
-	if cfg.Syn.RDA != nil {
-		r := *cfg.Syn.RDA
-		r.CacheBudget = 0
-		sendSyn.RDA = &r
-	}
 	var err error
-	if a.sbuf, err = dataplane.NewDoubleBuffer(sendSyn); err != nil {
+	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
-	for _, set := range a.rbuf.Sets {
+	for _, set := range append(a.rbuf.Sets[:], a.sbuf.Sets[:]...) {
 		for _, r := range set.RDA {
 			r.ReserveCache() // start small: see the controller's ReserveCache
 		}
@@ -499,6 +494,7 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		<-a.done
 		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
 		cc := a.receiver.Counters()
+		rc := a.RepairCounters()
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
 			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
 			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
@@ -509,7 +505,10 @@ func (a *Appliance) Stop(drain time.Duration) error {
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
 			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
 			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
-			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).Msg("appliance stopped")
+			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
+			Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
+			Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
+			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Msg("appliance stopped")
 	})
 	return a.stopErr
 }

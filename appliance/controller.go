@@ -55,6 +55,17 @@ type controller struct {
 	// (frames of k, or of k+1 arriving just after the flip).
 	rxDropped uint64
 	rxDrops   map[uint64]uint64
+	// The RDA repair exchange (repair.go): as the sender, the timestamp
+	// caches of the intervals still open to requests; as the receiver,
+	// the lines waiting for the sender's timestamps.
+	tscaches map[uint64][]*synopsis.TSCache
+	spares   []*synopsis.TSCache
+	repairs  map[repairKey]*repair
+	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
+	reqID    uint32
+	xs       []control.Exchange
+	xbufs    [][]byte
+	rc       repairCounters
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -187,6 +198,7 @@ func (c *controller) step(now time.Time) {
 			break
 		}
 		c.ship(set, int64(nowNs))
+		c.keepCaches(set)
 		if set.LDS != nil {
 			set.LDS.ReserveFlows()
 		}
@@ -210,6 +222,8 @@ func (c *controller) step(now time.Time) {
 		a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
 		a.toCtl.Done()
 	}
+	// Requests from the peer (we are their sender) and replies to ours.
+	c.exchanges(now)
 	for {
 		set, ok := a.rbuf.Idle()
 		if !ok {
@@ -297,7 +311,7 @@ func (c *controller) step(now time.Time) {
 	}
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0)
+	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0)
 }
 
 // silent reports, by our own clock, every interval that ended more than a
@@ -368,7 +382,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.pairing = true
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
+	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda))}
 	defer c.release(b.Interval)
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
@@ -456,8 +470,9 @@ func sessionReason(flags uint64, rc *rcopy) string {
 }
 
 // pairRDA reports the RDA line of one MEC. Lost packets' cells are left
-// out (their sender timestamps would need a round trip, docs/rda.md), so
-// under loss the mean is valid but bounded, not exact.
+// out until the sender's timestamps for them arrive (askRepair,
+// repair.go): under loss the mean is valid but bounded, and exact once
+// the repair completes.
 func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	a := c.a
 	r := c.line(b.Interval, b.StartNs, b.EndNs, m)
@@ -493,6 +508,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	}
 	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
 		c.ev.rda[m] = &dec
+		c.ev.own[m] = own
 	}
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
@@ -502,6 +518,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		r.Valid, r.Reason = false, why
 	}
 	c.hold(r, e, m)
+	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
 }
 
 // matchRDA is our RDA in the sender's shape: the budget may have folded
@@ -899,6 +916,7 @@ func (c *controller) emit(r *report.Interval) {
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
 	c.reported.Add(1)
+	delete(c.repaired, r)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.
 		if r.Extra == nil {
@@ -966,6 +984,7 @@ func (c *controller) final() {
 		}
 	}
 	c.silentAtStop()
+	c.abandonRepairs()
 	c.stopping = false
 	c.flush()
 }

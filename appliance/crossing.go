@@ -43,6 +43,10 @@ type evidence struct {
 	snd []*synopsis.CompactLDA
 	rcv []*synopsis.LDA
 	rda []*synopsis.RDADecoding
+	// own: the receiver's RDA per MEC in the shape decoded (with its
+	// timestamp cache), for the delays of packets that crossed into a
+	// neighbouring interval (crossedInto); nil where not paired.
+	own []*synopsis.RDA
 	// senderless: the receiver's copy in progress at stop, matched
 	// against an empty sender: unmatched packets there may be the
 	// sender's next interval, not k's.
@@ -189,6 +193,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			carry(l.r, l.e, wasValid)
 		}
 	}
+	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h.lines, &h.ev)
 }
@@ -447,6 +452,9 @@ func (c *controller) flush() {
 			lim = k
 		}
 	}
+	// An interval whose RDA line waits for the sender's timestamps goes
+	// out when they come or at the request's deadline (repair.go).
+	lim = c.repairsBefore(lim)
 	type item struct {
 		k uint64
 		h *heldInterval
@@ -490,9 +498,13 @@ func (c *controller) flush() {
 	for k := range c.recent {
 		newest = max(newest, k)
 	}
-	for k := range c.recent {
+	for k, ev := range c.recent {
 		if k+4 < newest {
 			delete(c.recent, k)
+		} else if k+1 < newest {
+			// The receiver RDAs (with their timestamp caches) serve
+			// only the next interval's crossedInto.
+			ev.own = nil
 		}
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// Golden control frames: the bytes of an End, a Hello and a fragment for
+// Golden control frames: the bytes of an End, a Hello, a fragment, a
+// request and a reply for
 // fixed inputs, keyed and insecure. Two appliances of different versions
 // must agree on these bytes; a change to the encoder and the decoder
 // together passes every round-trip test, but not this one. If the wire
@@ -42,6 +43,19 @@ func goldenFrames(t testing.TB) map[string][]byte {
 			t.Fatal(err)
 		}
 		out[mode+" fragment"] = b
+		for _, x := range []struct {
+			name string
+			t    Type
+			seq  uint64
+			body string
+		}{{"request", TypeRequest, 10, "request body"}, {"reply", TypeReply, 11, "reply body"}} {
+			p := append([]byte{0x12, 0x34, 0x56, 0x78, 0x9A, 0xBC, 0xDE, 0xF0, 0, 0, 0, 5}, x.body...)
+			if b, err = AppendFrame(nil, a, src, &Header{Type: x.t, Kind: KindRDA, MEC: 1, Session: 0xDEADBEEFCAFEF00D, Interval: 1_763_700_000, Seq: x.seq,
+				FragIndex: 0, FragCount: 2, Direction: 2}, p); err != nil {
+				t.Fatal(err)
+			}
+			out[mode+" "+x.name] = b
+		}
 	}
 	return out
 }
@@ -53,6 +67,10 @@ var goldenHex = map[string]string{
 	"insecure end":      "034c4441000102000000004288b54c44010201000000deadbeefcafef00d00000000691fed20000000000000000700000001000100221879ebce365b40001879ebce71f60a00000000000001e2400000000005e30a78000000000000000000000000000000000000",
 	"insecure hello":    "034c4441000102000000004288b54c44010101000000deadbeefcafef00d00000000691fed200000000000000008000000010001003d1879ebce3db70d15000000003b9aca000123456789abcdef00010e434c4f434b5f5245414c54494d45000203616c6c05766f696365000200000100010200000000000000000000000000000000",
 	"insecure fragment": "034c4441000102000000004288b54c44010301020001deadbeefcafef00d00000000691fed2000000000000000090002000300020010667261676d656e74207061796c6f616400000000000000000000000000000000",
+	"keyed request":     "034c4441000102000000004288b54c44010400020001deadbeefcafef00d00000000691fed20000000000000000a0000000200020018123456789abcdef0000000057265717565737420626f64790079b9985788d9061c443c85665ef8f6",
+	"keyed reply":       "034c4441000102000000004288b54c44010500020001deadbeefcafef00d00000000691fed20000000000000000b0000000200020016123456789abcdef0000000057265706c7920626f647965b088b3326024330c7a009a9ddd1628",
+	"insecure request":  "034c4441000102000000004288b54c44010401020001deadbeefcafef00d00000000691fed20000000000000000a0000000200020018123456789abcdef0000000057265717565737420626f647900000000000000000000000000000000",
+	"insecure reply":    "034c4441000102000000004288b54c44010501020001deadbeefcafef00d00000000691fed20000000000000000b0000000200020016123456789abcdef0000000057265706c7920626f647900000000000000000000000000000000",
 }
 
 func TestGoldenControlFrames(t *testing.T) {

@@ -100,6 +100,7 @@ type Counters struct {
 	Timeout         uint64 // intervals failed by Expire
 	Bundles         uint64 // intervals completed
 	Failures        uint64 // intervals failed, any reason
+	Exchanges       uint64 // requests and replies reassembled (exchange.go)
 }
 
 const (
@@ -129,6 +130,7 @@ const (
 	cTimeout
 	cBundles
 	cFailures
+	cExchanges
 	numCounters
 )
 
@@ -148,6 +150,7 @@ type Receiver struct {
 	guard  sessionGuard
 	replay replayFilter
 	asm    reassembler
+	xasm   exchangeAsm
 	out    []Result
 	c      counterSet
 	f      Frame
@@ -270,6 +273,8 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 		r.asm.addEnd(f.Interval, &e, nowNs, n)
 	case TypeFragment:
 		r.asm.addFragment(f, nowNs, n)
+	case TypeRequest, TypeReply:
+		r.xasm.add(f, nowNs, n, &r.c)
 	}
 	return nil
 }
@@ -282,6 +287,7 @@ func (r *Receiver) adopt(had bool) {
 		r.c.inc(cSessionRestarts)
 	}
 	r.asm.reset(r.guard.session, ReasonSessionRestart)
+	r.xasm.inflight = nil
 	r.replay = replayFilter{}
 }
 
@@ -304,7 +310,10 @@ func parseCounter(err error) int {
 // Expire fails, with the reason they are stuck on, every interval that has
 // waited Timeout or longer at receiver time nowNs. Call it periodically
 // (e.g. every interval tick) from the same goroutine as Consume.
-func (r *Receiver) Expire(nowNs int64) { r.asm.expire(nowNs) }
+func (r *Receiver) Expire(nowNs int64) {
+	r.asm.expire(nowNs)
+	r.xasm.expire(nowNs, r.cfg.Timeout)
+}
 
 // Results appends the intervals finished since the last call to dst, in
 // the order they finished, and forgets them.
@@ -341,7 +350,7 @@ func (c Counters) Each(fn func(name string, v uint64)) {
 		{"session_restarts", c.SessionRestarts}, {"replayed", c.Replayed}, {"too_old", c.TooOld},
 		{"out_of_order", c.OutOfOrder}, {"duplicate", c.Duplicate}, {"late", c.Late},
 		{"unknown_part", c.UnknownPart}, {"inconsistent", c.Inconsistent}, {"oversize", c.Oversize},
-		{"evicted", c.Evicted}, {"timeout", c.Timeout}, {"bundles", c.Bundles}, {"failures", c.Failures},
+		{"evicted", c.Evicted}, {"timeout", c.Timeout}, {"bundles", c.Bundles}, {"failures", c.Failures}, {"exchanges", c.Exchanges},
 	} {
 		fn(x.n, x.v)
 	}
@@ -361,5 +370,6 @@ func (r *Receiver) Counters() Counters {
 		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),
 		Inconsistent: c[cInconsistent].Load(), Oversize: c[cOversize].Load(), Evicted: c[cEvicted].Load(),
 		Timeout: c[cTimeout].Load(), Bundles: c[cBundles].Load(), Failures: c[cFailures].Load(),
+		Exchanges: c[cExchanges].Load(),
 	}
 }

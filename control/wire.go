@@ -67,6 +67,12 @@ const (
 	TypeHello    Type = 1 // session setup: carries the sender's configuration
 	TypeEnd      Type = 2 // End-of-interval marker, sent in the data path
 	TypeFragment Type = 3 // one fragment of one encoded synopsis
+	// TypeRequest and TypeReply are the two-way exchange (exchange.go): a
+	// direction's receiver asks its sender (request), the sender answers
+	// (reply). Each rides, fragmented, as a frame of the session of the
+	// direction it travels in.
+	TypeRequest Type = 4
+	TypeReply   Type = 5
 )
 
 func (t Type) String() string {
@@ -77,6 +83,10 @@ func (t Type) String() string {
 		return "end"
 	case TypeFragment:
 		return "fragment"
+	case TypeRequest:
+		return "request"
+	case TypeReply:
+		return "reply"
 	}
 	return "unknown"
 }
@@ -213,6 +223,9 @@ func ParseFrame(b []byte, f *Frame) error {
 	if f.Type == TypeEnd && f.PayloadLen != EndPayloadLen {
 		return ErrBadPayload
 	}
+	if (f.Type == TypeRequest || f.Type == TypeReply) && f.PayloadLen < ExchangeHeaderLen {
+		return ErrBadPayload
+	}
 	f.Authed = h[:n:n]
 	f.Payload = h[HeaderLen:n:n]
 	f.Tag = h[n : n+TagLen : n+TagLen]
@@ -229,7 +242,7 @@ func (h *Header) valid() bool {
 	switch h.Type {
 	case TypeHello, TypeEnd:
 		return h.Kind == KindMeta && h.MEC == 0 && h.FragIndex == 0 && h.FragCount == 1
-	case TypeFragment:
+	case TypeFragment, TypeRequest, TypeReply:
 		return h.FragCount >= 1 && h.FragIndex < h.FragCount
 	}
 	return false
@@ -251,7 +264,8 @@ func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload [
 	if a.Insecure() {
 		hh.Flags |= FlagInsecure
 	}
-	if !hh.valid() || (hh.Type == TypeEnd && len(payload) != EndPayloadLen) {
+	if !hh.valid() || (hh.Type == TypeEnd && len(payload) != EndPayloadLen) ||
+		((hh.Type == TypeRequest || hh.Type == TypeReply) && len(payload) < ExchangeHeaderLen) {
 		return dst, ErrBadHeader
 	}
 	dst = append(dst, DstMAC[:]...)

@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -376,10 +377,22 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 // TestLaneZeroAllocs pins the hot path: a forwarding, a sender and a
 // receiver poll of a full burst allocate nothing.
 func TestLaneZeroAllocs(t *testing.T) {
+	// With the RDA and its timestamp cache too: the appliance's sender
+	// records into one as the receiver does (the RDA repair exchange).
+	rda := synopsis.DefaultRDAConfig()
+	rda.CacheBudget = 1 << 20
+	for _, syn := range []dataplane.SynConfig{
+		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
+		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1},
+	} {
+		t.Run(fmt.Sprintf("rda=%v", syn.RDA != nil), func(t *testing.T) { laneZeroAllocs(t, syn) })
+	}
+}
+
+func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig) {
 	l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	cl, _ := classifier.NewClassifier(nil)
-	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
 	sbuf, _ := dataplane.NewDoubleBuffer(syn)
 	rbuf, _ := dataplane.NewDoubleBuffer(syn)
 	var epoch atomic.Uint64

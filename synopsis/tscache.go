@@ -446,3 +446,26 @@ func newPartialTSCache(n int, level uint8) *TSCache {
 	c.alloc(slots)
 	return c
 }
+
+// EmptyLike returns an empty cache with c's budget, sized for packets
+// like Reserve. It allocates: for the control side, never the hot path.
+func (c *TSCache) EmptyLike(packets uint64) *TSCache {
+	d := &TSCache{maxSlots: c.maxSlots}
+	d.Reserve(packets)
+	return d
+}
+
+// SwapCache puts c (emptied) in place of r's timestamp cache and returns
+// the cache r held, so the control side can keep an interval's sender
+// timestamps for the receiver's requests after the copy is reset and
+// reused (no copy of the table). c must not be shared. No-op returning
+// nil when r has no cache.
+func (r *RDA) SwapCache(c *TSCache) *TSCache {
+	if r.cache == nil || c == nil {
+		return nil
+	}
+	old := r.cache
+	c.Reset()
+	r.cache = c
+	return old
+}

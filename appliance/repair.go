@@ -1,0 +1,533 @@
+package appliance
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// RDA repair under loss (docs/rda.md, "Exchange"). The sender's RDA
+// copy that crosses the wire has no timestamps, so the cells of packets
+// lost in the segment cannot be repaired from it: the receiver would need
+// their sender timestamps. Each appliance is the sender of the other
+// direction, so the receiver asks in-band: a control.TypeRequest with the
+// lost identities, sent as a frame of its own sending session toward the
+// peer; the peer's controller answers from the timestamp cache it kept for
+// that interval with a control.TypeReply of its sending session. The
+// receiver feeds the reply into its copy of the sender's RDA and estimates
+// again: with every lost packet's timestamp the mean is exact.
+//
+//   - The sender keeps each interval's RDA timestamp caches (one per
+//     class, taken off the idle copy without a copy of the table) until
+//     two more intervals are shipped: interval k answers while k+1 and
+//     k+2 are shipped, which covers the receiver's hold of k (it waits for
+//     k+1 to pair, crossing.go) and its deadline.
+//   - The receiver asks only when the sender's wire copy says it has a
+//     cache (RDAStats.MissingSender: lost identities the sender's sampled
+//     cache holds). An older sender, or one without a cache, is never
+//     asked: the line stays valid with its bound, as without the exchange.
+//   - A request is retried every repairRetry until repairDeadline after
+//     the first, then given up ("no reply"); the line is never held past
+//     that deadline (its hold for the next interval is longer anyway).
+//     Forwarding never waits on any of it: the frames go through the
+//     sender lane's inject ring like every control frame.
+//   - A reply is accepted once, only from the sender session asked, only
+//     for our session and the request's id, and only if it decodes
+//     against the request (synopsis.ParseReply's check binds it to the
+//     ids). Replays are dropped by the control receiver's replay window.
+//
+// Departure from the paper (Sec. VIII-A): the paper ships the receiver's
+// RDA to the sender and always asks for the reordered packets'
+// timestamps; here the sender ships, extra packets are repaired from the
+// receiver's own cache, and the one request/response is made only for
+// lost packets, so a loss-free interval costs no round trip.
+
+// repairKeepIntervals is how many newer intervals the sender ships while
+// it still answers requests for interval k.
+const repairKeepIntervals = 2
+
+// repairRetry and repairDeadline are the retry period and the give-up
+// time of a request, as fractions of the interval.
+func (c *controller) repairRetry() time.Duration {
+	return max(c.a.cfg.Interval/16, 2*time.Millisecond)
+}
+
+func (c *controller) repairDeadline() time.Duration { return c.a.cfg.Interval / 2 }
+
+// RepairCounters count the exchange at one appliance: as a sender (the
+// requests it answered or refused) and as a receiver (what it asked and
+// what came back).
+type RepairCounters struct {
+	RequestsAnswered uint64 // replies sent
+	RequestsRefused  uint64 // requests for another session, an interval no longer kept, or not decoding
+	RequestsSent     uint64 // request messages sent, retries included
+	RepliesAccepted  uint64
+	RepliesStray     uint64 // replies to no pending request (late, duplicate, another session's)
+	RepliesBad       uint64 // replies that do not decode against their request
+	GivenUp          uint64 // requests that reached their deadline without a reply
+}
+
+type repairCounters struct {
+	answered, refused, sent, accepted, stray, bad, givenUp atomic.Uint64
+}
+
+// RepairCounters returns a snapshot of the exchange counters.
+func (a *Appliance) RepairCounters() RepairCounters {
+	r := &a.ctl.rc
+	return RepairCounters{RequestsAnswered: r.answered.Load(), RequestsRefused: r.refused.Load(), RequestsSent: r.sent.Load(),
+		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load()}
+}
+
+type repairKey struct {
+	k   uint64
+	mec uint16
+}
+
+// repair is one RDA line waiting for the sender's timestamps.
+type repair struct {
+	key        repairKey
+	peer       uint64 // the sender session asked
+	id         uint32
+	ids        []uint64
+	lost       int    // lost packets decoded (ids are those the sender's sampled cache holds)
+	body       []byte // the request message
+	snd, own   *synopsis.RDA
+	r          *report.Interval
+	e          *synopsis.Estimate
+	origValid  bool
+	origReason string
+	first      time.Time
+	last       time.Time
+	tries      int
+	reqBytes   int
+	reqFrames  int
+	// pre is the line's delay fields before the repair, put back when
+	// packets turn out to have crossed the interval's boundary
+	// (unrepairCrossed).
+	pre delayFields
+}
+
+// delayFields are what a repair changes in a line.
+type delayFields struct {
+	mean, stddev, ci float64
+	samples          uint64
+	usable, buckets  int
+	extra            map[string]any // the rda_* fields
+}
+
+// keepCaches takes the timestamp caches off the sender's idle copy of
+// interval set.LastK (before Release resets it) and forgets those of
+// intervals no longer open to requests.
+func (c *controller) keepCaches(set *dataplane.SynSet) {
+	k := set.LastK
+	if c.tscaches == nil {
+		c.tscaches = map[uint64][]*synopsis.TSCache{}
+	}
+	var kept []*synopsis.TSCache
+	for _, r := range set.RDA {
+		old := r.Cache()
+		if old == nil {
+			kept = append(kept, nil)
+			continue
+		}
+		var spare *synopsis.TSCache
+		if n := len(c.spares); n > 0 {
+			spare, c.spares = c.spares[n-1], c.spares[:n-1]
+			spare.Reserve(old.Offered()) // follows the traffic, empties
+		} else {
+			spare = old.EmptyLike(old.Offered())
+		}
+		kept = append(kept, r.SwapCache(spare))
+	}
+	c.tscaches[k] = kept
+	for j, cs := range c.tscaches {
+		if j+repairKeepIntervals < k || j > k+64 {
+			for _, t := range cs {
+				if t != nil && len(c.spares) < 2*len(set.RDA) {
+					c.spares = append(c.spares, t)
+				}
+			}
+			delete(c.tscaches, j)
+		}
+	}
+}
+
+// exchanges handles the requests and replies the control receiver
+// reassembled.
+func (c *controller) exchanges(now time.Time) {
+	c.xs = c.a.receiver.Exchanges(c.xs[:0])
+	changed := false
+	for i := range c.xs {
+		x := &c.xs[i]
+		switch x.Type {
+		case control.TypeRequest:
+			c.answer(x)
+		case control.TypeReply:
+			changed = c.onReply(x) || changed
+		}
+		x.Body = nil
+	}
+	if c.repairTick(now) || changed {
+		c.flush()
+	}
+}
+
+// answer replies to a request for the timestamps of interval x.Interval,
+// class x.MEC, from the cache kept for it.
+func (c *controller) answer(x *control.Exchange) {
+	a := c.a
+	var cache *synopsis.TSCache
+	if cs := c.tscaches[x.Interval]; int(x.MEC) < len(cs) {
+		cache = cs[x.MEC]
+	}
+	if x.Kind != control.KindRDA || x.To != a.sender.Session() || cache == nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == a.sender.Session()).
+			Msg("timestamp request refused: not our session, or the interval's timestamps are no longer kept")
+		return
+	}
+	ids, err := synopsis.ParseTimestampRequest(x.Body)
+	if err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
+		return
+	}
+	if cache.Dups() > 0 {
+		// Some identity was recorded twice in this interval: the one
+		// timestamp cached for it may be the other copy's. Answer
+		// "not cached" for every id, as EstimateRDA does with its own
+		// cache (RDAStats.Ambiguous): those cells stay out of the mean.
+		cache = nil
+	}
+	body := cache.AppendReply(nil, ids)
+	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
+	if err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply not sent")
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	for _, f := range frames {
+		c.pending = append(c.pending, append([]byte(nil), f...))
+	}
+	c.rc.answered.Add(1)
+}
+
+// askRepair starts the exchange for the RDA line r (estimate e) of
+// class m in interval k when its sender copy lacks lost packets'
+// timestamps the sender can supply.
+func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st *synopsis.RDAStats, r *report.Interval, e *synopsis.Estimate) {
+	if len(st.MissingSender) == 0 || peer == 0 {
+		return
+	}
+	if c.repairs == nil {
+		c.repairs = map[repairKey]*repair{}
+	}
+	c.reqID++
+	now := time.Now()
+	ids := append([]uint64(nil), st.MissingSender...)
+	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
+		snd: snd, own: own, r: r, e: e, origValid: r.Valid, origReason: r.Reason, first: now}
+	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
+		// More lost packets than one request carries: the line keeps
+		// its bound.
+		r.Extra["rda_repair"] = fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
+		return
+	}
+	rp.pre = delayFields{mean: r.MeanNs, stddev: r.StddevNs, ci: r.MeanCINs, samples: r.Samples, usable: r.Usable, buckets: r.Buckets,
+		extra: st.ReportFields()}
+	c.repairs[rp.key] = rp
+	c.sendRequest(rp, now)
+}
+
+func (c *controller) sendRequest(rp *repair, now time.Time) {
+	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, rp.key.k, rp.key.mec, control.KindRDA, rp.peer, rp.id, rp.body)
+	if err != nil {
+		c.a.cfg.Log.Warn().Err(err).Uint64("interval", rp.key.k).Msg("timestamp request not sent")
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	for _, f := range frames {
+		c.pending = append(c.pending, append([]byte(nil), f...))
+		rp.reqBytes += len(f)
+	}
+	rp.reqFrames += len(frames)
+	rp.tries++
+	rp.last = now
+	c.rc.sent.Add(1)
+}
+
+// repairTick retries the pending requests and gives up those past their
+// deadline; it says whether any line was finished.
+func (c *controller) repairTick(now time.Time) bool {
+	done := false
+	for key, rp := range c.repairs {
+		switch {
+		case now.Sub(rp.first) >= c.repairDeadline():
+			c.rc.givenUp.Add(1)
+			c.finishRepair(rp, nil, 0, 0, "no reply")
+			delete(c.repairs, key)
+			done = true
+		case now.Sub(rp.last) >= c.repairRetry():
+			c.sendRequest(rp, now)
+		}
+	}
+	return done
+}
+
+// abandonRepairs gives up every pending request (the appliance stops).
+func (c *controller) abandonRepairs() {
+	for key, rp := range c.repairs {
+		c.rc.givenUp.Add(1)
+		c.finishRepair(rp, nil, 0, 0, "no reply")
+		delete(c.repairs, key)
+	}
+}
+
+// onReply applies a reply to its pending request; it says whether a line
+// was finished.
+func (c *controller) onReply(x *control.Exchange) bool {
+	key := repairKey{k: x.Interval, mec: x.MEC}
+	rp := c.repairs[key]
+	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != c.a.sender.Session() || x.ID != rp.id {
+		c.rc.stray.Add(1)
+		return false
+	}
+	ts := make([]uint64, len(rp.ids))
+	ok := make([]bool, len(rp.ids))
+	if err := synopsis.ParseReply(x.Body, rp.ids, ts, ok); err != nil {
+		c.rc.bad.Add(1)
+		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
+		return false
+	}
+	found := 0
+	for _, v := range ok {
+		if v {
+			found++
+		}
+	}
+	if err := rp.snd.AddRemoteTimestamps(x.Body, rp.ids); err != nil {
+		c.rc.bad.Add(1)
+		return false
+	}
+	c.rc.accepted.Add(1)
+	// Complete: a timestamp for every lost packet decoded. The caches
+	// sample when an interval outgrows them (TSCache), and then only the
+	// sampled lost packets are asked for: partial.
+	status := "complete"
+	if found < rp.lost {
+		status = fmt.Sprintf("partial: %d of %d", found, rp.lost)
+	}
+	c.finishRepair(rp, x, found, x.Frames, status)
+	delete(c.repairs, key)
+	return true
+}
+
+// finishRepair puts the outcome into the line: with a reply, the
+// estimate again with the returned timestamps (only the delay fields and
+// the RDA's own fields change: loss, crossings and reasons found since
+// stay), and in any case what the exchange cost.
+func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyFrames int, status string) {
+	r := rp.r
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	replyBytes := 0
+	if x != nil {
+		replyBytes = x.Bytes
+		e2, st2, err := synopsis.EstimateRDA(rp.snd, rp.own, c.a.cfg.Conf)
+		if err == nil {
+			for k, v := range st2.ReportFields() {
+				r.Extra[k] = v
+			}
+			if _, still := st2.ReportFields()["rda_note"]; !still {
+				delete(r.Extra, "rda_note")
+			}
+			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
+			r.Samples, r.Usable, r.Buckets = e2.Samples, e2.UsableBuckets, e2.TotalBuckets
+			e := rp.e
+			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
+			e.Samples, e.UsableBuckets = e2.Samples, e2.UsableBuckets
+			if c.repaired == nil {
+				c.repaired = map[*report.Interval]*repair{}
+			}
+			c.repaired[r] = rp
+			switch {
+			case !e2.Valid && r.Valid:
+				r.Valid, r.Reason = false, e2.Reason
+				e.Valid, e.Reason = false, e2.Reason
+			case e2.Valid && !rp.origValid && !r.Valid && r.Reason == rp.origReason:
+				// Invalid only for the estimator's own reason (too few
+				// usable cells), which the repair removed.
+				r.Valid, r.Reason = true, ""
+				e.Valid, e.Reason = true, ""
+			}
+		}
+	}
+	if x != nil && crossedBoundary(r) && c.repaired[r] == rp {
+		// The crossing checks ran before the reply came (crossedInto).
+		delete(c.repaired, r)
+		if !c.includeCrossed(rp) {
+			c.unrepair(rp)
+		}
+	}
+	r.Extra["rda_repair"] = status
+	r.Extra["rda_repair_asked"] = len(rp.ids)
+	r.Extra["rda_repair_tries"] = rp.tries
+	r.Extra["rda_repair_request_bytes"] = rp.reqBytes
+	r.Extra["rda_repair_reply_bytes"] = replyBytes
+	r.Extra["rda_repair_frames"] = rp.reqFrames + replyFrames
+}
+
+// repairsBefore is the oldest interval with a pending repair (lines of it
+// and after it wait), math.MaxUint64 when none.
+func (c *controller) repairsBefore(lim uint64) uint64 {
+	for key := range c.repairs {
+		lim = min(lim, key.k)
+	}
+	return lim
+}
+
+// ReasonExactCrossed is the reason of an RDA line whose mean is exact
+// over the packets both ends recorded in the interval, with packets of
+// the interval that crossed its boundary left out and no bound for them.
+const ReasonExactCrossed = "RDA mean exact only over the packets recorded within the interval: packets that crossed its boundary are left out, and there is no bound for them"
+
+// repairCrossedNote says why a completed repair did not make the mean
+// exact.
+const repairCrossedNote = "packets crossed the interval's boundary: the repaired cells hold the packets both ends recorded in the interval, not those that arrived after its end (or overtook its start), so the mean keeps its bound"
+
+// crossedBoundary says whether the crossing checks found packets of the
+// interval that arrived after its end or overtook its start.
+func crossedBoundary(r *report.Interval) bool {
+	n1, _ := r.Extra["crossed"].(int)
+	n2, _ := r.Extra["early"].(int)
+	return n1 > 0 || n2 > 0
+}
+
+// crossedInto settles the RDA lines of h whose interval has packets
+// crossing its boundary (a packet that arrived after the End marker is
+// decoded lost here and extra in the next interval; one that overtook the
+// previous End marker is lost here and extra in the previous interval).
+// The repair took them out of this interval's cells with their sender
+// timestamps, so the repaired mean is exact over the packets both ends
+// recorded in the interval — but the interval's packets include the
+// crossed ones (the truth counts a packet in the interval it was sent in).
+// Their receiver timestamps are in the neighbouring interval's receiver
+// cache: with both, their delays go into the mean and it is exact over
+// the interval's packets (includeCrossed). Without them (a neighbour not
+// paired, a sampled or ambiguous cache) the line keeps the estimate and
+// bound it had before the repair. Departure from the paper, whose
+// exchange assumes one closed interval per side.
+//
+// A mean exact without a repair, because one bank's usable cells hold
+// every matched packet (rda_mean_exact), lacks the crossed packets too and
+// has no bound to fall back to: such a line is invalid.
+func (c *controller) crossedInto(h *heldInterval) {
+	for i := range h.lines {
+		l := &h.lines[i]
+		if l.flow != nil || l.r.Synopsis != "rda" || !crossedBoundary(l.r) {
+			continue
+		}
+		if rp := c.repaired[l.r]; rp != nil {
+			delete(c.repaired, l.r)
+			if !c.includeCrossed(rp) {
+				c.unrepair(rp)
+			}
+			continue
+		}
+		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.Valid && l.r.MeanCINs == 0 {
+			l.r.Valid, l.r.Reason = false, ReasonExactCrossed
+			if l.e != nil {
+				l.e.Valid, l.e.Reason = false, ReasonExactCrossed
+			}
+		}
+	}
+}
+
+// includeCrossed adds the delays of the packets of rp's interval that
+// crossed its boundary to its repaired, exact mean; false (nothing
+// changed) when some timestamp is not at hand.
+func (c *controller) includeCrossed(rp *repair) bool {
+	r, k, m := rp.r, rp.key.k, int(rp.key.mec)
+	if r.Extra["rda_exact"] != true || r.MeanCINs != 0 || r.Samples == 0 {
+		return false
+	}
+	self := c.evidenceOf(k)
+	if self == nil || m >= len(self.rda) || self.rda[m] == nil {
+		return false
+	}
+	lost := map[uint64]bool{}
+	for _, id := range self.rda[m].Lost {
+		lost[id] = true
+	}
+	var sum float64
+	n := 0
+	for _, j := range []uint64{k + 1, k - 1} {
+		ev := c.evidenceOf(j)
+		var extra []uint64
+		if ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
+			extra = ev.rda[m].Extra
+		}
+		for _, id := range extra {
+			if !lost[id] {
+				continue
+			}
+			if m >= len(ev.own) || ev.own[m] == nil || ev.own[m].Cache() == nil || ev.own[m].Cache().Dups() > 0 {
+				return false
+			}
+			tR, okR := ev.own[m].Cache().Lookup(id)
+			tS, okS := rp.snd.Cache().Lookup(id)
+			if !okR || !okS {
+				return false
+			}
+			sum += float64(int64(tR - tS))
+			n++
+		}
+	}
+	want, _ := r.Extra["crossed"].(int)
+	early, _ := r.Extra["early"].(int)
+	if n == 0 || n != want+early {
+		return false
+	}
+	N := float64(r.Samples)
+	mean := (r.MeanNs*N + sum) / (N + float64(n))
+	r.MeanNs, r.Samples = mean, r.Samples+uint64(n)
+	if rp.e != nil {
+		rp.e.MeanNs, rp.e.Samples = mean, rp.e.Samples+uint64(n)
+	}
+	r.Extra["rda_crossed_included"] = n
+	return true
+}
+
+// unrepair puts back the line's estimate from before the repair.
+func (c *controller) unrepair(rp *repair) {
+	r, p := rp.r, &rp.pre
+	r.MeanNs, r.StddevNs, r.MeanCINs, r.Samples, r.Usable, r.Buckets = p.mean, p.stddev, p.ci, p.samples, p.usable, p.buckets
+	for k, v := range p.extra {
+		r.Extra[k] = v
+	}
+	if _, was := p.extra["rda_note"]; !was {
+		delete(r.Extra, "rda_note")
+	}
+	r.Extra["rda_repair_note"] = repairCrossedNote
+	if e := rp.e; e != nil {
+		e.MeanNs, e.StddevNs, e.MeanCINs, e.Samples, e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
+	}
+	if r.Valid && !rp.origValid && r.Reason == "" {
+		r.Valid, r.Reason = false, rp.origReason
+	}
+	if r.Valid && r.MeanCINs == 0 {
+		// Exact before the repair only by one bank's cells: see
+		// crossedInto.
+		r.Valid, r.Reason = false, ReasonExactCrossed
+		if rp.e != nil {
+			rp.e.Valid, rp.e.Reason = false, ReasonExactCrossed
+		}
+	}
+}
