@@ -176,12 +176,15 @@ func TestFaults(t *testing.T) {
 			loss, _ := model.NewUniformLoss(0.001)
 			cl, _ := classifier.NewClassifier(nil)
 			key := []byte("0123456789abcdef0123456789abcdef")
+			rda := synopsis.DefaultRDAConfig()
 			var mu sync.Mutex
 			var lines []report.Interval
 			fp := &faultPort{decide: tc.decide}
 			sum, err := appliance.RunDemo(appliance.DemoConfig{
 				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 50,
-				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Key: key,
+				// The RDA beside the LDA, as run ships it: it proves the
+				// loss of the lossy intervals around a fault.
+				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Key: key,
 				WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
 				Traffic:     tc.traffic, RestartAt: tc.restartAt,
 				Reports: func(r *report.Interval) {

@@ -348,7 +348,10 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			if _, still := st2.ReportFields()["rda_note"]; !still {
 				delete(r.Extra, "rda_note")
 			}
-			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
+			// The line's bound keeps the stamps' own uncertainty (stamps):
+			// the repair makes the estimate exact over the stamps taken,
+			// not the stamps exact.
+			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs+r.StampErrNs
 			r.Samples, r.Usable, r.Buckets = e2.Samples, e2.UsableBuckets, e2.TotalBuckets
 			e := rp.e
 			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
@@ -441,7 +444,7 @@ func (c *controller) crossedInto(h *heldInterval) {
 			}
 			continue
 		}
-		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.Valid && l.r.MeanCINs == 0 {
+		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.Valid && estimateExact(l.r) {
 			l.r.Valid, l.r.Reason = false, ReasonExactCrossed
 			if l.e != nil {
 				l.e.Valid, l.e.Reason = false, ReasonExactCrossed
@@ -455,7 +458,7 @@ func (c *controller) crossedInto(h *heldInterval) {
 // changed) when some timestamp is not at hand.
 func (c *controller) includeCrossed(rp *repair) bool {
 	r, k, m := rp.r, rp.key.k, int(rp.key.mec)
-	if r.Extra["rda_exact"] != true || r.MeanCINs != 0 || r.Samples == 0 {
+	if r.Extra["rda_exact"] != true || !estimateExact(r) || r.Samples == 0 {
 		return false
 	}
 	self := c.evidenceOf(k)
@@ -505,6 +508,10 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	return true
 }
 
+// estimateExact says whether r's estimate claims the exact mean: a bound
+// of nothing but the stamps' own uncertainty.
+func estimateExact(r *report.Interval) bool { return r.MeanCINs <= r.StampErrNs }
+
 // unrepair puts back the line's estimate from before the repair.
 func (c *controller) unrepair(rp *repair) {
 	r, p := rp.r, &rp.pre
@@ -522,7 +529,7 @@ func (c *controller) unrepair(rp *repair) {
 	if r.Valid && !rp.origValid && r.Reason == "" {
 		r.Valid, r.Reason = false, rp.origReason
 	}
-	if r.Valid && r.MeanCINs == 0 {
+	if r.Valid && estimateExact(r) {
 		// Exact before the repair only by one bank's cells: see
 		// crossedInto.
 		r.Valid, r.Reason = false, ReasonExactCrossed

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -380,6 +381,15 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"running"`) {
 		t.Errorf("/healthz while running: %d %s", code, body)
+	}
+	// The delay counters count valid intervals: wait for #2's first
+	// valid LDA line (a lost control fragment early on leaves up to three
+	// intervals around it invalid, honestly).
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(report2)
+		if ivs, _ := runLines(t, string(b[:bytes.LastIndexByte(b, '\n')+1])); slices.ContainsFunc(ivs, func(r report.Interval) bool { return r.Valid && r.Synopsis == "lda" }) {
+			break
+		}
 	}
 	_, body := get("/metrics")
 	for _, want := range []string{`ldafwd_delay_seconds_total{direction="a>b",mec="all",segment="seg x",synopsis="lda"}`,
