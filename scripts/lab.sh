@@ -33,8 +33,10 @@
 # --control-copies, so that a control frame netem loses costs no
 # interval), BUDGET (2%: their --control-budget, all copies counted —
 # the default 1% per copy; at 10 kpps of 128-byte frames 1% for two
-# copies leaves the RDA out), OUT (a temporary directory for the
-# reports and logs; kept).
+# copies leaves the RDA out), MAX_STAMP_ERR (40us: their
+# --max-stamp-err; a busy host's copy-mode AF_XDP transmit stamps can
+# carry more), OUT (a temporary directory for the reports and logs;
+# kept).
 # The equations use ldafwd#2's LDA lines; the RDA and LDS lines are
 # counted (valid of total, and why the others are not).
 set -euo pipefail
@@ -50,6 +52,7 @@ PORTS=${PORTS:-afxdp}
 SYNOPSIS=${SYNOPSIS:-all}
 COPIES=${COPIES:-2}
 BUDGET=${BUDGET:-2%}
+MAX_STAMP_ERR=${MAX_STAMP_ERR:-40us}
 OUT=${OUT:-$(mktemp -d /tmp/ldafwd-lab.XXXXXX)}
 
 die() { echo "lab.sh: $*" >&2; exit 1; }
@@ -131,7 +134,7 @@ spec() { # spec ifname n
 # doubling of the span costs one bit per non-empty bucket (docs/lda.md),
 # not resolution.
 COMMON=(--interval "$INTERVAL" --key-file "$OUT/lab.key" --format table --max-delay 2s --min-delay -50ms
-	--idle-sleep 50us --stats-interval 5s --synopsis "$SYNOPSIS" --control-copies "$COPIES" --control-budget "$BUDGET")
+	--idle-sleep 50us --stats-interval 5s --synopsis "$SYNOPSIS" --control-copies "$COPIES" --control-budget "$BUDGET" --max-stamp-err "$MAX_STAMP_ERR")
 # ldafwd#2 first, and ldafwd#1 only once #2's sockets are bound: a frame
 # #1 sends (its first End markers) while #2's XDP program has no socket
 # yet would be refused where #2 cannot count it.
