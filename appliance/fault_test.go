@@ -45,6 +45,12 @@ type faultPort struct {
 	f       control.Frame
 }
 
+// LastTxNs passes the ring port's transmit stamp on, so that the sender
+// lane stamps its frames as it does on the ring port itself (hiding it
+// made the lane fall back to clock reads around TxBurst, whose gap on a
+// busy host can exceed what the tests' intervals allow).
+func (p *faultPort) LastTxNs() uint64 { return p.Port.(dataplane.TxStamper).LastTxNs() }
+
 func (p *faultPort) copyOf(b []byte) *dataplane.Packet {
 	one := make([]*dataplane.Packet, 1)
 	if p.Port.Alloc(one) != 1 {
