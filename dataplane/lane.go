@@ -126,10 +126,17 @@ type Lane struct {
 	pollErr    uint64 // its uncertainty, ns
 	maxRxErr   uint64
 
-	curK                uint64 // sender: interval being recorded; receiver: last End's interval
-	started             bool
-	closing             bool // sender: interval curK ends as soon as the frames queued before its end are out
-	probing             bool // flush runs inside probeBehindOwn
+	curK    uint64 // sender: interval being recorded; receiver: last End's interval
+	started bool
+	closing bool // sender: interval curK ends as soon as the frames queued before its end are out
+	probing bool // flush runs inside probeBehindOwn
+	// ownRefusedLen: the shortest own frame the tx port was shown to
+	// refuse while taking the frames behind it (probeBehindOwn); 0: none.
+	// An own frame at least that long is probed at once, not after a
+	// wait, so a port that will not take fragments of some size costs the
+	// users' frames one wait, not one per fragment. It is forgotten when
+	// the port takes an own frame that long.
+	ownRefusedLen       int
 	ownAside            [8]*Packet
 	closeK              uint64 // the interval clock's value that closes it
 	intStart            uint64
@@ -601,6 +608,9 @@ func (l *Lane) flush() {
 			before = l.cfg.Clock()
 		}
 		k := l.cfg.Tx.TxBurst(l.txPkts[sent:l.txN])
+		if l.ownRefusedLen > 0 && k > 0 {
+			l.noteOwnTaken(sent, sent+k)
+		}
 		if sender && k > 0 {
 			if !stamp {
 				l.record(sent, sent+k, l.txStamper.LastTxNs(), 0)
@@ -633,6 +643,21 @@ func (l *Lane) flush() {
 	now := l.cfg.Clock()
 	l.now, l.lastTx = now, now
 	switch {
+	case l.ownRefusedLen > 0 && l.txOwn[sent] && !l.probing && len(l.txPkts[sent].Data) >= l.ownRefusedLen &&
+		(sent > 0 || l.stallSince == 0 || now-l.stallSince < l.cfg.StallNs):
+		// An own frame as long as one the port was shown to refuse: set
+		// it aside at once. (A port that takes nothing at all is full:
+		// the stall timer runs as for any frame.)
+		if sent > 0 {
+			l.shiftTx(sent)
+		}
+		if l.probeBehindOwn() {
+			return
+		}
+		if sent > 0 || l.stallSince == 0 {
+			l.stallSince = now
+		}
+		return
 	case sent > 0 || l.stallSince == 0:
 		l.stallSince = now
 	case l.txOwn[0] && !l.probing && now-l.stallSince >= l.cfg.StallNs/ownStallDiv && now-l.stallSince < l.cfg.StallNs:
@@ -704,6 +729,13 @@ func (l *Lane) probeBehindOwn() bool {
 	l.flush()
 	l.probing = false
 	if l.txN < before {
+		shortest := len(l.ownAside[0].Data)
+		for _, p := range l.ownAside[1:i] {
+			shortest = min(shortest, len(p.Data))
+		}
+		if l.ownRefusedLen == 0 || shortest < l.ownRefusedLen {
+			l.ownRefusedLen = shortest
+		}
 		l.Stats.ControlDropped.Add(uint64(i))
 		l.cfg.Tx.Free(l.ownAside[:i])
 		clear(l.ownAside[:i])
@@ -723,6 +755,17 @@ func (l *Lane) probeBehindOwn() bool {
 	clear(l.ownAside[:i])
 	l.txN = n + i
 	return false
+}
+
+// noteOwnTaken forgets ownRefusedLen when the port took, in slots
+// [from, to), an own frame at least that long: it takes them again.
+func (l *Lane) noteOwnTaken(from, to int) {
+	for i := from; i < to; i++ {
+		if l.txOwn[i] && len(l.txPkts[i].Data) >= l.ownRefusedLen {
+			l.ownRefusedLen = 0
+			return
+		}
+	}
 }
 
 // shiftTx drops the first i slots of the tx buffer (their packets are the
