@@ -77,5 +77,8 @@
 //     do that.
 //   - Reassembly memory is bounded by ReceiverConfig (intervals, bytes,
 //     fragments per part, parts per interval); each bound, when hit, fails
-//     an interval with ReasonEvicted or ReasonOversize and moves a counter.
+//     an interval and moves a counter. An interval pushed out by newer ones
+//     is reported with what it still lacked (a lost fragment or End); one
+//     older than everything in flight, with ReasonEvicted; one over the
+//     byte or count limits, with ReasonOversize.
 package control

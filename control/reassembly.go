@@ -187,7 +187,17 @@ func (a *reassembler) get(k uint64, nowNs int64) *intervalState {
 			a.fail(&intervalState{k: k}, ReasonEvicted, detail)
 			return nil
 		}
-		a.fail(a.inflight[ks[0]], ReasonEvicted, detail)
+		// The oldest has waited through MaxIntervals newer ones: what it
+		// still lacks (a fragment or End the segment lost) is the cause,
+		// and the report names it; the eviction is the detail.
+		old := a.inflight[ks[0]]
+		why, what := a.missing(old)
+		if what != "" {
+			detail = what + "; evicted, " + detail
+		} else {
+			detail = "evicted, " + detail
+		}
+		a.fail(old, why, detail)
 	}
 	st := &intervalState{k: k, firstNs: nowNs, ends: map[uint16]End{}, parts: map[PartKey]*partState{}}
 	a.inflight[k] = st
