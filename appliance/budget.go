@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/ldafwd/ldafwd/control"
@@ -16,15 +17,15 @@ import (
 // MinControlBudget). The LDA is the
 // floor: it always goes, whatever it costs. With Config.AdaptLDA it ships
 // folded to the rows its packets fill, and when that would take more than
-// its share (ldaBudgetShare, a quarter, of what one copy may spend, split
-// evenly between the classes) its largest banks are halved until it fits,
+// its share (ldaBudgetShare, a quarter, of what one copy may spend, shared
+// between the classes by need: see byPackets) its largest banks are halved until it fits,
 // down to synopsis.LDAShipFloorRows per bank, which ships whatever it
 // costs; what the RDA and the LDS leave unspent goes back to it at the
 // end (growLDA). What is left after the LDA is spent, per copy, in this
 // order, each step only when the previous one does not fit:
 //
-//  1. the RDA of each class gets its share (what is left, split between
-//     the classes) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
+//  1. the RDA of each class gets its share (what is left, shared between
+//     the classes by need, byPackets) and is folded to the largest size that fits — fewer cells decode a smaller set difference (lost
 //     plus reordered packets); below rdaMinCells per bank it is left out;
 //  2. the LDS gets the rest: first it names fewer flows (the smallest go:
 //     the receiver still names every flow it saw itself, so only the names
@@ -126,30 +127,45 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
 	}
 	var got shipped
-	ldaShare := 0 // payload bytes per class's LDA; 0: no limit
+	ldaLeft := 0 // payload bytes the LDAs of the classes still to encode may take; 0: no limit
 	if budget > 0 && len(set.LDA) > 0 {
 		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
-		ldaShare = max(1, int(ldaBudgetShare*perCopy/float64(len(set.LDA))*fs/(fs+float64(control.Overhead))))
+		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
 	}
-	for m, l := range set.LDA {
+	// The classes share the LDA's part of the budget by need: the
+	// quietest first, each taking at most an even split of what is still
+	// unspent, so what a class with few packets leaves goes to the busy
+	// ones (an even split per class would cut the busiest class's LDA to
+	// a fraction of the share as soon as a few rules are configured).
+	got.ldaRows = make([]string, len(set.LDA))
+	ldaParts := make([][]byte, len(set.LDA))
+	ldaHdr := make([]int, len(set.LDA))
+	for i, m := range byPackets(len(set.LDA), func(m int) uint64 { return set.LDA[m].Count() }) {
+		l := set.LDA[m]
 		p := hdr(l.Count(), flags)
 		n := len(p)
 		if a.cfg.AdaptLDA {
 			limit := 0
-			if ldaShare > 0 {
-				limit = max(1, ldaShare-n)
+			if ldaLeft > 0 {
+				limit = max(1, ldaLeft/(len(set.LDA)-i)-n)
 			}
 			l = c.adaptLDA(l, limit)
 		}
-		got.ldaRows = append(got.ldaRows, ldaShape(l.Config()))
+		got.ldaRows[m] = ldaShape(l.Config())
 		p, err := l.AppendCompact(p, a.cfg.Bounds)
 		if err != nil {
 			fail("LDA", err)
 			return
 		}
-		add(m, control.KindLDA, p, n)
+		ldaParts[m], ldaHdr[m] = p, n
+		if ldaLeft > 0 {
+			ldaLeft = max(1, ldaLeft-len(p))
+		}
+	}
+	for m := range set.LDA {
+		add(m, control.KindLDA, ldaParts[m], ldaHdr[m])
 	}
 	// left is what one copy may still spend after the LDA, the Hello and
 	// the End marker.
@@ -171,11 +187,15 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	if set.RDA != nil {
 		// The RDA goes before the LDS: its mean stands losses, and
 		// sized to the traffic it rarely needs all of its share.
-		share := left
-		if share != math.MaxInt {
-			share /= len(set.RDA)
-		}
-		for m, r := range set.RDA {
+		// By need, as the LDAs: the quietest class first, each at most
+		// an even split of what is left.
+		rdaParts := make([][]byte, len(set.RDA))
+		for i, m := range byPackets(len(set.RDA), func(m int) uint64 { return uint64(set.RDA[m].Count()) }) {
+			r := set.RDA[m]
+			share := left
+			if share != math.MaxInt {
+				share = max(0, share/(len(set.RDA)-i))
+			}
 			if a.cfg.AdaptRDA {
 				r = c.adaptRDA(r)
 			}
@@ -184,11 +204,14 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 				p = hdr(uint64(r.Count()), flags|payloadOmitted)
 				got.omitted = append(got.omitted, "rda/"+a.cfg.Classifier.Names()[m])
 			}
-			got.rdaCells = cells
-			add(m, control.KindRDA, p, len(hdr(uint64(r.Count()), flags)))
+			got.rdaCells = max(got.rdaCells, cells)
+			rdaParts[m] = p
 			if left != math.MaxInt {
 				left -= c.wireOf(len(p))
 			}
+		}
+		for m, r := range set.RDA {
+			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
 	if set.LDS != nil {
@@ -458,4 +481,17 @@ func (c *controller) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
 // budgetReason is the reason of a line whose synopsis the budget left out.
 func budgetReason(what string, h payloadHeader) string {
 	return fmt.Sprintf("%s left out by the control budget (%d bytes for this interval, all copies, after the LDA): raise --control-budget", what, h.Budget)
+}
+
+// byPackets orders classes 0..n-1 by their packets, fewest first (ties by
+// class): the order in which they take their share of a budget, each at
+// most an even split of what is still unspent, so that what the quiet
+// classes do not need goes to the busy ones.
+func byPackets(n int, packets func(m int) uint64) []int {
+	order := make([]int, n)
+	for m := range order {
+		order[m] = m
+	}
+	sort.SliceStable(order, func(i, j int) bool { return packets(order[i]) < packets(order[j]) })
+	return order
 }

@@ -164,6 +164,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	// truth belongs to the second cut's lines (ReasonRecut), reported
 	// after the first cut's (which wait for the next interval).
 	recuts := map[uint64]dataplane.TruthInterval{}
+	// waited: intervals whose truth was waited for in vain; their other
+	// lines (one per MEC and synopsis) do not wait again.
+	waited := map[uint64]bool{}
 	var ctlBytes, ctlIntervals float64
 	names := cfg.Classifier.Names()
 	onReport := func(r *report.Interval) {
@@ -193,7 +196,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			if r.Reason == ReasonRecut {
 				src = recuts
 			}
-			if t, ok = src[uint64(r.Interval)]; ok || wait == 100 {
+			if t, ok = src[uint64(r.Interval)]; ok || wait == 100 || waited[uint64(r.Interval)] {
+				if !ok {
+					waited[uint64(r.Interval)] = true
+				}
 				break
 			}
 			time.Sleep(time.Millisecond)

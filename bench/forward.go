@@ -81,6 +81,9 @@ func ForwardRing(mode string, burst int, d time.Duration) (ForwardResult, error)
 		if err != nil {
 			return res, err
 		}
+		for _, set := range buf.Sets {
+			reserveCaches(set)
+		}
 		epoch.Store(1)
 		cfg.Role, cfg.Classifier, cfg.Buffer, cfg.Epoch = dataplane.RoleSender, cl, buf, &epoch
 	}

@@ -69,7 +69,7 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 		}
 		s.LDA = append(s.LDA, l)
 		if cfg.RDA != nil {
-			r, err := synopsis.NewRDA(*cfg.RDA)
+			r, err := synopsis.NewRDAFollowing(*cfg.RDA)
 			if err != nil {
 				return nil, err
 			}

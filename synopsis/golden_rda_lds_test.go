@@ -25,9 +25,15 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// dense: two cells, both used (rda, 12 of 16 cells used, is sparse).
+	dense, err := NewRDA(RDAConfig{Banks: 1, Cells: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, h := range goldenPackets {
 		ts := t0 + uint64(i)*1000
 		rda.Add(h, ts)
+		dense.Add(h, ts)
 		key := FlowKeyBytes{}
 		key[0] = byte(i & 1)
 		lds.AddFlow(0xF10_0000+uint64(i&1), h, ts, 1, &key)
@@ -38,6 +44,7 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 		want string
 	}{
 		{"rda", func() ([]byte, error) { return rda.AppendBinary(nil) }, goldenRDA},
+		{"rda-dense", func() ([]byte, error) { return dense.AppendBinary(nil) }, goldenRDADense},
 		{"lds", func() ([]byte, error) { return lds.AppendBinary(nil) }, goldenLDS},
 	} {
 		b, err := tc.enc()
@@ -52,6 +59,47 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 }
 
 const (
-	goldenRDA = "41a678ea3924c430b240cdd754246223841a1ebc1b1966fdcc2ce6c82c4143b2"
-	goldenLDS = "07470d93985409e34fe0dee8d28683a5c482fb3d9f75ee8efdcc8d57b4607094"
+	goldenRDA      = "e5414abf6a199f87b4d0c0161d34df662068737046bf6e1c3131d2a695e02148"
+	goldenRDADense = "36b966c90e752c2c6d82602804f4409303e218142a2ba08b54993142543d9c80"
+	goldenLDS      = "07470d93985409e34fe0dee8d28683a5c482fb3d9f75ee8efdcc8d57b4607094"
 )
+
+// TestRDASparseEncoding: an RDA with few used cells encodes only those
+// (an empty one in a few bytes), and decodes to the same cells; every
+// truncation of the encoding is an error, not a different RDA.
+func TestRDASparseEncoding(t *testing.T) {
+	for _, packets := range []int{0, 1, 50, 3000} {
+		r := MustNewRDA(RDAConfig{Banks: 3, Cells: 1024})
+		for i := 0; i < packets; i++ {
+			r.Add(Remix(uint64(i)+1, 7), 1_700_000_000_000_000_000+uint64(i)*977)
+		}
+		b, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if packets == 0 && len(b) > 32 {
+			t.Errorf("empty RDA of 3×1024 cells encodes in %d bytes", len(b))
+		}
+		if dense := 3 * 1024 * rdaMinCellSize; packets <= 50 && len(b) > dense/10 {
+			t.Errorf("%d packets: %d bytes, dense would be ≥ %d", packets, len(b), dense)
+		}
+		var d RDA
+		if err := d.UnmarshalBinary(b); err != nil {
+			t.Fatalf("%d packets: %v", packets, err)
+		}
+		if len(d.cells) != len(r.cells) {
+			t.Fatalf("%d packets: %d cells decoded, want %d", packets, len(d.cells), len(r.cells))
+		}
+		for i := range r.cells {
+			if d.cells[i] != r.cells[i] {
+				t.Fatalf("%d packets: cell %d decoded %+v, want %+v", packets, i, d.cells[i], r.cells[i])
+			}
+		}
+		for cut := 0; cut < len(b); cut++ {
+			var e RDA
+			if e.UnmarshalBinary(b[:cut]) == nil {
+				t.Fatalf("%d packets: the first %d of %d bytes decode", packets, cut, len(b))
+			}
+		}
+	}
+}

@@ -127,8 +127,23 @@ type RDA struct {
 	cfg         RDAConfig
 }
 
-// NewRDA returns an empty RDA with configuration cfg.
+// NewRDA returns an empty RDA with configuration cfg. Its timestamp cache
+// has the whole CacheBudget from the start.
 func NewRDA(cfg RDAConfig) (*RDA, error) {
+	return newRDA(cfg, false)
+}
+
+// NewRDAFollowing is NewRDA with a timestamp cache that starts at its
+// starting room (64 KiB) and follows the traffic within CacheBudget
+// (ReserveCache between intervals): what a live appliance keeps per
+// measurement class, per side and copy, so that memory (and the time to
+// clear it) grows with the packets, not with the number of classes times
+// the budget.
+func NewRDAFollowing(cfg RDAConfig) (*RDA, error) {
+	return newRDA(cfg, true)
+}
+
+func newRDA(cfg RDAConfig, following bool) (*RDA, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -140,7 +155,7 @@ func NewRDA(cfg RDAConfig) (*RDA, error) {
 	}
 	r.setIndexing()
 	if cfg.CacheBudget > 0 {
-		c, err := NewTSCache(cfg.CacheBudget)
+		c, err := newTSCache(cfg.CacheBudget, following)
 		if err != nil {
 			return nil, err
 		}

@@ -6,23 +6,31 @@ import (
 	"math/bits"
 )
 
-// RDA encoding, version 2: the cells, exactly (a decoded RDA subtracts,
+// RDA encoding, version 3: the cells, exactly (a decoded RDA subtracts,
 // merges and re-encodes like the original), but not the timestamp cache,
 // which stays at its end (docs/rda.md, "Exchange"):
 //
 //	offset  size      field
 //	0       3         magic "RDA"
-//	3       1         version = 2
-//	4       1         flags: bit 0 = the encoder had a timestamp cache; other bits 0
+//	3       1         version = 3
+//	4       1         flags: bit 0 = the encoder had a timestamp cache;
+//	                  bit 1 = sparse (below); other bits 0
 //	5       1         that cache's sampling level (0..63; 0 without bit 0)
 //	6       uvarint   banks k (1..16)
 //	        uvarint   cells per bank m (2..2^22; k·m ≤ 2^24)
 //	        8         base timestamp B, little-endian, ns
-//	        per cell, bank by bank:
+//	        dense: per cell, bank by bank, the cell:
 //	          8        ID (XOR of packet identities), little-endian
 //	          8        chk (XOR of rdaCheck of the identities), little-endian
 //	          varint   Δ (zig-zag, signed packet count)
 //	          varint   TS − Δ·B (zig-zag; wrap-around uint64 arithmetic)
+//	        sparse: uvarint n, the cells that are not empty (all four
+//	          fields 0), then n times: uvarint gap (empty cells since the
+//	          previous one written, or since the first), the cell
+//
+// The encoder writes the shorter: an interval of a quiet measurement class
+// (no packets, or a few in an RDA of thousands of cells) costs a few bytes
+// instead of 18 per cell.
 //
 // Storing TS relative to Δ·B (B = the first timestamp of the interval)
 // leaves the spread of the cell's timestamps around B: about 5 bytes for
@@ -30,14 +38,15 @@ import (
 // transformation is a bijection on 64 bits, so any B is lossless. All
 // varints are minimal; trailing bytes are an error.
 //
-// Version 1 was the same without chk (the paper's cell). It is not read:
-// without chk, peeling accepts false pure cells (rdaCheck), and a chk of
-// 0 would make every non-empty cell look impure. Both ends must run a
-// build with version 2.
+// Version 2 was the same without the sparse form, version 1 also without
+// chk (the paper's cell). Neither is read: both ends must run a build with
+// version 3; an older peer's encoding fails with an error naming its
+// version.
 const (
 	rdaMagic       = "RDA"
-	rdaVersion     = 2
+	rdaVersion     = 3
 	rdaFlagCache   = 1 << 0
+	rdaFlagSparse  = 1 << 1
 	rdaMinCellSize = 8 + 8 + 1 + 1
 )
 
@@ -47,15 +56,39 @@ func (r *RDA) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, rdaMagic...)
 	b = append(b, rdaVersion)
 	level, has := r.sampleLevel()
+	var flags byte
 	if has {
-		b = append(b, rdaFlagCache, level)
-	} else {
-		b = append(b, 0, 0)
+		flags |= rdaFlagCache
 	}
+	// Sparse when the empty cells it skips outweigh the gaps it writes
+	// (a gap costs a byte or two, an empty cell 18).
+	used := 0
+	for _, c := range r.cells {
+		if c != (rdaCell{}) {
+			used++
+		}
+	}
+	sparse := used < len(r.cells)*8/9
+	if sparse {
+		flags |= rdaFlagSparse
+	}
+	b = append(b, flags, level)
 	b = binary.AppendUvarint(b, uint64(r.k))
 	b = binary.AppendUvarint(b, r.m)
 	b = binary.LittleEndian.AppendUint64(b, r.base)
+	if sparse {
+		b = binary.AppendUvarint(b, uint64(used))
+	}
+	gap := uint64(0)
 	for _, c := range r.cells {
+		if sparse {
+			if c == (rdaCell{}) {
+				gap++
+				continue
+			}
+			b = binary.AppendUvarint(b, gap)
+			gap = 0
+		}
 		b = binary.LittleEndian.AppendUint64(b, c.id)
 		b = binary.LittleEndian.AppendUint64(b, c.chk)
 		b = binary.AppendVarint(b, c.n)
@@ -74,8 +107,8 @@ func (r *RDA) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
 // ErrBadEncoding) r is unchanged.
 func (r *RDA) UnmarshalBinary(b []byte) error {
 	d := encReader{b: b}
-	if len(b) >= 4 && string(b[:3]) == rdaMagic && b[3] == 1 {
-		d.fail("RDA version 1 (cells without the check field) is no longer read; this build reads version %d: upgrade the sender", rdaVersion)
+	if len(b) >= 4 && string(b[:3]) == rdaMagic && (b[3] == 1 || b[3] == 2) {
+		d.fail("RDA version %d is no longer read; this build reads version %d: upgrade the sender", b[3], rdaVersion)
 	}
 	d.magic(rdaMagic, rdaVersion)
 	flags := d.u8("flags")
@@ -86,8 +119,13 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 	if d.err != nil {
 		return d.err
 	}
+	sparse := flags&rdaFlagSparse != 0
+	var used uint64
+	if sparse && d.err == nil {
+		used = d.uvarint("cells written")
+	}
 	switch {
-	case flags&^rdaFlagCache != 0:
+	case flags&^(rdaFlagCache|rdaFlagSparse) != 0:
 		d.fail("unknown flags %#x", flags)
 	case flags&rdaFlagCache == 0 && level != 0:
 		d.fail("sampling level %d without a cache", level)
@@ -95,19 +133,42 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 		d.fail("sampling level %d > %d", level, tsMaxLevel)
 	case k < 1 || k > RDAMaxBanks || m < 2 || m > RDAMaxCells || k*m > RDAMaxTotalCells:
 		d.fail("shape %d×%d outside the limits", k, m)
-	case uint64(len(d.b)) < k*m*rdaMinCellSize:
+	case sparse && used > k*m:
+		d.fail("%d cells written of %d", used, k*m)
+	case !sparse && uint64(len(d.b)) < k*m*rdaMinCellSize:
 		d.fail("truncated: %d cells need at least %d bytes, %d left", k*m, k*m*rdaMinCellSize, len(d.b))
+	case sparse && uint64(len(d.b)) < used*(rdaMinCellSize+1):
+		d.fail("truncated: %d cells need at least %d bytes, %d left", used, used*(rdaMinCellSize+1), len(d.b))
 	}
 	if d.err != nil {
 		return d.err
 	}
 	cells := make([]rdaCell, k*m)
-	for i := range cells {
+	cell := func(i uint64) {
 		id := d.u64("cell ID")
 		chk := d.u64("cell check")
 		n := d.varint("cell count")
 		rel := d.varint("cell TS")
 		cells[i] = rdaCell{id: id, chk: chk, n: n, ts: uint64(rel) + uint64(n)*base}
+	}
+	if sparse {
+		next := uint64(0) // the index of the next cell written
+		for ; used > 0 && d.err == nil; used-- {
+			gap := d.uvarint("gap")
+			if d.err == nil && gap >= uint64(len(cells))-next {
+				d.fail("gap %d past the last cell", gap)
+			}
+			if d.err != nil {
+				return d.err
+			}
+			next += gap
+			cell(next)
+			next++
+		}
+	} else {
+		for i := range cells {
+			cell(uint64(i))
+		}
 	}
 	if err := d.done(); err != nil {
 		return err

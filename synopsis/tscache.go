@@ -63,6 +63,12 @@ type TSCache struct {
 // NewTSCache returns an empty cache using at most budget bytes of slots
 // (16 bytes per slot, a power of two; at most 3/4 of the slots are used).
 func NewTSCache(budget int) (*TSCache, error) {
+	return newTSCache(budget, false)
+}
+
+// newTSCache is NewTSCache; following starts it at tsCacheStartSlots (as
+// Reserve(0) would) instead of the whole budget.
+func newTSCache(budget int, following bool) (*TSCache, error) {
 	if budget < TSCacheMinBudget {
 		return nil, fmt.Errorf("%w: timestamp cache budget %d bytes below %d", ErrBadConfig, budget, TSCacheMinBudget)
 	}
@@ -71,7 +77,11 @@ func NewTSCache(budget int) (*TSCache, error) {
 		slots *= 2
 	}
 	c := &TSCache{maxSlots: slots}
-	c.alloc(slots)
+	if following {
+		c.Reserve(0)
+	} else {
+		c.alloc(slots)
+	}
 	return c, nil
 }
 

@@ -37,7 +37,7 @@ func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
 func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.rdaBanks, "rda-banks", 0, "RDA banks k (default 3)")
 	fs.IntVar(&e.rdaCells, "rda-cells", 0, "RDA cells per bank m (default 2048: decodes a set difference of ~4300 packets; run and demo without --rda-banks/--rda-cells/--rda-expected-packets ship each interval the cells its packets need at --rda-problem-rate)")
-	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per side, bytes (0: no repair; default 16 MiB)")
+	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per measurement class and side, bytes (0: no repair; default 16 MiB; a live appliance sizes each class's cache to its traffic within it)")
 	fs.Uint64Var(&e.rdaPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
 	fs.Float64Var(&e.rdaProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
 	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; run and demo without it record for 65536 flows and ship each interval sized to the flows it saw)")
