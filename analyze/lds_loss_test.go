@@ -1,0 +1,159 @@
+package analyze_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/analyze/analyzetest"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// ldsLossFigures are the per-flow figures of one LDS run against the truth.
+type ldsLossFigures struct {
+	packets, flows   int
+	big, valid       int       // flows ≥ 500 packets, and how many of them valid
+	e500, e5000      []float64 // relative errors of valid flows ≥ 500, ≥ 5000 packets
+	bins             [3][]float64
+	invalidReasons   map[string]int
+	repair           string
+	shape            string
+	wrongValidLosses int // valid lines whose exact loss differs from the truth
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
+// ldsLossRun writes a capture pair like the ones an operator brings —
+// routed frames, Pareto flow sizes (the LDS paper's trace model), each
+// flow with its own mean delay, uniform loss — and runs the LDS over it
+// as `ldafwd analyze --synopsis lds --interval 0` does with no --lds-*
+// flag, with the truth of every flow from per-packet timestamps.
+func ldsLossRun(t *testing.T, flows int, loss float64, seed uint64) ldsLossFigures {
+	t.Helper()
+	cl, _ := classifier.NewClassifier(nil)
+	snd, rcv, tr := captures(t, analyzetest.Config{Rate: 1_000_000, Start: time.Unix(1_700_000_000, 0),
+		Flows: flows, FlowShape: 1, FlowMinSize: 2.1875, FlowDelaySpread: 0.6, MeanDelay: 50 * time.Microsecond, Shape: 0.7,
+		Loss: loss, Seed: seed, NanoPcap: true, PcapNG: true})
+	out, _ := run(t, snd, rcv, analyze.Config{Extra: []analyze.SynopsisFactory{analyze.LDSFactory{Auto: true, Classifier: cl}}, Truth: true})
+	fig := ldsLossFigures{packets: int(tr.Sent), flows: len(out), invalidReasons: map[string]int{}}
+	for _, r := range out {
+		if fig.repair == "" {
+			fig.repair, _ = r.Extra["repair"].(string)
+			fig.shape, _ = r.Extra["lds"].(string)
+		}
+		size, _ := r.Extra["held_sent"].(uint64)
+		if r.Valid && r.TrueLost != nil && r.Lost != *r.TrueLost {
+			fig.wrongValidLosses++
+		}
+		if size < 500 {
+			continue
+		}
+		fig.big++
+		if !r.Valid || r.TrueMeanNs == nil {
+			fig.invalidReasons[r.Reason]++
+			continue
+		}
+		fig.valid++
+		e := math.Abs(r.MeanNs-*r.TrueMeanNs) / *r.TrueMeanNs
+		fig.e500 = append(fig.e500, e)
+		switch {
+		case size >= 50_000:
+			fig.bins[2] = append(fig.bins[2], e)
+			fig.e5000 = append(fig.e5000, e)
+		case size >= 5000:
+			fig.bins[1] = append(fig.bins[1], e)
+			fig.e5000 = append(fig.e5000, e)
+		default:
+			fig.bins[0] = append(fig.bins[0], e)
+		}
+	}
+	return fig
+}
+
+func (f ldsLossFigures) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d packets, %d flow lines, LDS %s, repair %s\n", f.packets, f.flows, f.shape, f.repair)
+	fmt.Fprintf(&b, "flows ≥ 500 packets: %d, valid %d (%.1f %%); median error %.3f %% (≥ 500), %.3f %% (≥ 5000, %d flows)\n",
+		f.big, f.valid, 100*float64(f.valid)/float64(max(f.big, 1)), 100*median(f.e500), 100*median(f.e5000), len(f.e5000))
+	for i, name := range []string{"500–4999", "5000–49999", "≥ 50000"} {
+		fmt.Fprintf(&b, "  %-11s packets: %4d valid flows, median error %.3f %%\n", name, len(f.bins[i]), 100*median(f.bins[i]))
+	}
+	for why, n := range f.invalidReasons {
+		fmt.Fprintf(&b, "  invalid ×%d: %s\n", n, why)
+	}
+	return b.String()
+}
+
+// TestLDSLossDefaults is the per-flow bar under loss with default
+// settings: ≥ 90 % of the flows with ≥ 500 packets valid, median per-flow
+// error of the mean ≤ 2 % for them and ≤ 0.5 % for flows ≥ 5000 packets;
+// every valid line's loss exact. `make test` runs about 200 000 packets in
+// one interval (two capture pairs pooled for enough large flows);
+// LDS_LOSS_FLOWS=27000 LDS_LOSS_SEEDS=1 (scripts/accuracy.sh) runs the
+// million-packet case.
+func TestLDSLossDefaults(t *testing.T) {
+	flows, seeds := 3000, 2
+	if testing.Short() {
+		t.Skip("writes and analyzes 200 000 packets")
+	}
+	if v, err := strconv.Atoi(os.Getenv("LDS_LOSS_FLOWS")); err == nil && v > 0 {
+		flows = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("LDS_LOSS_SEEDS")); err == nil && v > 0 {
+		seeds = v
+	}
+	var all ldsLossFigures
+	all.invalidReasons = map[string]int{}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		f := ldsLossRun(t, flows, 0.001, seed)
+		t.Logf("seed %d: %s", seed, f)
+		if !strings.HasPrefix(f.repair, "complete") {
+			t.Errorf("seed %d: repair %q, want complete", seed, f.repair)
+		}
+		if f.wrongValidLosses > 0 {
+			t.Errorf("seed %d: %d valid lines with a loss other than the truth", seed, f.wrongValidLosses)
+		}
+		all.packets += f.packets
+		all.flows += f.flows
+		all.big += f.big
+		all.valid += f.valid
+		all.e500 = append(all.e500, f.e500...)
+		all.e5000 = append(all.e5000, f.e5000...)
+		for i := range all.bins {
+			all.bins[i] = append(all.bins[i], f.bins[i]...)
+		}
+		for k, v := range f.invalidReasons {
+			all.invalidReasons[k] += v
+		}
+		all.repair, all.shape = f.repair, f.shape
+	}
+	t.Logf("pooled: %s", all)
+	if all.big < 20 || len(all.e5000) < 3 {
+		t.Fatalf("too few large flows (%d ≥ 500, %d ≥ 5000) for the check", all.big, len(all.e5000))
+	}
+	if float64(all.valid) < 0.9*float64(all.big) {
+		t.Errorf("%d of %d flows ≥ 500 packets valid, want ≥ 90 %%", all.valid, all.big)
+	}
+	if m := median(all.e500); !(m <= 0.02) {
+		t.Errorf("median per-flow error %.4f > 2 %% for flows ≥ 500 packets", m)
+	}
+	if m := median(all.e5000); !(m <= 0.005) {
+		t.Errorf("median per-flow error %.4f > 0.5 %% for flows ≥ 5000 packets", m)
+	}
+}
+
+var _ = report.Interval{}
