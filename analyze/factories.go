@@ -157,7 +157,7 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 			r.Flow = FlowName(&fe.Key)
 		}
 		r.Extra = map[string]any{"flow_hash": fe.FlowHash, "weight": fe.Weight, "cells": fe.SelectedCells,
-			"held_sent": fe.HeldSent, "held_received": fe.HeldReceived, "lds": shape, "repair": rst}
+			"held_sent": fe.HeldSent, "held_received": fe.HeldReceived, "lds": shape, "repair": rst, "repair_complete": rep.Complete}
 		if fe.RepairedLost > 0 {
 			r.Extra["repaired_lost"] = fe.RepairedLost
 		}

@@ -49,6 +49,11 @@ func ldsLossRun(t *testing.T, flows int, loss float64, seed uint64) ldsLossFigur
 		Flows: flows, FlowShape: 1, FlowMinSize: 2.1875, FlowDelaySpread: 0.6, MeanDelay: 50 * time.Microsecond, Shape: 0.7,
 		Loss: loss, Seed: seed, NanoPcap: true, PcapNG: true})
 	out, _ := run(t, snd, rcv, analyze.Config{Extra: []analyze.SynopsisFactory{analyze.LDSFactory{Auto: true, Classifier: cl}}, Truth: true})
+	return figs(out, tr)
+}
+
+// figs scores the LDS lines of one run against the truth.
+func figs(out []*report.Interval, tr analyzetest.Truth) ldsLossFigures {
 	fig := ldsLossFigures{packets: int(tr.Sent), flows: len(out), invalidReasons: map[string]int{}}
 	for _, r := range out {
 		if fig.repair == "" {
@@ -106,7 +111,7 @@ func (f ldsLossFigures) String() string {
 // LDS_LOSS_FLOWS=27000 LDS_LOSS_SEEDS=1 (scripts/accuracy.sh) runs the
 // million-packet case.
 func TestLDSLossDefaults(t *testing.T) {
-	flows, seeds := 3000, 2
+	flows, seeds := 4000, 3
 	if testing.Short() {
 		t.Skip("writes and analyzes 200 000 packets")
 	}
@@ -155,5 +160,3 @@ func TestLDSLossDefaults(t *testing.T) {
 		t.Errorf("median per-flow error %.4f > 0.5 %% for flows ≥ 5000 packets", m)
 	}
 }
-
-var _ = report.Interval{}

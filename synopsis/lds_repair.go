@@ -63,8 +63,9 @@ type LDSRepair struct {
 // usable; undecoded extras still invalidate the sketch.
 //
 // Sizes and losses (Sent, Received, Lost, CountsExact) come from the
-// sketches as recorded: the repair changes only which cells the mean may
-// use. FlowEstimate.RepairedLost and RepairedExtra count the flow's
+// sketches as recorded, except that with exact counts the listed extras
+// are taken off the flow's received packets (the receiver's table counted
+// them): otherwise the repair changes only which cells the mean may use. FlowEstimate.RepairedLost and RepairedExtra count the flow's
 // packets the repair took out. Neither LDS is changed.
 func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstimate, error) {
 	plain, err := EstimateLDSFlows(sender, receiver)
@@ -104,6 +105,12 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 		f.Sent, f.Received, f.Lost, f.CountsExact = p.Sent, p.Received, p.Lost, p.CountsExact
 		c := perFlow[f.FlowHash]
 		f.RepairedLost, f.RepairedExtra = c[0], c[1]
+		if f.CountsExact && uint64(c[1]) <= f.HeldReceived {
+			// The listed extras are not the flow's traffic: the
+			// receiver's table counted them as received.
+			f.Received = min(f.HeldReceived-uint64(c[1]), f.Sent)
+			f.Lost = f.Sent - f.Received
+		}
 	}
 	return fixed, nil
 }
