@@ -1,9 +1,13 @@
 package analyze_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,8 +52,49 @@ func ldsLossRun(t *testing.T, flows int, loss float64, seed uint64) ldsLossFigur
 	snd, rcv, tr := captures(t, analyzetest.Config{Rate: 1_000_000, Start: time.Unix(1_700_000_000, 0),
 		Flows: flows, FlowShape: 1, FlowMinSize: 2.1875, FlowDelaySpread: 0.6, MeanDelay: 50 * time.Microsecond, Shape: 0.7,
 		Loss: loss, Seed: seed, NanoPcap: true, PcapNG: true})
+	if dir := os.Getenv("LDS_LOSS_KEEP"); dir != "" {
+		// Keep the pair for `ldafwd analyze` (scripts/accuracy.sh).
+		for _, f := range [][2]string{{snd, "sender"}, {rcv, "receiver"}} {
+			b, err := os.ReadFile(f[0])
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("lds-%s-%d.%s", f[1], seed, map[string]string{"sender": "pcap", "receiver": "pcapng"}[f[1]])), b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if bin := os.Getenv("LDS_LOSS_BIN"); bin != "" {
+		// The command itself, default flags, scored the same way.
+		cmd := exec.Command(bin, "analyze", "--sender", snd, "--receiver", rcv, "--synopsis", "lds", "--interval", "0", "--truth", "--format", "json")
+		cmd.Stderr = os.Stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s analyze: %v", bin, err)
+		}
+		var out []*report.Interval
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var l report.Interval
+			if len(line) > 0 && json.Unmarshal(line, &l) == nil && l.Synopsis == "lds" {
+				out = append(out, &l)
+			}
+		}
+		return figs(out, tr)
+	}
 	out, _ := run(t, snd, rcv, analyze.Config{Extra: []analyze.SynopsisFactory{analyze.LDSFactory{Auto: true, Classifier: cl}}, Truth: true})
 	return figs(out, tr)
+}
+
+// extraUint reads a count from a line's extra fields, as analyze.Run
+// leaves it (uint64) or as JSON decodes it (float64).
+func extraUint(r *report.Interval, k string) uint64 {
+	switch v := r.Extra[k].(type) {
+	case uint64:
+		return v
+	case float64:
+		return uint64(v)
+	}
+	return 0
 }
 
 // figs scores the LDS lines of one run against the truth.
@@ -60,7 +105,7 @@ func figs(out []*report.Interval, tr analyzetest.Truth) ldsLossFigures {
 			fig.repair, _ = r.Extra["repair"].(string)
 			fig.shape, _ = r.Extra["lds"].(string)
 		}
-		size, _ := r.Extra["held_sent"].(uint64)
+		size := extraUint(r, "held_sent")
 		if r.Valid && r.TrueLost != nil && r.Lost != *r.TrueLost {
 			fig.wrongValidLosses++
 		}
@@ -108,8 +153,10 @@ func (f ldsLossFigures) String() string {
 // error of the mean ≤ 2 % for them and ≤ 0.5 % for flows ≥ 5000 packets;
 // every valid line's loss exact. `make test` runs about 200 000 packets in
 // one interval (two capture pairs pooled for enough large flows);
-// LDS_LOSS_FLOWS=27000 LDS_LOSS_SEEDS=1 (scripts/accuracy.sh) runs the
-// million-packet case.
+// LDS_LOSS_FLOWS=40000 LDS_LOSS_SEEDS=1 (scripts/accuracy.sh) runs the
+// million-packet case; LDS_LOSS_BIN=bin/ldafwd scores `ldafwd analyze`
+// itself (default flags) instead of analyze.Run; LDS_LOSS_KEEP=dir keeps
+// each capture pair there.
 func TestLDSLossDefaults(t *testing.T) {
 	flows, seeds := 4000, 3
 	if testing.Short() {
