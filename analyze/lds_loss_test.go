@@ -46,12 +46,11 @@ func median(v []float64) float64 {
 // flow with its own mean delay, uniform loss — and runs the LDS over it
 // as `ldafwd analyze --synopsis lds --interval 0` does with no --lds-*
 // flag, with the truth of every flow from per-packet timestamps.
-func ldsLossRun(t *testing.T, flows int, loss float64, seed uint64) ldsLossFigures {
+func ldsLossRun(t *testing.T, cfg analyzetest.Config) ldsLossFigures {
 	t.Helper()
 	cl, _ := classifier.NewClassifier(nil)
-	snd, rcv, tr := captures(t, analyzetest.Config{Rate: 1_000_000, Start: time.Unix(1_700_000_000, 0),
-		Flows: flows, FlowShape: 1, FlowMinSize: 2.1875, FlowDelaySpread: 0.6, MeanDelay: 50 * time.Microsecond, Shape: 0.7,
-		Loss: loss, Seed: seed, NanoPcap: true, PcapNG: true})
+	seed := cfg.Seed
+	snd, rcv, tr := captures(t, cfg)
 	if dir := os.Getenv("LDS_LOSS_KEEP"); dir != "" {
 		// Keep the pair for `ldafwd analyze` (scripts/accuracy.sh).
 		for _, f := range [][2]string{{snd, "sender"}, {rcv, "receiver"}} {
@@ -154,24 +153,34 @@ func (f ldsLossFigures) String() string {
 // every valid line's loss exact. `make test` runs about 200 000 packets in
 // one interval (two capture pairs pooled for enough large flows);
 // LDS_LOSS_FLOWS=40000 LDS_LOSS_SEEDS=1 (scripts/accuracy.sh) runs the
-// million-packet case; LDS_LOSS_BIN=bin/ldafwd scores `ldafwd analyze`
+// million-packet case (LDS_LOSS_SEED0, LDS_LOSS_SPREAD, LDS_LOSS_PACKETS and
+// LDS_LOSS_SHAPE vary the captures); LDS_LOSS_BIN=bin/ldafwd scores `ldafwd analyze`
 // itself (default flags) instead of analyze.Run; LDS_LOSS_KEEP=dir keeps
 // each capture pair there.
 func TestLDSLossDefaults(t *testing.T) {
-	flows, seeds := 4000, 3
 	if testing.Short() {
-		t.Skip("writes and analyzes 200 000 packets")
+		t.Skip("writes and analyzes 290 000 packets")
 	}
-	if v, err := strconv.Atoi(os.Getenv("LDS_LOSS_FLOWS")); err == nil && v > 0 {
-		flows = v
+	env := func(k string, def float64) float64 {
+		if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil && v > 0 {
+			return v
+		}
+		return def
 	}
-	if v, err := strconv.Atoi(os.Getenv("LDS_LOSS_SEEDS")); err == nil && v > 0 {
-		seeds = v
-	}
+	flows, seeds, seed0 := int(env("LDS_LOSS_FLOWS", 4000)), uint64(env("LDS_LOSS_SEEDS", 3)), uint64(env("LDS_LOSS_SEED0", 1))
 	var all ldsLossFigures
 	all.invalidReasons = map[string]int{}
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		f := ldsLossRun(t, flows, 0.001, seed)
+	for seed := seed0; seed < seed0+seeds; seed++ {
+		// The LDS paper's flow sizes (Pareto shape 1, scale 2.1875, Fig.
+		// 10); LDS_LOSS_PACKETS=n sends n packets over the flows picked in
+		// proportion to Pareto(LDS_LOSS_SHAPE) weights instead.
+		cfg := analyzetest.Config{Rate: 1_000_000, Start: time.Unix(1_700_000_000, 0),
+			Flows: flows, FlowShape: 1, FlowMinSize: 2.1875, FlowDelaySpread: env("LDS_LOSS_SPREAD", 0.6),
+			MeanDelay: 50 * time.Microsecond, Shape: 0.7, Loss: 0.001, Seed: seed, NanoPcap: true, PcapNG: true}
+		if n := int(env("LDS_LOSS_PACKETS", 0)); n > 0 {
+			cfg.Packets, cfg.FlowMinSize, cfg.FlowShape = n, 0, env("LDS_LOSS_SHAPE", 1)
+		}
+		f := ldsLossRun(t, cfg)
 		t.Logf("seed %d: %s", seed, f)
 		if !strings.HasPrefix(f.repair, "complete") {
 			t.Errorf("seed %d: repair %q, want complete", seed, f.repair)
