@@ -44,7 +44,7 @@ func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.Uint64Var(&e.rdaPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
 	fs.Float64Var(&e.rdaProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
 	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; without any --lds-* flag analyze sizes each interval's LDS for the flows its sender saw, and run and demo record for 65536 flows and ship each interval sized to the flows it saw)")
-	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss)")
+	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss where the sketch is not repaired: run and demo; analyze repairs it)")
 	fs.IntVar(&e.ldsMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
 }
 
