@@ -171,13 +171,13 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 
 // ldsRepair decodes the interval's set difference with an RDA over the
 // packets both ends gave the LDS and places each decoded identity: the
-// packet's flow, timestamp and weight at its own end (an identity seen
-// twice at that end cannot be placed and is left out, so its cells stay
-// unusable). The RDA has cells for the packets at a problem rate of
-// twice the interval's net loss, at least 1 % (synopsis.SizeRDAConfig), so
-// it decodes whenever reordering and rewriting do not outnumber the
-// losses. The summary says how much was repaired: "complete" when every
-// identity of a complete decode was placed, otherwise "partial: ...".
+// packet's flow, timestamp and weight at its own end (see place for
+// identities seen more than once). The RDA has cells for the packets at a
+// problem rate of twice the interval's net loss, at least 1 %
+// (synopsis.SizeRDAConfig), so it decodes whenever reordering and
+// rewriting do not outnumber the losses. The summary says how much was
+// repaired: "complete" when every identity of a complete decode was
+// placed, otherwise "partial: ..." and why.
 func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 	var rep synopsis.LDSRepair
 	ns, nr := len(snd.pkts), len(rcv.pkts)
@@ -205,7 +205,11 @@ func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 	if err != nil {
 		return rep, "none: " + err.Error()
 	}
-	place := func(ids []uint64, pkts []synopsis.LDSPacket) ([]synopsis.LDSPacket, int) {
+	// A lost identity the sender sent more than once cannot be placed:
+	// which copy was lost is unknown. An extra identity the receiver saw
+	// more than once (a copy made inside the segment) is taken out as its
+	// latest copy, the one pairing first in first out leaves unpaired.
+	place := func(ids []uint64, pkts []synopsis.LDSPacket, latest bool) ([]synopsis.LDSPacket, int) {
 		if len(ids) == 0 {
 			return nil, 0
 		}
@@ -215,7 +219,7 @@ func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 		}
 		for i, p := range pkts {
 			if j, ok := idx[p.Hash]; ok {
-				if j == -1 {
+				if j == -1 || latest {
 					idx[p.Hash] = i
 				} else {
 					idx[p.Hash] = -2 // seen twice: which copy is unknown
@@ -231,8 +235,8 @@ func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 		return out, len(ids) - len(out)
 	}
 	var unplacedL, unplacedE int
-	rep.Lost, unplacedL = place(dec.Lost, snd.pkts)
-	rep.Extra, unplacedE = place(dec.Extra, rcv.pkts)
+	rep.Lost, unplacedL = place(dec.Lost, snd.pkts, false)
+	rep.Extra, unplacedE = place(dec.Extra, rcv.pkts, true)
 	rep.Complete = dec.Complete && unplacedL+unplacedE == 0
 	switch {
 	case rep.Complete:
@@ -240,7 +244,7 @@ func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 	case !dec.Complete:
 		return rep, fmt.Sprintf("partial: the set difference did not decode (%d cells left); %d lost and %d extra packets taken out", dec.ResidualCells, len(rep.Lost), len(rep.Extra))
 	default:
-		return rep, fmt.Sprintf("partial: %d decoded identities seen more than once at their end; %d lost and %d extra packets taken out", unplacedL+unplacedE, len(rep.Lost), len(rep.Extra))
+		return rep, fmt.Sprintf("partial: %d lost identities sent more than once (which copy was lost is unknown); %d lost and %d extra packets taken out", unplacedL+unplacedE, len(rep.Lost), len(rep.Extra))
 	}
 }
 

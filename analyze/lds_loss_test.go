@@ -18,6 +18,7 @@ import (
 	"github.com/ldafwd/ldafwd/analyze/analyzetest"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // ldsLossFigures are the per-flow figures of one LDS run against the truth.
@@ -90,6 +91,8 @@ func extraUint(r *report.Interval, k string) uint64 {
 	switch v := r.Extra[k].(type) {
 	case uint64:
 		return v
+	case int:
+		return uint64(v)
 	case float64:
 		return uint64(v)
 	}
@@ -214,5 +217,50 @@ func TestLDSLossDefaults(t *testing.T) {
 	}
 	if m := median(all.e5000); !(m <= 0.005) {
 		t.Errorf("median per-flow error %.4f > 0.5 %% for flows ≥ 5000 packets", m)
+	}
+}
+
+// TestLDSRepairThroughAnalyze: loss, duplicates made in the segment and
+// reordering, 100 ms intervals, a sketch large enough that no flow shares
+// its cells: every flow line is valid after the repair, with the pairing's
+// exact loss and mean — the repair took out exactly the packets that
+// differ, duplicates as their unpaired copy.
+func TestLDSRepairThroughAnalyze(t *testing.T) {
+	sc := analyzetest.Scenario{Seed: 3, Packets: 30_000, Rate: 100_000, Start: time.Unix(1_700_000_000, 0), Flows: 16,
+		MeanDelay: 40 * time.Microsecond, Loss: 0.01, Dup: 0.005, Reorder: 0.01, ReorderBy: 300 * time.Microsecond, Nano: true}
+	var sb, rb bytes.Buffer
+	if _, err := sc.Write(&sb, &rb); err != nil {
+		t.Fatal(err)
+	}
+	snd, err := analyze.NewCapture("s.pcap", bytes.NewReader(sb.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := analyze.NewCapture("r.pcap", bytes.NewReader(rb.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := classifier.NewClassifier(nil)
+	f := analyze.LDSFactory{Config: synopsis.LDSConfig{Rows: 4, Cols: 1 << 14, MaxFlows: 64}, Classifier: cl}
+	var lines []*report.Interval
+	if _, err := analyze.Run(snd, rcv, analyze.Config{Interval: 100 * time.Millisecond, Extra: []analyze.SynopsisFactory{f}, Truth: true},
+		func(l *report.Interval) { lines = append(lines, l) }); err != nil {
+		t.Fatal(err)
+	}
+	var lossy, duped int
+	for _, l := range lines {
+		if l.Synopsis != "lds" || l.Flow == "" {
+			continue
+		}
+		lossy += int(extraUint(l, "repaired_lost"))
+		duped += int(extraUint(l, "repaired_extra"))
+		if !l.Valid || l.Lost != *l.TrueLost || math.Abs(l.MeanNs-*l.TrueMeanNs) > 1e-9**l.TrueMeanNs {
+			t.Errorf("interval %d flow %s: valid %v (%s) lost %d mean %.3f, truth %d %.3f (%v)", l.Interval, l.Flow, l.Valid, l.Reason,
+				l.Lost, l.MeanNs, *l.TrueLost, *l.TrueMeanNs, l.Extra)
+		}
+	}
+	t.Logf("%d lines; %d lost and %d duplicated packets taken out", len(lines), lossy, duped)
+	if lossy < 100 || duped < 50 {
+		t.Errorf("the case tests little: %d lost, %d duplicates repaired", lossy, duped)
 	}
 }
