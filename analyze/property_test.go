@@ -144,9 +144,14 @@ func checkScenario(t *testing.T, s scenario, width time.Duration) propertyResult
 		t.Fatal(err)
 	}
 	var lines []*report.Interval
+	extra := []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}}
+	if !testing.Short() {
+		// Not in the -short -race pass: the LDS adds a third to its time
+		// and no concurrency to check.
+		extra = append(extra, analyze.LDSFactory{Auto: true, Classifier: cl})
+	}
 	st, err := analyze.Run(snd, rcv, analyze.Config{Interval: width, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), Classifier: cl,
-		Extra: []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}, analyze.LDSFactory{Auto: true, Classifier: cl}},
-		Truth: true},
+		Extra: extra, Truth: true},
 		func(l *report.Interval) { lines = append(lines, l) })
 	if s.notSame {
 		if err == nil || !strings.Contains(err.Error(), "do not see the same traffic") || len(lines) > 0 {
