@@ -57,5 +57,14 @@
 // first out; their number is reported at both ends, and an interval whose
 // identical copies straddle a boundary with some copy unpaired is invalid.
 //
+// # The LDS
+//
+// The per-flow sketch is built when its interval is estimated, from each
+// end's packets of the interval kept until then: without --lds-* flags
+// sized for the flows the sender saw (synopsis.SizeLDSConfig). Its cells
+// are then repaired from the set difference an RDA over the same packets
+// decodes — never from the pairing, which stays the truth's alone — so a
+// line shows what an appliance with the same synopses could report.
+//
 // Nothing here panics on input.
 package analyze

@@ -417,7 +417,9 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 						l.MEC = base.MEC
 					}
 					addCounts(&l, cc.crossed, cc.extra, cc.ambS, cc.ambR)
-					if l.Synopsis == "lds" {
+					if done, _ := l.Extra["repair_complete"].(bool); l.Synopsis == "lds" && !done {
+						// A complete repair decoded and took out every
+						// extra packet: none is left to hide a loss.
 						unseenExtras(&l, cc.extra)
 					}
 					lines = append(lines, &l)

@@ -18,6 +18,9 @@
 #     (0.005, 0.1) and alternatives, seeds 2 and 3, 100 runs each; ends with
 #     the probe/LDA error ratio per point.
 #
+# Then the analyze property sweep and the LDS under loss through `ldafwd
+# analyze` (analyze-property.txt, lds-loss.txt).
+#
 # Prints which claims fail in the 100-run precision sweeps (step 2); with
 # STRICT=1 it then exits 1. (Two of the paper's claims sit at their limits
 # for Weibull β = 0.6 — docs/accuracy.md explains why — so the default is a
@@ -75,6 +78,16 @@ fi
 echo "accuracy: analyze property sweep (200 seeds)" >&2
 ANALYZE_PROPERTY_SEEDS=200 go test -count=1 -run TestPropertyValidLinesHoldTheTruth -timeout 30m ./analyze/ | tee "$OUT/analyze-property.txt" ||
 	fails="$fails analyze-property "
+
+# The LDS per flow under loss through `ldafwd analyze --synopsis lds
+# --interval 0` with default flags (docs/lds.md, "Accuracy under loss"):
+# one capture pair of 1.2 M packets in 1.2 s, 40 000 flows of Pareto sizes
+# each with its own mean delay, routed frames, 0.1 % uniform loss; the
+# test fails unless ≥ 90 % of flows ≥ 500 packets are valid with median
+# errors ≤ 2 % (≥ 500) and ≤ 0.5 % (≥ 5000). About a minute.
+echo "accuracy: LDS per flow under loss (analyze, default flags, 1.2 M packets)" >&2
+LDS_LOSS_FLOWS=40000 LDS_LOSS_SEEDS=1 LDS_LOSS_BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" go test -count=1 -v -run TestLDSLossDefaults -timeout 20m ./analyze/ |
+	grep -v '^analyze: ' | tee "$OUT/lds-loss.txt" || fails="$fails lds-loss "
 
 if [ -n "$fails" ]; then
 	echo "accuracy: claims failing in step 2 (seed 2, 100 runs per point): $fails(docs/accuracy.md weighs them with steps 3-4's two seeds); outputs in $OUT" >&2

@@ -12,7 +12,10 @@
 // smaller AppendCompact), carried in-band to the receiver, decoded and
 // combined with the receiver's own by an Estimate function. Estimates
 // always say how far to trust them (usable buckets, effective sample size,
-// Valid and Reason): a synopsis never returns a silent number.
+// Valid and Reason): a synopsis never returns a silent number. The RDA's
+// decode lists the lost and extra packets; with their timestamps they
+// repair the RDA's own cells (EstimateRDA) and the LDS's
+// (EstimateLDSFlowsRepaired), which loss would otherwise leave unusable.
 //
 // Both ends derive everything from one 64-bit packet identity hash (see
 // hash.go for which bits each synopsis uses) and the absolute timestamp in

@@ -41,6 +41,11 @@ type FlowEstimate struct {
 	// sketch estimates described above.
 	CountsExact bool
 
+	// RepairedLost and RepairedExtra are the flow's packets that
+	// EstimateLDSFlowsRepaired took out of the sender's and the
+	// receiver's sketch before estimating the mean (0 without repair).
+	RepairedLost, RepairedExtra int
+
 	Estimate
 }
 

@@ -64,6 +64,10 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("analyze: unexpected arguments %q", fs.Args())
 	}
+	o.extra.ldsAuto = true
+	for _, n := range ldsFlagNames {
+		o.extra.ldsAuto = o.extra.ldsAuto && !fs.Changed(n)
+	}
 	cfg, err := o.build()
 	if err != nil {
 		return fmt.Errorf("analyze: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +217,59 @@ func TestAnalyzeRefuses(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"valid":false`) || !strings.Contains(out.String(), "receiver capture damaged") || !strings.Contains(out.String(), `"damage":[`) {
 		t.Errorf("--damaged invalidate: %s", out.String())
+	}
+}
+
+// TestAnalyzeLDSDefaults: with no --lds-* flag analyze sizes the LDS for
+// the flows the sender saw and repairs the cells the losses spoiled, so
+// lossy flows are valid with the exact loss; an --lds-* flag fixes the
+// size instead (and the repair still runs).
+func TestAnalyzeLDSDefaults(t *testing.T) {
+	s, r, _ := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
+		Flows: 50, MeanDelay: 30 * time.Microsecond, Loss: 0.003, Seed: 7})
+	lines := func(args ...string) []map[string]any {
+		var out, errb bytes.Buffer
+		args = append([]string{"--sender", s, "--receiver", r, "--interval", "0", "--synopsis", "lds", "--format", "json", "--truth"}, args...)
+		if err := analyzeMain(args, &out, &errb); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		var ls []map[string]any
+		sc := bufio.NewScanner(&out)
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			if m["synopsis"] == "lds" {
+				ls = append(ls, m)
+			}
+		}
+		return ls
+	}
+	for _, tc := range []struct {
+		args  []string
+		shape string
+	}{{nil, "4×7 k=1"}, {[]string{"--lds-flows", "1000"}, "4×126 k=1"}} {
+		ls := lines(tc.args...)
+		if len(ls) != 50 {
+			t.Fatalf("%v: %d LDS lines, want 50", tc.args, len(ls))
+		}
+		lossy, valid := 0, 0
+		for _, m := range ls {
+			x, _ := m["extra"].(map[string]any)
+			if x["lds"] != tc.shape || !strings.HasPrefix(fmt.Sprint(x["repair"]), "complete") {
+				t.Fatalf("%v: lds %v repair %v, want %s and complete", tc.args, x["lds"], x["repair"], tc.shape)
+			}
+			if m["lost"] != m["true_lost"] {
+				t.Errorf("%v: flow %v lost %v, truth %v", tc.args, m["flow"], m["lost"], m["true_lost"])
+			}
+			if n, _ := x["repaired_lost"].(float64); n > 0 {
+				lossy++
+				if m["valid"] == true {
+					valid++
+				}
+			}
+		}
+		if lossy < 20 || valid != lossy {
+			t.Errorf("%v: %d of %d lossy flows valid, want all (and ≥ 20 lossy)", tc.args, valid, lossy)
+		}
 	}
 }

@@ -22,6 +22,9 @@ type extraSynopsisFlags struct {
 	ldsK               int
 	ldsMaxLoss         int
 	top                int
+	// ldsAuto: analyze was given no LDS sizing flag, so each interval's
+	// LDS is sized from the flows the sender saw (analyze.LDSFactory.Auto).
+	ldsAuto bool
 }
 
 // register defines the sizing flags and --top (analyze's meaning).
@@ -40,8 +43,8 @@ func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per measurement class and side, bytes (0: no repair; default 16 MiB; a live appliance sizes each class's cache to its traffic within it)")
 	fs.Uint64Var(&e.rdaPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
 	fs.Float64Var(&e.rdaProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
-	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; run and demo without it record for 65536 flows and ship each interval sized to the flows it saw)")
-	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss)")
+	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; without any --lds-* flag analyze sizes each interval's LDS for the flows its sender saw, and run and demo record for 65536 flows and ship each interval sized to the flows it saw)")
+	fs.IntVar(&e.ldsK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss where the sketch is not repaired: run and demo; analyze repairs it)")
 	fs.IntVar(&e.ldsMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
 }
 
@@ -100,7 +103,7 @@ func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Cla
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, analyze.LDSFactory{Config: cfg, Classifier: cl, Top: e.top})
+		out = append(out, analyze.LDSFactory{Config: cfg, Auto: e.ldsAuto, Classifier: cl, Top: e.top})
 	}
 	return out, nil
 }

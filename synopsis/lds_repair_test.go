@@ -1,0 +1,174 @@
+package synopsis
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestLDSRemoveInverse: Remove undoes Add exactly, weights included.
+func TestLDSRemoveInverse(t *testing.T) {
+	l := mustLDS(t, LDSConfig{Rows: 4, Cols: 97, CellsPerFlow: 3, RowRates: []float64{0.1, 0.3, 0.7, 1}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ps []LDSPacket
+	for range 5000 {
+		p := LDSPacket{FlowHash: rng.Uint64() % 50, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: uint32(rng.IntN(4))}
+		l.Add(p.FlowHash, p.Hash, p.Ts, p.Weight)
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		l.Remove(p)
+	}
+	for i, c := range l.cells {
+		if c != (ldsCell{}) {
+			t.Fatalf("cell %d = %+v after removing every packet", i, c)
+		}
+	}
+}
+
+// ldsRepairCase generates an interval of a few flows (weights 1 and 3) in
+// a sketch large enough that each flow has a cell of its own, with uniform
+// loss and a few packets only the receiver saw; it returns the pair, the
+// repair lists and the per-flow truth.
+func ldsRepairCase(t *testing.T) (s, r *LDS, rep LDSRepair, truth []ldsFlowTruth) {
+	cfg := LDSConfig{Rows: 4, Cols: 1 << 14, CellsPerFlow: 1, MaxFlows: 64}
+	s, r = mustLDS(t, cfg), mustLDS(t, cfg)
+	rng := rand.New(rand.NewPCG(7, 8))
+	truth = make([]ldsFlowTruth, 20)
+	for f := range truth {
+		tr := &truth[f]
+		tr.hash, tr.weight = rng.Uint64(), uint32(1+2*(f%2))
+		tr.key[0] = byte(f)
+		mu := 50e3 * float64(1+f)
+		for range 2000 {
+			p := LDSPacket{FlowHash: tr.hash, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: tr.weight}
+			s.AddFlow(p.FlowHash, p.Hash, p.Ts, p.Weight, &tr.key)
+			tr.sent++
+			if rng.Float64() < 0.01 {
+				rep.Lost = append(rep.Lost, p)
+				continue
+			}
+			d := uint64(mu * (0.5 + rng.Float64()))
+			r.AddFlow(p.FlowHash, p.Hash, p.Ts+d, p.Weight, &tr.key)
+			tr.received++
+			tr.delaySum += float64(d)
+		}
+	}
+	// Receiver-only packets (duplicated or injected in the segment) in two
+	// flows: they are not the flows' traffic and must not count.
+	for i := range 6 {
+		tr := &truth[i%2]
+		p := LDSPacket{FlowHash: tr.hash, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: tr.weight}
+		r.AddFlow(p.FlowHash, p.Hash, p.Ts, p.Weight, &tr.key)
+		rep.Extra = append(rep.Extra, p)
+	}
+	rep.Complete = true
+	return s, r, rep, truth
+}
+
+// TestLDSRepairExact: with the whole set difference, every lossy flow is
+// valid again and its mean is the exact mean of its received packets (no
+// collisions here), its loss the exact one; the unrepaired sketch has
+// every lossy flow invalid (k = 1: a loss spoils the flow's cell in every
+// row) and the sketch's extras invalidate the rest.
+func TestLDSRepairExact(t *testing.T) {
+	s, r, rep, truth := ldsRepairCase(t)
+	plain, err := EstimateLDSFlows(s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range plain {
+		if f.Valid {
+			t.Fatalf("unrepaired flow %x valid despite the sketch's extras", f.FlowHash)
+		}
+	}
+	got, err := EstimateLDSFlowsRepaired(s, r, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHash := map[uint64]FlowEstimate{}
+	for _, f := range got {
+		byHash[f.FlowHash] = f
+	}
+	lossy := 0
+	for _, tr := range truth {
+		f, ok := byHash[tr.hash]
+		if !ok {
+			t.Fatalf("flow %x not estimated", tr.hash)
+		}
+		if !f.Valid || math.Abs(f.MeanNs-tr.mean()) > 1e-9*tr.mean() {
+			t.Errorf("flow %x: valid %v (%s) mean %.3f, want exact %.3f", tr.hash, f.Valid, f.Reason, f.MeanNs, tr.mean())
+		}
+		if !f.CountsExact || f.Sent != tr.sent || f.Lost != tr.sent-tr.received || f.RepairedLost != int(tr.sent-tr.received) {
+			t.Errorf("flow %x: sent %d lost %d repaired %d, want %d %d", tr.hash, f.Sent, f.Lost, f.RepairedLost, tr.sent, tr.sent-tr.received)
+		}
+		if tr.sent > tr.received {
+			lossy++
+		}
+	}
+	if lossy < 15 {
+		t.Fatalf("only %d lossy flows: the case tests little", lossy)
+	}
+	if byHash[truth[0].hash].RepairedExtra != 3 || byHash[truth[1].hash].RepairedExtra != 3 {
+		t.Errorf("repaired extras %d, %d, want 3 each", byHash[truth[0].hash].RepairedExtra, byHash[truth[1].hash].RepairedExtra)
+	}
+}
+
+// TestLDSRepairPartial: a repair that lists only some losses makes only
+// the flows whose losses it lists usable (exact), the others stay invalid;
+// one that leaves extras out leaves every flow invalid; a listed packet
+// that was never sent leaves its flow invalid, not wrong.
+func TestLDSRepairPartial(t *testing.T) {
+	s, r, rep, truth := ldsRepairCase(t)
+	even := map[uint64]bool{}
+	for i, tr := range truth {
+		even[tr.hash] = i%2 == 0
+	}
+	part := LDSRepair{Extra: rep.Extra}
+	for _, p := range rep.Lost {
+		if !even[p.FlowHash] {
+			part.Lost = append(part.Lost, p)
+		}
+	}
+	got, err := EstimateLDSFlowsRepaired(s, r, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range truth {
+		for _, f := range got {
+			if f.FlowHash != tr.hash {
+				continue
+			}
+			switch {
+			case even[tr.hash] && tr.sent > tr.received:
+				if f.Valid || !strings.Contains(f.Reason, "every cell") {
+					t.Errorf("flow %x with unlisted losses: valid %v (%s)", tr.hash, f.Valid, f.Reason)
+				}
+			case !f.Valid || math.Abs(f.MeanNs-tr.mean()) > 1e-9*tr.mean():
+				t.Errorf("flow %x repaired: valid %v (%s) mean %.3f, want %.3f", tr.hash, f.Valid, f.Reason, f.MeanNs, tr.mean())
+			}
+		}
+	}
+
+	noExtra := LDSRepair{Lost: rep.Lost[1:]}
+	bogus := rep.Lost[0]
+	bogus.Hash ^= 1 // a packet nobody sent
+	noExtra.Lost = append(noExtra.Lost, bogus)
+	got, err = EstimateLDSFlowsRepaired(s, r, noExtra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		if f.Valid {
+			t.Errorf("flow %x valid although the repair left the extras in", f.FlowHash)
+		}
+	}
+	withExtra := LDSRepair{Lost: noExtra.Lost, Extra: rep.Extra}
+	got, _ = EstimateLDSFlowsRepaired(s, r, withExtra)
+	for _, f := range got {
+		if f.FlowHash == bogus.FlowHash && f.Valid {
+			t.Errorf("flow %x valid after a wrong repair (mean %.3f)", f.FlowHash, f.MeanNs)
+		}
+	}
+}
