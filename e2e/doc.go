@@ -25,5 +25,13 @@
 // the means and standard deviations PromQL computes from them over a
 // window and across both appliances, are those of the demos' JSON lines.
 //
+// TestPrometheusFleet runs three demos (segments east, mid and west) under
+// the same Prometheus with the rules scripts/prometheus/genrules writes for
+// the path east → mid → west, and checks that the recorded path mean delay
+// is the sum of the segments' means, both as recorded and as the demos'
+// JSON lines of the same window give them; that an exited appliance is
+// reported down; and that every query of the Grafana dashboard
+// (scripts/grafana) returns data from that server.
+//
 // The package has no non-test code beyond this comment.
 package e2e

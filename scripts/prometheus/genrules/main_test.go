@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,4 +186,15 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("no groups")
 		}
 	})
+}
+
+func TestSeconds(t *testing.T) {
+	for s, want := range map[string]float64{"5m": 300, "1h30m": 5400, "1d": 86400, "500ms": 0.5, "1w2d3h4m5s6ms": 7*86400 + 2*86400 + 3*3600 + 4*60 + 5.006, "1y": 365 * 86400} {
+		if err := checkDuration(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := seconds(s); math.Abs(got-want) > 1e-9 {
+			t.Errorf("seconds(%q) = %v, want %v", s, got, want)
+		}
+	}
 }

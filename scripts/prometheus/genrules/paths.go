@@ -62,6 +62,19 @@ func checkDuration(s string) error {
 	return nil
 }
 
+// seconds is the length of a duration checkDuration accepted.
+func seconds(s string) float64 {
+	unit := map[string]float64{"y": 365 * 86400, "w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
+	var total float64
+	for _, m := range promDurationPart.FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.ParseFloat(m[1], 64)
+		total += n * unit[m[2]]
+	}
+	return total
+}
+
+var promDurationPart = regexp.MustCompile(`([0-9]+)(ms|y|w|d|h|m|s)`)
+
 // maxName bounds segment and path names, as ldafwd bounds --segment-name.
 const maxName = 64
 

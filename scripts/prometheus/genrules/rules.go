@@ -182,7 +182,10 @@ func (g *gen) rules(source string) {
 		ib, c.InvalidWindow, c.InvalidCount, ib, c.InvalidWindow), "", "warning",
 		"Segment {{ $labels.segment }} ({{ $labels.direction }}, class {{ $labels.mec }}): no valid interval in "+c.InvalidWindow,
 		fmt.Sprintf("{{ $labels.instance }} reported at least %d intervals invalid and none valid over the last %s: its delay and loss are not measured. The reason is the label reason of ldafwd_intervals_total.", c.InvalidCount, c.InvalidWindow))
-	g.alert("LdafwdMeasurementStalled", fmt.Sprintf("changes(ldafwd_interval_number{synopsis=\"lda\"}[%s]) == 0\nand on (job, instance) up{job=%s} == 1", c.InvalidWindow, pq(c.Job)), "", "warning",
+	// Not before the process has run for the window: at its first scrapes
+	// the interval number has had no time to change.
+	g.alert("LdafwdMeasurementStalled", fmt.Sprintf("changes(ldafwd_interval_number{synopsis=\"lda\"}[%s]) == 0\nand on (job, instance) (time() - ldafwd_process_start_time_seconds > %s)\nand on (job, instance) up{job=%s} == 1",
+		c.InvalidWindow, num(seconds(c.InvalidWindow)), pq(c.Job)), "", "warning",
 		"{{ $labels.instance }} reports no interval of segment {{ $labels.segment }} ({{ $labels.direction }})",
 		fmt.Sprintf("The appliance is scraped but its last reported interval has not advanced in %s: its peer or the segment's control frames may be gone.", c.InvalidWindow))
 	g.alert("LdafwdApplianceDown", fmt.Sprintf("up{job=%s} == 0", pq(c.Job)), c.DownFor, "critical",
