@@ -39,7 +39,8 @@ path fleet-path east mid west
 //
 //   - at every evaluation of the rules, the recorded path mean delay
 //     equals the sum of the three recorded segment means of that
-//     evaluation (composition, to float rounding);
+//     evaluation, its standard deviation √Σσ² and its loss ratio
+//     1 − Π(1 − loss) of theirs (composition, to float rounding);
 //   - at every evaluation whose window Prometheus's increase() scales
 //     alike for packets and delay (see usableWindow), each recorded
 //     segment mean equals the packet-weighted mean of the segment's JSON
@@ -171,6 +172,23 @@ scrape_configs:
 			segMean[i][s.ms] = s.v
 		}
 	}
+	segSD, segLoss := make([]map[int64]float64, len(segs)), make([]map[int64]float64, len(segs))
+	for i, seg := range segs {
+		segSD[i], segLoss[i] = map[int64]float64{}, map[int64]float64{}
+		for _, s := range series(fmt.Sprintf(`segment:ldafwd_delay_seconds:stddev4s{segment="%s",direction="a>b"}`, seg)) {
+			segSD[i][s.ms] = s.v
+		}
+		for _, s := range series(fmt.Sprintf(`segment:ldafwd_loss:ratio4s{segment="%s",direction="a>b"}`, seg)) {
+			segLoss[i][s.ms] = s.v
+		}
+	}
+	pathSD, pathLoss := map[int64]float64{}, map[int64]float64{}
+	for _, s := range series(`path:ldafwd_delay_seconds:stddev4s{path="fleet-path"}`) {
+		pathSD[s.ms] = s.v
+	}
+	for _, s := range series(`path:ldafwd_loss:ratio4s{path="fleet-path"}`) {
+		pathLoss[s.ms] = s.v
+	}
 	pathMean := series(`path:ldafwd_delay_seconds:mean4s{path="fleet-path",segments="east mid west"}`)
 	if len(pathMean) < 3 {
 		t.Fatalf("only %d evaluations recorded the path mean", len(pathMean))
@@ -191,7 +209,7 @@ scrape_configs:
 	usableWindow := func(i int, T int64) (first, last int, ok bool) {
 		first, last = -1, -1
 		for j, s := range packets[i] {
-			if s.ms > T-100 && s.ms <= T || s.ms > T-window-100 && s.ms < T-window+100 {
+			if s.ms > T-50 && s.ms <= T || s.ms > T-window-50 && s.ms < T-window+50 {
 				return 0, 0, false
 			}
 			if s.ms >= T-window && s.ms <= T {
@@ -233,6 +251,19 @@ scrape_configs:
 		}
 		if e := relErr(p.v, sum); e > 1e-12 {
 			t.Errorf("at %d ms: path mean %v, sum of the recorded segment means %v", p.ms, p.v, sum)
+		}
+		// Its deviation and loss compose the segments' of the same
+		// evaluation: √Σσ², 1 − Π(1 − loss).
+		var vars, pass float64 = 0, 1
+		for i := range segs {
+			vars += segSD[i][p.ms] * segSD[i][p.ms]
+			pass *= 1 - segLoss[i][p.ms]
+		}
+		if sd, ok := pathSD[p.ms]; !ok || relErr(sd, math.Sqrt(vars)) > 1e-12 {
+			t.Errorf("at %d ms: path standard deviation %v (recorded: %v), √Σσ² of the segments %v", p.ms, sd, ok, math.Sqrt(vars))
+		}
+		if l, ok := pathLoss[p.ms]; !ok || math.Abs(l-(1-pass)) > 1e-15 {
+			t.Errorf("at %d ms: path loss %v (recorded: %v), 1 − Π(1 − loss) of the segments %v", p.ms, l, ok, 1-pass)
 		}
 		composed++
 
