@@ -15,7 +15,9 @@
 // The segment between the appliances is a userspace relay in the test
 // (this kernel has no netem): it drops every 97th IPv4 frame a→b, so the
 // loss is exact and known, and passes control frames untouched, so every
-// interval with traffic must be valid.
+// interval with traffic must be valid. The relay also keeps the control
+// frames it passes; tshark with the Wireshark dissector
+// (scripts/wireshark/ldafwd.lua) must decode every one of them.
 //
 // TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
 // processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
