@@ -270,7 +270,7 @@ function ldafwd.dissector(tvb, pinfo, root)
   -- The header rules of docs/protocol.md §2.2.
   if types[typ] == nil then
     malformed(tree, pinfo, "unknown type " .. typ)
-  elseif bit.band(flags, 0xFE) ~= 0 then
+  elseif flags > 1 then -- any bit but bit 0 (plain arithmetic: no bit library across Lua versions)
     malformed(tree, pinfo, "reserved flag set")
   elseif kinds[kind] == nil then
     malformed(tree, pinfo, "unknown kind " .. kind)
@@ -334,7 +334,7 @@ function ldafwd.dissector(tvb, pinfo, root)
     end
   end
   local tag = tree:add(f.tag, tvb(HEADER_LEN + plen, TAG_LEN))
-  if bit.band(flags, 1) ~= 0 then
+  if flags % 2 == 1 then
     if tvb(HEADER_LEN + plen, TAG_LEN):bytes():tohex() ~= string.rep("00", TAG_LEN) then
       tag:add_proto_expert_info(e_insecure)
     else
