@@ -46,7 +46,8 @@ path fleet-path east mid west
 //     segment mean equals the packet-weighted mean of the segment's JSON
 //     report lines between the window's first and last scrape (or the one
 //     before the last, when the last was taken so shortly before the
-//     evaluation that it may not have been stored yet), and the
+//     evaluation that it may not have been stored yet; windows starting
+//     or ending at a torn scrape, see below, are left out), and the
 //     recorded path mean equals the sum of those three means, within
 //     1e-6 relative;
 //   - LdafwdApplianceDown fires for the three demos once they have exited;
@@ -191,6 +192,29 @@ scrape_configs:
 	for _, s := range series(`path:ldafwd_loss:ratio4s{path="fleet-path"}`) {
 		pathLoss[s.ms] = s.v
 	}
+	// A scrape can catch an appliance between adding a line to
+	// ldafwd_delay_packets_total and adding it to ldafwd_delay_seconds_total
+	// (metrics.Observe adds the counters one by one, unlocked against
+	// Gather): such a torn scrape pairs the packets of n lines with the
+	// delay of n−1, and a window ending or starting at it has a wrong mean.
+	// Such windows are left out of the exact comparison below, and counted.
+	torn := make([]map[int]bool, len(segs))
+	nTorn := 0
+	for i, seg := range segs {
+		torn[i] = map[int]bool{}
+		for j := range packets[i] {
+			k, ok := prefixOf(i, packets[i][j].v)
+			if !ok {
+				t.Fatalf("%s: scraped packet count %v is no prefix sum of the valid lines", seg, packets[i][j].v)
+			}
+			if math.Abs(delay[i][j].v-prefixes[i][k].s) > 1e-9*prefixes[i][k].s {
+				torn[i][j] = true
+				nTorn++
+				t.Logf("%s: torn scrape at %d ms: ldafwd_delay_packets_total %v is line %d's prefix, ldafwd_delay_seconds_total %v is not (%v)",
+					seg, packets[i][j].ms, packets[i][j].v, k, delay[i][j].v, prefixes[i][k].s)
+			}
+		}
+	}
 	pathMean := series(`path:ldafwd_delay_seconds:mean4s{path="fleet-path",segments="east mid west"}`)
 	if len(pathMean) < 3 {
 		t.Fatalf("only %d evaluations recorded the path mean", len(pathMean))
@@ -223,7 +247,7 @@ scrape_configs:
 				last = j
 			}
 		}
-		if first < 0 {
+		if first < 0 || torn[i][first] {
 			return 0, nil
 		}
 		cands := []int{last}
@@ -232,7 +256,7 @@ scrape_configs:
 		}
 	next:
 		for _, l := range cands {
-			if l <= first {
+			if l <= first || torn[i][l] {
 				continue
 			}
 			sampled := float64(packets[i][l].ms - packets[i][first].ms)
@@ -317,7 +341,14 @@ scrape_configs:
 				tried = append(tried, fmt.Sprintf("lines %d..%d: %v", k1, k2, m))
 			}
 			if !match {
-				t.Errorf("at %d ms: %s recorded mean %v, report lines' means %s", p.ms, seg, segMean[i][p.ms], strings.Join(tried, ", "))
+				var raw []string
+				for j := range packets[i] {
+					if packets[i][j].ms >= p.ms-window-1000 && packets[i][j].ms <= p.ms+1000 {
+						k, _ := prefixOf(i, packets[i][j].v)
+						raw = append(raw, fmt.Sprintf("%+d ms: packets %v (line %d, Σdelay %v) delay %v", packets[i][j].ms-p.ms, packets[i][j].v, k, prefixes[i][k].s, delay[i][j].v))
+					}
+				}
+				t.Errorf("at %d ms: %s recorded mean %v, report lines' means %s; scrapes around:\n%s", p.ms, seg, segMean[i][p.ms], strings.Join(tried, ", "), strings.Join(raw, "\n"))
 			}
 			want += m
 			desc = append(desc, fmt.Sprintf("%s lines %d..%d %.2f µs", seg, k1, k2, m*1e6))
@@ -333,8 +364,8 @@ scrape_configs:
 		exact++
 		t.Logf("at %d ms: path %.3f µs = %s (relative error %.3g)", p.ms, p.v*1e6, strings.Join(desc, " + "), e)
 	}
-	t.Logf("%d evaluations recorded the path mean; %d compared with the report lines, worst relative error %.3g (%d segment windows ended a scrape before the last: not yet stored at the evaluation)",
-		composed, exact, worst, unstored)
+	t.Logf("%d evaluations recorded the path mean; %d compared with the report lines, worst relative error %.3g (%d segment windows ended a scrape before the last: not yet stored at the evaluation; %d torn scrapes left out)",
+		composed, exact, worst, unstored, nTorn)
 	if exact < 2 {
 		t.Fatalf("only %d evaluations had a window usable for the exact comparison", exact)
 	}
@@ -476,13 +507,20 @@ func checkDashboard(t *testing.T, api, file string, vars map[string]string, star
 	if len(qs) < 10 {
 		t.Fatalf("%s: only %d queries found", file, len(qs))
 	}
+	defined := map[string]bool{}
+	for _, v := range d.Templating.List {
+		defined[v.Name] = true
+	}
 	for _, x := range qs {
 		expr := grafanaVar.ReplaceAllStringFunc(x.expr, func(s string) string {
 			m := grafanaVar.FindStringSubmatch(s)
 			name := m[1] + m[2]
+			if !defined[name] && !strings.HasPrefix(name, "__") {
+				t.Errorf("%s: variable %s is not defined by the dashboard", x.where, s)
+			}
 			v, ok := vars[name]
 			if !ok {
-				t.Errorf("%s: unknown variable %s in %s", x.where, s, x.expr)
+				t.Errorf("%s: no test value for variable %s in %s", x.where, s, x.expr)
 			}
 			return v
 		})
