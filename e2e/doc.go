@@ -15,7 +15,9 @@
 // The segment between the appliances is a userspace relay in the test
 // (this kernel has no netem): it drops every 97th IPv4 frame a→b, so the
 // loss is exact and known, and passes control frames untouched, so every
-// interval with traffic must be valid.
+// interval with traffic must be valid. The relay also keeps the control
+// frames it passes; tshark with the Wireshark dissector
+// (scripts/wireshark/ldafwd.lua) must decode every one of them.
 //
 // TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
 // processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
@@ -24,6 +26,14 @@
 // through Prometheus's HTTP API that the delay counters it stored, and
 // the means and standard deviations PromQL computes from them over a
 // window and across both appliances, are those of the demos' JSON lines.
+//
+// TestPrometheusFleet runs three demos (segments east, mid and west) under
+// the same Prometheus with the rules scripts/prometheus/genrules writes for
+// the path east → mid → west, and checks that the recorded path mean delay
+// is the sum of the segments' means, both as recorded and as the demos'
+// JSON lines of the same window give them; that an exited appliance is
+// reported down; and that every query of the Grafana dashboard
+// (scripts/grafana) returns data from that server.
 //
 // The package has no non-test code beyond this comment.
 package e2e

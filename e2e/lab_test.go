@@ -287,7 +287,8 @@ const labTag = 0x1ab0e2e
 // included. After SIGTERM to both, every frame is accounted for:
 // ldafwd#2's valid a>b intervals sum to what #1 took in (sent) and what
 // reached the sink (received), and their lost is exactly what the relay
-// dropped.
+// dropped. tshark with scripts/wireshark/ldafwd.lua decodes every control
+// frame the relay passed (checkCapturedControl).
 func TestLabTwoProcesses(t *testing.T) {
 	nettest.Require(t)
 	runLab(t, ldafwdBinary(t, false), func(ifname string, _ int) string { return "afxdp:" + ifname })
@@ -326,6 +327,10 @@ type lab struct {
 	dropped             atomic.Uint64 // data frames the relay dropped a→b
 	relayed, relayedBak atomic.Uint64
 	sunk, strays        atomic.Uint64
+	// captured are the control frames the relay passed (both ways, up to
+	// maxCaptured), for the Wireshark dissector's check.
+	capMu               sync.Mutex
+	captured            [][]byte
 	stopRelay, stopSink chan struct{}
 	relays              sync.WaitGroup
 	sinkDone            chan struct{}
@@ -370,6 +375,13 @@ func newLab(t *testing.T, bin string, spec func(ifname string, n int) string) *l
 			n0 := from.recv(buf, 20*time.Millisecond)
 			if n0 == 0 {
 				continue
+			}
+			if n0 >= 14 && binary.BigEndian.Uint16(buf[12:14]) == control.EtherType {
+				l.capMu.Lock()
+				if len(l.captured) < maxCaptured {
+					l.captured = append(l.captured, append([]byte(nil), buf[:n0]...))
+				}
+				l.capMu.Unlock()
 			}
 			if drop && n0 >= 14 && binary.BigEndian.Uint16(buf[12:14]) == 0x0800 {
 				data++
@@ -508,6 +520,8 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string, ex
 	p2.stop(t, 10*time.Second)
 	l.shutdown()
 	dropped, relayed, relayedBack, sunk, strays, r1, r2 := &l.dropped, &l.relayed, &l.relayedBak, &l.sunk, &l.strays, l.r1, l.r2
+
+	checkCapturedControl(t, l.captured)
 
 	ivs, ports2 := p2.records(t)
 	_, ports1 := p1.records(t)

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -67,55 +66,7 @@ scrape_configs:
     static_configs:
       - targets: ["%s"]
 `, strings.Join(targets, `", "`))
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := freeAddr(t)
-	prom := exec.Command(promBin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr, "--log.level=warn")
-	prom.Dir = dir
-	var promLog syncBuffer
-	prom.Stdout, prom.Stderr = &promLog, &promLog
-	if err := prom.Start(); err != nil {
-		t.Fatalf("starting prometheus: %v", err)
-	}
-	promDone := make(chan struct{})
-	go func() { prom.Wait(); close(promDone) }()
-	t.Cleanup(func() {
-		prom.Process.Kill()
-		select {
-		case <-promDone:
-		case <-time.After(10 * time.Second):
-			t.Errorf("prometheus (pid %d) did not exit after SIGKILL", prom.Process.Pid)
-		}
-	})
-	api := "http://" + promAddr
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(api + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-promDone:
-			t.Fatalf("prometheus exited:\n%s", promLog.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready in 30 s:\n%s", promLog.String())
-		}
-	}
-
-	// Prometheus applies its targets some seconds after it is ready: wait
-	// until it has tried both, so that it scrapes the demos from their
-	// start.
-	for deadline := time.Now().Add(30 * time.Second); scrapedTargets(t, api) < len(targets); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus tried no scrape of %v in 30 s:\n%s", targets, promLog.String())
-		}
-	}
+	api, _ := startPrometheus(t, promBin, dir, cfg, len(targets))
 
 	// Two demos, 8 s each: 500 ms intervals at 2000 packets/s, the LDA
 	// alone (the cheapest on a shared 2-CPU machine).
