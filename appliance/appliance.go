@@ -232,11 +232,12 @@ func New(cfg Config) (*Appliance, error) {
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
-	for _, set := range append(a.rbuf.Sets[:], a.sbuf.Sets[:]...) {
-		for _, r := range set.RDA {
-			r.ReserveCache() // start small: see the controller's ReserveCache
-		}
-	}
+	// The timestamp caches start at their budget: the first intervals'
+	// traffic is unknown, and a cache too small for it samples, which
+	// leaves lost packets' timestamps out of the repair (repair.go). The
+	// controller sizes each cache to the traffic after its first
+	// interval (cachePackets), so memory follows the traffic from the
+	// third interval on; untouched slots cost no resident memory.
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
 	a.desc = desc
 	parts := []control.PartKey{}

@@ -240,7 +240,9 @@ func (c *controller) step(now time.Time) {
 			rc.rda = append(rc.rda, r.Clone())
 			// The timestamp cache follows the packets of the last
 			// interval, not its 16 MiB budget.
-			r.ReserveCache()
+			if t := r.Cache(); t != nil {
+				t.Reserve(cachePackets(t.Offered(), set, a.cfg.Interval))
+			}
 		}
 		if set.LDS != nil {
 			rc.lds = set.LDS.Clone()

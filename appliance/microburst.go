@@ -62,6 +62,16 @@ func (c *controller) ldaMicrobursts(r *report.Interval, e *synopsis.Estimate, sn
 	}
 	setMicrobursts(r, losses, uint64(cfg.MicroburstGap.Nanoseconds()), cfg.MicroburstMin, microburstFromLDA)
 	r.Extra["microburst_losses_unplaced"] = unplaced
+	// How far a placed time may be off: the bucket's n received delays'
+	// deviations from the mean add up, about √n·σ — for the bucket with
+	// the most received packets, with σ the line's own estimate.
+	var n uint64
+	for _, l := range losses {
+		n = max(n, l.Received)
+	}
+	if !math.IsNaN(e.StddevNs) && !math.IsInf(e.StddevNs, 0) {
+		r.Extra["microburst_time_sd_ns"] = math.Sqrt(float64(n)) * e.StddevNs
+	}
 }
 
 // noteRepairTimes keeps, for the RDA line rp repaired completely, the

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -141,9 +142,9 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 		var spare *synopsis.TSCache
 		if n := len(c.spares); n > 0 {
 			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(old.Offered()) // follows the traffic, empties
+			spare.Reserve(cachePackets(old.Offered(), set, c.a.cfg.Interval)) // follows the traffic, empties
 		} else {
-			spare = old.EmptyLike(old.Offered())
+			spare = old.EmptyLike(cachePackets(old.Offered(), set, c.a.cfg.Interval))
 		}
 		kept = append(kept, r.SwapCache(spare))
 	}
@@ -158,6 +159,19 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			delete(c.tscaches, j)
 		}
 	}
+}
+
+// cachePackets is how many packets a timestamp cache is sized for after
+// set's interval (TSCache.Reserve): the packets set's cache was offered,
+// scaled to a whole interval when set spans less of one (the interval an
+// appliance started in), so that the next intervals' caches do not
+// sample for want of room.
+func cachePackets(offered uint64, set *dataplane.SynSet, interval time.Duration) uint64 {
+	span := set.EndNs - set.StartNs
+	if set.StartNs == 0 || set.EndNs <= set.StartNs || span >= uint64(interval) {
+		return offered
+	}
+	return uint64(math.Min(float64(offered)*float64(interval)/float64(span), math.MaxUint32))
 }
 
 // exchanges handles the requests and replies the control receiver
