@@ -236,8 +236,9 @@ func New(cfg Config) (*Appliance, error) {
 	// traffic is unknown, and a cache too small for it samples, which
 	// leaves lost packets' timestamps out of the repair (repair.go). The
 	// controller sizes each cache to the traffic after its first
-	// interval (cachePackets), so memory follows the traffic from the
-	// third interval on; untouched slots cost no resident memory.
+	// interval (cachePackets), so memory follows the traffic once each
+	// of the three buffered copies has been used; untouched slots cost
+	// no resident memory.
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
 	a.desc = desc
 	parts := []control.PartKey{}

@@ -142,9 +142,9 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 		var spare *synopsis.TSCache
 		if n := len(c.spares); n > 0 {
 			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(cachePackets(old.Offered(), set, c.a.cfg.Interval)) // follows the traffic, empties
+			spare.Reserve(cachePackets(old.Offered(), set, c.a.cfg.Interval, c.startNs)) // follows the traffic, empties
 		} else {
-			spare = old.EmptyLike(cachePackets(old.Offered(), set, c.a.cfg.Interval))
+			spare = old.EmptyLike(cachePackets(old.Offered(), set, c.a.cfg.Interval, c.startNs))
 		}
 		kept = append(kept, r.SwapCache(spare))
 	}
@@ -165,10 +165,16 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 // set's interval (TSCache.Reserve): the packets set's cache was offered,
 // scaled to a whole interval when set spans less of one (the interval an
 // appliance started in), so that the next intervals' caches do not
-// sample for want of room.
-func cachePackets(offered uint64, set *dataplane.SynSet, interval time.Duration) uint64 {
-	span := set.EndNs - set.StartNs
-	if set.StartNs == 0 || set.EndNs <= set.StartNs || span >= uint64(interval) {
+// sample for want of room. A copy without a start time (a receiver's
+// first, which began before any End marker) started at startNs, the
+// appliance's start.
+func cachePackets(offered uint64, set *dataplane.SynSet, interval time.Duration, startNs uint64) uint64 {
+	start := set.StartNs
+	if start == 0 {
+		start = startNs
+	}
+	span := set.EndNs - start
+	if start == 0 || set.EndNs <= start || span >= uint64(interval) {
 		return offered
 	}
 	return uint64(math.Min(float64(offered)*float64(interval)/float64(span), math.MaxUint32))
