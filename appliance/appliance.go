@@ -235,9 +235,9 @@ func New(cfg Config) (*Appliance, error) {
 	// The timestamp caches start at their budget: the first intervals'
 	// traffic is unknown, and a cache too small for it samples, which
 	// leaves lost packets' timestamps out of the repair (repair.go). The
-	// controller sizes each cache to the traffic after its first
-	// interval (cachePackets), so memory follows the traffic once each
-	// of the three buffered copies has been used; untouched slots cost
+	// controller sizes each cache to the traffic after each interval,
+	// shrinking it by half at most per use (cachePackets), so memory
+	// follows the traffic within a few intervals; untouched slots cost
 	// no resident memory.
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
 	a.desc = desc

@@ -241,7 +241,7 @@ func (c *controller) step(now time.Time) {
 			// The timestamp cache follows the packets of the last
 			// interval, not its 16 MiB budget.
 			if t := r.Cache(); t != nil {
-				t.Reserve(cachePackets(t.Offered(), set, a.cfg.Interval, c.startNs))
+				t.Reserve(cachePackets(t, set, a.cfg.Interval, c.startNs))
 			}
 		}
 		if set.LDS != nil {
