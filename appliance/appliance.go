@@ -232,13 +232,11 @@ func New(cfg Config) (*Appliance, error) {
 	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
 		return nil, err
 	}
-	// The timestamp caches start at their budget: the first intervals'
-	// traffic is unknown, and a cache too small for it samples, which
-	// leaves lost packets' timestamps out of the repair (repair.go). The
-	// controller sizes each cache to the traffic after each interval,
-	// shrinking it by half at most per use (cachePackets), so memory
-	// follows the traffic within a few intervals; untouched slots cost
-	// no resident memory.
+	for _, set := range append(a.rbuf.Sets[:], a.sbuf.Sets[:]...) {
+		for _, r := range set.RDA {
+			r.ReserveCache() // start small: see the controller's ReserveCache
+		}
+	}
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
 	a.desc = desc
 	parts := []control.PartKey{}

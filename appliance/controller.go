@@ -240,9 +240,7 @@ func (c *controller) step(now time.Time) {
 			rc.rda = append(rc.rda, r.Clone())
 			// The timestamp cache follows the packets of the last
 			// interval, not its 16 MiB budget.
-			if t := r.Cache(); t != nil {
-				t.Reserve(cachePackets(t, set, a.cfg.Interval, c.startNs))
-			}
+			r.ReserveCache()
 		}
 		if set.LDS != nil {
 			rc.lds = set.LDS.Clone()

@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -142,9 +141,9 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 		var spare *synopsis.TSCache
 		if n := len(c.spares); n > 0 {
 			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(cachePackets(old, set, c.a.cfg.Interval, c.startNs)) // follows the traffic, empties
+			spare.Reserve(old.Offered()) // follows the traffic, empties
 		} else {
-			spare = old.EmptyLike(cachePackets(old, set, c.a.cfg.Interval, c.startNs))
+			spare = old.EmptyLike(old.Offered())
 		}
 		kept = append(kept, r.SwapCache(spare))
 	}
@@ -159,28 +158,6 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			delete(c.tscaches, j)
 		}
 	}
-}
-
-// cachePackets is how many packets a timestamp cache is sized for after
-// set's interval (TSCache.Reserve, which makes room for twice that): the
-// packets set's cache t was offered, scaled to a whole interval when set
-// spans less of one (the interval an appliance started in), but never
-// less than a quarter of t's room, so a cache shrinks at most by half
-// per use. The caches start at their budget, and traffic that starts or
-// ramps up over the first intervals (a generator started after the
-// appliances) would otherwise shrink them below what the next intervals
-// bring: they would sample, and leave lost packets unrepaired. A copy
-// without a start time counts from startNs, the appliance's start.
-func cachePackets(t *synopsis.TSCache, set *dataplane.SynSet, interval time.Duration, startNs uint64) uint64 {
-	offered := t.Offered()
-	start := set.StartNs
-	if start == 0 {
-		start = startNs
-	}
-	if span := set.EndNs - start; start != 0 && set.EndNs > start && span < uint64(interval) {
-		offered = uint64(math.Min(float64(offered)*float64(interval)/float64(span), math.MaxUint32))
-	}
-	return max(offered, t.Room()/4)
 }
 
 // exchanges handles the requests and replies the control receiver
