@@ -21,7 +21,8 @@ import (
 //     that grows with the bucket's count and the delay span; a loss is
 //     placed only where one time in the window's residue class falls in
 //     the interval (synopsis.CompactSingleLossTimes), the others are
-//     counted in microburst_losses_unplaced. Only single-loss buckets
+//     counted in microburst_losses_unplaced. The line need not be valid
+//     (its loss may be unproven yet), only have a mean. Only single-loss buckets
 //     speak: a burst that puts several losses in one bucket shows fewer
 //     losses than it had.
 //   - The RDA line, when its decode and its repair completed (repair.go):
@@ -51,7 +52,11 @@ func (c *controller) microburstSlack() uint64 {
 // sender's compact copy snd, ours rcv) in its extra.
 func (c *controller) ldaMicrobursts(r *report.Interval, e *synopsis.Estimate, snd *synopsis.CompactLDA, rcv *synopsis.LDA, startNs, endNs int64) {
 	cfg := &c.a.cfg
-	if cfg.MicroburstGap <= 0 || !e.Valid || e.Lost == 0 || math.IsNaN(e.MeanNs) || math.IsInf(e.MeanNs, 0) {
+	// Not only valid estimates: an LDA alone cannot prove a lossy
+	// interval's loss (late packets could hide behind it) until the RDA
+	// or the next interval does, after this; the loss times need only a
+	// mean delay from usable buckets.
+	if cfg.MicroburstGap <= 0 || e.Lost == 0 || e.Samples == 0 || math.IsNaN(e.MeanNs) || math.IsInf(e.MeanNs, 0) {
 		return
 	}
 	slack := c.microburstSlack()

@@ -224,9 +224,9 @@ func (m *Metrics) observeDelay(l prometheus.Labels, r *report.Interval) {
 
 // observeMicrobursts counts the microbursts a line lists (extra
 // "microbursts"), valid or not: a line lists them only where their times
-// held when it was made (a valid LDA estimate at pairing, a complete RDA
-// decode and repair); a line made invalid later, for its loss count or
-// bound, still says when its packets were lost.
+// hold (an LDA mean from usable buckets, a complete RDA decode and
+// repair); a line invalid for its loss count or bound still says when
+// packets were lost.
 func (m *Metrics) observeMicrobursts(l prometheus.Labels, r *report.Interval) {
 	mbs, _ := r.Extra["microbursts"].([]report.Microburst)
 	if len(mbs) == 0 {
