@@ -92,6 +92,12 @@ type Config struct {
 	// first line: a restart leaves no interval without a line, even when
 	// the earlier run was killed and could not say so itself.
 	LastReported map[string]uint64
+	// MicroburstGap > 0 reports the microbursts of every interval
+	// (microburst.go): its losses with a send time, those closer than
+	// MicroburstGap grouped, groups of at least MicroburstMin (0: 5)
+	// listed. 0: off.
+	MicroburstGap time.Duration
+	MicroburstMin int
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -178,6 +184,12 @@ func New(cfg Config) (*Appliance, error) {
 	}
 	if cfg.ControlCopies == 0 {
 		cfg.ControlCopies = 1
+	}
+	if cfg.MicroburstMin == 0 {
+		cfg.MicroburstMin = 5
+	}
+	if cfg.MicroburstGap < 0 || cfg.MicroburstMin < 1 {
+		return nil, fmt.Errorf("appliance: microburst gap %v and minimum %d: want ≥ 0 and ≥ 1", cfg.MicroburstGap, cfg.MicroburstMin)
 	}
 	if cfg.ControlCopies < 1 || cfg.ControlCopies > 4 {
 		return nil, fmt.Errorf("appliance: %d control copies: 1..4", cfg.ControlCopies)

@@ -62,6 +62,7 @@ type controller struct {
 	spares   []*synopsis.TSCache
 	repairs  map[repairKey]*repair
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
+	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
 	reqID    uint32
 	xs       []control.Exchange
 	xbufs    [][]byte
@@ -430,6 +431,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			r.Valid, r.Reason = false, why
 		}
 		c.hold(r, e, m)
+		c.ldaMicrobursts(r, c.held[len(c.held)-1].e, cl, rc.lda[m], b.StartNs, b.EndNs)
 		if rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
@@ -917,6 +919,7 @@ func (c *controller) emit(r *report.Interval) {
 func (c *controller) out(r *report.Interval) {
 	c.reported.Add(1)
 	delete(c.repaired, r)
+	c.rdaMicrobursts(r)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.
 		if r.Extra == nil {

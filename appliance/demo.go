@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
@@ -74,6 +76,14 @@ type DemoConfig struct {
 	// exact truth (true_*) filled in.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
+
+	// MicroburstGap, MicroburstMin: see Config.
+	MicroburstGap time.Duration
+	MicroburstMin int
+	// TruthHook (a test hook) gets every record of the impaired a→b link
+	// besides the demo's own truth, on the link's receiving goroutine (it
+	// must not block): the send times of the packets the stage lost, say.
+	TruthHook dataplane.TruthFunc
 }
 
 // DemoSummary is what the demo saw from end to end.
@@ -129,6 +139,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if err != nil {
 		return sum, err
 	}
+	var lostTx lostTimes // the stage's lost packets, for the true microbursts
+	hook := cfg.TruthHook
+	if cfg.MicroburstGap > 0 {
+		hook = lostTx.hook(cfg.TruthHook, cfg.LinkLocalRate > 0)
+	}
 	var injectEvery uint64
 	if cfg.LinkLocalRate > 0 {
 		injectEvery = uint64(1e9 / cfg.LinkLocalRate)
@@ -142,7 +157,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	}
 	l1, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 32768, AtoB: &dataplane.ImpairConfig{
 		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, DupProb: cfg.DupProb, Seed: cfg.Seed,
-		Queue: 16384, Truth: truth.Record, Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery}})
+		Queue: 16384, Truth: truthFunc(truth, hook), Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery}})
 	if err != nil {
 		return sum, err
 	}
@@ -226,6 +241,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				r.Extra["true_excluded"], r.Extra["true_injected"] = t.Excluded, t.Injected
 			}
 		}
+		if _, listed := r.Extra["microbursts"]; listed && ok && len(names) == 1 {
+			// The stage lost these packets at these send times: the
+			// microbursts the line should have found.
+			r.Extra["true_microbursts"] = lostTx.microbursts(r, uint64(cfg.MicroburstGap.Nanoseconds()), cfg.MicroburstMin)
+		}
 		if r.Synopsis != "lda" {
 			if cfg.Reports != nil {
 				cfg.Reports(r)
@@ -265,7 +285,8 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
-		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport}
+		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
+		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {
@@ -450,6 +471,68 @@ func setDSCP(b []byte, d uint8) {
 		tc := (b[14]<<4|b[15]>>4)&3 | d<<2
 		b[14] = 0x60 | tc>>4
 		b[15] = tc<<4 | b[15]&0x0f
+	}
+}
+
+// lostTimes keeps the send times of the data packets the impairment stage
+// lost (their truth records), for the true microbursts of the demo's lines.
+type lostTimes struct {
+	mu sync.Mutex
+	tx []uint64 // in send order
+}
+
+// hook records lost data frames (not control frames; not link-local
+// frames, which no class of the demo measures, when there are any), then
+// calls next.
+func (l *lostTimes) hook(next dataplane.TruthFunc, linkLocal bool) dataplane.TruthFunc {
+	return func(frame []byte, r *dataplane.TruthRecord) {
+		if r.Flags&dataplane.TruthLost != 0 && len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) != control.EtherType &&
+			!(linkLocal && len(frame) >= 6 && frame[0]&1 == 1) {
+			l.mu.Lock()
+			l.tx = append(l.tx, r.TxNs)
+			l.mu.Unlock()
+		}
+		if next != nil {
+			next(frame, r)
+		}
+	}
+}
+
+// microbursts are the true microbursts of r's interval: the lost packets
+// sent within [StartNs, EndNs) grouped as the appliance groups its own.
+// Losses sent before the interval are forgotten (lines come in interval
+// order).
+func (l *lostTimes) microbursts(r *report.Interval, gapNs uint64, minLosses int) []report.Microburst {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var in []synopsis.LossTime
+	keep := 0
+	for _, t := range l.tx {
+		if t >= uint64(r.StartNs) && t < uint64(r.EndNs) {
+			in = append(in, synopsis.LossTime{SendNs: t, Estimates: 1})
+		}
+		if t+2*uint64(r.EndNs-r.StartNs) >= uint64(r.StartNs) {
+			l.tx[keep] = t
+			keep++
+		}
+	}
+	l.tx = l.tx[:keep]
+	sort.Slice(in, func(a, b int) bool { return in[a].SendNs < in[b].SendNs })
+	out := []report.Microburst{}
+	for _, m := range synopsis.DetectMicrobursts(in, gapNs, minLosses) {
+		out = append(out, report.Microburst{StartNs: m.StartNs, EndNs: m.EndNs, Losses: m.Losses})
+	}
+	return out
+}
+
+// truthFunc is the stage's truth recording, and hook's when set.
+func truthFunc(t *dataplane.IntervalTruth, hook dataplane.TruthFunc) dataplane.TruthFunc {
+	if hook == nil {
+		return t.Record
+	}
+	return func(frame []byte, r *dataplane.TruthRecord) {
+		t.Record(frame, r)
+		hook(frame, r)
 	}
 }
 

@@ -110,6 +110,9 @@ type repair struct {
 	// packets turn out to have crossed the interval's boundary
 	// (unrepairCrossed).
 	pre delayFields
+	// The lost packets' send times from a complete reply, for the line's
+	// microbursts (microburst.go).
+	lossIDs, lossNs []uint64
 }
 
 // delayFields are what a repair changes in a line.
@@ -322,6 +325,9 @@ func (c *controller) onReply(x *control.Exchange) bool {
 	status := "complete"
 	if found < rp.lost {
 		status = fmt.Sprintf("partial: %d of %d", found, rp.lost)
+	}
+	if status == "complete" {
+		c.noteRepairTimes(rp, ts, ok)
 	}
 	c.finishRepair(rp, x, found, x.Frames, status)
 	delete(c.repairs, key)

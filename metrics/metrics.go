@@ -55,6 +55,9 @@ type Metrics struct {
 	lostTotal, sentTotal, recvTotal, ctlBytesTotal *prometheus.CounterVec
 	// The delay moments of valid intervals, packet-weighted (see observeDelay).
 	delaySum, delayNegSum, delaySq, delayPkts *prometheus.CounterVec
+	// Microbursts the lines list (observeMicrobursts).
+	mbTotal, mbLost *prometheus.CounterVec
+	mbDur           *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	src     Sources
@@ -105,6 +108,12 @@ func New(segment string, info map[string]string) *Metrics {
 	m.delaySum = c("delay_seconds_total", "Sum over valid intervals with a non-negative mean of received x mean one-way delay, seconds: with ldafwd_delay_negative_seconds_total and ldafwd_delay_packets_total it gives the packet-weighted mean delay.", ivLabels...)
 	m.delayNegSum = c("delay_negative_seconds_total", "Sum over valid intervals with a negative mean (receiver clock behind the sender's) of received x -mean, seconds: subtract it from ldafwd_delay_seconds_total.", ivLabels...)
 	m.delaySq = c("delay_seconds_squared_total", "Sum over valid intervals of received x (stddev^2 + mean^2), seconds squared: the packets' summed squared delays, for the standard deviation over any window.", ivLabels...)
+	m.mbTotal = c("microbursts_total", "Microbursts (losses closer than --microburst-gap, at least --microburst-min of them) the interval lines list: synopsis lda from single-loss buckets, rda from a completed repair's exact send times.", ivLabels...)
+	m.mbLost = c("microburst_lost_packets_total", "Lost packets in the microbursts of ldafwd_microbursts_total.", ivLabels...)
+	m.mbDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "microburst_duration_seconds",
+		Help:    "Send time from the first to the last loss of each microburst of ldafwd_microbursts_total, seconds.",
+		Buckets: []float64{0, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1}}, ivLabels)
+	r.MustRegister(m.mbDur)
 	m.ctlBytesTotal = c("control_bytes_total", "Control bytes of all reported intervals (counted once per interval, not per MEC).", "direction")
 	labels := prometheus.Labels{}
 	for k, v := range info {
@@ -167,6 +176,7 @@ func (m *Metrics) Observe(r *report.Interval) {
 		m.recvTotal.With(l).Add(float64(r.Received))
 		m.observeDelay(l, r)
 	}
+	m.observeMicrobursts(l, r)
 	// Control traffic is per interval and direction, repeated on every
 	// MEC's line: count it once, on the first class ("all").
 	if r.ControlBytes > 0 && (r.MEC == "all" || r.MEC == "") {
@@ -210,6 +220,26 @@ func (m *Metrics) observeDelay(l prometheus.Labels, r *report.Interval) {
 	}
 	m.delaySq.With(l).Add(sq)
 	m.delayPkts.With(l).Add(n)
+}
+
+// observeMicrobursts counts the microbursts a line lists (extra
+// "microbursts"), valid or not: a line lists them only where their times
+// hold (an LDA mean from usable buckets, a complete RDA decode and
+// repair); a line invalid for its loss count or bound still says when
+// packets were lost.
+func (m *Metrics) observeMicrobursts(l prometheus.Labels, r *report.Interval) {
+	mbs, _ := r.Extra["microbursts"].([]report.Microburst)
+	if len(mbs) == 0 {
+		return
+	}
+	lost := 0
+	h := m.mbDur.With(l)
+	for _, b := range mbs {
+		lost += b.Losses
+		h.Observe(float64(b.EndNs-b.StartNs) / 1e9)
+	}
+	m.mbTotal.With(l).Add(float64(len(mbs)))
+	m.mbLost.With(l).Add(float64(lost))
 }
 
 // Reason is the ldafwd_intervals_total reason label of a report line:

@@ -362,3 +362,48 @@ func TestConcurrentObserveScrape(t *testing.T) {
 		t.Fatalf("invalid intervals %v, want 167", got)
 	}
 }
+
+// TestMicrobursts: the microbursts a line lists are counted with their
+// losses and durations, valid line or not; a line listing none adds
+// nothing, and LDS flow lines are not exported.
+func TestMicrobursts(t *testing.T) {
+	m := New("lab", nil)
+	mb := func(d float64, n int) report.Microburst {
+		return report.Microburst{StartNs: 1e18, EndNs: 1e18 + uint64(d*1e9), Losses: n}
+	}
+	m.Observe(&report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Lost: 40,
+		Extra: map[string]any{"microbursts": []report.Microburst{mb(0, 5), mb(0.002, 30)}}})
+	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: false, Reason: "loss not verifiable", Lost: 9,
+		Extra: map[string]any{"microbursts": []report.Microburst{mb(0.3, 9)}}})
+	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true,
+		Extra: map[string]any{"microbursts": []report.Microburst{}}})
+	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2",
+		Extra: map[string]any{"microbursts": []report.Microburst{mb(0, 5)}}})
+	l := prometheus.Labels{"direction": "a>b", "mec": "all", "synopsis": "rda"}
+	if got := testutil.ToFloat64(m.mbTotal.With(l)); got != 3 {
+		t.Errorf("microbursts %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(m.mbLost.With(l)); got != 44 {
+		t.Errorf("microburst losses %v, want 44", got)
+	}
+	want := `
+# HELP ldafwd_microburst_duration_seconds Send time from the first to the last loss of each microburst of ldafwd_microbursts_total, seconds.
+# TYPE ldafwd_microburst_duration_seconds histogram
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0"} 1
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.0001"} 1
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.0005"} 1
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.001"} 1
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.005"} 2
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.01"} 2
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.05"} 2
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.1"} 2
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="0.5"} 3
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="1"} 3
+ldafwd_microburst_duration_seconds_bucket{direction="a>b",mec="all",segment="lab",synopsis="rda",le="+Inf"} 3
+ldafwd_microburst_duration_seconds_sum{direction="a>b",mec="all",segment="lab",synopsis="rda"} 0.302
+ldafwd_microburst_duration_seconds_count{direction="a>b",mec="all",segment="lab",synopsis="rda"} 3
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "ldafwd_microburst_duration_seconds"); err != nil {
+		t.Error(err)
+	}
+}

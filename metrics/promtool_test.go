@@ -46,6 +46,8 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		MeanNs: 5e4, StddevNs: 1e3, ControlBytes: 900, ControlFrames: 2})
 	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 10, MeanNs: -2e3, StddevNs: 1e3})
 	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Reason: "end marker lost in the segment"})
+	m.Observe(&report.Interval{Interval: 4, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Sent: 100, Received: 90, Lost: 10,
+		Extra: map[string]any{"microbursts": []report.Microburst{{StartNs: 1e9, EndNs: 1e9 + 3e6, Losses: 10}}}})
 	s, err := m.Serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %v %v", resp.Status, err)
 	}
 	for _, want := range []string{"ldafwd_delay_seconds_total{", "ldafwd_delay_negative_seconds_total{", "ldafwd_delay_seconds_squared_total{",
-		"ldafwd_delay_packets_total{", "ldafwd_port_rx_packets_total{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
+		"ldafwd_delay_packets_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("scrape lacks %s", want)
 		}

@@ -63,6 +63,15 @@ type Interval struct {
 	Extra map[string]any `json:"extra,omitempty"`
 }
 
+// Microburst is one burst of losses, listed in an interval line's
+// extra "microbursts" (docs/reports.md): losses whose send times are at
+// most the microburst gap apart, at least the microburst minimum of them.
+type Microburst struct {
+	StartNs uint64 `json:"start_ns"` // send time of the first loss, ns since the Unix epoch (sender's clock)
+	EndNs   uint64 `json:"end_ns"`   // send time of the last loss
+	Losses  int    `json:"losses"`   // lost packets in the burst
+}
+
 // Port is a `"type":"port"` report line.
 type Port struct {
 	Type      string  `json:"type"`              // "port"

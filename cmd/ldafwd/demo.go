@@ -33,6 +33,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		lda                ldaFlags
 		extra              extraSynopsisFlags
 		budget             controlBudget
+		microbursts        microburstFlags
 		duration, interval time.Duration
 		delaySpec          string
 		lossSpec           string
@@ -78,6 +79,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	lda.register(fs)
 	extra.registerSizing(fs)
 	budget.register(fs)
+	microbursts.register(fs)
 	out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, errHelp) {
@@ -157,6 +159,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err := budget.parse(); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	if err := microbursts.validate(); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	changed := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
 	// Sized like `run`: the RDA and the LDS follow the traffic unless
@@ -205,6 +210,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
+		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
 		Reports: func(r *report.Interval) {
 			r.Segment = segmentName
 			m.Observe(r)
@@ -218,6 +224,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			}
 			if table {
 				fmt.Fprintln(stdout, demoRow(r))
+				for _, row := range microburstRows(r) {
+					fmt.Fprintln(stdout, row)
+				}
 			}
 		},
 	}

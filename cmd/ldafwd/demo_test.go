@@ -115,6 +115,8 @@ func TestDemoFlagErrors(t *testing.T) {
 		{[]string{"--top", "0"}, "--top"},
 		{[]string{"--segment-name", ""}, "--segment-name"},
 		{[]string{"--metrics-addr", "256.0.0.1:99999"}, "--metrics-addr"},
+		{[]string{"--microburst-gap", "-1ms"}, "--microburst-gap"},
+		{[]string{"--microburst-min", "0"}, "--microburst-min"},
 	} {
 		var out, errb bytes.Buffer
 		err := demoMain(tc.args, &out, &errb)

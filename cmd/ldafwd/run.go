@@ -54,6 +54,7 @@ type runOptions struct {
 	synopses      string
 	top           int
 	budget        controlBudget
+	microbursts   microburstFlags
 	adapt         adaptive
 	portA, portB  string
 	segment       string
@@ -111,6 +112,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	o.extra.registerSizing(fs)
 	fs.IntVar(&o.top, "top", 10, "LDS: flows reported per interval, largest first")
 	o.budget.register(fs)
+	o.microbursts.register(fs)
 	fs.DurationVar(&o.maxDelay, "max-delay", time.Duration(def.MaxDelayNs), "largest one-way delay (clock offset included) the compact synopsis encoding must carry")
 	fs.DurationVar(&o.minDelay, "min-delay", time.Duration(def.MinDelayNs), "smallest one-way delay (may be negative: receiver clock behind the sender's)")
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
@@ -334,6 +336,9 @@ func (o *runOptions) validate() error {
 	if err := o.budget.parse(); err != nil {
 		return err
 	}
+	if err := o.microbursts.validate(); err != nil {
+		return err
+	}
 	o.bnds = synopsis.DefaultCompactBounds()
 	o.bnds.MinDelayNs, o.bnds.MaxDelayNs = o.minDelay.Nanoseconds(), o.maxDelay.Nanoseconds()
 	if o.maxDelay <= o.minDelay {
@@ -479,7 +484,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		AdaptLDA: o.adapt.lda, AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
-		LastReported: last,
+		LastReported: last, MicroburstGap: o.microbursts.gap, MicroburstMin: o.microbursts.min,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -627,6 +632,9 @@ func (r *runOutput) interval(iv *report.Interval) {
 		}
 		fmt.Fprintf(r.table, "%-10d %-5s %-8s %9d %9d %7d %10.3f %9.3f %10.3f %8d %s\n", iv.Interval, iv.Direction, iv.MEC,
 			iv.Sent, iv.Received, iv.Lost, iv.MeanNs/1e3, iv.MeanCINs/1e3, iv.StddevNs/1e3, iv.Samples, valid)
+		for _, row := range microburstRows(iv) {
+			fmt.Fprintln(r.table, row)
+		}
 	}
 }
 

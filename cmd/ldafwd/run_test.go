@@ -66,6 +66,9 @@ func TestRunFlagValidation(t *testing.T) {
 	}{
 		{"no ports", []string{"!", "--segment-port", "b", "--insecure"}, "--port-a"},
 		{"empty segment name", []string{"--segment-name", ""}, "--segment-name"},
+		{"negative microburst gap", []string{"--microburst-gap", "-1ms"}, "--microburst-gap"},
+		{"microburst minimum 0", []string{"--microburst-min", "0"}, "--microburst-min"},
+		{"forward-only with microbursts", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--microburst-gap", "2ms"}, "drop --microburst-gap"},
 		{"long segment name", []string{"--segment-name", strings.Repeat("x", 65)}, "--segment-name"},
 		{"unprintable segment name", []string{"--segment-name", "a\nb"}, "--segment-name"},
 		{"one port", []string{"!", "--port-a", "ring:v.a", "--segment-port", "b", "--insecure"}, "--port-b"},
