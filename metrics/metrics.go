@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	dto "github.com/prometheus/client_model/go"
 	"math"
 	"net"
 	"net/http"
@@ -59,6 +60,11 @@ type Metrics struct {
 	mbTotal, mbLost *prometheus.CounterVec
 	mbDur           *prometheus.HistogramVec
 
+	// obs makes a report line's counters change together: Observe holds
+	// it while it adds a line, and the /metrics handler while it gathers,
+	// so no scrape sees a line in one counter (packets) and not yet in
+	// another (delay), which skews any window's mean computed from them.
+	obs     sync.Mutex
 	mu      sync.Mutex
 	src     Sources
 	state   atomic.Value // State
@@ -157,6 +163,8 @@ func (m *Metrics) Observe(r *report.Interval) {
 	if r.Flow != "" {
 		return
 	}
+	m.obs.Lock()
+	defer m.obs.Unlock()
 	syn := r.Synopsis
 	if syn == "" {
 		syn = "lda"
@@ -289,7 +297,7 @@ type Health struct {
 // Handler serves /metrics and /healthz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Gatherer(), promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", m.healthz)
 	return mux
 }
@@ -342,4 +350,14 @@ func (s *Server) Close() error {
 		err = serr
 	}
 	return err
+}
+
+// Gatherer gathers the registry between report lines (see obs): what
+// /metrics serves.
+func (m *Metrics) Gatherer() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		m.obs.Lock()
+		defer m.obs.Unlock()
+		return m.reg.Gather()
+	})
 }
