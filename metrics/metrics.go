@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ldafwd/ldafwd/buildinfo"
 	"math"
 	"net"
 	"net/http"
@@ -118,6 +119,11 @@ func New(segment string, info map[string]string) *Metrics {
 		inf.Set(1)
 		r.MustRegister(inf)
 	}
+	bi := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help:        "Constant 1; the labels name the build: module version, VCS revision (empty when the go tool recorded none), Go version, whether DPDK is linked.",
+		ConstLabels: buildinfo.Get().Labels()})
+	bi.Set(1)
+	r.MustRegister(bi)
 	r.MustRegister(&scrape{m: m})
 	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
 	return m

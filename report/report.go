@@ -8,6 +8,11 @@ import (
 	"sync"
 )
 
+// SchemaVersion is the `schema` field of every report line: the version
+// of the contract in docs/reports.md and report/schema.json. It grows when
+// a field changes meaning or type; adding a field does not change it.
+const SchemaVersion = 1
+
 // Interval is a `"type":"interval"` report line (docs/reports.md). The JSON names
 // are a contract with users' scripts: add fields, never rename.
 type Interval struct {

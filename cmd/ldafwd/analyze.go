@@ -40,7 +40,7 @@ func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.St
 
 func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	var o analyzeOptions
-	fs := newFlagSet("analyze")
+	fs := newFlagSet("analyze", stdout)
 	fs.StringVar(&o.sender, "sender", "", "capture taken where the segment starts (pcap or pcapng)")
 	fs.StringVar(&o.receiver, "receiver", "", "capture taken where the segment ends (pcap or pcapng)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "interval length, aligned to multiples since the Unix epoch; 0 = the whole capture as one interval")
@@ -55,18 +55,15 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "analyze", args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("analyze: unexpected arguments %q", fs.Args())
+		return usageErrorf("analyze: unexpected arguments %q", fs.Args())
 	}
 	cfg, err := o.build()
 	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
+		return usageErrorf("analyze: %w", err)
 	}
 	snd, err := analyze.OpenCapture(o.sender)
 	if err != nil {

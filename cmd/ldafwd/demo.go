@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,7 +51,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		segmentName        string
 		metricsAddr        string
 	)
-	fs := newFlagSet("demo")
+	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
 	fs.DurationVar(&interval, "interval", time.Second, "measurement interval")
 	fs.StringVar(&delaySpec, "delay", "weibull:mean=50us,shape=0.7", "one-way delay of the segment per frame (constant:, exp:, uniform:, weibull:, pareto:, mix:); the segment is FIFO, so frames also queue behind slow ones")
@@ -79,58 +78,55 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	extra.registerSizing(fs)
 	budget.register(fs)
 	out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "demo", args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+		return usageErrorf("demo: unexpected arguments %q", fs.Args())
 	}
 	if err := out.validate(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	if err := checkSegmentName(segmentName); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	switch {
 	case duration <= 0:
-		return fmt.Errorf("demo: --duration %v: must be positive", duration)
+		return usageErrorf("demo: --duration %v: must be positive", duration)
 	case interval < 10*time.Millisecond:
-		return fmt.Errorf("demo: --interval %v: at least 10ms", interval)
+		return usageErrorf("demo: --interval %v: at least 10ms", interval)
 	case !(reorder >= 0 && reorder < 1):
-		return fmt.Errorf("demo: --reorder %v: a probability in [0, 1)", reorder)
+		return usageErrorf("demo: --reorder %v: a probability in [0, 1)", reorder)
 	case !(dup >= 0 && dup < 1):
-		return fmt.Errorf("demo: --dup %v: a probability in [0, 1)", dup)
+		return usageErrorf("demo: --dup %v: a probability in [0, 1)", dup)
 	case rate < 0:
-		return fmt.Errorf("demo: --rate %v: must be ≥ 0", rate)
+		return usageErrorf("demo: --rate %v: must be ≥ 0", rate)
 	case !(linkLocalRate >= 0 && linkLocalRate <= 1e6):
-		return fmt.Errorf("demo: --link-local-rate %v: frames per second, 0..1e6", linkLocalRate)
+		return usageErrorf("demo: --link-local-rate %v: frames per second, 0..1e6", linkLocalRate)
 	case !(conf > 0 && conf < 1):
-		return fmt.Errorf("demo: --confidence %v: between 0 and 1", conf)
+		return usageErrorf("demo: --confidence %v: between 0 and 1", conf)
 	case maxDelay < 0:
-		return fmt.Errorf("demo: --max-delay %v: must be ≥ 0", maxDelay)
+		return usageErrorf("demo: --max-delay %v: must be ≥ 0", maxDelay)
 	}
 	delay, err := model.ParseDelay(delaySpec)
 	if err != nil {
-		return fmt.Errorf("demo: --delay: %w", err)
+		return usageErrorf("demo: --delay: %w", err)
 	}
 	loss, err := model.ParseLoss(lossSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --loss: %w", err)
+		return usageErrorf("demo: --loss: %w", err)
 	}
 	cl, err := classifier.NewClassifierFromSpecs(mecs)
 	if err != nil {
-		return fmt.Errorf("demo: --mec: %w", err)
+		return usageErrorf("demo: --mec: %w", err)
 	}
 	remarks, err := parseRemarks(remarkSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --remark: %w", err)
+		return usageErrorf("demo: --remark: %w", err)
 	}
 	dscps, err := parseDSCPList(dscpSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --dscp: %w", err)
+		return usageErrorf("demo: --dscp: %w", err)
 	}
 	for _, r := range remarks {
 		if !slices.Contains(dscps, r.From) {
@@ -142,20 +138,20 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	ldaCfg, err := lda.config()
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	kinds, err := parseSynopsisList(synopses)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	if top < 1 {
-		return fmt.Errorf("demo: --top %d: must be ≥ 1", top)
+		return usageErrorf("demo: --top %d: must be ≥ 1", top)
 	}
 	if copies < 1 || copies > 4 {
-		return fmt.Errorf("demo: --control-copies %d: 1..4", copies)
+		return usageErrorf("demo: --control-copies %d: 1..4", copies)
 	}
 	if err := budget.parse(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	changed := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
@@ -163,7 +159,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	// --rda-*/--lds-flows say otherwise.
 	syn, adapt, err := extra.synConfig(kinds, changed, ldaCfg)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	key, err := demoKey()
 	if err != nil {

@@ -132,10 +132,10 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	o.out.register(fs)
 }
 
-// parseRunArgs parses the command line and the --config file into o.
-func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
-	fs := newFlagSet("run")
-	fs.SetOutput(stderr)
+// parseRunArgs parses the command line and the --config file into o;
+// --help goes to stdout (and returns pflag.ErrHelp).
+func parseRunArgs(o *runOptions, args []string, stdout io.Writer) error {
+	fs := newFlagSet("run", stdout)
 	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -416,14 +416,17 @@ func (o *runOptions) validate() error {
 // run → stop and close, in that order (STYLE.md: l2fwd's order).
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	var o runOptions
-	if err := parseRunArgs(&o, args, stderr); err != nil {
+	if err := parseRunArgs(&o, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return fmt.Errorf("run: %w", err)
+		return usageErrorf("run: %w (ldafwd run --help lists the flags)", err)
 	}
+	// Everything validate refuses is the command line's or the --config
+	// file's fault: exit status 2, which the systemd unit does not
+	// restart on. Failures after it (ports, sinks) exit 1.
 	if err := o.validate(); err != nil {
-		return fmt.Errorf("run: %w", err)
+		return usageErrorf("run: %w", err)
 	}
 	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("cmd", "run").Logger()
 
