@@ -191,7 +191,7 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 }
 
 func intervalTableHeader(truth bool) string {
-	h := "interval\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
+	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
 	if truth {
 		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
 	}
@@ -207,9 +207,12 @@ func intervalTableRow(r *report.Interval, truth bool) string {
 	if flow == "" {
 		flow = "-"
 	}
-	s := fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d/%d\t%s",
-		r.Interval, r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		r.MeanNs/1e3, r.MeanCINs/1e3, r.StddevNs/1e3, r.Samples, r.Usable, r.Buckets, valid)
+	// Captures may be from any day: the start with its date. "-" where
+	// the JSON line has null.
+	noDelay := !r.Valid || r.Samples == 0
+	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
+		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
+		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
 	if truth && r.TrueMeanNs != nil {
 		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
 	}

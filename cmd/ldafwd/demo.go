@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -187,9 +188,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	table := out.format == "table"
 	if table {
-		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %v, loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
-			delay, loss, reorder, interval, duration)
-		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec/syn", "sent", "received", "samples",
+		// The delay as the user wrote it, and its mean in readable units
+		// (the canonical form is in ns: scale=39499.97749349529ns).
+		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %s, mean %v; loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
+			delaySpec, time.Duration(delay.Mean()).Round(10*time.Nanosecond), loss, reorder, interval, duration)
+		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "start (UTC)", "mec/syn", "sent", "received", "samples",
 			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
 	}
 	var repMu sync.Mutex
@@ -225,6 +228,13 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	m.SetState(metrics.StateStopped)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	if err := w.Write(demoSummary(sum, conf, synopses, copies)); err != nil {
+		repMu.Lock()
+		if repErr == nil {
+			repErr = err
+		}
+		repMu.Unlock()
 	}
 
 	if table {
@@ -311,6 +321,33 @@ func demoKey() ([]byte, error) {
 	return controlGenerateKey()
 }
 
+// demoSummary is the closing `"type":"demo_summary"` record: what the
+// table's last lines say, for scripts.
+func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copies int) *report.DemoSummary {
+	return &report.DemoSummary{Type: "demo_summary", Generated: sum.Generated, Delivered: sum.Sunk, SegmentLost: sum.ImpairLost,
+		ApplianceDropped: sum.ApplianceTxDropped, Intervals: sum.Intervals, IdleIntervals: sum.Idle, Valid: sum.Valid,
+		LossExact: sum.LossExact, MeanInBound: sum.MeanInBound, Confidence: conf,
+		Duplicated: sum.Duplicated, Reordered: sum.Reordered, Remarked: sum.Remarked,
+		LinkLocalSent: sum.LinkLocalSent, LinkLocalConsumed: sum.Consumed, LinkLocalOriginated: sum.Injected,
+		UnmeasuredSender: sum.ExcludedSent, UnmeasuredReceiver: sum.ExcludedReceived,
+		ControlBytesPerInterval: sum.ControlBytesPerInt, Synopses: synopses, ControlCopies: copies}
+}
+
+// delayCell is a delay column of the tables: µs, or "-" where the JSON
+// line has null (no estimate: invalid, no sample).
+func delayCell(v float64, none bool, width int) string {
+	if none || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%*s", width, "-")
+	}
+	return fmt.Sprintf("%*.2f", width, v/1e3)
+}
+
+// startCell is the interval column of the tables: its start as a UTC
+// time of day (the JSON line has the interval number and start_ns).
+func startCell(startNs int64) string {
+	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
+}
+
 func demoRow(r *report.Interval) string {
 	tru := func(p *float64) string {
 		if p == nil {
@@ -326,12 +363,23 @@ func demoRow(r *report.Interval) string {
 	if !r.Valid {
 		valid = "no: " + r.Reason
 	}
+	noDelay := !r.Valid || r.Samples == 0
 	if r.Flow != "" {
-		// A flow of the LDS: indented under its interval.
-		return fmt.Sprintf("%-12s   flow %-44s %8d pkts  mean %8.2f µs  lost %d  %s", "", r.Flow, r.Sent,
-			r.MeanNs/1e3, r.Lost, valid)
+		// A flow of the LDS: indented under its interval; the flow's
+		// name (up to 97 characters for IPv6) after the fixed columns,
+		// so that IPv4 and IPv6 rows align.
+		ok, why := "yes", ""
+		if !r.Valid {
+			ok, why = "no", ": "+r.Reason
+		}
+		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
+			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
 	}
-	return fmt.Sprintf("%-12d %-10s %10d %10d %8d  %7.2f±%-5.2f(%s) %8.2f (%s) %7d (%6s)  %s",
-		r.Interval, r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, r.MeanNs/1e3, r.MeanCINs/1e3, tru(r.TrueMeanNs),
-		r.StddevNs/1e3, tru(r.TrueStddevNs), r.Lost, trueLost, valid)
+	ci := "      " // no "±" without a mean
+	if !noDelay {
+		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
+	}
+	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
+		startCell(r.StartNs), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
+		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

@@ -620,17 +620,38 @@ func (r *runOutput) interval(iv *report.Interval) {
 	}
 	if r.table != nil {
 		if !r.header {
-			fmt.Fprintf(r.table, "%-10s %-5s %-8s %9s %9s %7s %10s %9s %10s %8s %s\n",
-				"interval", "dir", "mec", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
+			fmt.Fprintf(r.table, "%-12s %-5s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %s\n",
+				"start (UTC)", "dir", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
 			r.header = true
 		}
-		valid := "yes"
-		if !iv.Valid {
-			valid = "no: " + iv.Reason
-		}
-		fmt.Fprintf(r.table, "%-10d %-5s %-8s %9d %9d %7d %10.3f %9.3f %10.3f %8d %s\n", iv.Interval, iv.Direction, iv.MEC,
-			iv.Sent, iv.Received, iv.Lost, iv.MeanNs/1e3, iv.MeanCINs/1e3, iv.StddevNs/1e3, iv.Samples, valid)
+		fmt.Fprintln(r.table, runRow(iv))
 	}
+}
+
+// runRow is a table row of run: the interval's start as a time of day,
+// "-" where the JSON line has null, the LDS flow (up to 97 characters
+// for IPv6) after the fixed columns so that rows align, then the reason.
+func runRow(iv *report.Interval) string {
+	noDelay := !iv.Valid || iv.Samples == 0
+	ok, why := "yes", ""
+	if !iv.Valid {
+		ok, why = "no", ": "+iv.Reason
+	}
+	flow := ""
+	if iv.Flow != "" {
+		flow = " flow " + iv.Flow
+	}
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs), iv.Direction, iv.MEC, iv.Synopsis,
+		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
+		iv.Samples, ok, flow, why)
+}
+
+// usCell is a delay in µs with 3 decimals, or "-" for none.
+func usCell(ns float64, none bool) string {
+	if none {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", ns/1e3)
 }
 
 // ports writes one port record per port: counters since start, rates over
