@@ -34,7 +34,7 @@ type LDADiagnostics struct {
 	// minimum (delays under --min-delay: the receiver's clock behind the
 	// sender's by more than it allows); the others lie above the maximum.
 	BelowMinBuckets int
-	UsableRowPairs     int // collapsed rows (2i, 2i+1) behind the std-dev
+	UsableRowPairs  int // collapsed rows (2i, 2i+1) behind the std-dev
 
 	// ExtraBuckets are buckets (cover buckets included) that prove the
 	// receiver recorded packets the sender did not: more packets at the
