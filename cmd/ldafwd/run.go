@@ -521,6 +521,15 @@ func serve(ctx context.Context, o *runOptions, a runner, ports *portSet, out *ru
 	}
 	m.SetState(metrics.StateRunning)
 	start := time.Now()
+	var wdC <-chan time.Time
+	if src, ok := a.(peerSource); ok {
+		wd := newWatchdog(o, src, out, m, log, start)
+		out.setWatchdog(wd)
+		t := time.NewTicker(max(o.interval/2, 5*time.Millisecond))
+		defer t.Stop()
+		wdC = t.C
+		defer func() { out.setWatchdog(nil) }()
+	}
 	var deadline <-chan time.Time
 	if o.duration > 0 {
 		t := time.NewTimer(o.duration)
@@ -565,6 +574,8 @@ loop:
 			break loop
 		case <-insecureC:
 			log.Warn().Msg(insecureWarning)
+		case now := <-wdC:
+			out.watchdog().check(now)
 		case now := <-stats.C:
 			cur := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 			out.ports(cur, prev, now.Sub(start), now.Sub(prevAt), false)
@@ -596,6 +607,7 @@ type runOutput struct {
 	log   zerolog.Logger
 
 	excluded func() [2]uint64 // per port: link-local frames received there and left unmeasured
+	wd       *watchdog        // the peer watchdog while serving (under mu)
 
 	mu     sync.Mutex
 	header bool
@@ -615,6 +627,9 @@ func (r *runOutput) interval(iv *report.Interval) {
 	r.m.Observe(iv)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.wd != nil {
+		r.wd.observe(iv)
+	}
 	if err := r.w.Write(iv); err != nil {
 		r.sinkFailed(err)
 	}
@@ -652,6 +667,35 @@ func usCell(ns float64, none bool) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", ns/1e3)
+}
+
+func (r *runOutput) setWatchdog(w *watchdog) {
+	r.mu.Lock()
+	r.wd = w
+	r.mu.Unlock()
+}
+
+func (r *runOutput) watchdog() *watchdog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wd
+}
+
+// status writes the watchdog's verdict: a JSON line, and a table line.
+func (r *runOutput) status(st *report.Status) {
+	st.Segment = r.o.segmentName
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.w.Write(st); err != nil {
+		r.sinkFailed(err)
+	}
+	if r.table != nil {
+		fmt.Fprintf(r.table, "status %s", st.Status)
+		for _, p := range st.Problems {
+			fmt.Fprintf(r.table, "; %s: %s", p.Check, p.Reason)
+		}
+		fmt.Fprintln(r.table)
+	}
 }
 
 // ports writes one port record per port: counters since start, rates over
