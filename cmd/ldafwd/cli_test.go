@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -153,5 +156,69 @@ func TestVersion(t *testing.T) {
 	out.Reset()
 	if err := versionMain(nil, &out); err != nil || !strings.HasPrefix(out.String(), "ldafwd ") || !strings.Contains(out.String(), "dpdk: ") {
 		t.Fatalf("version: %v %q", err, out.String())
+	}
+}
+
+// TestNoHugeFallbackWarned: the argv EALArgs builds when no hugepages are
+// free is detected as a fallback (run then warns); with hugepages free, or
+// when the user asked for --no-huge, it is not.
+func TestNoHugeFallbackWarned(t *testing.T) {
+	cfg := dpdk.EALConfig{Specs: []string{"dpdk:0000:03:00.0", "dpdk:0000:03:00.1"}, Cores: []int{0}}
+	for _, c := range []struct {
+		free int
+		user []string
+		want bool
+	}{{0, nil, true}, {512, nil, false}, {0, []string{"--no-huge"}, false}, {0, []string{"-m", "512"}, false}} {
+		cfg.Args = c.user
+		argv, err := dpdk.EALArgs(cfg, c.free, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ealFellBackToNoHuge(argv, c.user); got != c.want {
+			t.Errorf("%d hugepages free, user %q: argv %q, fallback %v", c.free, c.user, argv, got)
+		}
+	}
+	if !strings.Contains(noHugeWarning, "--no-huge") || !strings.Contains(noHugeWarning, "nr_hugepages") {
+		t.Error("the warning does not say what happened and what to do")
+	}
+}
+
+// TestServiceUnit: scripts/ldafwd.service runs as a dedicated user with
+// only the capabilities it names, hardened, and does not restart on a
+// usage or configuration error (exitUsage); systemd-analyze verify, where
+// installed, finds nothing to say about it (an unknown key is a warning
+// there, so any output fails).
+func TestServiceUnit(t *testing.T) {
+	unit, err := os.ReadFile(filepath.Join("..", "..", "scripts", "ldafwd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := string(unit)
+	for _, want := range []string{"\nUser=ldafwd\n", "\nNoNewPrivileges=yes\n", "\nProtectSystem=strict\n", "\nType=exec\n",
+		fmt.Sprintf("\nRestartPreventExitStatus=%d\n", exitUsage), "\nRestart=on-failure\n", "\nCapabilityBoundingSet=CAP_",
+		"\nDocumentation=https://"} {
+		if !strings.Contains(u, want) {
+			t.Errorf("ldafwd.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	amb := regexp.MustCompile(`(?m)^AmbientCapabilities=(.*)$`).FindStringSubmatch(u)
+	bnd := regexp.MustCompile(`(?m)^CapabilityBoundingSet=(.*)$`).FindStringSubmatch(u)
+	if amb == nil || bnd == nil || amb[1] != bnd[1] {
+		t.Errorf("ambient %q and bounding %q capabilities differ", amb, bnd)
+	}
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed: the unit's keys are not verified")
+	}
+	// verify needs an executable ExecStart: this test binary stands in.
+	self, _ := os.Executable()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ldafwd.service")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(u, "/usr/local/bin/ldafwd", self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sa, "verify", path).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
