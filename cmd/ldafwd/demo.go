@@ -343,8 +343,13 @@ func delayCell(v float64, none bool, width int) string {
 }
 
 // startCell is the interval column of the tables: its start as a UTC
-// time of day (the JSON line has the interval number and start_ns).
-func startCell(startNs int64) string {
+// time of day (the JSON line has the interval number and start_ns), or
+// "#" and the interval number when the line has no start (a failure
+// reported before the interval's span was known).
+func startCell(startNs, interval int64) string {
+	if startNs <= 0 {
+		return fmt.Sprintf("#%d", interval)
+	}
 	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
 }
 
@@ -380,6 +385,6 @@ func demoRow(r *report.Interval) string {
 		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
 	}
 	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
-		startCell(r.StartNs), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
+		startCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
 		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

@@ -656,7 +656,7 @@ func runRow(iv *report.Interval) string {
 	if iv.Flow != "" {
 		flow = " flow " + iv.Flow
 	}
-	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs), iv.Direction, iv.MEC, iv.Synopsis,
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
 		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
 		iv.Samples, ok, flow, why)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -29,6 +30,7 @@ const peerConfigHold = 3
 type peerSource interface {
 	ControlCounters() control.Counters
 	PeerConfigMismatch() *appliance.PeerMismatch
+	Lanes() (sender, receiver *dataplane.Lane)
 }
 
 // watchdog is run's peer watchdog: every half interval it checks that
@@ -44,7 +46,8 @@ type watchdog struct {
 	m        *metrics.Metrics
 	log      zerolog.Logger
 
-	lastHeard time.Time        // when Accepted last grew (start until then)
+	heardN    uint64           // authentic control frames from the peer so far
+	lastHeard time.Time        // when heardN last grew (start until then)
 	heard     bool             // anything heard since start
 	prev      control.Counters // at the previous check
 	atHeard   control.Counters // at lastHeard
@@ -85,8 +88,12 @@ func (w *watchdog) observe(iv *report.Interval) {
 // check runs the checks at now and reports a changed verdict.
 func (w *watchdog) check(now time.Time) {
 	cc := w.src.ControlCounters()
-	if cc.Accepted != w.prev.Accepted {
-		w.lastHeard, w.heard, w.atHeard = now, true, cc
+	// Heard: authentic control frames the receiving worker took off the
+	// wire (End markers at once, even while a loaded control goroutine
+	// lags) or the receiver accepted.
+	_, rcv := w.src.Lanes()
+	if n := cc.Accepted + rcv.Stats.ControlStripped.Load(); n != w.heardN {
+		w.heardN, w.lastHeard, w.heard, w.atHeard = n, now, true, cc
 	}
 	var probs []report.StatusProblem
 	if quiet := now.Sub(w.lastHeard); quiet >= peerSilentIntervals*w.interval {
