@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -55,5 +57,36 @@ func TestEncodeSchema(t *testing.T) {
 	}
 	if b, _ := Encode(map[string]int{"a": 1}); string(b) != "{\"a\":1}\n" {
 		t.Errorf("a line without a leading type changed: %s", b)
+	}
+}
+
+// TestSchemaNamesEveryField: schema.json lists every JSON field of the
+// record types defined here, so a field added to a struct without a word
+// in the contract fails at once (additionalProperties is false: the
+// command tests would fail too, but only where the field is written).
+func TestSchemaNamesEveryField(t *testing.T) {
+	b, err := os.ReadFile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sch struct {
+		Defs map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &sch); err != nil {
+		t.Fatal(err)
+	}
+	for def, v := range map[string]any{"interval": Interval{}, "port": Port{}, "bench": Bench{}, "demo_summary": DemoSummary{}, "status": Status{}} {
+		typ := reflect.TypeOf(v)
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if _, ok := sch.Defs[def].Properties[name]; !ok {
+				t.Errorf("report/schema.json: %s lacks %q (%s.%s): add it there and to docs/reports.md", def, name, typ.Name(), typ.Field(i).Name)
+			}
+		}
 	}
 }
