@@ -8,6 +8,10 @@ BIN      := bin/ldafwd
 TAGS     := $(shell pkg-config --exists libdpdk 2>/dev/null && echo dpdk)
 GOFLAGS_TAGS := $(if $(TAGS),-tags $(TAGS),)
 PKGS     := ./...
+# The commit `ldafwd version` and ldafwd_build_info name when the go tool
+# records none itself (a git worktree, GOFLAGS=-buildvcs=false).
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
 .PHONY: all build deps test test-short race fuzz bench accuracy demo lint clean pgo
 
@@ -17,7 +21,7 @@ deps:
 	./scripts/deps.sh
 
 build:
-	$(GO) build $(GOFLAGS_TAGS) -o $(BIN) ./cmd/ldafwd
+	$(GO) build $(GOFLAGS_TAGS) $(LDFLAGS) -o $(BIN) ./cmd/ldafwd
 
 # The test suite: unit, race, zero-allocation pins, short fuzz passes on every
 # decoder and the end-to-end tests (root-only ones skip with a message).

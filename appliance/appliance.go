@@ -118,27 +118,31 @@ func DirectionName(d uint16) string {
 
 // Appliance is a running (or ready) bump in the wire with its control side.
 type Appliance struct {
-	cfg      Config
-	desc     string // describeConfig(&cfg): in the Hello and every report line
-	sendDir  uint16
-	recvDir  uint16
-	lanes    [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
-	segPort  dataplane.Port     // the port facing the measured segment
-	workers  []*dataplane.Worker
-	sbuf     *dataplane.DoubleBuffer
-	rbuf     *dataplane.DoubleBuffer
-	epoch    atomic.Uint64
-	sender   *control.Sender
-	inject   *ring.SPSC[[]byte]
-	toCtl    *dataplane.FrameQueue
-	receiver *control.Receiver
-	ctl      *controller
-	stop     chan struct{}
-	done     chan struct{}
-	started  time.Time
-	running  atomic.Bool // Start has run the workers and the control goroutine
-	stopOnce sync.Once
-	stopErr  error
+	cfg     Config
+	desc    string // describeConfig(&cfg): in the Hello and every report line
+	sendDir uint16
+	recvDir uint16
+	lanes   [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
+	segPort dataplane.Port     // the port facing the measured segment
+	workers []*dataplane.Worker
+	sbuf    *dataplane.DoubleBuffer
+	rbuf    *dataplane.DoubleBuffer
+	epoch   atomic.Uint64
+	// peerConfig is the newest configuration mismatch with the peer
+	// (PeerConfigMismatch), for run's watchdog.
+	peerConfig atomic.Pointer[PeerMismatch]
+	endr       *control.EndReader // the receiving worker's: counts frames that fail the tag there
+	sender     *control.Sender
+	inject     *ring.SPSC[[]byte]
+	toCtl      *dataplane.FrameQueue
+	receiver   *control.Receiver
+	ctl        *controller
+	stop       chan struct{}
+	done       chan struct{}
+	started    time.Time
+	running    atomic.Bool // Start has run the workers and the control goroutine
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // New validates cfg and builds the appliance (ports are opened by the
@@ -285,6 +289,7 @@ func New(cfg Config) (*Appliance, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.endr = endr
 	guard, err := control.NewControlCheck(cfg.Key, cfg.Insecure)
 	if err != nil {
 		return nil, err
@@ -429,6 +434,19 @@ func describeConfig(cfg *Config) string {
 func (a *Appliance) SendDirection() uint16 { return a.sendDir }
 func (a *Appliance) RecvDirection() uint16 { return a.recvDir }
 
+// PeerMismatch is an interval the peer's synopsis configuration made
+// unusable: when it was seen and the settings that differ.
+type PeerMismatch struct {
+	At       time.Time
+	Interval uint64
+	Detail   string   // "interval: sender 1s, ours 200ms; lda: …"
+	Settings []string // the settings' names: interval, lda, …
+}
+
+// PeerConfigMismatch is the newest configuration mismatch with the peer,
+// or nil if none was seen. Safe from any goroutine.
+func (a *Appliance) PeerConfigMismatch() *PeerMismatch { return a.peerConfig.Load() }
+
 // Lanes returns the sender and receiver lanes (for counters).
 func (a *Appliance) Lanes() (sender, receiver *dataplane.Lane) { return a.lanes[0], a.lanes[1] }
 
@@ -436,7 +454,18 @@ func (a *Appliance) Lanes() (sender, receiver *dataplane.Lane) { return a.lanes[
 func (a *Appliance) Session() uint64 { return a.sender.Session() }
 
 // ControlCounters are the receiver's control-frame counters.
-func (a *Appliance) ControlCounters() control.Counters { return a.receiver.Counters() }
+// The worker forwards a frame that does not authenticate as a user's
+// without handing it to the receiver: those it parsed as control frames
+// are added to BadTag (and PeerInsecure, PeerKeyed) here, so a wrong key
+// or an insecure/keyed mismatch shows in the counters and the watchdog.
+func (a *Appliance) ControlCounters() control.Counters {
+	c := a.receiver.Counters()
+	all, ins, keyed := a.endr.Unauthenticated()
+	c.BadTag += all
+	c.PeerInsecure += ins
+	c.PeerKeyed += keyed
+	return c
+}
 
 // Start starts the workers and the control goroutine. A worker that
 // cannot pin itself or start (DPDK lcore registration) is an error: the

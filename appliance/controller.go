@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -449,6 +450,13 @@ func (c *controller) failureReason(f *control.IntervalFailure) string {
 		return f.Reason.String()
 	}
 	why := f.Reason.String() + ": " + f.Detail
+	pm := &PeerMismatch{At: time.Now(), Interval: f.Interval, Detail: f.Detail}
+	for _, item := range strings.Split(f.Detail, "; ") {
+		if name, _, ok := strings.Cut(item, ": sender "); ok {
+			pm.Settings = append(pm.Settings, name)
+		}
+	}
+	c.a.peerConfig.Store(pm)
 	c.a.cfg.Log.Error().Uint64("interval", f.Interval).Str("differs", f.Detail).Msg("the sender's synopsis configuration differs from ours: give both ends the same --synopsis, sizing, --mec and --interval")
 	return why
 }

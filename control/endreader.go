@@ -1,5 +1,7 @@
 package control
 
+import "sync/atomic"
+
 // EndStatus is what EndReader.Read says about a frame.
 type EndStatus uint8
 
@@ -39,6 +41,18 @@ type EndReader struct {
 	f         Frame
 	guard     sessionGuard
 	lastK     uint64 // last interval returned as EndNew in the live session
+	// unauth counts frames that parse as control frames but do not
+	// authenticate (forwarded as a user's): [0] all, [1] flagged insecure
+	// while we have a key, [2] keyed while we run insecure. Read by the
+	// watchdog from another goroutine; written only on that rare path.
+	unauth [3]atomic.Uint64
+}
+
+// Unauthenticated returns how many frames parsed as control frames but
+// did not authenticate, and of them how many because the peer runs
+// insecure and we do not (peerInsecure) or the other way (peerKeyed).
+func (r *EndReader) Unauthenticated() (all, peerInsecure, peerKeyed uint64) {
+	return r.unauth[0].Load(), r.unauth[1].Load(), r.unauth[2].Load()
 }
 
 // NewEndReader returns an EndReader for a receiver's key (nil/empty with
@@ -66,7 +80,17 @@ func NewEndReaderConfig(cfg ReceiverConfig) (*EndReader, error) {
 // returns the interval number and the End payload.
 func (r *EndReader) Read(b []byte, nowNs int64) (k uint64, e End, st EndStatus) {
 	f := &r.f
-	if ParseFrame(b, f) != nil || !r.auth.Verify(f) {
+	if ParseFrame(b, f) != nil {
+		return 0, End{}, EndForeign
+	}
+	if !r.auth.Verify(f) {
+		r.unauth[0].Add(1)
+		switch peerInsecure := f.Flags&FlagInsecure != 0; {
+		case peerInsecure && r.auth.mac != nil:
+			r.unauth[1].Add(1)
+		case !peerInsecure && r.auth.mac == nil:
+			r.unauth[2].Add(1)
+		}
 		return 0, End{}, EndForeign
 	}
 	if f.Direction != r.direction {

@@ -101,6 +101,12 @@ type Counters struct {
 	Bundles         uint64 // intervals completed
 	Failures        uint64 // intervals failed, any reason
 	Exchanges       uint64 // requests and replies reassembled (exchange.go)
+	// Of BadTag, the frames whose insecure flag differs from this end's:
+	// the peer runs --insecure and we have a key (PeerInsecure), or the
+	// peer has a key and we run --insecure (PeerKeyed). The rest of BadTag
+	// is a wrong key, forgery or corruption.
+	PeerInsecure uint64
+	PeerKeyed    uint64
 }
 
 const (
@@ -131,6 +137,8 @@ const (
 	cBundles
 	cFailures
 	cExchanges
+	cPeerInsecure
+	cPeerKeyed
 	numCounters
 )
 
@@ -218,6 +226,14 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 	}
 	if !r.auth.Verify(f) {
 		r.c.inc(cBadTag)
+		// Which end is insecure is not secret (the flag is on the wire):
+		// counting it lets the operator be told the fix.
+		switch peerInsecure := f.Flags&FlagInsecure != 0; {
+		case peerInsecure && r.auth.mac != nil:
+			r.c.inc(cPeerInsecure)
+		case !peerInsecure && r.auth.mac == nil:
+			r.c.inc(cPeerKeyed)
+		}
 		return ErrBadTag
 	}
 	// From here the frame is authentic: the sender (or a replay of it)
@@ -351,6 +367,7 @@ func (c Counters) Each(fn func(name string, v uint64)) {
 		{"out_of_order", c.OutOfOrder}, {"duplicate", c.Duplicate}, {"late", c.Late},
 		{"unknown_part", c.UnknownPart}, {"inconsistent", c.Inconsistent}, {"oversize", c.Oversize},
 		{"evicted", c.Evicted}, {"timeout", c.Timeout}, {"bundles", c.Bundles}, {"failures", c.Failures}, {"exchanges", c.Exchanges},
+		{"peer_insecure", c.PeerInsecure}, {"peer_keyed", c.PeerKeyed},
 	} {
 		fn(x.n, x.v)
 	}
@@ -370,6 +387,6 @@ func (r *Receiver) Counters() Counters {
 		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),
 		Inconsistent: c[cInconsistent].Load(), Oversize: c[cOversize].Load(), Evicted: c[cEvicted].Load(),
 		Timeout: c[cTimeout].Load(), Bundles: c[cBundles].Load(), Failures: c[cFailures].Load(),
-		Exchanges: c[cExchanges].Load(),
+		Exchanges: c[cExchanges].Load(), PeerInsecure: c[cPeerInsecure].Load(), PeerKeyed: c[cPeerKeyed].Load(),
 	}
 }

@@ -259,6 +259,33 @@ func TestForgedFrames(t *testing.T) {
 			t.Fatalf("forged frames moved state: %+v", r.Counters())
 		}
 	})
+	// Wrong key, peer --insecure and peer keyed all fail the tag; the
+	// last two are also counted by which end is insecure, so the operator
+	// can be told which flag to change.
+	insecure := intervalFrames(t, newTestSenderKey(t, DefaultMTU, 1, twoParts, nil, 0), 1, makeParts(1, twoParts, 2000, 10))
+	for _, c := range []struct {
+		name                    string
+		frames                  [][]byte
+		recvKey                 []byte
+		peerInsecure, peerKeyed uint64
+	}{
+		{"wrong key counted as neither", frames, bytes.Repeat([]byte{1}, KeyLen), 0, 0},
+		{"peer insecure, we keyed", insecure, testKey, uint64(len(insecure)), 0},
+		{"peer keyed, we insecure", frames, nil, 0, uint64(len(frames))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newTestReceiver(t, func(rc *ReceiverConfig) { rc.Key, rc.Insecure = c.recvKey, len(c.recvKey) == 0 })
+			consumeBad := 0
+			for _, f := range c.frames {
+				if err := r.Consume(f, 0); errors.Is(err, ErrBadTag) {
+					consumeBad++
+				}
+			}
+			if cc := r.Counters(); consumeBad != len(c.frames) || cc.BadTag != uint64(len(c.frames)) || cc.PeerInsecure != c.peerInsecure || cc.PeerKeyed != c.peerKeyed {
+				t.Fatalf("%d refused; counters %+v", consumeBad, cc)
+			}
+		})
+	}
 	t.Run("flipped bit", func(t *testing.T) {
 		r := newTestReceiver(t, nil)
 		for _, f := range frames {

@@ -765,7 +765,9 @@ func TestLabScript(t *testing.T) {
 }
 
 // TestBinaryMissingPorts: the real binary, asked for NICs that do not
-// exist, exits 2 with an error naming the flag — never a panic.
+// exist, exits 1 (a runtime failure) with an error naming the flag — never
+// a panic, and never status 2, which says the command line is wrong (the
+// systemd unit restarts on 1, not on 2).
 func TestBinaryMissingPorts(t *testing.T) {
 	bin := ldafwdBinary(t, false)
 	cases := [][]string{{"--port-a", "afxdp:ldnosuch0", "--port-b", "afxdp:ldnosuch1"}}
@@ -791,13 +793,26 @@ func TestBinaryMissingPorts(t *testing.T) {
 			t.Fatalf("%q did not exit within 30 s", c)
 		}
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-			t.Errorf("%q: exit %v, want status 2\n%s", c, err, stderr.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("%q: exit %v, want status 1\n%s", c, err, stderr.String())
 		}
 		if s := stderr.String(); !strings.Contains(s, "--port-a") || strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 			t.Errorf("%q: stderr does not name --port-a cleanly:\n%s", c, s)
 		} else {
 			t.Logf("%s", strings.TrimSpace(s[strings.LastIndex(s, "ldafwd: "):]))
 		}
+	}
+	// A usage error exits 2 and names the subcommand; --help goes to
+	// stdout and exits 0.
+	out, err := exec.Command(bin, "run", "--bogus").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "run: unknown flag: --bogus") {
+		t.Errorf("run --bogus: %v %q, want status 2 naming run", err, out)
+	}
+	cmd := exec.Command(bin, "run", "--help")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "usage: ldafwd run") || stderr.Len() > 0 {
+		t.Errorf("run --help: %v, stdout %d bytes, stderr %q", err, len(out), stderr.String())
 	}
 }

@@ -9,11 +9,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ldafwd/ldafwd/buildinfo"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
@@ -76,6 +78,7 @@ type Metrics struct {
 	lastValid atomic.Bool
 	observed  atomic.Uint64
 	problem   atomic.Value // string: why a running appliance is degraded ("" healthy)
+	checks    atomic.Value // map[string]string: the peer watchdog's findings by check (SetChecks)
 }
 
 // New builds the registry. segment names the measured segment: every
@@ -133,6 +136,11 @@ func New(segment string, info map[string]string) *Metrics {
 		inf.Set(1)
 		r.MustRegister(inf)
 	}
+	bi := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help:        "Constant 1; the labels name the build: module version, VCS revision (empty when the go tool recorded none), Go version, whether DPDK is linked.",
+		ConstLabels: buildinfo.Get().Labels()})
+	bi.Set(1)
+	r.MustRegister(bi)
 	r.MustRegister(&scrape{m: m})
 	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
 	return m
@@ -150,6 +158,11 @@ func (m *Metrics) SetSources(s Sources) {
 
 // SetState moves /healthz to st.
 func (m *Metrics) SetState(st State) { m.state.Store(st) }
+
+// SetChecks replaces the peer watchdog's findings (check name → reason;
+// empty: none). Any finding makes a running appliance degraded, as
+// SetProblem does; /healthz lists them under "checks".
+func (m *Metrics) SetChecks(c map[string]string) { m.checks.Store(c) }
 
 // SetProblem marks a running appliance degraded (a failing report sink):
 // /healthz then answers 503 with status "degraded" and the problem, since
@@ -292,6 +305,7 @@ type Health struct {
 	LastValid    bool              `json:"last_valid"`
 	Info         map[string]string `json:"info,omitempty"`
 	Problem      string            `json:"problem,omitempty"`
+	Checks       map[string]string `json:"checks,omitempty"` // the peer watchdog's findings: check → reason (docs/run.md)
 }
 
 // Handler serves /metrics and /healthz.
@@ -306,8 +320,23 @@ func (m *Metrics) healthz(w http.ResponseWriter, _ *http.Request) {
 	st := m.state.Load().(State)
 	h := Health{Status: string(st), UptimeS: time.Since(m.started).Seconds(), Reports: m.observed.Load(),
 		LastInterval: m.lastIv.Load(), LastValid: m.lastValid.Load(), Info: m.info}
+	var problems []string
 	if p, _ := m.problem.Load().(string); p != "" {
-		h.Problem = p
+		problems = append(problems, p)
+	}
+	if c, _ := m.checks.Load().(map[string]string); len(c) > 0 {
+		h.Checks = c
+		names := make([]string, 0, len(c))
+		for k := range c {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			problems = append(problems, k+": "+c[k])
+		}
+	}
+	if len(problems) > 0 {
+		h.Problem = strings.Join(problems, "; ")
 		if st == StateRunning {
 			h.Status = "degraded"
 		}

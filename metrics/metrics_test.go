@@ -2,15 +2,18 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -288,7 +291,8 @@ func TestHTTP(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}
-	for _, want := range []string{`ldafwd_interval_number{direction="b>a",mec="all",segment="east",synopsis="lda"} 3`, `ldafwd_up{segment="east"} 1`, `ldafwd_info{segment="east",segment_port="a"} 1`} {
+	for _, want := range []string{`ldafwd_interval_number{direction="b>a",mec="all",segment="east",synopsis="lda"} 3`, `ldafwd_up{segment="east"} 1`, `ldafwd_info{segment="east",segment_port="a"} 1`,
+		`ldafwd_build_info{dpdk="` + fmt.Sprint(dpdk.Built) + `",goversion="` + runtime.Version() + `",`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -1,9 +1,13 @@
 // Package report defines the JSON lines ldafwd prints (docs/reports.md) —
-// "type":"interval", "type":"port" and "type":"bench" — and a Writer that
-// copies each line to stdout and to --report files. The field names are a
-// contract with users' scripts and the tests: fields are added, never
-// renamed. Values JSON cannot carry (NaN, ±Inf) are written as 0 on lines
-// whose valid:false and reason say why; '>' is not HTML-escaped because
-// directions ("a>b") and flows ("6 a:1>b:2") are grepped for literally.
-// A Writer is safe for concurrent use.
+// "type":"interval", "port", "status", "demo_summary" and "bench" here;
+// analyze and sim define their summary and point records — and a Writer
+// that copies each line to stdout and to --report files, with
+// "schema":SchemaVersion after the type. The field names are a contract
+// with users' scripts and the tests: fields are added, never renamed;
+// schema.json is that contract as a JSON Schema, and a test validates
+// every command's output against it. A delay without an estimate (an
+// invalid line, no sample, NaN, the LDS's standard deviation) is written
+// as null, never 0, so averages over lines skip it. '>' is not
+// HTML-escaped because directions ("a>b") and flows ("6 a:1>b:2") are
+// grepped for literally. A Writer is safe for concurrent use.
 package report

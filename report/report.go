@@ -5,8 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"strconv"
 	"sync"
 )
+
+// SchemaVersion is the `schema` field of every report line: the version
+// of the contract in docs/reports.md and report/schema.json. It grows when
+// a field changes meaning or type; adding a field does not change it.
+const SchemaVersion = 1
 
 // Interval is a `"type":"interval"` report line (docs/reports.md). The JSON names
 // are a contract with users' scripts: add fields, never rename.
@@ -100,9 +106,81 @@ type Bench struct {
 	Extra    map[string]any `json:"extra,omitempty"`
 }
 
+// DemoSummary is the `"type":"demo_summary"` line `demo` ends with: the
+// generator's and the segment's exact counts beside how the reports did.
+type DemoSummary struct {
+	Type                    string  `json:"type"`                       // "demo_summary"
+	Generated               uint64  `json:"generated"`                  // frames the generator sent
+	Delivered               uint64  `json:"delivered"`                  // frames the sink received
+	SegmentLost             uint64  `json:"segment_lost"`               // frames the impaired segment dropped (the truth the reports estimate)
+	ApplianceDropped        uint64  `json:"appliance_dropped"`          // frames the appliances could not transmit
+	Intervals               int     `json:"intervals"`                  // LDA lines (a>b, every class) with traffic, the one the receiver started in excluded
+	IdleIntervals           int     `json:"idle_intervals"`             // LDA lines without traffic, or the one the receiver started in (partial by construction)
+	Valid                   int     `json:"valid_intervals"`            // of those with traffic, reported valid
+	LossExact               int     `json:"loss_exact_intervals"`       // of the valid ones, whose lost equals the true loss
+	MeanInBound             int     `json:"mean_in_bound_intervals"`    // of the valid ones, whose true mean lies within mean_ns ± mean_ci_ns
+	Confidence              float64 `json:"confidence"`                 // the confidence level of those bounds
+	Duplicated              uint64  `json:"duplicated"`                 // frames the segment duplicated
+	Reordered               uint64  `json:"reordered"`                  // frames the segment held back behind the next one
+	Remarked                uint64  `json:"remarked"`                   // frames the segment remarked to another DSCP
+	LinkLocalSent           uint64  `json:"link_local_sent"`            // link-local frames the generator sent
+	LinkLocalConsumed       uint64  `json:"link_local_consumed"`        // of them, consumed by the segment
+	LinkLocalOriginated     uint64  `json:"link_local_originated"`      // link-local frames the segment sent toward ldafwd#2
+	UnmeasuredSender        uint64  `json:"unmeasured_sender"`          // frames ldafwd#1 forwarded without measuring (link-local)
+	UnmeasuredReceiver      uint64  `json:"unmeasured_receiver"`        // frames ldafwd#2 forwarded without measuring
+	ControlBytesPerInterval float64 `json:"control_bytes_per_interval"` // in-band control bytes per interval a→b, every copy
+	Synopses                string  `json:"synopses"`                   // --synopsis
+	ControlCopies           int     `json:"control_copies"`             // --control-copies
+}
+
+// Status is a `"type":"status"` line: `run`'s peer watchdog writes one
+// whenever its verdict changes (docs/reports.md, docs/run.md).
+type Status struct {
+	Type     string          `json:"type"`              // "status"
+	Segment  string          `json:"segment,omitempty"` // --segment-name
+	TimeNs   int64           `json:"time_ns"`           // when the verdict changed, ns since the Unix epoch
+	Status   string          `json:"status"`            // "ok" or "degraded"
+	Problems []StatusProblem `json:"problems"`          // what is wrong, empty when ok
+}
+
+// StatusProblem is one finding of the watchdog.
+type StatusProblem struct {
+	Check    string   `json:"check"`              // peer_silent, peer_auth, peer_config or clock
+	Reason   string   `json:"reason"`             // what was seen and what to do
+	Settings []string `json:"settings,omitempty"` // peer_config: the settings that differ
+}
+
+// MarshalJSON writes the line with null, not a number, where there is no
+// estimate: mean_ns, stddev_ns and mean_ci_ns of a line that is not valid
+// or has no delay sample (an average over lines must not take them in),
+// and stddev_ns of an LDS flow line (the LDS estimates no per-flow
+// spread). NaN and ±Inf, which JSON cannot carry, are null as well.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	type plain Interval // no MarshalJSON: no recursion
+	noDelay := !iv.Valid || iv.Samples == 0
+	num := func(f float64, none bool) *float64 {
+		if none || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+		return &f
+	}
+	// The outer fields shadow plain's of the same JSON name. No HTML
+	// escaping here either (Encode's setting does not reach inside).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		plain
+		MeanNs   *float64 `json:"mean_ns"`
+		StddevNs *float64 `json:"stddev_ns"`
+		MeanCINs *float64 `json:"mean_ci_ns"`
+	}{plain(iv), num(iv.MeanNs, noDelay), num(iv.StddevNs, noDelay || iv.Synopsis == "lds"), num(iv.MeanCINs, noDelay)})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
 // Writer writes JSON lines to one or more sinks (stdout and --report FILE).
-// It is safe for concurrent use; NaN and Inf are written as null-free 0 with
-// valid=false expected to be set by the caller.
+// It is safe for concurrent use. Every line it writes carries the schema
+// version (SchemaVersion) right after its type.
 type Writer struct {
 	mu  sync.Mutex
 	out []io.Writer
@@ -111,21 +189,16 @@ type Writer struct {
 // NewWriter returns a Writer that copies every line to each of ws.
 func NewWriter(ws ...io.Writer) *Writer { return &Writer{out: ws} }
 
-// Write encodes v as one JSON line on every sink.
+// Write encodes v, a struct with a "type" field first, as one JSON line
+// on every sink.
 func (w *Writer) Write(v any) error {
 	if iv, ok := v.(*Interval); ok {
 		iv.Type = "interval"
-		iv.MeanNs, iv.StddevNs, iv.MeanCINs = finite(iv.MeanNs), finite(iv.StddevNs), finite(iv.MeanCINs)
 	}
-	// No HTML escaping: flows and directions contain '>' ("6 a:1>b:2"),
-	// which users grep for literally.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // Encode appends the newline
+	b, err := Encode(v)
+	if err != nil {
 		return err
 	}
-	b := buf.Bytes()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var first error
@@ -137,11 +210,36 @@ func (w *Writer) Write(v any) error {
 	return first
 }
 
-// finite maps NaN and ±Inf, which JSON cannot carry, to 0; such numbers only
-// occur in invalid intervals whose Reason explains them.
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
+// Encode is one report line of v, newline included: JSON without HTML
+// escaping (flows and directions contain '>', "6 a:1>b:2", which users
+// grep for literally), with "schema":SchemaVersion after the leading
+// "type" member.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // Encode appends the newline
+		return nil, err
 	}
-	return f
+	return withSchema(buf.Bytes()), nil
+}
+
+var typePrefix = []byte(`{"type":"`)
+
+// withSchema inserts the schema member after the type member of an
+// encoded object (type values are plain words: no escaped quote).
+func withSchema(b []byte) []byte {
+	if !bytes.HasPrefix(b, typePrefix) {
+		return b
+	}
+	end := bytes.IndexByte(b[len(typePrefix):], '"')
+	if end < 0 {
+		return b
+	}
+	at := len(typePrefix) + end + 1
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:at]...)
+	out = append(out, `,"schema":`...)
+	out = strconv.AppendInt(out, SchemaVersion, 10)
+	return append(out, b[at:]...)
 }

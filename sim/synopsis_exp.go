@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/ldafwd/ldafwd/report"
 	"io"
 	"math"
 	"os"
@@ -199,7 +200,7 @@ func (t *synTable) writeCSV(w io.Writer) error {
 func (t *synTable) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for _, r := range t.rows {
-		m := map[string]any{"type": "sim", "experiment": t.experiment}
+		m := map[string]any{"type": "sim", "schema": report.SchemaVersion, "experiment": t.experiment}
 		for i, v := range r {
 			if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 				continue // not applicable: JSON has no NaN

@@ -453,8 +453,16 @@ func EstimateLDACompactDetailed(sender *CompactLDA, receiver *LDA, conf float64)
 		} else {
 			// v+r < 64 ⇒ c·span + 2h < 2^63: no overflow below.
 			y := lowBits(rb.sum-cA*minD-sender.sums[i]<<r+h, v+r)
-			if y >= cA*sender.span+2*h+boolUint(h == 0) {
+			if plaus := cA*sender.span + 2*h + boolUint(h == 0); y >= plaus {
 				d.ImplausibleBuckets++
+				// The window is at least twice the plausible range: a sum
+				// in the upper half of the gap wrapped around from below
+				// the minimum (modular arithmetic), one in the lower half
+				// overran the maximum. A violation larger than the gap
+				// aliases either way (see above).
+				if window := uint64(1) << (v + r); y-plaus >= (window-plaus)/2 {
+					d.BelowMinBuckets++
+				}
 				continue
 			}
 			delay = y - h + cA*minD

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -222,12 +223,14 @@ func TestLDACompactAliasing(t *testing.T) {
 		name   string
 		dm     delayModel
 		bounds CompactBounds
+		want   string // the bound the reason names ("": far beyond, may alias either way)
 	}{
-		{"delay 20ms, max 1ms", offsetDelay(20_000_000, 1000), DefaultCompactBounds()},
-		{"delay 1.5ms, max 1ms", offsetDelay(1_500_000, 1000), DefaultCompactBounds()},
-		{"delay 3ms, max 1ms", offsetDelay(3_000_000, 1000), DefaultCompactBounds()},
-		{"negative -1ms, min -10us", offsetDelay(-1_000_000, 1000), DefaultCompactBounds()},
-		{"exactly 2^k multiples", offsetDelay(2_020_000, 0), CompactBounds{MinDelayNs: 0, MaxDelayNs: 1_010_000}},
+		{"delay 20ms, max 1ms", offsetDelay(20_000_000, 1000), DefaultCompactBounds(), ""},
+		{"delay 1.5ms, max 1ms", offsetDelay(1_500_000, 1000), DefaultCompactBounds(), ReasonDelayAboveMax},
+		{"delay 3ms, max 1ms", offsetDelay(3_000_000, 1000), DefaultCompactBounds(), ""},
+		{"negative -1ms, min -10us", offsetDelay(-1_000_000, 1000), DefaultCompactBounds(), ""},
+		{"negative -30us, min -10us", offsetDelay(-30_000, 1000), DefaultCompactBounds(), ReasonDelayBelowMin},
+		{"exactly 2^k multiples", offsetDelay(2_020_000, 0), CompactBounds{MinDelayNs: 0, MaxDelayNs: 1_010_000}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b, _ := filledLDAPair(t, cfg, 100_000, 0.001, tc.dm)
@@ -246,7 +249,11 @@ func TestLDACompactAliasing(t *testing.T) {
 			if e.Valid || d.ImplausibleBuckets == 0 {
 				t.Fatalf("out-of-bounds delays gave a valid estimate: %+v (implausible %d)", e, d.ImplausibleBuckets)
 			}
-			t.Logf("%d implausible buckets: %s", d.ImplausibleBuckets, e.Reason)
+			t.Logf("%d implausible buckets (%d below the minimum): %s", d.ImplausibleBuckets, d.BelowMinBuckets, e.Reason)
+			if other := map[string]string{ReasonDelayAboveMax: ReasonDelayBelowMin, ReasonDelayBelowMin: ReasonDelayAboveMax}[tc.want]; tc.want != "" &&
+				(!strings.Contains(e.Reason, tc.want) || strings.Contains(e.Reason, other)) {
+				t.Errorf("reason %q does not name %q alone", e.Reason, tc.want)
+			}
 		})
 	}
 }

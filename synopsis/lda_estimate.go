@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 )
 
 // DefaultConfidence is the confidence level of MeanCINs when the caller
@@ -29,7 +30,11 @@ type LDADiagnostics struct {
 	CountMismatch      int // counts differ: a loss (or reorder) hit the bucket
 	DigestMismatch     int // counts equal, digests differ (packet sets differ: as many extra packets as lost ones)
 	ImplausibleBuckets int // compact encoding only: delay sum outside the stated bounds
-	UsableRowPairs     int // collapsed rows (2i, 2i+1) behind the std-dev
+	// BelowMinBuckets are the ImplausibleBuckets whose sum lies below the
+	// minimum (delays under --min-delay: the receiver's clock behind the
+	// sender's by more than it allows); the others lie above the maximum.
+	BelowMinBuckets int
+	UsableRowPairs  int // collapsed rows (2i, 2i+1) behind the std-dev
 
 	// ExtraBuckets are buckets (cover buckets included) that prove the
 	// receiver recorded packets the sender did not: more packets at the
@@ -265,7 +270,7 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	case d.ExtraMin > 0:
 		e.Reason = ExtraReason(d.ExtraMin, d.ExtraBuckets)
 	case d.ImplausibleBuckets > 0:
-		e.Reason = fmt.Sprintf("%d buckets have a delay sum outside the compact encoding's bounds: delays exceed the configured maximum (raise it)", d.ImplausibleBuckets)
+		e.Reason = boundsReason(d.ImplausibleBuckets-d.BelowMinBuckets, d.BelowMinBuckets)
 	case s == 0 && sent == 0:
 		e.Reason = "no packets in the interval"
 	case s == 0:
@@ -284,4 +289,27 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 // (each extra packet hides one lost one from Sent − Received).
 func ExtraReason(extraMin uint64, extraBuckets int) string {
 	return fmt.Sprintf("receiver saw ≥%d packets (in %d buckets) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; loss cannot be counted", extraMin, extraBuckets)
+}
+
+// ReasonDelayAboveMax and ReasonDelayBelowMin start the reasons of an
+// interval whose delays crossed the compact encoding's bounds; the
+// appliance's clock check looks for the second.
+const (
+	ReasonDelayAboveMax = "delays above --max-delay"
+	ReasonDelayBelowMin = "delays below --min-delay"
+)
+
+// boundsReason names the bound the violating buckets crossed: above the
+// maximum (raise --max-delay), below the minimum (the receiver's clock is
+// behind the sender's by more than --min-delay allows: sync the clocks,
+// or lower --min-delay), or both.
+func boundsReason(above, below int) string {
+	var parts []string
+	if below > 0 {
+		parts = append(parts, fmt.Sprintf("%s in %d buckets (the receiver's clock is behind the sender's by more than --min-delay allows: sync the clocks, or lower --min-delay)", ReasonDelayBelowMin, below))
+	}
+	if above > 0 {
+		parts = append(parts, fmt.Sprintf("%s in %d buckets (raise --max-delay, or sync the clocks if the receiver's runs ahead)", ReasonDelayAboveMax, above))
+	}
+	return strings.Join(parts, "; ") + ": their delay sums fall outside the compact encoding's bounds"
 }

@@ -40,7 +40,7 @@ func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.St
 
 func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	var o analyzeOptions
-	fs := newFlagSet("analyze")
+	fs := newFlagSet("analyze", stdout)
 	fs.StringVar(&o.sender, "sender", "", "capture taken where the segment starts (pcap or pcapng)")
 	fs.StringVar(&o.receiver, "receiver", "", "capture taken where the segment ends (pcap or pcapng)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "interval length, aligned to multiples since the Unix epoch; 0 = the whole capture as one interval")
@@ -55,14 +55,11 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "analyze", args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("analyze: unexpected arguments %q", fs.Args())
+		return usageErrorf("analyze: unexpected arguments %q", fs.Args())
 	}
 	o.extra.ldsAuto = true
 	for _, n := range ldsFlagNames {
@@ -70,7 +67,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg, err := o.build()
 	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
+		return usageErrorf("analyze: %w", err)
 	}
 	snd, err := analyze.OpenCapture(o.sender)
 	if err != nil {
@@ -198,7 +195,7 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 }
 
 func intervalTableHeader(truth bool) string {
-	h := "interval\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
+	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
 	if truth {
 		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
 	}
@@ -214,9 +211,12 @@ func intervalTableRow(r *report.Interval, truth bool) string {
 	if flow == "" {
 		flow = "-"
 	}
-	s := fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d/%d\t%s",
-		r.Interval, r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		r.MeanNs/1e3, r.MeanCINs/1e3, r.StddevNs/1e3, r.Samples, r.Usable, r.Buckets, valid)
+	// Captures may be from any day: the start with its date. "-" where
+	// the JSON line has null.
+	noDelay := !r.Valid || r.Samples == 0
+	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
+		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
+		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
 	if truth && r.TrueMeanNs != nil {
 		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +44,7 @@ func runBench(args []string) error { return benchMain(args, os.Stdout, os.Stderr
 
 func benchMain(args []string, stdout, stderr io.Writer) error {
 	var o benchOptions
-	fs := newFlagSet("bench")
+	fs := newFlagSet("bench", stdout)
 	fs.StringVar(&o.only, "only", "", "run only the suites whose name matches this regular expression")
 	fs.BoolVar(&o.list, "list", false, "list the suites and exit")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds per per-packet stage; stages are interleaved and the median reported")
@@ -53,24 +52,21 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.frames, "frames", 4096, "distinct frames per per-packet round")
 	fs.IntVar(&o.size, "size", 128, "frame size in bytes")
 	o.out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "bench", args); help || err != nil {
 		return err
 	}
 	if err := o.out.validate(); err != nil {
-		return err
+		return usageErrorf("bench: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+		return usageErrorf("bench: unexpected arguments %q", fs.Args())
 	}
 	if o.rounds < 1 || o.frames < 1 || o.duration <= 0 {
-		return errors.New("bench: --rounds, --frames and --duration must be positive")
+		return usageErrorf("bench: --rounds, --frames and --duration must be positive")
 	}
 	re, err := regexp.Compile(o.only)
 	if err != nil {
-		return fmt.Errorf("bench: --only: %w", err)
+		return usageErrorf("bench: --only: %w", err)
 	}
 	sort.SliceStable(benchSuites, func(i, j int) bool { return benchSuites[i].name < benchSuites[j].name })
 	if o.list {

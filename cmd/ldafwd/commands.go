@@ -31,7 +31,8 @@ func usage() string {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-9s %s\n", n, commands[n].summary)
 	}
-	b.WriteString("\nRun 'ldafwd <command> --help' for its flags.\n")
+	b.WriteString("\nRun 'ldafwd <command> --help' for its flags and examples; 'ldafwd --version' for the build.\n")
+	b.WriteString("Exit status: 0 done, 1 runtime failure, 2 usage or configuration error.\n")
 	return b.String()
 }
 
@@ -40,9 +41,12 @@ func run(args []string) error {
 		fmt.Fprint(os.Stdout, usage())
 		return nil
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return versionMain(args[1:], os.Stdout)
+	}
 	c, ok := commands[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown command %q\n%s", args[0], usage())
+		return usageErrorf("unknown command %q\n%s", args[0], usage())
 	}
 	return c.run(args[1:])
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -53,7 +53,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		segmentName        string
 		metricsAddr        string
 	)
-	fs := newFlagSet("demo")
+	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
 	fs.DurationVar(&interval, "interval", time.Second, "measurement interval")
 	fs.StringVar(&delaySpec, "delay", "weibull:mean=50us,shape=0.7", "one-way delay of the segment per frame (constant:, exp:, uniform:, weibull:, pareto:, mix:); the segment is FIFO, so frames also queue behind slow ones")
@@ -81,58 +81,55 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	budget.register(fs)
 	microbursts.register(fs)
 	out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "demo", args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+		return usageErrorf("demo: unexpected arguments %q", fs.Args())
 	}
 	if err := out.validate(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	if err := checkSegmentName(segmentName); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	switch {
 	case duration <= 0:
-		return fmt.Errorf("demo: --duration %v: must be positive", duration)
+		return usageErrorf("demo: --duration %v: must be positive", duration)
 	case interval < 10*time.Millisecond:
-		return fmt.Errorf("demo: --interval %v: at least 10ms", interval)
+		return usageErrorf("demo: --interval %v: at least 10ms", interval)
 	case !(reorder >= 0 && reorder < 1):
-		return fmt.Errorf("demo: --reorder %v: a probability in [0, 1)", reorder)
+		return usageErrorf("demo: --reorder %v: a probability in [0, 1)", reorder)
 	case !(dup >= 0 && dup < 1):
-		return fmt.Errorf("demo: --dup %v: a probability in [0, 1)", dup)
+		return usageErrorf("demo: --dup %v: a probability in [0, 1)", dup)
 	case rate < 0:
-		return fmt.Errorf("demo: --rate %v: must be ≥ 0", rate)
+		return usageErrorf("demo: --rate %v: must be ≥ 0", rate)
 	case !(linkLocalRate >= 0 && linkLocalRate <= 1e6):
-		return fmt.Errorf("demo: --link-local-rate %v: frames per second, 0..1e6", linkLocalRate)
+		return usageErrorf("demo: --link-local-rate %v: frames per second, 0..1e6", linkLocalRate)
 	case !(conf > 0 && conf < 1):
-		return fmt.Errorf("demo: --confidence %v: between 0 and 1", conf)
+		return usageErrorf("demo: --confidence %v: between 0 and 1", conf)
 	case maxDelay < 0:
-		return fmt.Errorf("demo: --max-delay %v: must be ≥ 0", maxDelay)
+		return usageErrorf("demo: --max-delay %v: must be ≥ 0", maxDelay)
 	}
 	delay, err := model.ParseDelay(delaySpec)
 	if err != nil {
-		return fmt.Errorf("demo: --delay: %w", err)
+		return usageErrorf("demo: --delay: %w", err)
 	}
 	loss, err := model.ParseLoss(lossSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --loss: %w", err)
+		return usageErrorf("demo: --loss: %w", err)
 	}
 	cl, err := classifier.NewClassifierFromSpecs(mecs)
 	if err != nil {
-		return fmt.Errorf("demo: --mec: %w", err)
+		return usageErrorf("demo: --mec: %w", err)
 	}
 	remarks, err := parseRemarks(remarkSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --remark: %w", err)
+		return usageErrorf("demo: --remark: %w", err)
 	}
 	dscps, err := parseDSCPList(dscpSpec)
 	if err != nil {
-		return fmt.Errorf("demo: --dscp: %w", err)
+		return usageErrorf("demo: --dscp: %w", err)
 	}
 	for _, r := range remarks {
 		if !slices.Contains(dscps, r.From) {
@@ -144,20 +141,20 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	ldaCfg, err := lda.config()
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	kinds, err := parseSynopsisList(synopses)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	if top < 1 {
-		return fmt.Errorf("demo: --top %d: must be ≥ 1", top)
+		return usageErrorf("demo: --top %d: must be ≥ 1", top)
 	}
 	if copies < 1 || copies > 4 {
-		return fmt.Errorf("demo: --control-copies %d: 1..4", copies)
+		return usageErrorf("demo: --control-copies %d: 1..4", copies)
 	}
 	if err := budget.parse(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	if err := microbursts.validate(); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -168,7 +165,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	// --rda-*/--lds-flows say otherwise.
 	syn, adapt, err := extra.synConfig(kinds, changed, ldaCfg)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return usageErrorf("demo: %w", err)
 	}
 	key, err := demoKey()
 	if err != nil {
@@ -196,9 +193,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	}
 	table := out.format == "table"
 	if table {
-		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %v, loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
-			delay, loss, reorder, interval, duration)
-		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "interval", "mec/syn", "sent", "received", "samples",
+		// The delay as the user wrote it, and its mean in readable units
+		// (the canonical form is in ns: scale=39499.97749349529ns).
+		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %s, mean %v; loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
+			delaySpec, time.Duration(delay.Mean()).Round(10*time.Nanosecond), loss, reorder, interval, duration)
+		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "start (UTC)", "mec/syn", "sent", "received", "samples",
 			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
 	}
 	var repMu sync.Mutex
@@ -238,6 +237,13 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	m.SetState(metrics.StateStopped)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	if err := w.Write(demoSummary(sum, conf, synopses, copies)); err != nil {
+		repMu.Lock()
+		if repErr == nil {
+			repErr = err
+		}
+		repMu.Unlock()
 	}
 
 	if table {
@@ -324,6 +330,38 @@ func demoKey() ([]byte, error) {
 	return controlGenerateKey()
 }
 
+// demoSummary is the closing `"type":"demo_summary"` record: what the
+// table's last lines say, for scripts.
+func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copies int) *report.DemoSummary {
+	return &report.DemoSummary{Type: "demo_summary", Generated: sum.Generated, Delivered: sum.Sunk, SegmentLost: sum.ImpairLost,
+		ApplianceDropped: sum.ApplianceTxDropped, Intervals: sum.Intervals, IdleIntervals: sum.Idle, Valid: sum.Valid,
+		LossExact: sum.LossExact, MeanInBound: sum.MeanInBound, Confidence: conf,
+		Duplicated: sum.Duplicated, Reordered: sum.Reordered, Remarked: sum.Remarked,
+		LinkLocalSent: sum.LinkLocalSent, LinkLocalConsumed: sum.Consumed, LinkLocalOriginated: sum.Injected,
+		UnmeasuredSender: sum.ExcludedSent, UnmeasuredReceiver: sum.ExcludedReceived,
+		ControlBytesPerInterval: sum.ControlBytesPerInt, Synopses: synopses, ControlCopies: copies}
+}
+
+// delayCell is a delay column of the tables: µs, or "-" where the JSON
+// line has null (no estimate: invalid, no sample).
+func delayCell(v float64, none bool, width int) string {
+	if none || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%*s", width, "-")
+	}
+	return fmt.Sprintf("%*.2f", width, v/1e3)
+}
+
+// startCell is the interval column of the tables: its start as a UTC
+// time of day (the JSON line has the interval number and start_ns), or
+// "#" and the interval number when the line has no start (a failure
+// reported before the interval's span was known).
+func startCell(startNs, interval int64) string {
+	if startNs <= 0 {
+		return fmt.Sprintf("#%d", interval)
+	}
+	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
+}
+
 func demoRow(r *report.Interval) string {
 	tru := func(p *float64) string {
 		if p == nil {
@@ -339,12 +377,23 @@ func demoRow(r *report.Interval) string {
 	if !r.Valid {
 		valid = "no: " + r.Reason
 	}
+	noDelay := !r.Valid || r.Samples == 0
 	if r.Flow != "" {
-		// A flow of the LDS: indented under its interval.
-		return fmt.Sprintf("%-12s   flow %-44s %8d pkts  mean %8.2f µs  lost %d  %s", "", r.Flow, r.Sent,
-			r.MeanNs/1e3, r.Lost, valid)
+		// A flow of the LDS: indented under its interval; the flow's
+		// name (up to 97 characters for IPv6) after the fixed columns,
+		// so that IPv4 and IPv6 rows align.
+		ok, why := "yes", ""
+		if !r.Valid {
+			ok, why = "no", ": "+r.Reason
+		}
+		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
+			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
 	}
-	return fmt.Sprintf("%-12d %-10s %10d %10d %8d  %7.2f±%-5.2f(%s) %8.2f (%s) %7d (%6s)  %s",
-		r.Interval, r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, r.MeanNs/1e3, r.MeanCINs/1e3, tru(r.TrueMeanNs),
-		r.StddevNs/1e3, tru(r.TrueStddevNs), r.Lost, trueLost, valid)
+	ci := "      " // no "±" without a mean
+	if !noDelay {
+		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
+	}
+	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
+		startCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
+		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // TestDemoJSON runs `ldafwd demo --format json` briefly and checks the demo's
@@ -23,6 +24,8 @@ func TestDemoJSON(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	n, inBound := 0, 0
+	var sum report.DemoSummary
+	summaries := 0
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var r struct {
@@ -46,6 +49,16 @@ func TestDemoJSON(t *testing.T) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("not JSON: %s", sc.Text())
+		}
+		if r.Type == "demo_summary" {
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil || summaries > 0 {
+				t.Fatalf("demo_summary %s: %v (the %d-th)", sc.Text(), err, summaries+1)
+			}
+			summaries++
+			continue
+		}
+		if summaries > 0 {
+			t.Errorf("a line after the summary: %s", sc.Text())
 		}
 		if r.Type != "interval" || r.Direction != "a>b" || r.Segment != "lab-7" {
 			t.Errorf("unexpected line %s", sc.Text())
@@ -95,6 +108,11 @@ func TestDemoJSON(t *testing.T) {
 	}
 	if float64(inBound) < 0.9*float64(n) {
 		t.Errorf("true mean inside the bound in %d of %d intervals", inBound, n)
+	}
+	// The closing summary counts what the lines show.
+	if summaries != 1 || sum.Generated == 0 || sum.Delivered > sum.Generated+sum.Duplicated || sum.SegmentLost > sum.Generated ||
+		sum.Intervals != n || sum.MeanInBound != inBound || sum.Synopses != "all" {
+		t.Errorf("demo_summary %+v: want one, with %d intervals, %d with the true mean in bound", sum, n, inBound)
 	}
 }
 

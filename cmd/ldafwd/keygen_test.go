@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ func TestKeygen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lda.key")
 	var stderr bytes.Buffer
-	if err := keygenMain([]string{"--out", path}, &stderr); err != nil {
+	if err := keygenMain([]string{"--out", path}, io.Discard, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
@@ -33,7 +34,7 @@ func TestKeygen(t *testing.T) {
 	}
 
 	// No overwrite without --force; the key stays.
-	err = keygenMain([]string{"--out", path}, &stderr)
+	err = keygenMain([]string{"--out", path}, io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("overwrite without --force: %v", err)
 	}
@@ -43,7 +44,7 @@ func TestKeygen(t *testing.T) {
 
 	// --force replaces it with a new key and 0600, even over a wider mode.
 	os.Chmod(path, 0o644)
-	if err := keygenMain([]string{"--out", path, "--force"}, &stderr); err != nil {
+	if err := keygenMain([]string{"--out", path, "--force"}, io.Discard, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = os.Stat(path)
@@ -62,11 +63,11 @@ func TestKeygenFlagErrors(t *testing.T) {
 		{"--out", "x", "extra"},
 		{"--out", filepath.Join(t.TempDir(), "no", "such", "dir", "k")},
 	} {
-		if err := keygenMain(args, &stderr); err == nil {
+		if err := keygenMain(args, io.Discard, &stderr); err == nil {
 			t.Errorf("args %q accepted", args)
 		}
 	}
-	if err := keygenMain([]string{"--help"}, &stderr); err != nil {
+	if err := keygenMain([]string{"--help"}, io.Discard, &stderr); err != nil {
 		t.Errorf("--help: %v", err)
 	}
 }

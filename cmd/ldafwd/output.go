@@ -107,10 +107,3 @@ func (l *lineFile) Write(b []byte) (int, error) {
 }
 
 func (l *lineFile) Close() error { return l.f.Close() }
-
-// newFlagSet makes a command's flag set: errors are returned, not exit(2).
-func newFlagSet(name string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("ldafwd "+name, pflag.ContinueOnError)
-	fs.SortFlags = false
-	return fs
-}

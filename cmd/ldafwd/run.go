@@ -134,10 +134,10 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	o.out.register(fs)
 }
 
-// parseRunArgs parses the command line and the --config file into o.
-func parseRunArgs(o *runOptions, args []string, stderr io.Writer) error {
-	fs := newFlagSet("run")
-	fs.SetOutput(stderr)
+// parseRunArgs parses the command line and the --config file into o;
+// --help goes to stdout (and returns pflag.ErrHelp).
+func parseRunArgs(o *runOptions, args []string, stdout io.Writer) error {
+	fs := newFlagSet("run", stdout)
 	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -421,14 +421,17 @@ func (o *runOptions) validate() error {
 // run → stop and close, in that order (STYLE.md: l2fwd's order).
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	var o runOptions
-	if err := parseRunArgs(&o, args, stderr); err != nil {
+	if err := parseRunArgs(&o, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
-		return fmt.Errorf("run: %w", err)
+		return usageErrorf("run: %w (ldafwd run --help lists the flags)", err)
 	}
+	// Everything validate refuses is the command line's or the --config
+	// file's fault: exit status 2, which the systemd unit does not
+	// restart on. Failures after it (ports, sinks) exit 1.
 	if err := o.validate(); err != nil {
-		return fmt.Errorf("run: %w", err)
+		return usageErrorf("run: %w", err)
 	}
 	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("cmd", "run").Logger()
 
@@ -523,6 +526,15 @@ func serve(ctx context.Context, o *runOptions, a runner, ports *portSet, out *ru
 	}
 	m.SetState(metrics.StateRunning)
 	start := time.Now()
+	var wdC <-chan time.Time
+	if src, ok := a.(peerSource); ok {
+		wd := newWatchdog(o, src, out, m, log, start)
+		out.setWatchdog(wd)
+		t := time.NewTicker(max(o.interval/2, 5*time.Millisecond))
+		defer t.Stop()
+		wdC = t.C
+		defer func() { out.setWatchdog(nil) }()
+	}
 	var deadline <-chan time.Time
 	if o.duration > 0 {
 		t := time.NewTimer(o.duration)
@@ -567,6 +579,8 @@ loop:
 			break loop
 		case <-insecureC:
 			log.Warn().Msg(insecureWarning)
+		case now := <-wdC:
+			out.watchdog().check(now)
 		case now := <-stats.C:
 			cur := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 			out.ports(cur, prev, now.Sub(start), now.Sub(prevAt), false)
@@ -598,6 +612,7 @@ type runOutput struct {
 	log   zerolog.Logger
 
 	excluded func() [2]uint64 // per port: link-local frames received there and left unmeasured
+	wd       *watchdog        // the peer watchdog while serving (under mu)
 
 	mu     sync.Mutex
 	header bool
@@ -617,24 +632,77 @@ func (r *runOutput) interval(iv *report.Interval) {
 	r.m.Observe(iv)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.wd != nil {
+		r.wd.observe(iv)
+	}
 	if err := r.w.Write(iv); err != nil {
 		r.sinkFailed(err)
 	}
 	if r.table != nil {
 		if !r.header {
-			fmt.Fprintf(r.table, "%-10s %-5s %-8s %9s %9s %7s %10s %9s %10s %8s %s\n",
-				"interval", "dir", "mec", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
+			fmt.Fprintf(r.table, "%-12s %-5s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %s\n",
+				"start (UTC)", "dir", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
 			r.header = true
 		}
-		valid := "yes"
-		if !iv.Valid {
-			valid = "no: " + iv.Reason
-		}
-		fmt.Fprintf(r.table, "%-10d %-5s %-8s %9d %9d %7d %10.3f %9.3f %10.3f %8d %s\n", iv.Interval, iv.Direction, iv.MEC,
-			iv.Sent, iv.Received, iv.Lost, iv.MeanNs/1e3, iv.MeanCINs/1e3, iv.StddevNs/1e3, iv.Samples, valid)
+		fmt.Fprintln(r.table, runRow(iv))
 		for _, row := range microburstRows(iv) {
 			fmt.Fprintln(r.table, row)
 		}
+	}
+}
+
+// runRow is a table row of run: the interval's start as a time of day,
+// "-" where the JSON line has null, the LDS flow (up to 97 characters
+// for IPv6) after the fixed columns so that rows align, then the reason.
+func runRow(iv *report.Interval) string {
+	noDelay := !iv.Valid || iv.Samples == 0
+	ok, why := "yes", ""
+	if !iv.Valid {
+		ok, why = "no", ": "+iv.Reason
+	}
+	flow := ""
+	if iv.Flow != "" {
+		flow = " flow " + iv.Flow
+	}
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
+		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
+		iv.Samples, ok, flow, why)
+}
+
+// usCell is a delay in µs with 3 decimals, or "-" for none.
+func usCell(ns float64, none bool) string {
+	if none {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", ns/1e3)
+}
+
+func (r *runOutput) setWatchdog(w *watchdog) {
+	r.mu.Lock()
+	r.wd = w
+	r.mu.Unlock()
+}
+
+func (r *runOutput) watchdog() *watchdog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wd
+}
+
+// status writes the watchdog's verdict: a JSON line, and a table line.
+func (r *runOutput) status(st *report.Status) {
+	st.Segment = r.o.segmentName
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.w.Write(st); err != nil {
+		r.sinkFailed(err)
+	}
+	if r.table != nil {
+		fmt.Fprintf(r.table, "status %s", st.Status)
+		for _, p := range st.Problems {
+			fmt.Fprintf(r.table, "; %s: %s", p.Check, p.Reason)
+		}
+		fmt.Fprintln(r.table)
 	}
 }
 

@@ -33,8 +33,7 @@ func FuzzRunConfig(f *testing.F) {
 			t.Fatal(err)
 		}
 		var o runOptions
-		fs := newFlagSet("run")
-		fs.SetOutput(io.Discard)
+		fs := newFlagSet("run", io.Discard)
 		o.flags(fs)
 		if _, err := applyConfigFile(fs, path); err != nil {
 			if !strings.Contains(err.Error(), "--config") {
@@ -55,8 +54,7 @@ func FuzzRunConfig(f *testing.F) {
 			t.Fatal(err)
 		}
 		var o2 runOptions
-		fs2 := newFlagSet("run")
-		fs2.SetOutput(io.Discard)
+		fs2 := newFlagSet("run", io.Discard)
 		o2.flags(fs2)
 		if _, err := applyConfigFile(fs2, path); err != nil {
 			t.Fatalf("round trip of %q: %v", b.String(), err)

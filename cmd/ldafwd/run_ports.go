@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -87,6 +88,9 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 			return nil, fmt.Errorf("DPDK EAL (arguments after --): %w", err)
 		}
 		log.Info().Strs("eal", dpdk.EALArgv()).Msg("DPDK EAL initialised")
+		if ealFellBackToNoHuge(dpdk.EALArgv(), o.eal) {
+			log.Warn().Msg(noHugeWarning)
+		}
 		ps.dpdk = true
 		// Both workers (one per direction at most) use each pool.
 		cfg := dpdk.Config{Burst: o.burst, Lcores: 2, NoSoftTimestamps: true} // the lanes stamp received bursts themselves
@@ -152,4 +156,13 @@ func (ps *portSet) close() error {
 		err = errors.Join(err, dpdk.Cleanup())
 	}
 	return err
+}
+
+const noHugeWarning = "no hugepages were free: the DPDK EAL runs with --no-huge -m 1024, which costs 2-4x more per packet (docs/dpdk.md); reserve hugepages (echo 512 > /proc/sys/vm/nr_hugepages, or hugepages= on the kernel command line) or pass EAL memory arguments after --"
+
+// ealFellBackToNoHuge says whether the EAL was given --no-huge that the
+// user did not ask for (EALArgs adds it when no hugepages are free): the
+// appliance then forwards far slower than it could, and says so.
+func ealFellBackToNoHuge(argv, user []string) bool {
+	return slices.Contains(argv, "--no-huge") && !slices.Contains(user, "--no-huge")
 }

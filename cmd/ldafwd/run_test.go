@@ -276,6 +276,8 @@ func runLines(t *testing.T, out string) (ivs []report.Interval, ports []report.P
 			var p report.Port
 			json.Unmarshal(sc.Bytes(), &p)
 			ports = append(ports, p)
+		case "status":
+			// The peer watchdog's verdict (watchdog_test.go).
 		default:
 			t.Fatalf("unknown record %q", sc.Text())
 		}
@@ -411,6 +413,10 @@ func TestRunTwoAppliances(t *testing.T) {
 
 	// Receiver #2: a>b interval lines; every valid one has the exact loss.
 	ivs, ports := runLines(t, out2.String())
+	// Every line of both appliances follows the contract (docs/reports.md).
+	sch := reportSchema(t)
+	wantTypes(t, "run #2", checkLines(t, sch, "run #2", []byte(out2.String())), "interval", "port", "status")
+	checkLines(t, sch, "run #1", []byte(out1.String()))
 	for _, r := range ivs {
 		if r.Segment != "seg x" {
 			t.Fatalf("interval line of segment %q, want %q (--segment-name)", r.Segment, "seg x")

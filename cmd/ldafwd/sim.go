@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +45,7 @@ func runSim(args []string) error { return simMain(context.Background(), args, os
 func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := simOptions{opts: sim.DefaultOptions()}
 	def := sim.DefaultOptions()
-	fs := newFlagSet("sim")
+	fs := newFlagSet("sim", stdout)
 	fs.StringSliceVar(&o.experiments, "experiment", []string{"all"}, "experiments to run: fig4, fig5, fig6, all (the three), custom, or the RDA/LDS ones: rda-fig7, lds-fig10, lds-fig12 (comma-separated list allowed)")
 	fs.IntVar(&o.opts.Packets, "packets", def.Packets, "packets per interval N (the paper's 10 Gb/s link for 1 s)")
 	fs.IntVar(&o.opts.Runs, "runs", def.Runs, "runs per point; each run draws new packet identities and losses over the same delay trace")
@@ -66,16 +65,13 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.csv, "csv", "", "also write every point to this CSV file")
 	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")
 	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("small demo run: %d packets, %d runs, losses %v unless given explicitly", quickPackets, quickRuns, quickLosses))
-	fs.BoolVar(&o.claims, "claims", true, "check the paper's claims (stated for N = 5 000 000 and 1024 counters) after the tables; off by default with --quick")
+	fs.BoolVar(&o.claims, "claims", true, "check the paper's claims (stated for N = 5 000 000 and 1024 counters) after the tables; --quick turns this off unless --claims is given")
 	o.out.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, "sim", args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
+		return usageErrorf("sim: unexpected arguments %q", fs.Args())
 	}
 	// The RDA/LDS experiments have their own sizes (packets per interval
 	// for rda-fig7, flows for lds-*): they take --packets/--runs only when
@@ -103,7 +99,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	names, err := o.validate()
 	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+		return usageErrorf("sim: %w", err)
 	}
 
 	w, closeReport, err := o.out.open(stdout)

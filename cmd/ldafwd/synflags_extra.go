@@ -40,7 +40,7 @@ func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
 func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.rdaBanks, "rda-banks", 0, "RDA banks k (default 3)")
 	fs.IntVar(&e.rdaCells, "rda-cells", 0, "RDA cells per bank m (default 2048: decodes a set difference of ~4300 packets; run and demo without --rda-banks/--rda-cells/--rda-expected-packets ship each interval the cells its packets need at --rda-problem-rate)")
-	fs.IntVar(&e.rdaCache, "rda-cache", -1, "RDA timestamp cache budget per measurement class and side, bytes (0: no repair; default 16 MiB; a live appliance sizes each class's cache to its traffic within it)")
+	fs.IntVar(&e.rdaCache, "rda-cache", synopsis.DefaultRDACacheBudget, "RDA timestamp cache budget per measurement class and side, bytes (0: no cache, no repair; a live appliance sizes each class's cache to its traffic within it)")
 	fs.Uint64Var(&e.rdaPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
 	fs.Float64Var(&e.rdaProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
 	fs.IntVar(&e.ldsFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; without any --lds-* flag analyze sizes each interval's LDS for the flows its sender saw, and run and demo record for 65536 flows and ship each interval sized to the flows it saw)")
@@ -63,9 +63,7 @@ func (e *extraSynopsisFlags) rdaConfig() (synopsis.RDAConfig, error) {
 	if e.rdaCells != 0 {
 		cfg.Cells = e.rdaCells
 	}
-	if e.rdaCache >= 0 {
-		cfg.CacheBudget = e.rdaCache
-	}
+	cfg.CacheBudget = e.rdaCache // Validate refuses a negative one
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("RDA configuration: %w", err)
 	}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/metrics"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+	"github.com/rs/zerolog"
+)
+
+// peerSilentIntervals is how many intervals without an authentic control
+// frame from the peer make it "silent". The peer sends at least its End
+// marker every interval (--control-copies times), so two quiet intervals
+// are not a lost frame or two; the verdict comes within three intervals.
+const peerSilentIntervals = 2
+
+// peerConfigHold is how long a configuration mismatch stays reported
+// after the last interval it spoiled, in intervals.
+const peerConfigHold = 3
+
+// peerSource is what the watchdog reads of the appliance.
+type peerSource interface {
+	ControlCounters() control.Counters
+	PeerConfigMismatch() *appliance.PeerMismatch
+	Lanes() (sender, receiver *dataplane.Lane)
+}
+
+// watchdog is run's peer watchdog: every half interval it checks that
+// the peer appliance is heard, authenticates, agrees on the configuration
+// and that the clocks agree beyond what delays can explain; when its
+// verdict changes it logs, writes a "status" report line and sets
+// /healthz (degraded, with the reasons). Measurement goes on either way:
+// the interval lines say which intervals the problem spoiled.
+type watchdog struct {
+	interval time.Duration
+	src      peerSource
+	out      *runOutput
+	m        *metrics.Metrics
+	log      zerolog.Logger
+
+	heardN    uint64           // authentic control frames from the peer so far
+	lastHeard time.Time        // when heardN last grew (start until then)
+	heard     bool             // anything heard since start
+	prev      control.Counters // at the previous check
+	atHeard   control.Counters // at lastHeard
+
+	mu    sync.Mutex        // clock is written from the report callback
+	clock map[string]string // direction → why its delays say the clocks disagree
+
+	verdict string // the last status written ("" none yet)
+}
+
+func newWatchdog(o *runOptions, src peerSource, out *runOutput, m *metrics.Metrics, log zerolog.Logger, start time.Time) *watchdog {
+	return &watchdog{interval: o.interval, src: src, out: out, m: m, log: log, lastHeard: start, clock: map[string]string{}}
+}
+
+// observe takes every interval line the appliance reports: its delays
+// tell whether the clocks disagree. A delay cannot be negative, so a
+// valid mean whose whole confidence interval lies below zero, or buckets
+// below the encoding's --min-delay, say the receiver's clock is behind
+// the sender's by more than the path's delay; a later valid line of the
+// direction without that clears it.
+func (w *watchdog) observe(iv *report.Interval) {
+	if iv.Synopsis != "lda" || iv.Flow != "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case iv.Valid && iv.Samples > 0 && iv.MeanNs+iv.MeanCINs < 0:
+		w.clock[iv.Direction] = fmt.Sprintf("%s interval %d: mean one-way delay %.1f ± %.1f µs, negative beyond its uncertainty: this end's clock is behind the peer's by at least %.1f µs; synchronize both clocks (PTP or chrony, docs/run.md)",
+			iv.Direction, iv.Interval, iv.MeanNs/1e3, iv.MeanCINs/1e3, -(iv.MeanNs+iv.MeanCINs)/1e3)
+	case !iv.Valid && strings.Contains(iv.Reason, synopsis.ReasonDelayBelowMin):
+		w.clock[iv.Direction] = fmt.Sprintf("%s interval %d: %s; synchronize both clocks (PTP or chrony, docs/run.md)", iv.Direction, iv.Interval, iv.Reason)
+	case iv.Valid && iv.Samples > 0:
+		delete(w.clock, iv.Direction)
+	}
+}
+
+// check runs the checks at now and reports a changed verdict.
+func (w *watchdog) check(now time.Time) {
+	cc := w.src.ControlCounters()
+	// Heard: authentic control frames the receiving worker took off the
+	// wire (End markers at once, even while a loaded control goroutine
+	// lags) or the receiver accepted.
+	_, rcv := w.src.Lanes()
+	if n := cc.Accepted + rcv.Stats.ControlStripped.Load(); n != w.heardN {
+		w.heardN, w.lastHeard, w.heard, w.atHeard = n, now, true, cc
+	}
+	var probs []report.StatusProblem
+	if quiet := now.Sub(w.lastHeard); quiet >= peerSilentIntervals*w.interval {
+		since := "since start"
+		if w.heard {
+			since = fmt.Sprintf("for %v", quiet.Round(time.Millisecond))
+		}
+		refused := cc.BadTag - w.atHeard.BadTag
+		switch {
+		case cc.PeerInsecure > w.atHeard.PeerInsecure:
+			probs = append(probs, report.StatusProblem{Check: "peer_auth", Reason: fmt.Sprintf(
+				"the peer's control frames are unauthenticated (it runs --insecure) and this end has --key-file: %d refused, nothing accepted %s; give both ends the same --key-file", refused, since)})
+		case cc.PeerKeyed > w.atHeard.PeerKeyed:
+			probs = append(probs, report.StatusProblem{Check: "peer_auth", Reason: fmt.Sprintf(
+				"the peer authenticates its control frames with a key and this end runs --insecure: %d refused, nothing accepted %s; give both ends the same --key-file", refused, since)})
+		case refused > 0:
+			probs = append(probs, report.StatusProblem{Check: "peer_auth", Reason: fmt.Sprintf(
+				"%d control frames from the peer failed authentication, nothing accepted %s: the two ends have different --key-file keys (or something corrupts or forges control frames)", refused, since)})
+		default:
+			probs = append(probs, report.StatusProblem{Check: "peer_silent", Reason: fmt.Sprintf(
+				"nothing heard from the peer %s (%d intervals of %v): it is not running, not on this segment, on another --segment-name, or the segment drops control frames", since, int(quiet/w.interval), w.interval)})
+		}
+	}
+	if pm := w.src.PeerConfigMismatch(); pm != nil && now.Sub(pm.At) <= peerConfigHold*w.interval {
+		probs = append(probs, report.StatusProblem{Check: "peer_config", Settings: pm.Settings, Reason: fmt.Sprintf(
+			"the peer's synopsis configuration differs (interval %d): %s; give both ends the same --interval, --synopsis, --mec and sizing flags", pm.Interval, pm.Detail)})
+	}
+	if cc.StaleHello > w.prev.StaleHello {
+		probs = append(probs, report.StatusProblem{Check: "clock", Reason: fmt.Sprintf(
+			"%d session frames from the peer were signed further than --max-clock-skew from this end's clock: the clocks disagree by more than that; synchronize both clocks (PTP or chrony, docs/run.md)", cc.StaleHello-w.prev.StaleHello)})
+	}
+	w.mu.Lock()
+	dirs := make([]string, 0, len(w.clock))
+	for d := range w.clock {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		probs = append(probs, report.StatusProblem{Check: "clock", Reason: w.clock[d]})
+	}
+	w.mu.Unlock()
+	w.prev = cc
+
+	if len(probs) == 0 && !w.heard {
+		return // nothing to say yet: the peer may still be starting
+	}
+	// A new status line when the checks that fail (or the settings that
+	// differ) change, not for every new count in a reason.
+	var key strings.Builder
+	for _, p := range probs {
+		fmt.Fprintf(&key, "%s%v;", p.Check, p.Settings)
+	}
+	if key.String() == w.verdict && w.verdict != "" || len(probs) == 0 && w.verdict == "ok" {
+		return
+	}
+	st := &report.Status{Type: "status", TimeNs: now.UnixNano(), Status: "ok", Problems: probs}
+	checks := map[string]string{}
+	if len(probs) > 0 {
+		st.Status = "degraded"
+		w.verdict = key.String()
+		for _, p := range probs {
+			if checks[p.Check] != "" {
+				checks[p.Check] += "; "
+			}
+			checks[p.Check] += p.Reason
+			w.log.Warn().Str("check", p.Check).Strs("settings", p.Settings).Msg(p.Reason)
+		}
+	} else {
+		st.Problems = []report.StatusProblem{}
+		w.verdict = "ok"
+		w.log.Info().Msg("peer watchdog: the peer is heard, authenticates and agrees")
+	}
+	w.m.SetChecks(checks)
+	w.out.status(st)
+}

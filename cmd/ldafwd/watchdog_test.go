@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// TestRunNoPeerDegraded: an appliance with no peer on its segment says so
+// within 3 intervals — a "status" line (check peer_silent), /healthz
+// degraded with the reason, a warning in the log — and every line run
+// writes (interval, port, status) follows report/schema.json.
+func TestRunNoPeerDegraded(t *testing.T) {
+	sch := reportSchema(t)
+	id := fmt.Sprint(os.Getpid())
+	g, s := "WG"+id, "WS"+id
+	for _, name := range []string{g, s} {
+		l, err := dataplane.NewRingLink(name, dataplane.LinkConfig{Size: 1024, Pool: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.A().Close()
+	}
+	const interval = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuf
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- runMain(ctx, []string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b",
+			"--key-file", writeKey(t), "--interval", interval.String(), "--format", "json", "--metrics-addr", "127.0.0.1:0",
+			"--idle-sleep", "50us", "--drain", "300ms", "--segment-name", "lonely"}, &out, &errb)
+	}()
+	re := regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /metrics`)
+	var url string
+	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(errb.String()); m != nil {
+			url = "http://" + m[1] + "/healthz"
+		}
+	}
+	if url == "" {
+		cancel()
+		t.Fatalf("no metrics address in the log:\n%s", errb.String())
+	}
+	// The appliance starts right after it logs the address (building it
+	// can take a while on a loaded machine): the intervals count from here.
+	start = time.Now()
+	// /healthz turns degraded, naming the check, within 3 intervals.
+	var health string
+	var degradedAt time.Duration
+	for deadline := start.Add(3 * interval); time.Now().Before(deadline.Add(interval)); time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if health = string(b); resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(health, `"degraded"`) {
+			degradedAt = time.Since(start)
+			break
+		}
+	}
+	if degradedAt == 0 || degradedAt > 3*interval+100*time.Millisecond {
+		t.Errorf("/healthz not degraded within 3 intervals (%v): %s", degradedAt, health)
+	}
+	var h struct {
+		Status  string
+		Problem string
+		Checks  map[string]string
+	}
+	json.Unmarshal([]byte(health), &h)
+	if !strings.Contains(h.Checks["peer_silent"], "nothing heard from the peer") || !strings.Contains(h.Problem, "peer_silent") {
+		t.Errorf("/healthz does not say why: %s", health)
+	}
+	time.Sleep(2 * interval)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+
+	seen := checkLines(t, sch, "run", []byte(out.String()))
+	wantTypes(t, "run", seen, "port", "status") // no interval line without a peer: nothing to measure
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	statuses := 0
+	for sc.Scan() {
+		var st report.Status
+		if json.Unmarshal(sc.Bytes(), &st) != nil || st.Type != "status" {
+			continue
+		}
+		statuses++
+		if at := time.Unix(0, st.TimeNs).Sub(start); statuses == 1 && (st.Status != "degraded" || len(st.Problems) != 1 ||
+			st.Problems[0].Check != "peer_silent" || at > 3*interval+100*time.Millisecond || st.Segment != "lonely") {
+			t.Errorf("first status %+v at %v, want degraded peer_silent within 3 intervals", st, at)
+		}
+	}
+	if statuses != 1 {
+		t.Errorf("%d status lines for one unchanged verdict:\n%s", statuses, out.String())
+	}
+	if !strings.Contains(errb.String(), "nothing heard from the peer") {
+		t.Errorf("the log does not warn:\n%s", errb.String())
+	}
+}
+
+// runTwoIdle runs two appliances back to back over ring links, no
+// traffic (their control frames still flow every interval), and returns
+// the second's stdout and log.
+func runTwoIdle(t *testing.T, tag string, args1, args2 []string, dur time.Duration) (string, string) {
+	t.Helper()
+	id := tag + fmt.Sprint(os.Getpid())
+	g, s, k := "G"+id, "S"+id, "K"+id
+	for _, name := range []string{g, s, k} {
+		l, err := dataplane.NewRingLink(name, dataplane.LinkConfig{Size: 1024, Pool: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.A().Close()
+	}
+	common := []string{"--format", "json", "--stats-interval", "1h", "--drain", "300ms", "--idle-sleep", "50us", "--duration", dur.String()}
+	var out1, out2, err1, err2 syncBuf
+	errs := make(chan error, 2)
+	go func() {
+		errs <- runMain(context.Background(), append(append([]string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b"}, common...), args1...), &out1, &err1)
+	}()
+	go func() {
+		errs <- runMain(context.Background(), append(append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a"}, common...), args2...), &out2, &err2)
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("run: %v\n%s\n%s", err, err1.String(), err2.String())
+		}
+	}
+	return out2.String(), err2.String()
+}
+
+// statusProblems returns the problems of the status lines in out.
+func statusProblems(out string) []report.StatusProblem {
+	var ps []report.StatusProblem
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var st report.Status
+		if json.Unmarshal(sc.Bytes(), &st) == nil && st.Type == "status" {
+			ps = append(ps, st.Problems...)
+		}
+	}
+	return ps
+}
+
+// TestRunPeerMismatchNamed: a wrong key, a peer running --insecure
+// against a keyed end, and a different --interval are each reported by
+// name in a status line and in the log — not only as a counter.
+func TestRunPeerMismatchNamed(t *testing.T) {
+	k1, k2 := writeKey(t), writeKey(t)
+	const iv = "100ms"
+	for _, c := range []struct {
+		name         string
+		args1, args2 []string
+		check, want  string
+	}{
+		{"wrong key", []string{"--key-file", k1, "--interval", iv}, []string{"--key-file", k2, "--interval", iv}, "peer_auth", "different --key-file keys"},
+		{"peer insecure", []string{"--insecure", "--interval", iv}, []string{"--key-file", k2, "--interval", iv}, "peer_auth", "it runs --insecure"},
+		{"we insecure", []string{"--key-file", k1, "--interval", iv}, []string{"--insecure", "--interval", iv}, "peer_auth", "this end runs --insecure"},
+		{"interval differs", []string{"--key-file", k1, "--interval", "200ms"}, []string{"--key-file", k1, "--interval", iv}, "peer_config", "interval: sender 200ms, ours 100ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, log := runTwoIdle(t, strings.ReplaceAll(c.name, " ", ""), c.args1, c.args2, 900*time.Millisecond)
+			found := false
+			for _, p := range statusProblems(out) {
+				if p.Check == c.check && strings.Contains(p.Reason, c.want) {
+					found = true
+					if c.check == "peer_config" && (len(p.Settings) != 1 || p.Settings[0] != "interval") {
+						t.Errorf("settings %q, want [interval]", p.Settings)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no status problem %s naming %q:\n%s", c.check, c.want, out)
+			}
+			if !strings.Contains(log, `"check":"`+c.check+`"`) {
+				t.Errorf("the log does not name %s:\n%s", c.check, log)
+			}
+		})
+	}
+}
