@@ -212,15 +212,17 @@ func (c *controller) step(now time.Time) {
 		c.pending = c.pending[n:]
 	}
 	// Receiver: control frames the worker stripped.
-	for {
-		f, ts, ok := a.toCtl.Get()
-		if !ok {
-			break
+	for _, q := range a.toCtl {
+		for {
+			f, ts, ok := q.Get()
+			if !ok {
+				break
+			}
+			// The frame's receive time, as the worker's End check saw it: both
+			// apply the session rule to the same times.
+			a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
+			q.Done()
 		}
-		// The frame's receive time, as the worker's End check saw it: both
-		// apply the session rule to the same times.
-		a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
-		a.toCtl.Done()
 	}
 	// Requests from the peer (we are their sender) and replies to ours.
 	c.exchanges(now)

@@ -74,6 +74,11 @@ type DemoConfig struct {
 	// exact truth (true_*) filled in.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
+
+	// Queues > 1 gives every appliance port that many queues, steered in
+	// software like a NIC's RSS (dataplane.SoftQueues): one lane pair and
+	// one worker per queue at each appliance.
+	Queues int
 }
 
 // DemoSummary is what the demo saw from end to end.
@@ -92,6 +97,15 @@ type DemoSummary struct {
 	Duplicated, Reordered, Remarked   uint64
 	LinkLocalSent, Consumed, Injected uint64
 	ExcludedSent, ExcludedReceived    uint64 // link-local frames ldafwd#1's sender and ldafwd#2's receiver forwarded unrecorded
+	// FlowReordered counts generated frames the sink received after a
+	// later frame of their own flow (the segment's reordering, and any of
+	// the appliances': with several queues, per-flow order must hold).
+	FlowReordered uint64
+	// Per queue of ldafwd#2's receiver: frames recorded and intervals cut
+	// (End markers of its own lane), and End markers of another lane that
+	// reached it (steered wrongly), summed over queues.
+	QueueRecorded, QueueFlips []uint64
+	EndsMisrouted             uint64
 }
 
 // RunDemo runs the demo for cfg.Duration and stops cleanly.
@@ -271,6 +285,13 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		seg2 = cfg.WrapReceiver(seg2)
 	}
 	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	if cfg.Queues > 1 {
+		stopQ, err := splitQueues(cfg.Queues, &c1, &c2)
+		if err != nil {
+			return sum, err
+		}
+		defer stopQ()
+	}
 	a1, err := New(c1)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #1: %w", err)
@@ -282,7 +303,8 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	a2.Start()
 	a1.Start()
 
-	var sunk atomic.Uint64
+	var sunk, flowReordered atomic.Uint64
+	lastID := make([]uint64, cfg.Flows) // per flow: the latest frame id sunk
 	stopSink := make(chan struct{})
 	sinkDone := make(chan struct{})
 	go func() {
@@ -291,6 +313,16 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		for {
 			n := l2.B().RxBurst(pk)
 			if n > 0 {
+				for _, p := range pk[:n] {
+					if id, ok := porttest.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
+						f := id % uint64(len(lastID))
+						if id < lastID[f] {
+							flowReordered.Add(1)
+						} else {
+							lastID[f] = id
+						}
+					}
+				}
 				sunk.Add(uint64(n))
 				l2.B().Free(pk[:n])
 				continue
@@ -405,14 +437,20 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	close(stopSink)
 	<-sinkDone
 	sum.Sunk = sunk.Load()
+	sum.FlowReordered = flowReordered.Load()
 	sum.ImpairLost = truth.LostData() // data frames only: a lost control frame is no traffic
 	for _, a := range []*Appliance{a1, a2} {
-		s, r := a.Lanes()
-		sum.ApplianceTxDropped += s.Stats.TxDropped.Load() + r.Stats.TxDropped.Load()
+		s, r := a.LaneTotals()
+		sum.ApplianceTxDropped += s.TxDropped.Load() + r.TxDropped.Load()
 	}
-	s1, _ := a1.Lanes()
-	_, r2 := a2.Lanes()
-	sum.ExcludedSent, sum.ExcludedReceived = s1.Stats.Excluded.Load(), r2.Stats.Excluded.Load()
+	s1, _ := a1.LaneTotals()
+	_, r2 := a2.LaneTotals()
+	sum.ExcludedSent, sum.ExcludedReceived = s1.Excluded.Load(), r2.Excluded.Load()
+	sum.EndsMisrouted = r2.EndsMisrouted.Load()
+	for _, p := range a2.QueueLanes() {
+		sum.QueueRecorded = append(sum.QueueRecorded, p[1].Stats.Recorded.Load())
+		sum.QueueFlips = append(sum.QueueFlips, p[1].Stats.Flips.Load())
+	}
 	st := imp.Stats()
 	sum.Duplicated, sum.Reordered, sum.Remarked, sum.Consumed, sum.Injected = st.Duplicated, st.Reordered, st.Remarked, st.Consumed, st.Injected
 	if ctlIntervals > 0 {

@@ -86,6 +86,7 @@ type LaneStats struct {
 	EndsFailed         atomic.Uint64 // End markers that found no tx buffer (the receiver sees a lost End)
 	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
 	EndsIgnored        atomic.Uint64 // receiver: authentic End markers not flipped on (old interval, duplicate, session not live)
+	EndsMisrouted      atomic.Uint64 // receiver: authentic End markers of another lane (steered to the wrong queue), not flipped on
 	Injected           atomic.Uint64 // sender: control frames sent for the control side
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
@@ -917,6 +918,10 @@ func (l *Lane) controlFrame(p *Packet) (flipped, ours bool) {
 		// Replayed, duplicated or of a session that is not live: never
 		// flip on it.
 		l.Stats.EndsIgnored.Add(1)
+		return false, true
+	case control.EndOtherLane:
+		// Another lane's, steered here: this lane's cut is its own End.
+		l.Stats.EndsMisrouted.Add(1)
 		return false, true
 	}
 	l.Stats.EndsSeen.Add(1)
