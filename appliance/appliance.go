@@ -319,7 +319,8 @@ func New(cfg Config) (*Appliance, error) {
 			return nil, err
 		}
 		pair[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: segQ[q], Tx: otherQ[q], Role: dataplane.RoleReceiver, Burst: cfg.Burst,
-			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: rbufs[q], EndReader: endr, ToControl: toCtl})
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: rbufs[q], EndReader: endr, ToControl: toCtl,
+			Queue: q, Queues: nq})
 		if err != nil {
 			return nil, err
 		}

@@ -85,8 +85,10 @@ type rcopy struct {
 	rda            []*synopsis.RDA // nil without RDA
 	lds            *synopsis.LDS   // nil without LDS
 	merged         bool
-	warmup         bool // the receiver's first copy: from its start to the first End marker
-	active         bool // the copy in progress at stop: no End marker closed it
+	misrouted      uint64 // sampled frames the receiver's lanes got on the wrong queue
+	steerWhy       string // why the per-lane cut cannot be trusted (queues.go), or ""
+	warmup         bool   // the receiver's first copy: from its start to the first End marker
+	active         bool   // the copy in progress at stop: no End marker closed it
 	frames         uint64
 	stamps         rxStamps // the receiver's timestamp error (stamps.go)
 	startNs, endNs uint64
@@ -231,7 +233,7 @@ func (c *controller) step(now time.Time) {
 		if !ok {
 			break
 		}
-		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
+		rc := &rcopy{k: set.LastK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 			stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 		c.noteRxDrops(rc.k)
 		for _, l := range set.LDA {
@@ -383,6 +385,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		c.emitCopy(b.Interval, rc, ReasonRecut)
 		return
 	}
+	c.steering(b, rc)
 	c.pairing = true
 	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda))}
 	defer c.release(b.Interval)
@@ -467,6 +470,8 @@ func sessionReason(flags uint64, rc *rcopy) string {
 		return "sender's control side fell behind: its copy spans several intervals"
 	case rc.merged:
 		return "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+	case rc.steerWhy != "":
+		return rc.steerWhy
 	}
 	return ""
 }
@@ -516,10 +521,16 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
 	c.stamps(r, h.StampErrNs, rc)
-	if why := sessionReason(h.Flags, rc); why != "" {
+	why := sessionReason(h.Flags, rc)
+	if why != "" {
 		r.Valid, r.Reason = false, why
 	}
 	c.hold(r, e, m)
+	if why != "" {
+		// The repair removes the estimator's own reasons, not this one:
+		// asking would only let it revalidate the line.
+		return
+	}
 	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
 }
 

@@ -79,6 +79,10 @@ type DemoConfig struct {
 	// software like a NIC's RSS (dataplane.SoftQueues): one lane pair and
 	// one worker per queue at each appliance.
 	Queues int
+	// SteerReceiver, with Queues, steers what ldafwd#2's segment port
+	// receives instead of dataplane.SteerQueue (a test hook: steering
+	// gone wrong).
+	SteerReceiver func(frame []byte, n int) int
 }
 
 // DemoSummary is what the demo saw from end to end.
@@ -139,7 +143,14 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		// left: allow −10 ms.
 		cfg.Bounds.MinDelayNs = -10_000_000
 	}
-	truth, err := dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
+	var truth demoTruth
+	var err error
+	if cfg.Queues > 1 {
+		// Each lane cuts at its own End marker: so does the truth.
+		truth, err = newLaneTruth(cfg.Queues, DirAtoB, cfg.Classifier)
+	} else {
+		truth, err = dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -286,7 +297,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	}
 	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
 	if cfg.Queues > 1 {
-		stopQ, err := splitQueues(cfg.Queues, &c1, &c2)
+		stopQ, err := splitQueues(cfg.Queues, cfg.SteerReceiver, &c1, &c2)
 		if err != nil {
 			return sum, err
 		}

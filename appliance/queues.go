@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 )
 
@@ -103,3 +104,19 @@ func (a *Appliance) laneTotals() (s, r *dataplane.LaneStats) {
 // LaneTotals are the sender and receiver counters summed over the
 // queues.
 func (a *Appliance) LaneTotals() (sender, receiver *dataplane.LaneStats) { return a.laneTotals() }
+
+// steering checks that the per-lane cut of interval b can be trusted: the
+// sender cuts with as many lanes as we have queues, and no sampled frame
+// reached a receiver lane of another queue than the steering gives. If
+// not, every line of the interval is invalid with the reason (rc.steerWhy,
+// sessionReason): a frame on the wrong lane may be cut into the wrong
+// interval at one end, which the RDA's crossing repair does not expect.
+func (c *controller) steering(b *control.IntervalBundle, rc *rcopy) {
+	n := c.a.Queues()
+	switch {
+	case b.Hello != nil && int(b.Hello.Lanes) != n:
+		rc.steerWhy = fmt.Sprintf("sender cuts intervals with %d lanes, this receiver has %d queues: give both ends the same --queues", b.Hello.Lanes, n)
+	case rc.misrouted > 0:
+		rc.steerWhy = fmt.Sprintf("%d sampled frames reached a queue their flow hash does not steer to: the two ends steer differently, so the per-lane cut may put a frame in different intervals", rc.misrouted)
+	}
+}

@@ -228,5 +228,6 @@ func mergeSets(a, o *SynSet) error {
 	a.Bytes += o.Bytes
 	a.StampErrNs += o.StampErrNs
 	a.PollStamped += o.PollStamped
+	a.Misrouted += o.Misrouted
 	return nil
 }

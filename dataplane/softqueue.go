@@ -44,6 +44,16 @@ type SoftQueues struct {
 	started bool
 	// Steered counts frames the receive goroutine put on each rx queue.
 	Steered []atomic.Uint64
+	// Steer picks a received frame's queue; nil: SteerQueue. Set before
+	// Start (tests steer wrongly on purpose).
+	Steer func(frame []byte, n int) int
+}
+
+// StampedTx is a port that can transmit frames with the transmit stamp
+// they carry in TS (RingPort): SoftQueues then keeps the stamp its queue
+// gave them.
+type StampedTx interface {
+	TxBurstStamped(pkts []*Packet) int
 }
 
 // NewSoftQueues splits port into n queues of size frames each (a power of
@@ -57,8 +67,8 @@ func NewSoftQueues(port Port, n, size int, clock func() uint64) (*SoftQueues, er
 		clock = RealtimeClock
 	}
 	s := &SoftQueues{port: port, n: n, clock: clock, Steered: make([]atomic.Uint64, n)}
-	if rp, ok := port.(*RingPort); ok {
-		s.stamped = rp.TxBurstStamped
+	if sp, ok := port.(StampedTx); ok {
+		s.stamped = sp.TxBurstStamped
 	}
 	for i := 0; i < n; i++ {
 		rx, err := ring.NewSPSC[*Packet](size)
@@ -119,6 +129,10 @@ func (s *SoftQueues) receive() {
 	for i := range out {
 		out[i] = make([]*Packet, 0, softBurst)
 	}
+	steer := s.Steer
+	if steer == nil {
+		steer = SteerQueue
+	}
 	idle := 0
 	for !s.quit.Load() {
 		m := s.port.RxBurst(in)
@@ -128,7 +142,10 @@ func (s *SoftQueues) receive() {
 		}
 		idle = 0
 		for _, p := range in[:m] {
-			q := SteerQueue(p.Data, s.n)
+			q := steer(p.Data, s.n)
+			if q < 0 || q >= s.n {
+				q = 0
+			}
 			out[q] = append(out[q], p)
 		}
 		clear(in[:m])
