@@ -526,9 +526,10 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		r.Valid, r.Reason = false, why
 	}
 	c.hold(r, e, m)
-	if why != "" {
-		// The repair removes the estimator's own reasons, not this one:
-		// asking would only let it revalidate the line.
+	if rc.steerWhy != "" {
+		// Steering that differs at the two ends (queues.go) is not a
+		// reason the repair removes: asking would let it revalidate the
+		// line.
 		return
 	}
 	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
