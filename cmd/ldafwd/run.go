@@ -495,9 +495,15 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return fmt.Errorf("run: %w", err)
 	}
 	sender, receiver := a.Lanes()
+	lanes := map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats}
+	for q, p := range a.QueueLanes()[1:] {
+		// Queue 0's lanes keep the names one queue has; the others' carry
+		// their queue number.
+		lanes[fmt.Sprintf("sender_q%d", q+1)], lanes[fmt.Sprintf("receiver_q%d", q+1)] = &p[0].Stats, &p[1].Stats
+	}
 	m.SetSources(metrics.Sources{
 		Ports:   map[string]dataplane.Port{"a": ports.a, "b": ports.b},
-		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats},
+		Lanes:   lanes,
 		Control: a.ControlCounters,
 	})
 	return serve(ctx, &o, a, ports, &out, m, log)
