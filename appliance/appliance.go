@@ -33,7 +33,7 @@ type Config struct {
 	Bounds       synopsis.CompactBounds
 	Conf         float64 // confidence of mean_ci_ns; 0: 0.98
 	Burst        int
-	Cores        []int // worker cores: none (unpinned, one worker), one, or two (one per direction)
+	Cores        []int // worker cores: none (unpinned, one worker), one, or two (one per direction); with queues none or one per queue pair
 	IdleSleep    time.Duration
 	Clock        func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
 	ClockName    string        // reported; "CLOCK_REALTIME" by default
@@ -98,6 +98,12 @@ type Config struct {
 	// listed. 0: off.
 	MicroburstGap time.Duration
 	MicroburstMin int
+
+	// QueuesA and QueuesB, when set, are the queues of PortA and PortB
+	// (as many of each, ≥ 2): one sender and one receiver lane per queue
+	// pair, one worker each (queues.go). PortA and PortB stay the ports
+	// whose counters are read.
+	QueuesA, QueuesB []dataplane.Port
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -125,16 +131,17 @@ type Appliance struct {
 	lanes   [2]*dataplane.Lane // [0] sender lane (toward the segment), [1] receiver lane
 	segPort dataplane.Port     // the port facing the measured segment
 	workers []*dataplane.Worker
-	sbuf    *dataplane.DoubleBuffer
-	rbuf    *dataplane.DoubleBuffer
+	sbuf    synBuffer
+	rbuf    synBuffer
+	qlanes  [][2]*dataplane.Lane // per queue: sender and receiver lane (lanes is queue 0's)
 	epoch   atomic.Uint64
 	// peerConfig is the newest configuration mismatch with the peer
 	// (PeerConfigMismatch), for run's watchdog.
 	peerConfig atomic.Pointer[PeerMismatch]
-	endr       *control.EndReader // the receiving worker's: counts frames that fail the tag there
+	endrs      []*control.EndReader // the receiver lanes': count frames that fail the tag there
 	sender     *control.Sender
 	inject     *ring.SPSC[[]byte]
-	toCtl      *dataplane.FrameQueue
+	toCtl      []*dataplane.FrameQueue // one per receiver lane
 	receiver   *control.Receiver
 	ctl        *controller
 	stop       chan struct{}
@@ -162,7 +169,11 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Classifier == nil {
 		return nil, errors.New("appliance: no classifier")
 	}
-	if len(cfg.Cores) > 2 {
+	nq, err := queueCount(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if nq == 1 && len(cfg.Cores) > 2 {
 		return nil, fmt.Errorf("appliance: %d cores: one worker per direction at most (see docs/performance.md)", len(cfg.Cores))
 	}
 	if cfg.Conf == 0 {
@@ -229,16 +240,15 @@ func New(cfg Config) (*Appliance, error) {
 		l.Cols = foldableCols(l.Cols)
 		cfg.Syn.LDS = &l
 	}
-	var err error
-	if a.sbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
+	sbufs, rbufs, err := a.newBuffers(cfg.Syn, nq)
+	if err != nil {
 		return nil, err
 	}
-	if a.rbuf, err = dataplane.NewDoubleBuffer(cfg.Syn); err != nil {
-		return nil, err
-	}
-	for _, set := range append(a.rbuf.Sets[:], a.sbuf.Sets[:]...) {
-		for _, r := range set.RDA {
-			r.ReserveCache() // start small: see the controller's ReserveCache
+	for _, d := range append(sbufs, rbufs...) {
+		for _, set := range d.Sets {
+			for _, r := range set.RDA {
+				r.ReserveCache() // start small: see the controller's ReserveCache
+			}
 		}
 	}
 	hash, desc := configHash(&cfg), describeConfig(&cfg)
@@ -254,7 +264,7 @@ func New(cfg Config) (*Appliance, error) {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
 	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
-		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: 1, Clock: cfg.ClockName,
+		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {
 		// A Hello too long for a small MTU goes without its description:
@@ -264,10 +274,6 @@ func New(cfg Config) (*Appliance, error) {
 		if a.sender, err = control.NewSender(scfg); err != nil {
 			return nil, err
 		}
-	}
-	endw, err := a.sender.NewEndWriter(0)
-	if err != nil {
-		return nil, err
 	}
 	if cfg.MaxStampErr < 0 {
 		return nil, fmt.Errorf("appliance: max stamp error %v must be ≥ 0", cfg.MaxStampErr)
@@ -283,35 +289,68 @@ func New(cfg Config) (*Appliance, error) {
 	if a.receiver, err = control.NewReceiver(rcfg); err != nil {
 		return nil, err
 	}
-	// The worker's End check follows the same session rule on the same
-	// frames and receive times as the receiver.
-	endr, err := control.NewEndReaderConfig(rcfg)
-	if err != nil {
-		return nil, err
-	}
-	a.endr = endr
-	guard, err := control.NewControlCheck(cfg.Key, cfg.Insecure)
-	if err != nil {
-		return nil, err
-	}
 	if a.inject, err = ring.NewSPSC[[]byte](1024); err != nil {
 		return nil, err
 	}
-	if a.toCtl, err = dataplane.NewFrameQueue(1024, 9216+18); err != nil {
-		return nil, err
+	segQ, otherQ := []dataplane.Port{segPort}, []dataplane.Port{otherPort}
+	if nq > 1 {
+		segQ, otherQ = cfg.QueuesB, cfg.QueuesA
+		if cfg.Segment == "a" {
+			segQ, otherQ = cfg.QueuesA, cfg.QueuesB
+		}
 	}
-	a.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherPort, Tx: segPort, Role: dataplane.RoleSender, Burst: cfg.Burst,
-		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.sbuf, Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: a.inject, Guard: guard})
+	for q := 0; q < nq; q++ {
+		// Queue q's sender lane writes End markers as lane q; its receiver
+		// lane cuts at the peer's lane-q End only (with one queue, at any).
+		// The worker's End check follows the same session rule on the same
+		// frames and receive times as the receiver.
+		endw, err := a.sender.NewEndWriter(uint16(q))
+		if err != nil {
+			return nil, err
+		}
+		endr, err := control.NewEndReaderConfig(rcfg)
+		if err != nil {
+			return nil, err
+		}
+		if nq > 1 {
+			endr.OnlyLane(uint16(q))
+		}
+		a.endrs = append(a.endrs, endr)
+		guard, err := control.NewControlCheck(cfg.Key, cfg.Insecure)
+		if err != nil {
+			return nil, err
+		}
+		toCtl, err := dataplane.NewFrameQueue(1024, 9216+18)
+		if err != nil {
+			return nil, err
+		}
+		a.toCtl = append(a.toCtl, toCtl)
+		var inject *ring.SPSC[[]byte]
+		if q == 0 {
+			inject = a.inject // the control side's frames leave on queue 0
+		}
+		var pair [2]*dataplane.Lane
+		pair[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherQ[q], Tx: segQ[q], Role: dataplane.RoleSender, Burst: cfg.Burst,
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: inject, Guard: guard})
+		if err != nil {
+			return nil, err
+		}
+		pair[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: segQ[q], Tx: otherQ[q], Role: dataplane.RoleReceiver, Burst: cfg.Burst,
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: rbufs[q], EndReader: endr, ToControl: toCtl,
+			Queue: q, Queues: nq})
+		if err != nil {
+			return nil, err
+		}
+		a.qlanes = append(a.qlanes, pair)
+	}
+	a.lanes = a.qlanes[0]
+	wcfg := dataplane.WorkerConfig{IdleSleep: cfg.IdleSleep, OnStart: cfg.OnWorkerStart, OnExit: cfg.OnWorkerExit}
+	if nq == 1 {
+		a.workers, err = dataplane.NewWorkers(a.lanes, cfg.Cores, wcfg)
+	} else {
+		a.workers, err = dataplane.NewQueueWorkers(a.qlanes, cfg.Cores, wcfg)
+	}
 	if err != nil {
-		return nil, err
-	}
-	a.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: segPort, Tx: otherPort, Role: dataplane.RoleReceiver, Burst: cfg.Burst,
-		Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: a.rbuf, EndReader: endr, ToControl: a.toCtl})
-	if err != nil {
-		return nil, err
-	}
-	if a.workers, err = dataplane.NewWorkers(a.lanes, cfg.Cores, dataplane.WorkerConfig{IdleSleep: cfg.IdleSleep,
-		OnStart: cfg.OnWorkerStart, OnExit: cfg.OnWorkerExit}); err != nil {
 		return nil, err
 	}
 	a.ctl = newController(a)
@@ -460,10 +499,12 @@ func (a *Appliance) Session() uint64 { return a.sender.Session() }
 // or an insecure/keyed mismatch shows in the counters and the watchdog.
 func (a *Appliance) ControlCounters() control.Counters {
 	c := a.receiver.Counters()
-	all, ins, keyed := a.endr.Unauthenticated()
-	c.BadTag += all
-	c.PeerInsecure += ins
-	c.PeerKeyed += keyed
+	for _, r := range a.endrs {
+		all, ins, keyed := r.Unauthenticated()
+		c.BadTag += all
+		c.PeerInsecure += ins
+		c.PeerKeyed += keyed
+	}
 	return c
 }
 
@@ -533,7 +574,7 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// active copy.
 		close(a.stop)
 		<-a.done
-		s, r := &a.lanes[0].Stats, &a.lanes[1].Stats
+		s, r := a.laneTotals()
 		cc := a.receiver.Counters()
 		rc := a.RepairCounters()
 		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).

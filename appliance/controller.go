@@ -87,8 +87,10 @@ type rcopy struct {
 	rda            []*synopsis.RDA // nil without RDA
 	lds            *synopsis.LDS   // nil without LDS
 	merged         bool
-	warmup         bool // the receiver's first copy: from its start to the first End marker
-	active         bool // the copy in progress at stop: no End marker closed it
+	misrouted      uint64 // sampled frames the receiver's lanes got on the wrong queue
+	steerWhy       string // why the per-lane cut cannot be trusted (queues.go), or ""
+	warmup         bool   // the receiver's first copy: from its start to the first End marker
+	active         bool   // the copy in progress at stop: no End marker closed it
 	frames         uint64
 	stamps         rxStamps // the receiver's timestamp error (stamps.go)
 	startNs, endNs uint64
@@ -214,15 +216,17 @@ func (c *controller) step(now time.Time) {
 		c.pending = c.pending[n:]
 	}
 	// Receiver: control frames the worker stripped.
-	for {
-		f, ts, ok := a.toCtl.Get()
-		if !ok {
-			break
+	for _, q := range a.toCtl {
+		for {
+			f, ts, ok := q.Get()
+			if !ok {
+				break
+			}
+			// The frame's receive time, as the worker's End check saw it: both
+			// apply the session rule to the same times.
+			a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
+			q.Done()
 		}
-		// The frame's receive time, as the worker's End check saw it: both
-		// apply the session rule to the same times.
-		a.receiver.Consume(f, int64(ts)) // rejects are counted by the Receiver
-		a.toCtl.Done()
 	}
 	// Requests from the peer (we are their sender) and replies to ours.
 	c.exchanges(now)
@@ -231,7 +235,7 @@ func (c *controller) step(now time.Time) {
 		if !ok {
 			break
 		}
-		rc := &rcopy{k: set.LastK, merged: set.Merged, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
+		rc := &rcopy{k: set.LastK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 			stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 		c.noteRxDrops(rc.k)
 		for _, l := range set.LDA {
@@ -383,6 +387,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		c.emitCopy(b.Interval, rc, ReasonRecut)
 		return
 	}
+	c.steering(b, rc)
 	c.pairing = true
 	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda))}
 	defer c.release(b.Interval)
@@ -475,6 +480,8 @@ func sessionReason(flags uint64, rc *rcopy) string {
 		return "sender's control side fell behind: its copy spans several intervals"
 	case rc.merged:
 		return "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+	case rc.steerWhy != "":
+		return rc.steerWhy
 	}
 	return ""
 }
@@ -524,10 +531,17 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
 	c.stamps(r, h.StampErrNs, rc)
-	if why := sessionReason(h.Flags, rc); why != "" {
+	why := sessionReason(h.Flags, rc)
+	if why != "" {
 		r.Valid, r.Reason = false, why
 	}
 	c.hold(r, e, m)
+	if rc.steerWhy != "" {
+		// Steering that differs at the two ends (queues.go) is not a
+		// reason the repair removes: asking would let it revalidate the
+		// line.
+		return
+	}
 	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
 }
 

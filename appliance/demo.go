@@ -84,6 +84,14 @@ type DemoConfig struct {
 	// besides the demo's own truth, on the link's receiving goroutine (it
 	// must not block): the send times of the packets the stage lost, say.
 	TruthHook dataplane.TruthFunc
+	// Queues > 1 gives every appliance port that many queues, steered in
+	// software like a NIC's RSS (dataplane.SoftQueues): one lane pair and
+	// one worker per queue at each appliance.
+	Queues int
+	// SteerReceiver, with Queues, steers what ldafwd#2's segment port
+	// receives instead of dataplane.SteerQueue (a test hook: steering
+	// gone wrong).
+	SteerReceiver func(frame []byte, n int) int
 }
 
 // DemoSummary is what the demo saw from end to end.
@@ -102,6 +110,15 @@ type DemoSummary struct {
 	Duplicated, Reordered, Remarked   uint64
 	LinkLocalSent, Consumed, Injected uint64
 	ExcludedSent, ExcludedReceived    uint64 // link-local frames ldafwd#1's sender and ldafwd#2's receiver forwarded unrecorded
+	// FlowReordered counts generated frames the sink received after a
+	// later frame of their own flow (the segment's reordering, and any of
+	// the appliances': with several queues, per-flow order must hold).
+	FlowReordered uint64
+	// Per queue of ldafwd#2's receiver: frames recorded and intervals cut
+	// (End markers of its own lane), and End markers of another lane that
+	// reached it (steered wrongly), summed over queues.
+	QueueRecorded, QueueFlips []uint64
+	EndsMisrouted             uint64
 }
 
 // RunDemo runs the demo for cfg.Duration and stops cleanly.
@@ -135,7 +152,14 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		// left: allow −10 ms.
 		cfg.Bounds.MinDelayNs = -10_000_000
 	}
-	truth, err := dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
+	var truth demoTruth
+	var err error
+	if cfg.Queues > 1 {
+		// Each lane cuts at its own End marker: so does the truth.
+		truth, err = newLaneTruth(cfg.Queues, DirAtoB, cfg.Classifier)
+	} else {
+		truth, err = dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -298,6 +322,13 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		seg2 = cfg.WrapReceiver(seg2)
 	}
 	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	if cfg.Queues > 1 {
+		stopQ, err := splitQueues(cfg.Queues, cfg.SteerReceiver, &c1, &c2)
+		if err != nil {
+			return sum, err
+		}
+		defer stopQ()
+	}
 	a1, err := New(c1)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #1: %w", err)
@@ -309,7 +340,8 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	a2.Start()
 	a1.Start()
 
-	var sunk atomic.Uint64
+	var sunk, flowReordered atomic.Uint64
+	lastID := make([]uint64, cfg.Flows) // per flow: the latest frame id sunk
 	stopSink := make(chan struct{})
 	sinkDone := make(chan struct{})
 	go func() {
@@ -318,6 +350,16 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		for {
 			n := l2.B().RxBurst(pk)
 			if n > 0 {
+				for _, p := range pk[:n] {
+					if id, ok := porttest.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
+						f := id % uint64(len(lastID))
+						if id < lastID[f] {
+							flowReordered.Add(1)
+						} else {
+							lastID[f] = id
+						}
+					}
+				}
 				sunk.Add(uint64(n))
 				l2.B().Free(pk[:n])
 				continue
@@ -432,14 +474,20 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	close(stopSink)
 	<-sinkDone
 	sum.Sunk = sunk.Load()
+	sum.FlowReordered = flowReordered.Load()
 	sum.ImpairLost = truth.LostData() // data frames only: a lost control frame is no traffic
 	for _, a := range []*Appliance{a1, a2} {
-		s, r := a.Lanes()
-		sum.ApplianceTxDropped += s.Stats.TxDropped.Load() + r.Stats.TxDropped.Load()
+		s, r := a.LaneTotals()
+		sum.ApplianceTxDropped += s.TxDropped.Load() + r.TxDropped.Load()
 	}
-	s1, _ := a1.Lanes()
-	_, r2 := a2.Lanes()
-	sum.ExcludedSent, sum.ExcludedReceived = s1.Stats.Excluded.Load(), r2.Stats.Excluded.Load()
+	s1, _ := a1.LaneTotals()
+	_, r2 := a2.LaneTotals()
+	sum.ExcludedSent, sum.ExcludedReceived = s1.Excluded.Load(), r2.Excluded.Load()
+	sum.EndsMisrouted = r2.EndsMisrouted.Load()
+	for _, p := range a2.QueueLanes() {
+		sum.QueueRecorded = append(sum.QueueRecorded, p[1].Stats.Recorded.Load())
+		sum.QueueFlips = append(sum.QueueFlips, p[1].Stats.Flips.Load())
+	}
 	st := imp.Stats()
 	sum.Duplicated, sum.Reordered, sum.Remarked, sum.Consumed, sum.Injected = st.Duplicated, st.Reordered, st.Remarked, st.Consumed, st.Injected
 	if ctlIntervals > 0 {
@@ -526,7 +574,7 @@ func (l *lostTimes) microbursts(r *report.Interval, gapNs uint64, minLosses int)
 }
 
 // truthFunc is the stage's truth recording, and hook's when set.
-func truthFunc(t *dataplane.IntervalTruth, hook dataplane.TruthFunc) dataplane.TruthFunc {
+func truthFunc(t demoTruth, hook dataplane.TruthFunc) dataplane.TruthFunc {
 	if hook == nil {
 		return t.Record
 	}

@@ -49,6 +49,11 @@
 // controller share only atomics, SPSC rings and the double buffers' epoch
 // protocol.
 //
+// With Config.QueuesA/QueuesB (run and demo --queues N) there are N lane
+// pairs and N workers; the controller reads the lanes' copies through
+// dataplane.MergedBuffer, so everything after the merge is as with one
+// lane (queues.go; docs/protocol.md, "Several lanes").
+//
 // # Hazards
 //
 //   - The two appliances of a segment must be configured alike (interval,

@@ -30,6 +30,14 @@ type TestpmdConfig struct {
 	Duration          time.Duration // forwarding time; default 5 s
 	Burst             int           // packets per burst; default 32 (as ldafwd)
 	EAL               []string      // extra EAL arguments
+	// Queues > 1 gives every port that many rx and tx queues (--rxq,
+	// --txq) forwarded by len(FwdCores) forwarding lcores (--nb-cores),
+	// lcore i+1 on CPU FwdCores[i] and the main lcore on MainCore
+	// (--lcores: the main lcore may share a CPU with a forwarding one,
+	// it only waits on stdin). Then FwdCore is ignored and FwdCPU sums
+	// the forwarding lcores.
+	Queues   int
+	FwdCores []int
 }
 
 // TestpmdResult is what testpmd forwarded, summed over its ports.
@@ -71,16 +79,28 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	if cfg.Burst <= 0 {
 		cfg.Burst = 32
 	}
-	if len(cfg.Vdevs) == 0 || cfg.MainCore == cfg.FwdCore {
+	multi := len(cfg.FwdCores) > 0
+	if len(cfg.Vdevs) == 0 || (!multi && cfg.MainCore == cfg.FwdCore) {
 		return TestpmdResult{}, fmt.Errorf("bench: testpmd needs vdevs and two different cores (main %d, forwarding %d)", cfg.MainCore, cfg.FwdCore)
 	}
 	prefix := fmt.Sprintf("ldafwd-testpmd-%d", os.Getpid())
 	// EAL leaves its runtime directory behind; remove it (a crashed run's
 	// is swept by dpdk.SweepRuntimeDirs, which knows this prefix).
 	defer os.RemoveAll("/var/run/dpdk/" + prefix)
-	args := []string{"-oL", bin, "--no-pci", "--no-telemetry", "--file-prefix", prefix,
-		"-l", fmt.Sprintf("%d,%d", cfg.MainCore, cfg.FwdCore), "--main-lcore", strconv.Itoa(cfg.MainCore),
-		"-d", "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "--log-level", "lib.eal:error"}
+	args := []string{"-oL", bin, "--no-pci", "--no-telemetry", "--file-prefix", prefix}
+	fwdLcores := []int{cfg.FwdCore}
+	if multi {
+		lc := fmt.Sprintf("0@%d", cfg.MainCore)
+		fwdLcores = nil
+		for i, c := range cfg.FwdCores {
+			lc += fmt.Sprintf(",%d@%d", i+1, c)
+			fwdLcores = append(fwdLcores, i+1)
+		}
+		args = append(args, "--lcores", lc, "--main-lcore", "0")
+	} else {
+		args = append(args, "-l", fmt.Sprintf("%d,%d", cfg.MainCore, cfg.FwdCore), "--main-lcore", strconv.Itoa(cfg.MainCore))
+	}
+	args = append(args, "-d", "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0", "--log-level", "lib.eal:error")
 	if !hasHugepages() {
 		args = append(args, "--no-huge", "-m", "1024", "--no-shconf")
 	} else {
@@ -91,7 +111,10 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	}
 	args = append(args, cfg.EAL...)
 	args = append(args, "--", "--total-num-mbufs=16384", "--forward-mode="+cfg.ForwardMode,
-		"--burst="+strconv.Itoa(cfg.Burst), "--nb-cores=1")
+		"--burst="+strconv.Itoa(cfg.Burst), "--nb-cores="+strconv.Itoa(len(fwdLcores)))
+	if cfg.Queues > 1 {
+		args = append(args, "--rxq="+strconv.Itoa(cfg.Queues), "--txq="+strconv.Itoa(cfg.Queues))
+	}
 	cmd := exec.CommandContext(ctx, "stdbuf", args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -135,7 +158,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 			return TestpmdResult{}, fmt.Errorf("bench: testpmd exited before forwarding (%v): %s", err, tail(out.String()+stderr.String(), 800))
 		}
 		t0 = t
-		cpu0, cpuOK0 = lcoreCPU(cmd.Process.Pid, cfg.FwdCore)
+		cpu0, cpuOK0 = lcoresCPU(cmd.Process.Pid, fwdLcores)
 	case <-ctx.Done():
 		_ = cmd.Wait()
 		return TestpmdResult{}, ctx.Err()
@@ -144,7 +167,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	case <-time.After(cfg.Duration):
 	case <-ctx.Done():
 	}
-	cpu1, cpuOK1 := lcoreCPU(cmd.Process.Pid, cfg.FwdCore)
+	cpu1, cpuOK1 := lcoresCPU(cmd.Process.Pid, fwdLcores)
 	_ = stdin.Close()
 	t1 := time.Now()
 	wg.Wait()
@@ -162,6 +185,19 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 		res.CPUNsPerPkt = float64(res.FwdCPU.Nanoseconds()) / float64(res.TxPackets)
 	}
 	return res, nil
+}
+
+// lcoresCPU sums lcoreCPU over lcores; false when one is not found.
+func lcoresCPU(pid int, lcores []int) (time.Duration, bool) {
+	var sum time.Duration
+	for _, l := range lcores {
+		c, ok := lcoreCPU(pid, l)
+		if !ok {
+			return 0, false
+		}
+		sum += c
+	}
+	return sum, true
 }
 
 // lcoreCPU is the user+system CPU time of testpmd's worker thread for

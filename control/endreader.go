@@ -23,6 +23,11 @@ const (
 	// EndNew: an authentic End of the live session (or of a new session it
 	// adopts) for a later interval: flip here.
 	EndNew
+	// EndOtherLane: an authentic End of the live session whose lane is not
+	// the one this reader cuts (OnlyLane): steered to the wrong queue.
+	// Hand it to the control side (the Receiver counts it for its
+	// interval), never flip on it.
+	EndOtherLane
 )
 
 // EndReader is the receiving worker's check of control frames in the hot
@@ -41,6 +46,8 @@ type EndReader struct {
 	f         Frame
 	guard     sessionGuard
 	lastK     uint64 // last interval returned as EndNew in the live session
+	lane      uint16 // with oneLane: the only lane whose End markers flip
+	oneLane   bool
 	// unauth counts frames that parse as control frames but do not
 	// authenticate (forwarded as a user's): [0] all, [1] flagged insecure
 	// while we have a key, [2] keyed while we run insecure. Read by the
@@ -54,6 +61,13 @@ type EndReader struct {
 func (r *EndReader) Unauthenticated() (all, peerInsecure, peerKeyed uint64) {
 	return r.unauth[0].Load(), r.unauth[1].Load(), r.unauth[2].Load()
 }
+
+// OnlyLane makes the reader flip on End markers of lane l only; those of
+// other lanes read EndOtherLane. A receiving lane of an N-queue port cuts
+// its interval at the End of the sender lane whose frames are steered to
+// its queue (docs/protocol.md, "Several lanes"). Without it every lane's
+// End may flip (one lane: there is one).
+func (r *EndReader) OnlyLane(l uint16) { r.lane, r.oneLane = l, true }
 
 // NewEndReader returns an EndReader for a receiver's key (nil/empty with
 // insecure) and direction, with DefaultMaxClockSkew.
@@ -111,6 +125,9 @@ func (r *EndReader) Read(b []byte, nowNs int64) (k uint64, e End, st EndStatus) 
 	}
 	if e.UnmarshalBinary(f.Payload) != nil {
 		return 0, End{}, EndNotMarker
+	}
+	if r.oneLane && e.Lane != r.lane && (adm == admitNew || adm == admitLive) {
+		return f.Interval, e, EndOtherLane
 	}
 	switch adm {
 	case admitNew:

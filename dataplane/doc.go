@@ -59,6 +59,17 @@
 // markers into the exact per-interval truth. See their doc comments for
 // the epoch protocol and the stop sequence.
 //
+// # Several queues
+//
+// A multi-queue appliance runs one sender and one receiver lane per queue
+// pair on one worker (NewQueueWorkers): no frame crosses cores. SteerQueue
+// is the steering both ends must share (Toeplitz RSS with a fixed key for
+// data, the lane number for End markers); SoftQueues applies it in
+// software to a port without queues of its own (two goroutines standing
+// in for a NIC's RSS and transmit scheduler); MergedBuffer gives the
+// control side one copy per interval, the exact sum of the lanes' copies,
+// marked Merged when the lanes' cuts disagree.
+//
 // Two optional port capabilities, each checked once per lane: a TxStamper
 // reports the time it handed a burst to the wire (the sender's transmit
 // timestamp without clock reads around TxBurst); a Forwarder receives a

@@ -66,6 +66,12 @@ type LaneConfig struct {
 	// Receiver role.
 	ToControl *FrameQueue        // stripped control frames, for the control side
 	EndReader *control.EndReader // checks End markers (tag, direction, replay) before flipping; one per lane
+	// Queue and Queues: this receiver lane reads queue Queue of a port of
+	// Queues > 1 queues. It then checks the first frame of every burst
+	// against SteerQueue and counts one steered elsewhere in the active
+	// copy's Misrouted: the per-lane cut is exact only when both ends
+	// steer alike (docs/protocol.md, "Several lanes").
+	Queue, Queues int
 }
 
 // LaneStats are a lane's counters. The worker updates them once per burst
@@ -86,6 +92,8 @@ type LaneStats struct {
 	EndsFailed         atomic.Uint64 // End markers that found no tx buffer (the receiver sees a lost End)
 	EndsSeen           atomic.Uint64 // receiver: authentic End markers that flipped
 	EndsIgnored        atomic.Uint64 // receiver: authentic End markers not flipped on (old interval, duplicate, session not live)
+	EndsMisrouted      atomic.Uint64 // receiver: authentic End markers of another lane (steered to the wrong queue), not flipped on
+	Misrouted          atomic.Uint64 // receiver: sampled frames steered to another queue (LaneConfig.Queues)
 	Injected           atomic.Uint64 // sender: control frames sent for the control side
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
@@ -554,6 +562,13 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		}
 		l.queue(p, false, false)
 	}
+	if l.cfg.Queues > 1 && SteerQueue(rx[0].Data, l.cfg.Queues) != l.cfg.Queue {
+		// Sampled, one frame a burst: steering that differs between the
+		// ends is systematic (a queue count, a key, a hashed field), so a
+		// sample finds it within an interval at a cost the burst shares.
+		l.cfg.Buffer.Active().Misrouted++
+		l.Stats.Misrouted.Add(1)
+	}
 	l.Stats.Recorded.Add(uint64(len(rx)-len(l.free)) - passed - excluded)
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
@@ -917,6 +932,10 @@ func (l *Lane) controlFrame(p *Packet) (flipped, ours bool) {
 		// Replayed, duplicated or of a session that is not live: never
 		// flip on it.
 		l.Stats.EndsIgnored.Add(1)
+		return false, true
+	case control.EndOtherLane:
+		// Another lane's, steered here: this lane's cut is its own End.
+		l.Stats.EndsMisrouted.Add(1)
 		return false, true
 	}
 	l.Stats.EndsSeen.Add(1)

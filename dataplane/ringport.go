@@ -237,7 +237,14 @@ func (p *RingPort) SetPeer(peer Port) { p.peer = peer }
 // time, one clock read per burst, travels in TS. A foreign packet is copied
 // (see SetPeer); one longer than the MTU is taken, counted in TxDropped
 // and freed. No allocation, no lock.
-func (p *RingPort) TxBurst(pkts []*Packet) int {
+func (p *RingPort) TxBurst(pkts []*Packet) int { return p.txBurst(pkts, true) }
+
+// TxBurstStamped is TxBurst for frames whose TS already holds their
+// transmit time (SoftQueues: a queue stamped them as a lane handed them
+// over, before they waited for the wire): TS is kept, not rewritten.
+func (p *RingPort) TxBurstStamped(pkts []*Packet) int { return p.txBurst(pkts, false) }
+
+func (p *RingPort) txBurst(pkts []*Packet, stamp bool) int {
 	if p.closed.Load() {
 		return 0
 	}
@@ -271,9 +278,12 @@ func (p *RingPort) TxBurst(pkts []*Packet) int {
 				nf++
 				c := p.one[0]
 				c.Data = c.Data[:copy(c.Data, q.Data)]
+				c.TS = q.TS
 				q = c
 			}
-			q.TS = now
+			if stamp {
+				q.TS = now
+			}
 			bytes += len(q.Data)
 			p.out[k] = q
 			k++

@@ -39,6 +39,10 @@ type SynSet struct {
 	// time because its rx port did not (their share of StampErrNs is the
 	// poll gap); 0 on the sender.
 	PollStamped uint64
+	// Misrouted counts sampled frames a receiver lane of a multi-queue
+	// port got although the steering puts them on another queue
+	// (LaneConfig.Queues); 0 with one queue.
+	Misrouted uint64
 
 	// Interval bookkeeping, written by the worker before it publishes a
 	// flip, read by the control side after it.
@@ -154,7 +158,7 @@ func (s *SynSet) Reset() {
 	if s.LDS != nil {
 		s.LDS.Reset()
 	}
-	s.Frames, s.Bytes, s.StampErrNs, s.PollStamped = 0, 0, 0, 0
+	s.Frames, s.Bytes, s.StampErrNs, s.PollStamped, s.Misrouted = 0, 0, 0, 0, 0
 	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false
 }
 

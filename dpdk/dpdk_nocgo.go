@@ -75,3 +75,9 @@ func (p *Port) LastTxNs() uint64 { return 0 }
 func (p *Port) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (int, uint64, int, bool) {
 	return 0, 0, 0, false
 }
+
+// Queue is a Port without DPDK (the DPDK build's is one queue pair).
+type Queue = Port
+
+// Queue returns p without DPDK.
+func (p *Port) Queue(i int) *Queue { return p }

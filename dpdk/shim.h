@@ -435,8 +435,22 @@ static inline int ldaf_port_setup(uint16_t port, uint16_t nq, uint16_t nb_rxd, u
 		return ret;
 	if (nq > info.max_rx_queues || nq > info.max_tx_queues)
 		return -EINVAL;
+	// The fixed symmetric key (0x6d5a repeated) of dataplane.SteerQueue:
+	// with it, a NIC's RSS and the software steering put a flow on the
+	// same queue at both appliances (docs/protocol.md, "Several lanes").
+	// A PMD whose key is not 40 bytes keeps its own (and the receiver's
+	// steering check reports what differs).
+	static uint8_t ldaf_rss_key[40];
+	for (int i = 0; i < 40; i += 2) {
+		ldaf_rss_key[i] = 0x6d;
+		ldaf_rss_key[i + 1] = 0x5a;
+	}
 	if (nq > 1) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		if (info.hash_key_size == 0 || info.hash_key_size == 40) {
+			conf.rx_adv_conf.rss_conf.rss_key = ldaf_rss_key;
+			conf.rx_adv_conf.rss_conf.rss_key_len = 40;
+		}
 		conf.rx_adv_conf.rss_conf.rss_hf =
 			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
 		if (conf.rx_adv_conf.rss_conf.rss_hf == 0)

@@ -52,6 +52,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		linkLocalRate      float64
 		segmentName        string
 		metricsAddr        string
+		queues             int
 	)
 	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -75,6 +76,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
 	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
+	fs.IntVar(&queues, "queues", 1, "queues per appliance port (1..64), steered by flow hash in software as a NIC's RSS does: one sender and one receiver lane, and one worker, per queue pair at each appliance (docs/protocol.md, \"Several lanes\")")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port while the demo runs: the measured direction's interval metrics, as `run` exports them (empty: off)")
 	lda.register(fs)
 	extra.registerSizing(fs)
@@ -153,6 +155,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if copies < 1 || copies > 4 {
 		return usageErrorf("demo: --control-copies %d: 1..4", copies)
 	}
+	if queues < 1 || queues > 64 {
+		return fmt.Errorf("demo: --queues %d: 1..64", queues)
+	}
 	if err := budget.parse(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -206,7 +211,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies,
+		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies, Queues: queues,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,

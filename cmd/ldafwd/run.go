@@ -49,6 +49,7 @@ func runRun(args []string) error {
 // from them.
 type runOptions struct {
 	out           outputFlags
+	queues        int
 	lda           ldaFlags
 	extra         extraSynopsisFlags
 	synopses      string
@@ -122,6 +123,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.maxSkew, "max-clock-skew", time.Duration(control.DefaultMaxClockSkew), "how far the signed time of the frame that starts a peer's session may lie from our clock: older recordings of control frames cannot be replayed (docs/protocol.md)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
 	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
+	fs.IntVar(&o.queues, "queues", 1, "queue pairs per port (1..64): one sender and one receiver lane and one worker per queue pair, --cores then one CPU per queue pair; dpdk: ports get that many queues with RSS, ring: steered in software (docs/protocol.md, \"Several lanes\")")
 	fs.IntVar(&o.burst, "burst", 32, "frames per rx/tx burst (1..512)")
 	fs.IntVar(&o.copies, "control-copies", 1, "send every control frame (End marker, synopsis fragments) this many times (1..4): on a lossy segment an interval then fails only if every copy of a frame is lost; costs that many times the control traffic")
 	fs.IntVar(&o.mtu, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, maxPortFrame-14))
@@ -369,14 +371,17 @@ func (o *runOptions) validate() error {
 			return fmt.Errorf("--metrics-addr %q: port %q is not 1..65535", o.metricsAddr, port)
 		}
 	}
-	if len(o.cores) > 2 {
+	if err := checkQueues(o); err != nil {
+		return err
+	}
+	if len(o.cores) > 2 && o.queues == 1 {
 		return fmt.Errorf("--cores %v: at most two (one worker per direction)", o.cores)
 	}
 	for i, c := range o.cores {
 		if err := dataplane.CheckCore(c); err != nil {
 			return fmt.Errorf("--cores: %w", err)
 		}
-		if i == 1 && o.cores[0] == c {
+		if i == 1 && o.cores[0] == c && o.queues == 1 {
 			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.cores)
 		}
 	}
@@ -480,6 +485,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		log.Info().Msg("forwarding only: nothing is measured")
 		return serve(ctx, &o, f, ports, &out, m, log)
 	}
+	qa, qb, stopQueues, err := ports.queues(o.queues)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer stopQueues()
 	a, err := appliance.New(appliance.Config{
 		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
@@ -487,15 +497,21 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
 		AdaptLDA: o.adapt.lda, AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
-		LastReported: last, MicroburstGap: o.microbursts.gap, MicroburstMin: o.microbursts.min,
+		LastReported: last, MicroburstGap: o.microbursts.gap, MicroburstMin: o.microbursts.min, QueuesA: qa, QueuesB: qb,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	sender, receiver := a.Lanes()
+	lanes := map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats}
+	for q, p := range a.QueueLanes()[1:] {
+		// Queue 0's lanes keep the names one queue has; the others' carry
+		// their queue number.
+		lanes[fmt.Sprintf("sender_q%d", q+1)], lanes[fmt.Sprintf("receiver_q%d", q+1)] = &p[0].Stats, &p[1].Stats
+	}
 	m.SetSources(metrics.Sources{
 		Ports:   map[string]dataplane.Port{"a": ports.a, "b": ports.b},
-		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender.Stats, "receiver": &receiver.Stats},
+		Lanes:   lanes,
 		Control: a.ControlCounters,
 	})
 	return serve(ctx, &o, a, ports, &out, m, log)

@@ -93,7 +93,7 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 		}
 		ps.dpdk = true
 		// Both workers (one per direction at most) use each pool.
-		cfg := dpdk.Config{Burst: o.burst, Lcores: 2, NoSoftTimestamps: true} // the lanes stamp received bursts themselves
+		cfg := dpdk.Config{Burst: o.burst, Lcores: max(2, o.queues), Queues: o.queues, NoSoftTimestamps: true} // the lanes stamp received bursts themselves
 		cfg.Index = 0
 		a, err := dpdk.Open(o.portA, cfg)
 		if err != nil {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dpdk"
+)
+
+// checkQueues validates --queues against the ports and --cores.
+func checkQueues(o *runOptions) error {
+	if o.queues < 1 || o.queues > 64 {
+		return fmt.Errorf("--queues %d: 1..64", o.queues)
+	}
+	if o.queues == 1 {
+		return nil
+	}
+	if o.forwardOnly {
+		return fmt.Errorf("--queues %d: --forward-only runs one queue pair", o.queues)
+	}
+	kind, _, _ := strings.Cut(o.portA, ":")
+	if kind == "afxdp" {
+		return fmt.Errorf("--queues %d: afxdp ports have one queue each here (one socket per queue and XDP steering are not built)", o.queues)
+	}
+	if len(o.cores) != 0 && len(o.cores) != o.queues {
+		return fmt.Errorf("--cores %v: with --queues %d, none or one CPU per queue pair", o.cores, o.queues)
+	}
+	seen := slices.Clone(o.cores)
+	slices.Sort(seen)
+	if len(slices.Compact(seen)) != len(o.cores) {
+		return fmt.Errorf("--cores %v: one CPU per queue pair, each its own", o.cores)
+	}
+	return nil
+}
+
+// queues returns the n queues of each port (nil with n = 1) and what
+// stops the software steering of ring ports. DPDK ports were opened with
+// n queues, RSS with the fixed key; ring ports are split by
+// dataplane.SoftQueues.
+func (ps *portSet) queues(n int) (qa, qb []dataplane.Port, stop func(), err error) {
+	stop = func() {}
+	if n == 1 {
+		return nil, nil, stop, nil
+	}
+	if ps.dpdk {
+		a, b := ps.a.(*dpdk.Port), ps.b.(*dpdk.Port)
+		for i := 0; i < n; i++ {
+			qa, qb = append(qa, a.Queue(i)), append(qb, b.Queue(i))
+		}
+		return qa, qb, stop, nil
+	}
+	sa, err := dataplane.NewSoftQueues(ps.a, n, 4096, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sb, err := dataplane.NewSoftQueues(ps.b, n, 4096, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sa.Start()
+	sb.Start()
+	return sa.Queues(), sb.Queues(), func() { sa.Stop(); sb.Stop() }, nil
+}
