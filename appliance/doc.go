@@ -1,7 +1,8 @@
 // Package appliance assembles ldafwd's bump in the wire: two ports, a
 // sender lane toward the measured segment and a receiver lane from it
 // (package dataplane), and the control goroutine that turns their
-// double-buffered synopses into reports (DESIGN §1, §4–§6).
+// double-buffered synopses into reports. docs/architecture.md follows a
+// frame through them.
 //
 // # Role
 //

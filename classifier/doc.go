@@ -1,6 +1,6 @@
 // Package classifier turns a raw Ethernet frame into what every synopsis
 // needs to record it: the packet identity (one 64-bit hash over the
-// packet's invariant bytes, DESIGN §2), the flow key (5-tuple) and its
+// packet's invariant bytes), the flow key (5-tuple) and its
 // hash, and the packet's measurement equivalence class (MEC, ToN paper
 // Sec. II: flows a router treats alike — same VLAN, QoS class, prefixes,
 // ports — whose latency is reported together).

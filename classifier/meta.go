@@ -19,10 +19,10 @@ const (
 )
 
 // ControlEtherType is the EtherType of ldafwd control frames (IEEE 802
-// local experimental EtherType 1), DESIGN §5.
+// local experimental EtherType 1): docs/protocol.md.
 const ControlEtherType = 0x88B5
 
-// FlowKey is the 5-tuple that names a flow (DESIGN §2). IPv4 addresses are
+// FlowKey is the 5-tuple that names a flow. IPv4 addresses are
 // stored as IPv4-mapped IPv6 addresses in the 16-byte arrays.
 type FlowKey struct {
 	Src, Dst         [16]byte
@@ -31,7 +31,7 @@ type FlowKey struct {
 	IPv6             bool
 }
 
-// String renders the key as DESIGN §6 specifies: "proto src:port>dst:port",
+// String renders the key as the reports write it (docs/reports.md): "proto src:port>dst:port",
 // IPv6 addresses in brackets. It allocates; never call it on the hot path.
 func (k FlowKey) String() string {
 	return strconv.Itoa(int(k.Proto)) + " " + k.hostPort(k.Src, k.SrcPort) + ">" + k.hostPort(k.Dst, k.DstPort)
@@ -50,7 +50,7 @@ func (k FlowKey) hostPort(a [16]byte, p uint16) string {
 // the MEC classifier. It is plain data so a worker can keep a preallocated
 // array of them per burst.
 type Meta struct {
-	Hash      uint64  // packet identity over invariant bytes (DESIGN §2)
+	Hash      uint64  // packet identity over invariant bytes (parse.go)
 	FlowHash  uint64  // hash of Flow; 0 for non-IP frames
 	Flow      FlowKey // valid when FlagIPv4 or FlagIPv6 is set
 	VLAN      uint16  // outermost VLAN id, 0 when untagged

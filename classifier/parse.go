@@ -90,7 +90,7 @@ const (
 )
 
 // Parse fills m from one Ethernet frame: the identity hash over invariant
-// bytes (DESIGN §2), the flow key and its hash, VLAN id, DSCP, protocol,
+// bytes, the flow key and its hash, VLAN id, DSCP, protocol,
 // flags and length. Every field of m is overwritten.
 //
 // Parse never allocates and never panics: a truncated or malformed frame
@@ -110,7 +110,7 @@ const (
 // its identity still uses the IP layout) and FlagTruncated. FlagNonIP
 // means the identity is the raw layout: not IPv4/IPv6, or the VLAN tags
 // could not be walked (too many, or cut off). FlagControl marks EtherType
-// 0x88B5 (ldafwd control frames, DESIGN §5). FlagLinkLocal marks a frame
+// 0x88B5 (ldafwd control frames, docs/protocol.md). FlagLinkLocal marks a frame
 // the segment's own devices originate or consume (linklocal.go): a test of
 // the destination MAC's group bit and of the IP destination the fast path
 // already holds in a register.

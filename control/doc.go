@@ -1,7 +1,7 @@
 // Package control is ldafwd's in-band control protocol: the frames a
 // sending appliance puts on the measured segment so that the receiving
 // appliance knows where each interval ends and what the sender's synopses
-// held (DESIGN §5, docs/protocol.md for the byte layout).
+// held (docs/protocol.md has the byte layout).
 //
 // # Role
 //
