@@ -447,7 +447,11 @@ func (d *demoProc) wait(t *testing.T, limit time.Duration) []report.Interval {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var r report.Interval
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Type != "interval" {
+		err := json.Unmarshal(sc.Bytes(), &r)
+		if err == nil && r.Type == "demo_summary" {
+			continue // the demo's closing summary
+		}
+		if err != nil || r.Type != "interval" {
 			t.Fatalf("demo %s: not an interval line (%v): %s", d.seg, err, sc.Text())
 		}
 		ivs = append(ivs, r)
