@@ -101,11 +101,15 @@ type repair struct {
 	e          *synopsis.Estimate
 	origValid  bool
 	origReason string
-	first      time.Time
-	last       time.Time
-	tries      int
-	reqBytes   int
-	reqFrames  int
+	// estReason is the estimator's own reason at the ask (the RDA's
+	// estimate before the line's other checks: stamps, session, class
+	// changes): only an invalidity of that reason can a repair lift.
+	estReason string
+	first     time.Time
+	last      time.Time
+	tries     int
+	reqBytes  int
+	reqFrames int
 	// pre is the line's delay fields before the repair, put back when
 	// packets turn out to have crossed the interval's boundary
 	// (unrepairCrossed).
@@ -236,6 +240,9 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 	ids := append([]uint64(nil), st.MissingSender...)
 	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, origValid: r.Valid, origReason: r.Reason, first: now}
+	if e != nil && !e.Valid {
+		rp.estReason = e.Reason
+	}
 	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
 		// More lost packets than one request carries: the line keeps
 		// its bound.
@@ -370,9 +377,12 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			case !e2.Valid && r.Valid:
 				r.Valid, r.Reason = false, e2.Reason
 				e.Valid, e.Reason = false, e2.Reason
-			case e2.Valid && !rp.origValid && !r.Valid && r.Reason == rp.origReason:
+			case e2.Valid && !rp.origValid && !r.Valid && r.Reason == rp.origReason && rp.origReason == rp.estReason:
 				// Invalid only for the estimator's own reason (too few
-				// usable cells), which the repair removed.
+				// usable cells), which the repair removed. A line invalid
+				// for another cause (uncertain stamps, a session's partial
+				// interval, packets that changed class) stays invalid: the
+				// repair does not answer it.
 				r.Valid, r.Reason = true, ""
 				e.Valid, e.Reason = true, ""
 			}
