@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,6 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -351,7 +351,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			n := l2.B().RxBurst(pk)
 			if n > 0 {
 				for _, p := range pk[:n] {
-					if id, ok := porttest.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
+					if id, ok := traffic.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
 						f := id % uint64(len(lastID))
 						if id < lastID[f] {
 							flowReordered.Add(1)
@@ -374,7 +374,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	}()
 
 	// Generator: distinct IDs, many flows, paced to Rate when set.
-	gen, err := porttest.NewGen(porttest.GenConfig{Flows: cfg.Flows, Size: cfg.Size})
+	gen, err := traffic.NewGen(traffic.GenConfig{Flows: cfg.Flows, Size: cfg.Size})
 	if err != nil {
 		return sum, err
 	}

@@ -3,6 +3,7 @@ package appliance_test
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -169,7 +169,7 @@ func (p *pair) run(d time.Duration, rate float64, extra func(elapsed time.Durati
 	wg.Add(2)
 	go p.sink(p.l2.B(), &p.gotDown, true, stop, &wg)
 	go p.sink(p.l0.A(), &p.gotUp, false, stop, &wg)
-	gen, _ := porttest.NewGen(porttest.GenConfig{Flows: 40, Size: 128})
+	gen, _ := traffic.NewGen(traffic.GenConfig{Flows: 40, Size: 128})
 	var sentBack atomic.Uint64
 	var genWg sync.WaitGroup
 	genWg.Add(1)
@@ -208,7 +208,7 @@ func (p *pair) run(d time.Duration, rate float64, extra func(elapsed time.Durati
 // extra returns, and returns the traffic frames the port took (extra's not
 // counted). Frames it refuses (the ring is full: the appliance did not
 // keep up) are lost and counted in lost, as a NIC drops them.
-func generate(port *dataplane.RingPort, gen *porttest.Gen, rate float64, d time.Duration, id0 uint64, lost *atomic.Uint64, extra func(time.Duration) [][]byte) uint64 {
+func generate(port *dataplane.RingPort, gen *traffic.Gen, rate float64, d time.Duration, id0 uint64, lost *atomic.Uint64, extra func(time.Duration) [][]byte) uint64 {
 	pk := make([]*dataplane.Packet, 32)
 	start := time.Now()
 	id := id0

@@ -2,6 +2,7 @@ package appliance_test
 
 import (
 	"encoding/binary"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -154,7 +154,7 @@ func TestDemoQueuesFaults(t *testing.T) {
 					if _, _, end := endFrame(b); end {
 						return dataplane.SteerQueue(b, n)
 					}
-					if id, ok := porttest.FrameID(b); ok && id%5 == 0 {
+					if id, ok := traffic.FrameID(b); ok && id%5 == 0 {
 						return 1 - dataplane.SteerQueue(b, n)
 					}
 					return dataplane.SteerQueue(b, n)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"math"
 	"runtime"
 	"sort"
@@ -10,14 +11,13 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // Frames returns n valid frames (IPv4/IPv6 × UDP/TCP over many flows) of the
 // given size, generated once, for per-packet benchmarks.
 func Frames(n, size, flows int) ([][]byte, error) {
-	g, err := porttest.NewGen(porttest.GenConfig{Flows: flows, Size: size})
+	g, err := traffic.NewGen(traffic.GenConfig{Flows: flows, Size: size})
 	if err != nil {
 		return nil, err
 	}

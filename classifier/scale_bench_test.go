@@ -2,11 +2,11 @@ package classifier_test
 
 import (
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"runtime"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +22,7 @@ const scaleFlows = 4096
 // (VLAN 100-106), so that DSCP, VLAN, protocol, port and prefix rules all
 // see both values they want and values they do not.
 func scaleTraffic(tb testing.TB) ([][]byte, []classifier.Meta) {
-	g := porttest.MustGen(porttest.GenConfig{Flows: scaleFlows, Size: 128})
+	g := traffic.MustGen(traffic.GenConfig{Flows: scaleFlows, Size: 128})
 	dscps := [8]byte{0, 0, 0, 46, 26, 18, 10, 48}
 	ms := make([]classifier.Meta, scaleFlows)
 	frames := make([][]byte, scaleFlows)

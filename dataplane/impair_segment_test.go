@@ -2,11 +2,11 @@ package dataplane_test
 
 import (
 	"encoding/binary"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestImpairRemarkLinkLocal: the stage remarks a share of cs2 packets to
@@ -38,7 +38,7 @@ func TestImpairRemarkLinkLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 64})
 	pk := make([]*dataplane.Packet, 32)
 	var sent, sentLL, cs2 int
 	var seenRemark, seenInjected, seenUser int
@@ -85,7 +85,7 @@ func TestImpairRemarkLinkLocal(t *testing.T) {
 					continue
 				}
 				seenUser++
-				id, _ := porttest.FrameID(p.Data)
+				id, _ := traffic.FrameID(p.Data)
 				if ids[id] != m.Hash {
 					t.Fatalf("frame %d: identity changed on the segment", id)
 				}
@@ -149,7 +149,7 @@ func TestImpairSegmentZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	out := make([]*dataplane.Packet, 32)
 	id := uint64(0)
 	a := testing.AllocsPerRun(300, func() {

@@ -1,6 +1,7 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -8,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // Test-local delay and loss models with the batch method set of
@@ -68,10 +68,10 @@ func runLink(t *testing.T, ic dataplane.ImpairConfig, n int, burst int, gap uint
 	if err != nil {
 		t.Fatal(err)
 	}
-	ic.IDOffset = porttest.IDOffset
+	ic.IDOffset = traffic.IDOffset
 	ic.Truth = log.Record
 	l := newLink(t, "", dataplane.LinkConfig{Size: 256, AtoB: &ic, Clock: clk.read})
-	g := porttest.MustGen(porttest.GenConfig{Flows: 64})
+	g := traffic.MustGen(traffic.GenConfig{Flows: 64})
 	out := make([]*dataplane.Packet, burst)
 	in := make([]*dataplane.Packet, 64)
 	var seen []received
@@ -79,7 +79,7 @@ func runLink(t *testing.T, ic dataplane.ImpairConfig, n int, burst int, gap uint
 	tr := make([]dataplane.TruthRecord, 4096)
 	collect := func(m int) {
 		for _, q := range in[:m] {
-			id, _ := porttest.FrameID(q.Data)
+			id, _ := traffic.FrameID(q.Data)
 			if q.TS > clk.now {
 				t.Fatalf("frame %d delivered at clock %d before its time %d", id, clk.now, q.TS)
 			}
@@ -317,9 +317,9 @@ func TestImpairZeroAllocs(t *testing.T) {
 	clk := &vclock{}
 	log, _ := dataplane.NewTruthLog(1 << 10)
 	l := newLink(t, "", dataplane.LinkConfig{Size: 256, Clock: clk.read, AtoB: &dataplane.ImpairConfig{
-		Delay: expDelay(2000), Loss: uniformLoss(0.1), DupProb: 0.1, ReorderProb: 0.1, ReorderDepth: 2, Truth: log.Record, IDOffset: porttest.IDOffset,
+		Delay: expDelay(2000), Loss: uniformLoss(0.1), DupProb: 0.1, ReorderProb: 0.1, ReorderDepth: 2, Truth: log.Record, IDOffset: traffic.IDOffset,
 	}})
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	out := make([]*dataplane.Packet, 32)
 	in := make([]*dataplane.Packet, 32)
 	tr := make([]dataplane.TruthRecord, 256)
@@ -358,9 +358,9 @@ func TestImpairRace(t *testing.T) {
 	log, _ := dataplane.NewTruthLog(1 << 19)
 	l := newLink(t, "", dataplane.LinkConfig{Size: 512, AtoB: &dataplane.ImpairConfig{
 		Delay: expDelay(2000), Loss: uniformLoss(0.01), DupProb: 0.01, ReorderProb: 0.01, Seed: 3,
-		Truth: log.Record, IDOffset: porttest.IDOffset,
+		Truth: log.Record, IDOffset: traffic.IDOffset,
 	}})
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	var sent sync.WaitGroup
 	var done sync.WaitGroup
 	stop := make(chan struct{})
@@ -384,7 +384,7 @@ func TestImpairRace(t *testing.T) {
 			case <-stop:
 				for m := l.B().Drain(in); m > 0; m = l.B().Drain(in) {
 					for _, q := range in[:m] {
-						id, _ := porttest.FrameID(q.Data)
+						id, _ := traffic.FrameID(q.Data)
 						count[id]++
 					}
 					l.B().Free(in[:m])
@@ -394,7 +394,7 @@ func TestImpairRace(t *testing.T) {
 			}
 			m := l.B().RxBurst(in)
 			for _, q := range in[:m] {
-				id, _ := porttest.FrameID(q.Data)
+				id, _ := traffic.FrameID(q.Data)
 				count[id]++
 			}
 			l.B().Free(in[:m])

@@ -1,10 +1,10 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // fwdPort gives a ring port the Forwarder capability the way the DPDK port
@@ -50,7 +50,7 @@ func TestLaneForwardDirect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gen := porttest.MustGen(porttest.GenConfig{Flows: 16, Size: 96})
+		gen := traffic.MustGen(traffic.GenConfig{Flows: 16, Size: 96})
 		const total = 50_000
 		pk := make([]*dataplane.Packet, 32)
 		got := make([]*dataplane.Packet, 64)
@@ -73,7 +73,7 @@ func TestLaneForwardDirect(t *testing.T) {
 			if (iter/500)%2 == 0 || iter%3 == 0 {
 				n := dst.B().RxBurst(got)
 				for _, q := range got[:n] {
-					id, ok := porttest.FrameID(q.Data)
+					id, ok := traffic.FrameID(q.Data)
 					if !ok || id != want {
 						t.Fatalf("decline %d: frame id %d (ok %v), want %d", decline, id, ok, want)
 					}

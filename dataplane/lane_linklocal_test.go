@@ -2,13 +2,13 @@ package dataplane_test
 
 import (
 	"encoding/binary"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -56,7 +56,7 @@ func TestLaneLinkLocal(t *testing.T) {
 			syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()}
 			c := newLaneChain(t, cl, syn)
 			l0, l1, l2, snd, rcv, sbuf, rbuf := c.l0, c.l1, c.l2, c.snd, c.rcv, c.sbuf, c.rbuf
-			gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
+			gen := traffic.MustGen(traffic.GenConfig{Flows: 64})
 			pk := make([]*dataplane.Packet, 32)
 			var user, local, injected, out uint64
 			for burst := uint64(0); burst < 60; burst++ {
@@ -147,7 +147,7 @@ func TestLaneLinkLocalZeroAllocs(t *testing.T) {
 		endr, _ := control.NewEndReader(nil, true, 1)
 		snd, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch})
 		rcv, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l2.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
-		gen := porttest.MustGen(porttest.GenConfig{})
+		gen := traffic.MustGen(traffic.GenConfig{})
 		pk := make([]*dataplane.Packet, 32)
 		id := uint64(1)
 		allocs := testing.AllocsPerRun(200, func() {

@@ -1,13 +1,13 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -42,7 +42,7 @@ func TestLaneParseModes(t *testing.T) {
 			}
 			c := newLaneChain(t, cl, syn)
 			l0, l2, snd, rcv, sbuf, rbuf := c.l0, c.l2, c.snd, c.rcv, c.sbuf, c.rbuf
-			gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
+			gen := traffic.MustGen(traffic.GenConfig{Flows: 64})
 			want := make([]uint64, cl.NumClasses())
 			var ip uint64
 			var m classifier.Meta

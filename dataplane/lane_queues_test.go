@@ -1,12 +1,12 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -26,7 +26,7 @@ func TestLaneQueueSteeringCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 64})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 64})
 	buf := make([]byte, 256)
 	var own, other uint64 // ids of a flow on queue 1 and one on queue 0
 	for id := uint64(1); own == 0 || other == 0; id++ {

@@ -1,13 +1,13 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/ring"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
@@ -64,7 +64,7 @@ func TestLaneRefusedOwnFramesWaitOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 16})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 16})
 	pk := make([]*dataplane.Packet, 8)
 	const fragments = 20
 	var sent, got uint64

@@ -1,13 +1,13 @@
 package dataplane_test
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -88,7 +88,7 @@ func TestPollStampBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 3000 frames, arriving in clumps and trickles.
-		gen := porttest.MustGen(porttest.GenConfig{Flows: 16})
+		gen := traffic.MustGen(traffic.GenConfig{Flows: 16})
 		pk := make([]*dataplane.Packet, 1)
 		at := clk.now
 		for id := uint64(1); id <= 3000; id++ {

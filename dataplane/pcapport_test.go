@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,7 @@ func writePcap(t *testing.T, path string, ng bool, res uint8, n int, gap uint64)
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g := porttest.MustGen(porttest.GenConfig{Size: 200})
+	g := traffic.MustGen(traffic.GenConfig{Size: 200})
 	buf := make([]byte, g.Size())
 	write := func(ci gopacket.CaptureInfo, d []byte) error { return nil }
 	if ng {
@@ -63,7 +64,7 @@ func readAll(t *testing.T, p *dataplane.PcapPort) (ids, ts []uint64) {
 	for !p.Done() {
 		m := p.RxBurst(in)
 		for _, q := range in[:m] {
-			id, ok := porttest.FrameID(q.Data)
+			id, ok := traffic.FrameID(q.Data)
 			if !ok {
 				t.Fatalf("short frame %d bytes", len(q.Data))
 			}
@@ -118,7 +119,7 @@ func TestPcapWriteRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := porttest.MustGen(porttest.GenConfig{Flows: 5})
+	g := traffic.MustGen(traffic.GenConfig{Flows: 5})
 	pkts := make([]*dataplane.Packet, 16)
 	clockless := 0
 	for next := 0; next < 100; {
@@ -350,7 +351,7 @@ func TestPcapPace(t *testing.T) {
 	for step := 0; step < 40; step++ {
 		m := p.RxBurst(in)
 		for _, q := range in[:m] {
-			id, _ := porttest.FrameID(q.Data)
+			id, _ := traffic.FrameID(q.Data)
 			if id != uint64(got) || q.TS != 5_000_000+id*1000 {
 				t.Fatalf("clock %d: frame %d ts %d", clk.now, id, q.TS)
 			}
@@ -454,7 +455,7 @@ func ngFile(order binary.AppendByteOrder, res uint8, off uint64, frames [][]byte
 }
 
 func TestPcapngResolutions(t *testing.T) {
-	g := porttest.MustGen(porttest.GenConfig{Size: 99}) // odd length: padding
+	g := traffic.MustGen(traffic.GenConfig{Size: 99}) // odd length: padding
 	frames := [][]byte{g.Frame(make([]byte, 99), 0), g.Frame(make([]byte, 99), 1)}
 	for _, tt := range []struct {
 		name  string

@@ -3,6 +3,7 @@ package dataplane_test
 import (
 	"errors"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"runtime"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ func TestRingPortConformance(t *testing.T) {
 	t.Run("link a→b and b→a", func(t *testing.T) {
 		l := newLink(t, "", dataplane.LinkConfig{Size: 64})
 		porttest.CheckLink(t, l.A(), l.B(), porttest.LinkOptions{Frames: 5000})
-		porttest.CheckLink(t, l.B(), l.A(), porttest.LinkOptions{Frames: 5000, Burst: 7, Gen: porttest.GenConfig{Size: 1500, Flows: 3}})
+		porttest.CheckLink(t, l.B(), l.A(), porttest.LinkOptions{Frames: 5000, Burst: 7, Gen: traffic.GenConfig{Size: 1500, Flows: 3}})
 	})
 	t.Run("impaired link with zero delay", func(t *testing.T) {
 		l := newLink(t, "", dataplane.LinkConfig{Size: 64, AtoB: &dataplane.ImpairConfig{Queue: 256}})
@@ -113,7 +114,7 @@ func (f *fakePort) Free(p []*dataplane.Packet) { f.freed = append(f.freed, p...)
 
 func TestRingPortForeignPackets(t *testing.T) {
 	l := newLink(t, "", dataplane.LinkConfig{Size: 16, MTU: 256})
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	mk := func(id uint64, size int) *dataplane.Packet {
 		buf := make([]byte, size)
 		g.Frame(buf, id) // the frame is padded to size with zeros
@@ -139,7 +140,7 @@ func TestRingPortForeignPackets(t *testing.T) {
 	if n := l.B().RxBurst(in); n != 2 {
 		t.Fatalf("received %d, want 2", n)
 	}
-	if id, _ := porttest.FrameID(in[1].Data); id != 3 {
+	if id, _ := traffic.FrameID(in[1].Data); id != 3 {
 		t.Errorf("second frame id %d, want 3", id)
 	}
 	if l.Pool().Available() != avail-2 {
@@ -190,7 +191,7 @@ func BenchmarkRingLink(b *testing.B) {
 					cfg.AtoB = &dataplane.ImpairConfig{Delay: constDelay(0), Loss: uniformLoss(0.001), ReorderProb: 0.001, DupProb: 0.001}
 				}
 				l := newLink(b, "", cfg)
-				g := porttest.MustGen(porttest.GenConfig{})
+				g := traffic.MustGen(traffic.GenConfig{})
 				out := make([]*dataplane.Packet, burst)
 				in := make([]*dataplane.Packet, burst)
 				b.ReportAllocs()
@@ -225,7 +226,7 @@ func TestRingLinkBidirectional(t *testing.T) {
 		n = 50_000
 	}
 	l := newLink(t, "", dataplane.LinkConfig{Size: 128})
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	var wg sync.WaitGroup
 	for _, end := range []*dataplane.RingPort{l.A(), l.B()} {
 		wg.Go(func() {
@@ -245,7 +246,7 @@ func TestRingLinkBidirectional(t *testing.T) {
 				sent += took
 				m := end.RxBurst(in)
 				for _, q := range in[:m] {
-					if id, _ := porttest.FrameID(q.Data); id != want {
+					if id, _ := traffic.FrameID(q.Data); id != want {
 						t.Errorf("%s: got frame %d, want %d", end.Name(), id, want)
 						return
 					}

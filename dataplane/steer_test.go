@@ -3,11 +3,11 @@ package dataplane_test
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // The verification suite of Microsoft's RSS specification ("Verifying
@@ -40,7 +40,7 @@ func TestToeplitzMicrosoftVectors(t *testing.T) {
 // Every frame of a flow steers to one queue; flows spread over the
 // queues; End markers steer by lane, with or without VLAN tags.
 func TestSteerQueue(t *testing.T) {
-	gen, _ := porttest.NewGen(porttest.GenConfig{Flows: 64})
+	gen, _ := traffic.NewGen(traffic.GenConfig{Flows: 64})
 	buf := make([]byte, 256)
 	for _, n := range []int{2, 4} {
 		perFlow := map[int]int{}
@@ -88,7 +88,7 @@ func TestSteerQueue(t *testing.T) {
 }
 
 func TestSteerQueueAllocs(t *testing.T) {
-	gen, _ := porttest.NewGen(porttest.GenConfig{Flows: 8})
+	gen, _ := traffic.NewGen(traffic.GenConfig{Flows: 8})
 	f := gen.Frame(make([]byte, 256), 3)
 	if n := testing.AllocsPerRun(100, func() { dataplane.SteerQueue(f, 2) }); n != 0 {
 		t.Errorf("%v allocations", n)
@@ -97,7 +97,7 @@ func TestSteerQueueAllocs(t *testing.T) {
 
 // FuzzSteerQueue: any bytes give a queue in range, never a panic.
 func FuzzSteerQueue(f *testing.F) {
-	gen, _ := porttest.NewGen(porttest.GenConfig{Flows: 8})
+	gen, _ := traffic.NewGen(traffic.GenConfig{Flows: 8})
 	for id := uint64(1); id < 5; id++ {
 		f.Add(append([]byte(nil), gen.Frame(make([]byte, 128), id)...), uint8(2))
 	}

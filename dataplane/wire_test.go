@@ -3,6 +3,7 @@ package dataplane_test
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,6 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/ring"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -188,7 +188,7 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 		for {
 			n := l2.B().RxBurst(pk)
 			for _, p := range pk[:n] {
-				id, ok := porttest.FrameID(p.Data)
+				id, ok := traffic.FrameID(p.Data)
 				if !ok || id <= last {
 					disorder.Add(1)
 				}
@@ -261,7 +261,7 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 	}()
 
 	// Generator: IDs 1..total in order, as fast as the link takes them.
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 1000, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 1000, Size: 128})
 	pk := make([]*dataplane.Packet, 32)
 	genStart := time.Now()
 	for id, bursts := uint64(1), 0; id <= uint64(total); bursts++ {
@@ -401,7 +401,7 @@ func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig) {
 	endr, _ := control.NewEndReader(nil, true, 1)
 	snd, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch, Inject: inj})
 	rcv, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l0.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
-	gen := porttest.MustGen(porttest.GenConfig{})
+	gen := traffic.MustGen(traffic.GenConfig{})
 	pk := make([]*dataplane.Packet, 32)
 	id := uint64(1)
 	fill := func() {

@@ -3,10 +3,10 @@
 package dpdk
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // onLcore runs f on a goroutine locked to its thread and registered as an
@@ -27,7 +27,7 @@ func onLcore(t *testing.T, f func()) {
 }
 
 // loopFrames allocates n frames on p carrying ids next, next+1, …
-func loopFrames(t *testing.T, p *Port, g *porttest.Gen, pkts []*dataplane.Packet, next uint64) int {
+func loopFrames(t *testing.T, p *Port, g *traffic.Gen, pkts []*dataplane.Packet, next uint64) int {
 	t.Helper()
 	n := p.Alloc(pkts)
 	for i, q := range pkts[:n] {
@@ -45,7 +45,7 @@ func loopFrames(t *testing.T, p *Port, g *porttest.Gen, pkts []*dataplane.Packet
 // duplicated).
 func TestRxAhead(t *testing.T) {
 	needEAL(t)
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	onLcore(t, func() {
 		p, err := Open("dpdk:net_ring9", Config{Index: 2, Burst: 32})
 		if err != nil {
@@ -62,7 +62,7 @@ func TestRxAhead(t *testing.T) {
 		var sent, got, handed uint64
 		check := func(k int) bool {
 			for _, pk := range in[:k] {
-				id, ok := porttest.FrameID(pk.Data)
+				id, ok := traffic.FrameID(pk.Data)
 				if !ok || id != got || pk.Port != 2 || len(pk.Data) != 100 {
 					t.Errorf("frame %d: id %d (ok %v), port %d, %d bytes; want id %d of port 2, 100 bytes",
 						got, id, ok, pk.Port, len(pk.Data), got)
@@ -159,7 +159,7 @@ func TestRxAheadOtherLcore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	in := newPackets(32)
 	onLcore(t, func() { p.RxBurst(in) })
 	onLcore(t, func() {
@@ -184,7 +184,7 @@ func TestRxAheadOtherLcore(t *testing.T) {
 // frees a burst received ahead that nobody took.
 func TestRxAheadOff(t *testing.T) {
 	needEAL(t)
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	for _, off := range []bool{true, false} {
 		onLcore(t, func() {
 			p, err := Open("dpdk:net_ring11", Config{NoRxAhead: off})

@@ -4,6 +4,7 @@ package dpdk
 
 import (
 	"bytes"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -55,7 +56,7 @@ func TestPooledHandoff(t *testing.T) {
 	if n != 16 {
 		t.Fatalf("pool alloc %d", n)
 	}
-	g := porttest.MustGen(porttest.GenConfig{Size: 128})
+	g := traffic.MustGen(traffic.GenConfig{Size: 128})
 	for i, q := range out {
 		q.Data = g.Frame(q.Data, uint64(i))
 	}

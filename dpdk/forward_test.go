@@ -3,10 +3,10 @@
 package dpdk
 
 import (
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestForwardTo moves frames from one net_ring loopback port to another
@@ -26,7 +26,7 @@ func TestForwardTo(t *testing.T) {
 	}
 	defer b.Close()
 	var _ dataplane.Forwarder = a
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	buf := newPackets(32)
 	// load puts frames first, first+1, … into p's loopback ring.
 	load := func(p *Port, first uint64, n int) {
@@ -50,7 +50,7 @@ func TestForwardTo(t *testing.T) {
 				t.Fatalf("%s drained at id %d, want up to %d", p.Name(), want, upto)
 			}
 			for _, pk := range in[:k] {
-				id, _ := porttest.FrameID(pk.Data)
+				id, _ := traffic.FrameID(pk.Data)
 				if id != base+want {
 					t.Fatalf("%s gave id %d, want %d", p.Name(), id, base+want)
 				}
@@ -100,7 +100,7 @@ func TestForwardTo(t *testing.T) {
 		t.Fatalf("ForwardTo into a full ring: ok %v, rx %d, kept %d (want all kept)", ok, rx, k)
 	}
 	for i, pk := range kept[:k] {
-		if id, _ := porttest.FrameID(pk.Data); id != 200+uint64(i) {
+		if id, _ := traffic.FrameID(pk.Data); id != 200+uint64(i) {
 			t.Fatalf("kept frame %d has id %d, want %d", i, id, 200+i)
 		}
 	}
@@ -144,7 +144,7 @@ func TestForwardToFallback(t *testing.T) {
 	if _, _, _, ok := a.ForwardTo(ring, kept); ok {
 		t.Error("ForwardTo a ring port: ok")
 	}
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	onLcore(t, func() {
 		in := newPackets(32)
 		a.RxBurst(in)

@@ -4,11 +4,11 @@ package dpdk
 
 import (
 	"bytes"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestMixedBurst sends one burst mixing our mbufs and PacketPool frames
@@ -29,7 +29,7 @@ func TestMixedBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	g := porttest.MustGen(porttest.GenConfig{Size: 100})
+	g := traffic.MustGen(traffic.GenConfig{Size: 100})
 	out := newPackets(16)
 	ours := newPackets(8)
 	if p.Alloc(ours) != 8 {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestRunForwardOnly: `ldafwd run --forward-only` between two ring links
@@ -36,7 +36,7 @@ func TestRunForwardOnly(t *testing.T) {
 	}()
 	// 20 000 frames each way, ids in order; the far ends check order.
 	const total = 20_000
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 64, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 64, Size: 128})
 	send := func(p dataplane.Port) {
 		pk := make([]*dataplane.Packet, 32)
 		for next := uint64(1); next <= total; {
@@ -51,7 +51,7 @@ func TestRunForwardOnly(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); got < total && time.Now().Before(deadline); {
 			n := p.RxBurst(pk)
 			for _, q := range pk[:n] {
-				id, ok := porttest.FrameID(q.Data)
+				id, ok := traffic.FrameID(q.Data)
 				if !ok || id != got+1 {
 					return got, fmt.Errorf("frame id %d (ok %v) after %d", id, ok, got)
 				}

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestRunQueues runs two appliances with --queues 2 over ring links (the
@@ -77,7 +77,7 @@ func TestRunQueues(t *testing.T) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond) // both appliances up
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 200, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 200, Size: 128})
 	sent := sendPaced(lg.A(), gen, 5_000, 3*time.Second, 1) - 1
 	time.Sleep(600 * time.Millisecond)
 	stopRunMains(t, cancel, errs)

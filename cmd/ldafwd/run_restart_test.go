@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 )
 
@@ -141,7 +141,7 @@ func TestRunReceiverKilledLiveSender(t *testing.T) {
 	startReceiver(ctx1, 1, &err2, killed)
 
 	// Traffic at 5 kpps for 4.4 s; run#2 dies at 1.6 s and is back at 2.2 s.
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 50, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 50, Size: 128})
 	pk := make([]*dataplane.Packet, 32)
 	next := uint64(1)
 	start := time.Now()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"github.com/ldafwd/ldafwd/synopsis"
 	"os"
 	"regexp"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -63,7 +63,7 @@ func runPair(t *testing.T, tag string, args1, args2 []string, flows int, lossRat
 		errs <- runMain(ctx, append(append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a"}, common...), args2...), &out2, &err2)
 	}()
 	time.Sleep(100 * time.Millisecond)
-	gen := porttest.MustGen(porttest.GenConfig{Flows: flows, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: flows, Size: 128})
 	sinkStop, sinkDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sinkDone)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"io"
 	"net/http"
 	"os"
@@ -22,7 +23,6 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
@@ -350,7 +350,7 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 
 	// Traffic: 2 s at about 25 kpps; the sink counts what comes out.
-	gen := porttest.MustGen(porttest.GenConfig{Flows: 200, Size: 128})
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 200, Size: 128})
 	var sunk uint64
 	sinkStop := make(chan struct{})
 	sinkDone := make(chan struct{})
@@ -615,7 +615,7 @@ func stoppedField(t *testing.T, log, field string) uint64 {
 // sendFrames sends generated frames next, next+1, … up to (not including)
 // upTo into p, as many as its ring and pool take now, and returns the next
 // frame id to send.
-func sendFrames(p dataplane.Port, gen *porttest.Gen, pk []*dataplane.Packet, next, upTo uint64) uint64 {
+func sendFrames(p dataplane.Port, gen *traffic.Gen, pk []*dataplane.Packet, next, upTo uint64) uint64 {
 	n := p.Alloc(pk[:min(uint64(len(pk)), upTo-next)])
 	for i := 0; i < n; i++ {
 		pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], next+uint64(i))
@@ -627,7 +627,7 @@ func sendFrames(p dataplane.Port, gen *porttest.Gen, pk []*dataplane.Packet, nex
 
 // sendPaced sends generated frames into p at rate frames/s for d, starting
 // at id next; it returns the next id to send.
-func sendPaced(p dataplane.Port, gen *porttest.Gen, rate float64, d time.Duration, next uint64) uint64 {
+func sendPaced(p dataplane.Port, gen *traffic.Gen, rate float64, d time.Duration, next uint64) uint64 {
 	pk := make([]*dataplane.Packet, 32)
 	start, first := time.Now(), next
 	for time.Since(start) < d {

@@ -2,11 +2,11 @@ package afxdp
 
 import (
 	"fmt"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/nettest"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // BenchmarkVethLink sends frames from an AF_XDP port on one end of a veth
@@ -15,7 +15,7 @@ import (
 // other. The rate is what copy-mode AF_XDP on veth sustains in both
 // syscall paths (tx kick, rx in softirq).
 func BenchmarkVethLink(b *testing.B) {
-	for _, size := range []int{porttest.MinFrameLen, 1024} {
+	for _, size := range []int{traffic.MinFrameLen, 1024} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			v := nettest.NewVeth(b, nettest.Options{})
 			tx, err := Open("afxdp:"+v.Host, Config{Index: 60, RingSize: 2048})
@@ -31,7 +31,7 @@ func BenchmarkVethLink(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer rx.Close()
-			g := porttest.MustGen(porttest.GenConfig{Size: size})
+			g := traffic.MustGen(traffic.GenConfig{Size: size})
 			out := make([]*dataplane.Packet, 32)
 			in := make([]*dataplane.Packet, 32)
 			var got uint64

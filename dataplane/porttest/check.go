@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"bytes"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"runtime"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 //
 //   - Name is not empty; bursts on empty slices return 0 and do nothing.
 //   - Alloc hands out distinct, non-overlapping buffers at least
-//     MinFrameLen long (the MTU), and Free takes them back so the same
+//     traffic.MinFrameLen long (the MTU), and Free takes them back so the same
 //     number can be allocated again; Alloc+Free allocate nothing.
 //   - TxBurst of generated frames takes a prefix; what it takes is counted
 //     in Stats (TxPackets + TxDropped); the rest stays the caller's.
@@ -48,8 +49,8 @@ func CheckPort(t *testing.T, p dataplane.Port) {
 	}
 	seen := map[*byte]bool{}
 	for i, q := range pkts[:n] {
-		if len(q.Data) < MinFrameLen {
-			t.Fatalf("Alloc: buffer %d is %d bytes, want the MTU (≥ %d)", i, len(q.Data), MinFrameLen)
+		if len(q.Data) < traffic.MinFrameLen {
+			t.Fatalf("Alloc: buffer %d is %d bytes, want the MTU (≥ %d)", i, len(q.Data), traffic.MinFrameLen)
 		}
 		if seen[&q.Data[0]] {
 			t.Fatalf("Alloc: buffer %d handed out twice", i)
@@ -75,7 +76,7 @@ func CheckPort(t *testing.T, p dataplane.Port) {
 		t.Errorf("Alloc+Free: %v allocations per burst, want 0", a)
 	}
 
-	g := MustGen(GenConfig{Size: MinFrameLen})
+	g := traffic.MustGen(traffic.GenConfig{Size: traffic.MinFrameLen})
 	before := p.Stats()
 	n = p.Alloc(pkts)
 	for i, q := range pkts[:n] {
@@ -90,8 +91,8 @@ func CheckPort(t *testing.T, p dataplane.Port) {
 	if d := (after.TxPackets - before.TxPackets) + (after.TxDropped - before.TxDropped); d != uint64(took) {
 		t.Errorf("TxBurst took %d, Stats counted %d (tx+dropped)", took, d)
 	}
-	if took > 0 && after.TxBytes-before.TxBytes > uint64(took*MinFrameLen) {
-		t.Errorf("TxBytes grew by %d for %d frames of %d bytes", after.TxBytes-before.TxBytes, took, MinFrameLen)
+	if took > 0 && after.TxBytes-before.TxBytes > uint64(took*traffic.MinFrameLen) {
+		t.Errorf("TxBytes grew by %d for %d frames of %d bytes", after.TxBytes-before.TxBytes, took, traffic.MinFrameLen)
 	}
 
 	for range 4 {
@@ -127,7 +128,7 @@ func CheckPort(t *testing.T, p dataplane.Port) {
 type LinkOptions struct {
 	Frames int // frames to send; default 10000
 	Burst  int // burst size; default 32
-	Gen    GenConfig
+	Gen    traffic.GenConfig
 	// MaxIdlePolls is how many consecutive empty RxBursts (each followed by
 	// runtime.Gosched) mean the link has stalled; default 1,000,000. It is
 	// a failure bound, not a speed measurement.
@@ -151,7 +152,7 @@ func CheckLink(t *testing.T, tx, rx dataplane.Port, o LinkOptions) {
 	if o.MaxIdlePolls == 0 {
 		o.MaxIdlePolls = 1_000_000
 	}
-	g, err := NewGen(o.Gen)
+	g, err := traffic.NewGen(o.Gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func CheckLink(t *testing.T, tx, rx dataplane.Port, o LinkOptions) {
 		}
 		idle = 0
 		for _, q := range in[:m] {
-			id, ok := FrameID(q.Data)
+			id, ok := traffic.FrameID(q.Data)
 			if !ok || id != got {
 				t.Fatalf("frame %d: got id %d (ok=%v): lost, duplicated or reordered", got, id, ok)
 			}

@@ -1,12 +1,8 @@
 // Package porttest is a test double kit for dataplane ports, in the manner
-// of net/http/httptest: a frame generator and conformance checks that any
-// dataplane.Port implementation (ring, pcap, AF_XDP, DPDK) runs in its own
-// tests.
+// of net/http/httptest: conformance checks that any dataplane.Port
+// implementation (ring, pcap, AF_XDP, DPDK) runs in its own tests, on
+// frames from package traffic.
 //
-//   - Gen writes valid Ethernet frames — IPv4/IPv6 × UDP/TCP, correct IPv4
-//     header and L4 checksums, a distinct 64-bit ID per frame at IDOffset
-//     (and at the L4 payload start, so packet identities differ) — into a
-//     caller's buffer without allocating. FrameID reads the ID back.
 //   - CheckPort(t, p) runs the single-port contract (empty bursts, Alloc
 //     and Free, TxBurst prefix semantics and Stats, RxBurst bounds,
 //     behaviour after Close) and closes p.

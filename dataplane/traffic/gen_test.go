@@ -1,22 +1,22 @@
-package porttest_test
+package traffic_test
 
 import (
 	"bytes"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
 	"github.com/ldafwd/ldafwd/classifier"
-	"github.com/ldafwd/ldafwd/dataplane/porttest"
 )
 
 // TestGenFrames decodes generated frames with gopacket, re-serialises the
 // decoded layers with gopacket computing lengths and checksums, and expects
 // the very same bytes: headers, lengths and checksums are all valid.
 func TestGenFrames(t *testing.T) {
-	for _, size := range []int{porttest.MinFrameLen, 99, 128, 1514} {
-		g := porttest.MustGen(porttest.GenConfig{Flows: 8, Size: size})
+	for _, size := range []int{traffic.MinFrameLen, 99, 128, 1514} {
+		g := traffic.MustGen(traffic.GenConfig{Flows: 8, Size: size})
 		buf := make([]byte, size)
 		stacks := map[string]int{}
 		for id := range uint64(64) {
@@ -50,8 +50,8 @@ func TestGenFrames(t *testing.T) {
 			if !bytes.Equal(sb.Bytes(), f) {
 				t.Fatalf("size %d id %d (%s): gopacket re-serialises differently:\n% x\n% x", size, id, name, f, sb.Bytes())
 			}
-			if got, ok := porttest.FrameID(f); !ok || got != id {
-				t.Fatalf("FrameID = %d, %v; want %d", got, ok, id)
+			if got, ok := traffic.FrameID(f); !ok || got != id {
+				t.Fatalf("traffic.FrameID = %d, %v; want %d", got, ok, id)
 			}
 		}
 		if len(stacks) != 4 {
@@ -63,7 +63,7 @@ func TestGenFrames(t *testing.T) {
 // TestGenIdentity: the classifier sees a distinct packet identity per ID
 // and the configured number of flows — what the synopses need.
 func TestGenIdentity(t *testing.T) {
-	g := porttest.MustGen(porttest.GenConfig{Flows: 10})
+	g := traffic.MustGen(traffic.GenConfig{Flows: 10})
 	buf := make([]byte, g.Size())
 	hashes := map[uint64]bool{}
 	flows := map[uint64]bool{}
@@ -82,12 +82,12 @@ func TestGenIdentity(t *testing.T) {
 }
 
 func TestGenConfig(t *testing.T) {
-	for _, c := range []porttest.GenConfig{{Flows: -1}, {Size: porttest.MinFrameLen - 1}, {Size: 9001}, {Mix: []porttest.Stack{7}}} {
-		if _, err := porttest.NewGen(c); err == nil {
+	for _, c := range []traffic.GenConfig{{Flows: -1}, {Size: traffic.MinFrameLen - 1}, {Size: 9001}, {Mix: []traffic.Stack{7}}} {
+		if _, err := traffic.NewGen(c); err == nil {
 			t.Errorf("config %+v accepted", c)
 		}
 	}
-	g := porttest.MustGen(porttest.GenConfig{})
+	g := traffic.MustGen(traffic.GenConfig{})
 	if g.Frame(make([]byte, 10), 1) != nil {
 		t.Error("Frame wrote into a too-short buffer")
 	}

@@ -1,4 +1,4 @@
-package porttest
+package traffic
 
 import (
 	"encoding/binary"
