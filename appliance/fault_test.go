@@ -71,7 +71,8 @@ func (p *faultPort) TxBurst(pkts []*dataplane.Packet) int {
 			p.first = p.f.Interval
 		}
 		d := p.decide(&p.f, p.first)
-		if d != pass {
+		if d == drop || d == truncate || d == forge || d == hold {
+			// (record, replay and duplicate let the frame itself pass.)
 			if p.faulted == nil {
 				p.faulted = map[uint64]bool{}
 			}
