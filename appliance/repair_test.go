@@ -20,48 +20,15 @@ import (
 // request for another session, or for an interval no longer kept, is
 // refused; one for a kept interval is answered.
 func TestRepairAcceptsOneReply(t *testing.T) {
-	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.A().Close()
-	defer link.B().Close()
-	cl, _ := classifier.NewClassifier(nil)
-	rcfg := synopsis.DefaultRDAConfig()
-	rcfg.Cells, rcfg.CacheBudget = 256, 1<<20
-	a, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: "b", Interval: 100 * time.Millisecond, Classifier: cl,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rcfg}, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, snd, rcv, remote, sum, n := repairFixture(t, 99)
 	c := a.ctl
-	// One interval: 5000 packets, every 100th lost, delay 1000 + i%7.
-	snd, _ := synopsis.NewRDA(rcfg)
-	rcv, _ := synopsis.NewRDA(rcfg)
-	var sum, n float64
-	for i := uint64(1); i <= 5000; i++ {
-		h := synopsis.Remix(i, 99)
-		snd.Add(h, 1e9+i*1000)
-		if i%100 == 0 {
-			continue
-		}
-		d := 1000 + i%7
-		rcv.Add(h, 1e9+i*1000+d)
-		sum += float64(d)
-		n++
-	}
-	wire, _ := snd.AppendBinary(nil)
-	var remote synopsis.RDA
-	if err := remote.UnmarshalBinary(wire); err != nil {
-		t.Fatal(err)
-	}
-	e, st, err := synopsis.EstimateRDA(&remote, rcv, 0.98)
+	e, st, err := synopsis.EstimateRDA(remote, rcv, 0.98)
 	if err != nil || len(st.MissingSender) != 50 || st.Exact {
 		t.Fatalf("before repair: %v, %d missing, exact %v", err, len(st.MissingSender), st.Exact)
 	}
 	const k, peer = 77, 0xFEED
 	r := &report.Interval{Valid: e.Valid, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
-	c.askRepair(k, 0, peer, &remote, rcv, &st, r, &e)
+	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
 	if len(c.repairs) != 1 || len(c.pending) == 0 {
 		t.Fatalf("no request sent: %d repairs, %d frames", len(c.repairs), len(c.pending))
 	}
@@ -137,43 +104,16 @@ func abs64(x float64) float64 {
 // valid. (It did not: a line made valid again this way showed a loss the
 // class-change check had ruled out, in the demo property test under CI.)
 func TestRepairKeepsOtherCausesInvalid(t *testing.T) {
-	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer link.A().Close()
-	defer link.B().Close()
-	cl, _ := classifier.NewClassifier(nil)
-	rcfg := synopsis.DefaultRDAConfig()
-	rcfg.Cells, rcfg.CacheBudget = 256, 1<<20
-	a, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: "b", Interval: 100 * time.Millisecond, Classifier: cl,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rcfg}, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, snd, rcv, remote, _, _ := repairFixture(t, 98)
 	c := a.ctl
-	snd, _ := synopsis.NewRDA(rcfg)
-	rcv, _ := synopsis.NewRDA(rcfg)
-	for i := uint64(1); i <= 5000; i++ {
-		h := synopsis.Remix(i, 98)
-		snd.Add(h, 1e9+i*1000)
-		if i%100 != 0 {
-			rcv.Add(h, 1e9+i*1000+1000+i%7)
-		}
-	}
-	wire, _ := snd.AppendBinary(nil)
-	var remote synopsis.RDA
-	if err := remote.UnmarshalBinary(wire); err != nil {
-		t.Fatal(err)
-	}
-	e, st, err := synopsis.EstimateRDA(&remote, rcv, 0.98)
+	e, st, err := synopsis.EstimateRDA(remote, rcv, 0.98)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const why = "timestamps uncertain by 68.3 µs on average"
 	const k, peer = 78, 0xFEED
 	r := &report.Interval{Valid: false, Reason: why, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
-	c.askRepair(k, 0, peer, &remote, rcv, &st, r, &e)
+	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
 	rp := c.repairs[repairKey{k: k}]
 	if rp == nil {
 		t.Fatal("no repair asked")
@@ -189,4 +129,45 @@ func TestRepairKeepsOtherCausesInvalid(t *testing.T) {
 	if r.Valid || r.Reason != why {
 		t.Fatalf("after the repair: valid %v, reason %q; want invalid for %q", r.Valid, r.Reason, why)
 	}
+}
+
+// repairFixture is an appliance (its ports a closed-at-cleanup ring link)
+// and one interval's RDAs at its two ends: 5000 packets of identities
+// Remix(i, salt), every 100th lost, delays 1000 + i%7 ns; remote is the
+// sender's RDA as the receiver decodes it from the wire (no cache), sum
+// and n the delivered packets' delays.
+func repairFixture(t *testing.T, salt uint64) (a *Appliance, snd, rcv, remote *synopsis.RDA, sum, n float64) {
+	t.Helper()
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.A().Close(); link.B().Close() })
+	cl, _ := classifier.NewClassifier(nil)
+	rcfg := synopsis.DefaultRDAConfig()
+	rcfg.Cells, rcfg.CacheBudget = 256, 1<<20
+	a, err = New(Config{PortA: link.A(), PortB: link.B(), Segment: "b", Interval: 100 * time.Millisecond, Classifier: cl,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rcfg}, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, _ = synopsis.NewRDA(rcfg)
+	rcv, _ = synopsis.NewRDA(rcfg)
+	for i := uint64(1); i <= 5000; i++ {
+		h := synopsis.Remix(i, salt)
+		snd.Add(h, 1e9+i*1000)
+		if i%100 == 0 {
+			continue
+		}
+		d := 1000 + i%7
+		rcv.Add(h, 1e9+i*1000+d)
+		sum += float64(d)
+		n++
+	}
+	wire, _ := snd.AppendBinary(nil)
+	remote = new(synopsis.RDA)
+	if err := remote.UnmarshalBinary(wire); err != nil {
+		t.Fatal(err)
+	}
+	return a, snd, rcv, remote, sum, n
 }
