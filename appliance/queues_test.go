@@ -171,7 +171,11 @@ func TestDemoQueuesFaults(t *testing.T) {
 			var mu sync.Mutex
 			var lines []report.Interval
 			cfg := appliance.DemoConfig{
-				Duration: 8 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5,
+				// Two copies of each control frame, as in TestDemoQueues: at
+				// ~100 fragments an interval the segment's 0.1 % loss would
+				// otherwise take one in a tenth of the intervals and spoil
+				// more than the fault under test.
+				Duration: 8 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ControlCopies: 2,
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, Queues: 2,
 				Reports: func(r *report.Interval) { mu.Lock(); lines = append(lines, *r); mu.Unlock() },
 			}
