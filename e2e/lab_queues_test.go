@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,21 @@ const relayHold = time.Millisecond
 // what the relay dropped = sent − sunk), the appliances dropped nothing,
 // every valid interval's mean with its bound reaches the relay's hold,
 // per-flow order kept at the sink, and both queues carried traffic.
-func TestLabQueues(t *testing.T) {
+func TestLabQueues(t *testing.T) { runLabQueues(t, false) }
+
+// TestLabQueuesMissteered is the same lab with a generator that puts
+// every frame on the other queue than SteerQueue gives it — an upstream
+// that does not steer like the appliances. The receiver lanes' steering
+// check finds it: every a>b interval with traffic is reported invalid,
+// naming the steering, none valid.
+func TestLabQueuesMissteered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestLabQueues covers the path")
+	}
+	runLabQueues(t, true)
+}
+
+func runLabQueues(t *testing.T, missteer bool) {
 	nettest.Require(t)
 	bin := ldafwdBinary(t, false)
 	const nq = 2
@@ -212,6 +227,9 @@ func TestLabQueues(t *testing.T) {
 		for ; seq < due; seq++ {
 			f := nettest.UDPFrame(gen.HostMAC, gen.PeerMAC, labTag, seq, 128, uint16(1000+seq%64))
 			q := dataplane.SteerQueue(f, nq)
+			if missteer {
+				q = (q + 1) % nq
+			}
 			p := gq.Queue(q)
 			for tries := 0; p.Alloc(one) == 0; tries++ {
 				if tries > 10000 {
@@ -260,7 +278,7 @@ func TestLabQueues(t *testing.T) {
 			withTraffic++
 		}
 		if !r.Valid {
-			if r.Sent+r.Received > 0 {
+			if r.Sent+r.Received > 0 && !missteer {
 				t.Errorf("interval %d with traffic invalid: %s", r.Interval, r.Reason)
 			}
 			continue
@@ -280,6 +298,30 @@ func TestLabQueues(t *testing.T) {
 		sent, perQ[0], perQ[1], in1.RxPackets, in1.RxDropped, out1.TxPackets, dropped.Load(), relayed.Load(), relayedBack.Load(), txStuck.Load(),
 		in2.RxPackets, in2.RxDropped, out2.TxPackets, sunk.Load(), strays.Load(), reordered.Load())
 	t.Logf("#2: %d a>b intervals with traffic, %d valid: Σ sent %d, Σ received %d, Σ lost %d", withTraffic, valid, sumSent, sumRecv, sumLost)
+	if missteer {
+		named := 0
+		for _, r := range ivs {
+			if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" || r.Sent+r.Received == 0 {
+				continue
+			}
+			if r.Valid {
+				t.Errorf("interval %d with traffic from a missteering upstream reported valid", r.Interval)
+			}
+			if strings.Contains(r.Reason, "flow hash does not steer") {
+				named++
+			} else {
+				// Another reason can come first (a lost fragment).
+				t.Logf("interval %d invalid: %s", r.Interval, r.Reason)
+			}
+		}
+		if withTraffic < 3 || named < withTraffic/2 {
+			t.Errorf("%d intervals with traffic, %d of them invalid for the steering", withTraffic, named)
+		}
+		if in1.RxPackets != sent || sunk.Load() != sent-dropped.Load() {
+			t.Errorf("forwarding: #1 received %d of %d, the sink got %d (relay dropped %d)", in1.RxPackets, sent, sunk.Load(), dropped.Load())
+		}
+		return
+	}
 	if perQ[0] == 0 || perQ[1] == 0 {
 		t.Errorf("one queue carried nothing: %v", perQ)
 	}
