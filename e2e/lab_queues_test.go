@@ -270,6 +270,7 @@ func runLabQueues(t *testing.T, missteer bool) {
 	in2, out2 := final(ports2, "a"), final(ports2, "b")
 	var sumSent, sumRecv, sumLost uint64
 	valid, withTraffic := 0, 0
+	var means []string
 	for _, r := range ivs {
 		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" {
 			continue
@@ -287,6 +288,9 @@ func runLabQueues(t *testing.T, missteer bool) {
 		sumSent += r.Sent
 		sumRecv += r.Received
 		sumLost += r.Lost
+		if r.Received > 0 {
+			means = append(means, fmt.Sprintf("%.0f±%.0f", r.MeanNs/1e3, r.MeanCINs/1e3))
+		}
 		if r.Received > 0 && r.MeanNs+r.MeanCINs < float64(relayHold.Nanoseconds()) {
 			t.Errorf("interval %d: mean %.0f ns ± %.0f, below the %v every frame was held", r.Interval, r.MeanNs, r.MeanCINs, relayHold)
 		}
@@ -294,10 +298,11 @@ func runLabQueues(t *testing.T, missteer bool) {
 			t.Errorf("interval %d: mean %.0f ns", r.Interval, r.MeanNs)
 		}
 	}
-	t.Logf("generator sent %d (queue 0: %d, queue 1: %d); #1 a rx %d (dropped %d), b tx %d; relay dropped %d, passed %d a→b and %d b→a (stuck %d); #2 a rx %d (dropped %d), b tx %d; sink %d (+%d other, %d out of flow order)",
-		sent, perQ[0], perQ[1], in1.RxPackets, in1.RxDropped, out1.TxPackets, dropped.Load(), relayed.Load(), relayedBack.Load(), txStuck.Load(),
+	relayRxDrops := r1.Stats().RxDropped + r2.Stats().RxDropped
+	t.Logf("generator sent %d (queue 0: %d, queue 1: %d); #1 a rx %d (dropped %d), b tx %d; relay dropped %d, passed %d a→b and %d b→a (stuck %d, rx ring drops %d); #2 a rx %d (dropped %d), b tx %d; sink %d (+%d other, %d out of flow order)",
+		sent, perQ[0], perQ[1], in1.RxPackets, in1.RxDropped, out1.TxPackets, dropped.Load(), relayed.Load(), relayedBack.Load(), txStuck.Load(), relayRxDrops,
 		in2.RxPackets, in2.RxDropped, out2.TxPackets, sunk.Load(), strays.Load(), reordered.Load())
-	t.Logf("#2: %d a>b intervals with traffic, %d valid: Σ sent %d, Σ received %d, Σ lost %d", withTraffic, valid, sumSent, sumRecv, sumLost)
+	t.Logf("#2: %d a>b intervals with traffic, %d valid: Σ sent %d, Σ received %d, Σ lost %d; means (µs) %s", withTraffic, valid, sumSent, sumRecv, sumLost, strings.Join(means, " "))
 	if missteer {
 		named := 0
 		for _, r := range ivs {
