@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -234,7 +235,8 @@ type vethBench struct {
 	drop                link.Link
 }
 
-func newVethBench() (*vethBench, error) {
+// newVethBench makes the pairs with nq rx and tx queues at every end.
+func newVethBench(nq int) (*vethBench, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("needs the ip command (iproute2)")
 	}
@@ -242,12 +244,13 @@ func newVethBench() (*vethBench, error) {
 	v := &vethBench{NS: fmt.Sprintf("ldafwd-bench-%d", os.Getpid()),
 		A: fmt.Sprintf("ldb%d.a", id), Gen: fmt.Sprintf("ldb%d.g", id),
 		B: fmt.Sprintf("ldb%d.b", id), Sink: fmt.Sprintf("ldb%d.s", id)}
+	q := strconv.Itoa(max(nq, 1))
 	sweepBenchNetns()
 	v.Delete() // a leftover of a killed run with the same pid
 	steps := [][]string{
 		{"netns", "add", v.NS},
-		{"link", "add", v.A, "type", "veth", "peer", "name", v.Gen},
-		{"link", "add", v.B, "type", "veth", "peer", "name", v.Sink},
+		{"link", "add", v.A, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.Gen, "numtxqueues", q, "numrxqueues", q},
+		{"link", "add", v.B, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.Sink, "numtxqueues", q, "numrxqueues", q},
 		{"link", "set", v.Gen, "netns", v.NS},
 		{"link", "set", v.Sink, "netns", v.NS},
 		{"link", "set", v.A, "up"},
@@ -340,28 +343,33 @@ func (v *vethBench) detachXDP() (left bool) {
 	return left
 }
 
-// afxdpGen sends 64-byte UDP frames of 256 flows on Gen, through a native
-// AF_XDP port opened inside the namespace, from one thread pinned to cpu,
-// as fast as the veth pair takes them, until stopped.
+// afxdpGen sends 64-byte UDP frames of 256 flows on Gen, through native
+// AF_XDP ports opened inside the namespace (one per queue of Gen, each
+// frame on the queue dataplane.SteerQueue gives its flow, as a NIC's RSS
+// with the appliances' key would put it), from one thread pinned to cpu,
+// as fast as the veth pair takes them, until stopped. Over veth the frame
+// arrives on A's rx queue of the number it was sent on.
 type afxdpGen struct {
 	sent atomic.Uint64
 	stop atomic.Bool
 	done chan error
 }
 
-func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
-	var port *afxdp.Port
+func startGen(v *vethBench, cpu, nq int) (*afxdpGen, error) {
+	var ports *afxdp.Queues
 	if err := nettest.InNetns(v.NS, func() (err error) {
-		port, err = afxdp.Open("afxdp:"+v.Gen, afxdp.Config{Index: 9, RingSize: 2048})
+		ports, err = afxdp.OpenQueues("afxdp:"+v.Gen, nq, afxdp.Config{Index: 9, RingSize: 2048})
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("traffic generator on %s: %w", v.Gen, err)
 	}
 	dst := net.HardwareAddr{0x02, 0, 0, 0, 0, 0xb}
 	src := net.HardwareAddr{0x02, 0, 0, 0, 0, 0xa}
-	frames := make([][]byte, 256)
-	for i := range frames {
-		frames[i] = nettest.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
+	frames := make([][][]byte, nq) // per queue
+	for i := 0; i < 256; i++ {
+		f := nettest.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
+		q := dataplane.SteerQueue(f, nq)
+		frames[q] = append(frames[q], f)
 	}
 	g := &afxdpGen{done: make(chan error, 1)}
 	go func() {
@@ -369,7 +377,7 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 		// handing it back to the scheduler would strand other goroutines
 		// there; the runtime ends a locked thread when its goroutine exits.
 		runtime.LockOSThread()
-		defer port.Close()
+		defer ports.Close()
 		var set unix.CPUSet
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
@@ -379,14 +387,20 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 		pk := make([]*dataplane.Packet, 32)
 		f := 0
 		for !g.stop.Load() {
-			k := port.Alloc(pk)
-			for _, p := range pk[:k] {
-				p.Data = append(p.Data[:0], frames[f&255]...)
-				f++
+			for q := 0; q < nq; q++ {
+				port, fs := ports.Queue(q), frames[q]
+				if len(fs) == 0 {
+					continue
+				}
+				k := port.Alloc(pk)
+				for _, p := range pk[:k] {
+					p.Data = append(p.Data[:0], fs[f%len(fs)]...)
+					f++
+				}
+				m := port.TxBurst(pk[:k])
+				port.Free(pk[m:k])
+				g.sent.Add(uint64(m))
 			}
-			m := port.TxBurst(pk[:k])
-			port.Free(pk[m:k])
-			g.sent.Add(uint64(m))
 		}
 		g.done <- nil
 	}()
@@ -410,12 +424,12 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	if err != nil {
 		return err
 	}
-	v, err := newVethBench()
+	v, err := newVethBench(1)
 	if err != nil {
 		return err
 	}
 	defer v.Delete()
-	g, err := startGen(v, mainCore)
+	g, err := startGen(v, mainCore, 1)
 	if err != nil {
 		return err
 	}

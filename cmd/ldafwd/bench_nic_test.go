@@ -52,7 +52,7 @@ func TestBenchNICListed(t *testing.T) {
 	if err := benchMain([]string{"--list"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"forward-dpdk-null", "forward-afxdp"} {
+	for _, s := range []string{"forward-dpdk-null", "forward-afxdp", "scale-afxdp"} {
 		if !strings.Contains(out.String(), s+"\n") {
 			t.Errorf("suite %s not listed:\n%s", s, out.String())
 		}
@@ -116,6 +116,56 @@ func TestBenchAFXDP(t *testing.T) {
 		}
 		if ex := ours["extra"].(map[string]any); ex["offered_mpps"].(float64) <= 0 {
 			t.Errorf("%s: no offered rate: %v", name, ex)
+		}
+	}
+	ns, _ := exec.Command("ip", "netns", "list").CombinedOutput()
+	if strings.Contains(string(ns), fmt.Sprintf("ldafwd-bench-%d ", os.Getpid())) {
+		t.Errorf("namespace left behind: %s", ns)
+	}
+}
+
+// TestBenchScaleAFXDP runs the AF_XDP scaling suite for one short round
+// (root, not -short): testpmd's 1-queue record, ours off and with the LDA
+// on 1 and 2 queues, the 1-queue ones against testpmd, the 2-queue ones
+// with their ratio to 1 queue and the reason they have no baseline; no
+// namespace left behind.
+func TestBenchScaleAFXDP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs benchmarks")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (namespaces, XDP)")
+	}
+	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
+		t.Skip("needs dpdk-testpmd")
+	}
+	var out, errb bytes.Buffer
+	if err := benchMain([]string{"--only", "^scale-afxdp$", "--rounds", "1", "--duration", "1s", "--format", "json"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	recs := map[string]map[string]any{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %s", sc.Text())
+		}
+		recs[m["name"].(string)] = m
+	}
+	if pmd := recs["scale-testpmd-afxdp-q1"]; pmd == nil || pmd["mpps"].(float64) <= 0 {
+		t.Fatalf("testpmd record %v in %v", pmd, recs)
+	}
+	for _, tag := range []string{"off", "lda"} {
+		q1, q2 := recs["scale-afxdp-"+tag+"-q1"], recs["scale-afxdp-"+tag+"-q2"]
+		if q1 == nil || q2 == nil {
+			t.Fatalf("no scale-afxdp-%s-q1/q2 records in %v", tag, recs)
+		}
+		if q1["mpps"].(float64) <= 0 || q1["baseline"] != "scale-testpmd-afxdp-q1" || q1["ratio"].(float64) <= 0 {
+			t.Errorf("q1 %s: %v", tag, q1)
+		}
+		ex := q2["extra"].(map[string]any)
+		if q2["mpps"].(float64) <= 0 || ex["vs_q1"].(float64) <= 0 || ex["queues"].(float64) != 2 || !strings.Contains(ex["testpmd"].(string), "net_af_xdp") {
+			t.Errorf("q2 %s: %v", tag, q2)
 		}
 	}
 	ns, _ := exec.Command("ip", "netns", "list").CombinedOutput()

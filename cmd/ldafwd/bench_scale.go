@@ -147,7 +147,7 @@ func scaleRun(o *benchOptions, emit func(report.Bench)) error {
 					}
 					groups = append(groups, []*dataplane.Lane{ab, ba})
 				}
-				run, cpuRate, err := runWorkers(groups, cores[2-nq:], per)
+				run, cpuRate, err := runWorkers(groups, cores[2-nq:], per, true)
 				if err != nil {
 					return fmt.Errorf("scale-dpdk-null q%d: %w", nq, err)
 				}
@@ -195,10 +195,10 @@ func ratio(a, b float64) float64 {
 }
 
 // runWorkers runs one worker per lane group, group i pinned to cores[i]
-// and registered as an EAL lcore, all for d at once. It returns the
+// (and registered as an EAL lcore when eal is set), all for d at once. It returns the
 // frames over the longest wall time, and the aggregate rate dedicated
 // cores would give: Σ over workers of frames per thread-CPU second.
-func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneRun, float64, error) {
+func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration, eal bool) (laneRun, float64, error) {
 	type res struct {
 		cpu, wall time.Duration
 	}
@@ -211,8 +211,10 @@ func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneR
 		var c0 time.Duration
 		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g,
 			OnStart: func() error {
-				if _, err := dpdk.RegisterThread(-1); err != nil {
-					return err
+				if eal {
+					if _, err := dpdk.RegisterThread(-1); err != nil {
+						return err
+					}
 				}
 				c0, t0 = benchThreadCPU(), time.Now()
 				return nil
@@ -221,7 +223,9 @@ func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneR
 				mu.Lock()
 				rs[i] = res{benchThreadCPU() - c0, time.Since(t0)}
 				mu.Unlock()
-				dpdk.UnregisterThread()
+				if eal {
+					dpdk.UnregisterThread()
+				}
 			}})
 		if err != nil {
 			return laneRun{}, 0, err

@@ -123,7 +123,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.maxSkew, "max-clock-skew", time.Duration(control.DefaultMaxClockSkew), "how far the signed time of the frame that starts a peer's session may lie from our clock: older recordings of control frames cannot be replayed (docs/protocol.md)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port (empty: off)")
 	fs.IntSliceVar(&o.cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
-	fs.IntVar(&o.queues, "queues", 1, "queue pairs per port (1..64): one sender and one receiver lane and one worker per queue pair, --cores then one CPU per queue pair; dpdk: ports get that many queues with RSS, ring: steered in software (docs/protocol.md, \"Several lanes\")")
+	fs.IntVar(&o.queues, "queues", 1, "queue pairs per port (1..64): one sender and one receiver lane and one worker per queue pair, --cores then one CPU per queue pair; dpdk: ports get that many queues with RSS, afxdp: one socket on each of the interface's queues 0..N-1 (give the interface without @queue), ring: steered in software (docs/protocol.md, \"Several lanes\")")
 	fs.IntVar(&o.burst, "burst", 32, "frames per rx/tx burst (1..512)")
 	fs.IntVar(&o.copies, "control-copies", 1, "send every control frame (End marker, synopsis fragments) this many times (1..4): on a lossy segment an interval then fails only if every copy of a frame is lost; costs that many times the control traffic")
 	fs.IntVar(&o.mtu, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, maxPortFrame-14))

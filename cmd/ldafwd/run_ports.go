@@ -67,6 +67,23 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 		ps.a, ps.b = a, b
 	case "afxdp":
 		cfg := afxdp.Config{Burst: o.burst}
+		if o.queues > 1 {
+			// One socket per queue: port a's queues take indices
+			// 0..n-1, port b's n..2n-1.
+			a, err := openAFXDPQueues(o.portA, o.queues, cfg, log)
+			if err != nil {
+				return nil, fmt.Errorf("--port-a: %w", err)
+			}
+			cfg.Index = uint8(o.queues)
+			b, err := openAFXDPQueues(o.portB, o.queues, cfg, log)
+			if err != nil {
+				a.Close()
+				return nil, fmt.Errorf("--port-b: %w", err)
+			}
+			log.Info().Int("queues", o.queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+			ps.a, ps.b = a, b
+			break
+		}
 		cfg.Index = 0
 		a, err := openAFXDP(o.portA, cfg, log)
 		if err != nil {
@@ -125,6 +142,18 @@ func openAFXDP(spec string, cfg afxdp.Config, log zerolog.Logger) (*afxdp.Port, 
 	deadline := time.Now().Add(afxdpBusyWait)
 	for {
 		p, err := afxdp.Open(spec, cfg)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return p, err
+		}
+		log.Warn().Str("port", spec).Err(err).Msg("queue busy (a previous socket is still being released?): retrying")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func openAFXDPQueues(spec string, n int, cfg afxdp.Config, log zerolog.Logger) (*afxdp.Queues, error) {
+	deadline := time.Now().Add(afxdpBusyWait)
+	for {
+		p, err := afxdp.OpenQueues(spec, n, cfg)
 		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return p, err
 		}

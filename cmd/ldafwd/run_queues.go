@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/afxdp"
 	"github.com/ldafwd/ldafwd/dpdk"
 )
 
@@ -20,9 +21,10 @@ func checkQueues(o *runOptions) error {
 	if o.forwardOnly {
 		return fmt.Errorf("--queues %d: --forward-only runs one queue pair", o.queues)
 	}
-	kind, _, _ := strings.Cut(o.portA, ":")
-	if kind == "afxdp" {
-		return fmt.Errorf("--queues %d: afxdp ports have one queue each here (one socket per queue and XDP steering are not built)", o.queues)
+	for _, s := range []string{o.portA, o.portB} {
+		if kind, _, _ := strings.Cut(s, ":"); kind == "afxdp" && strings.Contains(s, "@") {
+			return fmt.Errorf("--queues %d: afxdp port %q names a queue: give the interface only, its queues 0..%d are opened", o.queues, s, o.queues-1)
+		}
 	}
 	if len(o.cores) != 0 && len(o.cores) != o.queues {
 		return fmt.Errorf("--cores %v: with --queues %d, none or one CPU per queue pair", o.cores, o.queues)
@@ -37,12 +39,19 @@ func checkQueues(o *runOptions) error {
 
 // queues returns the n queues of each port (nil with n = 1) and what
 // stops the software steering of ring ports. DPDK ports were opened with
-// n queues, RSS with the fixed key; ring ports are split by
-// dataplane.SoftQueues.
+// n queues, RSS with the fixed key; afxdp ports are one socket per queue
+// (afxdp.Queues); ring ports are split by dataplane.SoftQueues.
 func (ps *portSet) queues(n int) (qa, qb []dataplane.Port, stop func(), err error) {
 	stop = func() {}
 	if n == 1 {
 		return nil, nil, stop, nil
+	}
+	if a, ok := ps.a.(*afxdp.Queues); ok {
+		b := ps.b.(*afxdp.Queues)
+		for i := 0; i < n; i++ {
+			qa, qb = append(qa, a.Queue(i)), append(qb, b.Queue(i))
+		}
+		return qa, qb, stop, nil
 	}
 	if ps.dpdk {
 		a, b := ps.a.(*dpdk.Port), ps.b.(*dpdk.Port)
