@@ -527,6 +527,8 @@ func (e *ldsEstimator) meanBound(w float64, ownLo uint64, rates []float64) (floa
 		takesAll := rates[row] >= 1
 		c := n
 		if takesAll {
+			// Every packet of the flow adds its weight w (its class's), as
+			// the count estimates above assume too.
 			own := uint64(math.Min(w*float64(ownLo), math.MaxUint64/2))
 			x := uint64(0)
 			if e.rowR[row] > own {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -500,9 +501,17 @@ func TestLDSScenarios(t *testing.T) {
 		tot.heavy += r.heavy
 		tot.heavyValid += r.heavyValid
 		tot.exact += r.exact
+		tot.heavyCI = append(tot.heavyCI, r.heavyCI...)
 	}
-	t.Logf("collision scenarios: %d flow lines, %d valid (%d outside MeanCINs; %d with bound 0, all exact), heavy flows valid %d of %d",
-		tot.lines, tot.valid, tot.misses, tot.exact, tot.heavyValid, tot.heavy)
+	slices.Sort(tot.heavyCI)
+	q := func(p float64) float64 {
+		if len(tot.heavyCI) == 0 {
+			return math.NaN()
+		}
+		return 100 * tot.heavyCI[int(p*float64(len(tot.heavyCI)-1))]
+	}
+	t.Logf("collision scenarios: %d flow lines, %d valid (%d outside MeanCINs; %d with bound 0), heavy flows valid %d of %d, their MeanCINs / true mean: median %.1f %%, 90th percentile %.1f %%",
+		tot.lines, tot.valid, tot.misses, tot.exact, tot.heavyValid, tot.heavy, q(0.5), q(0.9))
 	if allow := scAllowedMisses(tot.valid, 0.98); tot.misses > allow {
 		t.Errorf("collision scenarios: %d of %d valid flow lines miss the true mean by more than MeanCINs (allowed %d)", tot.misses, tot.valid, allow)
 	}
@@ -511,7 +520,10 @@ func TestLDSScenarios(t *testing.T) {
 	}
 }
 
-type ldsCollisionResult struct{ lines, valid, misses, heavy, heavyValid, exact int }
+type ldsCollisionResult struct {
+	lines, valid, misses, heavy, heavyValid, exact int
+	heavyCI                                        []float64 // MeanCINs / true mean of valid heavy flows
+}
 
 // ldsCollisionScenario is one interval built to defeat a per-flow mean:
 // many light flows and a few heavy ones crammed into a small sketch so
@@ -608,10 +620,11 @@ func ldsCollisionScenario(t *testing.T, seed uint64) ldsCollisionResult {
 			continue
 		}
 		res.valid++
+		mean := x.sum / float64(x.recv)
 		if x.heavy {
 			res.heavyValid++
+			res.heavyCI = append(res.heavyCI, f.MeanCINs/mean)
 		}
-		mean := x.sum / float64(x.recv)
 		if !bounded && f.MeanCINs != 0 {
 			t.Errorf("seed %d flow %x: valid without a delay range, yet MeanCINs %.1f", seed, f.FlowHash, f.MeanCINs)
 		}
