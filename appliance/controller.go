@@ -725,6 +725,13 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
+	// What other flows' packets in a flow's cells (and, with k > 1 or
+	// sampled rows, a partial sample of its own) can move its mean is
+	// bounded by the delay range the compact encoding is configured for
+	// (--min-delay/--max-delay): the LDA's sums already rely on it, and a
+	// bucket whose mean leaves it makes the interval invalid.
+	bd := a.cfg.Bounds
+	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: bd.MinDelayNs, MaxDelayNs: bd.MaxDelayNs, Conf: a.cfg.Conf})
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))

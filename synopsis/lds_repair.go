@@ -89,7 +89,9 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 		c[1]++
 		perFlow[p.FlowHash] = c
 	}
-	fixed, err := EstimateLDSFlows(rs, rr)
+	// The receiver's flow table counted the extras taken out: they no
+	// longer count as the flow's packets in its cells.
+	fixed, err := estimateLDSFlows(rs, rr, func(h uint64) uint64 { return uint64(perFlow[h][1]) })
 	if err != nil {
 		return nil, err
 	}
