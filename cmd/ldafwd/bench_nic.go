@@ -38,7 +38,7 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/afxdp"
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
+	"github.com/ldafwd/ldafwd/dataplane/netns"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -265,7 +265,7 @@ func newVethBench() (*vethBench, error) {
 	for _, i := range []string{v.A, v.B} {
 		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+i+"/disable_ipv6", []byte("1"), 0)
 	}
-	_ = nettest.InNetns(v.NS, func() error {
+	_ = netns.InNetns(v.NS, func() error {
 		for _, i := range []string{v.Gen, v.Sink} {
 			_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+i+"/disable_ipv6", []byte("1"), 0)
 		}
@@ -298,7 +298,7 @@ func (v *vethBench) attachDrop() error {
 		return fmt.Errorf("load XDP drop program: %w", err)
 	}
 	defer prog.Close() // the link holds its own reference
-	return nettest.InNetns(v.NS, func() error {
+	return netns.InNetns(v.NS, func() error {
 		ifi, err := net.InterfaceByName(v.Sink)
 		if err != nil {
 			return err
@@ -314,7 +314,7 @@ func (v *vethBench) attachDrop() error {
 // sweepBenchNetns deletes ldafwd-bench-<pid> namespaces (and with them
 // their veth pairs) whose process no longer exists: what a killed bench
 // run leaves behind.
-func sweepBenchNetns() { nettest.SweepNetns("ldafwd-bench-") }
+func sweepBenchNetns() { netns.SweepNetns("ldafwd-bench-") }
 
 // Delete removes the namespace (and with it both pairs); safe to repeat.
 func (v *vethBench) Delete() {
@@ -351,7 +351,7 @@ type afxdpGen struct {
 
 func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 	var port *afxdp.Port
-	if err := nettest.InNetns(v.NS, func() (err error) {
+	if err := netns.InNetns(v.NS, func() (err error) {
 		port, err = afxdp.Open("afxdp:"+v.Gen, afxdp.Config{Index: 9, RingSize: 2048})
 		return err
 	}); err != nil {
@@ -361,7 +361,7 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 	src := net.HardwareAddr{0x02, 0, 0, 0, 0, 0xa}
 	frames := make([][]byte, 256)
 	for i := range frames {
-		frames[i] = nettest.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
+		frames[i] = netns.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
 	}
 	g := &afxdpGen{done: make(chan error, 1)}
 	go func() {
