@@ -1,4 +1,4 @@
-package main
+package suites
 
 // Real-port forwarding suites of `ldafwd bench`: our lanes on
 // DPDK and AF_XDP ports against dpdk-testpmd on the same devices and the
@@ -44,7 +44,7 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-func init() { registerBench("forward-afxdp", benchForwardAFXDP) }
+func init() { register("forward-afxdp", benchForwardAFXDP) }
 
 // errNeedRoot is what a real-port suite says when it cannot run.
 var errNeedRoot = errors.New("needs root (EAL, network namespaces, XDP programs); run `sudo ldafwd bench`")
@@ -65,8 +65,8 @@ func nicCores() (main, fwd int, err error) {
 // nicRunTime is one round's forwarding time: --duration split over the
 // rounds like forward-ring, but at least 1 s, so that testpmd's
 // forwarding-thread CPU time (read from /proc in 10 ms ticks) is within 1 %.
-func nicRunTime(o *benchOptions) time.Duration {
-	return max(o.duration/time.Duration(o.rounds), time.Second)
+func nicRunTime(o *Options) time.Duration {
+	return max(o.Duration/time.Duration(o.Rounds), time.Second)
 }
 
 // benchLane is one direction of a bump in the wire for the suites: a
@@ -405,7 +405,7 @@ func (g *afxdpGen) Stop() error { g.stop.Store(true); return <-g.done }
 // copy mode (what veth offers), so the rate is bounded by the kernel's
 // copy paths and the generator; the records give the offered rate next to
 // the forwarded one.
-func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
+func benchForwardAFXDP(o *Options, emit func(report.Bench)) error {
 	mainCore, fwd, err := nicCores()
 	if err != nil {
 		return err
@@ -424,7 +424,7 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	var ours, off, pmd nicSamples
 	var offOurs, offOff, offPMD, dropped, droppedOff []float64
 	leftXDP := false
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		// testpmd first: net_af_xdp attaches its own XDP program to A and B.
 		s0, t0 := g.sent.Load(), time.Now()
 		res, err := runTestpmdBusy(bench.TestpmdConfig{
@@ -528,7 +528,7 @@ func forwardAFXDPOnce(v *vethBench, g *afxdpGen, core int, d time.Duration, lda 
 	return run, float64(s1-s0) / run.wall.Seconds() / 1e6, nil
 }
 
-func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
+func init() { register("forward-dpdk-null", benchForwardDPDKNull) }
 
 // benchForwardDPDKNull is the DPDK forwarding cost: two lanes (one per
 // direction) forwarding between two net_null vdevs (copy=1: rx copies a
@@ -548,7 +548,7 @@ func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
 // would pin this thread; the first CPU is) and cleaned up when the suite
 // ends, so the suite runs once per ldafwd process. Hugepages are used
 // when free (HugePages_Free), by testpmd as by us.
-func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
+func benchForwardDPDKNull(o *Options, emit func(report.Bench)) error {
 	if !dpdk.Built {
 		return fmt.Errorf("this ldafwd was built without DPDK (make build adds -tags dpdk when libdpdk-dev is installed): %w", dpdk.ErrNotBuilt)
 	}
@@ -576,7 +576,7 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 	per := nicRunTime(o)
 	var pmd, raw, direct, off, lda nicSamples
 	var recorded []float64
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
 			Vdevs:    []string{"net_null0,copy=1", "net_null1,copy=1"},
 			MainCore: mainCore, FwdCore: fwd, ForwardMode: "macswap", Duration: per})
