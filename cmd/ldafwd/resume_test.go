@@ -108,29 +108,3 @@ func TestLastReported(t *testing.T) {
 		t.Errorf("the other interval length is not logged:\n%s", log.String())
 	}
 }
-
-// TestReportFileEndsTornLine: a report file left with a partial last line
-// gets a newline before the first new line, so the new lines read.
-func TestReportFileEndsTornLine(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "r.jsonl")
-	os.WriteFile(p, []byte(ivLine(1, "a>b")+`{"type":"inter`), 0o644)
-	f, err := openLineFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write([]byte(ivLine(2, "a>b"))); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	b, _ := os.ReadFile(p)
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) != 3 || lines[1] != `{"type":"inter` || lines[2]+"\n" != ivLine(2, "a>b") {
-		t.Fatalf("file:\n%s", b)
-	}
-	// A file that ends with a newline is left as it is.
-	f, _ = openLineFile(p)
-	f.Close()
-	if c, _ := os.ReadFile(p); !bytes.Equal(c, b) {
-		t.Errorf("reopening changed the file:\n%s", c)
-	}
-}
