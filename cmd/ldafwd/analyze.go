@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -216,7 +217,7 @@ func intervalTableRow(r *report.Interval, truth bool) string {
 	noDelay := !r.Valid || r.Samples == 0
 	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
 		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
+		service.USCell(r.MeanNs, noDelay), service.USCell(r.MeanCINs, noDelay), service.USCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
 	if truth && r.TrueMeanNs != nil {
 		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
@@ -92,7 +93,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err := out.validate(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
-	if err := checkSegmentName(segmentName); err != nil {
+	if err := service.CheckSegmentName(segmentName); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	switch {
@@ -228,7 +229,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 			}
 			if table {
 				fmt.Fprintln(stdout, demoRow(r))
-				for _, row := range microburstRows(r) {
+				for _, row := range service.MicroburstRows(r) {
 					fmt.Fprintln(stdout, row)
 				}
 			}
@@ -356,17 +357,6 @@ func delayCell(v float64, none bool, width int) string {
 	return fmt.Sprintf("%*.2f", width, v/1e3)
 }
 
-// startCell is the interval column of the tables: its start as a UTC
-// time of day (the JSON line has the interval number and start_ns), or
-// "#" and the interval number when the line has no start (a failure
-// reported before the interval's span was known).
-func startCell(startNs, interval int64) string {
-	if startNs <= 0 {
-		return fmt.Sprintf("#%d", interval)
-	}
-	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
-}
-
 func demoRow(r *report.Interval) string {
 	tru := func(p *float64) string {
 		if p == nil {
@@ -399,6 +389,6 @@ func demoRow(r *report.Interval) string {
 		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
 	}
 	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
-		startCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
+		service.StartCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
 		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -83,15 +83,15 @@ func TestLastReported(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
 	l := zerolog.New(&log)
-	if got := lastReported(filepath.Join(dir, "none"), 100*time.Millisecond, l); got != nil {
+	if got := LastReported(filepath.Join(dir, "none"), 100*time.Millisecond, l); got != nil {
 		t.Errorf("missing file: %v", got)
 	}
-	if got := lastReported(os.DevNull, 100*time.Millisecond, l); got != nil {
+	if got := LastReported(os.DevNull, 100*time.Millisecond, l); got != nil {
 		t.Errorf("%s: %v", os.DevNull, got)
 	}
 	p := filepath.Join(dir, "r.jsonl")
 	os.WriteFile(p, []byte("not ours\n"+ivLine(41, "a>b")+ivLine(42, "a>b")[:30]), 0o644)
-	got := lastReported(p, 100*time.Millisecond, l)
+	got := LastReported(p, 100*time.Millisecond, l)
 	if got["a>b"] != 41 || len(got) != 1 {
 		t.Errorf("got %v, want a>b 41", got)
 	}
@@ -101,7 +101,7 @@ func TestLastReported(t *testing.T) {
 		}
 	}
 	log.Reset()
-	if got := lastReported(p, time.Second, l); len(got) != 0 {
+	if got := LastReported(p, time.Second, l); len(got) != 0 {
 		t.Errorf("another interval length: %v", got)
 	}
 	if !strings.Contains(log.String(), "another --interval") {

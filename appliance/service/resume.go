@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -96,13 +96,13 @@ func configInterval(config string) (time.Duration, bool) {
 	return 0, false
 }
 
-// lastReported reads back what an earlier run last reported to path: the
+// LastReported reads back what an earlier run last reported to path: the
 // last interval per direction, for the restarted receiver to report the
 // intervals it missed (appliance.Config.LastReported). A missing or empty
 // file, one that is not a regular file, or one that holds no interval
 // line of ours gives nothing; no content makes run fail — what cannot be
 // used is logged and skipped.
-func lastReported(path string, interval time.Duration, log zerolog.Logger) map[string]uint64 {
+func LastReported(path string, interval time.Duration, log zerolog.Logger) map[string]uint64 {
 	if path == "" {
 		return nil
 	}
