@@ -57,37 +57,11 @@ func (r *runOutput) interval(iv *report.Interval) {
 				"start (UTC)", "dir", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "valid")
 			r.header = true
 		}
-		fmt.Fprintln(r.table, runRow(iv))
-		for _, row := range MicroburstRows(iv) {
+		fmt.Fprintln(r.table, report.RunRow(iv))
+		for _, row := range report.MicroburstRows(iv) {
 			fmt.Fprintln(r.table, row)
 		}
 	}
-}
-
-// runRow is a table row of run: the interval's start as a time of day,
-// "-" where the JSON line has null, the LDS flow (up to 97 characters
-// for IPv6) after the fixed columns so that rows align, then the reason.
-func runRow(iv *report.Interval) string {
-	noDelay := !iv.Valid || iv.Samples == 0
-	ok, why := "yes", ""
-	if !iv.Valid {
-		ok, why = "no", ": "+iv.Reason
-	}
-	flow := ""
-	if iv.Flow != "" {
-		flow = " flow " + iv.Flow
-	}
-	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", StartCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
-		iv.Sent, iv.Received, iv.Lost, USCell(iv.MeanNs, noDelay), USCell(iv.MeanCINs, noDelay), USCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
-		iv.Samples, ok, flow, why)
-}
-
-// USCell is a delay in µs with 3 decimals, or "-" for none.
-func USCell(ns float64, none bool) string {
-	if none {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f", ns/1e3)
 }
 
 func (r *runOutput) setWatchdog(w *watchdog) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
-	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -89,7 +88,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	var tw *tabwriter.Writer
 	if o.out.format == "table" {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, intervalTableHeader(o.truth))
+		fmt.Fprintln(tw, report.AnalyzeHeader(o.truth))
 	}
 	var werr error
 	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
@@ -97,7 +96,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 			werr = err
 		}
 		if tw != nil {
-			fmt.Fprintln(tw, intervalTableRow(r, o.truth))
+			fmt.Fprintln(tw, report.AnalyzeRow(r, o.truth))
 			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
 				for _, m := range mbs {
 					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
@@ -193,33 +192,4 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 		}
 	}
 	return kinds, nil
-}
-
-func intervalTableHeader(truth bool) string {
-	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
-	if truth {
-		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
-	}
-	return h + "\t"
-}
-
-func intervalTableRow(r *report.Interval, truth bool) string {
-	valid := "yes"
-	if !r.Valid {
-		valid = "no: " + r.Reason
-	}
-	flow := r.Flow
-	if flow == "" {
-		flow = "-"
-	}
-	// Captures may be from any day: the start with its date. "-" where
-	// the JSON line has null.
-	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
-		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		service.USCell(r.MeanNs, noDelay), service.USCell(r.MeanCINs, noDelay), service.USCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
-	if truth && r.TrueMeanNs != nil {
-		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
-	}
-	return s + "\t"
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -228,8 +227,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 				repMu.Unlock()
 			}
 			if table {
-				fmt.Fprintln(stdout, demoRow(r))
-				for _, row := range service.MicroburstRows(r) {
+				fmt.Fprintln(stdout, report.DemoRow(r))
+				for _, row := range report.MicroburstRows(r) {
 					fmt.Fprintln(stdout, row)
 				}
 			}
@@ -346,49 +345,4 @@ func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copie
 		LinkLocalSent: sum.LinkLocalSent, LinkLocalConsumed: sum.Consumed, LinkLocalOriginated: sum.Injected,
 		UnmeasuredSender: sum.ExcludedSent, UnmeasuredReceiver: sum.ExcludedReceived,
 		ControlBytesPerInterval: sum.ControlBytesPerInt, Synopses: synopses, ControlCopies: copies}
-}
-
-// delayCell is a delay column of the tables: µs, or "-" where the JSON
-// line has null (no estimate: invalid, no sample).
-func delayCell(v float64, none bool, width int) string {
-	if none || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Sprintf("%*s", width, "-")
-	}
-	return fmt.Sprintf("%*.2f", width, v/1e3)
-}
-
-func demoRow(r *report.Interval) string {
-	tru := func(p *float64) string {
-		if p == nil {
-			return "     -"
-		}
-		return fmt.Sprintf("%8.2f", *p/1e3)
-	}
-	trueLost := "-"
-	if r.TrueLost != nil {
-		trueLost = fmt.Sprint(*r.TrueLost)
-	}
-	valid := "yes"
-	if !r.Valid {
-		valid = "no: " + r.Reason
-	}
-	noDelay := !r.Valid || r.Samples == 0
-	if r.Flow != "" {
-		// A flow of the LDS: indented under its interval; the flow's
-		// name (up to 97 characters for IPv6) after the fixed columns,
-		// so that IPv4 and IPv6 rows align.
-		ok, why := "yes", ""
-		if !r.Valid {
-			ok, why = "no", ": "+r.Reason
-		}
-		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
-			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
-	}
-	ci := "      " // no "±" without a mean
-	if !noDelay {
-		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
-	}
-	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
-		service.StartCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
-		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }
