@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
@@ -69,61 +68,12 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("analyze: %w", err)
 	}
-	snd, err := analyze.OpenCapture(o.sender)
-	if err != nil {
-		return fmt.Errorf("analyze: --sender: %w", err)
-	}
-	defer snd.Close()
-	rcv, err := analyze.OpenCapture(o.receiver)
-	if err != nil {
-		return fmt.Errorf("analyze: --receiver: %w", err)
-	}
-	defer rcv.Close()
-
-	w, closeReport, err := o.out.open(stdout)
-	if err != nil {
-		return err
-	}
-	defer closeReport()
-	var tw *tabwriter.Writer
+	var table io.Writer
 	if o.out.format == "table" {
-		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, report.AnalyzeHeader(o.truth))
+		table = stdout
 	}
-	var werr error
-	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
-		if err := w.Write(r); err != nil && werr == nil {
-			werr = err
-		}
-		if tw != nil {
-			fmt.Fprintln(tw, report.AnalyzeRow(r, o.truth))
-			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
-				for _, m := range mbs {
-					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
-						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
-				}
-			}
-		}
-	})
-	if tw != nil {
-		tw.Flush()
-	}
-	for _, warn := range st.Warnings {
-		fmt.Fprintln(stderr, "analyze: warning:", warn)
-	}
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	sum := analyze.NewSummary(st)
-	if err := w.Write(sum); err != nil && werr == nil {
-		werr = err
-	}
-	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control, %d link-local not measured), receiver %d frames (%d malformed, %d snapped, %d control, %d link-local not measured)\n",
-		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.SenderLinkLocal,
-		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
-	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
-		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
-	return werr
+	open := func() (*report.Writer, func() error, error) { return o.out.open(stdout) }
+	return analyze.RunFiles(o.sender, o.receiver, cfg, open, table, stderr)
 }
 
 func (o *analyzeOptions) build() (analyze.Config, error) {
