@@ -5,19 +5,13 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/model"
-	"github.com/ldafwd/ldafwd/report"
-	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 )
 
@@ -125,11 +119,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("demo: --mec: %w", err)
 	}
-	remarks, err := parseRemarks(remarkSpec)
+	remarks, err := dataplane.ParseRemarks(remarkSpec)
 	if err != nil {
 		return usageErrorf("demo: --remark: %w", err)
 	}
-	dscps, err := parseDSCPList(dscpSpec)
+	dscps, err := dataplane.ParseDSCPList(dscpSpec)
 	if err != nil {
 		return usageErrorf("demo: --dscp: %w", err)
 	}
@@ -181,168 +175,28 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeReport()
-	// The metrics see every line the report gets, as `run`'s do; the
-	// demo has no port, lane or control sources of its own to export.
-	m := metrics.New(segmentName, nil)
-	if metricsAddr != "" {
-		srv, err := m.Serve(metricsAddr)
-		if err != nil {
-			return fmt.Errorf("demo: --metrics-addr: %w", err)
-		}
-		defer srv.Close()
-		fmt.Fprintf(stderr, "ldafwd demo: serving /metrics and /healthz on %s\n", srv.Addr())
-	}
-	log := zerolog.Nop()
-	if verbose {
-		log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
-	}
-	table := out.format == "table"
-	if table {
-		// The delay as the user wrote it, and its mean in readable units
-		// (the canonical form is in ns: scale=39499.97749349529ns).
-		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %s, mean %v; loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
-			delaySpec, time.Duration(delay.Mean()).Round(10*time.Nanosecond), loss, reorder, interval, duration)
-		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "start (UTC)", "mec/syn", "sent", "received", "samples",
-			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
-	}
-	var repMu sync.Mutex
-	var repErr error // the first report line that could not be written
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies, Queues: queues,
+		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, Queues: queues,
 		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
 		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
-		Reports: func(r *report.Interval) {
-			r.Segment = segmentName
-			m.Observe(r)
-			if err := w.Write(r); err != nil {
-				repMu.Lock()
-				if repErr == nil {
-					repErr = err
-					fmt.Fprintf(stderr, "ldafwd demo: writing reports: %v\n", err)
-				}
-				repMu.Unlock()
-			}
-			if table {
-				fmt.Fprintln(stdout, report.DemoRow(r))
-				for _, row := range report.MicroburstRows(r) {
-					fmt.Fprintln(stdout, row)
-				}
-			}
-		},
 	}
 	if maxDelay > 0 {
 		cfg.Bounds = appliance.DemoBounds(maxDelay)
 	}
-	m.SetState(metrics.StateRunning)
-	sum, err := appliance.RunDemo(cfg)
-	m.SetState(metrics.StateStopped)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+	var table io.Writer
+	if out.format == "table" {
+		table = stdout
 	}
-	if err := w.Write(demoSummary(sum, conf, synopses, copies)); err != nil {
-		repMu.Lock()
-		if repErr == nil {
-			repErr = err
-		}
-		repMu.Unlock()
-	}
-
-	if table {
-		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
-			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
-		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
-			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
-		if sum.Duplicated+sum.Remarked+sum.LinkLocalSent+sum.Injected > 0 {
-			fmt.Fprintf(stdout, "inside the segment: %d duplicated, %d reordered, %d remarked; link-local: %d sent and %d consumed, %d originated; unmeasured by the appliances: %d at ldafwd#1, %d at ldafwd#2\n",
-				sum.Duplicated, sum.Reordered, sum.Remarked, sum.LinkLocalSent, sum.Consumed, sum.Injected, sum.ExcludedSent, sum.ExcludedReceived)
-		}
-		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval, every copy counted, carrying %s sent %d× (--control-copies) within --control-budget; the LDA alone: --synopsis lda\n",
-			sum.ControlBytesPerInt*8/1000, synopses, copies)
-	}
-	repMu.Lock()
-	defer repMu.Unlock()
-	if repErr != nil {
-		return fmt.Errorf("demo: writing reports: %w", repErr)
-	}
-	return nil
-}
-
-// parseRemarks parses --remark: FROM[>TO]:PROB, comma-separated; DSCPs
-// by number or name (be, cs0-cs7, af11-af43, ef, va).
-func parseRemarks(spec string) ([]dataplane.Remark, error) {
-	var out []dataplane.Remark
-	if strings.TrimSpace(spec) == "" {
-		return nil, nil
-	}
-	for _, item := range strings.Split(spec, ",") {
-		codes, p, ok := strings.Cut(strings.TrimSpace(item), ":")
-		if !ok {
-			return nil, fmt.Errorf("%q: want FROM[>TO]:PROB (e.g. cs2:0.05)", item)
-		}
-		from, to, _ := strings.Cut(codes, ">")
-		if to == "" {
-			to = "be"
-		}
-		f, err := dscpValue(from)
-		if err != nil {
-			return nil, err
-		}
-		t, err := dscpValue(to)
-		if err != nil {
-			return nil, err
-		}
-		prob, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || !(prob > 0 && prob <= 1) {
-			return nil, fmt.Errorf("%q: probability %q not in (0, 1]", item, p)
-		}
-		if f == t {
-			return nil, fmt.Errorf("%q: remarks a DSCP to itself", item)
-		}
-		out = append(out, dataplane.Remark{From: f, To: t, Prob: prob})
-	}
-	return out, nil
-}
-
-// parseDSCPList parses --dscp.
-func parseDSCPList(spec string) ([]uint8, error) {
-	var out []uint8
-	for _, s := range strings.Split(spec, ",") {
-		d, err := dscpValue(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// dscpValue reads a DSCP as the --mec syntax does (so the names agree).
-func dscpValue(s string) (uint8, error) {
-	r, err := classifier.ParseMEC("x=dscp:" + strings.TrimSpace(s))
-	if err != nil || len(r.DSCP) != 1 || r.DSCP[0].Lo != r.DSCP[0].Hi {
-		return 0, fmt.Errorf("bad DSCP %q (0-63 or be, cs0-cs7, af11-af43, ef, va)", s)
-	}
-	return uint8(r.DSCP[0].Lo), nil
+	return service.RunDemo(cfg, service.DemoOutput{W: w, Table: table, Stderr: stderr, SegmentName: segmentName,
+		MetricsAddr: metricsAddr, Verbose: verbose, DelaySpec: delaySpec, Synopses: synopses})
 }
 
 // demoKey makes a throw-away HMAC key: the demo authenticates its control
 // frames like a real deployment does, without a key file.
 func demoKey() ([]byte, error) {
 	return controlGenerateKey()
-}
-
-// demoSummary is the closing `"type":"demo_summary"` record: what the
-// table's last lines say, for scripts.
-func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copies int) *report.DemoSummary {
-	return &report.DemoSummary{Type: "demo_summary", Generated: sum.Generated, Delivered: sum.Sunk, SegmentLost: sum.ImpairLost,
-		ApplianceDropped: sum.ApplianceTxDropped, Intervals: sum.Intervals, IdleIntervals: sum.Idle, Valid: sum.Valid,
-		LossExact: sum.LossExact, MeanInBound: sum.MeanInBound, Confidence: conf,
-		Duplicated: sum.Duplicated, Reordered: sum.Reordered, Remarked: sum.Remarked,
-		LinkLocalSent: sum.LinkLocalSent, LinkLocalConsumed: sum.Consumed, LinkLocalOriginated: sum.Injected,
-		UnmeasuredSender: sum.ExcludedSent, UnmeasuredReceiver: sum.ExcludedReceived,
-		ControlBytesPerInterval: sum.ControlBytesPerInt, Synopses: synopses, ControlCopies: copies}
 }
