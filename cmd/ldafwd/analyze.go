@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -61,7 +62,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("analyze: unexpected arguments %q", fs.Args())
 	}
 	o.extra.ldsAuto = true
-	for _, n := range ldsFlagNames {
+	for _, n := range service.LDSFlagNames {
 		o.extra.ldsAuto = o.extra.ldsAuto && !fs.Changed(n)
 	}
 	cfg, err := o.build()
@@ -116,7 +117,7 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate"}
 	if kinds["lda"] {
 		cfg.UseLDA = true
-		if cfg.LDA, err = o.lda.config(); err != nil {
+		if cfg.LDA, err = o.lda.Config(); err != nil {
 			return cfg, err
 		}
 	}

@@ -135,7 +135,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if len(dscps) == 1 && dscps[0] == 0 {
 		dscps = nil
 	}
-	ldaCfg, err := lda.config()
+	ldaCfg, err := lda.Config()
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -152,7 +152,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if queues < 1 || queues > 64 {
 		return fmt.Errorf("demo: --queues %d: 1..64", queues)
 	}
-	if err := budget.parse(); err != nil {
+	if err := budget.Parse(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	if err := microbursts.validate(); err != nil {
@@ -162,7 +162,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
 	// Sized like `run`: the RDA and the LDS follow the traffic unless
 	// --rda-*/--lds-flows say otherwise.
-	syn, adapt, err := extra.synConfig(kinds, changed, ldaCfg)
+	syn, adapt, err := extra.SynConfig(kinds, changed, ldaCfg)
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -180,8 +180,8 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, Queues: queues,
-		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
-		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
+		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
+		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
 	}
 	if maxDelay > 0 {

@@ -124,7 +124,7 @@ func (o *runOptions) validate() error {
 	if err := o.cfg.ValidateWiring(); err != nil {
 		return err
 	}
-	lda, err := o.lda.config()
+	lda, err := o.lda.Config()
 	if err != nil {
 		return err
 	}
@@ -132,18 +132,18 @@ func (o *runOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	var adapt adaptive
-	if o.cfg.Syn, adapt, err = o.extra.synConfig(kinds, o.cfg.Changed, lda); err != nil {
+	var adapt service.Adaptive
+	if o.cfg.Syn, adapt, err = o.extra.SynConfig(kinds, o.cfg.Changed, lda); err != nil {
 		return err
 	}
-	o.cfg.AdaptLDA, o.cfg.AdaptRDA, o.cfg.AdaptLDS, o.cfg.RDAProblemRate = adapt.lda, adapt.rda, adapt.lds, adapt.problem
+	o.cfg.AdaptLDA, o.cfg.AdaptRDA, o.cfg.AdaptLDS, o.cfg.RDAProblemRate = adapt.LDA, adapt.RDA, adapt.LDS, adapt.Problem
 	if o.cfg.Top < 1 {
 		return fmt.Errorf("--top %d: must be ≥ 1", o.cfg.Top)
 	}
-	if err := o.budget.parse(); err != nil {
+	if err := o.budget.Parse(); err != nil {
 		return err
 	}
-	o.cfg.BudgetBytes, o.cfg.BudgetFraction = o.budget.bytes, o.budget.fraction
+	o.cfg.BudgetBytes, o.cfg.BudgetFraction = o.budget.Bytes, o.budget.Fraction
 	if err := o.microbursts.validate(); err != nil {
 		return err
 	}
