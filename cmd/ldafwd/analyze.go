@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -62,68 +62,19 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("analyze: unexpected arguments %q", fs.Args())
 	}
 	o.extra.ldsAuto = true
-	for _, n := range ldsFlagNames {
+	for _, n := range service.LDSFlagNames {
 		o.extra.ldsAuto = o.extra.ldsAuto && !fs.Changed(n)
 	}
 	cfg, err := o.build()
 	if err != nil {
 		return usageErrorf("analyze: %w", err)
 	}
-	snd, err := analyze.OpenCapture(o.sender)
-	if err != nil {
-		return fmt.Errorf("analyze: --sender: %w", err)
-	}
-	defer snd.Close()
-	rcv, err := analyze.OpenCapture(o.receiver)
-	if err != nil {
-		return fmt.Errorf("analyze: --receiver: %w", err)
-	}
-	defer rcv.Close()
-
-	w, closeReport, err := o.out.open(stdout)
-	if err != nil {
-		return err
-	}
-	defer closeReport()
-	var tw *tabwriter.Writer
+	var table io.Writer
 	if o.out.format == "table" {
-		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, intervalTableHeader(o.truth))
+		table = stdout
 	}
-	var werr error
-	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
-		if err := w.Write(r); err != nil && werr == nil {
-			werr = err
-		}
-		if tw != nil {
-			fmt.Fprintln(tw, intervalTableRow(r, o.truth))
-			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
-				for _, m := range mbs {
-					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
-						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
-				}
-			}
-		}
-	})
-	if tw != nil {
-		tw.Flush()
-	}
-	for _, warn := range st.Warnings {
-		fmt.Fprintln(stderr, "analyze: warning:", warn)
-	}
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	sum := analyze.NewSummary(st)
-	if err := w.Write(sum); err != nil && werr == nil {
-		werr = err
-	}
-	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control, %d link-local not measured), receiver %d frames (%d malformed, %d snapped, %d control, %d link-local not measured)\n",
-		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.SenderLinkLocal,
-		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
-	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
-		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
-	return werr
+	open := func() (*report.Writer, func() error, error) { return o.out.open(stdout) }
+	return analyze.RunFiles(o.sender, o.receiver, cfg, open, table, stderr)
 }
 
 func (o *analyzeOptions) build() (analyze.Config, error) {
@@ -166,7 +117,7 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate"}
 	if kinds["lda"] {
 		cfg.UseLDA = true
-		if cfg.LDA, err = o.lda.config(); err != nil {
+		if cfg.LDA, err = o.lda.Config(); err != nil {
 			return cfg, err
 		}
 	}
@@ -192,33 +143,4 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 		}
 	}
 	return kinds, nil
-}
-
-func intervalTableHeader(truth bool) string {
-	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
-	if truth {
-		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
-	}
-	return h + "\t"
-}
-
-func intervalTableRow(r *report.Interval, truth bool) string {
-	valid := "yes"
-	if !r.Valid {
-		valid = "no: " + r.Reason
-	}
-	flow := r.Flow
-	if flow == "" {
-		flow = "-"
-	}
-	// Captures may be from any day: the start with its date. "-" where
-	// the JSON line has null.
-	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
-		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
-	if truth && r.TrueMeanNs != nil {
-		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
-	}
-	return s + "\t"
 }

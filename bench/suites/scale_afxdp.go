@@ -1,4 +1,4 @@
-package main
+package suites
 
 import (
 	"fmt"
@@ -28,12 +28,12 @@ import (
 // queue count (a veth's queue count is fixed at creation); the generator
 // (one thread on the first CPU, frames on the queue SteerQueue gives)
 // runs through the whole suite of that queue count.
-func init() { registerBench("scale-afxdp", benchScaleAFXDP) }
+func init() { register("scale-afxdp", benchScaleAFXDP) }
 
 // noTestpmdQ2 is why the 2-queue records have no testpmd baseline.
 const noTestpmdQ2 = "none: DPDK 22.11's net_af_xdp sizes its queues by the interface's combined channels (ETHTOOL_GCHANNELS), which veth does not report, so it takes one queue of a veth ('Specified queue count 2 is larger than combined queue count 1')"
 
-func benchScaleAFXDP(o *benchOptions, emit func(report.Bench)) error {
+func benchScaleAFXDP(o *Options, emit func(report.Bench)) error {
 	if runtime.NumCPU() < 2 {
 		return fmt.Errorf("needs two CPUs, this machine has %d", runtime.NumCPU())
 	}
@@ -77,9 +77,9 @@ func benchScaleAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	return nil
 }
 
-// scaleAFXDPQueues runs o.rounds rounds of testpmd, ours off and ours
+// scaleAFXDPQueues runs o.Rounds rounds of testpmd, ours off and ours
 // with the LDA on fresh nq-queue veth pairs.
-func scaleAFXDPQueues(o *benchOptions, nq int, cores []int, per time.Duration, pmd, off, lda *nicSamples, offered *[]float64) error {
+func scaleAFXDPQueues(o *Options, nq int, cores []int, per time.Duration, pmd, off, lda *nicSamples, offered *[]float64) error {
 	v, err := newVethBench(nq)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func scaleAFXDPQueues(o *benchOptions, nq int, cores []int, per time.Duration, p
 	}
 	defer func() { _ = g.Stop() }()
 	qc := strconv.Itoa(nq)
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		if nq == 1 { // no testpmd baseline with 2 queues: noTestpmdQ2
 			cfg := bench.TestpmdConfig{
 				Vdevs: []string{

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -11,28 +11,28 @@ import (
 )
 
 // checkQueues validates --queues against the ports and --cores.
-func checkQueues(o *runOptions) error {
-	if o.queues < 1 || o.queues > 64 {
-		return fmt.Errorf("--queues %d: 1..64", o.queues)
+func checkQueues(o *Config) error {
+	if o.Queues < 1 || o.Queues > 64 {
+		return fmt.Errorf("--queues %d: 1..64", o.Queues)
 	}
-	if o.queues == 1 {
+	if o.Queues == 1 {
 		return nil
 	}
-	if o.forwardOnly {
-		return fmt.Errorf("--queues %d: --forward-only runs one queue pair", o.queues)
+	if o.ForwardOnly {
+		return fmt.Errorf("--queues %d: --forward-only runs one queue pair", o.Queues)
 	}
-	for _, s := range []string{o.portA, o.portB} {
+	for _, s := range []string{o.PortA, o.PortB} {
 		if kind, _, _ := strings.Cut(s, ":"); kind == "afxdp" && strings.Contains(s, "@") {
-			return fmt.Errorf("--queues %d: afxdp port %q names a queue: give the interface only, its queues 0..%d are opened", o.queues, s, o.queues-1)
+			return fmt.Errorf("--queues %d: afxdp port %q names a queue: give the interface only, its queues 0..%d are opened", o.Queues, s, o.Queues-1)
 		}
 	}
-	if len(o.cores) != 0 && len(o.cores) != o.queues {
-		return fmt.Errorf("--cores %v: with --queues %d, none or one CPU per queue pair", o.cores, o.queues)
+	if len(o.Cores) != 0 && len(o.Cores) != o.Queues {
+		return fmt.Errorf("--cores %v: with --queues %d, none or one CPU per queue pair", o.Cores, o.Queues)
 	}
-	seen := slices.Clone(o.cores)
+	seen := slices.Clone(o.Cores)
 	slices.Sort(seen)
-	if len(slices.Compact(seen)) != len(o.cores) {
-		return fmt.Errorf("--cores %v: one CPU per queue pair, each its own", o.cores)
+	if len(slices.Compact(seen)) != len(o.Cores) {
+		return fmt.Errorf("--cores %v: one CPU per queue pair, each its own", o.Cores)
 	}
 	return nil
 }
