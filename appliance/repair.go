@@ -198,7 +198,7 @@ func (c *controller) answer(x *control.Exchange) {
 			Msg("timestamp request refused: not our session, or the interval's timestamps are no longer kept")
 		return
 	}
-	ids, err := synopsis.ParseTimestampRequest(x.Body)
+	ids, version, err := synopsis.ParseTimestampRequestVersion(x.Body)
 	if err != nil {
 		c.rc.refused.Add(1)
 		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
@@ -211,7 +211,7 @@ func (c *controller) answer(x *control.Exchange) {
 		// cache (RDAStats.Ambiguous): those cells stay out of the mean.
 		cache = nil
 	}
-	body := cache.AppendReply(nil, ids)
+	body := cache.AppendReplyVersion(nil, ids, version)
 	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
 	if err != nil {
 		c.rc.refused.Add(1)
@@ -309,8 +309,10 @@ func (c *controller) onReply(x *control.Exchange) bool {
 		return false
 	}
 	ts := make([]uint64, len(rp.ids))
+	fh := make([]uint64, len(rp.ids))
 	ok := make([]bool, len(rp.ids))
-	if err := synopsis.ParseReply(x.Body, rp.ids, ts, ok); err != nil {
+	flows, err := synopsis.ParseReplyFlows(x.Body, rp.ids, ts, fh, ok)
+	if err != nil {
 		c.rc.bad.Add(1)
 		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
 		return false
@@ -336,6 +338,7 @@ func (c *controller) onReply(x *control.Exchange) bool {
 	if status == "complete" {
 		c.noteRepairTimes(rp, ts, ok)
 	}
+	c.ldsLost(rp, ts, fh, ok, flows)
 	c.finishRepair(rp, x, found, x.Frames, status)
 	delete(c.repairs, key)
 	return true
