@@ -120,6 +120,8 @@ func tsWireBad() map[string][]byte {
 		"reply v2 as v1":      append([]byte{'A', 1}, rep[2:]...),
 		"reply v1 as v2":      append([]byte{'A', 2}, rep1[2:]...),
 		"reply v2 cut flow":   rep[:len(rep)-3],
+		"reply flags":         append([]byte{'A', 2, 3}, rep[3:]...),
+		"reply no flags":      {'A', 2},
 		"request huge count":  {'Q', 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"request truncated":   req[:len(req)-1],
 		"request trailing":    append(bytes.Clone(req), 0),
@@ -182,13 +184,15 @@ func FuzzTimestampWire(f *testing.F) {
 			}
 			return
 		}
-		if flows != (b[1] == 2) {
+		if flows != (b[1] == 2 && b[2] == 1) {
 			t.Fatalf("version %d reply: flows %v", b[1], flows)
 		}
 		// A cache holding what the reply says answers the same, flows
 		// included.
 		fc, _ := NewTSCache(TSCacheMinBudget)
-		fc.TrackFlows()
+		if flows {
+			fc.TrackFlows()
+		}
 		for i, id := range ids {
 			if ok[i] {
 				fc.InsertFlow(id, fh[i], ts[i])
@@ -242,14 +246,19 @@ func TestTimestampWireGolden(t *testing.T) {
 	c.InsertFlow(1<<63, 0, 1300)
 	c.InsertFlow(0, 9, 1200)
 	ids := []uint64{1, 2, 0, 1 << 63}
+	plain, _ := NewTSCache(TSCacheMinBudget) // no LDS: no flows
+	plain.Insert(1, 1000)
+	plain.Insert(1<<63, 1300)
+	plain.Insert(0, 1200)
 	for name, tc := range map[string]struct {
 		b    []byte
 		want string
 	}{
-		"request v1": {AppendTimestampRequestVersion(nil, ids, 1), "5101040100000000000000020000000000000000000000000000000000000000000080"},
-		"request v2": {AppendTimestampRequest(nil, ids), "5102040100000000000000020000000000000000000000000000000000000000000080"},
-		"reply v1":   {c.AppendReplyVersion(nil, ids, 1), "41010432944c63376736b9e8030000000000000100c901ad02"},
-		"reply v2":   {c.AppendReply(nil, ids), "41020432944c63376736b9e80300000000000001887766554433221100c9010900000000000000ad020000000000000000"},
+		"request v1":         {AppendTimestampRequestVersion(nil, ids, 1), "5101040100000000000000020000000000000000000000000000000000000000000080"},
+		"request v2":         {AppendTimestampRequest(nil, ids), "5102040100000000000000020000000000000000000000000000000000000000000080"},
+		"reply v1":           {c.AppendReplyVersion(nil, ids, 1), "41010432944c63376736b9e8030000000000000100c901ad02"},
+		"reply v2":           {c.AppendReply(nil, ids), "4102010432944c63376736b9e80300000000000001887766554433221100c9010900000000000000ad020000000000000000"},
+		"reply v2, no flows": {plain.AppendReply(nil, ids), "4102000432944c63376736b9e8030000000000000100c901ad02"},
 	} {
 		if got := hex.EncodeToString(tc.b); got != tc.want {
 			t.Errorf("%s: %s, want %s", name, got, tc.want)

@@ -390,25 +390,27 @@ func (c *TSCache) Merge(o *TSCache) {
 // answers from its cache with a reply. Both are versioned and compact:
 //
 //	request: 'Q' ver | uvarint count | count × id (uint64 LE)
-//	reply:   'A' ver | uvarint count | check (uint64 LE) | base (uint64 LE) |
-//	         count × entry
-//	entry, version 1: uvarint v
-//	entry, version 2: uvarint v [| flow (uint64 LE), only when v ≠ 0]
+//	reply:   'A' ver | [flags, version 2 only] | uvarint count |
+//	         check (uint64 LE) | base (uint64 LE) | count × entry
+//	entry:   uvarint v [| flow (uint64 LE): flags bit 0 set and v ≠ 0]
 //	         v = 0: not cached, else ts = base + v − 1
 //
 // The reply lists timestamps in the order of the request (the ids are not
 // repeated); check, the XOR of Remix(id, SaltSampling) over the requested
 // ids, binds it to its request. base is the smallest timestamp sent, so v
-// is a few bytes (delays within one interval). Version 2 adds each cached
-// packet's flow hash (0: the packet had no flow, or the sender's cache
-// does not track flows), so the receiver can take the lost packet out of
-// the sender's LDS too (LDSPacket; its weight is its class's). A request
+// is a few bytes (delays within one interval). Version 2 has a flags byte
+// (bit 0: flows; other bits zero): with it set, each cached packet's flow
+// hash follows its v (0: the packet had no flow), so the receiver can take
+// the lost packet out of the sender's LDS too (LDSPacket; its weight is
+// its class's). A sender whose cache does not track flows (no LDS) leaves
+// the bit clear and pays nothing for them. A request
 // says which reply version its sender reads: the reply takes the
 // request's version, so an end that only knows version 1 still gets
 // replies it reads.
 const (
 	tsRequestMagic = 'Q'
 	tsReplyMagic   = 'A'
+	tsReplyFlows   = 1 // version 2 reply flag: flow hashes follow the timestamps
 	// TSWireVersion is the version this package writes by default; it
 	// reads 1 and 2.
 	TSWireVersion = 2
@@ -493,6 +495,14 @@ func (c *TSCache) AppendReplyVersion(dst []byte, ids []uint64, version uint8) []
 		base = 0
 	}
 	dst = append(dst, tsReplyMagic, version)
+	flows := version >= 2 && c.TracksFlows()
+	if version >= 2 {
+		flag := byte(0)
+		if flows {
+			flag = tsReplyFlows
+		}
+		dst = append(dst, flag)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(ids)))
 	dst = binary.LittleEndian.AppendUint64(dst, tsCheck(ids))
 	dst = binary.LittleEndian.AppendUint64(dst, base)
@@ -502,7 +512,7 @@ func (c *TSCache) AppendReplyVersion(dst []byte, ids []uint64, version uint8) []
 			v, fh = ts-base+1, f
 		}
 		dst = binary.AppendUvarint(dst, v)
-		if version >= 2 && v != 0 {
+		if flows && v != 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, fh)
 		}
 	}
@@ -517,8 +527,8 @@ func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
 }
 
 // ParseReplyFlows is ParseReply that also decodes the flow hashes of a
-// version 2 reply into flows (when not nil, len(ids) at least); flows
-// says whether the reply carried them (version 2).
+// version 2 reply into fh (when not nil, len(ids) at least; zeros when the
+// reply has none); flows says whether the reply carried them.
 func ParseReplyFlows(b []byte, ids []uint64, ts, fh []uint64, ok []bool) (flows bool, err error) {
 	if len(ts) < len(ids) || len(ok) < len(ids) || fh != nil && len(fh) < len(ids) {
 		return false, fmt.Errorf("%w: timestamp reply: output slices shorter than the request", ErrBadConfig)
@@ -528,6 +538,12 @@ func ParseReplyFlows(b []byte, ids []uint64, ts, fh []uint64, ok []bool) (flows 
 	}
 	version := b[1]
 	b = b[2:]
+	if version >= 2 {
+		if len(b) < 1 || b[0]&^tsReplyFlows != 0 {
+			return false, fmt.Errorf("%w: timestamp reply: bad flags", ErrBadEncoding)
+		}
+		flows, b = b[0]&tsReplyFlows != 0, b[1:]
+	}
 	cnt, k := minimalUvarint(b)
 	if k <= 0 || cnt != uint64(len(ids)) {
 		return false, fmt.Errorf("%w: timestamp reply: count does not match the request", ErrBadEncoding)
@@ -549,7 +565,7 @@ func ParseReplyFlows(b []byte, ids []uint64, ts, fh []uint64, ok []bool) (flows 
 		b = b[k:]
 		ts[i], ok[i] = base+v-1, v != 0
 		var f uint64
-		if version >= 2 && v != 0 {
+		if flows && v != 0 {
 			if len(b) < 8 {
 				return false, fmt.Errorf("%w: timestamp reply: truncated flow at entry %d", ErrBadEncoding, i)
 			}
@@ -562,7 +578,7 @@ func ParseReplyFlows(b []byte, ids []uint64, ts, fh []uint64, ok []bool) (flows 
 	if len(b) != 0 {
 		return false, fmt.Errorf("%w: timestamp reply: %d trailing bytes", ErrBadEncoding, len(b))
 	}
-	return version >= 2, nil
+	return flows, nil
 }
 
 // minimalUvarint is binary.Uvarint that also refuses non-minimal
