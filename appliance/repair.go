@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -143,11 +144,12 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			continue
 		}
 		var spare *synopsis.TSCache
+		room := c.cacheRoom(old.Offered(), set)
 		if n := len(c.spares); n > 0 {
 			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(old.Offered()) // follows the traffic, empties
+			spare.Reserve(room) // follows the traffic, empties
 		} else {
-			spare = old.EmptyLike(old.Offered())
+			spare = old.EmptyLike(room)
 		}
 		kept = append(kept, r.SwapCache(spare))
 	}
@@ -161,6 +163,33 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			}
 			delete(c.tscaches, j)
 		}
+	}
+}
+
+// cacheRoom is the packets a timestamp cache of set's copy is sized for
+// at its next use: the packets it was offered in the interval just handed
+// over, extrapolated to a whole interval when the copy covered less of
+// one (the copy a start cut short), so that the copy's next interval does
+// not sample for a start's sake. A copy is sized only while the control
+// side holds it, which is an interval behind each of the other copies:
+// the copies the worker records into before the first is handed back
+// keep their starting room (synopsis.TSCache.Reserve).
+func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	if set.EndNs <= set.StartNs || set.FirstK != set.LastK {
+		return offered
+	}
+	if span := set.EndNs - set.StartNs; span < iv && offered < math.MaxUint64/iv {
+		return offered * iv / span
+	}
+	return offered
+}
+
+// reserveCache sizes r's timestamp cache (a receiver copy's) for its
+// next use (cacheRoom).
+func (c *controller) reserveCache(r *synopsis.RDA, set *dataplane.SynSet) {
+	if cache := r.Cache(); cache != nil {
+		cache.Reserve(c.cacheRoom(cache.Offered(), set))
 	}
 }
 
@@ -404,6 +433,7 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 	r.Extra["rda_repair_request_bytes"] = rp.reqBytes
 	r.Extra["rda_repair_reply_bytes"] = replyBytes
 	r.Extra["rda_repair_frames"] = rp.reqFrames + replyFrames
+	c.ldsRepairDone(rp)
 }
 
 // repairsBefore is the oldest interval with a pending repair (lines of it
