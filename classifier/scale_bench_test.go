@@ -192,10 +192,19 @@ func TestInstrClassifyScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	x := instrLoop(c, frames, ms, passes, loop == "parse")
+	t.Logf("%d rules, %d passes of %d packets, %s (%x)", n, passes, len(frames), loop, x)
+}
+
+// instrLoop is the loop TestInstrClassifyScale counts; callgrind's
+// --zero-before and --dump-after on it leave the build out.
+//
+//go:noinline
+func instrLoop(c *classifier.Classifier, frames [][]byte, ms []classifier.Meta, passes int, parse bool) uint64 {
 	var x uint64
 	var m classifier.Meta
 	for range passes {
-		if loop == "parse" {
+		if parse {
 			for _, f := range frames {
 				classifier.Parse(f, &m)
 				x += uint64(c.Classify(&m))
@@ -206,5 +215,5 @@ func TestInstrClassifyScale(t *testing.T) {
 			x += uint64(c.Classify(&ms[i]))
 		}
 	}
-	t.Logf("%d rules, %d passes of %d packets, %s (%x)", n, passes, len(frames), loop, x)
+	return x
 }

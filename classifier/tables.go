@@ -39,7 +39,12 @@ import (
 // and rules on different fields multiply each other's classes: when one
 // set of tables for all rules does not fit, the rules are split by the
 // fields they constrain (partition), each group gets its tables, and a
-// packet's match is the lowest of its groups'. When that does not fit
+// packet's match is the lowest of its groups'. A group whose rules
+// constrain at most two of the three combinations (VLAN × DSCP-protocol,
+// addresses, ports: a site's per-prefix or per-VLAN × port classes) skips
+// the pair table: one table of first matches indexed by the two (tierFlat,
+// all such groups in one arena); partition keeps such a group flat rather
+// than join it into a group that needs all three. When that does not fit
 // either, Classify stops at fewer combinations and ANDs their vectors, a
 // summary word first (Baboescu and Varghese's aggregated bit vectors):
 // two vectors (tierPairs), three (tierTriples), or the six field vectors
@@ -63,6 +68,12 @@ type tables struct {
 	// groups partition the rules (one group: all of them); a packet's
 	// match is the lowest of its groups' matches.
 	groups []group
+
+	// The tierFlat groups, taken out of groups: per family, each group's
+	// offsets into arena, one slice for all so that a group costs three
+	// loads from it and no slice header.
+	flat  [3][]flatGroup
+	arena []uint32
 
 	word *wordTables // up to 64 rules: instead of all the above
 
@@ -92,10 +103,28 @@ type group struct {
 	nC    [3]uint32   // classes of ord[2]
 	first [3][]uint16 // tierCross: [pair class * nC + class ord[2]] = the MEC id
 
+	// tierFlat: the group's rules constrain at most two of the three
+	// (vd, addrs, ports); every class of the others holds them all (up to
+	// truncate), so those are left out. in names the two read, as an
+	// index into [vd, addrs, ports, none] (none: a constant 0, through a
+	// one-entry table); ft[i][fam] is input i's table (the same slice in
+	// every family but for addrs), ff[fam][x*fn[fam]+y] the MEC id.
+	in [2]uint8
+	ft [2][3][]uint32
+	fn [3]uint32
+	ff [3][]uint16
+
 	// Summed vectors (summed) of the classes the tier ANDs.
 	pairV, thirdV [3][]uint64
 	vdV, portsV   []uint64
 	addrsV        [3][]uint64
+}
+
+// flatGroup is a tierFlat group in tables.arena for one family: its
+// match is arena[ff + arena[o0+idx[in0]]*n + arena[o1+idx[in1]]].
+type flatGroup struct {
+	o0, o1, ff, n uint32
+	in0, in1      uint8
 }
 
 // Tiers, fastest first.
@@ -104,6 +133,7 @@ const (
 	tierPairs          // AND of pair and third
 	tierTriples        // AND of vd, addrs and ports
 	tierFields         // AND of the six field vectors
+	tierFlat           // first[one class][another]: rules on at most two of the three
 )
 
 var (
@@ -117,6 +147,7 @@ var (
 	maxCrossEntries = 1 << 21
 	maxFirstEntries = 1 << 23
 	maxBuildWork    = 1 << 26
+	oneGroupDiv     = 8
 )
 
 // portMap maps a port to a class id: block[port>>8] is the id of a block
@@ -192,10 +223,10 @@ func (t *tables) classify(m *Meta) uint16 {
 		}
 	}
 	dpc := uint32(t.dpID[dp])
-	if len(t.groups) == 0 {
+	if len(t.groups) == 0 && len(t.flat[0]) == 0 {
 		return t.andFields(m, v, dpc, fam)
 	}
-	if len(t.groups) == 1 {
+	if len(t.groups) == 1 && len(t.flat[0]) == 0 {
 		return t.classify1(&t.groups[0], m, v*t.nDP+dpc, fam)
 	}
 	var s, d uint32
@@ -207,10 +238,20 @@ func (t *tables) classify(m *Meta) uint16 {
 		sp, dpo = t.sport.lookup(m.Flow.SrcPort), t.dport.lookup(m.Flow.DstPort)
 	}
 	vdi, ai, pi := v*t.nDP+dpc, s*t.nDst[fam]+d, sp*t.nDport+dpo
+	idx := [4]uint32{vdi, ai, pi, 0}
 	// Every group is read (class 0 of each combination is the empty set,
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
 	best := uint16(0)
+	a := t.arena
+	fs := t.flat[fam]
+	for i := range fs {
+		g := &fs[i]
+		r := uint16(a[g.ff+a[g.o0+idx[g.in0&3]]*g.n+a[g.o1+idx[g.in1&3]]])
+		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
+			best = r
+		}
+	}
 	for i := range t.groups {
 		g := &t.groups[i]
 		vd, aa, pp := g.vd[vdi], g.addrs[fam][ai], g.ports[pi]
@@ -544,20 +585,20 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		return t
 	}
 	start, budget := b.bytes, maxCrossEntries
-	maxCrossEntries = budget / 8
+	maxCrossEntries = budget / oneGroupDiv
 	g := b.cross(f, nil)
 	maxCrossEntries = budget
-	if g.tier != tierCross {
+	if g.tier != tierCross && g.tier != tierFlat {
 		b.bytes, b.cells, b.work = start, 0, 0
 		if gs := b.partition(f); gs != nil {
-			t.groups = gs
+			t.setGroups(gs)
 			return t
 		}
 		b.bytes, b.cells, b.work = start, 0, 0
 		g = b.cross(f, nil)
 	}
 	if g.tier != tierFields {
-		t.groups = []group{*g}
+		t.setGroups([]group{*g})
 	} else {
 		t.vlanV, t.dpV, t.spV, t.dpoV = b.summed(vlan), b.summed(dp), b.summed(sp), b.summed(dpo)
 		for fam := range addr {
@@ -570,6 +611,35 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		return nil
 	}
 	return t
+}
+
+// setGroups keeps the groups, the tierFlat ones laid out in the arena.
+func (t *tables) setGroups(gs []group) {
+	at := map[*uint32]uint32{} // a table shared by families or groups is laid out once
+	for _, g := range gs {
+		if g.tier != tierFlat {
+			t.groups = append(t.groups, g)
+			continue
+		}
+		for fam := range t.flat {
+			put := func(x []uint32) uint32 {
+				if o, ok := at[&x[0]]; ok && len(x) > 1 {
+					return o
+				}
+				o := uint32(len(t.arena))
+				at[&x[0]] = o
+				t.arena = append(t.arena, x...)
+				return o
+			}
+			fg := flatGroup{in0: g.in[0], in1: g.in[1], n: g.fn[fam]}
+			fg.o0, fg.o1 = put(g.ft[0][fam]), put(g.ft[1][fam])
+			fg.ff = uint32(len(t.arena))
+			for _, r := range g.ff[fam] {
+				t.arena = append(t.arena, uint32(r))
+			}
+			t.flat[fam] = append(t.flat[fam], fg)
+		}
+	}
 }
 
 // fields are the field classes buildTables combines, and per field the
@@ -667,7 +737,9 @@ func (b *builder) partition(f *fields) []group {
 			for w := range u {
 				u[w] |= m[w]
 			}
-			if g, n := try(u, 8); g.tier == tierCross {
+			// A flat part stays flat: a third field would cost it two
+			// more loads, about what a group of its own costs.
+			if g, n := try(u, 8); g.tier == tierFlat || g.tier == tierCross && p.g.tier == tierCross {
 				b.bytes += n - p.bytes
 				p.mask, p.g, p.bytes = u, g, n
 				joined = true
@@ -676,7 +748,7 @@ func (b *builder) partition(f *fields) []group {
 		}
 		if !joined {
 			g, n := try(m, 1)
-			if g.tier != tierCross {
+			if g.tier != tierCross && g.tier != tierFlat {
 				return nil
 			}
 			b.bytes += n
@@ -728,6 +800,19 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 		if ok {
 			g.nAddr[fam] = addrs[fam].n()
 		}
+	}
+	if ok && b.flat(g, vd, &addrs, ports) {
+		b.bytes = start + b.firstBytes
+		for i := range g.ft {
+			for fam := range g.ft[i] {
+				if fam == 0 || g.in[i] == 1 {
+					b.bytes += 4 * len(g.ft[i][fam])
+				}
+			}
+		}
+		g.vd, g.ports, g.addrs = nil, nil, [3][]uint32{}
+		g.tier = tierFlat
+		return g
 	}
 	// The AND of three needs their vectors; keep them until a better
 	// tier fits.
@@ -798,6 +883,90 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 	b.bytes = triples
 	g.tier = tierTriples
 	return g
+}
+
+// flat makes g tierFlat when its rules constrain at most two of vd,
+// addrs and ports (the others' tables hold one class, per family) and the
+// first-match table of the two fits; false otherwise.
+func (b *builder) flat(g *group, vd *classSet, addrs *[3]*classSet, ports *classSet) bool {
+	tabs := [3][3][]uint32{{g.vd, g.vd, g.vd}, g.addrs, {g.ports, g.ports, g.ports}}
+	sets := [3][3]*classSet{{vd, vd, vd}, *addrs, {ports, ports, ports}}
+	var used []int
+	for k := range tabs {
+		for fam := range tabs[k] {
+			if slices.ContainsFunc(tabs[k][fam], func(id uint32) bool { return id != tabs[k][fam][0] }) {
+				used = append(used, k)
+				break
+			}
+		}
+	}
+	if len(used) > 2 {
+		return false
+	}
+	in := [2]uint8{3, 3}
+	for i, k := range used {
+		in[i] = uint8(k)
+	}
+	// The classes of input i in a family: the used field's, or one that
+	// holds every rule (the constant fields' classes go into c).
+	ones := make([]uint64, b.t.words)
+	for w := range ones {
+		ones[w] = ^uint64(0)
+	}
+	class := func(i, fam int, id uint32) []uint64 {
+		if in[i] == 3 {
+			return ones
+		}
+		return sets[in[i]][fam].vec(id)
+	}
+	n := func(i, fam int) uint32 {
+		if in[i] == 3 {
+			return 1
+		}
+		return sets[in[i]][fam].n()
+	}
+	total := 0
+	for fam := range 3 {
+		total += int(n(0, fam)) * int(n(1, fam))
+	}
+	b.firstBytes = 2 * total
+	if total > maxFirstEntries || b.bytes+b.firstBytes > maxTableBytes {
+		return false
+	}
+	zero := []uint32{0}
+	c := make([]uint64, b.t.words)
+	v := make([]uint64, b.t.words)
+	for fam := range 3 {
+		copy(c, ones)
+		for k := range tabs {
+			if !slices.Contains(used, k) {
+				and(c, c, sets[k][fam].vec(tabs[k][fam][0]))
+			}
+		}
+		for i := range in {
+			g.ft[i][fam] = zero
+			if in[i] != 3 {
+				g.ft[i][fam] = tabs[in[i]][fam]
+			}
+		}
+		nx, ny := n(0, fam), n(1, fam)
+		ff := make([]uint16, nx*ny)
+		for x := range nx {
+			and(v, c, class(0, fam, x))
+			for y := range ny {
+				y1 := class(1, fam, y)
+				for w := range v {
+					if z := v[w] & y1[w]; z != 0 {
+						ff[x*ny+y] = uint16(w<<6 + bits.TrailingZeros64(z) + 1)
+						break
+					}
+				}
+			}
+		}
+		g.ff[fam], g.fn[fam] = ff, ny
+	}
+	g.in = in
+	return true
 }
 
 // firsts builds the first-match tables pair × third per family; nil when
