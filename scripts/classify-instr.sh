@@ -22,7 +22,7 @@ ir() {
   awk '/^summary:/ {print $2}' "$out"
 }
 
-perpkt() { echo "scale=1; ($(ir "$1" 22 "$2") - $(ir "$1" 2 "$2")) / 81920" | bc; }
+perpkt() { echo "scale=1; ($(ir "$1" 202 "$2") - $(ir "$1" 2 "$2")) / 819200" | bc; }
 
 p1=$(perpkt 1 parse)
 c1=$(perpkt 1 classify)
