@@ -69,10 +69,11 @@ type tables struct {
 	// match is the lowest of its groups' matches.
 	groups []group
 
-	// The tierFlat groups, taken out of groups: per family, each group's
-	// offsets into arena, one slice for all so that a group costs three
-	// loads from it and no slice header.
-	flat  [3][]flatGroup
+	// The tierFlat groups, taken out of groups: per family and pair of
+	// inputs (flatPairs), each group's offsets into arena, one slice for
+	// all so that a group costs three loads from it and no slice header.
+	flat  [3][len(flatPairs)][]flatGroup
+	nFlat int
 	arena []uint32
 
 	word *wordTables // up to 64 rules: instead of all the above
@@ -121,10 +122,27 @@ type group struct {
 }
 
 // flatGroup is a tierFlat group in tables.arena for one family: its
-// match is arena[ff + arena[o0+idx[in0]]*n + arena[o1+idx[in1]]].
+// match is arena[arena[o0+i] + arena[o1+j]] for the packet's indices i, j
+// of its two inputs. The first input's table holds its class times the
+// second's class count, the second's its class plus the offset of the
+// first-match table, so the sum is the first-match entry.
 type flatGroup struct {
-	o0, o1, ff, n uint32
-	in0, in1      uint8
+	o0, o1 uint32
+}
+
+// flatPairs are the pairs of inputs a tierFlat group reads, as indices
+// into [vd, addrs, ports, none]; classify has a loop for each.
+var flatPairs = [...][2]uint8{{0, 1}, {0, 2}, {1, 2}, {0, 3}, {1, 3}, {2, 3}}
+
+// flatMin lowers best to the lowest nonzero match of the groups gs.
+func flatMin(a []uint32, gs []flatGroup, i, j uint32, best uint16) uint16 {
+	for k := range gs {
+		r := uint16(a[a[gs[k].o0+i]+a[gs[k].o1+j]])
+		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
+			best = r
+		}
+	}
+	return best
 }
 
 // Tiers, fastest first.
@@ -186,17 +204,18 @@ type trieMeta struct {
 	miss               int32
 }
 
+// lookup inlines: a trie with one class for every address (the family
+// or direction no rule's prefix is of) costs a test and no call.
 func (t *trie) lookup(a *[16]byte) uint32 {
-	e := t.root // ≥ 0: one class for every address
-	if c := ^e; e < 0 && c&16 == 0 {
-		e = t.nodes[int(c>>5)<<8|int(a[c&15])] // a first level that skips nothing, inline
-	}
-	if e >= 0 {
+	if e := t.root; e >= 0 {
 		return uint32(e)
 	}
-	return t.walk(a, e)
+	return t.walk(a, t.root)
 }
 
+// walk is lookup below the root; not inlined, so that lookup is.
+//
+//go:noinline
 func (t *trie) walk(a *[16]byte, e int32) uint32 {
 	for e < 0 {
 		c := ^e
@@ -223,10 +242,10 @@ func (t *tables) classify(m *Meta) uint16 {
 		}
 	}
 	dpc := uint32(t.dpID[dp])
-	if len(t.groups) == 0 && len(t.flat[0]) == 0 {
+	if len(t.groups) == 0 && t.nFlat == 0 {
 		return t.andFields(m, v, dpc, fam)
 	}
-	if len(t.groups) == 1 && len(t.flat[0]) == 0 {
+	if len(t.groups) == 1 && t.nFlat == 0 {
 		return t.classify1(&t.groups[0], m, v*t.nDP+dpc, fam)
 	}
 	var s, d uint32
@@ -238,19 +257,18 @@ func (t *tables) classify(m *Meta) uint16 {
 		sp, dpo = t.sport.lookup(m.Flow.SrcPort), t.dport.lookup(m.Flow.DstPort)
 	}
 	vdi, ai, pi := v*t.nDP+dpc, s*t.nDst[fam]+d, sp*t.nDport+dpo
-	idx := [4]uint32{vdi, ai, pi, 0}
 	// Every group is read (class 0 of each combination is the empty set,
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
 	best := uint16(0)
-	a := t.arena
-	fs := t.flat[fam]
-	for i := range fs {
-		g := &fs[i]
-		r := uint16(a[g.ff+a[g.o0+idx[g.in0&3]]*g.n+a[g.o1+idx[g.in1&3]]])
-		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
-			best = r
-		}
+	if t.nFlat > 0 {
+		a, fl := t.arena, &t.flat[fam] // in flatPairs' order
+		best = flatMin(a, fl[0], vdi, ai, best)
+		best = flatMin(a, fl[1], vdi, pi, best)
+		best = flatMin(a, fl[2], ai, pi, best)
+		best = flatMin(a, fl[3], vdi, 0, best)
+		best = flatMin(a, fl[4], ai, 0, best)
+		best = flatMin(a, fl[5], pi, 0, best)
 	}
 	for i := range t.groups {
 		g := &t.groups[i]
@@ -615,29 +633,37 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 
 // setGroups keeps the groups, the tierFlat ones laid out in the arena.
 func (t *tables) setGroups(gs []group) {
-	at := map[*uint32]uint32{} // a table shared by families or groups is laid out once
+	type key struct {
+		p        *uint32
+		mul, add uint32
+	}
+	at := map[key]uint32{} // a table shared by families or groups is laid out once
+	put := func(x []uint32, mul, add uint32) uint32 {
+		k := key{&x[0], mul, add}
+		if o, ok := at[k]; ok {
+			return o
+		}
+		o := uint32(len(t.arena))
+		at[k] = o
+		for _, id := range x {
+			t.arena = append(t.arena, id*mul+add)
+		}
+		return o
+	}
 	for _, g := range gs {
 		if g.tier != tierFlat {
 			t.groups = append(t.groups, g)
 			continue
 		}
+		t.nFlat++
+		pair := slices.Index(flatPairs[:], g.in)
 		for fam := range t.flat {
-			put := func(x []uint32) uint32 {
-				if o, ok := at[&x[0]]; ok && len(x) > 1 {
-					return o
-				}
-				o := uint32(len(t.arena))
-				at[&x[0]] = o
-				t.arena = append(t.arena, x...)
-				return o
-			}
-			fg := flatGroup{in0: g.in[0], in1: g.in[1], n: g.fn[fam]}
-			fg.o0, fg.o1 = put(g.ft[0][fam]), put(g.ft[1][fam])
-			fg.ff = uint32(len(t.arena))
+			ff := uint32(len(t.arena))
 			for _, r := range g.ff[fam] {
 				t.arena = append(t.arena, uint32(r))
 			}
-			t.flat[fam] = append(t.flat[fam], fg)
+			fg := flatGroup{o0: put(g.ft[0][fam], g.fn[fam], 0), o1: put(g.ft[1][fam], 1, ff)}
+			t.flat[fam][pair] = append(t.flat[fam][pair], fg)
 		}
 	}
 }
@@ -902,6 +928,9 @@ func (b *builder) flat(g *group, vd *classSet, addrs *[3]*classSet, ports *class
 	}
 	if len(used) > 2 {
 		return false
+	}
+	if len(used) == 0 { // rules that hold every value: read one table anyway, flatPairs has no pair of none
+		used = []int{0}
 	}
 	in := [2]uint8{3, 3}
 	for i, k := range used {

@@ -212,11 +212,11 @@ func shape(c *Classifier) string {
 		return "linear"
 	case c.tab.word != nil:
 		return "word"
-	case len(c.tab.groups) == 0 && len(c.tab.flat[0]) == 0:
+	case len(c.tab.groups) == 0 && c.tab.nFlat == 0:
 		return "fields"
-	case len(c.tab.groups)+len(c.tab.flat[0]) > 1:
+	case len(c.tab.groups)+c.tab.nFlat > 1:
 		return "partition"
-	case len(c.tab.flat[0]) == 1:
+	case c.tab.nFlat == 1:
 		return "flat"
 	}
 	return [...]string{"cross", "pairs", "triples", "fields", "flat"}[c.tab.groups[0].tier]
