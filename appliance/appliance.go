@@ -21,7 +21,6 @@ import (
 // Config is one appliance: two ports, which of them faces the measured
 // segment, and what to measure.
 type Config struct {
-	Name         string // label in logs and reports, e.g. "ldafwd"
 	PortA, PortB dataplane.Port
 	Segment      string // "a" or "b": the port facing the measured segment
 	Interval     time.Duration
@@ -146,11 +145,21 @@ type Appliance struct {
 	ctl        *controller
 	stop       chan struct{}
 	done       chan struct{}
-	started    time.Time
 	running    atomic.Bool // Start has run the workers and the control goroutine
 	stopOnce   sync.Once
 	stopErr    error
 }
+
+// Limits New enforces, for a command to validate its flags against.
+const (
+	// MinInterval is the shortest interval: the control side drains each
+	// lane's idle copy every ms, and an interval must leave it time to
+	// (see minFlipGap).
+	MinInterval = 10 * time.Millisecond
+	// MaxControlCopies bounds Config.ControlCopies: each copy costs the
+	// whole control traffic again.
+	MaxControlCopies = 4
+)
 
 // New validates cfg and builds the appliance (ports are opened by the
 // caller; the appliance does not close them).
@@ -161,10 +170,8 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Segment != "a" && cfg.Segment != "b" {
 		return nil, fmt.Errorf("appliance: segment port %q: want a or b", cfg.Segment)
 	}
-	if cfg.Interval < 10*time.Millisecond {
-		// The control side drains each lane's idle copy every ms; an
-		// interval must leave it time to (see minFlipGap).
-		return nil, fmt.Errorf("appliance: interval %v: at least 10ms", cfg.Interval)
+	if cfg.Interval < MinInterval {
+		return nil, fmt.Errorf("appliance: interval %v: at least %v", cfg.Interval, MinInterval)
 	}
 	if cfg.Classifier == nil {
 		return nil, errors.New("appliance: no classifier")
@@ -191,9 +198,6 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.PairTimeout == 0 {
 		cfg.PairTimeout = cfg.Interval + 2*time.Second
 	}
-	if cfg.Name == "" {
-		cfg.Name = "ldafwd"
-	}
 	if cfg.TopFlows == 0 {
 		cfg.TopFlows = 10
 	}
@@ -206,8 +210,8 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.MicroburstGap < 0 || cfg.MicroburstMin < 1 {
 		return nil, fmt.Errorf("appliance: microburst gap %v and minimum %d: want ≥ 0 and ≥ 1", cfg.MicroburstGap, cfg.MicroburstMin)
 	}
-	if cfg.ControlCopies < 1 || cfg.ControlCopies > 4 {
-		return nil, fmt.Errorf("appliance: %d control copies: 1..4", cfg.ControlCopies)
+	if cfg.ControlCopies < 1 || cfg.ControlCopies > MaxControlCopies {
+		return nil, fmt.Errorf("appliance: %d control copies: 1..%d", cfg.ControlCopies, MaxControlCopies)
 	}
 	cfg.Syn.Classes = cfg.Classifier.NumClasses()
 	if cfg.Syn.Weights == nil {
@@ -512,7 +516,6 @@ func (a *Appliance) ControlCounters() control.Counters {
 // cannot pin itself or start (DPDK lcore registration) is an error: the
 // workers already started are stopped and nothing runs.
 func (a *Appliance) Start() error {
-	a.started = time.Now()
 	now := a.cfg.Clock()
 	a.epoch.Store(now / uint64(a.cfg.Interval.Nanoseconds()))
 	a.ctl.startAt(now)

@@ -21,26 +21,24 @@ import (
 // reports. Everything here runs on one goroutine; Stop talks to it through
 // atomics and channels only.
 type controller struct {
-	a        *Appliance
-	bufs     [][]byte
-	pending  [][]byte
-	results  []control.Result
-	rcopies  map[uint64]*rcopy
-	bundles  map[uint64]*waiting
-	first    bool // the next shipped sender interval is the session's first
-	frozen   atomic.Bool
-	shipped  atomic.Uint64 // last sender interval handed to the inject ring
-	settled  atomic.Bool   // nothing queued to send, nothing waiting to pair
-	scratch  []byte
-	reported atomic.Uint64   // interval lines emitted
-	movedAt  atomic.Int64    // when the interval clock last moved, ns (time.Now)
-	done     map[uint64]bool // intervals already reported: one line per interval and MEC
-	doneK    []uint64        // their order, to forget old ones
-	nextDue  uint64          // the next interval the liveness check may declare silent
-	peer     uint64          // the peer's session we last logged
-	pairing  bool            // pair is running: emit holds lines for the cross-class pass
-	held     []heldLine
-	ev       evidence // what pair has gathered of the interval it pairs
+	a       *Appliance
+	bufs    [][]byte
+	pending [][]byte
+	results []control.Result
+	rcopies map[uint64]*rcopy
+	bundles map[uint64]*waiting
+	first   bool // the next shipped sender interval is the session's first
+	frozen  atomic.Bool
+	shipped atomic.Uint64   // last sender interval handed to the inject ring
+	settled atomic.Bool     // nothing queued to send, nothing waiting to pair
+	movedAt atomic.Int64    // when the interval clock last moved, ns (time.Now)
+	done    map[uint64]bool // intervals already reported: one line per interval and MEC
+	doneK   []uint64        // their order, to forget old ones
+	nextDue uint64          // the next interval the liveness check may declare silent
+	peer    uint64          // the peer's session we last logged
+	pairing bool            // pair is running: emit holds lines for the cross-class pass
+	held    []heldLine
+	ev      evidence // what pair has gathered of the interval it pairs
 	// Paired intervals wait for the next one (crossing.go); lines of later
 	// intervals wait behind them so reports stay in interval order.
 	waits    map[uint64]*heldInterval
@@ -939,7 +937,6 @@ func (c *controller) emit(r *report.Interval) {
 
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
-	c.reported.Add(1)
 	delete(c.repaired, r)
 	c.rdaMicrobursts(r)
 	if c.a.cfg.Insecure {

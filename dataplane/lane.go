@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -163,6 +164,10 @@ const (
 	DefaultTxRetries = 4
 	DefaultPace      = 4
 	DefaultStallNs   = 50_000_000
+	// MaxLaneBurst bounds LaneConfig.Burst: the largest burst every port
+	// kind takes whole (the DPDK port's C arrays are sized dpdk.MaxBurst,
+	// which a dpdk test holds to at least this).
+	MaxLaneBurst = 512
 )
 
 // NewLane checks cfg and preallocates everything the loop needs.
@@ -173,8 +178,8 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = DefaultLaneBurst
 	}
-	if cfg.Burst < 1 || cfg.Burst > 1024 {
-		return nil, errLane("burst must be 1..1024")
+	if cfg.Burst < 1 || cfg.Burst > MaxLaneBurst {
+		return nil, fmt.Errorf("dataplane: lane: burst %d: want 1..%d", cfg.Burst, MaxLaneBurst)
 	}
 	if cfg.DrainNs == 0 {
 		cfg.DrainNs = DefaultDrainNs

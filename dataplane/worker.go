@@ -52,8 +52,6 @@ type Worker struct {
 	closing atomic.Bool
 	closed  atomic.Bool // the lanes have ended their last interval
 	quit    atomic.Bool
-	polls   atomic.Uint64
-	idle    atomic.Uint64
 	done    chan error
 	ready   chan error // the outcome of pinning and OnStart, once
 	started atomic.Bool
@@ -120,10 +118,6 @@ func (w *Worker) Closed() bool { return w.closed.Load() }
 // Quit stops the loop after draining the tx buffers.
 func (w *Worker) Quit() { w.quit.Store(true) }
 
-// Polls and IdlePolls count loop iterations, all and empty.
-func (w *Worker) Polls() uint64     { return w.polls.Load() }
-func (w *Worker) IdlePolls() uint64 { return w.idle.Load() }
-
 func (w *Worker) run() error {
 	err := w.setup()
 	w.ready <- err
@@ -135,7 +129,6 @@ func (w *Worker) run() error {
 	}
 	lanes := w.cfg.Lanes
 	wait := idleWaiter(lanes, w.cfg.IdleSleep)
-	var polls, idle uint64
 	emptyRun := 0
 	for !w.quit.Load() {
 		if w.closing.Load() && !w.closed.Load() {
@@ -150,11 +143,9 @@ func (w *Worker) run() error {
 				work = true
 			}
 		}
-		polls++
 		if work {
 			emptyRun = 0
 		} else {
-			idle++
 			emptyRun++
 			switch {
 			case w.cfg.IdleSleep > 0 && emptyRun >= wait.after:
@@ -162,10 +153,6 @@ func (w *Worker) run() error {
 			case emptyRun&63 == 0:
 				runtime.Gosched()
 			}
-		}
-		if polls&1023 == 0 {
-			w.polls.Store(polls)
-			w.idle.Store(idle)
 		}
 	}
 	// Forward what is still in flight, then flush.
@@ -183,8 +170,6 @@ func (w *Worker) run() error {
 	for _, l := range lanes {
 		l.Drain()
 	}
-	w.polls.Store(polls)
-	w.idle.Store(idle)
 	return nil
 }
 

@@ -304,8 +304,8 @@ func (o *runOptions) validate() error {
 	if !o.forwardOnly && o.segment != "a" && o.segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.segment)
 	}
-	if o.interval < 10*time.Millisecond {
-		return fmt.Errorf("--interval %v: at least 10ms", o.interval)
+	if o.interval < appliance.MinInterval {
+		return fmt.Errorf("--interval %v: at least %v", o.interval, appliance.MinInterval)
 	}
 	var rules []classifier.Rule
 	for _, spec := range o.mec {
@@ -385,11 +385,11 @@ func (o *runOptions) validate() error {
 			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.cores)
 		}
 	}
-	if o.copies < 1 || o.copies > 4 {
-		return fmt.Errorf("--control-copies %d: 1..4", o.copies)
+	if o.copies < 1 || o.copies > appliance.MaxControlCopies {
+		return fmt.Errorf("--control-copies %d: 1..%d", o.copies, appliance.MaxControlCopies)
 	}
-	if o.burst < 1 || o.burst > 512 {
-		return fmt.Errorf("--burst %d: want 1..512", o.burst)
+	if o.burst < 1 || o.burst > dataplane.MaxLaneBurst {
+		return fmt.Errorf("--burst %d: want 1..%d", o.burst, dataplane.MaxLaneBurst)
 	}
 	if o.mtu < control.MinMTU || o.mtu > maxPortFrame-14 {
 		return fmt.Errorf("--mtu %d: want %d..%d (control frames must fit the ports' %d-byte buffers)", o.mtu, control.MinMTU, maxPortFrame-14, maxPortFrame)
@@ -491,7 +491,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	defer stopQueues()
 	a, err := appliance.New(appliance.Config{
-		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
+		PortA: ports.a, PortB: ports.b, Segment: o.segment, Interval: o.interval, Syn: o.syn,
 		Classifier: o.cl, Key: o.key, Insecure: o.insecure, MTU: o.mtu, Bounds: o.bnds, Conf: o.conf, Burst: o.burst,
 		Cores: o.cores, IdleSleep: o.idleSleep, Reports: out.interval, Log: log, ControlCopies: o.copies, TopFlows: o.top,
 		BudgetBytes: o.budget.bytes, BudgetFraction: o.budget.fraction,
