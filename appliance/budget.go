@@ -273,7 +273,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			c.pending = append(c.pending, append([]byte(nil), f...))
 		}
 	}
-	c.shipped.Store(set.LastK)
+	c.shipped = set.LastK
 }
 
 // encodeRDA appends r to prefix folded to fit share wire bytes (no limit
