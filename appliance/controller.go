@@ -824,12 +824,12 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
 	base.Synopsis = "lds"
 	if !ok {
-		c.emitInvalid(base, rc.lds.Packets(), "no LDS in the sender's synopses")
+		c.emitInvalid(base, rc.lds.Count(), "no LDS in the sender's synopses")
 		return
 	}
 	h, body, err := parsePayload(payload)
 	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(base, rc.lds.Packets(), budgetReason("LDS", h))
+		c.emitInvalid(base, rc.lds.Count(), budgetReason("LDS", h))
 		return
 	}
 	var snd synopsis.LDS
@@ -845,13 +845,13 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		rc.lds, err = rc.lds.FoldCols(snd.Cols())
 	}
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not decode: %v", err))
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not match ours: %v", err))
 		return
 	}
 	why := sessionReason(h.Flags, rc)
