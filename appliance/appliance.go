@@ -21,7 +21,6 @@ import (
 // Config is one appliance: two ports, which of them faces the measured
 // segment, and what to measure.
 type Config struct {
-	Name         string // label in logs and reports, e.g. "ldafwd"
 	PortA, PortB dataplane.Port
 	Segment      string // "a" or "b": the port facing the measured segment
 	Interval     time.Duration
@@ -146,11 +145,35 @@ type Appliance struct {
 	ctl        *controller
 	stop       chan struct{}
 	done       chan struct{}
-	started    time.Time
-	running    atomic.Bool // Start has run the workers and the control goroutine
+	life       sync.Mutex // Start against Stop
+	state      lifeState
 	stopOnce   sync.Once
 	stopErr    error
 }
+
+// Limits New enforces, for a command to validate its flags against.
+const (
+	// MinInterval is the shortest interval: the control side drains each
+	// lane's idle copy every ms, and an interval must leave it time to
+	// (see minFlipGap).
+	MinInterval = 10 * time.Millisecond
+	// MaxControlCopies bounds Config.ControlCopies: each copy costs the
+	// whole control traffic again.
+	MaxControlCopies = 4
+)
+
+// lifeState is where the appliance is in its one life: new, running,
+// stopped (for good: a stopped appliance never starts).
+type lifeState uint8
+
+const (
+	stateNew lifeState = iota
+	stateRunning
+	stateStopped
+)
+
+// ErrStopped is Start's error for an appliance already stopped.
+var ErrStopped = errors.New("appliance: stopped")
 
 // New validates cfg and builds the appliance (ports are opened by the
 // caller; the appliance does not close them).
@@ -161,10 +184,8 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Segment != "a" && cfg.Segment != "b" {
 		return nil, fmt.Errorf("appliance: segment port %q: want a or b", cfg.Segment)
 	}
-	if cfg.Interval < 10*time.Millisecond {
-		// The control side drains each lane's idle copy every ms; an
-		// interval must leave it time to (see minFlipGap).
-		return nil, fmt.Errorf("appliance: interval %v: at least 10ms", cfg.Interval)
+	if cfg.Interval < MinInterval {
+		return nil, fmt.Errorf("appliance: interval %v: at least %v", cfg.Interval, MinInterval)
 	}
 	if cfg.Classifier == nil {
 		return nil, errors.New("appliance: no classifier")
@@ -191,9 +212,6 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.PairTimeout == 0 {
 		cfg.PairTimeout = cfg.Interval + 2*time.Second
 	}
-	if cfg.Name == "" {
-		cfg.Name = "ldafwd"
-	}
 	if cfg.TopFlows == 0 {
 		cfg.TopFlows = 10
 	}
@@ -206,8 +224,8 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.MicroburstGap < 0 || cfg.MicroburstMin < 1 {
 		return nil, fmt.Errorf("appliance: microburst gap %v and minimum %d: want ≥ 0 and ≥ 1", cfg.MicroburstGap, cfg.MicroburstMin)
 	}
-	if cfg.ControlCopies < 1 || cfg.ControlCopies > 4 {
-		return nil, fmt.Errorf("appliance: %d control copies: 1..4", cfg.ControlCopies)
+	if cfg.ControlCopies < 1 || cfg.ControlCopies > MaxControlCopies {
+		return nil, fmt.Errorf("appliance: %d control copies: 1..%d", cfg.ControlCopies, MaxControlCopies)
 	}
 	cfg.Syn.Classes = cfg.Classifier.NumClasses()
 	if cfg.Syn.Weights == nil {
@@ -361,50 +379,6 @@ func New(cfg Config) (*Appliance, error) {
 // the frames forwarded during the drain and ship it.
 const closeWait = 200 * time.Millisecond
 
-// awaitPeerEnd lets the receiver's interval in progress end the normal
-// way, so it can be reported valid: while the peer is sending End markers,
-// it waits (up to the deadline, and one interval and a grace at most) for
-// the next one, then for its synopses to pair.
-func (a *Appliance) awaitPeerEnd(deadline time.Time) {
-	r := &a.lanes[1].Stats
-	f0 := r.Flips.Load()
-	if f0 == 0 {
-		return // no peer ever cut an interval here
-	}
-	limit := time.Now().Add(a.cfg.Interval + endGrace)
-	if limit.After(deadline) {
-		limit = deadline
-	}
-	for r.Flips.Load() == f0 {
-		if time.Now().After(limit) {
-			return // the peer is gone or stopping too
-		}
-		time.Sleep(time.Millisecond)
-	}
-	var quiet time.Time
-	for time.Now().Before(deadline) {
-		if a.ctl.settled.Load() {
-			if quiet.IsZero() {
-				quiet = time.Now()
-			} else if time.Since(quiet) >= settleQuiet {
-				return
-			}
-		} else {
-			quiet = time.Time{}
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (a *Appliance) workersClosed() bool {
-	for _, w := range a.workers {
-		if !w.Closed() {
-			return false
-		}
-	}
-	return true
-}
-
 // foldableCols rounds an LDS's columns up to a multiple of 2^j, the
 // largest with 2^j ≤ cols/16, so the control budget can fold it (halve its
 // columns) j times, down to about 16 columns; it adds under 1/16 to the
@@ -512,20 +486,27 @@ func (a *Appliance) ControlCounters() control.Counters {
 // cannot pin itself or start (DPDK lcore registration) is an error: the
 // workers already started are stopped and nothing runs.
 func (a *Appliance) Start() error {
-	a.started = time.Now()
+	a.life.Lock()
+	defer a.life.Unlock()
+	switch a.state {
+	case stateStopped:
+		return ErrStopped
+	case stateRunning:
+		return errors.New("appliance: already started")
+	}
 	now := a.cfg.Clock()
 	a.epoch.Store(now / uint64(a.cfg.Interval.Nanoseconds()))
 	a.ctl.startAt(now)
-	for i, w := range a.workers {
+	for _, w := range a.workers {
 		if err := w.Start(); err != nil {
-			for _, v := range a.workers[:i] {
-				v.Quit()
-				v.Wait()
+			for _, v := range a.workers {
+				_ = v.Close() // the started ones stop; the rest never start
 			}
+			a.state = stateStopped
 			return fmt.Errorf("appliance: %w", err)
 		}
 	}
-	a.running.Store(true)
+	a.state = stateRunning
 	go a.ctl.run()
 	a.cfg.Log.Info().Str("segment", a.cfg.Segment).Dur("interval", a.cfg.Interval).Str("clock", a.cfg.ClockName).
 		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Msg("appliance started")
@@ -540,33 +521,38 @@ func (a *Appliance) Start() error {
 // peer where they end), the workers drain their buffers and stop, and the
 // control side reports what it still holds — the receiver's interval in
 // progress included, invalid with the reason. Frames keep being forwarded
-// until the very end. Stop before Start (or after a failed Start) returns
-// at once.
+// until the very end.
+//
+// Stop is the appliance's one stop path: it may be called any number of
+// times and from several goroutines at once (every call returns once the
+// appliance has stopped, with the same error); Stop before Start (or after
+// a failed Start) returns at once, and the appliance then never starts.
 func (a *Appliance) Stop(drain time.Duration) error {
 	a.stopOnce.Do(func() {
-		if !a.running.Load() {
+		a.life.Lock()
+		was := a.state
+		a.state = stateStopped
+		a.life.Unlock()
+		if was != stateRunning {
+			for _, w := range a.workers {
+				_ = w.Close() // never started (or stopped by a failed Start): now never will
+			}
 			return
 		}
 		// The control side closes the sender's interval through the
 		// interval clock (so there is exactly one End marker for it), ships
 		// it, and collects the peer's; it reports what is still missing as
-		// invalid.
+		// invalid. Each wait is a message to the control goroutine, which
+		// ends it when its condition holds after a step.
 		deadline := time.Now().Add(drain)
-		a.ctl.finishBy(deadline)
-		a.awaitPeerEnd(deadline)
+		a.ctl.finish(deadline)
+		a.ctl.awaitPeerEnd(deadline)
 		for _, w := range a.workers {
-			w.Close()
+			w.EndInterval()
 		}
-		for t0 := time.Now(); time.Since(t0) < closeWait; time.Sleep(time.Millisecond) {
-			if a.workersClosed() && a.ctl.settled.Load() {
-				break
-			}
-		}
+		a.ctl.awaitIntervalsEnded()
 		for _, w := range a.workers {
-			w.Quit()
-		}
-		for _, w := range a.workers {
-			if err := w.Wait(); err != nil && a.stopErr == nil {
+			if err := w.Close(); err != nil && a.stopErr == nil {
 				a.stopErr = err
 			}
 		}

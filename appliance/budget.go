@@ -181,7 +181,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	// left out: keep room for that much.
 	ldsReserve := 0
 	if set.LDS != nil && left != math.MaxInt {
-		ldsReserve = c.wireOf(len(hdr(set.LDS.Packets(), flags|payloadOmitted)))
+		ldsReserve = c.wireOf(len(hdr(set.LDS.Count(), flags|payloadOmitted)))
 		left -= ldsReserve
 	}
 	if set.RDA != nil {
@@ -215,7 +215,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 	}
 	if set.LDS != nil {
-		h := hdr(set.LDS.Packets(), flags)
+		h := hdr(set.LDS.Count(), flags)
 		if left != math.MaxInt {
 			left += ldsReserve
 		}
@@ -229,7 +229,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			return
 		}
 		if rows == 0 {
-			p = hdr(set.LDS.Packets(), flags|payloadOmitted)
+			p = hdr(set.LDS.Count(), flags|payloadOmitted)
 			got.omitted = append(got.omitted, "lds")
 		}
 		got.ldsRows, got.ldsCols, got.named = rows, cols, named
@@ -273,7 +273,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			c.pending = append(c.pending, append([]byte(nil), f...))
 		}
 	}
-	c.shipped.Store(set.LastK)
+	c.shipped = set.LastK
 }
 
 // encodeRDA appends r to prefix folded to fit share wire bytes (no limit
@@ -465,7 +465,7 @@ func (c *controller) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
 	if t := l.Flows(); t != nil {
 		seen += int(min(t.Refused(), uint64(synopsis.MaxFlowTable)))
 	} else {
-		seen = int(min(l.Packets(), uint64(synopsis.MaxFlowTable)))
+		seen = int(min(l.Count(), uint64(synopsis.MaxFlowTable)))
 	}
 	need := 4 * max(seen, 1) * l.CellsPerFlow()
 	cols := l.Cols()

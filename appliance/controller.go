@@ -5,11 +5,11 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
@@ -18,29 +18,28 @@ import (
 // clock, encodes the sender's idle synopses and queues them for in-band
 // transmission, feeds stripped control frames to the control.Receiver,
 // pairs each reassembled sender interval with the receiver's own copy and
-// reports. Everything here runs on one goroutine; Stop talks to it through
-// atomics and channels only.
+// reports. Everything here runs on one goroutine; Stop talks to it only
+// through messages: phases (await) while the workers run, then a.stop.
 type controller struct {
-	a        *Appliance
-	bufs     [][]byte
-	pending  [][]byte
-	results  []control.Result
-	rcopies  map[uint64]*rcopy
-	bundles  map[uint64]*waiting
-	first    bool // the next shipped sender interval is the session's first
-	frozen   atomic.Bool
-	shipped  atomic.Uint64 // last sender interval handed to the inject ring
-	settled  atomic.Bool   // nothing queued to send, nothing waiting to pair
-	scratch  []byte
-	reported atomic.Uint64   // interval lines emitted
-	movedAt  atomic.Int64    // when the interval clock last moved, ns (time.Now)
-	done     map[uint64]bool // intervals already reported: one line per interval and MEC
-	doneK    []uint64        // their order, to forget old ones
-	nextDue  uint64          // the next interval the liveness check may declare silent
-	peer     uint64          // the peer's session we last logged
-	pairing  bool            // pair is running: emit holds lines for the cross-class pass
-	held     []heldLine
-	ev       evidence // what pair has gathered of the interval it pairs
+	a       *Appliance
+	bufs    [][]byte
+	pending [][]byte
+	results []control.Result
+	rcopies map[uint64]*rcopy
+	bundles map[uint64]*waiting
+	first   bool            // the next shipped sender interval is the session's first
+	frozen  bool            // finish owns the interval clock: step no longer moves it
+	shipped uint64          // last sender interval handed to the inject ring
+	settled bool            // nothing queued to send, nothing waiting to pair
+	movedAt time.Time       // when the interval clock last moved
+	phases  chan *phase     // Stop's requests (await)
+	done    map[uint64]bool // intervals already reported: one line per interval and MEC
+	doneK   []uint64        // their order, to forget old ones
+	nextDue uint64          // the next interval the liveness check may declare silent
+	peer    uint64          // the peer's session we last logged
+	pairing bool            // pair is running: emit holds lines for the cross-class pass
+	held    []heldLine
+	ev      evidence // what pair has gathered of the interval it pairs
 	// Paired intervals wait for the next one (crossing.go); lines of later
 	// intervals wait behind them so reports stay in interval order.
 	waits    map[uint64]*heldInterval
@@ -104,7 +103,7 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
+	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
 		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}}
 }
 
@@ -134,69 +133,177 @@ const settleQuiet = 100 * time.Millisecond
 // sends; intervals are never shorter (Config.Interval ≥ 10 ms).
 const minFlipGap = 20 * time.Millisecond
 
+// run is the control goroutine: a step every ms, Stop's phases between
+// steps, and the final report when a.stop closes (the workers are gone).
 func (c *controller) run() {
 	defer close(c.a.done)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
+	var cur *phase
 	for {
 		select {
 		case <-c.a.stop:
 			c.step(time.Now())
 			c.final()
 			return
+		case p := <-c.phases:
+			cur = p
 		case <-tick.C:
 			c.step(time.Now())
 		}
-	}
-}
-
-// finishBy freezes the interval clock one interval ahead, so the sender
-// closes the current interval now, and waits until it is shipped and the
-// peer's intervals are paired, or the deadline.
-func (c *controller) finishBy(deadline time.Time) {
-	c.frozen.Store(true)
-	last := c.a.epoch.Load()
-	// First let the sender lane catch up with the clock as it stands (a
-	// descheduled worker may not have closed last−1 yet): moving the clock
-	// twice before it polls would merge two intervals.
-	for c.shipped.Load()+1 < last && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	// Two End markers within a few ms would make the peer's receiver flip
-	// twice before its control side has taken the first copy (it drains
-	// every ms): an overrun that merges the last two intervals. Leave the
-	// last natural flip some room.
-	for time.Since(time.Unix(0, c.movedAt.Load())) < minFlipGap && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	c.a.epoch.Store(last + 1)
-	// Settled must hold for a while: the peer's last End marker and
-	// synopses may still be on the segment when ours are out.
-	var quietSince time.Time
-	for time.Now().Before(deadline) {
-		if c.shipped.Load() >= last && c.settled.Load() {
-			if quietSince.IsZero() {
-				quietSince = time.Now()
-			} else if time.Since(quietSince) >= settleQuiet {
-				return
+		if cur != nil {
+			now := time.Now()
+			if late := !now.Before(cur.deadline); cur.next(now, late) || late {
+				close(cur.reply)
+				cur = nil
 			}
-		} else {
-			quietSince = time.Time{}
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
-func (c *controller) step(now time.Time) {
-	a := c.a
-	nowNs := a.cfg.Clock()
-	if !c.frozen.Load() {
-		if k := nowNs / uint64(a.cfg.Interval.Nanoseconds()); k > a.epoch.Load() {
-			a.epoch.Store(k)
-			c.movedAt.Store(now.UnixNano())
+// A phase is one part of Stop run on the control goroutine: next runs after
+// every step (and once on arrival) until it returns true or the deadline
+// passes; then reply closes. late tells next that this is its last call, to
+// finish what must be finished.
+type phase struct {
+	deadline time.Time
+	next     func(now time.Time, late bool) bool
+	reply    chan struct{}
+}
+
+// await hands a phase to the control goroutine and waits for it to end.
+func (c *controller) await(deadline time.Time, next func(now time.Time, late bool) bool) {
+	p := &phase{deadline: deadline, next: next, reply: make(chan struct{})}
+	c.phases <- p
+	<-p.reply
+}
+
+// finish freezes the interval clock one interval ahead, so the sender
+// closes the current interval now, and ends once that interval is shipped
+// and the peer's intervals are paired, or at the deadline.
+func (c *controller) finish(deadline time.Time) {
+	var last uint64
+	stage := 0
+	var quiet time.Time
+	c.await(deadline, func(now time.Time, late bool) bool {
+		switch stage {
+		case 0:
+			c.frozen = true
+			last = c.a.epoch.Load()
+			stage = 1
+			fallthrough
+		case 1:
+			// First let the sender lane catch up with the clock as it
+			// stands (a descheduled worker may not have closed last−1
+			// yet): moving the clock twice before it polls would merge
+			// two intervals.
+			if c.shipped+1 < last && !late {
+				return false
+			}
+			stage = 2
+			fallthrough
+		case 2:
+			// Two End markers within a few ms would make the peer's
+			// receiver flip twice before its control side has taken the
+			// first copy (it drains every ms): an overrun that merges the
+			// last two intervals. Leave the last natural flip some room.
+			if now.Sub(c.movedAt) < minFlipGap && !late {
+				return false
+			}
+			c.a.epoch.Store(last + 1)
+			stage = 3
+			return false
+		default:
+			// Settled must hold for a while: the peer's last End marker
+			// and synopses may still be on the segment when ours are out.
+			return c.quietFor(now, &quiet, c.shipped >= last)
 		}
+	})
+}
+
+// awaitPeerEnd lets the receiver's interval in progress end the normal
+// way, so it can be reported valid: while the peer is sending End markers,
+// it waits (up to the deadline, and one interval and a grace at most) for
+// the next one, then for its synopses to pair.
+func (c *controller) awaitPeerEnd(deadline time.Time) {
+	flips := &c.a.lanes[1].Stats.Flips
+	f0 := flips.Load()
+	if f0 == 0 {
+		return // no peer ever cut an interval here
 	}
-	// Sender: encode every copy the worker has handed over.
+	limit := time.Now().Add(c.a.cfg.Interval + endGrace)
+	ended := false
+	var quiet time.Time
+	c.await(deadline, func(now time.Time, late bool) bool {
+		if !ended {
+			if flips.Load() == f0 {
+				return now.After(limit) // the peer is gone or stopping too
+			}
+			ended = true
+		}
+		return c.quietFor(now, &quiet, true)
+	})
+}
+
+// awaitIntervalsEnded waits, up to closeWait, until every worker has ended
+// its lanes' interval (Worker.EndInterval) and the controller has nothing
+// left to send or pair.
+func (c *controller) awaitIntervalsEnded() {
+	c.await(time.Now().Add(closeWait), func(time.Time, bool) bool {
+		for _, w := range c.a.workers {
+			if !w.IntervalEnded() {
+				return false
+			}
+		}
+		return c.settled
+	})
+}
+
+// quietFor reports whether the controller has been settled (and cond held)
+// for settleQuiet; since holds when that began.
+func (c *controller) quietFor(now time.Time, since *time.Time, cond bool) bool {
+	if !cond || !c.settled {
+		*since = time.Time{}
+		return false
+	}
+	if since.IsZero() {
+		*since = now
+		return false
+	}
+	return now.Sub(*since) >= settleQuiet
+}
+
+// step is one turn of the control loop: the interval clock, then the
+// sender's side, the receiver's, the pairing of the two, and the liveness
+// checks.
+func (c *controller) step(now time.Time) {
+	nowNs := c.a.cfg.Clock()
+	c.moveClock(now, nowNs)
+	c.sendSide(nowNs)
+	c.receiveSide(now, nowNs)
+	c.pairSide(now)
+	c.silent(nowNs)
+	c.overdue(now)
+	c.settled = len(c.pending) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+}
+
+// moveClock advances the interval clock the sender lanes read, unless
+// finish has frozen it.
+func (c *controller) moveClock(now time.Time, nowNs uint64) {
+	a := c.a
+	if c.frozen {
+		return
+	}
+	if k := nowNs / uint64(a.cfg.Interval.Nanoseconds()); k > a.epoch.Load() {
+		a.epoch.Store(k)
+		c.movedAt = now
+	}
+}
+
+// sendSide encodes every copy the sender lanes have handed over and
+// queues the frames for injection.
+func (c *controller) sendSide(nowNs uint64) {
+	a := c.a
 	for {
 		set, ok := a.sbuf.Idle()
 		if !ok {
@@ -216,7 +323,14 @@ func (c *controller) step(now time.Time) {
 		}
 		c.pending = c.pending[n:]
 	}
-	// Receiver: control frames the worker stripped.
+}
+
+// receiveSide takes what the receiver lanes handed over: the control
+// frames they stripped (fed to the control.Receiver), the repair exchange,
+// and the copies of their synopses at each End marker; it collects the
+// sender's reassembled intervals and failures.
+func (c *controller) receiveSide(now time.Time, nowNs uint64) {
+	a := c.a
 	for _, q := range a.toCtl {
 		for {
 			f, ts, ok := q.Get()
@@ -236,32 +350,7 @@ func (c *controller) step(now time.Time) {
 		if !ok {
 			break
 		}
-		rc := &rcopy{k: set.LastK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
-			stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
-		c.noteRxDrops(rc.k)
-		for _, l := range set.LDA {
-			rc.lda = append(rc.lda, l.Clone())
-		}
-		for _, r := range set.RDA {
-			rc.rda = append(rc.rda, r.Clone())
-			// The timestamp cache follows the packets of the last
-			// interval, not its 16 MiB budget.
-			c.reserveCache(r, set) // repair.go
-		}
-		if set.LDS != nil {
-			rc.lds = set.LDS.Clone()
-			set.LDS.ReserveFlows()
-		}
-		if old, dup := c.rcopies[rc.k]; dup {
-			// A second cut of the same interval: the sender restarted
-			// within it (its new session's first End has the old one's
-			// number). Neither copy is one interval; the new one's frames
-			// are reported at once, the old one is marked.
-			old.merged = true
-			c.emitCopy(rc.k, rc, ReasonRecut)
-		} else {
-			c.rcopies[rc.k] = rc
-		}
+		c.takeCopy(now, set)
 		a.rbuf.Release()
 	}
 	if s, ok := a.receiver.Session(); ok && s != c.peer {
@@ -288,6 +377,44 @@ func (c *controller) step(now time.Time) {
 			delete(c.rcopies, f.Interval)
 		}
 	}
+}
+
+// takeCopy clones the receiver lanes' idle copy (so the worker can reuse
+// it at once) and keeps it for pairing.
+func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
+	rc := &rcopy{k: set.LastK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
+		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
+	c.noteRxDrops(rc.k)
+	for _, l := range set.LDA {
+		rc.lda = append(rc.lda, l.Clone())
+	}
+	for _, r := range set.RDA {
+		rc.rda = append(rc.rda, r.Clone())
+		// The timestamp cache follows the packets of the last
+		// interval, not its 16 MiB budget.
+		c.reserveCache(r, set) // repair.go
+	}
+	if set.LDS != nil {
+		rc.lds = set.LDS.Clone()
+		set.LDS.ReserveFlows()
+	}
+	if old, dup := c.rcopies[rc.k]; dup {
+		// A second cut of the same interval: the sender restarted
+		// within it (its new session's first End has the old one's
+		// number). Neither copy is one interval; the new one's frames
+		// are reported at once, the old one is marked.
+		old.merged = true
+		c.emitCopy(rc.k, rc, ReasonRecut)
+	} else {
+		c.rcopies[rc.k] = rc
+	}
+}
+
+// pairSide pairs each sender interval with the receiver's copy of it, and
+// reports invalid what waited too long for its other half: a bundle
+// without a copy (End marker lost), a copy without a bundle (synopses
+// lost, sender gone).
+func (c *controller) pairSide(now time.Time) {
 	for k, w := range c.bundles {
 		if rc, ok := c.rcopies[k]; ok {
 			c.pair(w.b, rc)
@@ -305,7 +432,7 @@ func (c *controller) step(now time.Time) {
 		}
 	}
 	for k, rc := range c.rcopies {
-		if now.Sub(rc.at) > a.cfg.PairTimeout {
+		if now.Sub(rc.at) > c.a.cfg.PairTimeout {
 			if rc.warmup {
 				c.invalidCopy(k, 0, 0, rc, ReasonWarmup)
 				delete(c.rcopies, k)
@@ -316,9 +443,6 @@ func (c *controller) step(now time.Time) {
 			delete(c.rcopies, k)
 		}
 	}
-	c.silent(nowNs)
-	c.overdue(now)
-	c.settled.Store(len(c.pending) == 0 && a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0)
 }
 
 // silent reports, by our own clock, every interval that ended more than a
@@ -701,12 +825,12 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
 	base.Synopsis = "lds"
 	if !ok {
-		c.emitInvalid(base, rc.lds.Packets(), "no LDS in the sender's synopses")
+		c.emitInvalid(base, rc.lds.Count(), "no LDS in the sender's synopses")
 		return
 	}
 	h, body, err := parsePayload(payload)
 	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(base, rc.lds.Packets(), budgetReason("LDS", h))
+		c.emitInvalid(base, rc.lds.Count(), budgetReason("LDS", h))
 		return
 	}
 	var snd synopsis.LDS
@@ -722,7 +846,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		rc.lds, err = rc.lds.FoldCols(snd.Cols())
 	}
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not decode: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not decode: %v", err))
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
@@ -735,7 +859,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: bd.MinDelayNs, MaxDelayNs: bd.MaxDelayNs, Conf: a.cfg.Conf})
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not match ours: %v", err))
 		return
 	}
 	why := sessionReason(h.Flags, rc)
@@ -948,7 +1072,6 @@ func (c *controller) emit(r *report.Interval) {
 
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
-	c.reported.Add(1)
 	delete(c.repaired, r)
 	c.rdaMicrobursts(r)
 	if c.a.cfg.Insecure {

@@ -316,12 +316,12 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.WrapSegment != nil {
 		seg1 = cfg.WrapSegment(seg1)
 	}
-	c1.Name, c1.PortA, c1.PortB, c1.Segment, c1.Log = "ldafwd#1", l0.B(), seg1, "b", cfg.Log.With().Str("appliance", "#1").Logger()
+	c1.PortA, c1.PortB, c1.Segment, c1.Log = l0.B(), seg1, "b", cfg.Log.With().Str("appliance", "#1").Logger()
 	seg2 := dataplane.Port(l1.B())
 	if cfg.WrapReceiver != nil {
 		seg2 = cfg.WrapReceiver(seg2)
 	}
-	c2.Name, c2.PortA, c2.PortB, c2.Segment, c2.Log = "ldafwd#2", seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	c2.PortA, c2.PortB, c2.Segment, c2.Log = seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
 	if cfg.Queues > 1 {
 		stopQ, err := splitQueues(cfg.Queues, cfg.SteerReceiver, &c1, &c2)
 		if err != nil {

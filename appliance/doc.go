@@ -46,7 +46,10 @@
 // clock one interval ahead exactly once so the last interval is closed and
 // shipped, waits until nothing has been pending for a short quiet period (a
 // peer's last frames may be in flight), then stops the workers after they
-// drain. Reports are called on the controller goroutine. Workers and the
+// drain. Stop is the one stop path: any number of calls, from any
+// goroutine, before or after Start. Its waits are messages to the
+// controller goroutine (phases run between its steps), not shared flags.
+// Reports are called on the controller goroutine. Workers and the
 // controller share only atomics, SPSC rings and the double buffers' epoch
 // protocol.
 //

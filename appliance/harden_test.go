@@ -89,8 +89,8 @@ func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(datap
 	}
 	p.c1, p.c2 = common, common
 	p.c2.Log = zerolog.New(&p.log2)
-	p.c1.Name, p.c1.PortA, p.c1.PortB, p.c1.Segment = "#1", p.l0.B(), p.seg1, "b"
-	p.c2.Name, p.c2.PortA, p.c2.PortB, p.c2.Segment = "#2", p.s2, p.l2.A(), "a"
+	p.c1.PortA, p.c1.PortB, p.c1.Segment = p.l0.B(), p.seg1, "b"
+	p.c2.PortA, p.c2.PortB, p.c2.Segment = p.s2, p.l2.A(), "a"
 	p.c1.Reports = func(r *report.Interval) {
 		p.mu.Lock()
 		p.back = append(p.back, *r)

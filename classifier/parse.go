@@ -302,9 +302,10 @@ func decline(frame []byte, m *Meta, general bool) bool {
 // IPv6 nor VLAN-tagged: the raw identity layout (gatherRaw) from
 // registers, every Meta field written as the general path writes it. It
 // reports false, having written nothing, for every other frame. Why a
-// fast path for non-IP frames: DPDK's net_null, the vdev the issue's
-// DPDK benchmark runs on, produces 64-byte all-zero frames (EtherType 0),
-// and the general path cost ~300 instructions on them. Not inlined: its
+// fast path for non-IP frames: DPDK's net_null, the vdev the DPDK
+// benchmark runs on (docs/performance.md), produces 64-byte all-zero
+// frames (EtherType 0), and the general path costs several times the IP
+// fast path on them (bench/instr_test.go counts both). Not inlined: its
 // 56-byte buffer would grow the IP fast path's frame.
 //
 //go:noinline
@@ -730,8 +731,9 @@ func sum64Words(w *ident, n int) uint64 {
 // sum64v4 is sum64Words for the six IPv4 words, taken in registers.
 //
 // sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose:
-// the shared helper the compiler will not inline cost ~23 instructions per
-// packet on the fast path (ParseLean + LDA.Add 253.6 -> 276.4, callgrind).
+// the compiler will not inline the shared helper, and the call with its
+// reloads costs about a tenth of the fast path's per-packet instructions
+// (ParseLean + LDA.Add under callgrind: bench/instr_test.go).
 func sum64v4(w0, w1, w2, w3, w4, w5 uint64) uint64 {
 	v1 := round(6983438078262162902, w0)
 	v2 := round(prime2, w1)

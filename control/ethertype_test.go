@@ -1,17 +1,16 @@
-package control_test
+package control
 
 import (
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
-	"github.com/ldafwd/ldafwd/control"
 )
 
-// TestEtherTypeMatchesClassifier ties the two copies of the control
-// EtherType: the parser recognises control frames by the classifier's, the
-// sender writes the control package's.
+// The dataplane recognises control frames by classifier.ControlEtherType;
+// this package writes EtherType. They are the same number kept in two
+// packages so that this one imports nothing from the dataplane side.
 func TestEtherTypeMatchesClassifier(t *testing.T) {
-	if control.EtherType != classifier.ControlEtherType {
-		t.Fatalf("control.EtherType %#x, classifier.ControlEtherType %#x", control.EtherType, classifier.ControlEtherType)
+	if EtherType != classifier.ControlEtherType {
+		t.Fatalf("control.EtherType %#04x != classifier.ControlEtherType %#04x", EtherType, classifier.ControlEtherType)
 	}
 }

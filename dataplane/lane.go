@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -111,12 +112,7 @@ type Lane struct {
 	Stats LaneStats
 
 	rxPkts     []*Packet
-	txPkts     []*Packet // tx buffer: frames waiting to be transmitted
-	txMeta     []classifier.Meta
-	txMec      []uint16
-	txRec      []bool // record this tx buffer slot on transmission (sender)
-	txOwn      []bool // allocated from Tx (control frames), not received on Rx
-	txN        int
+	tx         txBuffer // frames waiting to be transmitted
 	lastTx     uint64
 	maxTxGap   uint64
 	txStamper  TxStamper // Tx, when it reports its own transmit time
@@ -163,6 +159,10 @@ const (
 	DefaultTxRetries = 4
 	DefaultPace      = 4
 	DefaultStallNs   = 50_000_000
+	// MaxLaneBurst bounds LaneConfig.Burst: the largest burst every port
+	// kind takes whole (the DPDK port's C arrays are sized dpdk.MaxBurst,
+	// which a dpdk test holds to at least this).
+	MaxLaneBurst = 512
 )
 
 // NewLane checks cfg and preallocates everything the loop needs.
@@ -173,8 +173,8 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = DefaultLaneBurst
 	}
-	if cfg.Burst < 1 || cfg.Burst > 1024 {
-		return nil, errLane("burst must be 1..1024")
+	if cfg.Burst < 1 || cfg.Burst > MaxLaneBurst {
+		return nil, fmt.Errorf("dataplane: lane: burst %d: want 1..%d", cfg.Burst, MaxLaneBurst)
 	}
 	if cfg.DrainNs == 0 {
 		cfg.DrainNs = DefaultDrainNs
@@ -208,11 +208,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	l := &Lane{
 		cfg:    cfg,
 		rxPkts: make([]*Packet, cfg.Burst),
-		txPkts: make([]*Packet, txCap),
-		txMeta: make([]classifier.Meta, txCap),
-		txMec:  make([]uint16, txCap),
-		txRec:  make([]bool, txCap),
-		txOwn:  make([]bool, txCap),
+		tx:     newTxBuffer(txCap),
 		free:   make([]*Packet, 0, cfg.Burst),
 		endBuf: make([]byte, 0, 256),
 	}
@@ -267,7 +263,7 @@ func (l *Lane) Poll() bool {
 		// The interval clock is read once per burst.
 		if l.closing {
 			l.flush()
-			if l.txN == 0 {
+			if l.tx.n == 0 {
 				l.now = l.cfg.Clock()
 				l.finishClose(l.now)
 			}
@@ -281,7 +277,7 @@ func (l *Lane) Poll() bool {
 			work = true
 		}
 	}
-	if l.fwd != nil && l.txN == 0 && l.forwardDirect() {
+	if l.fwd != nil && l.tx.n == 0 && l.forwardDirect() {
 		return true
 	}
 	// Receive only as much as the tx buffer has room for, keeping room for
@@ -291,7 +287,7 @@ func (l *Lane) Poll() bool {
 	// them meanwhile, as under back-pressure).
 	n := 0
 	var before uint64
-	if room := min(l.cfg.Burst, len(l.txPkts)-l.cfg.Pace-1-l.txN); room > 0 && !l.closing {
+	if room := min(l.cfg.Burst, len(l.tx.pkts)-l.cfg.Pace-1-l.tx.n); room > 0 && !l.closing {
 		if l.pollStamps {
 			before = l.cfg.Clock()
 		}
@@ -309,7 +305,7 @@ func (l *Lane) Poll() bool {
 	}
 	// With n == 0 nothing more is coming now: flush without asking the
 	// clock. Otherwise l.now was just read.
-	if l.txN > 0 && (l.txN >= l.cfg.Burst || n == 0 || l.now-l.lastTx >= l.cfg.DrainNs) {
+	if l.tx.n > 0 && (l.tx.n >= l.cfg.Burst || n == 0 || l.now-l.lastTx >= l.cfg.DrainNs) {
 		l.flush()
 	}
 	return work
@@ -336,11 +332,8 @@ func (l *Lane) forwardDirect() bool {
 	if k > 0 {
 		// Refused: queue them (order kept) and let flush retry. The
 		// clock is read only here, for the drain and stall timers.
-		copy(l.txPkts, kept[:k])
+		l.tx.pushForwarded(kept[:k]) // the buffer is empty here
 		clear(kept[:k])
-		clear(l.txRec[:k])
-		clear(l.txOwn[:k])
-		l.txN = k
 		l.now = l.cfg.Clock()
 		l.flush()
 	}
@@ -386,11 +379,7 @@ func (l *Lane) receive(n int, now uint64) {
 	var malformed uint64
 	switch l.cfg.Role {
 	case RoleForward:
-		t := l.txN
-		copy(l.txPkts[t:], rx)
-		clear(l.txRec[t : t+n])
-		clear(l.txOwn[t : t+n])
-		l.txN = t + n
+		l.tx.pushForwarded(rx)
 	case RoleSender:
 		malformed = l.receiveSender(rx)
 	default:
@@ -432,13 +421,8 @@ func (l *Lane) pollStamp(now uint64) uint64 {
 // has no bounds checks and no per-frame bookkeeping stores but the Meta.
 func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 	cl, oneClass := l.cfg.Classifier, l.oneClass
-	t, n := l.txN, len(rx)
-	pkts := l.txPkts[t : t+n]
-	metas := l.txMeta[t : t+n]
-	mecs := l.txMec[t : t+n]
-	rec := l.txRec[t : t+n]
-	copy(pkts, rx)
-	clear(l.txOwn[t : t+n])
+	n := len(rx)
+	pkts, metas, mecs, rec := l.tx.open(rx)
 	var passed, blocked, excluded uint64
 	level := l.parse
 	for i := range metas {
@@ -479,10 +463,11 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 		}
 	}
 	if blocked > 0 {
-		n = l.dropBlocked(rx, t, n)
+		// Free the blocked frames' packets at the end of the poll.
+		l.free, n = l.tx.dropNil(rx, l.free)
 		l.Stats.ControlBlocked.Add(blocked)
 	}
-	l.txN = t + n
+	l.tx.commit(n)
 	if passed > 0 {
 		l.Stats.ControlPassed.Add(passed)
 	}
@@ -490,24 +475,6 @@ func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
 		l.Stats.Excluded.Add(excluded)
 	}
 	return malformed
-}
-
-// dropBlocked removes the tx buffer slots [t, t+n) that receiveSender set
-// to nil (blocked control frames), keeping the order of the rest, and
-// frees their packets (rx, in slot order) at the end of the poll. It
-// returns the number of slots kept.
-func (l *Lane) dropBlocked(rx []*Packet, t, n int) int {
-	j := t
-	for i := t; i < t+n; i++ {
-		if l.txPkts[i] == nil {
-			l.free = append(l.free, rx[i-t])
-			continue
-		}
-		l.txPkts[j], l.txMeta[j], l.txMec[j], l.txRec[j] = l.txPkts[i], l.txMeta[i], l.txMec[i], l.txRec[i]
-		j++
-	}
-	clear(l.txPkts[j : t+n])
-	return j - t
 }
 
 // receiveReceiver records the burst with its receive timestamps, strips
@@ -588,13 +555,10 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 
 // queue appends p to the tx buffer, flushing first if it is full.
 func (l *Lane) queue(p *Packet, record, own bool) {
-	if l.txN == len(l.txPkts) {
+	if l.tx.full() {
 		l.flushAll()
 	}
-	l.txPkts[l.txN] = p
-	l.txRec[l.txN] = record
-	l.txOwn[l.txN] = own
-	l.txN++
+	l.tx.push(p, record, own)
 }
 
 // flush transmits the tx buffer. Frames the port takes are recorded
@@ -604,12 +568,12 @@ func (l *Lane) queue(p *Packet, record, own bool) {
 // ring does); only when the port has taken nothing for StallNs are they
 // freed and counted as dropped, so a dead link never wedges the lane.
 func (l *Lane) flush() {
-	if l.txN == 0 {
+	if l.tx.n == 0 {
 		return
 	}
 	sender := l.cfg.Role == RoleSender
 	sent := 0
-	for try := 0; try < l.cfg.TxRetries && sent < l.txN; try++ {
+	for try := 0; try < l.cfg.TxRetries && sent < l.tx.n; try++ {
 		// Only the sender timestamps transmissions. A TxStamper port
 		// read the clock as it handed the burst over: exact, whatever
 		// happened to this thread around the call, and no clock read
@@ -622,7 +586,7 @@ func (l *Lane) flush() {
 		if stamp {
 			before = l.cfg.Clock()
 		}
-		k := l.cfg.Tx.TxBurst(l.txPkts[sent:l.txN])
+		k := l.cfg.Tx.TxBurst(l.tx.pkts[sent:l.tx.n])
 		if l.ownRefusedLen > 0 && k > 0 {
 			l.noteOwnTaken(sent, sent+k)
 		}
@@ -645,12 +609,11 @@ func (l *Lane) flush() {
 		}
 	}
 	l.Stats.TxFrames.Add(uint64(sent))
-	if sent == l.txN {
+	if sent == l.tx.n {
 		// The common case: everything went. The drain timer restarts
 		// from the lane's latest clock reading (taken after this burst
 		// was received, or after its TxBurst on the sender).
-		clear(l.txPkts[:l.txN])
-		l.txN = 0
+		l.tx.reset()
 		l.lastTx = l.now
 		l.stallSince = 0
 		return
@@ -658,13 +621,13 @@ func (l *Lane) flush() {
 	now := l.cfg.Clock()
 	l.now, l.lastTx = now, now
 	switch {
-	case l.ownRefusedLen > 0 && l.txOwn[sent] && !l.probing && len(l.txPkts[sent].Data) >= l.ownRefusedLen &&
+	case l.ownRefusedLen > 0 && l.tx.own[sent] && !l.probing && len(l.tx.pkts[sent].Data) >= l.ownRefusedLen &&
 		(sent > 0 || l.stallSince == 0 || now-l.stallSince < l.cfg.StallNs):
 		// An own frame as long as one the port was shown to refuse: set
 		// it aside at once. (A port that takes nothing at all is full:
 		// the stall timer runs as for any frame.)
 		if sent > 0 {
-			l.shiftTx(sent)
+			l.tx.removeFront(sent)
 		}
 		if l.probeBehindOwn() {
 			return
@@ -675,7 +638,7 @@ func (l *Lane) flush() {
 		return
 	case sent > 0 || l.stallSince == 0:
 		l.stallSince = now
-	case l.txOwn[0] && !l.probing && now-l.stallSince >= l.cfg.StallNs/ownStallDiv && now-l.stallSince < l.cfg.StallNs:
+	case l.tx.own[0] && !l.probing && now-l.stallSince >= l.cfg.StallNs/ownStallDiv && now-l.stallSince < l.cfg.StallNs:
 		// Our own control frame at the front has been refused for a
 		// while. If the port takes the users' frames behind it, it is
 		// this frame it refuses (too large, say): users' frames must not
@@ -687,33 +650,26 @@ func (l *Lane) flush() {
 		}
 	case now-l.stallSince >= l.cfg.StallNs:
 		var own uint64
-		for i := sent; i < l.txN; i++ {
-			l.one[0] = l.txPkts[i]
-			if l.txOwn[i] {
+		for i := sent; i < l.tx.n; i++ {
+			l.one[0] = l.tx.pkts[i]
+			if l.tx.own[i] {
 				own++
 				l.cfg.Tx.Free(l.one[:])
 			} else {
 				l.cfg.Rx.Free(l.one[:])
 			}
 		}
-		l.Stats.TxDropped.Add(uint64(l.txN-sent) - own)
+		l.Stats.TxDropped.Add(uint64(l.tx.n-sent) - own)
 		if own > 0 {
 			l.Stats.ControlDropped.Add(own)
 		}
-		clear(l.txPkts[:l.txN])
-		l.txN = 0
+		l.tx.reset()
 		l.stallSince = 0
 		return
 	}
 	// Keep what is left at the front, in order.
 	if sent > 0 {
-		rest := copy(l.txPkts, l.txPkts[sent:l.txN])
-		copy(l.txMeta, l.txMeta[sent:l.txN])
-		copy(l.txMec, l.txMec[sent:l.txN])
-		copy(l.txRec, l.txRec[sent:l.txN])
-		copy(l.txOwn, l.txOwn[sent:l.txN])
-		clear(l.txPkts[rest:l.txN])
-		l.txN = rest
+		l.tx.removeFront(sent)
 	}
 }
 
@@ -731,19 +687,19 @@ const ownStallDiv = 10
 // reports the interval invalid), and fragments may travel in any order.
 func (l *Lane) probeBehindOwn() bool {
 	i := 0
-	for i < l.txN && i < len(l.ownAside) && l.txOwn[i] {
+	for i < l.tx.n && i < len(l.ownAside) && l.tx.own[i] {
 		i++
 	}
-	if i == l.txN {
+	if i == l.tx.n {
 		return false // nothing behind to probe with
 	}
-	copy(l.ownAside[:], l.txPkts[:i])
-	l.shiftTx(i)
-	before := l.txN
+	copy(l.ownAside[:], l.tx.pkts[:i])
+	l.tx.removeFront(i)
+	before := l.tx.n
 	l.probing = true
 	l.flush()
 	l.probing = false
-	if l.txN < before {
+	if l.tx.n < before {
 		shortest := len(l.ownAside[0].Data)
 		for _, p := range l.ownAside[1:i] {
 			shortest = min(shortest, len(p.Data))
@@ -757,18 +713,8 @@ func (l *Lane) probeBehindOwn() bool {
 		return true
 	}
 	// Back to the front (the buffer had them, so it has room).
-	n := l.txN
-	copy(l.txPkts[i:], l.txPkts[:n])
-	copy(l.txMeta[i:], l.txMeta[:n])
-	copy(l.txMec[i:], l.txMec[:n])
-	copy(l.txRec[i:], l.txRec[:n])
-	copy(l.txOwn[i:], l.txOwn[:n])
-	copy(l.txPkts, l.ownAside[:i])
-	for j := 0; j < i; j++ {
-		l.txRec[j], l.txOwn[j] = false, true
-	}
+	l.tx.insertOwnFront(l.ownAside[:i])
 	clear(l.ownAside[:i])
-	l.txN = n + i
 	return false
 }
 
@@ -776,29 +722,17 @@ func (l *Lane) probeBehindOwn() bool {
 // [from, to), an own frame at least that long: it takes them again.
 func (l *Lane) noteOwnTaken(from, to int) {
 	for i := from; i < to; i++ {
-		if l.txOwn[i] && len(l.txPkts[i].Data) >= l.ownRefusedLen {
+		if l.tx.own[i] && len(l.tx.pkts[i].Data) >= l.ownRefusedLen {
 			l.ownRefusedLen = 0
 			return
 		}
 	}
 }
 
-// shiftTx drops the first i slots of the tx buffer (their packets are the
-// caller's), keeping the rest in order.
-func (l *Lane) shiftTx(i int) {
-	rest := copy(l.txPkts, l.txPkts[i:l.txN])
-	copy(l.txMeta, l.txMeta[i:l.txN])
-	copy(l.txMec, l.txMec[i:l.txN])
-	copy(l.txRec, l.txRec[i:l.txN])
-	copy(l.txOwn, l.txOwn[i:l.txN])
-	clear(l.txPkts[rest:l.txN])
-	l.txN = rest
-}
-
 // flushAll transmits everything buffered, waiting out back-pressure up to
 // the stall limit (interval ends and stop, never per packet).
 func (l *Lane) flushAll() {
-	for l.txN > 0 {
+	for l.tx.n > 0 {
 		l.flush()
 	}
 }
@@ -807,7 +741,7 @@ func (l *Lane) flushAll() {
 // synopses with their transmit timestamp ts, known to ±uncert ns.
 func (l *Lane) record(from, to int, ts, uncert uint64) {
 	set := l.cfg.Buffer.Active()
-	rec, bytes := set.recordTx(l.txMeta[from:to], l.txMec[from:to], l.txRec[from:to], ts)
+	rec, bytes := set.recordTx(l.tx.meta[from:to], l.tx.mec[from:to], l.tx.rec[from:to], ts)
 	set.StampErrNs += uncert * rec
 	l.intFrames += rec
 	l.intBytes += bytes
@@ -823,9 +757,9 @@ func (l *Lane) record(from, to int, ts, uncert uint64) {
 // worker go on.
 func (l *Lane) closeInterval(k, now uint64) {
 	l.closing, l.closeK = true, k
-	if l.txN > 0 {
+	if l.tx.n > 0 {
 		l.flush()
-		if l.txN > 0 {
+		if l.tx.n > 0 {
 			return
 		}
 		now = l.cfg.Clock()
@@ -870,7 +804,7 @@ func (l *Lane) finishClose(now uint64) {
 // the tx buffer holds. It reports false, having queued nothing, when the
 // port has no buffer to give or the frame does not fit in one.
 func (l *Lane) queueOwn(frame []byte) bool {
-	if l.txN == len(l.txPkts) || l.cfg.Tx.Alloc(l.one[:]) != 1 {
+	if l.tx.full() || l.cfg.Tx.Alloc(l.one[:]) != 1 {
 		return false
 	}
 	p := l.one[0]
@@ -895,7 +829,7 @@ func (l *Lane) inject() bool {
 		return false
 	}
 	sent := false
-	for i := 0; i < l.cfg.Pace && l.txN < len(l.txPkts); i++ {
+	for i := 0; i < l.cfg.Pace && !l.tx.full(); i++ {
 		if l.cfg.Inject.DequeueBurst(l.injectBuf[:]) != 1 {
 			break
 		}

@@ -83,8 +83,8 @@ func TestLaneParseModes(t *testing.T) {
 						t.Errorf("%s: MEC %d recorded %d packets, Parse+Classify say %d", side, c, got, want[c])
 					}
 				}
-				if tc.lds && set.LDS.Packets() != ip {
-					t.Errorf("%s: LDS recorded %d packets, want the %d IP ones", side, set.LDS.Packets(), ip)
+				if tc.lds && set.LDS.Count() != ip {
+					t.Errorf("%s: LDS recorded %d packets, want the %d IP ones", side, set.LDS.Count(), ip)
 				}
 			}
 			if len(tc.rules) > 0 {

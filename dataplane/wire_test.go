@@ -290,17 +290,15 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 			break
 		}
 	}
-	w1.Close()
-	for !w1.Closed() {
+	w1.EndInterval()
+	for !w1.IntervalEnded() {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	w1.Quit()
-	w2.Quit()
-	if err := w1.Wait(); err != nil {
+	if err := w1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.Wait(); err != nil {
+	if err := w2.Close(); err != nil {
 		t.Fatal(err)
 	}
 	close(stopSink)

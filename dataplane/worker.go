@@ -1,8 +1,10 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -42,22 +44,38 @@ type RxWaiter interface {
 	RxFD() int
 }
 
-// Worker runs its lanes until stopped. Stop is two-phase so that the last
-// interval is measured and shipped: Close asks sender lanes to end their
-// interval (End marker, flip) while forwarding goes on — the control side
-// still needs the lanes to carry its frames — and Quit ends the loop after
-// a final drain.
+// Worker runs its lanes until closed. A measuring worker stops in two
+// steps so that the last interval is measured and shipped: EndInterval asks
+// its sender lanes to end their interval (End marker, flip) while
+// forwarding goes on — the control side still needs the lanes to carry its
+// frames — and Close ends the loop after a final drain.
+//
+// Close is the one way to stop a worker: it may be called any number of
+// times, from any goroutine, before or after Start; a worker closed before
+// it started never starts.
 type Worker struct {
-	cfg     WorkerConfig
-	closing atomic.Bool
-	closed  atomic.Bool // the lanes have ended their last interval
-	quit    atomic.Bool
-	polls   atomic.Uint64
-	idle    atomic.Uint64
-	done    chan error
-	ready   chan error // the outcome of pinning and OnStart, once
-	started atomic.Bool
+	cfg    WorkerConfig
+	ending atomic.Bool // EndInterval was called
+	ended  atomic.Bool // the lanes have ended their last interval
+	quit   atomic.Bool
+	done   chan error
+	ready  chan error // the outcome of pinning and OnStart, once
+
+	mu    sync.Mutex // Start and Close
+	state workerState
+	err   error // the loop's (or setup's) error, once closed
 }
+
+type workerState uint8
+
+const (
+	workerNew workerState = iota
+	workerRunning
+	workerClosed
+)
+
+// ErrWorkerClosed is Start's error for a worker already closed.
+var ErrWorkerClosed = errors.New("dataplane: worker closed")
 
 // NewWorker checks cfg.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
@@ -94,35 +112,48 @@ func CheckCore(core int) error {
 
 // Start runs the worker on its own goroutine and returns once it has
 // pinned itself and run OnStart: their error, if any (the worker has then
-// stopped; Wait returns the same error). Wait returns the loop's error.
+// stopped, and Close returns the same error). A worker starts once: a
+// second Start is an error, and so is a Start after Close
+// (ErrWorkerClosed).
 func (w *Worker) Start() error {
-	w.started.Store(true)
-	go func() { w.done <- w.run() }()
-	return <-w.ready
-}
-
-// Wait blocks until the worker has stopped; a worker never started
-// returns at once.
-func (w *Worker) Wait() error {
-	if !w.started.Load() {
-		return nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch w.state {
+	case workerClosed:
+		return ErrWorkerClosed
+	case workerRunning:
+		return fmt.Errorf("dataplane: worker %d already started", w.cfg.ID)
 	}
-	return <-w.done
+	w.state = workerRunning
+	go func() { w.done <- w.run() }()
+	if err := <-w.ready; err != nil {
+		w.err, w.state = <-w.done, workerClosed
+		return err
+	}
+	return nil
 }
 
-// Close ends the current interval of every sender lane (at the worker's
-// next poll) and keeps forwarding.
-func (w *Worker) Close() { w.closing.Store(true) }
+// Close stops the loop after forwarding what is in flight and draining the
+// tx buffers, and returns the loop's error. It returns once the worker has
+// stopped; every later (or concurrent) call returns the same error. A
+// worker never started is closed at once.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state == workerRunning {
+		w.quit.Store(true)
+		w.err = <-w.done
+	}
+	w.state = workerClosed
+	return w.err
+}
 
-// Closed reports whether Close has taken effect.
-func (w *Worker) Closed() bool { return w.closed.Load() }
+// EndInterval ends the current interval of every sender lane (at the
+// worker's next poll) and keeps forwarding.
+func (w *Worker) EndInterval() { w.ending.Store(true) }
 
-// Quit stops the loop after draining the tx buffers.
-func (w *Worker) Quit() { w.quit.Store(true) }
-
-// Polls and IdlePolls count loop iterations, all and empty.
-func (w *Worker) Polls() uint64     { return w.polls.Load() }
-func (w *Worker) IdlePolls() uint64 { return w.idle.Load() }
+// IntervalEnded reports whether EndInterval has taken effect.
+func (w *Worker) IntervalEnded() bool { return w.ended.Load() }
 
 func (w *Worker) run() error {
 	err := w.setup()
@@ -135,14 +166,13 @@ func (w *Worker) run() error {
 	}
 	lanes := w.cfg.Lanes
 	wait := idleWaiter(lanes, w.cfg.IdleSleep)
-	var polls, idle uint64
 	emptyRun := 0
 	for !w.quit.Load() {
-		if w.closing.Load() && !w.closed.Load() {
+		if w.ending.Load() && !w.ended.Load() {
 			for _, l := range lanes {
 				l.CloseInterval()
 			}
-			w.closed.Store(true)
+			w.ended.Store(true)
 		}
 		work := false
 		for _, l := range lanes {
@@ -150,11 +180,9 @@ func (w *Worker) run() error {
 				work = true
 			}
 		}
-		polls++
 		if work {
 			emptyRun = 0
 		} else {
-			idle++
 			emptyRun++
 			switch {
 			case w.cfg.IdleSleep > 0 && emptyRun >= wait.after:
@@ -162,10 +190,6 @@ func (w *Worker) run() error {
 			case emptyRun&63 == 0:
 				runtime.Gosched()
 			}
-		}
-		if polls&1023 == 0 {
-			w.polls.Store(polls)
-			w.idle.Store(idle)
 		}
 	}
 	// Forward what is still in flight, then flush.
@@ -183,8 +207,6 @@ func (w *Worker) run() error {
 	for _, l := range lanes {
 		l.Drain()
 	}
-	w.polls.Store(polls)
-	w.idle.Store(idle)
 	return nil
 }
 

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -100,11 +103,76 @@ func TestWorkerStartError(t *testing.T) {
 	if err := w.Start(); err == nil || !strings.Contains(err.Error(), "no lcore") {
 		t.Fatalf("start error %v", err)
 	}
-	if err := w.Wait(); err == nil {
-		t.Fatal("Wait lost the start error")
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "no lcore") {
+		t.Fatalf("Close lost the start error: %v", err)
 	}
 	never, _ := dataplane.NewWorker(dataplane.WorkerConfig{Core: -1, Lanes: []*dataplane.Lane{l}})
-	if err := never.Wait(); err != nil {
+	if err := never.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWorkerCloseAnyOrder: Close is a worker's one stop path: before Start
+// (the worker then never starts), during a run from several goroutines at
+// once (each returns once the loop has ended), and again afterwards.
+func TestWorkerCloseAnyOrder(t *testing.T) {
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.A().Close()
+	defer link.B().Close()
+	newWorker := func() *dataplane.Worker {
+		l, err := dataplane.NewLane(dataplane.LaneConfig{Rx: link.A(), Tx: link.B(), Role: dataplane.RoleForward})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := dataplane.NewWorker(dataplane.WorkerConfig{Core: -1, Lanes: []*dataplane.Lane{l}, IdleSleep: 50 * time.Microsecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	early := newWorker()
+	if err := early.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := early.Start(); !errors.Is(err, dataplane.ErrWorkerClosed) {
+		t.Fatalf("Start after Close: %v, want ErrWorkerClosed", err)
+	}
+
+	var exited atomic.Int32
+	l, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: link.A(), Tx: link.B(), Role: dataplane.RoleForward})
+	w, err := dataplane.NewWorker(dataplane.WorkerConfig{Core: -1, Lanes: []*dataplane.Lane{l}, IdleSleep: 50 * time.Microsecond,
+		OnExit: func() { exited.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err == nil {
+		t.Fatal("a second Start succeeded")
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+			if exited.Load() != 1 {
+				t.Error("Close returned before the loop ended")
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil || exited.Load() != 1 {
+		t.Fatalf("a later Close: %v, loop exits %d", err, exited.Load())
+	}
+	if err := w.Start(); !errors.Is(err, dataplane.ErrWorkerClosed) {
+		t.Fatalf("Start after Close: %v, want ErrWorkerClosed", err)
 	}
 }

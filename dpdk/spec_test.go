@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/dataplane"
 )
 
 var specTests = []struct {
@@ -118,5 +120,12 @@ func TestSweepRuntimeDirs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, d)); err != nil {
 			t.Errorf("%s removed: %v", d, err)
 		}
+	}
+}
+
+// A lane's burst always fits the port's C arrays whole.
+func TestMaxBurstCoversLanes(t *testing.T) {
+	if MaxBurst < dataplane.MaxLaneBurst {
+		t.Fatalf("dpdk.MaxBurst %d < dataplane.MaxLaneBurst %d", MaxBurst, dataplane.MaxLaneBurst)
 	}
 }

@@ -220,8 +220,8 @@ func (l *LDS) Config() LDSConfig { return l.cfg }
 // Flows returns the flow table, nil when MaxFlows is 0.
 func (l *LDS) Flows() *FlowTable { return l.flows }
 
-// Packets is the number of packets added (before row sampling).
-func (l *LDS) Packets() uint64 { return l.packets }
+// Count is the number of packets added (before row sampling).
+func (l *LDS) Count() uint64 { return l.packets }
 
 // The rows' hash functions h_r (flow → base column) and h'_r (packet →
 // sampling and cell) of Fig. 5. One Remix per packet of each input, then a

@@ -545,7 +545,7 @@ func TestLDSMergeShards(t *testing.T) {
 		t.Fatalf("zero-value LDS estimated: %v", err)
 	}
 	whole.Reset()
-	if whole.Packets() != 0 || whole.Flows().Len() != 0 || slices.ContainsFunc(whole.cells, func(c ldsCell) bool { return c != ldsCell{} }) {
+	if whole.Count() != 0 || whole.Flows().Len() != 0 || slices.ContainsFunc(whole.cells, func(c ldsCell) bool { return c != ldsCell{} }) {
 		t.Fatal("Reset left state")
 	}
 }

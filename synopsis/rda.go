@@ -350,8 +350,12 @@ func (r *RDA) Banks() int { return r.k }
 func (r *RDA) Cells() int { return int(r.m) }
 
 // Count is the net number of packets recorded (Adds − Deletes): the sum
-// of bank 0's Δ.
-func (r *RDA) Count() int64 {
+// of bank 0's Δ. A difference (Subtract) holding more Deletes than Adds
+// counts 0: a count of packets is never negative.
+func (r *RDA) Count() uint64 { return uint64(max(r.net(), 0)) }
+
+// net is Count signed: a difference may hold more Deletes than Adds.
+func (r *RDA) net() int64 {
 	var n int64
 	for _, c := range r.cells[:r.m] {
 		n += c.n

@@ -116,13 +116,8 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		conf = DefaultConfidence
 	}
 	e.Conf = conf
-	sent, recv := sender.Count(), receiver.Count()
-	if sent > 0 {
-		e.Sent = uint64(sent)
-	}
-	if recv > 0 {
-		e.Received = uint64(recv)
-	}
+	sent, recv := sender.net(), receiver.net()
+	e.Sent, e.Received = sender.Count(), receiver.Count()
 	e.TotalBuckets = len(receiver.cells)
 
 	dec, _ := DecodeRDA(sender, receiver)

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"github.com/ldafwd/ldafwd/appliance"
 	"net"
 	"strconv"
 	"time"
@@ -112,8 +113,8 @@ func (o *Config) ValidateWiring() error {
 	if !o.ForwardOnly && o.Segment != "a" && o.Segment != "b" {
 		return fmt.Errorf("--segment-port %q: want a or b (the port facing the measured segment)", o.Segment)
 	}
-	if o.Interval < 10*time.Millisecond {
-		return fmt.Errorf("--interval %v: at least 10ms", o.Interval)
+	if o.Interval < appliance.MinInterval {
+		return fmt.Errorf("--interval %v: at least %v", o.Interval, appliance.MinInterval)
 	}
 	var rules []classifier.Rule
 	for _, spec := range o.MEC {
@@ -185,11 +186,11 @@ func (o *Config) Validate() error {
 			return fmt.Errorf("--cores %v: the two workers need two different CPUs", o.Cores)
 		}
 	}
-	if o.Copies < 1 || o.Copies > 4 {
-		return fmt.Errorf("--control-copies %d: 1..4", o.Copies)
+	if o.Copies < 1 || o.Copies > appliance.MaxControlCopies {
+		return fmt.Errorf("--control-copies %d: 1..%d", o.Copies, appliance.MaxControlCopies)
 	}
-	if o.Burst < 1 || o.Burst > 512 {
-		return fmt.Errorf("--burst %d: want 1..512", o.Burst)
+	if o.Burst < 1 || o.Burst > dataplane.MaxLaneBurst {
+		return fmt.Errorf("--burst %d: want 1..%d", o.Burst, dataplane.MaxLaneBurst)
 	}
 	if o.MTU < control.MinMTU || o.MTU > MaxPortFrame-14 {
 		return fmt.Errorf("--mtu %d: want %d..%d (control frames must fit the ports' %d-byte buffers)", o.MTU, control.MinMTU, MaxPortFrame-14, MaxPortFrame)

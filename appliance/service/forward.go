@@ -61,8 +61,7 @@ func (f *forwardOnly) Start() error {
 	for i, w := range f.workers {
 		if err := w.Start(); err != nil {
 			for _, v := range f.workers[:i] {
-				v.Quit()
-				v.Wait()
+				_ = v.Close()
 			}
 			return err
 		}
@@ -73,12 +72,9 @@ func (f *forwardOnly) Start() error {
 // Stop forwards what is in flight, then stops the workers (nothing to
 // drain but the tx buffers: there is no interval to close).
 func (f *forwardOnly) Stop(time.Duration) error {
-	for _, w := range f.workers {
-		w.Quit()
-	}
 	var first error
 	for _, w := range f.workers {
-		if err := w.Wait(); err != nil && first == nil {
+		if err := w.Close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -59,7 +59,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 	}
 	defer stopQueues()
 	a, err := appliance.New(appliance.Config{
-		Name: "ldafwd", PortA: ports.a, PortB: ports.b, Segment: o.Segment, Interval: o.Interval, Syn: o.Syn,
+		PortA: ports.a, PortB: ports.b, Segment: o.Segment, Interval: o.Interval, Syn: o.Syn,
 		Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure, MTU: o.MTU, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst,
 		Cores: o.Cores, IdleSleep: o.IdleSleep, Reports: out.interval, Log: log, ControlCopies: o.Copies, TopFlows: o.Top,
 		BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,

@@ -141,8 +141,7 @@ func runLanes(lanes []*dataplane.Lane, core int, d time.Duration, onStart func()
 	}
 	w.Start()
 	time.Sleep(d)
-	w.Quit()
-	if err := w.Wait(); err != nil {
+	if err := w.Close(); err != nil {
 		return r, err
 	}
 	for _, l := range lanes {

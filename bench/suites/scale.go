@@ -234,16 +234,16 @@ func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration, eal bo
 	}
 	for _, w := range ws {
 		if err := w.Start(); err != nil {
+			for _, v := range ws {
+				_ = v.Close() // the started ones stop; the rest never start
+			}
 			return laneRun{}, 0, err
 		}
 	}
 	time.Sleep(d)
-	for _, w := range ws {
-		w.Quit()
-	}
 	var errs []error
 	for _, w := range ws {
-		errs = append(errs, w.Wait())
+		errs = append(errs, w.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return laneRun{}, 0, err

@@ -35,7 +35,7 @@ func TestWorkerWakesOnFrame(t *testing.T) {
 		t.Fatal("a worker on AF_XDP ports does not wait in ppoll")
 	}
 	w.Start()
-	defer func() { w.Quit(); _ = w.Wait() }()
+	defer func() { _ = w.Close() }()
 	src, dst := mustPeer(t, in), mustPeer(t, out)
 	// Let the worker go idle (256 empty polls, then the long wait).
 	time.Sleep(300 * time.Millisecond)

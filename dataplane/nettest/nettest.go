@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/ldafwd/ldafwd/dataplane/netns"
@@ -39,8 +38,21 @@ var (
 // killed test run leaves behind.
 func SweepStale() { SweepNetns("ldafwd-test-") }
 
+// TB is the part of testing.TB that Require and NewVeth use. The package
+// names it rather than importing testing, so that a command which uses the
+// rest (InNetns, UDPFrame: the NIC benchmark) does not link the testing
+// package and its flags into the shipped binary.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Require skips t unless the process is root and the ip command exists.
-func Require(t testing.TB) {
+func Require(t TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CAP_NET_ADMIN) to create network namespaces and veth pairs")
@@ -70,7 +82,7 @@ type Options struct {
 // fresh veth pair, the other end in the current namespace; both are up,
 // with IPv6 off so the kernel sends nothing on its own. It is deleted
 // when the test ends.
-func NewVeth(t testing.TB, opt Options) *Veth {
+func NewVeth(t TB, opt Options) *Veth {
 	t.Helper()
 	Require(t)
 	sweepOnce.Do(SweepStale)

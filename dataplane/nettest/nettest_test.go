@@ -54,3 +54,6 @@ func TestSweepStale(t *testing.T) {
 		t.Fatal("namespace of a dead pid survived the sweep")
 	}
 }
+
+// Tests pass their *testing.T to NewVeth and Require.
+var _ TB = testing.TB(nil)
