@@ -20,6 +20,7 @@ import (
 // table; last is what the --report file last held per direction
 // (LastReported), so that a restart reports the intervals nobody held.
 func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last map[string]uint64, log zerolog.Logger) (err error) {
+	appliance.TuneGC() // start-up buffers are most of the heap: see there
 	ports, err := openPorts(o, log)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)

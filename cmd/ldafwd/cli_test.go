@@ -30,6 +30,9 @@ var mains = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"version": func(a []string, o, _ io.Writer) error { return versionMain(a, o) },
 }
 
+// flagValue matches a flag line of the help with a value placeholder.
+var flagValue = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([\w-]+) (\S+)  `)
+
 // TestHelpOnStdout: --help (and -h) print the command's usage line, its
 // flags and examples on stdout, nothing on stderr, and succeed; the flag
 // list shows no Go type names.
@@ -52,6 +55,13 @@ func TestHelpOnStdout(t *testing.T) {
 			for _, bad := range []string{"float64Slice", "stringArray", "stringSlice", "(default [])"} {
 				if strings.Contains(s, bad) {
 					t.Errorf("%s %s: help shows %q", name, h, bad)
+				}
+			}
+			// A word in backquotes in a flag's usage becomes its value's
+			// placeholder (pflag's UnquoteUsage): only type names belong there.
+			for _, m := range flagValue.FindAllStringSubmatch(s, -1) {
+				if !strings.Contains(" string int uint float floats duration strings ints uints ", " "+m[2]+" ") {
+					t.Errorf("%s %s: --%s shows the value placeholder %q", name, h, m[1], m[2])
 				}
 			}
 			if errb.Len() > 0 {
