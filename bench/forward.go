@@ -44,9 +44,13 @@ type ForwardResult struct {
 // are generated once and circulate, so the generator costs nothing; the
 // ring hand-offs of the harness are the same in every mode, so the ratio of
 // two modes is the cost of measuring. One lane on one core is what l2fwd
-// calls one lcore forwarding one port pair.
-func ForwardRing(mode string, burst int, d time.Duration) (ForwardResult, error) {
+// calls one lcore forwarding one port pair. size is the frames' length in
+// bytes (64..2048, the ring ports' buffers).
+func ForwardRing(mode string, burst, size int, d time.Duration) (ForwardResult, error) {
 	res := ForwardResult{Mode: mode, Burst: burst}
+	if size < 64 || size > dataplane.DefaultMTU {
+		return res, fmt.Errorf("bench: frame size %d outside 64..%d", size, dataplane.DefaultMTU)
+	}
 	in, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 8192, Burst: 64})
 	if err != nil {
 		return res, err
@@ -92,7 +96,7 @@ func ForwardRing(mode string, burst int, d time.Duration) (ForwardResult, error)
 		return res, err
 	}
 	// Fill the source with 2048 distinct frames.
-	frames, err := Frames(2048, 128, 1024)
+	frames, err := Frames(2048, size, 1024)
 	if err != nil {
 		return res, err
 	}

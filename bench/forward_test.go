@@ -15,7 +15,7 @@ func BenchmarkForwardRing(b *testing.B) {
 				var pk uint64
 				var el time.Duration
 				for b.Loop() {
-					r, err := ForwardRing(mode, burst, 200*time.Millisecond)
+					r, err := ForwardRing(mode, burst, 128, 200*time.Millisecond)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -33,7 +33,7 @@ func BenchmarkForwardRing(b *testing.B) {
 // record every forwarded frame, and an unknown mode is an error.
 func TestForwardRing(t *testing.T) {
 	for _, mode := range []string{ModeOff, ModeLDA, ModeAll} {
-		r, err := ForwardRing(mode, 32, 50*time.Millisecond)
+		r, err := ForwardRing(mode, 32, 128, 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,15 @@ func TestForwardRing(t *testing.T) {
 			t.Errorf("%s: recorded %d of %d forwarded", mode, r.Recorded, r.Packets)
 		}
 	}
-	if _, err := ForwardRing("bogus", 32, time.Millisecond); err == nil {
+	if _, err := ForwardRing("bogus", 32, 128, time.Millisecond); err == nil {
 		t.Error("unknown mode accepted")
+	}
+	for _, size := range []int{63, 2049} {
+		if _, err := ForwardRing(ModeOff, 32, size, time.Millisecond); err == nil {
+			t.Errorf("frame size %d accepted", size)
+		}
+	}
+	if r, err := ForwardRing(ModeLDA, 32, 1500, 20*time.Millisecond); err != nil || r.Packets == 0 {
+		t.Errorf("1500-byte frames: %+v, %v", r, err)
 	}
 }

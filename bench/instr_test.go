@@ -82,7 +82,7 @@ func TestInstrForwardRing(t *testing.T) {
 	if err1 != nil || err2 != nil || burst < 1 || ms < 1 {
 		t.Fatalf("LDAF_INSTR_RING=%q: burst and ms must be positive integers", spec)
 	}
-	r, err := ForwardRing(f[0], burst, time.Duration(ms)*time.Millisecond)
+	r, err := ForwardRing(f[0], burst, 128, time.Duration(ms)*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

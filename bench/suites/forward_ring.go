@@ -33,7 +33,7 @@ func benchForwardRing(o *Options, emit func(report.Bench)) error {
 		share := map[string][]float64{}
 		for r := 0; r < o.Rounds; r++ {
 			for _, m := range modes {
-				res, err := bench.ForwardRing(m, burst, per)
+				res, err := bench.ForwardRing(m, burst, o.Size, per)
 				if err != nil {
 					return err
 				}

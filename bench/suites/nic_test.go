@@ -64,3 +64,11 @@ func TestAllSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardRingTakesSize: bench --size reaches the forward-ring suite
+// (a size its ring ports cannot carry is refused there).
+func TestForwardRingTakesSize(t *testing.T) {
+	if err := benchForwardRing(&Options{Rounds: 1, Duration: 50 * time.Millisecond, Size: 4000}, func(report.Bench) {}); err == nil {
+		t.Error("forward-ring ran 4000-byte frames: --size did not reach it")
+	}
+}

@@ -33,8 +33,8 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.list, "list", false, "list the suites and exit")
 	fs.IntVar(&o.Rounds, "rounds", 5, "rounds per per-packet stage; stages are interleaved and the median reported")
 	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "duration of each forwarding run")
-	fs.IntVar(&o.Frames, "frames", 4096, "distinct frames per per-packet round")
-	fs.IntVar(&o.Size, "size", 128, "frame size in bytes")
+	fs.IntVar(&o.Frames, "frames", 4096, "distinct frames per round of the perpacket suite")
+	fs.IntVar(&o.Size, "size", 128, "frame size in bytes of the perpacket and forward-ring suites (64..2048; the NIC suites send 64-byte frames)")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "bench", args); help || err != nil {
 		return err
