@@ -337,3 +337,21 @@ func TestCheckLink(t *testing.T) {
 		}
 	}
 }
+
+// TestNoMergeMarkers: no page keeps a merge's conflict markers.
+func TestNoMergeMarkers(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := regexp.MustCompile(`(?m)^(<{7} |={7}$|>{7} )`)
+	for _, name := range pages(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := marker.FindIndex(b); loc != nil {
+			t.Errorf("%s:%d: a merge conflict marker", name, 1+strings.Count(string(b[:loc[0]]), "\n"))
+		}
+	}
+}
