@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -34,6 +34,7 @@ type analyzeOptions struct {
 	mbGap     time.Duration
 	mbMin     int
 	damaged   string
+	quiet     bool
 }
 
 func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
@@ -52,6 +53,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.mbGap, "microburst-gap", time.Millisecond, "group losses recovered from single-loss LDA buckets closer than this into microbursts (0: off)")
 	fs.IntVar(&o.mbMin, "microburst-min", 5, "losses a microburst needs to be reported")
 	fs.StringVar(&o.damaged, "damaged", "error", "a damaged capture (truncated, corrupt block, impossible timestamp): error = refuse it naming the file and record; invalidate = analyze around the damage and report the intervals it touches valid:false")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
@@ -85,29 +87,29 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeReport()
-	var tw *tabwriter.Writer
-	if o.out.format == "table" {
-		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, intervalTableHeader(o.truth))
+	table := o.out.format == "table"
+	if table {
+		fmt.Fprintln(stdout, intervalTableHeader(o.truth))
 	}
+	meter := progress.New(stderr, o.quiet)
+	cfg.Progress = analyze.MeterProgress(meter)
 	var werr error
 	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
+		meter.Clear()
 		if err := w.Write(r); err != nil && werr == nil {
 			werr = err
 		}
-		if tw != nil {
-			fmt.Fprintln(tw, intervalTableRow(r, o.truth))
+		if table { // rows stream as intervals close: fixed widths, no buffering
+			fmt.Fprintln(stdout, intervalTableRow(r, o.truth))
 			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
 				for _, m := range mbs {
-					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
+					fmt.Fprintf(stdout, "%-23s   microburst %s: %d losses from %s, +%.3f ms\n", "", r.MEC, m.Losses,
 						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
 				}
 			}
 		}
 	})
-	if tw != nil {
-		tw.Flush()
-	}
+	meter.Clear()
 	for _, warn := range st.Warnings {
 		fmt.Fprintln(stderr, "analyze: warning:", warn)
 	}
@@ -194,31 +196,44 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 	return kinds, nil
 }
 
+// The table's columns: fixed widths so that each row is printed as its
+// interval closes; the LDS flow (up to 97 characters for IPv6) and the
+// reason of an invalid line come after the fixed columns, so rows align.
+const (
+	tableCols  = "%-23s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %11s %-5s"
+	truthCols  = " %12s %12s %9s"
+	timeLayout = "2006-01-02 15:04:05.000" // captures may be from any day
+)
+
 func intervalTableHeader(truth bool) string {
-	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
+	h := fmt.Sprintf(tableCols, "start (UTC)", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "buckets", "valid")
 	if truth {
-		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
+		h += fmt.Sprintf(truthCols, "true_mean_us", "true_sd_us", "true_lost")
 	}
-	return h + "\t"
+	return h + " flow / reason"
 }
 
+// intervalTableRow is one row: "-" where the JSON line has null.
 func intervalTableRow(r *report.Interval, truth bool) string {
-	valid := "yes"
+	valid, why := "yes", ""
 	if !r.Valid {
-		valid = "no: " + r.Reason
+		valid, why = "no", ": "+r.Reason
 	}
-	flow := r.Flow
-	if flow == "" {
-		flow = "-"
+	flow := ""
+	if r.Flow != "" {
+		flow = " flow " + r.Flow
 	}
-	// Captures may be from any day: the start with its date. "-" where
-	// the JSON line has null.
 	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
-		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
-	if truth && r.TrueMeanNs != nil {
-		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
+	s := fmt.Sprintf(tableCols, time.Unix(0, r.StartNs).UTC().Format(timeLayout), r.MEC, r.Synopsis,
+		fmt.Sprint(r.Sent), fmt.Sprint(r.Received), fmt.Sprint(r.Lost),
+		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
+		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)
+	if truth {
+		if r.TrueMeanNs != nil {
+			s += fmt.Sprintf(truthCols, fmt.Sprintf("%.3f", *r.TrueMeanNs/1e3), fmt.Sprintf("%.3f", *r.TrueStddevNs/1e3), fmt.Sprint(*r.TrueLost))
+		} else {
+			s += fmt.Sprintf(truthCols, "-", "-", "-")
+		}
 	}
-	return s + "\t"
+	return s + flow + why
 }

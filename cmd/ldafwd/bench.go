@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/bench"
+	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -25,6 +26,7 @@ type benchOptions struct {
 	frames   int
 	size     int
 	list     bool
+	quiet    bool
 }
 
 // benchSuite produces bench records; suites register themselves here
@@ -51,6 +53,7 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "duration of each forwarding run")
 	fs.IntVar(&o.frames, "frames", 4096, "distinct frames per per-packet round")
 	fs.IntVar(&o.size, "size", 128, "frame size in bytes")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "bench", args); help || err != nil {
 		return err
@@ -86,7 +89,10 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	if table {
 		fmt.Fprintf(stdout, row, "name", "Mpps", "ns/pkt", "baseline", "ratio")
 	}
+	meter, running := progress.New(stderr, o.quiet), ""
 	emit := func(b report.Bench) {
+		meter.Clear()
+		defer meter.Set("%s; last done: %s", running, b.Name)
 		b.Type = "bench"
 		w.Write(&b)
 		if table {
@@ -104,7 +110,11 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		ran++
-		if err := s.run(&o, emit); err != nil {
+		running = fmt.Sprintf("bench: running suite %s (%.0f s so far)", s.name, meter.Elapsed().Seconds())
+		meter.Set("%s", running)
+		err := s.run(&o, emit)
+		meter.Clear()
+		if err != nil {
 			// One suite that cannot run here (no DPDK, not root) does not
 			// hide the others; it is reported and makes the exit status 1.
 			fmt.Fprintf(stderr, "bench: %s: %v\n", s.name, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/sim"
 )
 
@@ -29,6 +30,7 @@ type simOptions struct {
 	plot        string
 	quick       bool
 	claims      bool
+	quiet       bool
 }
 
 // Quick mode: small enough for `make demo` (a few seconds on 2 cores),
@@ -66,6 +68,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")
 	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("small demo run: %d packets, %d runs, losses %v unless given explicitly", quickPackets, quickRuns, quickLosses))
 	fs.BoolVar(&o.claims, "claims", true, "check the paper's claims (stated for N = 5 000 000 and 1024 counters) after the tables; --quick turns this off unless --claims is given")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "sim", args); help || err != nil {
 		return err
@@ -112,9 +115,12 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	start := time.Now()
+	meter := progress.New(stderr, o.quiet)
+	defer meter.Clear()
 	var all []sim.Point
 	for _, name := range names {
 		t0 := time.Now()
+		meter = progress.New(stderr, o.quiet) // each experiment's own ETA
 		if contains(sim.SynopsisExperiments, name) {
 			// RDA vs LDA (RDA Fig. 7) and the LDS per-flow experiments
 			// (LDS Figs. 10, 12): their own tables, CSV and plots.
@@ -133,12 +139,14 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				defer f.Close()
 				return sim.RunSynopsisExperiment(name, so, io.MultiWriter(stdout, f))
 			}
+			meter.Set("sim: %s running (%.0f s so far)", name, meter.Elapsed().Seconds())
 			var err error
 			if o.csv != "" {
 				err = writeFileWith(strings.TrimSuffix(o.csv, ".csv")+"-"+name+".csv", run)
 			} else {
 				err = run(nil)
 			}
+			meter.Clear()
 			if err != nil {
 				return fmt.Errorf("sim: %s: %w", name, err)
 			}
@@ -147,6 +155,8 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		var pts []sim.Point
 		progress := func(exp string, done, total int, s *sim.Scenario) {
+			meter.Clear()
+			defer simProgress(meter, exp, done, total, s)
 			if done == 0 {
 				fmt.Fprintf(stderr, "sim: %s: %d points × %d runs × %d packets…\n", exp, total, s.Runs, s.Packets)
 			}
@@ -155,6 +165,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			pts = append(pts, p)
 			return w.Write(&p)
 		})
+		meter.Clear()
 		if err != nil {
 			return err
 		}
@@ -206,6 +217,13 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// simProgress draws which point of an experiment runs and the time left
+// at the pace of the points done so far.
+func simProgress(m *progress.Meter, exp string, done, total int, s *sim.Scenario) {
+	left, ok := m.ETA(float64(done), float64(total))
+	m.Set("sim: %s: point %d/%d (%s, loss %g) %s", exp, done+1, total, s.Series, s.LossRate, progress.FormatETA(left, ok))
 }
 
 // validate checks every flag and returns the experiments to run.
