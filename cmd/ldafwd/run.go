@@ -82,6 +82,7 @@ type runOptions struct {
 	config        string
 	eal           []string // after "--"
 	forwardOnly   bool
+	capture       captureFlags
 	changed       map[string]bool   // flags set on the command line or in --config
 	origin        map[string]string // "flag\x00value" → "--config PATH:LINE", for values the file set
 
@@ -132,6 +133,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.idleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
 	fs.BoolVar(&o.forwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")
+	o.capture.register(fs, "--capture-max-bytes bounds its size")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: trace, debug, info, warn, error")
 	o.out.register(fs)
 }
@@ -297,6 +299,9 @@ func (o *runOptions) validate() error {
 		if err := checkForwardOnly(o.changed); err != nil {
 			return err
 		}
+	}
+	if err := o.capture.validate(o.forwardOnly); err != nil {
+		return err
 	}
 	if err := checkSegmentName(o.segmentName); err != nil {
 		return err
@@ -473,6 +478,15 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	m := metrics.New(o.segmentName, info)
 	var out runOutput
 	out.init(&o, w, stdout, m, log)
+	tapA, tapB, closeTaps, err := o.capture.open(o.portA, o.portB, log)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer func() {
+		if cerr := closeTaps(); cerr != nil && err == nil {
+			err = fmt.Errorf("run: %w", cerr)
+		}
+	}()
 	if o.forwardOnly {
 		f, err := newForwardOnly(&o, ports)
 		if err != nil {
@@ -498,6 +512,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		AdaptLDA: o.adapt.lda, AdaptRDA: o.adapt.rda, AdaptLDS: o.adapt.lds, RDAProblemRate: o.adapt.problem,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.maxSkew, MaxStampErr: o.maxStampErr,
 		LastReported: last, MicroburstGap: o.microbursts.gap, MicroburstMin: o.microbursts.min, QueuesA: qa, QueuesB: qb,
+		TapA: tapA, TapB: tapB,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -510,10 +525,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		lanes[fmt.Sprintf("sender_q%d", q+1)], lanes[fmt.Sprintf("receiver_q%d", q+1)] = &p[0].Stats, &p[1].Stats
 	}
 	m.SetSources(metrics.Sources{
-		Ports:   map[string]dataplane.Port{"a": ports.a, "b": ports.b},
-		Lanes:   lanes,
-		Control: a.ControlCounters,
+		Ports:    map[string]dataplane.Port{"a": ports.a, "b": ports.b},
+		Lanes:    lanes,
+		Control:  a.ControlCounters,
+		Captures: captureSources(tapA, tapB),
 	})
+	tapA.Start()
+	tapB.Start()
 	return serve(ctx, &o, a, ports, &out, m, log)
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -106,6 +108,9 @@ func TestRunFlagValidation(t *testing.T) {
 		{"mtu small", []string{"--mtu", "100"}, "--mtu"},
 		{"mtu big", []string{"--mtu", "9000"}, "--mtu"},
 		{"forward-only with measurement flags", []string{"--forward-only"}, "--forward-only measures nothing: drop --segment-port, --insecure"},
+		{"forward-only with capture", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--capture-a", "x.pcapng"}, "not with --forward-only"},
+		{"capture same file", []string{"--capture-a", "x.pcapng", "--capture-b", "x.pcapng"}, "same file"},
+		{"capture ring", []string{"--capture-a", "x.pcapng", "--capture-ring", "100"}, "--capture-ring"},
 		{"forward-only with mec", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--mec", "v=dscp:46"}, "drop --mec"},
 		{"forward-only with lda size", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--lda-counters", "64"}, "drop --lda-counters"},
 		{"duration", []string{"--duration", "-1s"}, "--duration"},
@@ -329,12 +334,13 @@ func TestRunTwoAppliances(t *testing.T) {
 	var out1, out2, err1, err2 syncBuf
 	errs := make(chan error, 2)
 	report2 := filepath.Join(t.TempDir(), "r2.jsonl")
+	capture2 := filepath.Join(t.TempDir(), "seg.pcapng") // what #2 receives from the segment
 	go func() {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b"}, common...), &out1, &err1)
 	}()
 	go func() {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a",
-			"--metrics-addr", "127.0.0.1:0", "--report", report2, "--segment-name", "seg x"}, common...), &out2, &err2)
+			"--metrics-addr", "127.0.0.1:0", "--report", report2, "--segment-name", "seg x", "--capture-a", capture2}, common...), &out2, &err2)
 	}()
 	// Find #2's metrics address in its log.
 	var metricsURL string
@@ -401,7 +407,7 @@ func TestRunTwoAppliances(t *testing.T) {
 		`ldafwd_lost_packets_total{direction="a>b",mec="all",segment="seg x",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a",segment="seg x"}`,
 		`ldafwd_lane_ends_seen_total{lane="receiver",segment="seg x"}`, `ldafwd_control_accepted_total{segment="seg x"}`,
 		`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",segment="seg x",synopsis="lda",valid="true"}`,
-		`ldafwd_up{segment="seg x"} 1`} {
+		`ldafwd_up{segment="seg x"} 1`, `ldafwd_capture_frames_total{port="a",result="captured",segment="seg x"}`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -486,6 +492,26 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 	if fb := finals["b"]; fb.TxPackets != sunk || fb.Name != "ring:"+k+".a" || fb.ElapsedS <= 1 {
 		t.Errorf("final port b record %+v; the sink got %d", fb, sunk)
+	}
+	// --capture-a: every frame #2's segment port received, control frames
+	// included, is in the file or counted as not captured (ring_full: the
+	// writer fell behind on a busy machine), as the exit log line says.
+	c, err := analyze.OpenCapture(capture2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, _, ok := c.Next(); ok; _, _, ok = c.Next() {
+	}
+	c.Close()
+	var skipped uint64
+	if m := regexp.MustCompile(fmt.Sprintf(`"captured":%d,"ring_full":(\d+),"size_limit":0,"time":"[^"]*","message":"capture closed"`, c.Frames)).FindStringSubmatch(err2.String()); m != nil {
+		skipped, _ = strconv.ParseUint(m[1], 10, 64)
+	} else {
+		t.Errorf("no exit log line for the %d frames of the capture:\n%s", c.Frames, grepLines(err2.String(), "capture"))
+	}
+	t.Logf("capture of port a: %d frames, %d not captured (ring full)", c.Frames, skipped)
+	if fa := finals["a"]; c.Frames == 0 || c.Frames+skipped != fa.RxPackets || c.EndedEarly != nil {
+		t.Errorf("capture of port a holds %d frames (%v) and skipped %d, the port received %d", c.Frames, c.EndedEarly, skipped, fa.RxPackets)
 	}
 	// --report has the same lines as stdout.
 	if b, err := os.ReadFile(report2); err != nil || string(b) != out2.String() {
