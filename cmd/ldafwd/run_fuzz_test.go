@@ -23,6 +23,7 @@ func FuzzRunConfig(f *testing.F) {
 		"interval = \"1s\n", "cores = 0,1\n", "lda-loss-rates = 0.1,0.2\n", "port-a = '\\x00'\n", "\x00\xff=\n",
 		"report = \"a\\\"b\"\n", "format: json\r\n", "---\nlog-level: debug\n",
 		"mec:\n  - voice=dscp:46\n  - web=proto:tcp\n", "- x\n", "cores:\n- 0\n- 1\n", "interval:\n", "mec:\n-\n",
+		"port-a = ring:x.a # c\n", "report = \"a #b\" # c\n", "report = 'a\\'#\n", "mec: [a, b]\n", "segment-name = a#b\n", "mec: # x\n - v=dscp:1 #y\n",
 	} {
 		f.Add(s)
 	}

@@ -191,7 +191,7 @@ format: json
 	if err != nil || len(o.mec) != 1 {
 		t.Fatalf("mec on the command line: %q %v", o.mec, err)
 	}
-	// A YAML block list, and "key value" lines.
+	// A block list, "key: value" and "key value" lines.
 	yaml := filepath.Join(dir, "ldafwd.yaml")
 	os.WriteFile(yaml, []byte("---\nport-a: ring:y.a\nport-b ring:y.b\nsegment-port: a\ninsecure: true\nmec:\n  - voice=dscp:46\n  - \"web=proto:tcp,dport:443\"\ncores:\n  - 0\n"), 0o644)
 	o, err = parseAndValidate([]string{"--config", yaml})
@@ -201,7 +201,23 @@ format: json
 	if o.portB != "ring:y.b" || len(o.mec) != 2 || o.mec[1] != "web=proto:tcp,dport:443" || len(o.cores) != 1 || !o.insecure {
 		t.Fatalf("YAML config: %+v", o)
 	}
+	// Comments after a value, quotes keeping a '#', and a '#' inside a
+	// word, which is no comment.
+	inline := filepath.Join(dir, "inline.conf")
+	os.WriteFile(inline, []byte("port-a = ring:i.a   # upstream\nport-b: ring:i.b\t# segment\nsegment-port b # here\ninsecure # no key\n"+
+		"report = \"/tmp/a #1.jsonl\" # quoted\nsegment-name = east#2\nmec:   # rules\n  - voice=dscp:46 # EF\n  - 'web=proto:tcp,dport:443'\n"), 0o644)
+	o, err = parseAndValidate([]string{"--config", inline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.portA != "ring:i.a" || o.portB != "ring:i.b" || o.segment != "b" || !o.insecure || o.out.report != "/tmp/a #1.jsonl" ||
+		o.segmentName != "east#2" || len(o.mec) != 2 || o.mec[0] != "voice=dscp:46" || o.mec[1] != "web=proto:tcp,dport:443" {
+		t.Fatalf("inline comments: %+v", o)
+	}
 	for _, c := range []struct{ text, want string }{
+		{"# rules\nmec: [voice=dscp:46, web=dscp:10]\n", ":2: mec: a flow list"},
+		{"cores = [0, 1]\n", ":1: cores: a flow list"},
+		{"\nreport = \"x # y\n", `:2: quote " not closed`},
 		{"- voice=dscp:46\n", "outside a list"},
 		{"interval:\n- 1s\n", `key "interval" needs a value`},
 		{"mec:\nport-a = ring:q.a\n- x=dscp:1\n", "outside a list"},
