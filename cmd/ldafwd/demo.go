@@ -53,6 +53,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		segmentName        string
 		metricsAddr        string
 		queues             int
+		capture            captureFlags
 	)
 	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -82,6 +83,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	extra.registerSizing(fs)
 	budget.register(fs)
 	microbursts.register(fs)
+	capture.register(fs, [2]string{"sender", "receiver"},
+		"write what ldafwd#1 receives from the generator (its port a, where the measured path starts) to this pcapng file; `ldafwd analyze --sender` reads it",
+		"write what ldafwd#2 receives from the segment (its port a) to this pcapng file; `ldafwd analyze --receiver` reads it")
 	out.register(fs)
 	if help, err := parseFlags(fs, "demo", args); help || err != nil {
 		return err
@@ -93,6 +97,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("demo: %w", err)
 	}
 	if err := checkSegmentName(segmentName); err != nil {
+		return usageErrorf("demo: %w", err)
+	}
+	if err := capture.validate(false); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	switch {
@@ -237,9 +244,19 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if maxDelay > 0 {
 		cfg.Bounds = appliance.DemoBounds(maxDelay)
 	}
+	// The captures' closing line goes to stderr even without --verbose.
+	capLog := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
+	tapS, tapR, closeTaps, err := capture.open("ldafwd#1 a", "ldafwd#2 a", capLog)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	cfg.Taps = [2][2]*dataplane.Tap{{tapS, nil}, {tapR, nil}}
 	m.SetState(metrics.StateRunning)
 	sum, err := appliance.RunDemo(cfg)
 	m.SetState(metrics.StateStopped)
+	if cerr := closeTaps(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -133,7 +133,9 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.idleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
 	fs.BoolVar(&o.forwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")
-	o.capture.register(fs, "--capture-max-bytes bounds its size")
+	o.capture.register(fs, [2]string{"a", "b"},
+		"write what port a receives to this pcapng file (ns timestamps: the receive times the appliance measures with), off the packet path; --capture-max-bytes bounds its size",
+		"write what port b receives to this pcapng file, as --capture-a")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: trace, debug, info, warn, error")
 	o.out.register(fs)
 }

@@ -110,3 +110,34 @@ func TestCaptureTapAnalyze(t *testing.T) {
 		t.Errorf("captures' true mean %.1f us below the segment's %.1f us: the taps' stamps are off", *iv.TrueMeanNs/1e3, seg/1e3)
 	}
 }
+
+// TestDemoCaptureFlags: `ldafwd demo --capture-sender/--capture-receiver`
+// writes two captures that `ldafwd analyze` pairs, and says on stderr
+// what each holds.
+func TestDemoCaptureFlags(t *testing.T) {
+	dir := t.TempDir()
+	snd, rcv := filepath.Join(dir, "s.pcapng"), filepath.Join(dir, "r.pcapng")
+	var out, errb bytes.Buffer
+	if err := demoMain([]string{"--duration", "1s", "--interval", "500ms", "--rate", "5000", "--synopsis", "lda", "--format", "json",
+		"--capture-sender", snd, "--capture-receiver", rcv}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	for _, c := range []string{"capture=sender", "capture=receiver", "capture closed"} {
+		if !bytes.Contains(errb.Bytes(), []byte(c)) {
+			t.Errorf("stderr lacks %q:\n%s", c, errb.String())
+		}
+	}
+	out.Reset()
+	var aerr bytes.Buffer
+	if err := analyzeMain([]string{"--sender", snd, "--receiver", rcv, "--interval", "0", "--truth", "--format", "json"}, &out, &aerr); err != nil {
+		t.Fatalf("%v\n%s", err, aerr.String())
+	}
+	var iv report.Interval
+	json.Unmarshal(bytes.SplitN(out.Bytes(), []byte("\n"), 2)[0], &iv)
+	if !iv.Valid || iv.Sent < 4000 || iv.TrueLost == nil || iv.Lost != *iv.TrueLost {
+		t.Errorf("analyze of the demo's captures: %+v", iv)
+	}
+	if err := demoMain([]string{"--capture-sender", snd, "--capture-receiver", snd}, &out, &errb); err == nil {
+		t.Error("one file for both captures accepted")
+	}
+}

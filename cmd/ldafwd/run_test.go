@@ -520,7 +520,7 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 	c.Close()
 	var skipped uint64
-	if m := regexp.MustCompile(fmt.Sprintf(`"captured":%d,"ring_full":(\d+),"size_limit":0,"time":"[^"]*","message":"capture closed"`, c.Frames)).FindStringSubmatch(err2.String()); m != nil {
+	if m := regexp.MustCompile(fmt.Sprintf(`"capture":"a"[^\n]*"captured":%d,"ring_full":(\d+),"size_limit":0,"time":"[^"]*","message":"capture closed"`, c.Frames)).FindStringSubmatch(err2.String()); m != nil {
 		skipped, _ = strconv.ParseUint(m[1], 10, 64)
 	} else {
 		t.Errorf("no exit log line for the %d frames of the capture:\n%s", c.Frames, grepLines(err2.String(), "capture"))
