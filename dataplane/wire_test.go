@@ -389,7 +389,9 @@ func TestLaneZeroAllocs(t *testing.T) {
 	}
 	// With capture taps on both lanes: the copy into the ring and, once it
 	// is full, the count of skipped frames allocate nothing either.
-	t.Run("tap", func(t *testing.T) { laneZeroAllocs(t, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, true) })
+	t.Run("tap", func(t *testing.T) {
+		laneZeroAllocs(t, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, true)
+	})
 }
 
 func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig, tap bool) {
