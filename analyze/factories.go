@@ -1,7 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
@@ -136,6 +139,13 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 	if err != nil {
 		return fail(err)
 	}
+	// The estimator bounds what other flows' packets in a flow's cells
+	// can move its mean by the spread of the delays: here the range the
+	// two captures' paired packets show (an appliance has its configured
+	// --min-delay/--max-delay instead).
+	if lo, hi, ok := ldsDelayRange(snd, rcv); ok {
+		lr.SetBound(synopsis.LDSBound{MinDelayNs: lo, MaxDelayNs: hi, Conf: conf})
+	}
 	rep, rst := ldsRepair(snd, rcv)
 	flows, err := synopsis.EstimateLDSFlowsRepaired(ls, lr, rep)
 	if err != nil {
@@ -167,6 +177,44 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 		out = append(out, r)
 	}
 	return out
+}
+
+// ldsDelayRange is the smallest and largest delay of the interval's
+// packets, each end's copies of an identity paired in time order (the
+// first received with the first sent, …); copies left over on either side
+// are the lost and extra packets, which no usable cell holds. Any pairing
+// within identities gives a cell the same delay sum, so every cell's
+// packets have delays in this range under one of them. ok is false when
+// nothing pairs, or the range is a single value (then the estimator has
+// no spread to bound by, and a flow is valid only where its cells hold
+// nothing else; an interval of equal delays is exact anyway).
+func ldsDelayRange(snd, rcv *ldsSide) (lo, hi int64, ok bool) {
+	sorted := func(p []synopsis.LDSPacket) []synopsis.LDSPacket {
+		q := slices.Clone(p)
+		slices.SortFunc(q, func(a, b synopsis.LDSPacket) int {
+			if c := cmp.Compare(a.Hash, b.Hash); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Ts, b.Ts)
+		})
+		return q
+	}
+	s, r := sorted(snd.pkts), sorted(rcv.pkts)
+	lo, hi = math.MaxInt64, math.MinInt64
+	for i, j := 0, 0; i < len(s) && j < len(r); {
+		switch {
+		case s[i].Hash < r[j].Hash:
+			i++
+		case s[i].Hash > r[j].Hash:
+			j++
+		default:
+			d := int64(r[j].Ts - s[i].Ts)
+			lo, hi = min(lo, d), max(hi, d)
+			i++
+			j++
+		}
+	}
+	return lo, hi, hi > lo
 }
 
 // ldsRepair decodes the interval's set difference with an RDA over the

@@ -31,6 +31,11 @@ type ldsLossFigures struct {
 	repair           string
 	shape            string
 	wrongValidLosses int // valid lines whose exact loss differs from the truth
+	// valid lines of any size whose true mean lies outside mean_ci_ns,
+	// of all valid lines; ci500: mean_ci_ns / true mean of valid flows
+	// ≥ 500 packets
+	outside, validAll int
+	ci500             []float64
 }
 
 func median(v []float64) float64 {
@@ -111,6 +116,12 @@ func figs(out []*report.Interval, tr analyzetest.Truth) ldsLossFigures {
 		if r.Valid && r.TrueLost != nil && r.Lost != *r.TrueLost {
 			fig.wrongValidLosses++
 		}
+		if r.Valid && r.TrueMeanNs != nil && r.TrueLost != nil && *r.TrueLost < r.Sent {
+			fig.validAll++
+			if math.Abs(r.MeanNs-*r.TrueMeanNs) > r.MeanCINs+1e-6*math.Abs(*r.TrueMeanNs) {
+				fig.outside++
+			}
+		}
 		if size < 500 {
 			continue
 		}
@@ -120,6 +131,7 @@ func figs(out []*report.Interval, tr analyzetest.Truth) ldsLossFigures {
 			continue
 		}
 		fig.valid++
+		fig.ci500 = append(fig.ci500, r.MeanCINs / *r.TrueMeanNs)
 		e := math.Abs(r.MeanNs-*r.TrueMeanNs) / *r.TrueMeanNs
 		fig.e500 = append(fig.e500, e)
 		switch {
@@ -141,6 +153,8 @@ func (f ldsLossFigures) String() string {
 	fmt.Fprintf(&b, "%d packets, %d flow lines, LDS %s, repair %s\n", f.packets, f.flows, f.shape, f.repair)
 	fmt.Fprintf(&b, "flows ≥ 500 packets: %d, valid %d (%.1f %%); median error %.3f %% (≥ 500), %.3f %% (≥ 5000, %d flows)\n",
 		f.big, f.valid, 100*float64(f.valid)/float64(max(f.big, 1)), 100*median(f.e500), 100*median(f.e5000), len(f.e5000))
+	fmt.Fprintf(&b, "valid lines (all sizes): %d, true mean outside mean_ci_ns: %d; mean_ci_ns / true mean, flows ≥ 500: median %.2f %%\n",
+		f.validAll, f.outside, 100*median(f.ci500))
 	for i, name := range []string{"500–4999", "5000–49999", "≥ 50000"} {
 		fmt.Fprintf(&b, "  %-11s packets: %4d valid flows, median error %.3f %%\n", name, len(f.bins[i]), 100*median(f.bins[i]))
 	}
@@ -195,6 +209,9 @@ func TestLDSLossDefaults(t *testing.T) {
 		all.flows += f.flows
 		all.big += f.big
 		all.valid += f.valid
+		all.validAll += f.validAll
+		all.outside += f.outside
+		all.ci500 = append(all.ci500, f.ci500...)
 		all.e500 = append(all.e500, f.e500...)
 		all.e5000 = append(all.e5000, f.e5000...)
 		for i := range all.bins {
@@ -211,6 +228,12 @@ func TestLDSLossDefaults(t *testing.T) {
 	}
 	if float64(all.valid) < 0.9*float64(all.big) {
 		t.Errorf("%d of %d flows ≥ 500 packets valid, want ≥ 90 %%", all.valid, all.big)
+	}
+	// The bound is the collision share times the delay range, plus a
+	// sampling term at the line's confidence (0.98) where a flow's cells
+	// hold only part of its packets.
+	if n, p := float64(all.validAll), 0.02; float64(all.outside) > n*p+4*math.Sqrt(n*p*(1-p))+1 {
+		t.Errorf("%d of %d valid flow lines have the true mean outside mean_ci_ns", all.outside, all.validAll)
 	}
 	if m := median(all.e500); !(m <= 0.02) {
 		t.Errorf("median per-flow error %.4f > 2 %% for flows ≥ 500 packets", m)

@@ -172,11 +172,16 @@ func checkScenario(t *testing.T, s scenario, width time.Duration) propertyResult
 		res.valid++
 		if l.Synopsis == "lds" {
 			// Per flow: the pairing's truth of the flow (the generator
-			// keeps none per flow). The LDS states no bound on its
-			// mean (collisions bias it), so only its loss is held.
+			// keeps none per flow): its loss exactly, its mean within
+			// mean_ci_ns.
 			if l.TrueLost == nil || l.Lost != *l.TrueLost {
 				res.wrongLoss++
 				t.Errorf("%s: interval %d flow %s: lost %d valid, truth %v (%v)", s.name, l.Interval, l.Flow, l.Lost, l.TrueLost, l.Extra)
+			}
+			if l.TrueMeanNs != nil && l.TrueLost != nil && *l.TrueLost < l.Sent &&
+				math.Abs(l.MeanNs-*l.TrueMeanNs) > l.MeanCINs+1 {
+				res.misses++
+				t.Logf("%s: interval %d flow %s: mean %.1f ± %.1f, truth %.1f (miss)", s.name, l.Interval, l.Flow, l.MeanNs, l.MeanCINs, *l.TrueMeanNs)
 			}
 			continue
 		}

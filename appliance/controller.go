@@ -63,6 +63,7 @@ type controller struct {
 	spares   []*synopsis.TSCache
 	repairs  map[repairKey]*repair
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
+	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
 	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
 	reqID    uint32
 	xs       []control.Exchange
@@ -245,7 +246,7 @@ func (c *controller) step(now time.Time) {
 			rc.rda = append(rc.rda, r.Clone())
 			// The timestamp cache follows the packets of the last
 			// interval, not its 16 MiB budget.
-			r.ReserveCache()
+			c.reserveCache(r, set) // repair.go
 		}
 		if set.LDS != nil {
 			rc.lds = set.LDS.Clone()
@@ -725,6 +726,13 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
+	// What other flows' packets in a flow's cells (and, with k > 1 or
+	// sampled rows, a partial sample of its own) can move its mean is
+	// bounded by the delay range the compact encoding is configured for
+	// (--min-delay/--max-delay): the LDA's sums already rely on it, and a
+	// bucket whose mean leaves it makes the interval invalid.
+	bd := a.cfg.Bounds
+	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: bd.MinDelayNs, MaxDelayNs: bd.MaxDelayNs, Conf: a.cfg.Conf})
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Packets(), fmt.Sprintf("sender LDS does not match ours: %v", err))
@@ -758,10 +766,11 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		if why != "" {
 			r.Valid, r.Reason = false, why
 		} else if r.Valid && rc.lds.RowsTakeAll() && !countsAgree(&f) {
-			r.Valid, r.Reason = false, "the flow's cells hold other flows' packets too (the LDS is small for this traffic, or the control budget folded it): its counts and delay are not its own"
+			r.Valid, r.Reason = false, ReasonFlowShared
 		}
 		c.held = append(c.held, heldLine{r: r, flow: &f})
 	}
+	c.ldsRepairSetUp(b.Interval, &snd, rc.lds, len(top)) // lds_repair.go
 }
 
 // countsAgree says whether a flow's estimate can be its own: the LDS

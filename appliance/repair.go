@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -143,11 +144,12 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			continue
 		}
 		var spare *synopsis.TSCache
+		room := c.cacheRoom(old.Offered(), set)
 		if n := len(c.spares); n > 0 {
 			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(old.Offered()) // follows the traffic, empties
+			spare.Reserve(room) // follows the traffic, empties
 		} else {
-			spare = old.EmptyLike(old.Offered())
+			spare = old.EmptyLike(room)
 		}
 		kept = append(kept, r.SwapCache(spare))
 	}
@@ -161,6 +163,33 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 			}
 			delete(c.tscaches, j)
 		}
+	}
+}
+
+// cacheRoom is the packets a timestamp cache of set's copy is sized for
+// at its next use: the packets it was offered in the interval just handed
+// over, extrapolated to a whole interval when the copy covered less of
+// one (the copy a start cut short), so that the copy's next interval does
+// not sample for a start's sake. A copy is sized only while the control
+// side holds it, which is an interval behind each of the other copies:
+// the copies the worker records into before the first is handed back
+// keep their starting room (synopsis.TSCache.Reserve).
+func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	if set.EndNs <= set.StartNs || set.FirstK != set.LastK {
+		return offered
+	}
+	if span := set.EndNs - set.StartNs; span < iv && offered < math.MaxUint64/iv {
+		return offered * iv / span
+	}
+	return offered
+}
+
+// reserveCache sizes r's timestamp cache (a receiver copy's) for its
+// next use (cacheRoom).
+func (c *controller) reserveCache(r *synopsis.RDA, set *dataplane.SynSet) {
+	if cache := r.Cache(); cache != nil {
+		cache.Reserve(c.cacheRoom(cache.Offered(), set))
 	}
 }
 
@@ -198,7 +227,7 @@ func (c *controller) answer(x *control.Exchange) {
 			Msg("timestamp request refused: not our session, or the interval's timestamps are no longer kept")
 		return
 	}
-	ids, err := synopsis.ParseTimestampRequest(x.Body)
+	ids, version, err := synopsis.ParseTimestampRequestVersion(x.Body)
 	if err != nil {
 		c.rc.refused.Add(1)
 		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
@@ -211,7 +240,7 @@ func (c *controller) answer(x *control.Exchange) {
 		// cache (RDAStats.Ambiguous): those cells stay out of the mean.
 		cache = nil
 	}
-	body := cache.AppendReply(nil, ids)
+	body := cache.AppendReplyVersion(nil, ids, version)
 	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
 	if err != nil {
 		c.rc.refused.Add(1)
@@ -309,8 +338,10 @@ func (c *controller) onReply(x *control.Exchange) bool {
 		return false
 	}
 	ts := make([]uint64, len(rp.ids))
+	fh := make([]uint64, len(rp.ids))
 	ok := make([]bool, len(rp.ids))
-	if err := synopsis.ParseReply(x.Body, rp.ids, ts, ok); err != nil {
+	flows, err := synopsis.ParseReplyFlows(x.Body, rp.ids, ts, fh, ok)
+	if err != nil {
 		c.rc.bad.Add(1)
 		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
 		return false
@@ -336,6 +367,7 @@ func (c *controller) onReply(x *control.Exchange) bool {
 	if status == "complete" {
 		c.noteRepairTimes(rp, ts, ok)
 	}
+	c.ldsLost(rp, ts, fh, ok, flows)
 	c.finishRepair(rp, x, found, x.Frames, status)
 	delete(c.repairs, key)
 	return true
@@ -401,6 +433,7 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 	r.Extra["rda_repair_request_bytes"] = rp.reqBytes
 	r.Extra["rda_repair_reply_bytes"] = replyBytes
 	r.Extra["rda_repair_frames"] = rp.reqFrames + replyFrames
+	c.ldsRepairDone(rp)
 }
 
 // repairsBefore is the oldest interval with a pending repair (lines of it

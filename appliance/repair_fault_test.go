@@ -72,6 +72,14 @@ func (p *exchangeDropper) LastTxNs() uint64 { return p.Port.(dataplane.TxStamper
 // requests (nil: untouched). It returns #2's a>b RDA lines.
 func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper) (lines []report.Interval, sum appliance.DemoSummary) {
 	t.Helper()
+	return runRepairDemoLDS(t, seed, replies, requests, nil, nil)
+}
+
+// runRepairDemoLDS is runRepairDemo with an LDS of 16 flows, each with
+// cells of its own, when lds is not nil: its a>b lines go to lds, the
+// link's per-flow truth to ft.
+func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDropper, ft *flowTruth, lds *[]report.Interval) (lines []report.Interval, sum appliance.DemoSummary) {
+	t.Helper()
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.002)
 	cl, err := classifier.NewClassifierFromSpecs(nil)
@@ -87,6 +95,10 @@ func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
+	if lds != nil {
+		cfg.Syn.LDS = &synopsis.LDSConfig{Rows: 2, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 64}
+		cfg.Flows, cfg.TopFlows, cfg.TruthHook = 16, 16, ft.hook
+	}
 	if replies != nil {
 		cfg.WrapSegment = func(p dataplane.Port) dataplane.Port { replies.Port = p; return replies }
 	}
@@ -96,6 +108,8 @@ func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper
 	cfg.Reports = func(r *report.Interval) {
 		if r.Synopsis == "rda" {
 			lines = append(lines, *r)
+		} else if r.Synopsis == "lds" && lds != nil && r.Direction == "a>b" {
+			*lds = append(*lds, *r)
 		} else if r.Synopsis == "lda" {
 			t.Logf("%d %s valid=%v lost=%d mean=%.1f±%.1f sent=%d received=%d %s", r.Interval, r.Synopsis, r.Valid, r.Lost, r.MeanNs, r.MeanCINs, r.Sent, r.Received, r.Reason)
 		}
@@ -253,5 +267,61 @@ func TestRDARepairPeerNeverAnswers(t *testing.T) {
 	}
 	if d.n.Load() == 0 {
 		t.Error("no reply was dropped")
+	}
+}
+
+// TestLDSRepairLostReply: every reply of one interval is lost: its RDA
+// line stays valid with its bound, and its LDS lines say the repair is
+// partial for want of a reply — a lossy flow's line is invalid as
+// without the repair, never repaired by guess — while every valid flow
+// line holds its flow's true mean within its bound; other intervals are
+// repaired.
+func TestLDSRepairLostReply(t *testing.T) {
+	var first, victim atomic.Uint64 // as in TestRDARepairLostRequest
+	d := &exchangeDropper{drop: func(f *control.Frame) bool {
+		if f.Type != control.TypeReply {
+			return false
+		}
+		k := f.Interval
+		if first.CompareAndSwap(0, k) || k == first.Load() {
+			return false
+		}
+		victim.CompareAndSwap(0, k)
+		return k == victim.Load()
+	}}
+	ft := &flowTruth{ends: map[uint64]uint64{}}
+	var lds []report.Interval
+	lines, _ := runRepairDemoLDS(t, 44, d, nil, ft, &lds)
+	if checkUnrepaired(t, lines, func(k int64) bool { return uint64(k) == victim.Load() }) != 1 {
+		t.Errorf("interval %d: no valid unrepaired RDA line", victim.Load())
+	}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	victimLines, complete := 0, 0
+	for _, r := range lds {
+		if r.Reason == appliance.ReasonWarmup {
+			continue
+		}
+		fh, _ := r.Extra["flow_hash"].(uint64)
+		mean, _, ok := ft.flowMean(uint64(r.Interval), fh)
+		rep, _ := r.Extra["repair"].(string)
+		t.Logf("%d %s valid=%v lost=%d mean=%.1f±%.1f true=%.1f repair=%s %s", r.Interval, r.Flow, r.Valid, r.Lost, r.MeanNs, r.MeanCINs, mean, rep, r.Reason)
+		if uint64(r.Interval) == victim.Load() {
+			victimLines++
+			if r.Extra["repair_complete"] != false || !strings.Contains(rep, "no reply") {
+				t.Errorf("%d %s: repair %q after every reply was lost", r.Interval, r.Flow, rep)
+			}
+			if r.Lost > 0 && r.Valid {
+				t.Errorf("%d %s: lossy flow valid without its lost packets' timestamps", r.Interval, r.Flow)
+			}
+		} else if r.Extra["repair_complete"] == true && r.Lost > 0 {
+			complete++
+		}
+		if r.Valid && ok && abs(r.MeanNs-mean) > r.MeanCINs+1e-6*mean {
+			t.Errorf("%d %s: mean %.1f ± %.1f, true %.1f", r.Interval, r.Flow, r.MeanNs, r.MeanCINs, mean)
+		}
+	}
+	if victimLines == 0 || complete == 0 {
+		t.Errorf("%d LDS lines in the interval whose replies were lost, %d lossy flow lines repaired completely elsewhere: want both > 0", victimLines, complete)
 	}
 }

@@ -46,6 +46,12 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	r.StampErrNs = float64(txErr + rxErr)
 	r.MeanCINs += r.StampErrNs
 	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
+	c.stampLimit(r)
+}
+
+// stampLimit invalidates a valid line whose stamps are uncertain by more
+// than --max-stamp-err allows.
+func (c *controller) stampLimit(r *report.Interval) {
 	fixed := float64(c.a.cfg.MaxStampErr.Nanoseconds())
 	limit := fixed + stampErrLimitFrac*math.Abs(r.MeanNs)
 	if r.Valid && r.StampErrNs > limit {

@@ -3,6 +3,7 @@ package classifier_test
 import (
 	"fmt"
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
+	"os"
 	"runtime"
 	"testing"
 
@@ -159,4 +160,61 @@ func BenchmarkClassifyScale(b *testing.B) {
 			b.ReportMetric(float64(matched)/float64(len(ms)), "matched")
 		})
 	}
+}
+
+// TestInstrClassifyScale is the harness for instructions per packet of
+// classification by rule count (docs/performance.md, "Classification cost
+// by rule count"; scripts/classify-instr.sh runs it). With
+// LDAF_INSTR_CLASSIFY="rules passes loop" it builds the classifier of that
+// many scaleRules and runs, for that many passes over the scaleTraffic
+// packets, loop "parse" (Parse + Classify of each frame) or "classify"
+// (Classify of each parsed packet). Run it under callgrind with 2 and with
+// 202 passes,
+//
+//	GOGC=off GODEBUG=asyncpreemptoff=1 LDAF_INSTR_CLASSIFY='1000 202 parse' \
+//	  valgrind --tool=callgrind ./classifier.test -test.run InstrClassifyScale
+//
+// instructions per packet = (total Ir at 202 − total Ir at 2) / (200 × 4096):
+// the difference cancels the process's start-up and the tables' build. The
+// build's own count moves by a few million instructions between runs (map
+// seeds), hence 200 passes: with 20 that moved the result by ±30 per packet.
+// Skipped without the variable.
+func TestInstrClassifyScale(t *testing.T) {
+	spec := os.Getenv("LDAF_INSTR_CLASSIFY")
+	if spec == "" {
+		t.Skip("LDAF_INSTR_CLASSIFY not set (a callgrind harness)")
+	}
+	var n, passes int
+	var loop string
+	if _, err := fmt.Sscanf(spec, "%d %d %s", &n, &passes, &loop); err != nil || n < 1 || passes < 1 || (loop != "parse" && loop != "classify") {
+		t.Fatalf("LDAF_INSTR_CLASSIFY=%q, want \"rules passes parse|classify\"", spec)
+	}
+	frames, ms := scaleTraffic(t)
+	c, err := classifier.NewClassifierFromSpecs(scaleRules(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := instrLoop(c, frames, ms, passes, loop == "parse")
+	t.Logf("%d rules, %d passes of %d packets, %s (%x)", n, passes, len(frames), loop, x)
+}
+
+// instrLoop is the loop TestInstrClassifyScale counts.
+//
+//go:noinline
+func instrLoop(c *classifier.Classifier, frames [][]byte, ms []classifier.Meta, passes int, parse bool) uint64 {
+	var x uint64
+	var m classifier.Meta
+	for range passes {
+		if parse {
+			for _, f := range frames {
+				classifier.Parse(f, &m)
+				x += uint64(c.Classify(&m))
+			}
+			continue
+		}
+		for i := range ms {
+			x += uint64(c.Classify(&ms[i]))
+		}
+	}
+	return x
 }

@@ -39,7 +39,12 @@ import (
 // and rules on different fields multiply each other's classes: when one
 // set of tables for all rules does not fit, the rules are split by the
 // fields they constrain (partition), each group gets its tables, and a
-// packet's match is the lowest of its groups'. When that does not fit
+// packet's match is the lowest of its groups'. A group whose rules
+// constrain at most two of the three combinations (VLAN × DSCP-protocol,
+// addresses, ports: a site's per-prefix or per-VLAN × port classes) skips
+// the pair table: one table of first matches indexed by the two (tierFlat,
+// all such groups in one arena); partition keeps such a group flat rather
+// than join it into a group that needs all three. When that does not fit
 // either, Classify stops at fewer combinations and ANDs their vectors, a
 // summary word first (Baboescu and Varghese's aggregated bit vectors):
 // two vectors (tierPairs), three (tierTriples), or the six field vectors
@@ -63,6 +68,13 @@ type tables struct {
 	// groups partition the rules (one group: all of them); a packet's
 	// match is the lowest of its groups' matches.
 	groups []group
+
+	// The tierFlat groups, taken out of groups: per family and pair of
+	// inputs (flatPairs), each group's offsets into arena, one slice for
+	// all so that a group costs three loads from it and no slice header.
+	flat  [3][len(flatPairs)][]flatGroup
+	nFlat int
+	arena []uint32
 
 	word *wordTables // up to 64 rules: instead of all the above
 
@@ -92,10 +104,45 @@ type group struct {
 	nC    [3]uint32   // classes of ord[2]
 	first [3][]uint16 // tierCross: [pair class * nC + class ord[2]] = the MEC id
 
+	// tierFlat: the group's rules constrain at most two of the three
+	// (vd, addrs, ports); every class of the others holds them all (up to
+	// truncate), so those are left out. in names the two read, as an
+	// index into [vd, addrs, ports, none] (none: a constant 0, through a
+	// one-entry table); ft[i][fam] is input i's table (the same slice in
+	// every family but for addrs), ff[fam][x*fn[fam]+y] the MEC id.
+	in [2]uint8
+	ft [2][3][]uint32
+	fn [3]uint32
+	ff [3][]uint16
+
 	// Summed vectors (summed) of the classes the tier ANDs.
 	pairV, thirdV [3][]uint64
 	vdV, portsV   []uint64
 	addrsV        [3][]uint64
+}
+
+// flatGroup is a tierFlat group in tables.arena for one family: its
+// match is arena[arena[o0+i] + arena[o1+j]] for the packet's indices i, j
+// of its two inputs. The first input's table holds its class times the
+// second's class count, the second's its class plus the offset of the
+// first-match table, so the sum is the first-match entry.
+type flatGroup struct {
+	o0, o1 uint32
+}
+
+// flatPairs are the pairs of inputs a tierFlat group reads, as indices
+// into [vd, addrs, ports, none]; classify has a loop for each.
+var flatPairs = [...][2]uint8{{0, 1}, {0, 2}, {1, 2}, {0, 3}, {1, 3}, {2, 3}}
+
+// flatMin lowers best to the lowest nonzero match of the groups gs.
+func flatMin(a []uint32, gs []flatGroup, i, j uint32, best uint16) uint16 {
+	for k := range gs {
+		r := uint16(a[a[gs[k].o0+i]+a[gs[k].o1+j]])
+		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
+			best = r
+		}
+	}
+	return best
 }
 
 // Tiers, fastest first.
@@ -104,6 +151,7 @@ const (
 	tierPairs          // AND of pair and third
 	tierTriples        // AND of vd, addrs and ports
 	tierFields         // AND of the six field vectors
+	tierFlat           // first[one class][another]: rules on at most two of the three
 )
 
 var (
@@ -117,6 +165,7 @@ var (
 	maxCrossEntries = 1 << 21
 	maxFirstEntries = 1 << 23
 	maxBuildWork    = 1 << 26
+	oneGroupDiv     = 8
 )
 
 // portMap maps a port to a class id: block[port>>8] is the id of a block
@@ -155,17 +204,18 @@ type trieMeta struct {
 	miss               int32
 }
 
+// lookup inlines: a trie with one class for every address (the family
+// or direction no rule's prefix is of) costs a test and no call.
 func (t *trie) lookup(a *[16]byte) uint32 {
-	e := t.root // ≥ 0: one class for every address
-	if c := ^e; e < 0 && c&16 == 0 {
-		e = t.nodes[int(c>>5)<<8|int(a[c&15])] // a first level that skips nothing, inline
-	}
-	if e >= 0 {
+	if e := t.root; e >= 0 {
 		return uint32(e)
 	}
-	return t.walk(a, e)
+	return t.walk(a, t.root)
 }
 
+// walk is lookup below the root; not inlined, so that lookup is.
+//
+//go:noinline
 func (t *trie) walk(a *[16]byte, e int32) uint32 {
 	for e < 0 {
 		c := ^e
@@ -192,10 +242,10 @@ func (t *tables) classify(m *Meta) uint16 {
 		}
 	}
 	dpc := uint32(t.dpID[dp])
-	if len(t.groups) == 0 {
+	if len(t.groups) == 0 && t.nFlat == 0 {
 		return t.andFields(m, v, dpc, fam)
 	}
-	if len(t.groups) == 1 {
+	if len(t.groups) == 1 && t.nFlat == 0 {
 		return t.classify1(&t.groups[0], m, v*t.nDP+dpc, fam)
 	}
 	var s, d uint32
@@ -211,6 +261,15 @@ func (t *tables) classify(m *Meta) uint16 {
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
 	best := uint16(0)
+	if t.nFlat > 0 {
+		a, fl := t.arena, &t.flat[fam] // in flatPairs' order
+		best = flatMin(a, fl[0], vdi, ai, best)
+		best = flatMin(a, fl[1], vdi, pi, best)
+		best = flatMin(a, fl[2], ai, pi, best)
+		best = flatMin(a, fl[3], vdi, 0, best)
+		best = flatMin(a, fl[4], ai, 0, best)
+		best = flatMin(a, fl[5], pi, 0, best)
+	}
 	for i := range t.groups {
 		g := &t.groups[i]
 		vd, aa, pp := g.vd[vdi], g.addrs[fam][ai], g.ports[pi]
@@ -544,20 +603,20 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		return t
 	}
 	start, budget := b.bytes, maxCrossEntries
-	maxCrossEntries = budget / 8
+	maxCrossEntries = budget / oneGroupDiv
 	g := b.cross(f, nil)
 	maxCrossEntries = budget
-	if g.tier != tierCross {
+	if g.tier != tierCross && g.tier != tierFlat {
 		b.bytes, b.cells, b.work = start, 0, 0
 		if gs := b.partition(f); gs != nil {
-			t.groups = gs
+			t.setGroups(gs)
 			return t
 		}
 		b.bytes, b.cells, b.work = start, 0, 0
 		g = b.cross(f, nil)
 	}
 	if g.tier != tierFields {
-		t.groups = []group{*g}
+		t.setGroups([]group{*g})
 	} else {
 		t.vlanV, t.dpV, t.spV, t.dpoV = b.summed(vlan), b.summed(dp), b.summed(sp), b.summed(dpo)
 		for fam := range addr {
@@ -570,6 +629,43 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		return nil
 	}
 	return t
+}
+
+// setGroups keeps the groups, the tierFlat ones laid out in the arena.
+func (t *tables) setGroups(gs []group) {
+	type key struct {
+		p        *uint32
+		mul, add uint32
+	}
+	at := map[key]uint32{} // a table shared by families or groups is laid out once
+	put := func(x []uint32, mul, add uint32) uint32 {
+		k := key{&x[0], mul, add}
+		if o, ok := at[k]; ok {
+			return o
+		}
+		o := uint32(len(t.arena))
+		at[k] = o
+		for _, id := range x {
+			t.arena = append(t.arena, id*mul+add)
+		}
+		return o
+	}
+	for _, g := range gs {
+		if g.tier != tierFlat {
+			t.groups = append(t.groups, g)
+			continue
+		}
+		t.nFlat++
+		pair := slices.Index(flatPairs[:], g.in)
+		for fam := range t.flat {
+			ff := uint32(len(t.arena))
+			for _, r := range g.ff[fam] {
+				t.arena = append(t.arena, uint32(r))
+			}
+			fg := flatGroup{o0: put(g.ft[0][fam], g.fn[fam], 0), o1: put(g.ft[1][fam], 1, ff)}
+			t.flat[fam][pair] = append(t.flat[fam][pair], fg)
+		}
+	}
 }
 
 // fields are the field classes buildTables combines, and per field the
@@ -667,7 +763,9 @@ func (b *builder) partition(f *fields) []group {
 			for w := range u {
 				u[w] |= m[w]
 			}
-			if g, n := try(u, 8); g.tier == tierCross {
+			// A flat part stays flat: a third field would cost it two
+			// more loads, about what a group of its own costs.
+			if g, n := try(u, 8); g.tier == tierFlat || g.tier == tierCross && p.g.tier == tierCross {
 				b.bytes += n - p.bytes
 				p.mask, p.g, p.bytes = u, g, n
 				joined = true
@@ -676,7 +774,7 @@ func (b *builder) partition(f *fields) []group {
 		}
 		if !joined {
 			g, n := try(m, 1)
-			if g.tier != tierCross {
+			if g.tier != tierCross && g.tier != tierFlat {
 				return nil
 			}
 			b.bytes += n
@@ -728,6 +826,19 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 		if ok {
 			g.nAddr[fam] = addrs[fam].n()
 		}
+	}
+	if ok && b.flat(g, vd, &addrs, ports) {
+		b.bytes = start + b.firstBytes
+		for i := range g.ft {
+			for fam := range g.ft[i] {
+				if fam == 0 || g.in[i] == 1 {
+					b.bytes += 4 * len(g.ft[i][fam])
+				}
+			}
+		}
+		g.vd, g.ports, g.addrs = nil, nil, [3][]uint32{}
+		g.tier = tierFlat
+		return g
 	}
 	// The AND of three needs their vectors; keep them until a better
 	// tier fits.
@@ -798,6 +909,93 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 	b.bytes = triples
 	g.tier = tierTriples
 	return g
+}
+
+// flat makes g tierFlat when its rules constrain at most two of vd,
+// addrs and ports (the others' tables hold one class, per family) and the
+// first-match table of the two fits; false otherwise.
+func (b *builder) flat(g *group, vd *classSet, addrs *[3]*classSet, ports *classSet) bool {
+	tabs := [3][3][]uint32{{g.vd, g.vd, g.vd}, g.addrs, {g.ports, g.ports, g.ports}}
+	sets := [3][3]*classSet{{vd, vd, vd}, *addrs, {ports, ports, ports}}
+	var used []int
+	for k := range tabs {
+		for fam := range tabs[k] {
+			if slices.ContainsFunc(tabs[k][fam], func(id uint32) bool { return id != tabs[k][fam][0] }) {
+				used = append(used, k)
+				break
+			}
+		}
+	}
+	if len(used) > 2 {
+		return false
+	}
+	if len(used) == 0 { // rules that hold every value: read one table anyway, flatPairs has no pair of none
+		used = []int{0}
+	}
+	in := [2]uint8{3, 3}
+	for i, k := range used {
+		in[i] = uint8(k)
+	}
+	// The classes of input i in a family: the used field's, or one that
+	// holds every rule (the constant fields' classes go into c).
+	ones := make([]uint64, b.t.words)
+	for w := range ones {
+		ones[w] = ^uint64(0)
+	}
+	class := func(i, fam int, id uint32) []uint64 {
+		if in[i] == 3 {
+			return ones
+		}
+		return sets[in[i]][fam].vec(id)
+	}
+	n := func(i, fam int) uint32 {
+		if in[i] == 3 {
+			return 1
+		}
+		return sets[in[i]][fam].n()
+	}
+	total := 0
+	for fam := range 3 {
+		total += int(n(0, fam)) * int(n(1, fam))
+	}
+	b.firstBytes = 2 * total
+	if total > maxFirstEntries || b.bytes+b.firstBytes > maxTableBytes {
+		return false
+	}
+	zero := []uint32{0}
+	c := make([]uint64, b.t.words)
+	v := make([]uint64, b.t.words)
+	for fam := range 3 {
+		copy(c, ones)
+		for k := range tabs {
+			if !slices.Contains(used, k) {
+				and(c, c, sets[k][fam].vec(tabs[k][fam][0]))
+			}
+		}
+		for i := range in {
+			g.ft[i][fam] = zero
+			if in[i] != 3 {
+				g.ft[i][fam] = tabs[in[i]][fam]
+			}
+		}
+		nx, ny := n(0, fam), n(1, fam)
+		ff := make([]uint16, nx*ny)
+		for x := range nx {
+			and(v, c, class(0, fam, x))
+			for y := range ny {
+				y1 := class(1, fam, y)
+				for w := range v {
+					if z := v[w] & y1[w]; z != 0 {
+						ff[x*ny+y] = uint16(w<<6 + bits.TrailingZeros64(z) + 1)
+						break
+					}
+				}
+			}
+		}
+		g.ff[fam], g.fn[fam] = ff, ny
+	}
+	g.in = in
+	return true
 }
 
 // firsts builds the first-match tables pair × third per family; nil when

@@ -212,12 +212,14 @@ func shape(c *Classifier) string {
 		return "linear"
 	case c.tab.word != nil:
 		return "word"
-	case len(c.tab.groups) == 0:
+	case len(c.tab.groups) == 0 && c.tab.nFlat == 0:
 		return "fields"
-	case len(c.tab.groups) > 1:
+	case len(c.tab.groups)+c.tab.nFlat > 1:
 		return "partition"
+	case c.tab.nFlat == 1:
+		return "flat"
 	}
-	return [...]string{"cross", "pairs", "triples"}[c.tab.groups[0].tier]
+	return [...]string{"cross", "pairs", "triples", "fields", "flat"}[c.tab.groups[0].tier]
 }
 
 // TestTablesMatchReference: on many generated rule sets (1 to 1000 rules;
@@ -285,7 +287,7 @@ func TestTablesMatchReference(t *testing.T) {
 		}
 	}
 	t.Logf("built: %v", seen)
-	for _, s := range []string{"sets", "word", "cross", "pairs", "triples", "fields", "partition", "linear"} {
+	for _, s := range []string{"sets", "word", "flat", "cross", "pairs", "triples", "fields", "partition", "linear"} {
 		if seen[s] == 0 {
 			t.Errorf("no rule set was matched as %s: the test does not cover it", s)
 		}
@@ -353,4 +355,76 @@ func TestTablesRuleLimit(t *testing.T) {
 	if _, err := NewClassifier(rules); err == nil {
 		t.Fatal("65536 rules accepted")
 	}
+}
+
+// FuzzTablesMatchReference: for a rule set drawn from the fuzzer's seed
+// (1 to 100 rules: sets, words, combined tables; random fields or a site's few field sets), built under
+// one of the budgets that force each way of matching, Classify equals the
+// first-match reading of the rules on packets drawn near the rules' edges
+// and on one packet decoded from the fuzzer's bytes.
+func FuzzTablesMatchReference(f *testing.F) {
+	f.Add(uint64(1), uint16(1000), uint8(2), uint8(0), []byte{0x08, 0, 100, 46, 17, 10, 2, 3, 4})
+	f.Add(uint64(7), uint16(70), uint8(1), uint8(2), []byte{})
+	f.Add(uint64(3), uint16(300), uint8(4), uint8(1), []byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, seed uint64, n uint16, kind, budget uint8, raw []byte) {
+		g := newPropGen(seed)
+		kinds := []int{-1}
+		if kind%6 != 0 {
+			kinds = []int{1<<4 | 1<<2, 1<<1 | 1<<2 | 1<<5, 1 << 3, 1<<0 | 1<<6, 1<<3 | 1<<4, 1<<3 | 1<<2}[:kind%6]
+		}
+		rules := make([]Rule, 1+int(n)%100) // larger sets take up to seconds to build: TestTablesMatchReference has them, to 1000
+		for i := range rules {
+			rules[i] = g.rule(i, kinds[g.r.IntN(len(kinds))])
+		}
+		metas := make([]Meta, 64, 65)
+		for i := range metas {
+			metas[i] = g.meta()
+		}
+		metas = append(metas, rawMeta(raw))
+		bu := [][3]int{{0, 0, 0}, {0, 1, 0}, {1 << 10, 1, 0}, {1, 1, 0}, {1, 1, 1}}[int(budget)%5]
+		withBudget(bu[0], bu[1], bu[2], func() {
+			c, err := NewClassifier(rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range metas {
+				m := &metas[i]
+				if got, want := c.Classify(m), naiveRuleClassify(rules, m); got != want {
+					t.Fatalf("%d rules, budget %v (%s): meta %+v: Classify %d, reference %d", len(rules), bu, shape(c), *m, got, want)
+				}
+			}
+		})
+	})
+}
+
+// rawMeta decodes a packet's fields from fuzzer bytes (missing bytes are
+// zero): flags, VLAN, DSCP, protocol, then the address bytes and ports.
+func rawMeta(p []byte) Meta {
+	var b [44]byte
+	copy(b[:], p)
+	var m Meta
+	switch b[0] % 4 {
+	case 0:
+		m.Flags = FlagNonIP
+	case 1:
+		m.Flags = FlagIPv4
+		m.Flow.Src[10], m.Flow.Src[11], m.Flow.Dst[10], m.Flow.Dst[11] = 0xff, 0xff, 0xff, 0xff
+		copy(m.Flow.Src[12:], b[6:10])
+		copy(m.Flow.Dst[12:], b[10:14])
+	default:
+		m.Flags = FlagIPv6
+		m.Flow.IPv6 = true
+		copy(m.Flow.Src[:], b[6:22])
+		copy(m.Flow.Dst[:], b[22:38])
+	}
+	m.VLAN = (uint16(b[1])<<8 | uint16(b[2])) & 4095
+	if m.Flags != FlagNonIP {
+		m.DSCP, m.Proto = b[3]&63, b[4]
+		m.Flow.Proto = m.Proto
+		if b[0]&4 != 0 {
+			m.Flags |= FlagPorts
+			m.Flow.SrcPort, m.Flow.DstPort = uint16(b[38])<<8|uint16(b[39]), uint16(b[40])<<8|uint16(b[41])
+		}
+	}
+	return m
 }

@@ -17,15 +17,32 @@ import (
 
 // budgetBits is the LDA's control budget: ≤ 36 kbit of control traffic per
 // interval for a 1024-counter LDA, all headers and tags included.
-const budgetBits = 36_000
+// digestBits is what the per-bucket integrity digest adds on top (16 bits
+// a bucket in the compact encoding, on by default): the budget of the
+// default configuration is the sum.
+const (
+	budgetBits = 36_000
+	digestBits = 1024 * 16 // DefaultCompactBounds().DigestBits per bucket
+)
 
 // perFrameWire is what Ethernet adds on the wire beyond the frame bytes
 // Overhead counts: FCS (4), preamble + SFD (8), inter-frame gap (12).
 const perFrameWire = 4 + 8 + 12
 
 func TestControlBudget(t *testing.T) {
+	for _, digest := range []bool{false, true} {
+		cfg := synopsis.DefaultLDAConfig()
+		cfg.Digest = digest
+		budget := budgetBits
+		if digest {
+			budget += digestBits
+		}
+		controlBudget(t, cfg, budget)
+	}
+}
+
+func controlBudget(t *testing.T, cfg synopsis.LDAConfig, budget int) {
 	key := make([]byte, control.KeyLen)
-	cfg := synopsis.DefaultLDAConfig()
 	if cfg.TotalRows() != 1024 {
 		t.Fatalf("default LDA has %d counters", cfg.TotalRows())
 	}
@@ -77,10 +94,10 @@ func TestControlBudget(t *testing.T) {
 				t.Fatalf("IntervalBytes %d, measured %d", want, bytes)
 			}
 			wire := bytes + perFrameWire*len(frames)
-			t.Logf("%d pkts, %d lane(s): LDA payload %d B (%d bit); %d frames, %d B = %.1f kbit (%.1f kbit with FCS+preamble+IFG); budget %d kbit",
-				n, lanes, len(payload), 8*len(payload), len(frames), bytes, float64(8*bytes)/1000, float64(8*wire)/1000, budgetBits/1000)
-			if 8*bytes > budgetBits {
-				t.Errorf("%d bits per interval over the %d-bit budget", 8*bytes, budgetBits)
+			t.Logf("digest %v, %d pkts, %d lane(s): LDA payload %d B (%d bit); %d frames, %d B = %.1f kbit (%.1f kbit with FCS+preamble+IFG); budget %.1f kbit",
+				cfg.Digest, n, lanes, len(payload), 8*len(payload), len(frames), bytes, float64(8*bytes)/1000, float64(8*wire)/1000, float64(budget)/1000)
+			if 8*bytes > budget {
+				t.Errorf("digest %v: %d bits per interval over the %d-bit budget", cfg.Digest, 8*bytes, budget)
 			}
 		}
 	}

@@ -77,6 +77,11 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 			if err != nil {
 				return nil, err
 			}
+			if cfg.LDS != nil {
+				// A lost packet's flow hash places it in the LDS: the
+				// sender's reply carries it (docs/rda.md, "Exchange").
+				r.TrackFlows()
+			}
 			s.RDA = append(s.RDA, r)
 		}
 	}
@@ -94,7 +99,7 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 	s.LDA[mec].Add(m.Hash, ts)
 	if s.RDA != nil {
-		s.RDA[mec].Add(m.Hash, ts)
+		s.RDA[mec].AddFlow(m.Hash, m.FlowHash, ts)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (docs/reports.md).

@@ -50,11 +50,19 @@ type ldsPair struct {
 // ldsGenerate draws one interval of nFlows flows into every pair and
 // returns the truth. Class shares follow LDS Sec. 5.3: gold 1 %, silver
 // 9 %, bronze 90 % of the flows, chosen at random per flow so classes
-// are not an artefact of flow size.
+// are not an artefact of flow size. Each receiver's estimator is given
+// the range of the delays drawn (synopsis.LDSBound), as analyze gives it
+// the range its captures show.
 func ldsGenerate(nFlows int, seed uint64, pairs []ldsPair) []ldsFlow {
 	rng := rand.New(rand.NewPCG(seed, 0x6c6473)) // "lds"
 	flows := make([]ldsFlow, nFlows)
 	var buf [BatchSize]float64
+	dMin, dMax := uint64(math.MaxUint64), uint64(0)
+	defer func() {
+		for _, pr := range pairs {
+			pr.r.SetBound(synopsis.LDSBound{MinDelayNs: int64(dMin), MaxDelayNs: int64(dMax)})
+		}
+	}()
 	for fi := range flows {
 		f := &flows[fi]
 		f.hash = rng.Uint64()
@@ -79,6 +87,7 @@ func ldsGenerate(nFlows int, seed uint64, pairs []ldsPair) []ldsFlow {
 				h := rng.Uint64()
 				send := epochNs + uint64(rng.Float64()*1e9)
 				dl := model.Nanos(x)
+				dMin, dMax = min(dMin, dl), max(dMax, dl)
 				for p := range pairs {
 					pr := &pairs[p]
 					w := uint32(1)

@@ -89,6 +89,7 @@ func TestLDSLimitedEncoding(t *testing.T) {
 	if err := rcv.KeepRows(2); err != nil {
 		t.Fatal(err)
 	}
+	rcv.SetBound(LDSBound{MinDelayNs: 0, MaxDelayNs: 1000}) // every delay is 500 ns
 	flows, err := EstimateLDSFlows(&dec, rcv)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +174,7 @@ func TestLDSFoldCols(t *testing.T) {
 	if _, err := EstimateLDSFlows(&dec, rcv); err == nil {
 		t.Error("a folded sender estimated against an unfolded receiver")
 	}
+	fr.SetBound(LDSBound{MinDelayNs: 0, MaxDelayNs: 1400}) // every delay is 700 ns
 	flows, err := EstimateLDSFlows(&dec, fr)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,31 @@ type LDS struct {
 	lastTs  uint64 // ns, the latest timestamp added; the encoding's base
 
 	flows *FlowTable // nil when cfg.MaxFlows == 0
+
+	// bound steers the receiver's estimator only (SetBound); it is not
+	// encoded and not part of the shape.
+	bound LDSBound
 }
+
+// LDSBound is what the estimator may assume to bound a flow's mean
+// (FlowEstimate's MeanCINs). A flow's cells also hold other flows'
+// packets, and with k > 1 or sampled rows only part of its own; the
+// estimator bounds what either can move the mean by the spread of the
+// delays, MaxDelayNs − MinDelayNs. Without a range (MaxDelayNs ≤
+// MinDelayNs) only a flow whose averaged cells provably hold all of its
+// packets and nothing else gets a valid estimate.
+type LDSBound struct {
+	// MinDelayNs and MaxDelayNs bound every packet's delay (receiver stamp
+	// minus sender stamp, clock offset included), ns.
+	MinDelayNs, MaxDelayNs int64
+	// Conf is the confidence of the sampling part of the bound (k > 1 or
+	// sampled rows); 0 means 0.98. The collision part holds always.
+	Conf float64
+}
+
+// SetBound sets the receiver's estimator assumptions (see LDSBound); call
+// it on the receiver's LDS before estimating. Clones keep it.
+func (l *LDS) SetBound(b LDSBound) { l.bound = b }
 
 // ldsCell is one LDS cell. sum wraps (absolute ns timestamps times
 // weights); only differences of sums between sender and receiver mean

@@ -19,8 +19,11 @@ import (
 // number of packets one row contributed to it (the rows share packets, so
 // this is the distinct-packet count behind the mean, colliding flows'
 // packets included); UsableBuckets counts the flow's cells whose sender and
-// receiver sides match, TotalBuckets is Rows·k. MeanCINs is 0: the LDS
-// bounds no confidence interval (collisions bias, they do not just spread).
+// receiver sides match, TotalBuckets is Rows·k. MeanCINs bounds the
+// error of MeanNs (see ldsEstimator.bound): other flows' packets in the
+// averaged cells, and with k > 1 or sampled rows the part of the flow's
+// own packets the cells hold; without a delay range (LDSBound) a flow is
+// valid only when neither can move its mean (MeanCINs 0).
 type FlowEstimate struct {
 	FlowHash uint64
 	Key      FlowKeyBytes // valid when Named
@@ -72,7 +75,12 @@ type ldsEstimator struct {
 	alpha float64
 	top   float64 // the highest configured row rate
 	cells []ldsSelCell
-	rowN  [maxLDSRows]uint64
+	rowN  [maxLDSRows]uint64 // weighted packets the averaged cells of each row hold
+	rowK  [maxLDSRows]uint64 // averaged cells of each row
+	// rowR, rowCells: the receiver's weighted packets in each row's cells
+	// of the flow, and how many distinct cells those are.
+	rowR, rowCells [maxLDSRows]uint64
+	bound          LDSBound
 	// extraCells/extraMin: cells of the whole sketch that prove packets
 	// only the receiver recorded, and a lower bound on them (the largest
 	// row's sum). A flow's own cells can hide its extras behind its losses
@@ -91,7 +99,7 @@ func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 	if sender.rows == 0 {
 		return nil, fmt.Errorf("%w: zero-value LDS (use NewLDS)", ErrBadConfig)
 	}
-	e := &ldsEstimator{s: sender, r: receiver, alpha: receiver.cfg.Alpha}
+	e := &ldsEstimator{s: sender, r: receiver, alpha: receiver.cfg.Alpha, bound: receiver.bound}
 	for row := 0; row < sender.rows; row++ {
 		var rowExtra uint64
 		for i := uint64(row) * sender.cols; i < uint64(row+1)*sender.cols; i++ {
@@ -120,7 +128,13 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 	if err != nil {
 		return Estimate{Synopsis: "lds", Reason: err.Error()}, err
 	}
-	est, _ := e.flow(flowHash, weight)
+	var own uint64
+	if receiver.flows != nil {
+		if fe, ok := receiver.flows.Lookup(flowHash); ok {
+			own = fe.Packets
+		}
+	}
+	est, _ := e.flow(flowHash, weight, own)
 	return est, nil
 }
 
@@ -133,7 +147,11 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 // cells of every row whose inverted count is within (1+α)·n_min/p_top are
 // then averaged, each weighted by its own sampled count. With equal row
 // rates this is exactly Fig. 6.
-func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
+//
+// ownLo is a lower bound on the flow's packets in the receiver's sketch
+// (its flow table's count: held since admission, so never more than it
+// has), which bounds how much of each cell is not the flow's.
+func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estimate, int) {
 	s, r := e.s, e.r
 	w := float64(weight)
 	if weight == 0 {
@@ -151,6 +169,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	var extraCells int
 	var extraMin uint64
 	fx := Remix(flowHash, SaltLDSRow)
+	e.rowCells = [maxLDSRows]uint64{}
 	for row := 0; row < s.rows; row++ {
 		base := s.flowBase(fx, row)
 		var rowS, rowR uint64
@@ -168,6 +187,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 			a, b := &s.cells[i], &r.cells[i]
 			rowS += a.count
 			rowR += b.count
+			e.rowCells[row]++
 			if a.count != 0 && a.count == b.count && a.digest == b.digest {
 				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum})
 			}
@@ -180,6 +200,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 				extraMin = max(extraMin, 1)
 			}
 		}
+		e.rowR[row] = rowR
 		// Count-min over the most densely sampled rows only: inverting a
 		// sparse row's count adds sampling noise that the minimum would
 		// pick up as an underestimate.
@@ -214,11 +235,12 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	}
 	var sum, n float64
 	selected := 0
-	e.rowN = [maxLDSRows]uint64{}
+	e.rowN, e.rowK = [maxLDSRows]uint64{}, [maxLDSRows]uint64{}
 	take := func(c ldsSelCell) {
 		sum += float64(int64(c.diff))
 		n += float64(c.n)
 		e.rowN[c.row] += c.n
+		e.rowK[c.row]++
 		selected++
 	}
 	if selected == 0 {
@@ -246,7 +268,12 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 	est.MeanNs = sum / n
 	est.Samples = uint64(math.Round(float64(best) / w))
 	est.Extra, est.ExtraBuckets = uint64(math.Ceil(float64(extraMin)/w)), extraCells
+	ci, why := e.meanBound(w, ownLo, rates)
+	est.MeanCINs, est.Conf = ci, e.bound.conf()
 	switch {
+	case why != "":
+		est.Reason = why
+		return est, selected
 	case extraCells > 0:
 		// Weighted counts: the extras of one packet of weight w show as w.
 		est.Reason = ExtraReason(est.Extra, extraCells)
@@ -264,6 +291,13 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32) (Estimate, int) {
 // side is still estimated (a flow whose packets were all lost is held only
 // at the sender). It fails only when the configs differ.
 func EstimateLDSFlows(sender, receiver *LDS) ([]FlowEstimate, error) {
+	return estimateLDSFlows(sender, receiver, nil)
+}
+
+// estimateLDSFlows is EstimateLDSFlows; adj, when set, gives per flow the
+// packets taken out of the receiver's sketch after its flow table counted
+// them (a repair's extras), which no longer count as the flow's there.
+func estimateLDSFlows(sender, receiver *LDS, adj func(flowHash uint64) uint64) ([]FlowEstimate, error) {
 	e, err := newLDSEstimator(sender, receiver)
 	if err != nil {
 		return nil, err
@@ -299,7 +333,11 @@ func EstimateLDSFlows(sender, receiver *LDS) ([]FlowEstimate, error) {
 			j++
 		}
 		f.Named = true
-		f.Estimate, f.SelectedCells = e.flow(f.FlowHash, f.Weight)
+		own := f.HeldReceived
+		if adj != nil {
+			own -= min(own, adj(f.FlowHash))
+		}
+		f.Estimate, f.SelectedCells = e.flow(f.FlowHash, f.Weight, own)
 		if (f.HeldSent > 0 || sendAll) && sendExact && recvExact {
 			f.CountsExact = true
 			f.Sent, f.Received, f.Lost = f.HeldSent, f.HeldReceived, 0
@@ -431,4 +469,92 @@ func DimensionLDS(d LDSDimensioning) (LDSConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+func (b LDSBound) conf() float64 {
+	if b.Conf > 0 && b.Conf < 1 {
+		return b.Conf
+	}
+	return 0.98
+}
+
+// meanBound bounds |MeanNs − the flow's true mean| for the cells the
+// α-filter just averaged (rowN, rowK per row), or says why it cannot.
+// The paper states no bound: colliding flows bias the estimate towards
+// their delays (Sec. 3 only sizes the sketch so that a large flow is
+// unlikely to suffer large collisions in every row). Here, per row r with
+// averaged cells of n_r weighted packets:
+//
+//   - Others' packets. In a row that takes every packet, the flow's k cells
+//     hold all of its packets in the receiver's sketch, at least w·ownLo,
+//     so at most X_r = rowR_r − w·ownLo of the row's packets are other
+//     flows', and at most c_r = min(n_r, X_r) of the averaged ones. In a
+//     sampled row nothing bounds the flow's share: c_r = n_r.
+//   - Own sample. Where the averaged cells are all of the flow's cells of a
+//     row that takes every packet, they hold all of its packets there: the
+//     own part is its exact mean. Otherwise they hold a part chosen by
+//     packet hash, independent of the delays: by Hoeffding's inequality
+//     (which holds for sampling without replacement) its mean is within
+//     t_r = Δ·sqrt(ln(2·R_a/δ)/(2·m_r)) of the flow's with probability
+//     1 − δ/R_a, m_r = (n_r − c_r)/w its least own packets, R_a the rows
+//     averaged, δ = 1 − Conf (union bound over the rows).
+//
+// With A own and C others' weighted packets (A + C = Σn_r), MeanNs − μ =
+// [A·(μ_own − μ) + C·(μ_others − μ)]/(A + C); |μ_own − μ| ≤ T = max t_r and
+// |μ_others − μ| ≤ Δ = MaxDelayNs − MinDelayNs (every delay lies in the
+// range, so every mean does), so the error is at most
+// T + (ΣC_r/Σn_r)·(Δ − T), and never more than Δ. Without a range only
+// T = 0 and ΣC_r = 0 bound anything (the bound is then 0: the cells hold
+// exactly the flow's packets). The stamp error is the caller's to add.
+func (e *ldsEstimator) meanBound(w float64, ownLo uint64, rates []float64) (float64, string) {
+	var nAll, cAll float64
+	rowsAvg := 0
+	for row := 0; row < e.s.rows && row < maxLDSRows; row++ {
+		if e.rowK[row] > 0 {
+			rowsAvg++
+		}
+	}
+	delta := 1 - e.bound.conf()
+	known := e.bound.MaxDelayNs > e.bound.MinDelayNs
+	spread := float64(e.bound.MaxDelayNs) - float64(e.bound.MinDelayNs)
+	tMax := 0.0
+	sampled := false
+	for row := 0; row < e.s.rows && row < maxLDSRows; row++ {
+		n := e.rowN[row]
+		if e.rowK[row] == 0 || n == 0 {
+			continue
+		}
+		takesAll := rates[row] >= 1
+		c := n
+		if takesAll {
+			// Every packet of the flow adds its weight w (its class's), as
+			// the count estimates above assume too.
+			own := uint64(math.Min(w*float64(ownLo), math.MaxUint64/2))
+			x := uint64(0)
+			if e.rowR[row] > own {
+				x = e.rowR[row] - own
+			}
+			c = min(n, x)
+		}
+		nAll += float64(n)
+		cAll += float64(c)
+		if takesAll && e.rowK[row] == e.rowCells[row] {
+			continue // all of the flow's packets: no sampling
+		}
+		sampled = true
+		m := float64(n-c) / w
+		if m < 1 || !known {
+			tMax = math.Inf(1)
+			continue
+		}
+		tMax = math.Max(tMax, spread*math.Sqrt(math.Log(2*float64(rowsAvg)/delta)/(2*m)))
+	}
+	if !known {
+		if cAll == 0 && !sampled {
+			return 0, ""
+		}
+		return 0, fmt.Sprintf("the flow's cells may hold other flows' packets (up to %.0f of the %.0f averaged) or only a sample of its own, and no delay range bounds what that moves its mean", cAll, nAll)
+	}
+	tMax = math.Min(tMax, spread)
+	return tMax + cAll/nAll*(spread-tMax), ""
 }

@@ -35,12 +35,19 @@ func ExampleEstimateLDSFlows() {
 	if err := shipped.UnmarshalBinary(wire); err != nil {
 		panic(err)
 	}
+	// Every delay lies within 0 … 1 ms: what bounds the error of a mean
+	// taken from a sample of a flow's packets (k > 1, sampled rows).
+	receiver.SetBound(synopsis.LDSBound{MinDelayNs: 0, MaxDelayNs: 1_000_000})
 	flows, _ := synopsis.EstimateLDSFlows(&shipped, receiver)
 	for _, f := range flows {
 		_, _, sp, dp, proto, _ := synopsis.UnpackFlowKey(&f.Key)
-		fmt.Printf("proto %d %d>%d: sent %d lost %d valid %v mean %.0f ns\n", proto, sp, dp, f.Sent, f.Lost, f.Valid, f.MeanNs)
+		fmt.Printf("proto %d %d>%d: sent %d lost %d valid %v mean %.0f ± %.0f ns\n", proto, sp, dp, f.Sent, f.Lost, f.Valid, f.MeanNs, f.MeanCINs)
 	}
+	// The averaged cells include sampled rows, which bound neither how
+	// much of a cell is the flow's nor which of its packets it holds:
+	// the bound is the whole delay range.
+	//
 	// Output:
-	// proto 6 443>50000: sent 1000 lost 0 valid true mean 250000 ns
-	// proto 17 53>40000: sent 1000 lost 10 valid true mean 40000 ns
+	// proto 6 443>50000: sent 1000 lost 0 valid true mean 250000 ± 1000000 ns
+	// proto 17 53>40000: sent 1000 lost 10 valid true mean 40000 ± 1000000 ns
 }

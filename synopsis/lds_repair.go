@@ -15,7 +15,9 @@ type LDSPacket struct {
 // identity out). The flow table and Packets are left alone: they count
 // what was offered. A packet that was never added leaves cells that no
 // longer match the other side's, which the estimator then refuses, so a
-// wrong repair cannot pass for a right one.
+// wrong repair cannot pass for a right one. On a folded copy (FoldCols)
+// the packet's recorded cell is found in the recorded columns and taken
+// out of the folded cell that merged it.
 func (l *LDS) Remove(p LDSPacket) {
 	w := uint64(p.Weight)
 	if w == 0 {
@@ -29,11 +31,12 @@ func (l *LDS) Remove(p LDSPacket) {
 		if px>>32 >= l.thr[r] {
 			continue
 		}
-		c := ldsFastRange(ldsRowHash(fx, r)>>32, l.cols) + ldsFastRange(px&0xffffffff, l.k)
-		if c >= l.cols {
-			c -= l.cols
+		recorded := l.cols << l.fold
+		c := ldsFastRange(ldsRowHash(fx, r)>>32, recorded) + ldsFastRange(px&0xffffffff, l.k)
+		if c >= recorded {
+			c -= recorded
 		}
-		cell := &l.cells[uint64(r)*l.cols+c]
+		cell := &l.cells[uint64(r)*l.cols+(c>>l.fold)]
 		cell.sum -= wts
 		cell.count -= w
 		cell.digest ^= p.Hash
@@ -72,9 +75,6 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 	if err != nil || len(rep.Lost)+len(rep.Extra) == 0 {
 		return plain, err
 	}
-	if sender.fold != 0 || receiver.fold != 0 {
-		return nil, fmt.Errorf("%w: a folded LDS cannot be repaired (the packets' cells are the recorded ones)", ErrBadConfig)
-	}
 	rs, rr := sender.Clone(), receiver.Clone()
 	perFlow := map[uint64][2]int{}
 	for _, p := range rep.Lost {
@@ -89,7 +89,9 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 		c[1]++
 		perFlow[p.FlowHash] = c
 	}
-	fixed, err := EstimateLDSFlows(rs, rr)
+	// The receiver's flow table counted the extras taken out: they no
+	// longer count as the flow's packets in its cells.
+	fixed, err := estimateLDSFlows(rs, rr, func(h uint64) uint64 { return uint64(perFlow[h][1]) })
 	if err != nil {
 		return nil, err
 	}

@@ -172,3 +172,39 @@ func TestLDSRepairPartial(t *testing.T) {
 		}
 	}
 }
+
+// TestLDSRemoveFolded: on a copy folded to fewer columns (what a budget
+// ships), Remove takes a packet out of the folded cell that merged its
+// recorded cell: removing packets from the recorded sketch and folding
+// gives the same cells as folding and removing.
+func TestLDSRemoveFolded(t *testing.T) {
+	l := mustLDS(t, LDSConfig{Rows: 3, Cols: 1 << 10, CellsPerFlow: 4})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ps []LDSPacket
+	for range 4000 {
+		p := LDSPacket{FlowHash: rng.Uint64() % 300, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: uint32(rng.IntN(3))}
+		l.Add(p.FlowHash, p.Hash, p.Ts, p.Weight)
+		ps = append(ps, p)
+	}
+	folded, err := l.FoldCols(1 << 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := folded.FoldCols(1 << 5) // twice: the fold shifts add up
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps[:1000] {
+		l.Remove(p)
+		f2.Remove(p)
+	}
+	want, err := l.FoldCols(1 << 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.cells {
+		if want.cells[i] != f2.cells[i] {
+			t.Fatalf("cell %d: removed then folded %+v, folded then removed %+v", i, want.cells[i], f2.cells[i])
+		}
+	}
+}

@@ -42,11 +42,18 @@ type ldsTraffic struct {
 // a slice of shards: packet i goes to shard i%len) and returns the truth.
 // Every flow has its own mean delay, 20 µs to 2 ms, and per-packet delays
 // spread around it (0.5·μ + Exp(0.5·μ)), so colliding flows bias each
-// other.
+// other. The receivers' estimator bound (LDSBound) is set to the range of
+// the delays drawn.
 func (tr ldsTraffic) run(senders, receivers []*LDS) []ldsFlowTruth {
 	rng := rand.New(rand.NewPCG(tr.seed, 0x5eed))
 	truth := make([]ldsFlowTruth, tr.flows)
 	pkt := 0
+	dMin, dMax := uint64(math.MaxUint64), uint64(0)
+	defer func() {
+		for _, r := range receivers {
+			r.SetBound(LDSBound{MinDelayNs: int64(dMin), MaxDelayNs: int64(dMax)})
+		}
+	}()
 	for f := range truth {
 		t := &truth[f]
 		t.hash = rng.Uint64()
@@ -62,6 +69,7 @@ func (tr ldsTraffic) run(senders, receivers []*LDS) []ldsFlowTruth {
 			h := rng.Uint64()
 			send := ldsBaseNs + uint64(rng.Float64()*1e9)
 			d := uint64(0.5*mu + rng.ExpFloat64()*0.5*mu)
+			dMin, dMax = min(dMin, d), max(dMax, d)
 			s := senders[pkt%len(senders)]
 			s.AddFlow(t.hash, h, send, t.weight, &t.key)
 			if tr.onPacket != nil {
@@ -95,9 +103,16 @@ func mustLDS(t testing.TB, cfg LDSConfig) *LDS {
 
 // relErrs returns per-flow relative errors of the mean delay for flows
 // with at least minPkts and fewer than maxPkts sent packets, and how many
-// of those flows had no valid estimate.
+// of those flows had no valid estimate. Every valid estimate must hold the
+// true mean within MeanCINs, up to the bound's miss rate.
 func ldsRelErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts uint64, filter func(*ldsFlowTruth) bool) (errs []float64, invalid int) {
 	t.Helper()
+	misses := 0
+	defer func() {
+		if allow := scAllowedMisses(len(errs), 0.98); misses > allow {
+			t.Errorf("%d of %d valid flow estimates miss the true mean by more than MeanCINs (allowed %d)", misses, len(errs), allow)
+		}
+	}()
 	for i := range truth {
 		f := &truth[i]
 		if f.sent < minPkts || f.sent >= maxPkts || f.received == 0 || (filter != nil && !filter(f)) {
@@ -110,6 +125,9 @@ func ldsRelErrs(t testing.TB, s, r *LDS, truth []ldsFlowTruth, minPkts, maxPkts 
 		if !est.Valid {
 			invalid++
 			continue
+		}
+		if math.Abs(est.MeanNs-f.mean()) > est.MeanCINs+1e-6*f.mean() {
+			misses++
 		}
 		errs = append(errs, math.Abs(est.MeanNs-f.mean())/f.mean())
 	}
@@ -166,7 +184,10 @@ func TestLDSSingleFlowExact(t *testing.T) {
 	// of the flow's packets; a large α takes every cell of every row, so
 	// each packet counts Rows times and the mean is exact again.
 	for _, k := range []int{1, 3} {
-		cfg := LDSConfig{Cols: 64, CellsPerFlow: k}
+		// With flow tables the estimator knows the flow's packet count, so
+		// it can tell that the cells hold nothing else: valid with a bound
+		// of 0 and no delay range.
+		cfg := LDSConfig{Cols: 64, CellsPerFlow: k, MaxFlows: 16}
 		if k > 1 {
 			cfg.Alpha = 1000
 		}
@@ -177,12 +198,12 @@ func TestLDSSingleFlowExact(t *testing.T) {
 		for range n {
 			h, ts := rng.Uint64(), ldsBaseNs+rng.Uint64N(1e9)
 			d := rng.Uint64N(1e6)
-			s.Add(42, h, ts, 1)
-			r.Add(42, h, ts+d, 1)
+			s.AddFlow(42, h, ts, 1, nil)
+			r.AddFlow(42, h, ts+d, 1, nil)
 			sum += float64(d)
 		}
 		est, err := EstimateLDSFlow(s, r, 42, 1)
-		if err != nil || !est.Valid {
+		if err != nil || !est.Valid || est.MeanCINs != 0 {
 			t.Fatalf("k=%d: %+v %v", k, est, err)
 		}
 		if want := sum / n; math.Abs(est.MeanNs-want) > 1e-6*want {

@@ -212,7 +212,12 @@ func (r *RDA) cellIndex(h uint64, b int) int {
 // Add records one packet with identity hash h at absolute time ts (ns) in
 // one cell of every bank and in the timestamp cache. It allocates nothing
 // and uses no floating point.
-func (r *RDA) Add(h, ts uint64) {
+func (r *RDA) Add(h, ts uint64) { r.AddFlow(h, 0, ts) }
+
+// AddFlow is Add for a packet of flow fh (0: no flow): a cache that tracks
+// flows (TrackFlows) keeps fh beside the timestamp, so a lost packet can
+// also be taken out of the LDS that placed it (LDSPacket).
+func (r *RDA) AddFlow(h, fh, ts uint64) {
 	if r.base == 0 {
 		r.base = ts
 	}
@@ -242,7 +247,15 @@ func (r *RDA) Add(h, ts uint64) {
 		}
 	}
 	if r.cache != nil {
-		r.cache.Insert(h, ts)
+		r.cache.InsertFlow(h, fh, ts)
+	}
+}
+
+// TrackFlows makes r's timestamp cache keep flow hashes
+// (TSCache.TrackFlows); no-op without a cache. For set-up only.
+func (r *RDA) TrackFlows() {
+	if r.cache != nil {
+		r.cache.TrackFlows()
 	}
 }
 

@@ -10,9 +10,14 @@ import (
 func BenchmarkRDAAdd(b *testing.B) {
 	for _, bc := range []struct {
 		k, m, cache int
-	}{{2, 4096, 0}, {3, 2048, 0}, {3, 2048, 16 << 20}, {3, 2048, 4 << 20}, {3, 2048, 1 << 20}} {
-		b.Run(fmt.Sprintf("banks=%d/cells=%d/cache=%dKiB", bc.k, bc.m, bc.cache>>10), func(b *testing.B) {
+		flows       bool // the cache keeps flow hashes (the LDS is on)
+	}{{2, 4096, 0, false}, {3, 2048, 0, false}, {3, 2048, 16 << 20, false}, {3, 2048, 4 << 20, false}, {3, 2048, 1 << 20, false},
+		{3, 2048, 1 << 20, true}} {
+		b.Run(fmt.Sprintf("banks=%d/cells=%d/cache=%dKiB/flows=%v", bc.k, bc.m, bc.cache>>10, bc.flows), func(b *testing.B) {
 			r := MustNewRDA(RDAConfig{Banks: bc.k, Cells: bc.m, CacheBudget: bc.cache})
+			if bc.flows {
+				r.TrackFlows()
+			}
 			hs := make([]uint64, 1<<16)
 			for i := range hs {
 				hs[i] = Remix(uint64(i), 99)
@@ -21,7 +26,7 @@ func BenchmarkRDAAdd(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// fresh identities every round so the cache keeps inserting
-				r.Add(hs[i&(len(hs)-1)]^uint64(i>>16)<<1, uint64(i))
+				r.AddFlow(hs[i&(len(hs)-1)]^uint64(i>>16)<<1, uint64(i&1023), uint64(i))
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
 		})

@@ -409,7 +409,7 @@ func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
 	if r.cache != nil {
 		for _, e := range r.cache.slots {
 			if e.h != 0 {
-				nc.put(e.h, Remix(e.h, SaltSampling), e.ts, false)
+				nc.put(e.h, Remix(e.h, SaltSampling), e.ts, 0, false)
 			}
 		}
 		if r.cache.hasZero {
@@ -424,7 +424,7 @@ func (r *RDA) AddRemoteTimestamps(reply []byte, ids []uint64) error {
 			nc.hasZero, nc.zero = true, ts[i]
 			continue
 		}
-		nc.put(id, Remix(id, SaltSampling), ts[i], false)
+		nc.put(id, Remix(id, SaltSampling), ts[i], 0, false)
 	}
 	r.cache = nc
 	return nil

@@ -3,6 +3,7 @@ package synopsis
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"testing"
 )
@@ -103,16 +104,25 @@ var tsWireIDs = []uint64{1, 2, 0, 1 << 63}
 // tsWireIDs); it seeds FuzzTimestampWire too.
 func tsWireBad() map[string][]byte {
 	c, _ := NewTSCache(TSCacheMinBudget)
-	c.Insert(1, 500)
-	c.Insert(0, 400)
+	c.TrackFlows()
+	c.InsertFlow(1, 77, 500)
+	c.InsertFlow(0, 0, 400)
 	req := AppendTimestampRequest(nil, tsWireIDs)
 	rep := c.AppendReply(nil, tsWireIDs)
+	rep1 := c.AppendReplyVersion(nil, tsWireIDs, 1)
 	other := c.AppendReply(nil, []uint64{1, 2, 3, 4})
 	return map[string][]byte{
 		"empty":               {},
 		"request magic":       append([]byte{'X'}, req[1:]...),
-		"request version":     append([]byte{'Q', 2}, req[2:]...),
-		"request huge count":  {'Q', 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"request version":     append([]byte{'Q', 3}, req[2:]...),
+		"request version 0":   append([]byte{'Q', 0}, req[2:]...),
+		"reply version":       append([]byte{'A', 3}, rep[2:]...),
+		"reply v2 as v1":      append([]byte{'A', 1}, rep[2:]...),
+		"reply v1 as v2":      append([]byte{'A', 2}, rep1[2:]...),
+		"reply v2 cut flow":   rep[:len(rep)-3],
+		"reply flags":         append([]byte{'A', 2, 3}, rep[3:]...),
+		"reply no flags":      {'A', 2},
+		"request huge count":  {'Q', 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"request truncated":   req[:len(req)-1],
 		"request trailing":    append(bytes.Clone(req), 0),
 		"request overlong":    {'Q', 1, 0x80, 0x00},
@@ -146,28 +156,56 @@ func TestTimestampWireBad(t *testing.T) {
 func FuzzTimestampWire(f *testing.F) {
 	ids := tsWireIDs
 	c, _ := NewTSCache(TSCacheMinBudget)
-	c.Insert(1, 500)
-	c.Insert(0, 400)
+	c.TrackFlows()
+	c.InsertFlow(1, 77, 500)
+	c.InsertFlow(0, 0, 400)
 	f.Add(AppendTimestampRequest(nil, ids))
+	f.Add(AppendTimestampRequestVersion(nil, ids, 1))
 	f.Add(c.AppendReply(nil, ids))
+	f.Add(c.AppendReplyVersion(nil, ids, 1))
 	for _, b := range tsWireBad() {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if req, err := ParseTimestampRequest(b); err == nil {
-			if !bytes.Equal(AppendTimestampRequest(nil, req), b) {
+		if req, v, err := ParseTimestampRequestVersion(b); err == nil {
+			if !bytes.Equal(AppendTimestampRequestVersion(nil, req, v), b) {
 				t.Fatal("request round trip changed the bytes")
 			}
 		} else if !errors.Is(err, ErrBadEncoding) {
 			t.Fatal(err)
 		}
 		ts := make([]uint64, len(ids))
+		fh := make([]uint64, len(ids))
 		ok := make([]bool, len(ids))
-		if err := ParseReply(b, ids, ts, ok); err != nil {
+		flows, err := ParseReplyFlows(b, ids, ts, fh, ok)
+		if err != nil {
 			if !errors.Is(err, ErrBadEncoding) {
 				t.Fatal(err)
 			}
 			return
+		}
+		if flows != (b[1] == 2 && b[2] == 1) {
+			t.Fatalf("version %d reply: flows %v", b[1], flows)
+		}
+		// A cache holding what the reply says answers the same, flows
+		// included.
+		fc, _ := NewTSCache(TSCacheMinBudget)
+		if flows {
+			fc.TrackFlows()
+		}
+		for i, id := range ids {
+			if ok[i] {
+				fc.InsertFlow(id, fh[i], ts[i])
+			}
+		}
+		ts3, fh3, ok3 := make([]uint64, len(ids)), make([]uint64, len(ids)), make([]bool, len(ids))
+		if _, err := ParseReplyFlows(fc.AppendReplyVersion(nil, ids, b[1]), ids, ts3, fh3, ok3); err != nil {
+			t.Fatal(err)
+		}
+		for i := range ids {
+			if ok3[i] && (!ok[i] || ts3[i] != ts[i] || fh3[i] != fh[i]) {
+				t.Fatalf("id %d: re-encoded %v/%v/%v, first %v/%v/%v", ids[i], ts3[i], fh3[i], ok3[i], ts[i], fh[i], ok[i])
+			}
 		}
 		var r RDA
 		if err := r.AddRemoteTimestamps(b, ids); err != nil {
@@ -196,4 +234,34 @@ func FuzzTimestampWire(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTimestampWireGolden pins the bytes of both versions of a request
+// and a reply (docs/protocol.md): an id of every width, one not cached,
+// and the flow hashes of version 2.
+func TestTimestampWireGolden(t *testing.T) {
+	c, _ := NewTSCache(TSCacheMinBudget)
+	c.TrackFlows()
+	c.InsertFlow(1, 0x1122334455667788, 1000)
+	c.InsertFlow(1<<63, 0, 1300)
+	c.InsertFlow(0, 9, 1200)
+	ids := []uint64{1, 2, 0, 1 << 63}
+	plain, _ := NewTSCache(TSCacheMinBudget) // no LDS: no flows
+	plain.Insert(1, 1000)
+	plain.Insert(1<<63, 1300)
+	plain.Insert(0, 1200)
+	for name, tc := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"request v1":         {AppendTimestampRequestVersion(nil, ids, 1), "5101040100000000000000020000000000000000000000000000000000000000000080"},
+		"request v2":         {AppendTimestampRequest(nil, ids), "5102040100000000000000020000000000000000000000000000000000000000000080"},
+		"reply v1":           {c.AppendReplyVersion(nil, ids, 1), "41010432944c63376736b9e8030000000000000100c901ad02"},
+		"reply v2":           {c.AppendReply(nil, ids), "4102010432944c63376736b9e80300000000000001887766554433221100c9010900000000000000ad020000000000000000"},
+		"reply v2, no flows": {plain.AppendReply(nil, ids), "4102000432944c63376736b9e8030000000000000100c901ad02"},
+	} {
+		if got := hex.EncodeToString(tc.b); got != tc.want {
+			t.Errorf("%s: %s, want %s", name, got, tc.want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -373,10 +374,12 @@ func TestRDAScenarios(t *testing.T) {
 
 // TestLDSScenarios: per-flow LDS lines over the same scenarios (packets
 // spread over 40 flows; injected and remarked-in frames land in them too).
-// The LDS bounds no confidence interval, so only the loss is held: every
-// valid flow line with exact counts has the flow's true loss. Crossing
-// packets look lost in their flow of interval k; the class's LDA crossing
-// match (LDACrossing.ApplyFlows) invalidates the flow lines they may hit.
+// Every valid flow line with exact counts has the flow's true loss, and
+// every valid line holds the flow's true mean within MeanCINs (up to the
+// bound's miss rate; the receiver is given the range of the delays drawn).
+// Crossing packets look lost in their flow of interval k; the class's LDA
+// crossing match (LDACrossing.ApplyFlows) invalidates the flow lines they
+// may hit. The collision scenarios (ldsCollisionScenario) follow.
 func TestLDSScenarios(t *testing.T) {
 	seeds := scSeeds
 	if testing.Short() {
@@ -386,7 +389,7 @@ func TestLDSScenarios(t *testing.T) {
 	cfg := LDSConfig{Rows: 4, Cols: 256, CellsPerFlow: 4, MaxFlows: 4 * flows}
 	flowOf := func(h uint64) uint64 { return splitmix64(h%flows + 0xf10) }
 	valid, lines, invalidExtras := 0, 0, 0
-	crossInvalid := 0
+	crossInvalid, misses := 0, 0
 	for s := 0; s < seeds; s++ {
 		sc := scenarios[s%len(scenarios)]
 		iv := sc.generate(uint64(s))
@@ -401,19 +404,28 @@ func TestLDSScenarios(t *testing.T) {
 			rcv.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
 			recv[flowOf(p.h)]++
 		}
-		// True per-flow loss: the sender's packets the network lost.
+		// True per-flow loss (the sender's packets the network lost) and
+		// mean delay (each receiver copy paired with its identity's
+		// earliest unpaired sender copy), and the range of the delays.
 		lost := map[uint64]uint64{}
-		rcvSet := map[uint64]int{}
+		rcvTs := map[uint64][]uint64{}
 		for _, p := range iv[0].rcv {
-			rcvSet[p.h]++
+			rcvTs[p.h] = append(rcvTs[p.h], p.ts)
 		}
+		dSum, dN := map[uint64]float64{}, map[uint64]float64{}
+		dMin, dMax := int64(math.MaxInt64), int64(math.MinInt64)
 		for _, p := range iv[0].snd {
-			if rcvSet[p.h] > 0 {
-				rcvSet[p.h]--
+			if q := rcvTs[p.h]; len(q) > 0 {
+				d := int64(q[0] - p.ts)
+				rcvTs[p.h] = q[1:]
+				dSum[flowOf(p.h)] += float64(d)
+				dN[flowOf(p.h)]++
+				dMin, dMax = min(dMin, d), max(dMax, d)
 			} else {
 				lost[flowOf(p.h)]++
 			}
 		}
+		rcv.SetBound(LDSBound{MinDelayNs: dMin, MaxDelayNs: dMax})
 		fe, err := EstimateLDSFlows(snd, rcv)
 		if err != nil {
 			t.Fatal(err)
@@ -461,12 +473,170 @@ func TestLDSScenarios(t *testing.T) {
 			if f.CountsExact && f.Lost != lost[f.FlowHash] {
 				t.Errorf("%s seed %d flow %x: valid with lost %d, truth %d (sent %d received %d)", sc.name, s, f.FlowHash, f.Lost, lost[f.FlowHash], sent[f.FlowHash], recv[f.FlowHash])
 			}
+			if n := dN[f.FlowHash]; n > 0 {
+				if mean := dSum[f.FlowHash] / n; math.Abs(f.MeanNs-mean) > f.MeanCINs+1e-6*math.Abs(mean) {
+					misses++
+					t.Logf("%s seed %d flow %x: valid mean %.1f ± %.1f, truth %.1f", sc.name, s, f.FlowHash, f.MeanNs, f.MeanCINs, mean)
+				}
+			}
 		}
 	}
-	t.Logf("LDS flow lines %d, valid %d, invalid for extra packets %d, for crossing packets %d", lines, valid, invalidExtras, crossInvalid)
+	t.Logf("LDS flow lines %d, valid %d (%d outside MeanCINs), invalid for extra packets %d, for crossing packets %d", lines, valid, misses, invalidExtras, crossInvalid)
 	if valid < lines/5 || invalidExtras == 0 { // half the scenarios put extras in every interval
 		t.Errorf("valid %d of %d, %d invalid for extras: the property holds vacuously", valid, lines, invalidExtras)
 	}
+	if allow := scAllowedMisses(valid, 0.98); misses > allow {
+		t.Errorf("%d of %d valid flow lines miss the true mean by more than MeanCINs (allowed %d)", misses, valid, allow)
+	}
+	cseeds := 240
+	if testing.Short() {
+		cseeds = 60
+	}
+	var tot ldsCollisionResult
+	for s := 0; s < cseeds; s++ {
+		r := ldsCollisionScenario(t, uint64(s))
+		tot.lines += r.lines
+		tot.valid += r.valid
+		tot.misses += r.misses
+		tot.heavy += r.heavy
+		tot.heavyValid += r.heavyValid
+		tot.exact += r.exact
+		tot.heavyCI = append(tot.heavyCI, r.heavyCI...)
+	}
+	slices.Sort(tot.heavyCI)
+	q := func(p float64) float64 {
+		if len(tot.heavyCI) == 0 {
+			return math.NaN()
+		}
+		return 100 * tot.heavyCI[int(p*float64(len(tot.heavyCI)-1))]
+	}
+	t.Logf("collision scenarios: %d flow lines, %d valid (%d outside MeanCINs; %d with bound 0), heavy flows valid %d of %d, their MeanCINs / true mean: median %.1f %%, 90th percentile %.1f %%",
+		tot.lines, tot.valid, tot.misses, tot.exact, tot.heavyValid, tot.heavy, q(0.5), q(0.9))
+	if allow := scAllowedMisses(tot.valid, 0.98); tot.misses > allow {
+		t.Errorf("collision scenarios: %d of %d valid flow lines miss the true mean by more than MeanCINs (allowed %d)", tot.misses, tot.valid, allow)
+	}
+	if tot.valid < tot.lines/4 || tot.heavyValid < tot.heavy/2 {
+		t.Errorf("collision scenarios: valid %d of %d, heavy %d of %d: the property holds vacuously", tot.valid, tot.lines, tot.heavyValid, tot.heavy)
+	}
+}
+
+type ldsCollisionResult struct {
+	lines, valid, misses, heavy, heavyValid, exact int
+	heavyCI                                        []float64 // MeanCINs / true mean of valid heavy flows
+}
+
+// ldsCollisionScenario is one interval built to defeat a per-flow mean:
+// many light flows and a few heavy ones crammed into a small sketch so
+// that they share cells, per-flow base delays from 5 µs to 2 ms, a queue
+// that fills at a random moment and adds ~100 µs to half of the flows'
+// packets after it, uniform loss, and four sketch shapes (k = 1; k = 1
+// repaired with the exact lost packets; k = 4; k = 4 with sampled rows).
+// One seed in four gives the receiver no delay range: its valid lines must
+// then be exact (MeanCINs 0). Every valid line must hold the flow's true
+// mean within MeanCINs (counted as misses; the caller allows the bound's
+// miss rate over all seeds).
+func ldsCollisionScenario(t *testing.T, seed uint64) ldsCollisionResult {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0xc011))
+	variant := seed % 4
+	cfg := LDSConfig{Rows: 4, Cols: 48, CellsPerFlow: 1, MaxFlows: 2048}
+	switch variant {
+	case 2:
+		cfg.Cols, cfg.CellsPerFlow = 192, 4
+	case 3:
+		cfg.Cols, cfg.CellsPerFlow, cfg.RowRates = 192, 4, []float64{0.05, 0.2, 0.5, 1}
+	}
+	if rng.IntN(2) == 0 {
+		cfg.Cols *= 4 // fewer collisions
+	}
+	snd, rcv := mustLDS(t, cfg), mustLDS(t, cfg)
+	loss := []float64{0, 0.002, 0.01}[rng.IntN(3)]
+	const spanNs = 100_000_000
+	t0 := uint64(ldaTraceStart)
+	jumpAt := t0 + rng.Uint64N(spanNs)
+	type truth struct {
+		sent, recv uint64
+		sum        float64
+		heavy      bool
+	}
+	tr := map[uint64]*truth{}
+	var rep LDSRepair
+	rep.Complete = true
+	dMin, dMax := int64(math.MaxInt64), int64(math.MinInt64)
+	light, heavy := 150+rng.IntN(300), 2+rng.IntN(6)
+	for f := 0; f < light+heavy; f++ {
+		fh := rng.Uint64()
+		x := &truth{heavy: f >= light}
+		tr[fh] = x
+		size := 1 + rng.IntN(30)
+		if x.heavy {
+			size = 500 + rng.IntN(4500)
+		}
+		base := 5e3 * math.Pow(400, rng.Float64()) // 5 µs … 2 ms
+		queued := rng.IntN(2) == 0
+		q := 100e3 * (0.5 + rng.Float64())
+		for range size {
+			h := rng.Uint64()
+			ts := t0 + rng.Uint64N(spanNs)
+			snd.AddFlow(fh, h, ts, 1, nil)
+			x.sent++
+			if rng.Float64() < loss {
+				rep.Lost = append(rep.Lost, LDSPacket{FlowHash: fh, Hash: h, Ts: ts})
+				continue
+			}
+			d := base + rng.ExpFloat64()*0.2*base
+			if queued && ts >= jumpAt {
+				d += q
+			}
+			di := int64(d)
+			rcv.AddFlow(fh, h, ts+uint64(di), 1, nil)
+			x.recv++
+			x.sum += float64(di)
+			dMin, dMax = min(dMin, di), max(dMax, di)
+		}
+	}
+	bounded := rng.IntN(4) != 0
+	if bounded {
+		rcv.SetBound(LDSBound{MinDelayNs: dMin, MaxDelayNs: dMax})
+	}
+	var fe []FlowEstimate
+	var err error
+	if variant == 1 {
+		fe, err = EstimateLDSFlowsRepaired(snd, rcv, rep)
+	} else {
+		fe, err = EstimateLDSFlows(snd, rcv)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res ldsCollisionResult
+	for _, f := range fe {
+		x := tr[f.FlowHash]
+		res.lines++
+		if x.heavy {
+			res.heavy++
+		}
+		if !f.Valid || x.recv == 0 {
+			continue
+		}
+		res.valid++
+		mean := x.sum / float64(x.recv)
+		if x.heavy {
+			res.heavyValid++
+			res.heavyCI = append(res.heavyCI, f.MeanCINs/mean)
+		}
+		if !bounded && f.MeanCINs != 0 {
+			t.Errorf("seed %d flow %x: valid without a delay range, yet MeanCINs %.1f", seed, f.FlowHash, f.MeanCINs)
+		}
+		if f.MeanCINs == 0 {
+			res.exact++
+		}
+		if math.Abs(f.MeanNs-mean) > f.MeanCINs+1e-6*mean {
+			res.misses++
+			t.Logf("seed %d (variant %d, cols %d, loss %.3f) flow %x (%d of %d packets): valid mean %.1f ± %.1f, truth %.1f", seed, variant, cfg.Cols, loss, f.FlowHash, x.recv, x.sent, f.MeanNs, f.MeanCINs, mean)
+		}
+	}
+	return res
 }
 
 // TestLDAExtraMissProb: one frame injected inside the segment (a switch's

@@ -58,10 +58,18 @@ type TSCache struct {
 	// packet of the interval, so a miss means "not asked for", not "not
 	// seen".
 	partial bool
+	// flows, when the cache tracks flows (TrackFlows), holds beside each
+	// slot the packet's flow hash, what an LDS needs besides the identity
+	// and the timestamp to place the packet (LDSPacket); zeroFlow is h ==
+	// 0's.
+	flows    []uint64
+	zeroFlow uint64
+	tracking bool
 }
 
 // NewTSCache returns an empty cache using at most budget bytes of slots
-// (16 bytes per slot, a power of two; at most 3/4 of the slots are used).
+// (16 bytes per slot, 24 once it tracks flows, a power of two; at most 3/4
+// of the slots are used).
 func NewTSCache(budget int) (*TSCache, error) {
 	return newTSCache(budget, false)
 }
@@ -117,8 +125,33 @@ func (r *RDA) ReserveCache() {
 	}
 }
 
+// TrackFlows makes the cache keep each packet's flow hash (InsertFlow,
+// LookupFlow) so that a lost packet can be placed in the LDS (LDSPacket)
+// as well as in the RDA. A slot then takes 24 bytes: the budget holds
+// fewer of them (the largest power of two whose 24-byte slots fit). It
+// empties the cache and allocates: for set-up, never the hot path.
+func (c *TSCache) TrackFlows() {
+	if c.tracking {
+		return
+	}
+	c.tracking = true
+	budget := c.maxSlots * tsEntryBytes
+	for c.maxSlots > 64 && c.maxSlots*(tsEntryBytes+8) > budget {
+		c.maxSlots /= 2
+	}
+	c.alloc(min(len(c.slots), c.maxSlots))
+	c.Reset()
+}
+
+// TracksFlows says whether the cache keeps flow hashes (TrackFlows).
+func (c *TSCache) TracksFlows() bool { return c != nil && c.tracking }
+
 func (c *TSCache) alloc(slots int) {
 	c.slots = make([]tsEntry, slots)
+	c.flows = nil
+	if c.tracking {
+		c.flows = make([]uint64, slots)
+	}
 	c.mask = uint64(slots - 1)
 	c.limit = slots * tsMaxLoadNum / tsMaxLoadDen
 }
@@ -131,7 +164,11 @@ func sampled(s uint64, level uint8) bool {
 // Insert records that packet h was seen at ts (ns), if the sampling level
 // keeps it. It allocates nothing; when the table is full it raises the
 // level in place (an O(slots) pass, at most a few times per interval).
-func (c *TSCache) Insert(h, ts uint64) {
+func (c *TSCache) Insert(h, ts uint64) { c.InsertFlow(h, 0, ts) }
+
+// InsertFlow is Insert for a packet of flow fh (0: no flow); the flow
+// hash is kept when the cache tracks flows.
+func (c *TSCache) InsertFlow(h, fh, ts uint64) {
 	c.offered++
 	s := Remix(h, SaltSampling)
 	if !sampled(s, c.level) {
@@ -142,14 +179,15 @@ func (c *TSCache) Insert(h, ts uint64) {
 			c.dups++
 			return
 		}
-		c.hasZero, c.zero = true, ts
+		c.hasZero, c.zero, c.zeroFlow = true, ts, fh
 		return
 	}
-	c.put(h, s, ts, true)
+	c.put(h, s, ts, fh, true)
 }
 
-// put stores (h, ts) at home position s; sample: raise the level when full.
-func (c *TSCache) put(h, s, ts uint64, sample bool) {
+// put stores (h, ts, fh) at home position s; sample: raise the level when
+// full.
+func (c *TSCache) put(h, s, ts, fh uint64, sample bool) {
 again:
 	for i := s & c.mask; ; i = (i + 1) & c.mask {
 		e := &c.slots[i]
@@ -171,6 +209,9 @@ again:
 			goto again
 		}
 		e.h, e.ts = h, ts
+		if c.flows != nil {
+			c.flows[i] = fh
+		}
 		c.n++
 		return
 	}
@@ -215,6 +256,9 @@ func (c *TSCache) raiseLevel(level uint8) {
 		for p := Remix(e.h, SaltSampling) & c.mask; ; p = (p + 1) & c.mask {
 			if c.slots[p].h == 0 {
 				c.slots[p] = e
+				if c.flows != nil {
+					c.flows[p] = c.flows[i]
+				}
 				break
 			}
 		}
@@ -236,6 +280,29 @@ func (c *TSCache) Lookup(h uint64) (ts uint64, ok bool) {
 		}
 		if e.h == 0 {
 			return 0, false
+		}
+	}
+}
+
+// LookupFlow is Lookup that also returns the packet's flow hash (0 when
+// the cache does not track flows, or the packet had no flow).
+func (c *TSCache) LookupFlow(h uint64) (ts, fh uint64, ok bool) {
+	if c == nil {
+		return 0, 0, false
+	}
+	if h == 0 {
+		return c.zero, c.zeroFlow, c.hasZero
+	}
+	for i := Remix(h, SaltSampling) & c.mask; ; i = (i + 1) & c.mask {
+		e := &c.slots[i]
+		if e.h == h {
+			if c.flows != nil {
+				fh = c.flows[i]
+			}
+			return e.ts, fh, true
+		}
+		if e.h == 0 {
+			return 0, 0, false
 		}
 	}
 }
@@ -275,13 +342,17 @@ func (c *TSCache) Partial() bool { return c.partial }
 // Reset empties the cache and returns it to level 0.
 func (c *TSCache) Reset() {
 	clear(c.slots)
-	c.n, c.level, c.hasZero, c.zero, c.offered, c.dups = 0, 0, false, 0, 0, 0
+	clear(c.flows)
+	c.n, c.level, c.hasZero, c.zero, c.zeroFlow, c.offered, c.dups = 0, 0, false, 0, 0, 0, 0
 }
 
 // Clone returns a deep copy.
 func (c *TSCache) Clone() *TSCache {
 	d := *c
 	d.slots = append([]tsEntry(nil), c.slots...)
+	if c.flows != nil {
+		d.flows = append([]uint64(nil), c.flows...)
+	}
 	return &d
 }
 
@@ -296,14 +367,18 @@ func (c *TSCache) Merge(o *TSCache) {
 		if c.hasZero {
 			c.dups++
 		} else {
-			c.hasZero, c.zero = true, o.zero
+			c.hasZero, c.zero, c.zeroFlow = true, o.zero, o.zeroFlow
 		}
 	}
-	for _, e := range o.slots {
+	for i, e := range o.slots {
 		if e.h != 0 {
 			s := Remix(e.h, SaltSampling)
 			if sampled(s, c.level) {
-				c.put(e.h, s, e.ts, true)
+				var fh uint64
+				if o.flows != nil {
+					fh = o.flows[i]
+				}
+				c.put(e.h, s, e.ts, fh, true)
 			}
 		}
 	}
@@ -314,22 +389,37 @@ func (c *TSCache) Merge(o *TSCache) {
 // sender timestamps; it asks for them with a request and the sender
 // answers from its cache with a reply. Both are versioned and compact:
 //
-//	request: 'Q' 0x01 | uvarint count | count × id (uint64 LE)
-//	reply:   'A' 0x01 | uvarint count | check (uint64 LE) | base (uint64 LE) |
-//	         count × uvarint v, v = 0: not cached, else ts = base + v − 1
+//	request: 'Q' ver | uvarint count | count × id (uint64 LE)
+//	reply:   'A' ver | [flags, version 2 only] | uvarint count |
+//	         check (uint64 LE) | base (uint64 LE) | count × entry
+//	entry:   uvarint v [| flow (uint64 LE): flags bit 0 set and v ≠ 0]
+//	         v = 0: not cached, else ts = base + v − 1
 //
 // The reply lists timestamps in the order of the request (the ids are not
 // repeated); check, the XOR of Remix(id, SaltSampling) over the requested
 // ids, binds it to its request. base is the smallest timestamp sent, so v
-// is a few bytes (delays within one interval).
+// is a few bytes (delays within one interval). Version 2 has a flags byte
+// (bit 0: flows; other bits zero): with it set, each cached packet's flow
+// hash follows its v (0: the packet had no flow), so the receiver can take
+// the lost packet out of the sender's LDS too (LDSPacket; its weight is
+// its class's). A sender whose cache does not track flows (no LDS) leaves
+// the bit clear and pays nothing for them. A request
+// says which reply version its sender reads: the reply takes the
+// request's version, so an end that only knows version 1 still gets
+// replies it reads.
 const (
 	tsRequestMagic = 'Q'
 	tsReplyMagic   = 'A'
-	tsWireVersion  = 1
+	tsReplyFlows   = 1 // version 2 reply flag: flow hashes follow the timestamps
+	// TSWireVersion is the version this package writes by default; it
+	// reads 1 and 2.
+	TSWireVersion = 2
 	// TSMaxRequest bounds the ids in one request or reply (a forged count
 	// must not allocate without bound).
 	TSMaxRequest = 1 << 20
 )
+
+func tsVersionOK(v byte) bool { return v == 1 || v == 2 }
 
 func tsCheck(ids []uint64) uint64 {
 	var x uint64
@@ -339,9 +429,16 @@ func tsCheck(ids []uint64) uint64 {
 	return x
 }
 
-// AppendTimestampRequest appends a request for the timestamps of ids.
+// AppendTimestampRequest appends a request (version TSWireVersion) for
+// the timestamps of ids.
 func AppendTimestampRequest(dst []byte, ids []uint64) []byte {
-	dst = append(dst, tsRequestMagic, tsWireVersion)
+	return AppendTimestampRequestVersion(dst, ids, TSWireVersion)
+}
+
+// AppendTimestampRequestVersion is AppendTimestampRequest in wire version
+// 1 or 2 (the reply version asked for).
+func AppendTimestampRequestVersion(dst []byte, ids []uint64, version uint8) []byte {
+	dst = append(dst, tsRequestMagic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(ids)))
 	for _, id := range ids {
 		dst = binary.LittleEndian.AppendUint64(dst, id)
@@ -352,28 +449,42 @@ func AppendTimestampRequest(dst []byte, ids []uint64) []byte {
 // ParseTimestampRequest returns the ids of a request (errors wrap
 // ErrBadEncoding).
 func ParseTimestampRequest(b []byte) ([]uint64, error) {
-	if len(b) < 2 || b[0] != tsRequestMagic || b[1] != tsWireVersion {
-		return nil, fmt.Errorf("%w: timestamp request: bad magic or version", ErrBadEncoding)
+	ids, _, err := ParseTimestampRequestVersion(b)
+	return ids, err
+}
+
+// ParseTimestampRequestVersion is ParseTimestampRequest that also returns
+// the request's version: the version its reply must take.
+func ParseTimestampRequestVersion(b []byte) ([]uint64, uint8, error) {
+	if len(b) < 2 || b[0] != tsRequestMagic || !tsVersionOK(b[1]) {
+		return nil, 0, fmt.Errorf("%w: timestamp request: bad magic or version", ErrBadEncoding)
 	}
+	v := b[1]
 	b = b[2:]
 	cnt, k := minimalUvarint(b)
 	if k <= 0 || cnt > TSMaxRequest {
-		return nil, fmt.Errorf("%w: timestamp request: bad count", ErrBadEncoding)
+		return nil, 0, fmt.Errorf("%w: timestamp request: bad count", ErrBadEncoding)
 	}
 	b = b[k:]
 	if uint64(len(b)) != cnt*8 {
-		return nil, fmt.Errorf("%w: timestamp request: %d bytes for %d ids", ErrBadEncoding, len(b), cnt)
+		return nil, 0, fmt.Errorf("%w: timestamp request: %d bytes for %d ids", ErrBadEncoding, len(b), cnt)
 	}
 	ids := make([]uint64, cnt)
 	for i := range ids {
 		ids[i] = binary.LittleEndian.Uint64(b[8*i:])
 	}
-	return ids, nil
+	return ids, v, nil
 }
 
-// AppendReply appends the answer to a request for ids from c (the
-// sender's cache of the interval).
+// AppendReply appends the answer (version TSWireVersion) to a request for
+// ids from c (the sender's cache of the interval).
 func (c *TSCache) AppendReply(dst []byte, ids []uint64) []byte {
+	return c.AppendReplyVersion(dst, ids, TSWireVersion)
+}
+
+// AppendReplyVersion is AppendReply in wire version 1 (timestamps only)
+// or 2 (with flow hashes): the version of the request it answers.
+func (c *TSCache) AppendReplyVersion(dst []byte, ids []uint64, version uint8) []byte {
 	base := uint64(math.MaxUint64)
 	for _, id := range ids {
 		if ts, ok := c.Lookup(id); ok && ts < base {
@@ -383,16 +494,27 @@ func (c *TSCache) AppendReply(dst []byte, ids []uint64) []byte {
 	if base == math.MaxUint64 {
 		base = 0
 	}
-	dst = append(dst, tsReplyMagic, tsWireVersion)
+	dst = append(dst, tsReplyMagic, version)
+	flows := version >= 2 && c.TracksFlows()
+	if version >= 2 {
+		flag := byte(0)
+		if flows {
+			flag = tsReplyFlows
+		}
+		dst = append(dst, flag)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(ids)))
 	dst = binary.LittleEndian.AppendUint64(dst, tsCheck(ids))
 	dst = binary.LittleEndian.AppendUint64(dst, base)
 	for _, id := range ids {
-		v := uint64(0)
-		if ts, ok := c.Lookup(id); ok && ts-base != math.MaxUint64 {
-			v = ts - base + 1
+		v, fh := uint64(0), uint64(0)
+		if ts, f, ok := c.LookupFlow(id); ok && ts-base != math.MaxUint64 {
+			v, fh = ts-base+1, f
 		}
 		dst = binary.AppendUvarint(dst, v)
+		if flows && v != 0 {
+			dst = binary.LittleEndian.AppendUint64(dst, fh)
+		}
 	}
 	return dst
 }
@@ -400,38 +522,63 @@ func (c *TSCache) AppendReply(dst []byte, ids []uint64) []byte {
 // ParseReply decodes a reply to a request for ids into ts and ok (each
 // len(ids)); errors wrap ErrBadEncoding.
 func ParseReply(b []byte, ids []uint64, ts []uint64, ok []bool) error {
-	if len(ts) < len(ids) || len(ok) < len(ids) {
-		return fmt.Errorf("%w: timestamp reply: output slices shorter than the request", ErrBadConfig)
+	_, err := ParseReplyFlows(b, ids, ts, nil, ok)
+	return err
+}
+
+// ParseReplyFlows is ParseReply that also decodes the flow hashes of a
+// version 2 reply into fh (when not nil, len(ids) at least; zeros when the
+// reply has none); flows says whether the reply carried them.
+func ParseReplyFlows(b []byte, ids []uint64, ts, fh []uint64, ok []bool) (flows bool, err error) {
+	if len(ts) < len(ids) || len(ok) < len(ids) || fh != nil && len(fh) < len(ids) {
+		return false, fmt.Errorf("%w: timestamp reply: output slices shorter than the request", ErrBadConfig)
 	}
-	if len(b) < 2 || b[0] != tsReplyMagic || b[1] != tsWireVersion {
-		return fmt.Errorf("%w: timestamp reply: bad magic or version", ErrBadEncoding)
+	if len(b) < 2 || b[0] != tsReplyMagic || !tsVersionOK(b[1]) {
+		return false, fmt.Errorf("%w: timestamp reply: bad magic or version", ErrBadEncoding)
 	}
+	version := b[1]
 	b = b[2:]
+	if version >= 2 {
+		if len(b) < 1 || b[0]&^tsReplyFlows != 0 {
+			return false, fmt.Errorf("%w: timestamp reply: bad flags", ErrBadEncoding)
+		}
+		flows, b = b[0]&tsReplyFlows != 0, b[1:]
+	}
 	cnt, k := minimalUvarint(b)
 	if k <= 0 || cnt != uint64(len(ids)) {
-		return fmt.Errorf("%w: timestamp reply: count does not match the request", ErrBadEncoding)
+		return false, fmt.Errorf("%w: timestamp reply: count does not match the request", ErrBadEncoding)
 	}
 	b = b[k:]
 	if len(b) < 16 {
-		return fmt.Errorf("%w: timestamp reply: truncated header", ErrBadEncoding)
+		return false, fmt.Errorf("%w: timestamp reply: truncated header", ErrBadEncoding)
 	}
 	if binary.LittleEndian.Uint64(b) != tsCheck(ids) {
-		return fmt.Errorf("%w: timestamp reply answers another request", ErrBadEncoding)
+		return false, fmt.Errorf("%w: timestamp reply answers another request", ErrBadEncoding)
 	}
 	base := binary.LittleEndian.Uint64(b[8:])
 	b = b[16:]
 	for i := range ids {
 		v, k := minimalUvarint(b)
 		if k <= 0 {
-			return fmt.Errorf("%w: timestamp reply: truncated at entry %d", ErrBadEncoding, i)
+			return false, fmt.Errorf("%w: timestamp reply: truncated at entry %d", ErrBadEncoding, i)
 		}
 		b = b[k:]
 		ts[i], ok[i] = base+v-1, v != 0
+		var f uint64
+		if flows && v != 0 {
+			if len(b) < 8 {
+				return false, fmt.Errorf("%w: timestamp reply: truncated flow at entry %d", ErrBadEncoding, i)
+			}
+			f, b = binary.LittleEndian.Uint64(b), b[8:]
+		}
+		if fh != nil {
+			fh[i] = f
+		}
 	}
 	if len(b) != 0 {
-		return fmt.Errorf("%w: timestamp reply: %d trailing bytes", ErrBadEncoding, len(b))
+		return false, fmt.Errorf("%w: timestamp reply: %d trailing bytes", ErrBadEncoding, len(b))
 	}
-	return nil
+	return flows, nil
 }
 
 // minimalUvarint is binary.Uvarint that also refuses non-minimal
@@ -460,7 +607,7 @@ func newPartialTSCache(n int, level uint8) *TSCache {
 // EmptyLike returns an empty cache with c's budget, sized for packets
 // like Reserve. It allocates: for the control side, never the hot path.
 func (c *TSCache) EmptyLike(packets uint64) *TSCache {
-	d := &TSCache{maxSlots: c.maxSlots}
+	d := &TSCache{maxSlots: c.maxSlots, tracking: c.tracking}
 	d.Reserve(packets)
 	return d
 }

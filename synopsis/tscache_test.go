@@ -117,3 +117,47 @@ func TestTSCacheInsertAllocs(t *testing.T) {
 		t.Fatalf("Insert allocates %v", a)
 	}
 }
+
+// TestTSCacheFlows: a cache that tracks flows keeps each packet's flow
+// hash through level raises, merges and clones, and the budget counts the
+// 24-byte slots.
+func TestTSCacheFlows(t *testing.T) {
+	c, err := NewTSCache(1 << 16) // 4096 slots of 16 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TrackFlows()
+	if c.maxSlots*24 > 1<<16 || len(c.slots) > c.maxSlots || len(c.flows) != len(c.slots) {
+		t.Fatalf("tracking flows: %d max slots, %d slots, %d flows for a 64 KiB budget", c.maxSlots, len(c.slots), len(c.flows))
+	}
+	o := c.EmptyLike(0)
+	flow := func(h uint64) uint64 { return h*7 + 1 }
+	for h := uint64(0); h < 10000; h++ { // more than fit: the level rises
+		c.InsertFlow(h, flow(h), 1000+h)
+		o.InsertFlow(h+20000, flow(h+20000), 5000+h)
+	}
+	if c.Level() == 0 {
+		t.Fatal("level never rose")
+	}
+	c.Merge(o)
+	d := c.Clone()
+	n := 0
+	for h := uint64(0); h < 30000; h++ {
+		ts, fh, ok := d.LookupFlow(h)
+		if !ok {
+			continue
+		}
+		n++
+		if fh != flow(h) {
+			t.Fatalf("packet %d: flow %d, want %d (ts %d)", h, fh, flow(h), ts)
+		}
+	}
+	if n != d.Len() || n == 0 {
+		t.Fatalf("found %d packets, the cache holds %d", n, d.Len())
+	}
+	plain, _ := NewTSCache(1 << 16)
+	plain.Insert(5, 10)
+	if _, fh, ok := plain.LookupFlow(5); !ok || fh != 0 {
+		t.Fatalf("a cache without flows: %d/%v", fh, ok)
+	}
+}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
-	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -64,68 +64,19 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("analyze: unexpected arguments %q", fs.Args())
 	}
 	o.extra.ldsAuto = true
-	for _, n := range ldsFlagNames {
+	for _, n := range service.LDSFlagNames {
 		o.extra.ldsAuto = o.extra.ldsAuto && !fs.Changed(n)
 	}
 	cfg, err := o.build()
 	if err != nil {
 		return usageErrorf("analyze: %w", err)
 	}
-	snd, err := analyze.OpenCapture(o.sender)
-	if err != nil {
-		return fmt.Errorf("analyze: --sender: %w", err)
+	var table io.Writer
+	if o.out.format == "table" {
+		table = stdout
 	}
-	defer snd.Close()
-	rcv, err := analyze.OpenCapture(o.receiver)
-	if err != nil {
-		return fmt.Errorf("analyze: --receiver: %w", err)
-	}
-	defer rcv.Close()
-
-	w, closeReport, err := o.out.open(stdout)
-	if err != nil {
-		return err
-	}
-	defer closeReport()
-	table := o.out.format == "table"
-	if table {
-		fmt.Fprintln(stdout, intervalTableHeader(o.truth))
-	}
-	meter := progress.New(stderr, o.quiet)
-	cfg.Progress = analyze.MeterProgress(meter)
-	var werr error
-	st, err := analyze.Run(snd, rcv, cfg, func(r *report.Interval) {
-		meter.Clear()
-		if err := w.Write(r); err != nil && werr == nil {
-			werr = err
-		}
-		if table { // rows stream as intervals close: fixed widths, no buffering
-			fmt.Fprintln(stdout, intervalTableRow(r, o.truth))
-			if mbs, ok := r.Extra["microbursts"].([]analyze.Microburst); ok {
-				for _, m := range mbs {
-					fmt.Fprintf(stdout, "%-23s   microburst %s: %d losses from %s, +%.3f ms\n", "", r.MEC, m.Losses,
-						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
-				}
-			}
-		}
-	})
-	meter.Clear()
-	for _, warn := range st.Warnings {
-		fmt.Fprintln(stderr, "analyze: warning:", warn)
-	}
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	sum := analyze.NewSummary(st)
-	if err := w.Write(sum); err != nil && werr == nil {
-		werr = err
-	}
-	fmt.Fprintf(stderr, "analyze: %d intervals; sender %d frames (%d malformed, %d snapped, %d control, %d link-local not measured), receiver %d frames (%d malformed, %d snapped, %d control, %d link-local not measured)\n",
-		st.Intervals, st.SenderFrames, st.SenderMalformed, st.SenderSnapped, st.SenderControl, st.SenderLinkLocal,
-		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
-	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
-		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
-	return werr
+	open := func() (*report.Writer, func() error, error) { return o.out.open(stdout) }
+	return analyze.RunFiles(o.sender, o.receiver, cfg, open, table, stderr, o.quiet)
 }
 
 func (o *analyzeOptions) build() (analyze.Config, error) {
@@ -168,7 +119,7 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate"}
 	if kinds["lda"] {
 		cfg.UseLDA = true
-		if cfg.LDA, err = o.lda.config(); err != nil {
+		if cfg.LDA, err = o.lda.Config(); err != nil {
 			return cfg, err
 		}
 	}
@@ -194,46 +145,4 @@ func parseSynopsisList(s string) (map[string]bool, error) {
 		}
 	}
 	return kinds, nil
-}
-
-// The table's columns: fixed widths so that each row is printed as its
-// interval closes; the LDS flow (up to 97 characters for IPv6) and the
-// reason of an invalid line come after the fixed columns, so rows align.
-const (
-	tableCols  = "%-23s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %11s %-5s"
-	truthCols  = " %12s %12s %9s"
-	timeLayout = "2006-01-02 15:04:05.000" // captures may be from any day
-)
-
-func intervalTableHeader(truth bool) string {
-	h := fmt.Sprintf(tableCols, "start (UTC)", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "buckets", "valid")
-	if truth {
-		h += fmt.Sprintf(truthCols, "true_mean_us", "true_sd_us", "true_lost")
-	}
-	return h + " flow / reason"
-}
-
-// intervalTableRow is one row: "-" where the JSON line has null.
-func intervalTableRow(r *report.Interval, truth bool) string {
-	valid, why := "yes", ""
-	if !r.Valid {
-		valid, why = "no", ": "+r.Reason
-	}
-	flow := ""
-	if r.Flow != "" {
-		flow = " flow " + r.Flow
-	}
-	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf(tableCols, time.Unix(0, r.StartNs).UTC().Format(timeLayout), r.MEC, r.Synopsis,
-		fmt.Sprint(r.Sent), fmt.Sprint(r.Received), fmt.Sprint(r.Lost),
-		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
-		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)
-	if truth {
-		if r.TrueMeanNs != nil {
-			s += fmt.Sprintf(truthCols, fmt.Sprintf("%.3f", *r.TrueMeanNs/1e3), fmt.Sprintf("%.3f", *r.TrueStddevNs/1e3), fmt.Sprint(*r.TrueLost))
-		} else {
-			s += fmt.Sprintf(truthCols, "-", "-", "-")
-		}
-	}
-	return s + flow + why
 }

@@ -159,30 +159,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestNoHugeFallbackWarned: the argv EALArgs builds when no hugepages are
-// free is detected as a fallback (run then warns); with hugepages free, or
-// when the user asked for --no-huge, it is not.
-func TestNoHugeFallbackWarned(t *testing.T) {
-	cfg := dpdk.EALConfig{Specs: []string{"dpdk:0000:03:00.0", "dpdk:0000:03:00.1"}, Cores: []int{0}}
-	for _, c := range []struct {
-		free int
-		user []string
-		want bool
-	}{{0, nil, true}, {512, nil, false}, {0, []string{"--no-huge"}, false}, {0, []string{"-m", "512"}, false}} {
-		cfg.Args = c.user
-		argv, err := dpdk.EALArgs(cfg, c.free, 1, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ealFellBackToNoHuge(argv, c.user); got != c.want {
-			t.Errorf("%d hugepages free, user %q: argv %q, fallback %v", c.free, c.user, argv, got)
-		}
-	}
-	if !strings.Contains(noHugeWarning, "--no-huge") || !strings.Contains(noHugeWarning, "nr_hugepages") {
-		t.Error("the warning does not say what happened and what to do")
-	}
-}
-
 // TestServiceUnit: scripts/ldafwd.service runs as a dedicated user with
 // only the capabilities it names, hardened, and does not restart on a
 // usage or configuration error (exitUsage); systemd-analyze verify, where

@@ -3,21 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
-	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/model"
-	"github.com/ldafwd/ldafwd/report"
-	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 )
 
@@ -53,7 +47,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		segmentName        string
 		metricsAddr        string
 		queues             int
-		capture            captureFlags
+		capture            service.Capture
 	)
 	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -83,7 +77,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	extra.registerSizing(fs)
 	budget.register(fs)
 	microbursts.register(fs)
-	capture.register(fs, [2]string{"sender", "receiver"},
+	registerCapture(fs, &capture, [2]string{"sender", "receiver"},
 		"write what ldafwd#1 receives from the generator (its port a, where the measured path starts) to this pcapng file; `ldafwd analyze --sender` reads it",
 		"write what ldafwd#2 receives from the segment (its port a) to this pcapng file; `ldafwd analyze --receiver` reads it")
 	out.register(fs)
@@ -96,10 +90,10 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err := out.validate(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
-	if err := checkSegmentName(segmentName); err != nil {
+	if err := service.CheckSegmentName(segmentName); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
-	if err := capture.validate(false); err != nil {
+	if err := capture.Validate(false); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	switch {
@@ -132,11 +126,11 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("demo: --mec: %w", err)
 	}
-	remarks, err := parseRemarks(remarkSpec)
+	remarks, err := dataplane.ParseRemarks(remarkSpec)
 	if err != nil {
 		return usageErrorf("demo: --remark: %w", err)
 	}
-	dscps, err := parseDSCPList(dscpSpec)
+	dscps, err := dataplane.ParseDSCPList(dscpSpec)
 	if err != nil {
 		return usageErrorf("demo: --dscp: %w", err)
 	}
@@ -148,7 +142,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if len(dscps) == 1 && dscps[0] == 0 {
 		dscps = nil
 	}
-	ldaCfg, err := lda.config()
+	ldaCfg, err := lda.Config()
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -165,7 +159,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if queues < 1 || queues > 64 {
 		return fmt.Errorf("demo: --queues %d: 1..64", queues)
 	}
-	if err := budget.parse(); err != nil {
+	if err := budget.Parse(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	if err := microbursts.validate(); err != nil {
@@ -175,7 +169,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.Visit(func(f *pflag.Flag) { changed[f.Name] = true })
 	// Sized like `run`: the RDA and the LDS follow the traffic unless
 	// --rda-*/--lds-flows say otherwise.
-	syn, adapt, err := extra.synConfig(kinds, changed, ldaCfg)
+	syn, adapt, err := extra.SynConfig(kinds, changed, ldaCfg)
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -188,234 +182,28 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeReport()
-	// The metrics see every line the report gets, as `run`'s do; the
-	// demo has no port, lane or control sources of its own to export.
-	m := metrics.New(segmentName, nil)
-	if metricsAddr != "" {
-		srv, err := m.Serve(metricsAddr)
-		if err != nil {
-			return fmt.Errorf("demo: --metrics-addr: %w", err)
-		}
-		defer srv.Close()
-		fmt.Fprintf(stderr, "ldafwd demo: serving /metrics and /healthz on %s\n", srv.Addr())
-	}
-	log := zerolog.Nop()
-	if verbose {
-		log = zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
-	}
-	table := out.format == "table"
-	if table {
-		// The delay as the user wrote it, and its mean in readable units
-		// (the canonical form is in ns: scale=39499.97749349529ns).
-		fmt.Fprintf(stdout, "ldafwd demo: generator → ldafwd#1 → segment (delay %s, mean %v; loss %v, reorder %g) → ldafwd#2 → sink; %v intervals, %v\n",
-			delaySpec, time.Duration(delay.Mean()).Round(10*time.Nanosecond), loss, reorder, interval, duration)
-		fmt.Fprintf(stdout, "%-12s %-10s %10s %10s %8s  %20s %20s %16s  %s\n", "start (UTC)", "mec/syn", "sent", "received", "samples",
-			"mean µs (true)", "stddev µs (true)", "lost (true)", "valid")
-	}
-	var repMu sync.Mutex
-	var repErr error // the first report line that could not be written
 	cfg := appliance.DemoConfig{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, Log: log, TopFlows: top, ControlCopies: copies, Queues: queues,
-		BudgetBytes: budget.bytes, BudgetFraction: budget.fraction,
-		AdaptLDA: adapt.lda, AdaptRDA: adapt.rda, AdaptLDS: adapt.lds, RDAProblemRate: adapt.problem,
+		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, Queues: queues,
+		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
+		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
-		Reports: func(r *report.Interval) {
-			r.Segment = segmentName
-			m.Observe(r)
-			if err := w.Write(r); err != nil {
-				repMu.Lock()
-				if repErr == nil {
-					repErr = err
-					fmt.Fprintf(stderr, "ldafwd demo: writing reports: %v\n", err)
-				}
-				repMu.Unlock()
-			}
-			if table {
-				fmt.Fprintln(stdout, demoRow(r))
-				for _, row := range microburstRows(r) {
-					fmt.Fprintln(stdout, row)
-				}
-			}
-		},
 	}
 	if maxDelay > 0 {
 		cfg.Bounds = appliance.DemoBounds(maxDelay)
 	}
-	// The captures' closing line goes to stderr even without --verbose.
-	capLog := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
-	tapS, tapR, closeTaps, err := capture.open("ldafwd#1 a", "ldafwd#2 a", capLog)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+	var table io.Writer
+	if out.format == "table" {
+		table = stdout
 	}
-	cfg.Taps = [2][2]*dataplane.Tap{{tapS, nil}, {tapR, nil}}
-	m.SetState(metrics.StateRunning)
-	sum, err := appliance.RunDemo(cfg)
-	m.SetState(metrics.StateStopped)
-	if cerr := closeTaps(); cerr != nil && err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	if err := w.Write(demoSummary(sum, conf, synopses, copies)); err != nil {
-		repMu.Lock()
-		if repErr == nil {
-			repErr = err
-		}
-		repMu.Unlock()
-	}
-
-	if table {
-		fmt.Fprintf(stdout, "\n%d frames generated, %d delivered, %d lost on the segment, %d dropped by the appliances\n",
-			sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
-		fmt.Fprintf(stdout, "%d intervals (LDA): %d valid; loss exact in %d; true mean inside the %.0f%% bound in %d\n",
-			sum.Intervals, sum.Valid, sum.LossExact, conf*100, sum.MeanInBound)
-		if sum.Duplicated+sum.Remarked+sum.LinkLocalSent+sum.Injected > 0 {
-			fmt.Fprintf(stdout, "inside the segment: %d duplicated, %d reordered, %d remarked; link-local: %d sent and %d consumed, %d originated; unmeasured by the appliances: %d at ldafwd#1, %d at ldafwd#2\n",
-				sum.Duplicated, sum.Reordered, sum.Remarked, sum.LinkLocalSent, sum.Consumed, sum.Injected, sum.ExcludedSent, sum.ExcludedReceived)
-		}
-		fmt.Fprintf(stdout, "in-band control traffic: %.1f kbit per interval, every copy counted, carrying %s sent %d× (--control-copies) within --control-budget; the LDA alone: --synopsis lda\n",
-			sum.ControlBytesPerInt*8/1000, synopses, copies)
-	}
-	repMu.Lock()
-	defer repMu.Unlock()
-	if repErr != nil {
-		return fmt.Errorf("demo: writing reports: %w", repErr)
-	}
-	return nil
-}
-
-// parseRemarks parses --remark: FROM[>TO]:PROB, comma-separated; DSCPs
-// by number or name (be, cs0-cs7, af11-af43, ef, va).
-func parseRemarks(spec string) ([]dataplane.Remark, error) {
-	var out []dataplane.Remark
-	if strings.TrimSpace(spec) == "" {
-		return nil, nil
-	}
-	for _, item := range strings.Split(spec, ",") {
-		codes, p, ok := strings.Cut(strings.TrimSpace(item), ":")
-		if !ok {
-			return nil, fmt.Errorf("%q: want FROM[>TO]:PROB (e.g. cs2:0.05)", item)
-		}
-		from, to, _ := strings.Cut(codes, ">")
-		if to == "" {
-			to = "be"
-		}
-		f, err := dscpValue(from)
-		if err != nil {
-			return nil, err
-		}
-		t, err := dscpValue(to)
-		if err != nil {
-			return nil, err
-		}
-		prob, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || !(prob > 0 && prob <= 1) {
-			return nil, fmt.Errorf("%q: probability %q not in (0, 1]", item, p)
-		}
-		if f == t {
-			return nil, fmt.Errorf("%q: remarks a DSCP to itself", item)
-		}
-		out = append(out, dataplane.Remark{From: f, To: t, Prob: prob})
-	}
-	return out, nil
-}
-
-// parseDSCPList parses --dscp.
-func parseDSCPList(spec string) ([]uint8, error) {
-	var out []uint8
-	for _, s := range strings.Split(spec, ",") {
-		d, err := dscpValue(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// dscpValue reads a DSCP as the --mec syntax does (so the names agree).
-func dscpValue(s string) (uint8, error) {
-	r, err := classifier.ParseMEC("x=dscp:" + strings.TrimSpace(s))
-	if err != nil || len(r.DSCP) != 1 || r.DSCP[0].Lo != r.DSCP[0].Hi {
-		return 0, fmt.Errorf("bad DSCP %q (0-63 or be, cs0-cs7, af11-af43, ef, va)", s)
-	}
-	return uint8(r.DSCP[0].Lo), nil
+	return service.RunDemo(cfg, service.DemoOutput{W: w, Table: table, Stderr: stderr, SegmentName: segmentName,
+		MetricsAddr: metricsAddr, Verbose: verbose, DelaySpec: delaySpec, Synopses: synopses, Capture: capture})
 }
 
 // demoKey makes a throw-away HMAC key: the demo authenticates its control
 // frames like a real deployment does, without a key file.
 func demoKey() ([]byte, error) {
 	return controlGenerateKey()
-}
-
-// demoSummary is the closing `"type":"demo_summary"` record: what the
-// table's last lines say, for scripts.
-func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copies int) *report.DemoSummary {
-	return &report.DemoSummary{Type: "demo_summary", Generated: sum.Generated, Delivered: sum.Sunk, SegmentLost: sum.ImpairLost,
-		ApplianceDropped: sum.ApplianceTxDropped, Intervals: sum.Intervals, IdleIntervals: sum.Idle, Valid: sum.Valid,
-		LossExact: sum.LossExact, MeanInBound: sum.MeanInBound, Confidence: conf,
-		Duplicated: sum.Duplicated, Reordered: sum.Reordered, Remarked: sum.Remarked,
-		LinkLocalSent: sum.LinkLocalSent, LinkLocalConsumed: sum.Consumed, LinkLocalOriginated: sum.Injected,
-		UnmeasuredSender: sum.ExcludedSent, UnmeasuredReceiver: sum.ExcludedReceived,
-		ControlBytesPerInterval: sum.ControlBytesPerInt, Synopses: synopses, ControlCopies: copies}
-}
-
-// delayCell is a delay column of the tables: µs, or "-" where the JSON
-// line has null (no estimate: invalid, no sample).
-func delayCell(v float64, none bool, width int) string {
-	if none || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Sprintf("%*s", width, "-")
-	}
-	return fmt.Sprintf("%*.2f", width, v/1e3)
-}
-
-// startCell is the interval column of the tables: its start as a UTC
-// time of day (the JSON line has the interval number and start_ns), or
-// "#" and the interval number when the line has no start (a failure
-// reported before the interval's span was known).
-func startCell(startNs, interval int64) string {
-	if startNs <= 0 {
-		return fmt.Sprintf("#%d", interval)
-	}
-	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
-}
-
-func demoRow(r *report.Interval) string {
-	tru := func(p *float64) string {
-		if p == nil {
-			return "     -"
-		}
-		return fmt.Sprintf("%8.2f", *p/1e3)
-	}
-	trueLost := "-"
-	if r.TrueLost != nil {
-		trueLost = fmt.Sprint(*r.TrueLost)
-	}
-	valid := "yes"
-	if !r.Valid {
-		valid = "no: " + r.Reason
-	}
-	noDelay := !r.Valid || r.Samples == 0
-	if r.Flow != "" {
-		// A flow of the LDS: indented under its interval; the flow's
-		// name (up to 97 characters for IPv6) after the fixed columns,
-		// so that IPv4 and IPv6 rows align.
-		ok, why := "yes", ""
-		if !r.Valid {
-			ok, why = "no", ": "+r.Reason
-		}
-		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
-			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
-	}
-	ci := "      " // no "±" without a mean
-	if !noDelay {
-		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
-	}
-	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
-		startCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
-		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }

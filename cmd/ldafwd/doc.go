@@ -11,7 +11,7 @@
 //
 // Each command lives in its own file, registers itself in init, parses its
 // own pflag set, validates every flag before it builds anything, and prints
-// JSON lines with --format json. main.go stays thin. run reads the end of
-// its --report file back at start (resume.go): a restart after a kill
-// reports the intervals nobody held, so the file has no hole.
+// JSON lines with --format json. main.go stays thin. The work is in
+// packages: run's in appliance/service, demo's in appliance, analyze's in
+// analyze, sim's in sim, bench's suites in bench/suites.
 package main

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ldafwd/ldafwd/report"
 	"github.com/spf13/pflag"
 )
 
@@ -26,16 +25,4 @@ func (f *microburstFlags) validate() error {
 		return fmt.Errorf("--microburst-gap %v must be ≥ 0 and --microburst-min %d ≥ 1", f.gap, f.min)
 	}
 	return nil
-}
-
-// microburstRows are the table lines under an interval line: one per
-// microburst it lists.
-func microburstRows(r *report.Interval) []string {
-	mbs, _ := r.Extra["microbursts"].([]report.Microburst)
-	var rows []string
-	for _, m := range mbs {
-		rows = append(rows, fmt.Sprintf("%-12s   microburst %s/%s: %d losses from %s, +%.3f ms (%v)", "", r.MEC, r.Synopsis, m.Losses,
-			time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6, r.Extra["microburst_source"]))
-	}
-	return rows
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/spf13/pflag"
@@ -41,7 +40,7 @@ func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, erro
 	}
 	closeFn := func() error { return nil }
 	if o.report != "" {
-		f, err := openLineFile(o.report)
+		f, err := report.OpenLineFile(o.report)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--report: %w", err)
 		}
@@ -50,60 +49,3 @@ func (o *outputFlags) open(stdout io.Writer) (*report.Writer, func() error, erro
 	}
 	return report.NewWriter(sinks...), closeFn, nil
 }
-
-// lineFile is the --report file. A JSON line that cannot be written whole
-// (a full disk, a quota) is cut off again, so the file never holds a
-// corrupt line: readers see complete lines, and the error is returned for
-// the caller to log and count.
-type lineFile struct {
-	f       truncFile
-	size    int64 // bytes of complete lines
-	regular bool  // size is meaningful (not a pipe or a device)
-}
-
-// truncFile is what lineFile needs of an *os.File.
-type truncFile interface {
-	io.WriteCloser
-	Truncate(size int64) error
-}
-
-func openLineFile(path string) (*lineFile, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	l := &lineFile{f: f, size: st.Size(), regular: st.Mode().IsRegular()}
-	if l.regular {
-		n, err := endLine(path, f)
-		l.size += int64(n)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return l, nil
-}
-
-func (l *lineFile) Write(b []byte) (int, error) {
-	n, err := l.f.Write(b)
-	if err == nil && n == len(b) {
-		l.size += int64(n)
-		return n, nil
-	}
-	if err == nil {
-		err = io.ErrShortWrite
-	}
-	if n > 0 && l.regular {
-		if terr := l.f.Truncate(l.size); terr != nil {
-			return n, fmt.Errorf("%w (and removing the partial line: %v)", err, terr)
-		}
-	}
-	return n, err
-}
-
-func (l *lineFile) Close() error { return l.f.Close() }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ldafwd/ldafwd/flagfile"
 	"github.com/spf13/pflag"
 )
 
@@ -36,7 +37,7 @@ func FuzzRunConfig(f *testing.F) {
 		var o runOptions
 		fs := newFlagSet("run", io.Discard)
 		o.flags(fs)
-		if _, err := applyConfigFile(fs, path); err != nil {
+		if _, err := flagfile.Apply(fs, path); err != nil {
 			if !strings.Contains(err.Error(), "--config") {
 				t.Fatalf("error %q does not name --config", err)
 			}
@@ -57,7 +58,7 @@ func FuzzRunConfig(f *testing.F) {
 		var o2 runOptions
 		fs2 := newFlagSet("run", io.Discard)
 		o2.flags(fs2)
-		if _, err := applyConfigFile(fs2, path); err != nil {
+		if _, err := flagfile.Apply(fs2, path); err != nil {
 			t.Fatalf("round trip of %q: %v", b.String(), err)
 		}
 		for name, v := range want {

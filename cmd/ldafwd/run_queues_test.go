@@ -20,6 +20,7 @@ func TestRunQueues(t *testing.T) {
 		{"--queues 0", "--queues 0"},
 		{"--queues 2 --cores 0", "one CPU per queue pair"},
 		{"--queues 2 --forward-only", "--forward-only"},
+		{"--queues 2 --port-a afxdp:lo@1 --port-b afxdp:lo", "give the interface only"},
 	} {
 		args := append([]string{"--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--insecure"}, strings.Fields(c.args)...)
 		var out, errb syncBuf

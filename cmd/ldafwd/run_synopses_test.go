@@ -213,11 +213,11 @@ func TestRunSynopsisFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.syn.RDA == nil || o.syn.RDA.Cells != 4096 || o.syn.LDS == nil || o.syn.LDS.CellsPerFlow != 2 || o.top != 10 {
-		t.Errorf("syn %+v / %+v, top %d", o.syn.RDA, o.syn.LDS, o.top)
+	if o.cfg.Syn.RDA == nil || o.cfg.Syn.RDA.Cells != 4096 || o.cfg.Syn.LDS == nil || o.cfg.Syn.LDS.CellsPerFlow != 2 || o.cfg.Top != 10 {
+		t.Errorf("syn %+v / %+v, top %d", o.cfg.Syn.RDA, o.cfg.Syn.LDS, o.cfg.Top)
 	}
-	if o, err = parseAndValidate(base); err != nil || o.syn.RDA == nil || o.syn.LDS == nil {
-		t.Errorf("default: rda %v lds %v (%v), want every synopsis", o.syn.RDA, o.syn.LDS, err)
+	if o, err = parseAndValidate(base); err != nil || o.cfg.Syn.RDA == nil || o.cfg.Syn.LDS == nil {
+		t.Errorf("default: rda %v lds %v (%v), want every synopsis", o.cfg.Syn.RDA, o.cfg.Syn.LDS, err)
 	}
 	for _, c := range []struct {
 		args []string
@@ -244,11 +244,11 @@ func TestRunLDASizing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.adapt.lda || !o.syn.LDA.Equal(synopsis.RecordLDAConfig()) {
-		t.Errorf("default: adapt %v, LDA %v, want %v sized per interval", o.adapt.lda, o.syn.LDA, synopsis.RecordLDAConfig())
+	if !o.cfg.AdaptLDA || !o.cfg.Syn.LDA.Equal(synopsis.RecordLDAConfig()) {
+		t.Errorf("default: adapt %v, LDA %v, want %v sized per interval", o.cfg.AdaptLDA, o.cfg.Syn.LDA, synopsis.RecordLDAConfig())
 	}
-	if o, err = parseAndValidate(append(append([]string{}, base...), "--lda-digest=false")); err != nil || !o.adapt.lda || o.syn.LDA.Digest || o.syn.LDA.TotalRows() != 8*1024 {
-		t.Errorf("--lda-digest=false: adapt %v, LDA %v (%v)", o.adapt.lda, o.syn.LDA, err)
+	if o, err = parseAndValidate(append(append([]string{}, base...), "--lda-digest=false")); err != nil || !o.cfg.AdaptLDA || o.cfg.Syn.LDA.Digest || o.cfg.Syn.LDA.TotalRows() != 8*1024 {
+		t.Errorf("--lda-digest=false: adapt %v, LDA %v (%v)", o.cfg.AdaptLDA, o.cfg.Syn.LDA, err)
 	}
 	for _, args := range [][]string{
 		{"--lda-banks", "512:3,512:7"},
@@ -260,8 +260,8 @@ func TestRunLDASizing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.adapt.lda || o.syn.LDA.Equal(synopsis.RecordLDAConfig()) {
-			t.Errorf("%v: adapt %v, LDA %v, want the fixed shape", args, o.adapt.lda, o.syn.LDA)
+		if o.cfg.AdaptLDA || o.cfg.Syn.LDA.Equal(synopsis.RecordLDAConfig()) {
+			t.Errorf("%v: adapt %v, LDA %v, want the fixed shape", args, o.cfg.AdaptLDA, o.cfg.Syn.LDA)
 		}
 	}
 }

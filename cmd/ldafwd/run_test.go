@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/ldafwd/ldafwd/analyze"
-	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"io"
 	"net/http"
 	"os"
@@ -22,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
@@ -149,8 +150,8 @@ func TestRunFlagValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.eal, " ") != "--no-huge -m 512" || len(o.key) == 0 || o.bnds.MaxDelayNs != 5e6 || o.bnds.MinDelayNs != -1e6 ||
-		o.cl.NumClasses() != 2 || o.statsInterval != 100*time.Millisecond || o.drain != 2100*time.Millisecond {
+	if strings.Join(o.cfg.EAL, " ") != "--no-huge -m 512" || len(o.cfg.Key) == 0 || o.cfg.Bounds.MaxDelayNs != 5e6 || o.cfg.Bounds.MinDelayNs != -1e6 ||
+		o.cfg.Classifier.NumClasses() != 2 || o.cfg.StatsInterval != 100*time.Millisecond || o.cfg.Drain != 2100*time.Millisecond {
 		t.Fatalf("options %+v", o)
 	}
 }
@@ -177,19 +178,19 @@ format: json
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.portA != "ring:cf.a" || o.portB != "ring:cf.b" || o.segment != "b" || !o.insecure || o.out.format != "json" {
+	if o.cfg.PortA != "ring:cf.a" || o.cfg.PortB != "ring:cf.b" || o.cfg.Segment != "b" || !o.cfg.Insecure || o.out.format != "json" {
 		t.Fatalf("file values not applied: %+v", o)
 	}
-	if o.interval != 100*time.Millisecond || o.burst != 64 {
-		t.Fatalf("command line did not win: interval %v burst %d", o.interval, o.burst)
+	if o.cfg.Interval != 100*time.Millisecond || o.cfg.Burst != 64 {
+		t.Fatalf("command line did not win: interval %v burst %d", o.cfg.Interval, o.cfg.Burst)
 	}
-	if len(o.mec) != 2 || o.cl.NumClasses() != 3 {
-		t.Fatalf("repeated mec: %q", o.mec)
+	if len(o.cfg.MEC) != 2 || o.cfg.Classifier.NumClasses() != 3 {
+		t.Fatalf("repeated mec: %q", o.cfg.MEC)
 	}
 	// --mec on the command line replaces the file's rules entirely.
 	o, err = parseAndValidate([]string{"--config", conf, "--mec", "bulk=dscp:8"})
-	if err != nil || len(o.mec) != 1 {
-		t.Fatalf("mec on the command line: %q %v", o.mec, err)
+	if err != nil || len(o.cfg.MEC) != 1 {
+		t.Fatalf("mec on the command line: %q %v", o.cfg.MEC, err)
 	}
 	// A block list, "key: value" and "key value" lines.
 	yaml := filepath.Join(dir, "ldafwd.yaml")
@@ -198,7 +199,7 @@ format: json
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.portB != "ring:y.b" || len(o.mec) != 2 || o.mec[1] != "web=proto:tcp,dport:443" || len(o.cores) != 1 || !o.insecure {
+	if o.cfg.PortB != "ring:y.b" || len(o.cfg.MEC) != 2 || o.cfg.MEC[1] != "web=proto:tcp,dport:443" || len(o.cfg.Cores) != 1 || !o.cfg.Insecure {
 		t.Fatalf("YAML config: %+v", o)
 	}
 	// Comments after a value, quotes keeping a '#', and a '#' inside a
@@ -210,8 +211,8 @@ format: json
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.portA != "ring:i.a" || o.portB != "ring:i.b" || o.segment != "b" || !o.insecure || o.out.report != "/tmp/a #1.jsonl" ||
-		o.segmentName != "east#2" || len(o.mec) != 2 || o.mec[0] != "voice=dscp:46" || o.mec[1] != "web=proto:tcp,dport:443" {
+	if o.cfg.PortA != "ring:i.a" || o.cfg.PortB != "ring:i.b" || o.cfg.Segment != "b" || !o.cfg.Insecure || o.out.report != "/tmp/a #1.jsonl" ||
+		o.cfg.SegmentName != "east#2" || len(o.cfg.MEC) != 2 || o.cfg.MEC[0] != "voice=dscp:46" || o.cfg.MEC[1] != "web=proto:tcp,dport:443" {
 		t.Fatalf("inline comments: %+v", o)
 	}
 	for _, c := range []struct{ text, want string }{
@@ -249,7 +250,7 @@ func TestRunExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.portA == "" || o.portB == "" || o.segment == "" || o.metricsAddr == "" || o.out.report == "" {
+	if o.cfg.PortA == "" || o.cfg.PortB == "" || o.cfg.Segment == "" || o.cfg.MetricsAddr == "" || o.out.report == "" {
 		t.Fatalf("example config misses essentials: %+v", o)
 	}
 	unit, err := os.ReadFile(filepath.Join("..", "..", "scripts", "ldafwd.service"))
@@ -581,7 +582,7 @@ func TestRunDurationTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, want := range []string{insecureWarning, "duration reached", "appliance stopped"} {
+	for _, want := range []string{service.InsecureWarning, "duration reached", "appliance stopped"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, errb.String())
 		}

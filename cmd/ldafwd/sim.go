@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
-	"time"
 
 	"github.com/ldafwd/ldafwd/model"
-	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/sim"
 )
 
@@ -112,118 +108,8 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer closeReport()
 	table := o.out.format == "table"
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	start := time.Now()
-	meter := progress.New(stderr, o.quiet)
-	defer meter.Clear()
-	var all []sim.Point
-	for _, name := range names {
-		t0 := time.Now()
-		meter = progress.New(stderr, o.quiet) // each experiment's own ETA
-		if contains(sim.SynopsisExperiments, name) {
-			// RDA vs LDA (RDA Fig. 7) and the LDS per-flow experiments
-			// (LDS Figs. 10, 12): their own tables, CSV and plots.
-			so := sim.SynopsisOptions{Packets: synPackets, Runs: synRuns, Seed: o.opts.Seed, Workers: o.workers,
-				Quick: o.quick, PlotDir: o.plot, JSON: !table}
-			run := func(csv io.Writer) error {
-				so.CSV = csv
-				if table || o.out.report == "" {
-					return sim.RunSynopsisExperiment(name, so, stdout)
-				}
-				// JSON lines to stdout and to --report.
-				f, err := os.OpenFile(o.out.report, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-				if err != nil {
-					return fmt.Errorf("--report: %w", err)
-				}
-				defer f.Close()
-				return sim.RunSynopsisExperiment(name, so, io.MultiWriter(stdout, f))
-			}
-			meter.Set("sim: %s running (%.0f s so far)", name, meter.Elapsed().Seconds())
-			var err error
-			if o.csv != "" {
-				err = writeFileWith(strings.TrimSuffix(o.csv, ".csv")+"-"+name+".csv", run)
-			} else {
-				err = run(nil)
-			}
-			meter.Clear()
-			if err != nil {
-				return fmt.Errorf("sim: %s: %w", name, err)
-			}
-			fmt.Fprintf(stderr, "sim: %s done in %.1fs\n", name, time.Since(t0).Seconds())
-			continue
-		}
-		var pts []sim.Point
-		progress := func(exp string, done, total int, s *sim.Scenario) {
-			meter.Clear()
-			defer simProgress(meter, exp, done, total, s)
-			if done == 0 {
-				fmt.Fprintf(stderr, "sim: %s: %d points × %d runs × %d packets…\n", exp, total, s.Runs, s.Packets)
-			}
-		}
-		err := sim.RunExperiments(ctx, []string{name}, o.opts, o.workers, progress, func(p sim.Point) error {
-			pts = append(pts, p)
-			return w.Write(&p)
-		})
-		meter.Clear()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "sim: %s done in %.1fs\n", name, time.Since(t0).Seconds())
-		if table {
-			if err := sim.WriteTable(stdout, pts); err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout)
-		}
-		all = append(all, pts...)
-	}
-	if table && len(all) > 0 {
-		if err := sim.WriteSummary(stdout, all); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout)
-	}
-	if o.claims && len(all) > 0 {
-		cs := sim.CheckClaims(all, o.opts.Confidence)
-		for i := range cs {
-			if err := w.Write(&cs[i]); err != nil {
-				return err
-			}
-		}
-		if table && len(cs) > 0 {
-			fmt.Fprintf(stdout, "Paper claims (ToN LDA Sec. IV) at N=%d, %d counters, %d runs per point:\n", o.opts.Packets, o.opts.Counters, o.opts.Runs)
-			if err := sim.WriteClaims(stdout, cs); err != nil {
-				return err
-			}
-		}
-	} else if table && o.quick && len(all) > 0 {
-		fmt.Fprintf(stdout, "Quick run (N=%d, %d runs per point, claims not checked): averages over few runs are noisy; `make accuracy` runs the paper's N = 5 000 000 sweeps and checks its claims.\n",
-			o.opts.Packets, o.opts.Runs)
-	}
-	if o.csv != "" {
-		if err := writeFileWith(o.csv, func(f io.Writer) error { return sim.WriteCSV(f, all) }); err != nil {
-			return fmt.Errorf("sim: --csv: %w", err)
-		}
-	}
-	if o.plot != "" {
-		files, err := sim.WritePlots(o.plot, all)
-		if err != nil {
-			return fmt.Errorf("sim: --plot: %w", err)
-		}
-		fmt.Fprintf(stderr, "sim: wrote %d plots to %s\n", len(files), o.plot)
-	}
-	if len(all) > 0 {
-		fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
-	}
-	return nil
-}
-
-// simProgress draws which point of an experiment runs and the time left
-// at the pace of the points done so far.
-func simProgress(m *progress.Meter, exp string, done, total int, s *sim.Scenario) {
-	left, ok := m.ETA(float64(done), float64(total))
-	m.Set("sim: %s: point %d/%d (%s, loss %g) %s", exp, done+1, total, s.Series, s.LossRate, progress.FormatETA(left, ok))
+	return (&sim.Command{Names: names, Options: o.opts, SynPackets: synPackets, SynRuns: synRuns, Workers: o.workers,
+		CSV: o.csv, Plot: o.plot, Quick: o.quick, Claims: o.claims, Table: table, Report: o.out.report, Quiet: o.quiet}).Run(ctx, w, stdout, stderr)
 }
 
 // validate checks every flag and returns the experiments to run.
@@ -249,52 +135,5 @@ func (o *simOptions) validate() ([]string, error) {
 	if err := o.opts.Validate(); err != nil {
 		return nil, err
 	}
-	var names []string
-	seen := map[string]bool{}
-	for _, e := range o.experiments {
-		e = strings.ToLower(strings.TrimSpace(e))
-		list := []string{e}
-		if e == "all" {
-			list = sim.Experiments
-		} else if !contains(sim.Experiments, e) && !contains(sim.SynopsisExperiments, e) && e != "custom" {
-			return nil, fmt.Errorf("--experiment %q: want %s, all, custom, or %s", e, strings.Join(sim.Experiments, ", "),
-				strings.Join(sim.SynopsisExperiments, ", "))
-		}
-		for _, n := range list {
-			if !seen[n] {
-				seen[n] = true
-				names = append(names, n)
-			}
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("--experiment: none given")
-	}
-	for _, n := range names {
-		if contains(sim.SynopsisExperiments, n) && o.out.report != "" && o.out.format != "json" {
-			return nil, fmt.Errorf("--report with %s needs --format json (its table is not JSON lines)", n)
-		}
-	}
-	return names, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func writeFileWith(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return sim.ExperimentNames(o.experiments, o.out.report, o.out.format)
 }

@@ -39,8 +39,15 @@
 // be called from the control goroutine, Close only after the workers
 // stopped.
 //
-// Timestamps are software: CLOCK_REALTIME read once per burst, right after
-// the rx ring was read.
+// Several queues: OpenQueues opens one socket per queue 0..N-1 (Queues);
+// lane q of `run --queues N` uses queue q of both ports. The XDP program
+// redirects by arrival queue: the kernel refuses a socket frames that
+// arrived on another queue, so steering is the NIC's RSS (or, over veth,
+// the queue the peer sent on).
+//
+// Timestamps: the XDP program stamps each frame it redirects
+// (bpf_ktime_get_tai_ns, converted to CLOCK_REALTIME); on kernels without
+// that helper the lane stamps each burst at poll time.
 //
 // Hazards. Packet.Data points into the UMEM; after TxBurst took it or Free
 // returned it the kernel may overwrite it. All unsafe code is in unsafe.go.

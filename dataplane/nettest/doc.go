@@ -11,7 +11,7 @@
 // Needs root (CAP_NET_ADMIN) and the ip command; Require skips the test with
 // a message otherwise.
 //
-// Hazards. InNetns switches one locked OS thread into a namespace and back;
-// a socket keeps the namespace it was created in, so sockets opened inside
-// InNetns may be used from any goroutine afterwards.
+// The namespace switch, raw sockets and test frames are dataplane/netns's
+// (which imports no testing code); this package re-exports them under the
+// names the tests use. Hazards: see dataplane/netns (InNetns).
 package nettest

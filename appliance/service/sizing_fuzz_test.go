@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ func FuzzLDABanks(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		l := ldaFlags{banks: s}
-		cfg, err := l.config()
+		l := LDAFlags{Banks: s}
+		cfg, err := l.Config()
 		if s == "" || err != nil {
 			return
 		}

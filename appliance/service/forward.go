@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -41,16 +41,16 @@ func checkForwardOnly(changed map[string]bool) error {
 	return nil
 }
 
-func newForwardOnly(o *runOptions, p *portSet) (*forwardOnly, error) {
+func newForwardOnly(o *Config, p *portSet) (*forwardOnly, error) {
 	f := &forwardOnly{}
 	var err error
-	if f.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.a, Tx: p.b, Role: dataplane.RoleForward, Burst: o.burst}); err != nil {
+	if f.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.a, Tx: p.b, Role: dataplane.RoleForward, Burst: o.Burst}); err != nil {
 		return nil, err
 	}
-	if f.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.b, Tx: p.a, Role: dataplane.RoleForward, Burst: o.burst}); err != nil {
+	if f.lanes[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.b, Tx: p.a, Role: dataplane.RoleForward, Burst: o.Burst}); err != nil {
 		return nil, err
 	}
-	if f.workers, err = dataplane.NewWorkers(f.lanes, o.cores, dataplane.WorkerConfig{IdleSleep: o.idleSleep,
+	if f.workers, err = dataplane.NewWorkers(f.lanes, o.Cores, dataplane.WorkerConfig{IdleSleep: o.IdleSleep,
 		OnStart: p.onWorkerStart, OnExit: p.onWorkerExit}); err != nil {
 		return nil, err
 	}

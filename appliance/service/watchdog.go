@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -58,8 +58,8 @@ type watchdog struct {
 	verdict string // the last status written ("" none yet)
 }
 
-func newWatchdog(o *runOptions, src peerSource, out *runOutput, m *metrics.Metrics, log zerolog.Logger, start time.Time) *watchdog {
-	return &watchdog{interval: o.interval, src: src, out: out, m: m, log: log, lastHeard: start, clock: map[string]string{}}
+func newWatchdog(o *Config, src peerSource, out *runOutput, m *metrics.Metrics, log zerolog.Logger, start time.Time) *watchdog {
+	return &watchdog{interval: o.Interval, src: src, out: out, m: m, log: log, lastHeard: start, clock: map[string]string{}}
 }
 
 // observe takes every interval line the appliance reports: its delays

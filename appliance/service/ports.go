@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"errors"
@@ -50,30 +50,47 @@ type portSet struct {
 
 // openPorts opens port a then port b (and DPDK's EAL first when they are
 // dpdk: ports). A port that does not exist is an error naming its flag.
-func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
-	kind, _, _ := strings.Cut(o.portA, ":")
+func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
+	kind, _, _ := strings.Cut(o.PortA, ":")
 	ps := &portSet{}
 	switch kind {
 	case "ring":
-		a, err := dataplane.OpenRingPort(o.portA)
+		a, err := dataplane.OpenRingPort(o.PortA)
 		if err != nil {
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
-		b, err := dataplane.OpenRingPort(o.portB)
+		b, err := dataplane.OpenRingPort(o.PortB)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
 		}
 		ps.a, ps.b = a, b
 	case "afxdp":
-		cfg := afxdp.Config{Burst: o.burst}
+		cfg := afxdp.Config{Burst: o.Burst}
+		if o.Queues > 1 {
+			// One socket per queue: port a's queues take indices
+			// 0..n-1, port b's n..2n-1.
+			a, err := openAFXDPQueues(o.PortA, o.Queues, cfg, log)
+			if err != nil {
+				return nil, fmt.Errorf("--port-a: %w", err)
+			}
+			cfg.Index = uint8(o.Queues)
+			b, err := openAFXDPQueues(o.PortB, o.Queues, cfg, log)
+			if err != nil {
+				a.Close()
+				return nil, fmt.Errorf("--port-b: %w", err)
+			}
+			log.Info().Int("queues", o.Queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+			ps.a, ps.b = a, b
+			break
+		}
 		cfg.Index = 0
-		a, err := openAFXDP(o.portA, cfg, log)
+		a, err := openAFXDP(o.PortA, cfg, log)
 		if err != nil {
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
 		cfg.Index = 1
-		b, err := openAFXDP(o.portB, cfg, log)
+		b, err := openAFXDP(o.PortB, cfg, log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
@@ -82,26 +99,26 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 		ps.a, ps.b = a, b
 	case "dpdk":
 		if !dpdk.Built {
-			return nil, fmt.Errorf("--port-a %s: dpdk: ports are not available in this build: %w", o.portA, dpdk.ErrNotBuilt)
+			return nil, fmt.Errorf("--port-a %s: dpdk: ports are not available in this build: %w", o.PortA, dpdk.ErrNotBuilt)
 		}
-		if err := dpdk.InitEAL(dpdk.EALConfig{Args: o.eal, Specs: []string{o.portA, o.portB}, Cores: o.cores}); err != nil {
+		if err := dpdk.InitEAL(dpdk.EALConfig{Args: o.EAL, Specs: []string{o.PortA, o.PortB}, Cores: o.Cores}); err != nil {
 			return nil, fmt.Errorf("DPDK EAL (arguments after --): %w", err)
 		}
 		log.Info().Strs("eal", dpdk.EALArgv()).Msg("DPDK EAL initialised")
-		if ealFellBackToNoHuge(dpdk.EALArgv(), o.eal) {
+		if ealFellBackToNoHuge(dpdk.EALArgv(), o.EAL) {
 			log.Warn().Msg(noHugeWarning)
 		}
 		ps.dpdk = true
 		// Both workers (one per direction at most) use each pool.
-		cfg := dpdk.Config{Burst: o.burst, Lcores: max(2, o.queues), Queues: o.queues, NoSoftTimestamps: true} // the lanes stamp received bursts themselves
+		cfg := dpdk.Config{Burst: o.Burst, Lcores: max(2, o.Queues), Queues: o.Queues, NoSoftTimestamps: true} // the lanes stamp received bursts themselves
 		cfg.Index = 0
-		a, err := dpdk.Open(o.portA, cfg)
+		a, err := dpdk.Open(o.PortA, cfg)
 		if err != nil {
 			dpdk.Cleanup()
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
 		cfg.Index = 1
-		b, err := dpdk.Open(o.portB, cfg)
+		b, err := dpdk.Open(o.PortB, cfg)
 		if err != nil {
 			a.Close()
 			dpdk.Cleanup()
@@ -110,7 +127,7 @@ func openPorts(o *runOptions, log zerolog.Logger) (*portSet, error) {
 		log.Info().Str("timestamps_a", a.TimestampSource()).Str("timestamps_b", b.TimestampSource()).Msg("DPDK ports open")
 		ps.a, ps.b = a, b
 	default:
-		return nil, fmt.Errorf("--port-a %q: unknown port kind", o.portA)
+		return nil, fmt.Errorf("--port-a %q: unknown port kind", o.PortA)
 	}
 	return ps, nil
 }
@@ -125,6 +142,18 @@ func openAFXDP(spec string, cfg afxdp.Config, log zerolog.Logger) (*afxdp.Port, 
 	deadline := time.Now().Add(afxdpBusyWait)
 	for {
 		p, err := afxdp.Open(spec, cfg)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return p, err
+		}
+		log.Warn().Str("port", spec).Err(err).Msg("queue busy (a previous socket is still being released?): retrying")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func openAFXDPQueues(spec string, n int, cfg afxdp.Config, log zerolog.Logger) (*afxdp.Queues, error) {
+	deadline := time.Now().Add(afxdpBusyWait)
+	for {
+		p, err := afxdp.OpenQueues(spec, n, cfg)
 		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return p, err
 		}

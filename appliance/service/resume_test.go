@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -83,15 +83,15 @@ func TestLastReported(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
 	l := zerolog.New(&log)
-	if got := lastReported(filepath.Join(dir, "none"), 100*time.Millisecond, l); got != nil {
+	if got := LastReported(filepath.Join(dir, "none"), 100*time.Millisecond, l); got != nil {
 		t.Errorf("missing file: %v", got)
 	}
-	if got := lastReported(os.DevNull, 100*time.Millisecond, l); got != nil {
+	if got := LastReported(os.DevNull, 100*time.Millisecond, l); got != nil {
 		t.Errorf("%s: %v", os.DevNull, got)
 	}
 	p := filepath.Join(dir, "r.jsonl")
 	os.WriteFile(p, []byte("not ours\n"+ivLine(41, "a>b")+ivLine(42, "a>b")[:30]), 0o644)
-	got := lastReported(p, 100*time.Millisecond, l)
+	got := LastReported(p, 100*time.Millisecond, l)
 	if got["a>b"] != 41 || len(got) != 1 {
 		t.Errorf("got %v, want a>b 41", got)
 	}
@@ -101,36 +101,10 @@ func TestLastReported(t *testing.T) {
 		}
 	}
 	log.Reset()
-	if got := lastReported(p, time.Second, l); len(got) != 0 {
+	if got := LastReported(p, time.Second, l); len(got) != 0 {
 		t.Errorf("another interval length: %v", got)
 	}
 	if !strings.Contains(log.String(), "another --interval") {
 		t.Errorf("the other interval length is not logged:\n%s", log.String())
-	}
-}
-
-// TestReportFileEndsTornLine: a report file left with a partial last line
-// gets a newline before the first new line, so the new lines read.
-func TestReportFileEndsTornLine(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "r.jsonl")
-	os.WriteFile(p, []byte(ivLine(1, "a>b")+`{"type":"inter`), 0o644)
-	f, err := openLineFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write([]byte(ivLine(2, "a>b"))); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	b, _ := os.ReadFile(p)
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) != 3 || lines[1] != `{"type":"inter` || lines[2]+"\n" != ivLine(2, "a>b") {
-		t.Fatalf("file:\n%s", b)
-	}
-	// A file that ends with a newline is left as it is.
-	f, _ = openLineFile(p)
-	f.Close()
-	if c, _ := os.ReadFile(p); !bytes.Equal(c, b) {
-		t.Errorf("reopening changed the file:\n%s", c)
 	}
 }

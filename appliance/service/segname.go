@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 // a field of every report line.
 const maxSegmentName = 64
 
-// checkSegmentName validates --segment-name: 1..64 bytes of printable
+// CheckSegmentName validates --segment-name: 1..64 bytes of printable
 // UTF-8 (a Prometheus label value may hold anything, but one that a
 // dashboard or a shell cannot show is a trap).
-func checkSegmentName(s string) error {
+func CheckSegmentName(s string) error {
 	if s == "" || len(s) > maxSegmentName || !utf8.ValidString(s) {
 		return fmt.Errorf("--segment-name %q: want 1..%d bytes of UTF-8", s, maxSegmentName)
 	}

@@ -1,4 +1,4 @@
-package main
+package suites
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/ldafwd/ldafwd/report"
 )
 
-func init() { registerBench("forward-ring", benchForwardRing) }
+func init() { register("forward-ring", benchForwardRing) }
 
 // benchForwardRing is the in-process forwarding cost: one lane forwarding
 // between ring ports with measurement off, with the LDA, and with LDA + RDA
@@ -21,9 +21,9 @@ func init() { registerBench("forward-ring", benchForwardRing) }
 // counts the time the thread waited for a core. The wall-clock figures and
 // the thread's share of a core (cpu_share, ≈ 1 on an idle machine) are in
 // the record's extra fields, with the wall-clock ratio.
-func benchForwardRing(o *benchOptions, emit func(report.Bench)) error {
+func benchForwardRing(o *Options, emit func(report.Bench)) error {
 	modes := []string{bench.ModeOff, bench.ModeLDA, bench.ModeAll}
-	per := o.duration / time.Duration(o.rounds)
+	per := o.Duration / time.Duration(o.Rounds)
 	if per < 50*time.Millisecond {
 		per = 50 * time.Millisecond
 	}
@@ -31,7 +31,7 @@ func benchForwardRing(o *benchOptions, emit func(report.Bench)) error {
 		cpu := map[string][]float64{}
 		wall := map[string][]float64{}
 		share := map[string][]float64{}
-		for r := 0; r < o.rounds; r++ {
+		for r := 0; r < o.Rounds; r++ {
 			for _, m := range modes {
 				res, err := bench.ForwardRing(m, burst, per)
 				if err != nil {

@@ -1,10 +1,9 @@
-package main
+package service
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -97,13 +96,13 @@ func configInterval(config string) (time.Duration, bool) {
 	return 0, false
 }
 
-// lastReported reads back what an earlier run last reported to path: the
+// LastReported reads back what an earlier run last reported to path: the
 // last interval per direction, for the restarted receiver to report the
 // intervals it missed (appliance.Config.LastReported). A missing or empty
 // file, one that is not a regular file, or one that holds no interval
 // line of ours gives nothing; no content makes run fail — what cannot be
 // used is logged and skipped.
-func lastReported(path string, interval time.Duration, log zerolog.Logger) map[string]uint64 {
+func LastReported(path string, interval time.Duration, log zerolog.Logger) map[string]uint64 {
 	if path == "" {
 		return nil
 	}
@@ -143,28 +142,4 @@ func lastReported(path string, interval time.Duration, log zerolog.Logger) map[s
 		log.Info().Str("report", path).Str("direction", dir).Uint64("interval", l.k).Msg("last interval the report file holds")
 	}
 	return last
-}
-
-// endLine makes a file that does not end with a newline (a partial line
-// a killed writer left) end with one, so the next line is not glued to
-// it: the partial line stays one damaged line and every new line reads.
-func endLine(path string, w io.Writer) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, nil // nothing to read back: the caller's open will tell
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
-		return 0, nil
-	}
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, st.Size()-1); err != nil || b[0] == '\n' {
-		return 0, nil
-	}
-	n, err := w.Write([]byte{'\n'})
-	if err != nil {
-		return n, fmt.Errorf("ending the partial last line: %w", err)
-	}
-	return n, nil
 }

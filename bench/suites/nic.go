@@ -1,4 +1,4 @@
-package main
+package suites
 
 // Real-port forwarding suites of `ldafwd bench`: our lanes on
 // DPDK and AF_XDP ports against dpdk-testpmd on the same devices and the
@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,13 +39,13 @@ import (
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/afxdp"
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
+	"github.com/ldafwd/ldafwd/dataplane/netns"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-func init() { registerBench("forward-afxdp", benchForwardAFXDP) }
+func init() { register("forward-afxdp", benchForwardAFXDP) }
 
 // errNeedRoot is what a real-port suite says when it cannot run.
 var errNeedRoot = errors.New("needs root (EAL, network namespaces, XDP programs); run `sudo ldafwd bench`")
@@ -65,8 +66,8 @@ func nicCores() (main, fwd int, err error) {
 // nicRunTime is one round's forwarding time: --duration split over the
 // rounds like forward-ring, but at least 1 s, so that testpmd's
 // forwarding-thread CPU time (read from /proc in 10 ms ticks) is within 1 %.
-func nicRunTime(o *benchOptions) time.Duration {
-	return max(o.duration/time.Duration(o.rounds), time.Second)
+func nicRunTime(o *Options) time.Duration {
+	return max(o.Duration/time.Duration(o.Rounds), time.Second)
 }
 
 // benchLane is one direction of a bump in the wire for the suites: a
@@ -234,7 +235,8 @@ type vethBench struct {
 	drop                link.Link
 }
 
-func newVethBench() (*vethBench, error) {
+// newVethBench makes the pairs with nq rx and tx queues at every end.
+func newVethBench(nq int) (*vethBench, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("needs the ip command (iproute2)")
 	}
@@ -242,12 +244,13 @@ func newVethBench() (*vethBench, error) {
 	v := &vethBench{NS: fmt.Sprintf("ldafwd-bench-%d", os.Getpid()),
 		A: fmt.Sprintf("ldb%d.a", id), Gen: fmt.Sprintf("ldb%d.g", id),
 		B: fmt.Sprintf("ldb%d.b", id), Sink: fmt.Sprintf("ldb%d.s", id)}
+	q := strconv.Itoa(max(nq, 1))
 	sweepBenchNetns()
 	v.Delete() // a leftover of a killed run with the same pid
 	steps := [][]string{
 		{"netns", "add", v.NS},
-		{"link", "add", v.A, "type", "veth", "peer", "name", v.Gen},
-		{"link", "add", v.B, "type", "veth", "peer", "name", v.Sink},
+		{"link", "add", v.A, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.Gen, "numtxqueues", q, "numrxqueues", q},
+		{"link", "add", v.B, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", v.Sink, "numtxqueues", q, "numrxqueues", q},
 		{"link", "set", v.Gen, "netns", v.NS},
 		{"link", "set", v.Sink, "netns", v.NS},
 		{"link", "set", v.A, "up"},
@@ -265,7 +268,7 @@ func newVethBench() (*vethBench, error) {
 	for _, i := range []string{v.A, v.B} {
 		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+i+"/disable_ipv6", []byte("1"), 0)
 	}
-	_ = nettest.InNetns(v.NS, func() error {
+	_ = netns.InNetns(v.NS, func() error {
 		for _, i := range []string{v.Gen, v.Sink} {
 			_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+i+"/disable_ipv6", []byte("1"), 0)
 		}
@@ -298,7 +301,7 @@ func (v *vethBench) attachDrop() error {
 		return fmt.Errorf("load XDP drop program: %w", err)
 	}
 	defer prog.Close() // the link holds its own reference
-	return nettest.InNetns(v.NS, func() error {
+	return netns.InNetns(v.NS, func() error {
 		ifi, err := net.InterfaceByName(v.Sink)
 		if err != nil {
 			return err
@@ -314,7 +317,7 @@ func (v *vethBench) attachDrop() error {
 // sweepBenchNetns deletes ldafwd-bench-<pid> namespaces (and with them
 // their veth pairs) whose process no longer exists: what a killed bench
 // run leaves behind.
-func sweepBenchNetns() { nettest.SweepNetns("ldafwd-bench-") }
+func sweepBenchNetns() { netns.SweepNetns("ldafwd-bench-") }
 
 // Delete removes the namespace (and with it both pairs); safe to repeat.
 func (v *vethBench) Delete() {
@@ -340,28 +343,33 @@ func (v *vethBench) detachXDP() (left bool) {
 	return left
 }
 
-// afxdpGen sends 64-byte UDP frames of 256 flows on Gen, through a native
-// AF_XDP port opened inside the namespace, from one thread pinned to cpu,
-// as fast as the veth pair takes them, until stopped.
+// afxdpGen sends 64-byte UDP frames of 256 flows on Gen, through native
+// AF_XDP ports opened inside the namespace (one per queue of Gen, each
+// frame on the queue dataplane.SteerQueue gives its flow, as a NIC's RSS
+// with the appliances' key would put it), from one thread pinned to cpu,
+// as fast as the veth pair takes them, until stopped. Over veth the frame
+// arrives on A's rx queue of the number it was sent on.
 type afxdpGen struct {
 	sent atomic.Uint64
 	stop atomic.Bool
 	done chan error
 }
 
-func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
-	var port *afxdp.Port
-	if err := nettest.InNetns(v.NS, func() (err error) {
-		port, err = afxdp.Open("afxdp:"+v.Gen, afxdp.Config{Index: 9, RingSize: 2048})
+func startGen(v *vethBench, cpu, nq int) (*afxdpGen, error) {
+	var ports *afxdp.Queues
+	if err := netns.InNetns(v.NS, func() (err error) {
+		ports, err = afxdp.OpenQueues("afxdp:"+v.Gen, nq, afxdp.Config{Index: 9, RingSize: 2048})
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("traffic generator on %s: %w", v.Gen, err)
 	}
 	dst := net.HardwareAddr{0x02, 0, 0, 0, 0, 0xb}
 	src := net.HardwareAddr{0x02, 0, 0, 0, 0, 0xa}
-	frames := make([][]byte, 256)
-	for i := range frames {
-		frames[i] = nettest.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
+	frames := make([][][]byte, nq) // per queue
+	for i := 0; i < 256; i++ {
+		f := netns.UDPFrame(dst, src, 5, uint64(i), 64, uint16(1024+i))
+		q := dataplane.SteerQueue(f, nq)
+		frames[q] = append(frames[q], f)
 	}
 	g := &afxdpGen{done: make(chan error, 1)}
 	go func() {
@@ -369,7 +377,7 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 		// handing it back to the scheduler would strand other goroutines
 		// there; the runtime ends a locked thread when its goroutine exits.
 		runtime.LockOSThread()
-		defer port.Close()
+		defer ports.Close()
 		var set unix.CPUSet
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
@@ -379,14 +387,20 @@ func startGen(v *vethBench, cpu int) (*afxdpGen, error) {
 		pk := make([]*dataplane.Packet, 32)
 		f := 0
 		for !g.stop.Load() {
-			k := port.Alloc(pk)
-			for _, p := range pk[:k] {
-				p.Data = append(p.Data[:0], frames[f&255]...)
-				f++
+			for q := 0; q < nq; q++ {
+				port, fs := ports.Queue(q), frames[q]
+				if len(fs) == 0 {
+					continue
+				}
+				k := port.Alloc(pk)
+				for _, p := range pk[:k] {
+					p.Data = append(p.Data[:0], fs[f%len(fs)]...)
+					f++
+				}
+				m := port.TxBurst(pk[:k])
+				port.Free(pk[m:k])
+				g.sent.Add(uint64(m))
 			}
-			m := port.TxBurst(pk[:k])
-			port.Free(pk[m:k])
-			g.sent.Add(uint64(m))
 		}
 		g.done <- nil
 	}()
@@ -405,17 +419,17 @@ func (g *afxdpGen) Stop() error { g.stop.Store(true); return <-g.done }
 // copy mode (what veth offers), so the rate is bounded by the kernel's
 // copy paths and the generator; the records give the offered rate next to
 // the forwarded one.
-func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
+func benchForwardAFXDP(o *Options, emit func(report.Bench)) error {
 	mainCore, fwd, err := nicCores()
 	if err != nil {
 		return err
 	}
-	v, err := newVethBench()
+	v, err := newVethBench(1)
 	if err != nil {
 		return err
 	}
 	defer v.Delete()
-	g, err := startGen(v, mainCore)
+	g, err := startGen(v, mainCore, 1)
 	if err != nil {
 		return err
 	}
@@ -424,7 +438,7 @@ func benchForwardAFXDP(o *benchOptions, emit func(report.Bench)) error {
 	var ours, off, pmd nicSamples
 	var offOurs, offOff, offPMD, dropped, droppedOff []float64
 	leftXDP := false
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		// testpmd first: net_af_xdp attaches its own XDP program to A and B.
 		s0, t0 := g.sent.Load(), time.Now()
 		res, err := runTestpmdBusy(bench.TestpmdConfig{
@@ -528,7 +542,7 @@ func forwardAFXDPOnce(v *vethBench, g *afxdpGen, core int, d time.Duration, lda 
 	return run, float64(s1-s0) / run.wall.Seconds() / 1e6, nil
 }
 
-func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
+func init() { register("forward-dpdk-null", benchForwardDPDKNull) }
 
 // benchForwardDPDKNull is the DPDK forwarding cost: two lanes (one per
 // direction) forwarding between two net_null vdevs (copy=1: rx copies a
@@ -548,7 +562,7 @@ func init() { registerBench("forward-dpdk-null", benchForwardDPDKNull) }
 // would pin this thread; the first CPU is) and cleaned up when the suite
 // ends, so the suite runs once per ldafwd process. Hugepages are used
 // when free (HugePages_Free), by testpmd as by us.
-func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
+func benchForwardDPDKNull(o *Options, emit func(report.Bench)) error {
 	if !dpdk.Built {
 		return fmt.Errorf("this ldafwd was built without DPDK (make build adds -tags dpdk when libdpdk-dev is installed): %w", dpdk.ErrNotBuilt)
 	}
@@ -576,7 +590,7 @@ func benchForwardDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 	per := nicRunTime(o)
 	var pmd, raw, direct, off, lda nicSamples
 	var recorded []float64
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
 			Vdevs:    []string{"net_null0,copy=1", "net_null1,copy=1"},
 			MainCore: mainCore, FwdCore: fwd, ForwardMode: "macswap", Duration: per})

@@ -1,4 +1,4 @@
-package main
+package suites
 
 import (
 	"bufio"
@@ -38,11 +38,11 @@ import (
 // DPDK's EAL can be initialised once per process, so the suite runs in a
 // child ldafwd process of its own (LDAFWD_BENCH_SCALE_CHILD) and relays
 // its records.
-func init() { registerBench("scale-dpdk-null", benchScaleDPDKNull) }
+func init() { register("scale-dpdk-null", benchScaleDPDKNull) }
 
 const scaleChildEnv = "LDAFWD_BENCH_SCALE_CHILD"
 
-func benchScaleDPDKNull(o *benchOptions, emit func(report.Bench)) error {
+func benchScaleDPDKNull(o *Options, emit func(report.Bench)) error {
 	if !dpdk.Built {
 		return fmt.Errorf("this ldafwd was built without DPDK: %w", dpdk.ErrNotBuilt)
 	}
@@ -57,13 +57,13 @@ func benchScaleDPDKNull(o *benchOptions, emit func(report.Bench)) error {
 
 // scaleChild runs the suite in a fresh ldafwd process and relays its
 // records.
-func scaleChild(o *benchOptions, emit func(report.Bench)) error {
+func scaleChild(o *Options, emit func(report.Bench)) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(exe, "bench", "--only", "^scale-dpdk-null$", "--format", "json",
-		"--rounds", strconv.Itoa(o.rounds), "--duration", o.duration.String())
+		"--rounds", strconv.Itoa(o.Rounds), "--duration", o.Duration.String())
 	cmd.Env = append(os.Environ(), scaleChildEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -86,7 +86,7 @@ func scaleChild(o *benchOptions, emit func(report.Bench)) error {
 	return nil
 }
 
-func scaleRun(o *benchOptions, emit func(report.Bench)) error {
+func scaleRun(o *Options, emit func(report.Bench)) error {
 	cores := []int{0, 1}
 	if err := dataplane.CheckCore(1); err != nil {
 		return err
@@ -111,7 +111,7 @@ func scaleRun(o *benchOptions, emit func(report.Bench)) error {
 	}
 	per := nicRunTime(o)
 	var pmd, off, lda [2]nicSamples // [queues-1]
-	for r := 0; r < o.rounds; r++ {
+	for r := 0; r < o.Rounds; r++ {
 		for qi, nq := range []int{1, 2} {
 			cfg := bench.TestpmdConfig{Vdevs: []string{"net_null0,copy=1", "net_null1,copy=1"}, ForwardMode: "macswap", Duration: per,
 				MainCore: cores[0], FwdCore: cores[1]}
@@ -147,7 +147,7 @@ func scaleRun(o *benchOptions, emit func(report.Bench)) error {
 					}
 					groups = append(groups, []*dataplane.Lane{ab, ba})
 				}
-				run, cpuRate, err := runWorkers(groups, cores[2-nq:], per)
+				run, cpuRate, err := runWorkers(groups, cores[2-nq:], per, true)
 				if err != nil {
 					return fmt.Errorf("scale-dpdk-null q%d: %w", nq, err)
 				}
@@ -195,10 +195,10 @@ func ratio(a, b float64) float64 {
 }
 
 // runWorkers runs one worker per lane group, group i pinned to cores[i]
-// and registered as an EAL lcore, all for d at once. It returns the
+// (and registered as an EAL lcore when eal is set), all for d at once. It returns the
 // frames over the longest wall time, and the aggregate rate dedicated
 // cores would give: Σ over workers of frames per thread-CPU second.
-func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneRun, float64, error) {
+func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration, eal bool) (laneRun, float64, error) {
 	type res struct {
 		cpu, wall time.Duration
 	}
@@ -211,8 +211,10 @@ func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneR
 		var c0 time.Duration
 		w, err := dataplane.NewWorker(dataplane.WorkerConfig{ID: i, Core: cores[i], Lanes: g,
 			OnStart: func() error {
-				if _, err := dpdk.RegisterThread(-1); err != nil {
-					return err
+				if eal {
+					if _, err := dpdk.RegisterThread(-1); err != nil {
+						return err
+					}
 				}
 				c0, t0 = benchThreadCPU(), time.Now()
 				return nil
@@ -221,7 +223,9 @@ func runWorkers(groups [][]*dataplane.Lane, cores []int, d time.Duration) (laneR
 				mu.Lock()
 				rs[i] = res{benchThreadCPU() - c0, time.Since(t0)}
 				mu.Unlock()
-				dpdk.UnregisterThread()
+				if eal {
+					dpdk.UnregisterThread()
+				}
 			}})
 		if err != nil {
 			return laneRun{}, 0, err

@@ -1,0 +1,242 @@
+package appliance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// Per-flow repair live (docs/lds.md, "Repair"). A packet lost in the
+// segment spoils its LDS cells: the sender's cell holds it, the
+// receiver's does not, and the estimator leaves the cell out, so a lossy
+// flow's cells are unusable. The RDA of the same interval names the lost
+// packets (and those only the receiver saw); with each one's timestamp,
+// flow hash and weight, synopsis.LDS.Remove takes it out of the sketch
+// that holds it, and the cell again holds, at both ends, exactly the
+// packets that crossed the segment: its delay sum is theirs and the flow's
+// mean is exact up to collisions, as offline (analyze does the same from
+// both captures).
+//
+//   - The lost packets' timestamps and flow hashes come in the RDA
+//     repair's reply (repair.go; the sender's timestamp cache keeps flow
+//     hashes when the LDS is on, wire version 2). Their weight is their
+//     class's: both ends classify alike (the hello checks it).
+//   - The extra packets' come from the receiver's own RDA cache, without
+//     a round trip.
+//   - The interval's LDS lines wait (they are held with the RDA lines)
+//     until every class's exchange has finished — reply, give-up or stop
+//     — and are then estimated again from the repaired copies. Whatever
+//     the repair could not place (an RDA that did not decode, a sampled or
+//     ambiguous cache, no reply, a request too large to send) still spoils
+//     its cells as before: a partial repair only makes fewer cells usable,
+//     never a wrong cell usable (synopsis.EstimateLDSFlowsRepaired).
+//   - The lines say what was done in "repair" ("complete: …", "partial:
+//     …", "none: …") and "repair_complete", with the flow's
+//     "repaired_lost" and "repaired_extra": the fields offline analyze
+//     reports.
+//
+// A packet that crossed the interval's boundary is lost here and extra in
+// the neighbouring interval: taking it out of this interval's sender
+// sketch leaves the cells with the packets both ends recorded in the
+// interval, so the flow's mean is over those (one packet of a flow's
+// hundreds, at an interval's edge).
+
+// ldsFix is one interval's LDS lines waiting for the exchanges of its
+// classes.
+type ldsFix struct {
+	k        uint64
+	snd, own *synopsis.LDS
+	lines    []ldsFixLine
+	waiting  map[uint16]bool // classes whose exchange is pending
+	rep      synopsis.LDSRepair
+	// unplaced counts the decoded packets the repair could not place, by
+	// cause; undecoded counts classes whose set difference did not decode.
+	unplaced  map[string]int
+	undecoded int
+}
+
+type ldsFixLine struct {
+	l heldLine
+	// plain is the line's estimator reason before the repair: only an
+	// invalidity of that reason can the repair lift.
+	plain string
+}
+
+// ldsRepairSetUp starts the repair of interval k's LDS lines (the last n
+// lines held) from snd (the sender's sketch as shipped) and own (ours, in
+// the same shape), with the RDA decodes of the classes just paired
+// (c.ev). Lines go out at once repaired when no exchange is pending,
+// otherwise when the last one finishes (ldsRepairDone).
+func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
+	if len(c.ev.rda) == 0 || n == 0 {
+		return // no RDA: nothing names the lost packets
+	}
+	f := &ldsFix{k: k, snd: snd, own: own, waiting: map[uint16]bool{}, unplaced: map[string]int{}}
+	for _, hl := range c.held[len(c.held)-n:] {
+		f.lines = append(f.lines, ldsFixLine{l: hl, plain: hl.flow.Reason})
+	}
+	for m := range c.ev.rda {
+		dec := c.ev.rda[m]
+		if dec == nil {
+			f.undecoded++
+			continue
+		}
+		if !dec.Complete {
+			f.undecoded++
+		}
+		w := c.a.cfg.Classifier.Weight(uint16(m))
+		var cache *synopsis.TSCache
+		if m < len(c.ev.own) && c.ev.own[m] != nil {
+			cache = c.ev.own[m].Cache()
+		}
+		for _, id := range dec.Extra {
+			switch {
+			case cache == nil || !cache.TracksFlows():
+				f.unplaced["no receiver cache"]++
+			case cache.Dups() > 0:
+				f.unplaced["ambiguous receiver cache"]++ // the one timestamp kept may be another copy's
+			default:
+				ts, fh, ok := cache.LookupFlow(id)
+				switch {
+				case !ok:
+					f.unplaced["sampled receiver cache"]++
+				case fh != 0: // 0: no flow, not in the LDS
+					f.rep.Extra = append(f.rep.Extra, synopsis.LDSPacket{FlowHash: fh, Hash: id, Ts: ts, Weight: w})
+				}
+			}
+		}
+		if len(dec.Lost) == 0 {
+			continue
+		}
+		if rp := c.repairs[repairKey{k: k, mec: uint16(m)}]; rp != nil {
+			f.waiting[uint16(m)] = true
+			if d := len(dec.Lost) - len(rp.ids); d > 0 {
+				f.unplaced["sampled sender cache"] += d // not asked for
+			}
+			continue
+		}
+		f.unplaced["not asked"] += len(dec.Lost)
+	}
+	if len(f.waiting) == 0 {
+		c.ldsRepairApply(f)
+		return
+	}
+	if c.ldsFixes == nil {
+		c.ldsFixes = map[uint64]*ldsFix{}
+	}
+	c.ldsFixes[k] = f
+}
+
+// ldsLost adds the lost packets a reply placed (ts, fh, ok as decoded for
+// rp.ids; flows: the reply carried flow hashes) to the LDS repair of rp's
+// interval.
+func (c *controller) ldsLost(rp *repair, ts, fh []uint64, ok []bool, flows bool) {
+	f := c.ldsFixes[rp.key.k]
+	if f == nil || !f.waiting[rp.key.mec] {
+		return
+	}
+	w := c.a.cfg.Classifier.Weight(rp.key.mec)
+	for i, id := range rp.ids {
+		switch {
+		case !ok[i]:
+			f.unplaced["not in the sender's reply"]++
+		case !flows:
+			f.unplaced["reply without flows"]++
+		case fh[i] != 0:
+			f.rep.Lost = append(f.rep.Lost, synopsis.LDSPacket{FlowHash: fh[i], Hash: id, Ts: ts[i], Weight: w})
+		}
+	}
+	delete(f.waiting, rp.key.mec) // ldsRepairDone does not count it again
+	if len(f.waiting) == 0 {
+		delete(c.ldsFixes, f.k)
+		c.ldsRepairApply(f)
+	}
+}
+
+// ldsRepairDone is told every finished exchange (reply, give-up, stop):
+// one without a usable reply leaves its class's lost packets unplaced.
+func (c *controller) ldsRepairDone(rp *repair) {
+	f := c.ldsFixes[rp.key.k]
+	if f == nil || !f.waiting[rp.key.mec] {
+		return
+	}
+	delete(f.waiting, rp.key.mec)
+	f.unplaced["no reply"] += len(rp.ids)
+	if len(f.waiting) == 0 {
+		delete(c.ldsFixes, f.k)
+		c.ldsRepairApply(f)
+	}
+}
+
+// ldsRepairApply estimates the flows again from the repaired sketches and
+// updates the held lines: only their delay fields and the validity the
+// estimator gave them change.
+func (c *controller) ldsRepairApply(f *ldsFix) {
+	unplaced := 0
+	for _, n := range f.unplaced {
+		unplaced += n
+	}
+	f.rep.Complete = unplaced == 0 && f.undecoded == 0
+	status := fmt.Sprintf("complete: %d lost and %d extra packets taken out", len(f.rep.Lost), len(f.rep.Extra))
+	if !f.rep.Complete {
+		var why []string
+		if f.undecoded > 0 {
+			why = append(why, fmt.Sprintf("the set difference of %d classes did not decode", f.undecoded))
+		}
+		for _, cause := range []string{"not asked", "no reply", "not in the sender's reply", "reply without flows", "sampled sender cache",
+			"no receiver cache", "sampled receiver cache", "ambiguous receiver cache"} {
+			if n := f.unplaced[cause]; n > 0 {
+				why = append(why, fmt.Sprintf("%d packets unplaced (%s)", n, cause))
+			}
+		}
+		status = fmt.Sprintf("partial: %s; %d lost and %d extra packets taken out", strings.Join(why, ", "), len(f.rep.Lost), len(f.rep.Extra))
+	}
+	var byFlow map[uint64]*synopsis.FlowEstimate
+	if len(f.rep.Lost)+len(f.rep.Extra) > 0 {
+		flows, err := synopsis.EstimateLDSFlowsRepaired(f.snd, f.own, f.rep)
+		if err != nil {
+			status, f.rep.Complete = "none: "+err.Error(), false
+		} else {
+			byFlow = make(map[uint64]*synopsis.FlowEstimate, len(flows))
+			for i := range flows {
+				byFlow[flows[i].FlowHash] = &flows[i]
+			}
+		}
+	}
+	for _, fl := range f.lines {
+		r := fl.l.r
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra["repair"], r.Extra["repair_complete"] = status, f.rep.Complete
+		fe := byFlow[fl.l.flow.FlowHash]
+		if fe == nil {
+			continue
+		}
+		if fe.RepairedLost > 0 {
+			r.Extra["repaired_lost"] = fe.RepairedLost
+		}
+		if fe.RepairedExtra > 0 {
+			r.Extra["repaired_extra"] = fe.RepairedExtra
+		}
+		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs+r.StampErrNs
+		r.Samples, r.Usable, r.Buckets = fe.Samples, fe.UsableBuckets, fe.TotalBuckets
+		r.Received, r.Lost = fe.Received, fe.Lost
+		switch {
+		case !fe.Valid && r.Valid:
+			r.Valid, r.Reason = false, fe.Reason
+		case fe.Valid && !r.Valid && r.Reason == fl.plain:
+			r.Valid, r.Reason = true, ""
+			c.stampLimit(r)
+			if r.Valid && f.own.RowsTakeAll() && !countsAgree(fe) {
+				r.Valid, r.Reason = false, ReasonFlowShared
+			}
+		}
+		*fl.l.flow = *fe // the crossing checks (crossing.go) read it
+	}
+}
+
+// ReasonFlowShared is the reason of an LDS line whose flow's cells hold
+// other flows' packets too (countsAgree).
+const ReasonFlowShared = "the flow's cells hold other flows' packets too (the LDS is small for this traffic, or the control budget folded it): its counts and delay are not its own"

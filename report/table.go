@@ -1,0 +1,151 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The table rows the commands print with --format table: each shows an
+// interval line's fields, "-" where the JSON line has null.
+
+// startCell is the interval column of the tables: its start as a UTC
+// time of day (the JSON line has the interval number and start_ns), or
+// "#" and the interval number when the line has no start (a failure
+// reported before the interval's span was known).
+func startCell(startNs, interval int64) string {
+	if startNs <= 0 {
+		return fmt.Sprintf("#%d", interval)
+	}
+	return time.Unix(0, startNs).UTC().Format("15:04:05.000")
+}
+
+// MicroburstRows are the table lines under an interval line: one per
+// microburst it lists.
+func MicroburstRows(r *Interval) []string {
+	mbs, _ := r.Extra["microbursts"].([]Microburst)
+	var rows []string
+	for _, m := range mbs {
+		rows = append(rows, fmt.Sprintf("%-12s   microburst %s/%s: %d losses from %s, +%.3f ms (%v)", "", r.MEC, r.Synopsis, m.Losses,
+			time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6, r.Extra["microburst_source"]))
+	}
+	return rows
+}
+
+// RunRow is a table row of run: the interval's start as a time of day,
+// "-" where the JSON line has null, the LDS flow (up to 97 characters
+// for IPv6) after the fixed columns so that rows align, then the reason.
+func RunRow(iv *Interval) string {
+	noDelay := !iv.Valid || iv.Samples == 0
+	ok, why := "yes", ""
+	if !iv.Valid {
+		ok, why = "no", ": "+iv.Reason
+	}
+	flow := ""
+	if iv.Flow != "" {
+		flow = " flow " + iv.Flow
+	}
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
+		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
+		iv.Samples, ok, flow, why)
+}
+
+// usCell is a delay in µs with 3 decimals, or "-" for none.
+func usCell(ns float64, none bool) string {
+	if none {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", ns/1e3)
+}
+
+// delayCell is a delay column of the tables: µs, or "-" where the JSON
+// line has null (no estimate: invalid, no sample).
+func delayCell(v float64, none bool, width int) string {
+	if none || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%*s", width, "-")
+	}
+	return fmt.Sprintf("%*.2f", width, v/1e3)
+}
+
+// DemoRow is a table row of demo: the estimates beside the truth.
+func DemoRow(r *Interval) string {
+	tru := func(p *float64) string {
+		if p == nil {
+			return "     -"
+		}
+		return fmt.Sprintf("%8.2f", *p/1e3)
+	}
+	trueLost := "-"
+	if r.TrueLost != nil {
+		trueLost = fmt.Sprint(*r.TrueLost)
+	}
+	valid := "yes"
+	if !r.Valid {
+		valid = "no: " + r.Reason
+	}
+	noDelay := !r.Valid || r.Samples == 0
+	if r.Flow != "" {
+		// A flow of the LDS: indented under its interval; the flow's
+		// name (up to 97 characters for IPv6) after the fixed columns,
+		// so that IPv4 and IPv6 rows align.
+		ok, why := "yes", ""
+		if !r.Valid {
+			ok, why = "no", ": "+r.Reason
+		}
+		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
+			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
+	}
+	ci := "      " // no "±" without a mean
+	if !noDelay {
+		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
+	}
+	return fmt.Sprintf("%-12s %-10s %10d %10d %8d  %s%s(%s) %s (%s) %7d (%6s)  %s",
+		startCell(r.StartNs, r.Interval), r.MEC+"/"+r.Synopsis, r.Sent, r.Received, r.Samples, delayCell(r.MeanNs, noDelay, 7), ci, tru(r.TrueMeanNs),
+		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
+}
+
+// The columns of analyze's table: fixed widths so that each row is
+// printed as its interval closes; the LDS flow (up to 97 characters for
+// IPv6) and the reason of an invalid line come after the fixed columns,
+// so rows align.
+const (
+	analyzeCols  = "%-23s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %11s %-5s"
+	truthCols    = " %12s %12s %9s"
+	analyzeStart = "2006-01-02 15:04:05.000" // captures may be from any day
+)
+
+// AnalyzeHeader is the header of analyze's table; truth adds the columns
+// of the exact truth.
+func AnalyzeHeader(truth bool) string {
+	h := fmt.Sprintf(analyzeCols, "start (UTC)", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "buckets", "valid")
+	if truth {
+		h += fmt.Sprintf(truthCols, "true_mean_us", "true_sd_us", "true_lost")
+	}
+	return h + " flow / reason"
+}
+
+// AnalyzeRow is a row of analyze's table: "-" where the JSON line has
+// null.
+func AnalyzeRow(r *Interval, truth bool) string {
+	valid, why := "yes", ""
+	if !r.Valid {
+		valid, why = "no", ": "+r.Reason
+	}
+	flow := ""
+	if r.Flow != "" {
+		flow = " flow " + r.Flow
+	}
+	noDelay := !r.Valid || r.Samples == 0
+	s := fmt.Sprintf(analyzeCols, time.Unix(0, r.StartNs).UTC().Format(analyzeStart), r.MEC, r.Synopsis,
+		fmt.Sprint(r.Sent), fmt.Sprint(r.Received), fmt.Sprint(r.Lost),
+		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
+		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)
+	if truth {
+		if r.TrueMeanNs != nil {
+			s += fmt.Sprintf(truthCols, fmt.Sprintf("%.3f", *r.TrueMeanNs/1e3), fmt.Sprintf("%.3f", *r.TrueStddevNs/1e3), fmt.Sprint(*r.TrueLost))
+		} else {
+			s += fmt.Sprintf(truthCols, "-", "-", "-")
+		}
+	}
+	return s + flow + why
+}
