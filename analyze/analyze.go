@@ -27,6 +27,24 @@ type Config struct {
 	// the damage and the intervals it touches are reported valid:false
 	// naming it. Otherwise (the default) damage is an error.
 	InvalidateDamaged bool
+	// Progress, if set, is called from Run's goroutine every
+	// ProgressEvery frames read and once per interval reported, so that a
+	// command can show how far a long analysis is (see Progress).
+	Progress func(Progress)
+}
+
+// ProgressEvery is how many frames Run reads between two Progress calls.
+const ProgressEvery = 1 << 14
+
+// Progress is how far Run is: reading the two captures (Phase "sender",
+// then "receiver"; Bytes of TotalBytes of both files read, TotalBytes 0
+// when a size is unknown), then estimating ("intervals": Intervals
+// reported so far).
+type Progress struct {
+	Phase             string
+	Frames            uint64 // frames read from both captures
+	Bytes, TotalBytes int64
+	Intervals         uint64
 }
 
 // MinMatchedShare is the share of the sender's packets in the common time

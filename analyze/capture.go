@@ -27,6 +27,8 @@ type Capture struct {
 	name string
 	f    *os.File
 	rd   *pcapfile.Reader
+	cnt  *countingReader // bytes read from the file so far
+	size int64           // the file's size; 0: unknown (not a regular file)
 	// Two record buffers (pcapfile.MaxRecord + room for a synthetic Ethernet
 	// header): the frame handed out lives in one while the lookahead is read
 	// into the other.
@@ -63,16 +65,20 @@ func OpenCapture(path string) (*Capture, error) {
 		return nil, err
 	}
 	c.f = f
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		c.size = fi.Size()
+	}
 	return c, nil
 }
 
 // NewCapture reads a capture from r; name is used in errors.
 func NewCapture(name string, r io.Reader) (*Capture, error) {
-	rd, err := pcapfile.NewReader(r)
+	cnt := &countingReader{r: r}
+	rd, err := pcapfile.NewReader(cnt)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c := &Capture{name: name, rd: rd}
+	c := &Capture{name: name, rd: rd, cnt: cnt}
 	c.bufs[0], c.bufs[1] = make([]byte, pcapfile.MaxRecord+14), make([]byte, pcapfile.MaxRecord+14)
 	c.advance()
 	return c, nil
@@ -84,6 +90,26 @@ func (c *Capture) Name() string { return c.name }
 // SnapLen is the capture's snap length as its headers state it (0: none
 // stated).
 func (c *Capture) SnapLen() uint32 { return c.rd.SnapLen() }
+
+// Size is the capture file's size in bytes, 0 when unknown (a pipe, or a
+// capture made by NewCapture).
+func (c *Capture) Size() int64 { return c.size }
+
+// BytesRead is how many bytes of the file have been read so far (the
+// reader reads ahead, by up to its buffer).
+func (c *Capture) BytesRead() int64 { return c.cnt.n }
+
+// countingReader counts the bytes read through it, for progress.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
 
 // Close closes the underlying file, if any.
 func (c *Capture) Close() error {

@@ -3,9 +3,9 @@ package analyze
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
+	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -14,8 +14,9 @@ import (
 // stdout in json mode, --report), runs the analysis, writes every
 // interval line and the closing summary to the report, the table to table (nil:
 // none) and the warnings and the matching statistics to stderr. Errors
-// are prefixed "analyze:" and name the capture they are about.
-func RunFiles(sender, receiver string, cfg Config, openReport func() (*report.Writer, func() error, error), table, stderr io.Writer) error {
+// are prefixed "analyze:" and name the capture they are about. Unless
+// quiet, a terminal stderr shows how far the analysis is (MeterProgress).
+func RunFiles(sender, receiver string, cfg Config, openReport func() (*report.Writer, func() error, error), table, stderr io.Writer, quiet bool) error {
 	snd, err := OpenCapture(sender)
 	if err != nil {
 		return fmt.Errorf("analyze: --sender: %w", err)
@@ -33,29 +34,28 @@ func RunFiles(sender, receiver string, cfg Config, openReport func() (*report.Wr
 	}
 	defer closeReport()
 
-	var tw *tabwriter.Writer
 	if table != nil {
-		tw = tabwriter.NewWriter(table, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, report.AnalyzeHeader(cfg.Truth))
+		fmt.Fprintln(table, report.AnalyzeHeader(cfg.Truth))
 	}
+	meter := progress.New(stderr, quiet)
+	cfg.Progress = MeterProgress(meter)
 	var werr error
 	st, err := Run(snd, rcv, cfg, func(r *report.Interval) {
+		meter.Clear()
 		if err := w.Write(r); err != nil && werr == nil {
 			werr = err
 		}
-		if tw != nil {
-			fmt.Fprintln(tw, report.AnalyzeRow(r, cfg.Truth))
+		if table != nil { // rows stream as intervals close: fixed widths, no buffering
+			fmt.Fprintln(table, report.AnalyzeRow(r, cfg.Truth))
 			if mbs, ok := r.Extra["microbursts"].([]Microburst); ok {
 				for _, m := range mbs {
-					fmt.Fprintf(tw, "\tmicroburst\t%d losses\t%s\t+%.3f ms\t\t\t\t\t\t\t\t\t\n", m.Losses,
+					fmt.Fprintf(table, "%-23s   microburst %s: %d losses from %s, +%.3f ms\n", "", r.MEC, m.Losses,
 						time.Unix(0, int64(m.StartNs)).UTC().Format("15:04:05.000000"), float64(m.EndNs-m.StartNs)/1e6)
 				}
 			}
 		}
 	})
-	if tw != nil {
-		tw.Flush()
-	}
+	meter.Clear()
 	for _, warn := range st.Warnings {
 		fmt.Fprintln(stderr, "analyze: warning:", warn)
 	}

@@ -56,8 +56,11 @@ const MaxBackStep = 10_000_000 // ns
 // load reads a capture into compact records. Impossible or far-off
 // timestamps are damage (kept in the result); disorder beyond MaxBackStep
 // is an error.
-func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64]classifier.FlowKey) (*endData, error) {
+func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64]classifier.FlowKey, tick func(*Capture)) (*endData, error) {
 	e := &endData{name: c.Name()}
+	if tick != nil {
+		defer tick(c)
+	}
 	var m classifier.Meta
 	var maxTS uint64   // largest timestamp so far
 	var haveMax bool   // whether maxTS is set
@@ -66,6 +69,9 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 		frame, ts, orig, recno, ok := c.next()
 		if !ok {
 			break
+		}
+		if tick != nil && c.Frames%ProgressEvery == 0 {
+			tick(c)
 		}
 		if len(frame) < orig {
 			e.snapped++

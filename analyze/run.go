@@ -52,11 +52,27 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		keepFlows = keepFlows || !f.PerMEC()
 	}
 	keys := map[uint64]classifier.FlowKey{}
-	s, err := load(sender, cfg.Classifier, keepFlows, keys)
+	var tick func(*Capture)
+	var prog Progress
+	if cfg.Progress != nil {
+		if sender.Size() > 0 && receiver.Size() > 0 {
+			prog.TotalBytes = sender.Size() + receiver.Size()
+		}
+		tick = func(c *Capture) {
+			prog.Phase, prog.Frames, prog.Bytes = "sender", c.Frames, c.BytesRead()
+			if c == receiver {
+				prog.Phase = "receiver"
+				prog.Frames += sender.Frames
+				prog.Bytes += sender.BytesRead()
+			}
+			cfg.Progress(prog)
+		}
+	}
+	s, err := load(sender, cfg.Classifier, keepFlows, keys, tick)
 	if err != nil {
 		return st, err
 	}
-	r, err := load(receiver, cfg.Classifier, keepFlows, keys)
+	r, err := load(receiver, cfg.Classifier, keepFlows, keys, tick)
 	if err != nil {
 		return st, err
 	}
@@ -468,6 +484,10 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 			emit(l)
 		}
 		st.Intervals++
+		if cfg.Progress != nil {
+			prog.Phase, prog.Intervals = "intervals", uint64(st.Intervals)
+			cfg.Progress(prog)
+		}
 	}
 	return st, nil
 }

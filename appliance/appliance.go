@@ -103,6 +103,11 @@ type Config struct {
 	// pair, one worker each (queues.go). PortA and PortB stay the ports
 	// whose counters are read.
 	QueuesA, QueuesB []dataplane.Port
+
+	// TapA and TapB, when set, capture what port a and port b receive
+	// (every lane reading the port copies its bursts into a ring of the
+	// tap; see dataplane.Tap). The caller starts and closes them.
+	TapA, TapB *dataplane.Tap
 }
 
 // Direction ids on the wire: data flowing from port a to port b is
@@ -317,7 +322,19 @@ func New(cfg Config) (*Appliance, error) {
 			segQ, otherQ = cfg.QueuesA, cfg.QueuesB
 		}
 	}
+	segTap, otherTap := cfg.TapB, cfg.TapA
+	if cfg.Segment == "a" {
+		segTap, otherTap = cfg.TapA, cfg.TapB
+	}
 	for q := 0; q < nq; q++ {
+		segRing, err := segTap.Ring(cfg.Burst)
+		if err != nil {
+			return nil, err
+		}
+		otherRing, err := otherTap.Ring(cfg.Burst)
+		if err != nil {
+			return nil, err
+		}
 		// Queue q's sender lane writes End markers as lane q; its receiver
 		// lane cuts at the peer's lane-q End only (with one queue, at any).
 		// The worker's End check follows the same session rule on the same
@@ -349,13 +366,13 @@ func New(cfg Config) (*Appliance, error) {
 		}
 		var pair [2]*dataplane.Lane
 		pair[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherQ[q], Tx: segQ[q], Role: dataplane.RoleSender, Burst: cfg.Burst,
-			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: inject, Guard: guard})
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: inject, Guard: guard, Tap: otherRing})
 		if err != nil {
 			return nil, err
 		}
 		pair[1], err = dataplane.NewLane(dataplane.LaneConfig{Rx: segQ[q], Tx: otherQ[q], Role: dataplane.RoleReceiver, Burst: cfg.Burst,
 			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: rbufs[q], EndReader: endr, ToControl: toCtl,
-			Queue: q, Queues: nq})
+			Queue: q, Queues: nq, Tap: segRing})
 		if err != nil {
 			return nil, err
 		}

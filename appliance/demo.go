@@ -72,6 +72,10 @@ type DemoConfig struct {
 	WrapReceiver func(dataplane.Port) dataplane.Port
 	Traffic      func(elapsed time.Duration) (pause, malformed bool)
 	RestartAt    time.Duration
+	// Taps capture what the appliances' ports receive: [0] is ldafwd#1,
+	// [1] ldafwd#2, each {port a, port b} (nil: none). RunDemo starts
+	// them and closes them once the appliances have stopped.
+	Taps [2][2]*dataplane.Tap
 	// Reports gets every interval line of the measured direction with the
 	// exact truth (true_*) filled in.
 	Reports func(*report.Interval)
@@ -329,6 +333,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 		defer stopQ()
 	}
+	c1.TapA, c1.TapB, c2.TapA, c2.TapB = cfg.Taps[0][0], cfg.Taps[0][1], cfg.Taps[1][0], cfg.Taps[1][1]
 	a1, err := New(c1)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #1: %w", err)
@@ -336,6 +341,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	a2, err := New(c2)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #2: %w", err)
+	}
+	for _, t := range []*dataplane.Tap{c1.TapA, c1.TapB, c2.TapA, c2.TapB} {
+		t.Start()
+		defer t.Close() // after the appliances' Stop (deferred below or done at the end)
 	}
 	a2.Start()
 	a1.Start()

@@ -86,6 +86,11 @@
 // from the control goroutine. Counters are atomics updated once per burst,
 // never per packet. PacketPool and FreePooled are safe from any goroutine.
 //
+// A Tap captures what a port receives into a pcapng file: the lanes that
+// read the port copy each burst into a TapRing (preallocated slots, two
+// SPSC rings, no lock, no allocation) and one goroutine writes the file;
+// a full ring costs frames of the capture, counted, never of the traffic.
+//
 // # Hazards
 //
 //   - A packet freed twice corrupts nothing only if its pool is full at that

@@ -73,6 +73,13 @@ type LaneConfig struct {
 	// copy's Misrouted: the per-lane cut is exact only when both ends
 	// steer alike (docs/protocol.md, "Several lanes").
 	Queue, Queues int
+
+	// Tap, if set, gets a copy of every burst Rx delivered, with its
+	// receive timestamps, before anything else looks at it (a capture of
+	// what the port receives, control frames included; see Tap). A
+	// forwarding lane with a Tap takes bursts the ordinary way, not
+	// through Forwarder.
+	Tap *TapRing
 }
 
 // LaneStats are a lane's counters. The worker updates them once per burst
@@ -218,7 +225,9 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	l.pollStamps = cfg.Role == RoleReceiver
 	l.txStamper, _ = cfg.Tx.(TxStamper)
 	if cfg.Role == RoleForward {
-		l.fwd, _ = cfg.Rx.(Forwarder)
+		if cfg.Tap == nil {
+			l.fwd, _ = cfg.Rx.(Forwarder)
+		}
 	}
 	// Only MEC rules and the LDS read the flow key, and only the LDS its
 	// hash: without them the lane parses with ParseLean, with rules but no
@@ -376,6 +385,7 @@ func (l *Lane) receive(n int, now uint64) {
 	if l.cfg.Role == RoleReceiver {
 		l.pollStamps = unstamped > 0
 	}
+	l.cfg.Tap.Copy(rx)
 	var malformed uint64
 	switch l.cfg.Role {
 	case RoleForward:

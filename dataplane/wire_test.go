@@ -383,11 +383,16 @@ func TestLaneZeroAllocs(t *testing.T) {
 		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
 		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1},
 	} {
-		t.Run(fmt.Sprintf("rda=%v", syn.RDA != nil), func(t *testing.T) { laneZeroAllocs(t, syn) })
+		t.Run(fmt.Sprintf("rda=%v", syn.RDA != nil), func(t *testing.T) { laneZeroAllocs(t, syn, false) })
 	}
+	// With capture taps on both lanes: the copy into the ring and, once it
+	// is full, the count of skipped frames allocate nothing either.
+	t.Run("tap", func(t *testing.T) {
+		laneZeroAllocs(t, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, true)
+	})
 }
 
-func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig) {
+func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig, tap bool) {
 	l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	cl, _ := classifier.NewClassifier(nil)
@@ -397,8 +402,19 @@ func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig) {
 	epoch.Store(100)
 	inj, _ := ring.NewSPSC[[]byte](16)
 	endr, _ := control.NewEndReader(nil, true, 1)
-	snd, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch, Inject: inj})
-	rcv, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l0.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr})
+	var taps [2]*dataplane.Tap
+	var rings [2]*dataplane.TapRing
+	if tap {
+		for i := range taps {
+			var err error
+			if taps[i], err = dataplane.CreateTap(t.TempDir()+"/c.pcapng", dataplane.TapConfig{Slots: 1024}); err != nil {
+				t.Fatal(err)
+			}
+			rings[i], _ = taps[i].Ring(32)
+		}
+	}
+	snd, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l0.B(), Tx: l1.A(), Role: dataplane.RoleSender, Classifier: cl, Buffer: sbuf, Epoch: &epoch, Inject: inj, Tap: rings[0]})
+	rcv, _ := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: l0.A(), Role: dataplane.RoleReceiver, Classifier: cl, Buffer: rbuf, EndReader: endr, Tap: rings[1]})
 	gen := traffic.MustGen(traffic.GenConfig{})
 	pk := make([]*dataplane.Packet, 32)
 	id := uint64(1)
@@ -429,6 +445,20 @@ func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig) {
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations per burst through sender and receiver lanes, want 0", allocs)
+	}
+	if tap {
+		// The writer was not running: the rings filled, the rest was
+		// counted; Close writes what they hold.
+		for i, tp := range taps {
+			if err := tp.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st := tp.Stats()
+			rx := []*dataplane.Lane{snd, rcv}[i].Stats.RxFrames.Load()
+			if st.Captured != 1024 || st.Captured+st.Skipped != rx {
+				t.Errorf("tap %d: %+v, want 1024 captured and the rest of %d skipped", i, st, rx)
+			}
+		}
 	}
 	if snd.Stats.Recorded.Load() == 0 || rcv.Stats.Recorded.Load() == 0 {
 		t.Error("nothing recorded")

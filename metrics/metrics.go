@@ -35,6 +35,9 @@ type Sources struct {
 	Lanes map[string]*dataplane.LaneStats
 	// Control returns the receiver's control-frame counters.
 	Control func() control.Counters
+	// Captures are the capture taps by the report name of their port
+	// ("a", "b").
+	Captures map[string]*dataplane.Tap
 }
 
 // State is the appliance's life stage as /healthz reports it.

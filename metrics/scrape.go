@@ -57,6 +57,7 @@ var (
 	}
 	laneStampGap = desc("lane_max_tx_stamp_gap_seconds", "Sender: widest clock gap around a TxBurst so far (timestamp uncertainty), seconds.", "lane")
 	upDesc       = desc("up", "1 while the appliance is running.")
+	captureDesc  = desc("capture_frames_total", "Frames a capture tap (run --capture-a/--capture-b) saw, by result: captured (written to the file), ring_full (the writer fell behind: not captured, forwarded as ever), size_limit (the file reached --capture-max-bytes).", "port", "result")
 )
 
 // controlDesc names each control.Counters field ldafwd_control_<name>_total.
@@ -77,6 +78,7 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- laneStampGap
 	ch <- upDesc
+	ch <- captureDesc
 	for _, d := range controlDescs {
 		ch <- d
 	}
@@ -98,6 +100,12 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		for _, d := range portDescs {
 			ch <- prometheus.MustNewConstMetric(d.d, prometheus.CounterValue, float64(d.v(&st)), name, p.Name())
 		}
+	}
+	for _, name := range sortedKeys(src.Captures) {
+		st := src.Captures[name].Stats()
+		ch <- prometheus.MustNewConstMetric(captureDesc, prometheus.CounterValue, float64(st.Captured), name, "captured")
+		ch <- prometheus.MustNewConstMetric(captureDesc, prometheus.CounterValue, float64(st.Skipped), name, "ring_full")
+		ch <- prometheus.MustNewConstMetric(captureDesc, prometheus.CounterValue, float64(st.Limited), name, "size_limit")
 	}
 	for _, name := range sortedKeys(src.Lanes) {
 		ls := src.Lanes[name]

@@ -104,34 +104,48 @@ func DemoRow(r *Interval) string {
 		delayCell(r.StddevNs, noDelay || r.Synopsis == "lds", 8), tru(r.TrueStddevNs), r.Lost, trueLost, valid)
 }
 
-// AnalyzeHeader is the header of analyze's table (tab-separated, for a
-// tabwriter); truth adds the columns of the exact truth.
+// The columns of analyze's table: fixed widths so that each row is
+// printed as its interval closes; the LDS flow (up to 97 characters for
+// IPv6) and the reason of an invalid line come after the fixed columns,
+// so rows align.
+const (
+	analyzeCols  = "%-23s %-8s %-3s %9s %9s %7s %10s %9s %10s %8s %11s %-5s"
+	truthCols    = " %12s %12s %9s"
+	analyzeStart = "2006-01-02 15:04:05.000" // captures may be from any day
+)
+
+// AnalyzeHeader is the header of analyze's table; truth adds the columns
+// of the exact truth.
 func AnalyzeHeader(truth bool) string {
-	h := "start (UTC)\tmec\tsyn\tflow\tsent\trecv\tlost\tmean_us\t±ci_us\tstddev_us\tsamples\tbuckets\tvalid"
+	h := fmt.Sprintf(analyzeCols, "start (UTC)", "mec", "syn", "sent", "recv", "lost", "mean_us", "±ci_us", "stddev_us", "samples", "buckets", "valid")
 	if truth {
-		h += "\ttrue_mean_us\ttrue_sd_us\ttrue_lost"
+		h += fmt.Sprintf(truthCols, "true_mean_us", "true_sd_us", "true_lost")
 	}
-	return h + "\t"
+	return h + " flow / reason"
 }
 
-// AnalyzeRow is a row of analyze's table.
+// AnalyzeRow is a row of analyze's table: "-" where the JSON line has
+// null.
 func AnalyzeRow(r *Interval, truth bool) string {
-	valid := "yes"
+	valid, why := "yes", ""
 	if !r.Valid {
-		valid = "no: " + r.Reason
+		valid, why = "no", ": "+r.Reason
 	}
-	flow := r.Flow
-	if flow == "" {
-		flow = "-"
+	flow := ""
+	if r.Flow != "" {
+		flow = " flow " + r.Flow
 	}
-	// Captures may be from any day: the start with its date. "-" where
-	// the JSON line has null.
 	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d/%d\t%s",
-		time.Unix(0, r.StartNs).UTC().Format("2006-01-02 15:04:05.000"), r.MEC, r.Synopsis, flow, r.Sent, r.Received, r.Lost,
-		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"), r.Samples, r.Usable, r.Buckets, valid)
-	if truth && r.TrueMeanNs != nil {
-		s += fmt.Sprintf("\t%.3f\t%.3f\t%d", *r.TrueMeanNs/1e3, *r.TrueStddevNs/1e3, *r.TrueLost)
+	s := fmt.Sprintf(analyzeCols, time.Unix(0, r.StartNs).UTC().Format(analyzeStart), r.MEC, r.Synopsis,
+		fmt.Sprint(r.Sent), fmt.Sprint(r.Received), fmt.Sprint(r.Lost),
+		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
+		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)
+	if truth {
+		if r.TrueMeanNs != nil {
+			s += fmt.Sprintf(truthCols, fmt.Sprintf("%.3f", *r.TrueMeanNs/1e3), fmt.Sprintf("%.3f", *r.TrueStddevNs/1e3), fmt.Sprint(*r.TrueLost))
+		} else {
+			s += fmt.Sprintf(truthCols, "-", "-", "-")
+		}
 	}
-	return s + "\t"
+	return s + flow + why
 }

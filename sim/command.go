@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ldafwd/ldafwd/progress"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -25,17 +26,23 @@ type Command struct {
 	Claims     bool   // check the paper's claims after the tables
 	Table      bool   // print tables on stdout (else JSON lines)
 	Report     string // --report file
+	Quiet      bool   // no progress line on a terminal stderr
 }
 
 // Run runs the experiments in order, writing points and claims to w, the
 // tables to stdout and progress to stderr; an interrupt (SIGINT) stops it.
+// Unless c.Quiet, a terminal stderr also shows the point running, of how
+// many, and the time left at the pace of the points done.
 func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	start := time.Now()
+	meter := progress.New(stderr, c.Quiet)
+	defer func() { meter.Clear() }()
 	var all []Point
 	for _, name := range c.Names {
 		t0 := time.Now()
+		meter = progress.New(stderr, c.Quiet) // each experiment's own ETA
 		if containsName(SynopsisExperiments, name) {
 			// RDA vs LDA (RDA Fig. 7) and the LDS per-flow experiments
 			// (LDS Figs. 10, 12): their own tables, CSV and plots.
@@ -54,12 +61,14 @@ func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.W
 				defer f.Close()
 				return RunSynopsisExperiment(name, so, io.MultiWriter(stdout, f))
 			}
+			meter.Set("sim: %s running (%.0f s so far)", name, meter.Elapsed().Seconds())
 			var err error
 			if c.CSV != "" {
 				err = writeFileWith(strings.TrimSuffix(c.CSV, ".csv")+"-"+name+".csv", run)
 			} else {
 				err = run(nil)
 			}
+			meter.Clear()
 			if err != nil {
 				return fmt.Errorf("sim: %s: %w", name, err)
 			}
@@ -68,6 +77,8 @@ func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.W
 		}
 		var pts []Point
 		progress := func(exp string, done, total int, s *Scenario) {
+			meter.Clear()
+			defer meterPoint(meter, exp, done, total, s)
 			if done == 0 {
 				fmt.Fprintf(stderr, "sim: %s: %d points × %d runs × %d packets…\n", exp, total, s.Runs, s.Packets)
 			}
@@ -76,6 +87,7 @@ func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.W
 			pts = append(pts, p)
 			return w.Write(&p)
 		})
+		meter.Clear()
 		if err != nil {
 			return err
 		}
@@ -127,6 +139,13 @@ func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.W
 		fmt.Fprintf(stderr, "sim: %d points in %.1fs\n", len(all), time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// meterPoint draws which point of an experiment runs and the time left
+// at the pace of the points done so far.
+func meterPoint(m *progress.Meter, exp string, done, total int, s *Scenario) {
+	left, ok := m.ETA(float64(done), float64(total))
+	m.Set("sim: %s: point %d/%d (%s, loss %g) %s", exp, done+1, total, s.Series, s.LossRate, progress.FormatETA(left, ok))
 }
 
 // ExperimentNames expands --experiment (all, custom, the figures, the

@@ -46,6 +46,7 @@ type Config struct {
 	LogLevel      string
 	EAL           []string // after "--"
 	ForwardOnly   bool
+	Capture       Capture           // --capture-a, --capture-b and their limits
 	Changed       map[string]bool   // flags set on the command line or in --config
 	Origin        map[string]string // "flag\x00value" → "--config PATH:LINE", for values the file set
 
@@ -106,6 +107,9 @@ func (o *Config) ValidateWiring() error {
 		if err := checkForwardOnly(o.Changed); err != nil {
 			return err
 		}
+	}
+	if err := o.Capture.Validate(o.ForwardOnly); err != nil {
+		return err
 	}
 	if err := CheckSegmentName(o.SegmentName); err != nil {
 		return err

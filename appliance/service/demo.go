@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/rs/zerolog"
@@ -23,6 +24,11 @@ type DemoOutput struct {
 	Verbose     bool   // log the appliances' events on Stderr
 	DelaySpec   string // --delay as written
 	Synopses    string // --synopsis as written
+	// Capture: --capture-sender writes what ldafwd#1 receives from the
+	// generator (its port a, where the measured path starts),
+	// --capture-receiver what ldafwd#2 receives from the segment (its
+	// port a); `ldafwd analyze` pairs the two.
+	Capture Capture
 }
 
 // RunDemo is `ldafwd demo` after its flags are checked: two appliances
@@ -76,9 +82,19 @@ func RunDemo(cfg appliance.DemoConfig, o DemoOutput) error {
 			}
 		}
 	}
+	// The captures' closing line goes to stderr even without --verbose.
+	capLog := zerolog.New(zerolog.ConsoleWriter{Out: o.Stderr, NoColor: true, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()
+	tapS, tapR, closeTaps, err := o.Capture.Open("ldafwd#1 a", "ldafwd#2 a", capLog)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	cfg.Taps = [2][2]*dataplane.Tap{{tapS, nil}, {tapR, nil}}
 	m.SetState(metrics.StateRunning)
 	sum, err := appliance.RunDemo(cfg)
 	m.SetState(metrics.StateStopped)
+	if cerr := closeTaps(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -10,6 +10,10 @@
 // so the receiver reports, as lost, the intervals no run held — the file
 // has no hole after a kill.
 //
+// Capture taps (Capture, --capture-a/-b, and demo's
+// --capture-sender/-receiver) write what a port receives to pcapng files
+// through dataplane.Tap, off the packet path.
+//
 // The command (cmd/ldafwd) parses the flags into Config and derives the
 // synopsis settings from its flag groups; everything after is here.
 package service

@@ -42,6 +42,15 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 	m := metrics.New(o.SegmentName, info)
 	var out runOutput
 	out.init(o, w, table, m, log)
+	tapA, tapB, closeTaps, err := o.Capture.Open(o.PortA, o.PortB, log)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer func() {
+		if cerr := closeTaps(); cerr != nil && err == nil {
+			err = fmt.Errorf("run: %w", cerr)
+		}
+	}()
 	if o.ForwardOnly {
 		f, err := newForwardOnly(o, ports)
 		if err != nil {
@@ -67,6 +76,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.MaxSkew, MaxStampErr: o.MaxStampErr,
 		LastReported: last, MicroburstGap: o.MicroburstGap, MicroburstMin: o.MicroburstMin, QueuesA: qa, QueuesB: qb,
+		TapA: tapA, TapB: tapB,
 	})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -79,10 +89,13 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 		lanes[fmt.Sprintf("sender_q%d", q+1)], lanes[fmt.Sprintf("receiver_q%d", q+1)] = &p[0].Stats, &p[1].Stats
 	}
 	m.SetSources(metrics.Sources{
-		Ports:   map[string]dataplane.Port{"a": ports.a, "b": ports.b},
-		Lanes:   lanes,
-		Control: a.ControlCounters,
+		Ports:    map[string]dataplane.Port{"a": ports.a, "b": ports.b},
+		Lanes:    lanes,
+		Control:  a.ControlCounters,
+		Captures: captureSources(tapA, tapB),
 	})
+	tapA.Start()
+	tapB.Start()
 	return serve(ctx, o, a, ports, &out, m, log)
 }
 

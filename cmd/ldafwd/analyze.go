@@ -34,6 +34,7 @@ type analyzeOptions struct {
 	mbGap     time.Duration
 	mbMin     int
 	damaged   string
+	quiet     bool
 }
 
 func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
@@ -52,6 +53,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.mbGap, "microburst-gap", time.Millisecond, "group losses recovered from single-loss LDA buckets closer than this into microbursts (0: off)")
 	fs.IntVar(&o.mbMin, "microburst-min", 5, "losses a microburst needs to be reported")
 	fs.StringVar(&o.damaged, "damaged", "error", "a damaged capture (truncated, corrupt block, impossible timestamp): error = refuse it naming the file and record; invalidate = analyze around the damage and report the intervals it touches valid:false")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.lda.register(fs)
 	o.extra.register(fs)
 	o.out.register(fs)
@@ -74,7 +76,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 		table = stdout
 	}
 	open := func() (*report.Writer, func() error, error) { return o.out.open(stdout) }
-	return analyze.RunFiles(o.sender, o.receiver, cfg, open, table, stderr)
+	return analyze.RunFiles(o.sender, o.receiver, cfg, open, table, stderr, o.quiet)
 }
 
 func (o *analyzeOptions) build() (analyze.Config, error) {

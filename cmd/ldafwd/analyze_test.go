@@ -273,3 +273,68 @@ func TestAnalyzeLDSDefaults(t *testing.T) {
 		}
 	}
 }
+
+// fakeTTY is a stderr that says it is a terminal.
+type fakeTTY struct{ bytes.Buffer }
+
+func (*fakeTTY) IsTerminal() bool { return true }
+
+// TestAnalyzeProgress: on a terminal stderr analyze draws its progress
+// (packets read, rate, share of the files and ETA, then intervals); with
+// --quiet or a stderr that is not a terminal it writes no progress line.
+// The table's rows are fixed-width (they are printed as intervals close),
+// so every row has its columns where the header has them.
+func TestAnalyzeProgress(t *testing.T) {
+	s, r, _ := writeCaptures(t, analyzetest.Config{Packets: 40_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
+		MeanDelay: 30 * time.Microsecond, Loss: 0.002, Seed: 5, IPv6Share: 0.5})
+	var out bytes.Buffer
+	var tty fakeTTY
+	if err := analyzeMain([]string{"--sender", s, "--receiver", r, "--synopsis", "lda,lds", "--truth"}, &out, &tty); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\r\x1b[Kanalyze: reading sender capture: 16384 packets", "Mpkt/s", "% of ", "ETA ",
+		"analyze: 1 intervals reported"} {
+		if !strings.Contains(tty.String(), want) {
+			t.Errorf("progress lacks %q:\n%q", want, tty.String())
+		}
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Error("progress on stdout")
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	hdr := []rune(lines[0]) // "±": count characters, not bytes
+	col := strings.Index(string(hdr), "valid") + len("valid") - 1
+	if len(lines) < 3 {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for _, line := range lines[1:] {
+		l := []rune(line)
+		if strings.Contains(line, "microburst") {
+			continue
+		}
+		if cell := string(l[min(col-5, len(l)):min(col, len(l))]); cell != "yes  " && cell != "no   " {
+			t.Errorf("row not aligned with the header:\n%s\n%s", string(hdr), line)
+		}
+	}
+	if !strings.Contains(out.String(), " flow ") {
+		t.Errorf("no LDS flow row:\n%s", out.String())
+	}
+	for _, quiet := range []bool{true, false} {
+		var errb bytes.Buffer
+		var w interface {
+			Write([]byte) (int, error)
+			String() string
+		} = &errb
+		args := []string{"--sender", s, "--receiver", r}
+		if quiet {
+			w = &fakeTTY{}
+			args = append(args, "--quiet")
+		}
+		if err := analyzeMain(args, &out, w); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(w.String(), "\r") || strings.Contains(w.String(), "reading") {
+			t.Errorf("quiet=%v: progress written: %q", quiet, w.String())
+		}
+	}
+}

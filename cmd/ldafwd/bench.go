@@ -18,9 +18,10 @@ func init() {
 // benchOptions are the flags of `ldafwd bench`; the suites are
 // bench/suites'.
 type benchOptions struct {
-	out  outputFlags
-	only string
-	list bool
+	out   outputFlags
+	only  string
+	list  bool
+	quiet bool
 	suites.Options
 }
 
@@ -35,6 +36,7 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "duration of each forwarding run")
 	fs.IntVar(&o.Frames, "frames", 4096, "distinct frames per round of the perpacket suite")
 	fs.IntVar(&o.Size, "size", 128, "frame size in bytes of the perpacket and forward-ring suites (64..2048; the NIC suites send 64-byte frames)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "bench", args); help || err != nil {
 		return err
@@ -81,20 +83,7 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, row, b.Name, fmt.Sprintf("%.3f", b.Mpps), fmt.Sprintf("%.2f", b.NsPerPkt), b.Baseline, ratio)
 		}
 	}
-	ran := 0
-	var failed []string
-	for _, s := range all {
-		if !re.MatchString(s.Name) {
-			continue
-		}
-		ran++
-		if err := s.Run(&o.Options, emit); err != nil {
-			// One suite that cannot run here (no DPDK, not root) does not
-			// hide the others; it is reported and makes the exit status 1.
-			fmt.Fprintf(stderr, "bench: %s: %v\n", s.Name, err)
-			failed = append(failed, s.Name)
-		}
-	}
+	ran, failed := suites.RunMatching(&o.Options, re, emit, stderr, o.quiet)
 	if ran == 0 {
 		return fmt.Errorf("bench: no suite matches --only %q (see --list)", o.only)
 	}

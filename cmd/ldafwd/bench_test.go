@@ -55,3 +55,27 @@ func TestBenchFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchProgress: a terminal stderr names the suite running and the
+// last case done; --quiet writes no progress.
+func TestBenchProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs benchmarks")
+	}
+	args := []string{"--only", "^perpacket$", "--rounds", "1", "--frames", "64"}
+	var out bytes.Buffer
+	var tty fakeTTY
+	if err := benchMain(args, &out, &tty); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tty.String(), "bench: running suite perpacket") || !strings.Contains(tty.String(), "last done: pkt-") {
+		t.Errorf("progress %q", tty.String())
+	}
+	var quiet fakeTTY
+	if err := benchMain(append(args, "--quiet"), &out, &quiet); err != nil {
+		t.Fatal(err)
+	}
+	if quiet.Len() != 0 {
+		t.Errorf("--quiet wrote %q", quiet.String())
+	}
+}

@@ -47,6 +47,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		segmentName        string
 		metricsAddr        string
 		queues             int
+		capture            service.Capture
 	)
 	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -76,6 +77,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	extra.registerSizing(fs)
 	budget.register(fs)
 	microbursts.register(fs)
+	registerCapture(fs, &capture, [2]string{"sender", "receiver"},
+		"write what ldafwd#1 receives from the generator (its port a, where the measured path starts) to this pcapng file; `ldafwd analyze --sender` reads it",
+		"write what ldafwd#2 receives from the segment (its port a) to this pcapng file; `ldafwd analyze --receiver` reads it")
 	out.register(fs)
 	if help, err := parseFlags(fs, "demo", args); help || err != nil {
 		return err
@@ -87,6 +91,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("demo: %w", err)
 	}
 	if err := service.CheckSegmentName(segmentName); err != nil {
+		return usageErrorf("demo: %w", err)
+	}
+	if err := capture.Validate(false); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
 	switch {
@@ -192,7 +199,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		table = stdout
 	}
 	return service.RunDemo(cfg, service.DemoOutput{W: w, Table: table, Stderr: stderr, SegmentName: segmentName,
-		MetricsAddr: metricsAddr, Verbose: verbose, DelaySpec: delaySpec, Synopses: synopses})
+		MetricsAddr: metricsAddr, Verbose: verbose, DelaySpec: delaySpec, Synopses: synopses, Capture: capture})
 }
 
 // demoKey makes a throw-away HMAC key: the demo authenticates its control

@@ -13,6 +13,7 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/flagfile"
 	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -54,7 +55,7 @@ type runOptions struct {
 
 func (o *runOptions) flags(fs *pflag.FlagSet) {
 	def := synopsis.DefaultCompactBounds()
-	fs.StringVar(&o.config, "config", "", "read flags from FILE (key = value lines, keys are the long flag names; flags on the command line win)")
+	fs.StringVar(&o.config, "config", "", "read flags from FILE (key = value lines, keys are the long flag names, # comments, block lists for repeatable flags; docs/run.md; flags on the command line win)")
 	fs.StringVar(&o.cfg.PortA, "port-a", "", "port a: dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b (required)")
 	fs.StringVar(&o.cfg.PortB, "port-b", "", "port b, same forms as --port-a (required)")
 	fs.StringVar(&o.cfg.Segment, "segment-port", "", "which port faces the measured segment: a or b (required)")
@@ -85,6 +86,9 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.cfg.Drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.cfg.IdleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
 	fs.BoolVar(&o.cfg.ForwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")
+	registerCapture(fs, &o.cfg.Capture, [2]string{"a", "b"},
+		"write what port a receives to this pcapng file (ns timestamps: the receive times the appliance measures with), off the packet path; --capture-max-bytes bounds its size",
+		"write what port b receives to this pcapng file, as --capture-a")
 	fs.StringVar(&o.cfg.LogLevel, "log-level", "info", "log level on stderr: trace, debug, info, warn, error")
 	o.out.register(fs)
 }
@@ -106,7 +110,7 @@ func parseRunArgs(o *runOptions, args []string, stdout io.Writer) error {
 	}
 	if o.config != "" {
 		var err error
-		if o.cfg.Origin, err = applyConfigFile(fs, o.config); err != nil {
+		if o.cfg.Origin, err = flagfile.Apply(fs, o.config); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ldafwd/ldafwd/flagfile"
 	"github.com/spf13/pflag"
 )
 
@@ -23,6 +24,7 @@ func FuzzRunConfig(f *testing.F) {
 		"interval = \"1s\n", "cores = 0,1\n", "lda-loss-rates = 0.1,0.2\n", "port-a = '\\x00'\n", "\x00\xff=\n",
 		"report = \"a\\\"b\"\n", "format: json\r\n", "---\nlog-level: debug\n",
 		"mec:\n  - voice=dscp:46\n  - web=proto:tcp\n", "- x\n", "cores:\n- 0\n- 1\n", "interval:\n", "mec:\n-\n",
+		"port-a = ring:x.a # c\n", "report = \"a #b\" # c\n", "report = 'a\\'#\n", "mec: [a, b]\n", "segment-name = a#b\n", "mec: # x\n - v=dscp:1 #y\n",
 	} {
 		f.Add(s)
 	}
@@ -35,7 +37,7 @@ func FuzzRunConfig(f *testing.F) {
 		var o runOptions
 		fs := newFlagSet("run", io.Discard)
 		o.flags(fs)
-		if _, err := applyConfigFile(fs, path); err != nil {
+		if _, err := flagfile.Apply(fs, path); err != nil {
 			if !strings.Contains(err.Error(), "--config") {
 				t.Fatalf("error %q does not name --config", err)
 			}
@@ -56,7 +58,7 @@ func FuzzRunConfig(f *testing.F) {
 		var o2 runOptions
 		fs2 := newFlagSet("run", io.Discard)
 		o2.flags(fs2)
-		if _, err := applyConfigFile(fs2, path); err != nil {
+		if _, err := flagfile.Apply(fs2, path); err != nil {
 			t.Fatalf("round trip of %q: %v", b.String(), err)
 		}
 		for name, v := range want {

@@ -14,11 +14,13 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/control"
@@ -107,6 +109,9 @@ func TestRunFlagValidation(t *testing.T) {
 		{"mtu small", []string{"--mtu", "100"}, "--mtu"},
 		{"mtu big", []string{"--mtu", "9000"}, "--mtu"},
 		{"forward-only with measurement flags", []string{"--forward-only"}, "--forward-only measures nothing: drop --segment-port, --insecure"},
+		{"forward-only with capture", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--capture-a", "x.pcapng"}, "not with --forward-only"},
+		{"capture same file", []string{"--capture-a", "x.pcapng", "--capture-b", "x.pcapng"}, "same file"},
+		{"capture ring", []string{"--capture-a", "x.pcapng", "--capture-ring", "100"}, "--capture-ring"},
 		{"forward-only with mec", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--mec", "v=dscp:46"}, "drop --mec"},
 		{"forward-only with lda size", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--lda-counters", "64"}, "drop --lda-counters"},
 		{"duration", []string{"--duration", "-1s"}, "--duration"},
@@ -187,7 +192,7 @@ format: json
 	if err != nil || len(o.cfg.MEC) != 1 {
 		t.Fatalf("mec on the command line: %q %v", o.cfg.MEC, err)
 	}
-	// A YAML block list, and "key value" lines.
+	// A block list, "key: value" and "key value" lines.
 	yaml := filepath.Join(dir, "ldafwd.yaml")
 	os.WriteFile(yaml, []byte("---\nport-a: ring:y.a\nport-b ring:y.b\nsegment-port: a\ninsecure: true\nmec:\n  - voice=dscp:46\n  - \"web=proto:tcp,dport:443\"\ncores:\n  - 0\n"), 0o644)
 	o, err = parseAndValidate([]string{"--config", yaml})
@@ -197,7 +202,23 @@ format: json
 	if o.cfg.PortB != "ring:y.b" || len(o.cfg.MEC) != 2 || o.cfg.MEC[1] != "web=proto:tcp,dport:443" || len(o.cfg.Cores) != 1 || !o.cfg.Insecure {
 		t.Fatalf("YAML config: %+v", o)
 	}
+	// Comments after a value, quotes keeping a '#', and a '#' inside a
+	// word, which is no comment.
+	inline := filepath.Join(dir, "inline.conf")
+	os.WriteFile(inline, []byte("port-a = ring:i.a   # upstream\nport-b: ring:i.b\t# segment\nsegment-port b # here\ninsecure # no key\n"+
+		"report = \"/tmp/a #1.jsonl\" # quoted\nsegment-name = east#2\nmec:   # rules\n  - voice=dscp:46 # EF\n  - 'web=proto:tcp,dport:443'\n"), 0o644)
+	o, err = parseAndValidate([]string{"--config", inline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.PortA != "ring:i.a" || o.cfg.PortB != "ring:i.b" || o.cfg.Segment != "b" || !o.cfg.Insecure || o.out.report != "/tmp/a #1.jsonl" ||
+		o.cfg.SegmentName != "east#2" || len(o.cfg.MEC) != 2 || o.cfg.MEC[0] != "voice=dscp:46" || o.cfg.MEC[1] != "web=proto:tcp,dport:443" {
+		t.Fatalf("inline comments: %+v", o)
+	}
 	for _, c := range []struct{ text, want string }{
+		{"# rules\nmec: [voice=dscp:46, web=dscp:10]\n", ":2: mec: a flow list"},
+		{"cores = [0, 1]\n", ":1: cores: a flow list"},
+		{"\nreport = \"x # y\n", `:2: quote " not closed`},
 		{"- voice=dscp:46\n", "outside a list"},
 		{"interval:\n- 1s\n", `key "interval" needs a value`},
 		{"mec:\nport-a = ring:q.a\n- x=dscp:1\n", "outside a list"},
@@ -330,12 +351,13 @@ func TestRunTwoAppliances(t *testing.T) {
 	var out1, out2, err1, err2 syncBuf
 	errs := make(chan error, 2)
 	report2 := filepath.Join(t.TempDir(), "r2.jsonl")
+	capture2 := filepath.Join(t.TempDir(), "seg.pcapng") // what #2 receives from the segment
 	go func() {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b"}, common...), &out1, &err1)
 	}()
 	go func() {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a",
-			"--metrics-addr", "127.0.0.1:0", "--report", report2, "--segment-name", "seg x"}, common...), &out2, &err2)
+			"--metrics-addr", "127.0.0.1:0", "--report", report2, "--segment-name", "seg x", "--capture-a", capture2}, common...), &out2, &err2)
 	}()
 	// Find #2's metrics address in its log.
 	var metricsURL string
@@ -402,7 +424,7 @@ func TestRunTwoAppliances(t *testing.T) {
 		`ldafwd_lost_packets_total{direction="a>b",mec="all",segment="seg x",synopsis="lda"}`, `ldafwd_port_rx_packets_total{name="ring:` + s + `.b",port="a",segment="seg x"}`,
 		`ldafwd_lane_ends_seen_total{lane="receiver",segment="seg x"}`, `ldafwd_control_accepted_total{segment="seg x"}`,
 		`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",segment="seg x",synopsis="lda",valid="true"}`,
-		`ldafwd_up{segment="seg x"} 1`} {
+		`ldafwd_up{segment="seg x"} 1`, `ldafwd_capture_frames_total{port="a",result="captured",segment="seg x"}`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -487,6 +509,26 @@ func TestRunTwoAppliances(t *testing.T) {
 	}
 	if fb := finals["b"]; fb.TxPackets != sunk || fb.Name != "ring:"+k+".a" || fb.ElapsedS <= 1 {
 		t.Errorf("final port b record %+v; the sink got %d", fb, sunk)
+	}
+	// --capture-a: every frame #2's segment port received, control frames
+	// included, is in the file or counted as not captured (ring_full: the
+	// writer fell behind on a busy machine), as the exit log line says.
+	c, err := analyze.OpenCapture(capture2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, _, ok := c.Next(); ok; _, _, ok = c.Next() {
+	}
+	c.Close()
+	var skipped uint64
+	if m := regexp.MustCompile(fmt.Sprintf(`"capture":"a"[^\n]*"captured":%d,"ring_full":(\d+),"size_limit":0,"time":"[^"]*","message":"capture closed"`, c.Frames)).FindStringSubmatch(err2.String()); m != nil {
+		skipped, _ = strconv.ParseUint(m[1], 10, 64)
+	} else {
+		t.Errorf("no exit log line for the %d frames of the capture:\n%s", c.Frames, grepLines(err2.String(), "capture"))
+	}
+	t.Logf("capture of port a: %d frames, %d not captured (ring full)", c.Frames, skipped)
+	if fa := finals["a"]; c.Frames == 0 || c.Frames+skipped != fa.RxPackets || c.EndedEarly != nil {
+		t.Errorf("capture of port a holds %d frames (%v) and skipped %d, the port received %d", c.Frames, c.EndedEarly, skipped, fa.RxPackets)
 	}
 	// --report has the same lines as stdout.
 	if b, err := os.ReadFile(report2); err != nil || string(b) != out2.String() {

@@ -26,6 +26,7 @@ type simOptions struct {
 	plot        string
 	quick       bool
 	claims      bool
+	quiet       bool
 }
 
 // Quick mode: small enough for `make demo` (a few seconds on 2 cores),
@@ -63,6 +64,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.plot, "plot", "", "write PNG plots like Figs. 4–6 (log axes) into this directory")
 	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("small demo run: %d packets, %d runs, losses %v unless given explicitly", quickPackets, quickRuns, quickLosses))
 	fs.BoolVar(&o.claims, "claims", true, "check the paper's claims (stated for N = 5 000 000 and 1024 counters) after the tables; --quick turns this off unless --claims is given")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "sim", args); help || err != nil {
 		return err
@@ -107,7 +109,7 @@ func simMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	table := o.out.format == "table"
 
 	return (&sim.Command{Names: names, Options: o.opts, SynPackets: synPackets, SynRuns: synRuns, Workers: o.workers,
-		CSV: o.csv, Plot: o.plot, Quick: o.quick, Claims: o.claims, Table: table, Report: o.out.report}).Run(ctx, w, stdout, stderr)
+		CSV: o.csv, Plot: o.plot, Quick: o.quick, Claims: o.claims, Table: table, Report: o.out.report, Quiet: o.quiet}).Run(ctx, w, stdout, stderr)
 }
 
 // validate checks every flag and returns the experiments to run.

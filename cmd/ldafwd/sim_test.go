@@ -235,3 +235,28 @@ func TestSimCommandErrors(t *testing.T) {
 		t.Errorf("--help: %v", err)
 	}
 }
+
+// TestSimProgress: a terminal stderr shows which point runs, of how many,
+// with an ETA once one is done; --quiet and a plain stderr show none.
+func TestSimProgress(t *testing.T) {
+	args := []string{"--packets", "20000", "--runs", "1", "--losses", "0.01,0.1", "--experiment", "fig5", "--claims=false"}
+	var out bytes.Buffer
+	var tty fakeTTY
+	if err := simMain(context.Background(), args, &out, &tty); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sim: fig5: point 1/", "sim: fig5: point 2/", "ETA "} {
+		if !strings.Contains(tty.String(), want) {
+			t.Errorf("progress lacks %q: %q", want, tty.String())
+		}
+	}
+	var quiet fakeTTY
+	var plain bytes.Buffer
+	simMain(context.Background(), append(args, "--quiet"), &out, &quiet)
+	simMain(context.Background(), args, &out, &plain)
+	for _, s := range []string{quiet.String(), plain.String()} {
+		if strings.Contains(s, "point 1/") || strings.Contains(s, "\r") {
+			t.Errorf("progress written: %q", s)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package flagfile
 
 import (
 	"fmt"
@@ -9,17 +9,26 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// applyConfigFile sets every flag the file names that the command line
-// did not set. The file has one "key = value" (or "key: value", or "key
-// value") per line; keys are long flag names (a leading "--" is allowed);
-// '#' starts a comment line; values may be quoted; a repeatable flag
-// (--mec) may appear several times or as a YAML block list ("mec:" alone,
-// then "- rule" lines); a bare key sets a boolean flag.
+// Apply sets every flag the file names that the command line
+// did not set. The format is ldafwd's own, line-based (not YAML, though a
+// simple YAML mapping of scalars and block lists reads the same):
 //
-// It returns where each value it set came from ("--config PATH:LINE",
-// keyed by flag name and value), so that a value found wrong later (a
-// --mec rule) is reported with its line.
-func applyConfigFile(fs *pflag.FlagSet, path string) (map[string]string, error) {
+//   - one "key = value", "key: value" or "key value" per line; keys are
+//     long flag names (a leading "--" is allowed); a bare key sets a
+//     boolean flag;
+//   - '#' at the start of a line, or after a space or tab outside quotes,
+//     starts a comment that runs to the end of the line; blank lines and
+//     "---" are skipped;
+//   - a value may be quoted ("…" with Go escapes, or '…');
+//   - a repeatable flag (--mec, --cores) may appear on several lines, or
+//     as a block list: the key alone ("mec:"), then one "- value" line
+//     per item; a flow list ("mec: [a, b]") is refused, because a MEC
+//     rule holds commas.
+//
+// Errors name the file and line. It returns where each value it set came
+// from ("--config PATH:LINE", keyed by flag name and value), so that a
+// value found wrong later (a --mec rule) is reported with its line.
+func Apply(fs *pflag.FlagSet, path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
@@ -37,10 +46,14 @@ func applyConfigFile(fs *pflag.FlagSet, path string) (map[string]string, error) 
 		origin[key+"\x00"+unquote(val)] = where
 		return nil
 	}
-	listKey := "" // the key of the YAML block list being read
+	listKey := "" // the key of the block list being read
 	for i, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
 		where := fmt.Sprintf("--config %s:%d", path, i+1)
+		line, err := stripComment(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") || line == "---" {
 			continue
 		}
@@ -69,6 +82,8 @@ func applyConfigFile(fs *pflag.FlagSet, path string) (map[string]string, error) 
 			continue
 		case !ok && f.Value.Type() != "bool" || ok && val == "":
 			return nil, fmt.Errorf("%s: key %q needs a value", where, key)
+		case isListFlag(f) && strings.HasPrefix(val, "[") && strings.HasSuffix(val, "]"):
+			return nil, fmt.Errorf("%s: %s: a flow list [a, b] is not read (a MEC rule holds commas): one value per line (%s = …, repeated) or a block list (%s: alone, then - … lines)", where, key, key, key)
 		}
 		if !ok {
 			val = "true"
@@ -78,6 +93,35 @@ func applyConfigFile(fs *pflag.FlagSet, path string) (map[string]string, error) 
 		}
 	}
 	return origin, nil
+}
+
+// stripComment cuts a comment off a config line: '#' at its start or
+// after a space or tab, outside quotes. A quote left open is an error.
+func stripComment(line string) (string, error) {
+	var q byte // the open quote, or 0
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case q != 0:
+			if c == '\\' && q == '"' {
+				i++ // an escaped character, a quote among them
+			} else if c == q {
+				q = 0
+			}
+		case c == '"' || c == '\'':
+			// A quote opens a quoted value only at a value's start: after
+			// "=", ":", a space, or at the line's start.
+			if i == 0 || strings.ContainsRune(" \t=:", rune(line[i-1])) {
+				q = c
+			}
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return line[:i], nil
+		}
+	}
+	if q != 0 {
+		return "", fmt.Errorf("quote %c not closed", q)
+	}
+	return line, nil
 }
 
 // isListFlag reports whether f takes several values (--mec, --cores…).
