@@ -19,7 +19,7 @@ import (
 // steering brings to its queue (docs/protocol.md, "Several lanes").
 
 // synBuffer is the control side's view of one role's synopses: the one
-// lane's DoubleBuffer, or the MergedBuffer of every queue's lane.
+// lane's SynBuffer, or the MergedBuffer of every queue's lane.
 type synBuffer interface {
 	Idle() (*dataplane.SynSet, bool)
 	Release()
@@ -53,13 +53,13 @@ func queueCount(cfg *Config) (int, error) {
 
 // newBuffers makes the lanes' double buffers (sender, receiver: one per
 // queue) and the control side's view of them.
-func (a *Appliance) newBuffers(syn dataplane.SynConfig, nq int) (sbufs, rbufs []*dataplane.DoubleBuffer, err error) {
+func (a *Appliance) newBuffers(syn dataplane.SynConfig, nq int) (sbufs, rbufs []*dataplane.SynBuffer, err error) {
 	for q := 0; q < nq; q++ {
-		s, err := dataplane.NewDoubleBuffer(syn)
+		s, err := dataplane.NewSynBuffer(syn)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := dataplane.NewDoubleBuffer(syn)
+		r, err := dataplane.NewSynBuffer(syn)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -81,7 +81,7 @@ func ForwardRing(mode string, burst, size int, d time.Duration) (ForwardResult, 
 		default:
 			return res, fmt.Errorf("bench: unknown forwarding mode %q", mode)
 		}
-		buf, err := dataplane.NewDoubleBuffer(syn)
+		buf, err := dataplane.NewSynBuffer(syn)
 		if err != nil {
 			return res, err
 		}

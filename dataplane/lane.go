@@ -46,7 +46,7 @@ type LaneConfig struct {
 	StallNs    uint64 // drop buffered frames the tx port has taken nothing of for this long, ns; default 50 ms
 	Clock      func() uint64
 	Classifier *classifier.Classifier
-	Buffer     *DoubleBuffer // synopses (sender and receiver roles)
+	Buffer     *SynBuffer // synopses (sender and receiver roles)
 
 	// Sender role.
 	Epoch *atomic.Uint64     // the interval clock: the control side stores k+1 when interval k ends

@@ -137,8 +137,8 @@ func TestLaneLinkLocalZeroAllocs(t *testing.T) {
 	for _, rules := range [][]string{nil, {"ll=linklocal:yes,proto:udp", "ll2=linklocal:yes"}} {
 		cl, _ := classifier.NewClassifierFromSpecs(rules)
 		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()}
-		sbuf, _ := dataplane.NewDoubleBuffer(syn)
-		rbuf, _ := dataplane.NewDoubleBuffer(syn)
+		sbuf, _ := dataplane.NewSynBuffer(syn)
+		rbuf, _ := dataplane.NewSynBuffer(syn)
 		l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 		l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 		l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})

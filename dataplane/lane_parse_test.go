@@ -104,17 +104,17 @@ func TestLaneParseModes(t *testing.T) {
 type laneChain struct {
 	l0, l1, l2 *dataplane.RingLink
 	snd, rcv   *dataplane.Lane
-	sbuf, rbuf *dataplane.DoubleBuffer
+	sbuf, rbuf *dataplane.SynBuffer
 }
 
 func newLaneChain(t *testing.T, cl *classifier.Classifier, syn dataplane.SynConfig) laneChain {
 	t.Helper()
 	var c laneChain
 	var err error
-	if c.sbuf, err = dataplane.NewDoubleBuffer(syn); err != nil {
+	if c.sbuf, err = dataplane.NewSynBuffer(syn); err != nil {
 		t.Fatal(err)
 	}
-	if c.rbuf, err = dataplane.NewDoubleBuffer(syn); err != nil {
+	if c.rbuf, err = dataplane.NewSynBuffer(syn); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []**dataplane.RingLink{&c.l0, &c.l1, &c.l2} {

@@ -16,7 +16,7 @@ import (
 func TestLaneQueueSteeringCheck(t *testing.T) {
 	cl, _ := classifier.NewClassifier(nil)
 	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
-	rbuf, _ := dataplane.NewDoubleBuffer(syn)
+	rbuf, _ := dataplane.NewSynBuffer(syn)
 	l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	endr, _ := control.NewEndReader(nil, true, 1)

@@ -48,7 +48,7 @@ func (b *bigRefuser) TxBurst(pkts []*dataplane.Packet) int {
 func TestLaneRefusedOwnFramesWaitOnce(t *testing.T) {
 	cl, _ := classifier.NewClassifier(nil)
 	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
-	buf, err := dataplane.NewDoubleBuffer(syn)
+	buf, err := dataplane.NewSynBuffer(syn)
 	if err != nil {
 		t.Fatal(err)
 	}

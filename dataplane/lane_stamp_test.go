@@ -76,7 +76,7 @@ func TestPollStampBound(t *testing.T) {
 		clk := &stepClock{now: 1_000_000_000, rng: rand.New(rand.NewPCG(seed, 7))}
 		cl, _ := classifier.NewClassifierFromSpecs(nil)
 		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
-		rbuf, _ := dataplane.NewDoubleBuffer(syn)
+		rbuf, _ := dataplane.NewSynBuffer(syn)
 		l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
 		l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
 		endr, _ := control.NewEndReader(nil, true, 1)

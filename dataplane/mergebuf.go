@@ -21,10 +21,10 @@ import "fmt"
 // interval, and the merged copy covers every interval any of them
 // spanned, marked Merged: it is reported invalid, never as one interval.
 //
-// Control side only (like DoubleBuffer.Idle/Release); the workers use
-// their own DoubleBuffer.
+// Control side only (like SynBuffer.Idle/Release); the workers use
+// their own SynBuffer.
 type MergedBuffer struct {
-	lanes []*DoubleBuffer
+	lanes []*SynBuffer
 	acc   *SynSet  // accumulated merge
 	act   *SynSet  // Active's merge of the copies in progress
 	has   []bool   // lane i contributed to acc
@@ -36,7 +36,7 @@ type MergedBuffer struct {
 }
 
 // NewMergedBuffer merges the copies of lanes, which must share cfg.
-func NewMergedBuffer(cfg SynConfig, lanes []*DoubleBuffer) (*MergedBuffer, error) {
+func NewMergedBuffer(cfg SynConfig, lanes []*SynBuffer) (*MergedBuffer, error) {
 	if len(lanes) == 0 {
 		return nil, fmt.Errorf("dataplane: merged buffer of no lanes")
 	}
@@ -56,7 +56,7 @@ func NewMergedBuffer(cfg SynConfig, lanes []*DoubleBuffer) (*MergedBuffer, error
 }
 
 // Lanes are the merged double buffers.
-func (m *MergedBuffer) Lanes() []*DoubleBuffer { return m.lanes }
+func (m *MergedBuffer) Lanes() []*SynBuffer { return m.lanes }
 
 // Err is the first merge failure, if any (the lanes' synopses differ in
 // shape: a construction bug, never traffic).

@@ -16,8 +16,8 @@ import (
 func TestMergedBuffer(t *testing.T) {
 	rda := synopsis.DefaultRDAConfig()
 	cfg := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1}
-	lanes := []*dataplane.DoubleBuffer{must(dataplane.NewDoubleBuffer(cfg)), must(dataplane.NewDoubleBuffer(cfg))}
-	ref := must(dataplane.NewDoubleBuffer(cfg))
+	lanes := []*dataplane.SynBuffer{must(dataplane.NewSynBuffer(cfg)), must(dataplane.NewSynBuffer(cfg))}
+	ref := must(dataplane.NewSynBuffer(cfg))
 	m, err := dataplane.NewMergedBuffer(cfg, lanes)
 	if err != nil {
 		t.Fatal(err)

@@ -167,7 +167,7 @@ func (s *SynSet) Reset() {
 	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false
 }
 
-// DoubleBuffer holds a lane's copies of its synopses and the epoch
+// SynBuffer holds a lane's three copies (bufCopies) of its synopses and the epoch
 // protocol between the lane's worker and the control side. It
 // is the paper's double buffer (ToN Sec. V) with one spare copy:
 //
@@ -186,7 +186,7 @@ func (s *SynSet) Reset() {
 // still late (an overrun) the worker does not flip: it keeps recording into
 // the active copy, which then covers several intervals and is reported
 // invalid (Merged). Forwarding never waits for the control side.
-type DoubleBuffer struct {
+type SynBuffer struct {
 	Sets     [bufCopies]*SynSet
 	flips    atomic.Uint64
 	_        [56]byte // flips is the worker's, released the control side's: separate cache lines
@@ -199,9 +199,9 @@ type DoubleBuffer struct {
 // written, the one being read, and a spare.
 const bufCopies = 3
 
-// NewDoubleBuffer allocates the copies.
-func NewDoubleBuffer(cfg SynConfig) (*DoubleBuffer, error) {
-	d := &DoubleBuffer{}
+// NewSynBuffer allocates the copies.
+func NewSynBuffer(cfg SynConfig) (*SynBuffer, error) {
+	d := &SynBuffer{}
 	for i := range d.Sets {
 		s, err := NewSynSet(cfg)
 		if err != nil {
@@ -213,12 +213,12 @@ func NewDoubleBuffer(cfg SynConfig) (*DoubleBuffer, error) {
 }
 
 // Active is the copy the worker records into now (worker only).
-func (d *DoubleBuffer) Active() *SynSet { return d.Sets[d.flips.Load()%bufCopies] }
+func (d *SynBuffer) Active() *SynSet { return d.Sets[d.flips.Load()%bufCopies] }
 
 // Flip closes the active copy as interval k (covering up to nowNs) and
 // switches to the next copy, if one is free. It reports whether it
 // flipped. Worker only; called once per interval.
-func (d *DoubleBuffer) Flip(k, nowNs uint64) bool {
+func (d *SynBuffer) Flip(k, nowNs uint64) bool {
 	f := d.flips.Load()
 	a := d.Sets[f%bufCopies]
 	a.LastK, a.EndNs = k, nowNs
@@ -236,14 +236,14 @@ func (d *DoubleBuffer) Flip(k, nowNs uint64) bool {
 
 // Begin sets the active copy's first interval and start time (worker, once
 // before the first packet).
-func (d *DoubleBuffer) Begin(k, nowNs uint64) {
+func (d *SynBuffer) Begin(k, nowNs uint64) {
 	a := d.Sets[d.flips.Load()%bufCopies]
 	a.FirstK, a.StartNs = k, nowNs
 }
 
 // Idle returns the oldest copy the worker has handed over, if any (control
 // side). The caller reads it, then calls Release.
-func (d *DoubleBuffer) Idle() (*SynSet, bool) {
+func (d *SynBuffer) Idle() (*SynSet, bool) {
 	r := d.released.Load()
 	if d.flips.Load() == r {
 		return nil, false
@@ -253,7 +253,7 @@ func (d *DoubleBuffer) Idle() (*SynSet, bool) {
 
 // Release zeroes the idle copy and gives it back to the worker (control
 // side).
-func (d *DoubleBuffer) Release() {
+func (d *SynBuffer) Release() {
 	r := d.released.Load()
 	d.Sets[r%bufCopies].Reset()
 	d.released.Store(r + 1)
@@ -261,4 +261,4 @@ func (d *DoubleBuffer) Release() {
 
 // Overruns counts flips that could not happen because the control side was
 // late.
-func (d *DoubleBuffer) Overruns() uint64 { return d.overruns.Load() }
+func (d *SynBuffer) Overruns() uint64 { return d.overruns.Load() }

@@ -6,11 +6,11 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-// TestDoubleBufferSlack: the control side may be a whole interval late
+// TestSynBufferSlack: the control side may be a whole interval late
 // without an overrun; two intervals late, the worker keeps recording into
 // its copy and marks it merged instead of overwriting a copy being read.
-func TestDoubleBufferSlack(t *testing.T) {
-	d, err := NewDoubleBuffer(SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+func TestSynBufferSlack(t *testing.T) {
+	d, err := NewSynBuffer(SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,11 +137,11 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 
 	cl, _ := classifier.NewClassifier(nil)
 	syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
-	sbuf, err := dataplane.NewDoubleBuffer(syn)
+	sbuf, err := dataplane.NewSynBuffer(syn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rbuf, _ := dataplane.NewDoubleBuffer(syn)
+	rbuf, _ := dataplane.NewSynBuffer(syn)
 	sender, err := control.NewSender(control.SenderConfig{Insecure: true, Direction: 1,
 		Hello: control.Hello{IntervalNs: int64(interval), Lanes: 1, MECs: []string{"all"}}})
 	if err != nil {
@@ -237,7 +237,7 @@ func TestTwoAppliancesImpairedLink(t *testing.T) {
 				epoch.Store(k)
 			}
 			for _, side := range []struct {
-				b   *dataplane.DoubleBuffer
+				b   *dataplane.SynBuffer
 				out map[uint64]copyOut
 			}{{sbuf, sent}, {rbuf, recv}} {
 				for {
@@ -396,8 +396,8 @@ func laneZeroAllocs(t *testing.T, syn dataplane.SynConfig, tap bool) {
 	l0, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 1024, Pool: 4096})
 	cl, _ := classifier.NewClassifier(nil)
-	sbuf, _ := dataplane.NewDoubleBuffer(syn)
-	rbuf, _ := dataplane.NewDoubleBuffer(syn)
+	sbuf, _ := dataplane.NewSynBuffer(syn)
+	rbuf, _ := dataplane.NewSynBuffer(syn)
 	var epoch atomic.Uint64
 	epoch.Store(100)
 	inj, _ := ring.NewSPSC[[]byte](16)

@@ -142,7 +142,7 @@ func instrLDA(t *testing.T, x, y *Port, polls int) uint64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf, err := dataplane.NewDoubleBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+		buf, err := dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func benchLane(rx, tx dataplane.Port, lda bool, burst int) (*dataplane.Lane, err
 		if err != nil {
 			return nil, err
 		}
-		buf, err := dataplane.NewDoubleBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+		buf, err := dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
 		if err != nil {
 			return nil, err
 		}
