@@ -44,28 +44,7 @@ func TestBenchDPDKNotBuilt(t *testing.T) {
 // the LDA, each against testpmd's, and no
 // namespace or XDP program left behind.
 func TestBenchAFXDP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs benchmarks")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, XDP)")
-	}
-	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
-		t.Skip("needs dpdk-testpmd")
-	}
-	var out, errb bytes.Buffer
-	if err := benchMain([]string{"--only", "^forward-afxdp$", "--rounds", "1", "--duration", "1s", "--format", "json"}, &out, &errb); err != nil {
-		t.Fatalf("%v\n%s", err, errb.String())
-	}
-	recs := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("not JSON: %s", sc.Text())
-		}
-		recs[m["name"].(string)] = m
-	}
+	recs := runAFXDPSuite(t, "forward-afxdp")
 	pmd := recs["testpmd-io-afxdp"]
 	if pmd == nil || pmd["mpps"].(float64) <= 0 {
 		t.Fatalf("testpmd record %v in %v", pmd, recs)
@@ -94,28 +73,7 @@ func TestBenchAFXDP(t *testing.T) {
 // with their ratio to 1 queue and the reason they have no baseline; no
 // namespace left behind.
 func TestBenchScaleAFXDP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs benchmarks")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, XDP)")
-	}
-	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
-		t.Skip("needs dpdk-testpmd")
-	}
-	var out, errb bytes.Buffer
-	if err := benchMain([]string{"--only", "^scale-afxdp$", "--rounds", "1", "--duration", "1s", "--format", "json"}, &out, &errb); err != nil {
-		t.Fatalf("%v\n%s", err, errb.String())
-	}
-	recs := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("not JSON: %s", sc.Text())
-		}
-		recs[m["name"].(string)] = m
-	}
+	recs := runAFXDPSuite(t, "scale-afxdp")
 	if pmd := recs["scale-testpmd-afxdp-q1"]; pmd == nil || pmd["mpps"].(float64) <= 0 {
 		t.Fatalf("testpmd record %v in %v", pmd, recs)
 	}
@@ -136,4 +94,34 @@ func TestBenchScaleAFXDP(t *testing.T) {
 	if strings.Contains(string(ns), fmt.Sprintf("ldafwd-bench-%d ", os.Getpid())) {
 		t.Errorf("namespace left behind: %s", ns)
 	}
+}
+
+// runAFXDPSuite runs one AF_XDP bench suite for one short round and
+// returns its records by name; it skips where the suite cannot run (-short,
+// not root, no dpdk-testpmd).
+func runAFXDPSuite(t *testing.T, suite string) map[string]map[string]any {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs benchmarks")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (namespaces, XDP)")
+	}
+	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
+		t.Skip("needs dpdk-testpmd")
+	}
+	var out, errb bytes.Buffer
+	if err := benchMain([]string{"--only", "^" + suite + "$", "--rounds", "1", "--duration", "1s", "--format", "json"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	recs := map[string]map[string]any{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %s", sc.Text())
+		}
+		recs[m["name"].(string)] = m
+	}
+	return recs
 }
