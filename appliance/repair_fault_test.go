@@ -216,18 +216,8 @@ func TestRDARepairLostRequest(t *testing.T) {
 // answers each retry; all answers are lost): that line stays valid with
 // its bound, later ones are repaired.
 func TestRDARepairLostReply(t *testing.T) {
-	var first, victim atomic.Uint64 // as in TestRDARepairLostRequest
-	d := &exchangeDropper{drop: func(f *control.Frame) bool {
-		if f.Type != control.TypeReply {
-			return false
-		}
-		k := f.Interval
-		if first.CompareAndSwap(0, k) || k == first.Load() {
-			return false
-		}
-		victim.CompareAndSwap(0, k)
-		return k == victim.Load()
-	}}
+	var victim atomic.Uint64
+	d := replyDropper(&victim)
 	lines, _ := runRepairDemo(t, 42, d, nil)
 	if checkUnrepaired(t, lines, func(k int64) bool { return uint64(k) == victim.Load() }) != 1 {
 		t.Errorf("interval %d: no valid unrepaired line", victim.Load())
@@ -277,18 +267,8 @@ func TestRDARepairPeerNeverAnswers(t *testing.T) {
 // line holds its flow's true mean within its bound; other intervals are
 // repaired.
 func TestLDSRepairLostReply(t *testing.T) {
-	var first, victim atomic.Uint64 // as in TestRDARepairLostRequest
-	d := &exchangeDropper{drop: func(f *control.Frame) bool {
-		if f.Type != control.TypeReply {
-			return false
-		}
-		k := f.Interval
-		if first.CompareAndSwap(0, k) || k == first.Load() {
-			return false
-		}
-		victim.CompareAndSwap(0, k)
-		return k == victim.Load()
-	}}
+	var victim atomic.Uint64
+	d := replyDropper(&victim)
 	ft := &flowTruth{ends: map[uint64]uint64{}}
 	var lds []report.Interval
 	lines, _ := runRepairDemoLDS(t, 44, d, nil, ft, &lds)
@@ -324,4 +304,22 @@ func TestLDSRepairLostReply(t *testing.T) {
 	if victimLines == 0 || complete == 0 {
 		t.Errorf("%d LDS lines in the interval whose replies were lost, %d lossy flow lines repaired completely elsewhere: want both > 0", victimLines, complete)
 	}
+}
+
+// replyDropper loses every reply of one interval, the second one the
+// sender answers (the first may be the partial interval of the start);
+// victim records which.
+func replyDropper(victim *atomic.Uint64) *exchangeDropper {
+	var first atomic.Uint64
+	return &exchangeDropper{drop: func(f *control.Frame) bool {
+		if f.Type != control.TypeReply {
+			return false
+		}
+		k := f.Interval
+		if first.CompareAndSwap(0, k) || k == first.Load() {
+			return false
+		}
+		victim.CompareAndSwap(0, k)
+		return k == victim.Load()
+	}}
 }

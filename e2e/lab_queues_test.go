@@ -257,15 +257,7 @@ func runLabQueues(t *testing.T, missteer bool) {
 
 	ivs, ports2 := p2.records(t)
 	_, ports1 := p1.records(t)
-	final := func(ports []report.Port, port string) report.Port {
-		for _, p := range ports {
-			if p.Final && p.Port == port {
-				return p
-			}
-		}
-		t.Fatalf("no final record for port %s", port)
-		return report.Port{}
-	}
+	final := func(ports []report.Port, port string) report.Port { return finalPort(t, ports, port) }
 	in1, out1 := final(ports1, "a"), final(ports1, "b")
 	in2, out2 := final(ports2, "a"), final(ports2, "b")
 	var sumSent, sumRecv, sumLost uint64

@@ -530,15 +530,7 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string, ex
 
 	ivs, ports2 := p2.records(t)
 	_, ports1 := p1.records(t)
-	final := func(ports []report.Port, port string) report.Port {
-		for _, p := range ports {
-			if p.Final && p.Port == port {
-				return p
-			}
-		}
-		t.Fatalf("no final record for port %s", port)
-		return report.Port{}
-	}
+	final := func(ports []report.Port, port string) report.Port { return finalPort(t, ports, port) }
 	in1 := final(ports1, "a")  // what ldafwd#1 took in from the generator
 	out2 := final(ports2, "b") // what ldafwd#2 put out toward the sink
 	in2 := final(ports2, "a")  // what ldafwd#2 took in from the segment
@@ -820,4 +812,17 @@ func TestBinaryMissingPorts(t *testing.T) {
 	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "usage: ldafwd run") || stderr.Len() > 0 {
 		t.Errorf("run --help: %v, stdout %d bytes, stderr %q", err, len(out), stderr.String())
 	}
+}
+
+// finalPort is port's final record among ports (the record a run writes
+// as it stops); the test fails without one.
+func finalPort(t *testing.T, ports []report.Port, port string) report.Port {
+	t.Helper()
+	for _, p := range ports {
+		if p.Final && p.Port == port {
+			return p
+		}
+	}
+	t.Fatalf("no final record for port %s", port)
+	return report.Port{}
 }
