@@ -283,6 +283,7 @@ func New(cfg Config) (*Appliance, error) {
 			parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindRDA})
 		}
 	}
+	parts = append(parts, clockPart) // this end's mean of the direction it receives (clock.go)
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}

@@ -167,6 +167,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	for m := range set.LDA {
 		add(m, control.KindLDA, ldaParts[m], ldaHdr[m])
 	}
+	// The clock part (clock.go) after the LDAs: growLDA finds those first.
+	ch := hdr(0, flags)
+	add(int(clockPart.MEC), clockPart.Kind, c.clockPayload(ch), len(ch))
 	// left is what one copy may still spend after the LDA, the Hello and
 	// the End marker.
 	left := math.MaxInt

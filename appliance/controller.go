@@ -68,6 +68,7 @@ type controller struct {
 	xs       []control.Exchange
 	xbufs    [][]byte
 	rc       repairCounters
+	clk      clockState // the two directions' means for the clock offset (clock.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -498,6 +499,7 @@ func (c *controller) silentAtStop() {
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	a := c.a
+	c.peerClock(b)
 	if rc.warmup {
 		// From the receiver's start to the first End marker: the copy
 		// misses the frames before our start. Reported invalid, so a
@@ -1074,6 +1076,7 @@ func (c *controller) emit(r *report.Interval) {
 func (c *controller) out(r *report.Interval) {
 	delete(c.repaired, r)
 	c.rdaMicrobursts(r)
+	c.clockLine(r)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.
 		if r.Extra == nil {

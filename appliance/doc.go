@@ -24,7 +24,11 @@
 //     interval, direction and MEC (and per flow for the LDS) — once the next
 //     interval is paired too, in interval order: packets reordered past an
 //     End marker show in the next interval's synopses and are taken out of
-//     the loss (crossing.go).
+//     the loss (crossing.go);
+//   - ships, with its synopses, its newest valid mean delay of the direction
+//     it receives, and estimates from the peer's the offset of its clock
+//     over the peer's, assuming both paths have the same mean delay
+//     (clock.go).
 //
 // Every way an interval can go wrong ends as valid:false with a reason —
 // a lost or forged control frame, a lost End marker, a merged copy (overrun,

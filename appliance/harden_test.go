@@ -53,17 +53,36 @@ type pair struct {
 }
 
 func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(dataplane.Port) dataplane.Port, wrapSeg2Rx func(dataplane.Port) dataplane.Port) *pair {
+	return newPairOpts(t, iv, ringSize, pairOpts{wrapSeg1Tx: wrapSeg1Tx, wrapSeg2Rx: wrapSeg2Rx})
+}
+
+// pairOpts are newPairOpts's settings beyond newPair's.
+type pairOpts struct {
+	wrapSeg1Tx, wrapSeg2Rx func(dataplane.Port) dataplane.Port
+	delay, backDelay       model.Delay   // l1's a→b delay (nil: Weibull, mean 30 µs) and b→a delay (nil: none)
+	clock2                 func() uint64 // #2's clock (nil: CLOCK_REALTIME)
+}
+
+func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair {
+	wrapSeg1Tx, wrapSeg2Rx := o.wrapSeg1Tx, o.wrapSeg2Rx
 	p := &pair{t: t, iv: iv, key: []byte("0123456789abcdef0123456789abcdef"), truths: map[uint64]dataplane.TruthInterval{}, ringSize: ringSize}
 	var err error
 	if p.truth, err = dataplane.NewIntervalTruth(appliance.DirAtoB); err != nil {
 		t.Fatal(err)
 	}
-	delay, _ := model.NewWeibull(30_000, 0.7)
+	var delay model.Delay = o.delay
+	if delay == nil {
+		delay, _ = model.NewWeibull(30_000, 0.7)
+	}
+	var back *dataplane.ImpairConfig
+	if o.backDelay != nil {
+		back = &dataplane.ImpairConfig{Delay: o.backDelay, Loss: model.NoLoss{}, Seed: 10, Queue: 16384}
+	}
 	if p.l0, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384}); err != nil {
 		t.Fatal(err)
 	}
 	if p.l1, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 32768, AtoB: &dataplane.ImpairConfig{
-		Delay: delay, Loss: model.NoLoss{}, Seed: 9, Queue: 16384, Truth: p.truth.Record}}); err != nil {
+		Delay: delay, Loss: model.NoLoss{}, Seed: 9, Queue: 16384, Truth: p.truth.Record}, BtoA: back}); err != nil {
 		t.Fatal(err)
 	}
 	if p.l2, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384}); err != nil {
@@ -89,6 +108,7 @@ func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(datap
 	}
 	p.c1, p.c2 = common, common
 	p.c2.Log = zerolog.New(&p.log2)
+	p.c2.Clock = o.clock2
 	p.c1.PortA, p.c1.PortB, p.c1.Segment = p.l0.B(), p.seg1, "b"
 	p.c2.PortA, p.c2.PortB, p.c2.Segment = p.s2, p.l2.A(), "a"
 	p.c1.Reports = func(r *report.Interval) {

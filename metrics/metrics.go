@@ -57,6 +57,7 @@ type Metrics struct {
 
 	valid, last                                    *prometheus.GaugeVec
 	ctlBytes, ctlFrames                            *prometheus.GaugeVec
+	clockOff, clockBound                           *prometheus.GaugeVec // the clock offset estimate (observeClock)
 	intervals                                      *prometheus.CounterVec
 	lostTotal, sentTotal, recvTotal, ctlBytesTotal *prometheus.CounterVec
 	// The delay moments of valid intervals, packet-weighted (see observeDelay).
@@ -112,6 +113,8 @@ func New(segment string, info map[string]string) *Metrics {
 	m.last = g("interval_number", "Number of the last reported interval (interval start / interval length since the Unix epoch).", ivLabels...)
 	m.ctlBytes = g("control_bytes_per_interval", "Control bytes (Hello, End markers, fragments) that carried the last interval's synopses in-band.", "direction")
 	m.ctlFrames = g("control_frames_per_interval", "Control frames that carried the last interval's synopses in-band.", "direction")
+	m.clockOff = g("clock_offset_seconds", "Offset of this end's clock over the peer's (positive: this end's is ahead), estimated from the two directions' mean one-way delays assuming symmetric paths, as of the last interval line with an estimate; direction is the one this end receives.", "direction")
+	m.clockBound = g("clock_offset_bound_seconds", "Bound of ldafwd_clock_offset_seconds from the two means' confidence intervals (half their sum); it does not cover path asymmetry.", "direction")
 	m.intervals = c("intervals_total", "Reported intervals by validity and reason (a short slug of the report's reason).", "direction", "mec", "synopsis", "valid", "reason")
 	m.lostTotal = c("lost_packets_total", "Lost packets summed over valid intervals.", ivLabels...)
 	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over valid intervals.", ivLabels...)
@@ -201,6 +204,7 @@ func (m *Metrics) Observe(r *report.Interval) {
 		m.observeDelay(l, r)
 	}
 	m.observeMicrobursts(l, r)
+	m.observeClock(r)
 	// Control traffic is per interval and direction, repeated on every
 	// MEC's line: count it once, on the first class ("all").
 	if r.ControlBytes > 0 && (r.MEC == "all" || r.MEC == "") {
@@ -212,6 +216,20 @@ func (m *Metrics) Observe(r *report.Interval) {
 	m.observed.Add(1)
 	m.lastIv.Store(r.Interval)
 	m.lastValid.Store(r.Valid)
+}
+
+// observeClock sets the clock offset gauges from a line's extra
+// clock_offset_ns and clock_offset_ci_ns (docs/reports.md), when it has
+// them.
+func (m *Metrics) observeClock(r *report.Interval) {
+	off, ok := r.Extra["clock_offset_ns"].(float64)
+	ci, ok2 := r.Extra["clock_offset_ci_ns"].(float64)
+	if !ok || !ok2 || math.IsNaN(off) || math.IsInf(off, 0) || math.IsNaN(ci) || math.IsInf(ci, 0) {
+		return
+	}
+	d := prometheus.Labels{"direction": r.Direction}
+	m.clockOff.With(d).Set(off / 1e9)
+	m.clockBound.With(d).Set(ci / 1e9)
 }
 
 // observeDelay adds a valid interval's delay to the moment counters,

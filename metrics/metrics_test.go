@@ -411,3 +411,19 @@ ldafwd_microburst_duration_seconds_count{direction="a>b",mec="all",segment="lab"
 		t.Error(err)
 	}
 }
+
+// TestClockOffsetGauge: a line with a clock offset estimate in its extra
+// sets the direction's offset and bound gauges (seconds); a line without
+// one leaves them as they were.
+func TestClockOffsetGauge(t *testing.T) {
+	m := New("lab", nil)
+	m.Observe(&report.Interval{Interval: 7, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Received: 10, MeanNs: 800e3,
+		Extra: map[string]any{"clock_offset_ns": 300e3, "clock_offset_ci_ns": 1.5e3, "clock_offset_interval": uint64(5), "clock_reverse_mean_ns": 200e3}})
+	m.Observe(&report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Received: 10, MeanNs: 800e3})
+	if got := testutil.ToFloat64(m.clockOff.WithLabelValues("a>b")); got != 300e-6 {
+		t.Errorf("offset %v s, want 300e-6", got)
+	}
+	if got := testutil.ToFloat64(m.clockBound.WithLabelValues("a>b")); got != 1.5e-6 {
+		t.Errorf("bound %v s, want 1.5e-6", got)
+	}
+}

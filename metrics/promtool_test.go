@@ -43,7 +43,8 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	})
 	m.SetState(StateRunning)
 	m.Observe(&report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 9, Lost: 1,
-		MeanNs: 5e4, StddevNs: 1e3, ControlBytes: 900, ControlFrames: 2})
+		MeanNs: 5e4, StddevNs: 1e3, ControlBytes: 900, ControlFrames: 2,
+		Extra: map[string]any{"clock_offset_ns": 3e5, "clock_offset_ci_ns": 2e3, "clock_offset_interval": uint64(0), "clock_reverse_mean_ns": -2.5e5}})
 	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 10, MeanNs: -2e3, StddevNs: 1e3})
 	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Reason: "end marker lost in the segment"})
 	m.Observe(&report.Interval{Interval: 4, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Sent: 100, Received: 90, Lost: 10,
@@ -63,7 +64,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %v %v", resp.Status, err)
 	}
 	for _, want := range []string{"ldafwd_delay_seconds_total{", "ldafwd_delay_negative_seconds_total{", "ldafwd_delay_seconds_squared_total{",
-		"ldafwd_delay_packets_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
+		"ldafwd_delay_packets_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_clock_offset_seconds{", "ldafwd_clock_offset_bound_seconds{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("scrape lacks %s", want)
 		}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ type watchdog struct {
 	atHeard   control.Counters // at lastHeard
 
 	mu    sync.Mutex        // clock is written from the report callback
-	clock map[string]string // direction → why its delays say the clocks disagree
+	clock map[string]string // direction (its offset estimate: direction + " offset") → why its delays say the clocks disagree
 
 	verdict string // the last status written ("" none yet)
 }
@@ -83,6 +84,34 @@ func (w *watchdog) observe(iv *report.Interval) {
 	case iv.Valid && iv.Samples > 0:
 		delete(w.clock, iv.Direction)
 	}
+	w.observeOffset(iv)
+}
+
+// observeOffset checks a line's clock offset estimate (extra
+// clock_offset_ns, from both directions' means). Path asymmetry alone
+// makes the estimate at most half the round trip, (d_fwd + d_rev)/2 (the
+// offset cancels in the sum), so an estimate beyond that by more than its
+// bound is the clocks'. Its key is the direction with " offset": the end
+// whose own mean is the negative one also raises the check above.
+func (w *watchdog) observeOffset(iv *report.Interval) {
+	key := iv.Direction + " offset"
+	th, ok := iv.Extra["clock_offset_ns"].(float64)
+	ci, ok2 := iv.Extra["clock_offset_ci_ns"].(float64)
+	rev, ok3 := iv.Extra["clock_reverse_mean_ns"].(float64)
+	if !iv.Valid || !ok || !ok2 || !ok3 {
+		return
+	}
+	half := (iv.MeanNs + rev) / 2
+	if math.Abs(th)-ci <= half {
+		delete(w.clock, key)
+		return
+	}
+	ahead := "ahead of"
+	if th < 0 {
+		ahead = "behind"
+	}
+	w.clock[key] = fmt.Sprintf("%s interval %d: this end's clock is %s the peer's by %.1f ± %.1f µs (from both directions' mean delays), more than half the round trip (%.1f µs) that path asymmetry could explain; synchronize both clocks (PTP or chrony, docs/run.md)",
+		iv.Direction, iv.Interval, ahead, math.Abs(th)/1e3, ci/1e3, half/1e3)
 }
 
 // check runs the checks at now and reports a changed verdict.

@@ -134,3 +134,31 @@ func TestReportSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaClockOffset: an interval line with the clock offset estimate
+// in its extra follows the schema; one with a field of the wrong type, a
+// negative bound or an offset without its bound does not.
+func TestSchemaClockOffset(t *testing.T) {
+	sch := reportSchema(t)
+	const base = `{"type":"interval","schema":1,"interval":7,"start_ns":700,"end_ns":800,"direction":"a>b","mec":"all","synopsis":"lda","sent":10,"received":10,"lost":0,"mean_ns":800000,"stddev_ns":0,"mean_ci_ns":1.5,"samples":10,"usable_buckets":4,"total_buckets":4,"valid":true,"extra":%s}`
+	for _, c := range []struct {
+		extra string
+		ok    bool
+	}{
+		{`{"clock_offset_ns":299999.8,"clock_offset_ci_ns":1.6,"clock_offset_interval":6,"clock_reverse_mean_ns":200000}`, true},
+		{`{"clock_offset_ns":-800000.2,"clock_offset_ci_ns":1.6,"clock_offset_interval":6,"clock_reverse_mean_ns":1300000,"insecure":true}`, true},
+		{`{"clock_offset_ns":"300","clock_offset_ci_ns":1.6,"clock_offset_interval":6,"clock_reverse_mean_ns":200000}`, false},
+		{`{"clock_offset_ns":300,"clock_offset_ci_ns":-1,"clock_offset_interval":6,"clock_reverse_mean_ns":200000}`, false},
+		{`{"clock_offset_ns":300,"clock_offset_interval":6,"clock_reverse_mean_ns":200000}`, false},
+		{`{"clock_offset_ns":300,"clock_offset_ci_ns":1,"clock_offset_interval":-6,"clock_reverse_mean_ns":200000}`, false},
+	} {
+		line := strings.Replace(base, "%s", c.extra, 1)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); (err == nil) != c.ok {
+			t.Errorf("extra %s: valid %v, want %v (%v)", c.extra, err == nil, c.ok, err)
+		}
+	}
+}

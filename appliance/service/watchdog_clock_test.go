@@ -1,0 +1,110 @@
+package service
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/metrics"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/rs/zerolog"
+)
+
+// TestWatchdogClockOffset: an offset estimate beyond half the round trip
+// (one direction's raw delay negative beyond the bound) raises "clock"
+// at the end whose own delays look fine; one the delays can explain
+// does not, and clears it.
+func TestWatchdogClockOffset(t *testing.T) {
+	w := &watchdog{clock: map[string]string{}}
+	line := func(k int64, fwd, rev, ci float64) *report.Interval {
+		return &report.Interval{Interval: k, Direction: "a>b", Synopsis: "lda", MEC: "all", Valid: true, Samples: 100,
+			MeanNs: fwd, MeanCINs: ci, Extra: map[string]any{"clock_offset_ns": (fwd - rev) / 2, "clock_offset_ci_ns": ci,
+				"clock_offset_interval": uint64(k - 2), "clock_reverse_mean_ns": rev}}
+	}
+	// Symmetric 500 µs, this end 800 µs ahead: a→b reads 1300 µs, b→a −300 µs.
+	w.observe(line(10, 1_300_000, -300_000, 2_000))
+	got := w.clock["a>b offset"]
+	if !strings.Contains(got, "ahead of the peer's by 800.0 ± 2.0 µs") || !strings.Contains(got, "round trip (500.0 µs)") {
+		t.Fatalf("clock check: %q (all: %v)", got, w.clock)
+	}
+	if _, own := w.clock["a>b"]; own {
+		t.Errorf("this end's own mean is positive, yet its negative-delay check fired: %v", w.clock)
+	}
+	// 300 µs offset on 500 µs delays: explained by asymmetry, clears.
+	w.observe(line(11, 800_000, 200_000, 2_000))
+	if len(w.clock) != 0 {
+		t.Errorf("an offset the delays explain: %v", w.clock)
+	}
+	// Beyond half the round trip, but not by more than its bound: no verdict.
+	w.observe(line(12, 1_010_000, -10_000, 30_000))
+	if len(w.clock) != 0 {
+		t.Errorf("within the bound: %v", w.clock)
+	}
+	// Behind: the sign is named.
+	w.observe(line(13, -300_000, 1_300_000, 2_000))
+	if got := w.clock["a>b offset"]; !strings.Contains(got, "behind the peer's by 800.0") {
+		t.Errorf("behind: %q", got)
+	}
+}
+
+// fakePeer is a peer that is heard (control frames accepted) and agrees.
+type fakePeer struct{ n uint64 }
+
+func (f *fakePeer) ControlCounters() control.Counters {
+	f.n++
+	return control.Counters{Accepted: f.n}
+}
+func (f *fakePeer) PeerConfigMismatch() *appliance.PeerMismatch { return nil }
+func (f *fakePeer) Lanes() (sender, receiver *dataplane.Lane) {
+	return &dataplane.Lane{}, &dataplane.Lane{}
+}
+
+// TestWatchdogClockStatus: through run's output, a line whose offset
+// estimate the delays cannot explain makes the next check write a
+// degraded status line with a "clock" problem and sets the metric; a
+// line the delays explain brings the status back to ok.
+func TestWatchdogClockStatus(t *testing.T) {
+	var buf bytes.Buffer
+	o := &Config{Interval: 100 * time.Millisecond, SegmentName: "lab"}
+	m := metrics.New("lab", nil)
+	out := &runOutput{}
+	out.init(o, report.NewWriter(&buf), nil, m, zerolog.Nop())
+	now := time.Unix(1_700_000_000, 0)
+	w := newWatchdog(o, &fakePeer{}, out, m, zerolog.Nop(), now)
+	out.setWatchdog(w)
+	line := func(k int64, fwd, rev float64) *report.Interval {
+		return &report.Interval{Type: "interval", Interval: k, Direction: "a>b", Synopsis: "lda", MEC: "all", Valid: true, Samples: 100, Received: 100,
+			MeanNs: fwd, MeanCINs: 2e3, Extra: map[string]any{"clock_offset_ns": (fwd - rev) / 2, "clock_offset_ci_ns": 2e3,
+				"clock_offset_interval": uint64(k - 2), "clock_reverse_mean_ns": rev}}
+	}
+	out.interval(line(10, 1_300_000, -300_000))
+	w.check(now.Add(50 * time.Millisecond))
+	if !strings.Contains(buf.String(), `"status":"degraded"`) || !strings.Contains(buf.String(), `"check":"clock"`) ||
+		!strings.Contains(buf.String(), "ahead of the peer's by 800.0") {
+		t.Fatalf("no clock status:\n%s", buf.String())
+	}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := math.NaN()
+	for _, mf := range mfs {
+		if mf.GetName() == "ldafwd_clock_offset_seconds" && len(mf.GetMetric()) == 1 {
+			gauge = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if gauge != 800e-6 {
+		t.Errorf("ldafwd_clock_offset_seconds %v, want 800e-6", gauge)
+	}
+	buf.Reset()
+	out.interval(line(11, 800_000, 200_000))
+	w.check(now.Add(100 * time.Millisecond))
+	if !strings.Contains(buf.String(), `"status":"ok"`) {
+		t.Errorf("no ok status after an offset the delays explain:\n%s", buf.String())
+	}
+}
