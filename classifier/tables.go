@@ -137,7 +137,9 @@ var flatPairs = [...][2]uint8{{0, 1}, {0, 2}, {1, 2}, {0, 3}, {1, 3}, {2, 3}}
 // flatMin lowers best to the lowest nonzero match of the groups gs.
 func flatMin(a []uint32, gs []flatGroup, i, j uint32, best uint16) uint16 {
 	for k := range gs {
-		r := uint16(a[a[gs[k].o0+i]+a[gs[k].o1+j]])
+		g := &gs[k]
+		// in range: checkBounds
+		r := uint16(at(a, at(a, g.o0+i)+at(a, g.o1+j)))
 		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
 			best = r
 		}
@@ -184,7 +186,7 @@ func (p *portMap) lookup(port uint16) uint32 {
 	if e&uniformBlock != 0 {
 		return e &^ uniformBlock
 	}
-	return p.page[e+uint32(port&0xff)]
+	return at(p.page, e+uint32(port&0xff)) // in range: checkBounds
 }
 
 // trie maps an address to a class id. An entry ≥ 0 is a class id; < 0 is
@@ -214,6 +216,7 @@ func (t *trie) lookup(a *[16]byte) uint32 {
 }
 
 // walk is lookup below the root; not inlined, so that lookup is.
+// tables.classify has its loop inline.
 //
 //go:noinline
 func (t *trie) walk(a *[16]byte, e int32) uint32 {
@@ -226,7 +229,7 @@ func (t *trie) walk(a *[16]byte, e int32) uint32 {
 				return uint32(nm.miss)
 			}
 		}
-		e = t.nodes[n<<8|int(a[c&15])]
+		e = atI(t.nodes, uint32(n)<<8|uint32(a[c&15])) // in range: checkBounds
 	}
 	return uint32(e)
 }
@@ -248,9 +251,38 @@ func (t *tables) classify(m *Meta) uint16 {
 	if len(t.groups) == 1 && t.nFlat == 0 {
 		return t.classify1(&t.groups[0], m, v*t.nDP+dpc, fam)
 	}
+	// The address lookups are trie.walk's loop inline: a call (and the
+	// spills around it) costs more.
 	var s, d uint32
 	if fam < 2 {
-		s, d = t.addr[fam][0].lookup(&m.Flow.Src), t.addr[fam][1].lookup(&m.Flow.Dst)
+		tr, a := &t.addr[fam][0], &m.Flow.Src
+		e := tr.root
+		for e < 0 {
+			c := uint32(^e)
+			if c&16 != 0 {
+				nm := &tr.meta[c>>5]
+				if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+					e = nm.miss
+					break
+				}
+			}
+			e = atI(tr.nodes, c>>5<<8|uint32(a[c&15])) // in range: checkBounds
+		}
+		s = uint32(e)
+		tr, a = &t.addr[fam][1], &m.Flow.Dst
+		e = tr.root
+		for e < 0 {
+			c := uint32(^e)
+			if c&16 != 0 {
+				nm := &tr.meta[c>>5]
+				if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+					e = nm.miss
+					break
+				}
+			}
+			e = atI(tr.nodes, c>>5<<8|uint32(a[c&15])) // in range: checkBounds
+		}
+		d = uint32(e)
 	}
 	sp, dpo := t.sport.none, t.dport.none
 	if m.Flags&FlagPorts != 0 {

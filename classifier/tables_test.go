@@ -271,6 +271,9 @@ func TestTablesMatchReference(t *testing.T) {
 						t.Fatal(err)
 					}
 					seen[shape(c)]++
+					if err := c.tab.checkBounds(); err != nil {
+						t.Fatalf("trial %d, %d rules, %s (%s): %v", trial, n, bu.name, shape(c), err)
+					}
 					for i := range metas {
 						m := &metas[i]
 						want := naiveRuleClassify(rules, m)
@@ -386,6 +389,9 @@ func FuzzTablesMatchReference(f *testing.F) {
 			c, err := NewClassifier(rules)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if err := c.tab.checkBounds(); err != nil {
+				t.Fatalf("%d rules, budget %v (%s): %v", len(rules), bu, shape(c), err)
 			}
 			for i := range metas {
 				m := &metas[i]
