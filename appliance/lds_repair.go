@@ -220,7 +220,7 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 		if fe.RepairedExtra > 0 {
 			r.Extra["repaired_extra"] = fe.RepairedExtra
 		}
-		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs+r.StampErrNs
+		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs+stampTerm(r)
 		r.Samples, r.Usable, r.Buckets = fe.Samples, fe.UsableBuckets, fe.TotalBuckets
 		r.Received, r.Lost = fe.Received, fe.Lost
 		switch {

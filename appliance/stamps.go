@@ -44,16 +44,7 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	}
 	r.TxStampErrNs, r.RxStampErrNs = float64(txErr), float64(rxErr)
 	r.StampErrNs = float64(txErr + rxErr)
-	r.MeanCINs += r.StampErrNs
-	if r.Synopsis == "lds" {
-		// stamp_err_ns is the interval's average: it bounds what the
-		// stamps move the interval's mean, not a flow's, whose own frames
-		// may have gone out in slower transmit calls (in the live bridge
-		// lab a flow's stamps were off by up to 1.23 × the average). A
-		// flow line carries twice the average: an allowance measured
-		// there, not a proof (docs/lds.md).
-		r.MeanCINs += r.StampErrNs
-	}
+	r.MeanCINs += stampTerm(r)
 	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
 	c.stampLimit(r)
 }
@@ -92,4 +83,17 @@ func stampSource(rx dataplane.Port, polled, frames uint64) string {
 		return "poll"
 	}
 	return src + "+poll"
+}
+
+// stampTerm is what a line's stamps add to its mean_ci_ns. stamp_err_ns
+// is the interval's average: it bounds what the stamps move the
+// interval's mean, not a flow's, whose own frames may have gone out in
+// slower transmit calls (in the live bridge lab a flow's stamps were off
+// by up to 1.23 × the average). An LDS flow line carries twice the
+// average: an allowance measured there, not a proof (docs/lds.md).
+func stampTerm(r *report.Interval) float64 {
+	if r.Synopsis == "lds" {
+		return 2 * r.StampErrNs
+	}
+	return r.StampErrNs
 }
