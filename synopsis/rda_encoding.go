@@ -68,7 +68,7 @@ func (r *RDA) AppendBinary(b []byte) ([]byte, error) {
 			used++
 		}
 	}
-	sparse := used < len(r.cells)*8/9
+	sparse := rdaSparse(used, len(r.cells))
 	if sparse {
 		flags |= rdaFlagSparse
 	}
@@ -97,6 +97,9 @@ func (r *RDA) AppendBinary(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// rdaSparse: the encoder's choice of form for used non-empty cells of n.
+func rdaSparse(used, n int) bool { return used < n*8/9 }
+
 // MarshalBinary is AppendBinary(nil).
 func (r *RDA) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
 
@@ -124,6 +127,7 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 	if sparse && d.err == nil {
 		used = d.uvarint("cells written")
 	}
+	usedAll := used
 	switch {
 	case flags&^(rdaFlagCache|rdaFlagSparse) != 0:
 		d.fail("unknown flags %#x", flags)
@@ -172,6 +176,23 @@ func (r *RDA) UnmarshalBinary(b []byte) error {
 	}
 	if err := d.done(); err != nil {
 		return err
+	}
+	// One RDA, one encoding: a sparse form that writes an empty cell, or a
+	// form the encoder would not have chosen, is refused, so a decoded RDA
+	// re-encodes to the very bytes it came from.
+	written := 0
+	for _, c := range cells {
+		if c != (rdaCell{}) {
+			written++
+		}
+	}
+	if sparse && uint64(written) != usedAll {
+		d.fail("sparse form writes %d empty cells", usedAll-uint64(written))
+	} else if sparse != rdaSparse(written, len(cells)) {
+		d.fail("non-canonical form (sparse=%v for %d of %d cells used)", sparse, written, len(cells))
+	}
+	if d.err != nil {
+		return d.err
 	}
 	*r = RDA{
 		cells:       cells,
