@@ -54,8 +54,9 @@ func TestRDAFig7WithinCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	fooled, noticed := 0, 0
-	// Fixed seeds: at d = 1000 about 1 interval in 200 is not exact (a
-	// false pure cell, see docs/accuracy-synopses.md); these are not it.
+	// Fixed seeds: a decode that is not exact at these d is rare (a peeling
+	// failure; false pure cells are caught by the check field, docs/rda.md,
+	// "False pure cells"), and these seeds have none.
 	for _, d := range []int{0, 200, 1000} {
 		for seed := range seeds {
 			rdaGenerate(n, d, uint64(100+seed), &s.iv)
