@@ -40,6 +40,10 @@ var rdaFig7Delay model.Delay = model.Shift{D: model.Exponential{MeanNs: 30e3}, O
 const rdaGapNs = 5000
 
 // rdaMethod is one synopsis compared in rda-fig7.
+// rdaCellBytes is an RDA cell's size in memory: ID, TS, Δ and the check
+// field, 8 bytes each (synopsis.rdaCell).
+const rdaCellBytes = 32
+
 type rdaMethod struct {
 	name  string
 	rda   synopsis.RDAConfig // when lda is nil
@@ -89,8 +93,8 @@ func rdaFig7Methods(n int) []rdaMethod {
 		ldaBig.Banks[i].Rows = 1024
 	}
 	return []rdaMethod{
-		{name: "rda 3x2048", rda: def, bytes: 24 * def.Banks * def.Cells},
-		{name: "rda 2x2500", rda: paper, bytes: 24 * paper.Banks * paper.Cells},
+		{name: "rda 3x2048", rda: def, bytes: rdaCellBytes * def.Banks * def.Cells},
+		{name: "rda 2x2500", rda: paper, bytes: rdaCellBytes * paper.Banks * paper.Cells},
 		{name: "rda sized for d", sized: true},
 		{name: "lda", lda: &ldaCfg, bytes: 16 * ldaCfg.TotalRows()},
 		{name: "lda+digest", lda: &ldaDig, bytes: 24 * ldaDig.TotalRows()},
@@ -406,7 +410,7 @@ func rdaFig7(o SynopsisOptions) (*synTable, error) {
 			bytes := m.bytes
 			if m.sized {
 				c, _ := rdaSizedFor(d, n) // succeeded in the run
-				bytes = 24 * c.Banks * c.Cells
+				bytes = rdaCellBytes * c.Banks * c.Cells
 			}
 			t.add(d, m.name, bytes, frac(valid), exactV, setsV, fpV, frac(loss), usable, meanErr, maxErr, rdaMean(a.bound), rdaMean(a.sdv), outside)
 			series[j] = append(series[j], plotter.XY{X: float64(d), Y: meanErr})
