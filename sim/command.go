@@ -128,7 +128,8 @@ func (c *Command) Run(ctx context.Context, w *report.Writer, stdout, stderr io.W
 			return fmt.Errorf("sim: --csv: %w", err)
 		}
 	}
-	if c.Plot != "" {
+	if c.Plot != "" && len(all) > 0 {
+		// The synopsis experiments wrote their own plots above.
 		files, err := WritePlots(c.Plot, all)
 		if err != nil {
 			return fmt.Errorf("sim: --plot: %w", err)
