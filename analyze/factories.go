@@ -185,9 +185,8 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 // are the lost and extra packets, which no usable cell holds. Any pairing
 // within identities gives a cell the same delay sum, so every cell's
 // packets have delays in this range under one of them. ok is false when
-// nothing pairs, or the range is a single value (then the estimator has
-// no spread to bound by, and a flow is valid only where its cells hold
-// nothing else; an interval of equal delays is exact anyway).
+// nothing pairs. A range of one value (every delay equal) bounds every
+// flow's mean exactly, whatever shares its cells.
 func ldsDelayRange(snd, rcv *ldsSide) (lo, hi int64, ok bool) {
 	sorted := func(p []synopsis.LDSPacket) []synopsis.LDSPacket {
 		q := slices.Clone(p)
@@ -214,7 +213,7 @@ func ldsDelayRange(snd, rcv *ldsSide) (lo, hi int64, ok bool) {
 			j++
 		}
 	}
-	return lo, hi, hi > lo
+	return lo, hi, hi >= lo
 }
 
 // ldsRepair decodes the interval's set difference with an RDA over the

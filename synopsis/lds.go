@@ -60,11 +60,19 @@ type LDSBound struct {
 	// Conf is the confidence of the sampling part of the bound (k > 1 or
 	// sampled rows); 0 means 0.98. The collision part holds always.
 	Conf float64
+
+	set bool // SetBound was called: [MinDelayNs, MaxDelayNs] is a range, even of width 0
 }
 
 // SetBound sets the receiver's estimator assumptions (see LDSBound); call
-// it on the receiver's LDS before estimating. Clones keep it.
-func (l *LDS) SetBound(b LDSBound) { l.bound = b }
+// it on the receiver's LDS before estimating. Clones keep it. A range of
+// width 0 (every delay the same) is a range: a flow's mean is then exact
+// whatever shares its cells. Without a call (or with MaxDelayNs <
+// MinDelayNs) no range is known.
+func (l *LDS) SetBound(b LDSBound) {
+	b.set = b.MaxDelayNs >= b.MinDelayNs
+	l.bound = b
+}
 
 // ldsCell is one LDS cell. sum wraps (absolute ns timestamps times
 // weights); only differences of sums between sender and receiver mean

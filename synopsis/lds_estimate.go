@@ -515,7 +515,7 @@ func (e *ldsEstimator) meanBound(w float64, ownLo uint64, rates []float64) (floa
 		}
 	}
 	delta := 1 - e.bound.conf()
-	known := e.bound.MaxDelayNs > e.bound.MinDelayNs
+	known := e.bound.set
 	spread := float64(e.bound.MaxDelayNs) - float64(e.bound.MinDelayNs)
 	tMax := 0.0
 	sampled := false

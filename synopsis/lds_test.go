@@ -813,3 +813,48 @@ func BenchmarkEstimateLDSFlows(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/flow")
 }
+
+// TestLDSBoundZeroWidth: every packet delayed by the same 1 ms (a range of
+// width 0) bounds every flow's mean exactly, however many flows share its
+// cells; without a range the same collisions leave the flows invalid.
+func TestLDSBoundZeroWidth(t *testing.T) {
+	const d = 1_000_000
+	for _, set := range []bool{true, false} {
+		s := mustLDS(t, LDSConfig{Rows: 4, Cols: 16, MaxFlows: 1000})
+		r := mustLDS(t, LDSConfig{Rows: 4, Cols: 16, MaxFlows: 1000})
+		rng := rand.New(rand.NewPCG(7, 7))
+		for f := uint64(0); f < 200; f++ {
+			fh := rng.Uint64()
+			var key FlowKeyBytes
+			key[0], key[1] = byte(f), byte(f>>8)
+			for range 1 + rng.IntN(30) {
+				h, ts := rng.Uint64(), ldsBaseNs+rng.Uint64()%1e9
+				s.AddFlow(fh, h, ts, 1, &key)
+				r.AddFlow(fh, h, ts+d, 1, &key)
+			}
+		}
+		if set {
+			r.SetBound(LDSBound{MinDelayNs: d, MaxDelayNs: d})
+		}
+		flows, err := EstimateLDSFlows(s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid := 0
+		for _, f := range flows {
+			if !f.Valid {
+				continue
+			}
+			valid++
+			if math.Abs(f.MeanNs-d) > f.MeanCINs+1e-6 {
+				t.Errorf("range set %v: flow %x mean %.3f ± %.3f, every delay is %d", set, f.FlowHash, f.MeanNs, f.MeanCINs, d)
+			}
+		}
+		switch {
+		case set && valid != len(flows):
+			t.Errorf("zero-width range: %d of %d flows valid, want all", valid, len(flows))
+		case !set && valid == len(flows):
+			t.Errorf("no range: all %d flows valid though 200 flows share 64 cells", valid)
+		}
+	}
+}
