@@ -154,6 +154,7 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 		kept = append(kept, r.SwapCache(spare))
 	}
 	c.tscaches[k] = kept
+	c.keepCells(k, set.RDA, kept)
 	for j, cs := range c.tscaches {
 		if j+repairKeepIntervals < k || j > k+64 {
 			for _, t := range cs {
@@ -202,12 +203,19 @@ func (c *controller) exchanges(now time.Time) {
 		x := &c.xs[i]
 		switch x.Type {
 		case control.TypeRequest:
-			c.answer(x)
+			if synopsis.IsCellsRequest(x.Body) {
+				c.answerCells(x)
+			} else {
+				c.answer(x)
+			}
 		case control.TypeReply:
-			changed = c.onReply(x) || changed
+			if !c.onFetchReply(x, now) {
+				changed = c.onReply(x) || changed
+			}
 		}
 		x.Body = nil
 	}
+	c.fetchTick(now)
 	if c.repairTick(now) || changed {
 		c.flush()
 	}
