@@ -53,6 +53,12 @@ import (
 // floor, which may exceed the share.
 const ldaBudgetShare = 0.25
 
+// maxDebtIntervals bounds the exchange bytes a sender carries to pay
+// from later intervals' budgets (budget.go), in budgets: a burst of loss
+// far beyond the traffic's usual costs later intervals their LDS for at
+// most this many budgets' worth, then is forgotten.
+const maxDebtIntervals = 4
+
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
 // bound (the estimator wants 16), and the line would be invalid anyway.
@@ -217,6 +223,24 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
+	// The exchanges this appliance sent since the last shipment
+	// (timestamp and cells requests and replies, repair.go and fetch.go)
+	// are paid from what the LDS and the LDA's growth would take: they
+	// are paid only under loss, where the RDA's exact mean is worth more
+	// than the LDS's columns (it degrades gracefully, the RDA's decode
+	// does not). What cannot be paid now is carried, up to
+	// maxDebtIntervals budgets.
+	pay := 0
+	exchanged := c.exchanged
+	c.exchanged = 0
+	if budget > 0 {
+		c.debt = min(c.debt+exchanged, maxDebtIntervals*int(budget))
+		if left != math.MaxInt {
+			pay = min((c.debt+copies-1)/copies, max(left, 0))
+			left -= pay
+			c.debt = max(0, c.debt-pay*copies)
+		}
+	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Count(), flags)
 		if left != math.MaxInt {
@@ -239,7 +263,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		add(0, control.KindLDS, p, len(h))
 	}
 	if a.cfg.AdaptLDA && budget > 0 {
-		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies, got.ldaRows)
+		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies-pay, got.ldaRows)
 	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
@@ -257,7 +281,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
 			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
-			Strs("left_out", got.omitted).Msg("control budget")
+			Strs("left_out", got.omitted).Int("exchanges_paid", pay*copies).Int("debt", c.debt).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
 	// than once, each copy with fresh sequence numbers: the receiver keeps

@@ -68,13 +68,17 @@ type controller struct {
 	fulls      map[uint64][]*synopsis.RDA
 	fullSpares []*synopsis.RDA
 	fetched    map[repairKey]*fetch
-	ldsFixes   map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed      map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID      uint32
-	xs         []control.Exchange
-	xbufs      [][]byte
-	rc         repairCounters
-	clk        clockState // the two directions' means for the clock offset (clock.go)
+	// exchanged: bytes of requests and replies this appliance sent since
+	// it last shipped an interval; the next shipment takes them off its
+	// control budget (budget.go), carrying what it cannot pay in debt.
+	exchanged, debt int
+	ldsFixes        map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed           map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	reqID           uint32
+	xs              []control.Exchange
+	xbufs           [][]byte
+	rc              repairCounters
+	clk             clockState // the two directions' means for the clock offset (clock.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for

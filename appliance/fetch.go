@@ -28,9 +28,9 @@ import (
 //     sender keeps a timestamp cache (its encoding says so: a sender
 //     without one, or an older build, is never asked) and recorded more
 //     cells than it shipped.
-//   - The cells asked: SizeRDA for 5/4 of the count difference plus 32
-//     at 1 % failure, rounded up to a fold of the recorded size and at
-//     least twice the shipped cells. If those do not decode either, twice
+//   - The cells asked: SizeRDA for the count difference plus 16 at 1 %
+//     failure, rounded up to a fold of the recorded size and at least
+//     twice the shipped cells. If those do not decode either, twice
 //     as many are asked, up to the recorded size.
 //   - A request is retried every repairRetry; at repairDeadline after the
 //     first the interval pairs with what it has (the shipped copy or the
@@ -127,11 +127,12 @@ func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
 }
 
 // fetchCells is the cells per bank to ask for a set difference of about
-// d: SizeRDA's at 1 % failure for 5/4 d + 32 (the count difference misses
-// reordered packets, which cancel in it), at least least, rounded up to a
-// fold of the recorded RDA r (at most its cells).
+// d: SizeRDA's at 1 % failure for d + 16 (the count difference misses
+// reordered packets, which cancel in it: rare, and a fold that still does
+// not decode asks again for twice the cells), at least least, rounded up
+// to a fold of the recorded RDA r (at most its cells).
 func fetchCells(banks, d, least, recorded int, r *synopsis.RDA) int {
-	need, err := synopsis.SizeRDA(d+d/4+32, banks, 0.01)
+	need, err := synopsis.SizeRDA(d+16, banks, 0.01)
 	if err != nil {
 		need = recorded
 	}
@@ -163,6 +164,7 @@ func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 	c.xbufs = frames[:cap(frames)]
 	for _, fr := range frames {
 		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.exchanged += len(fr)
 		f.reqBytes += len(fr)
 	}
 	f.frames += len(frames)
@@ -349,6 +351,7 @@ func (c *controller) answerCells(x *control.Exchange) {
 	c.xbufs = frames[:cap(frames)]
 	for _, fr := range frames {
 		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.exchanged += len(fr)
 	}
 	c.rc.answered.Add(1)
 }
