@@ -133,12 +133,30 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
 	}
 	var got shipped
+	// The exchanges this appliance sent since the last shipment
+	// (timestamp and cells requests and replies, repair.go and fetch.go)
+	// are paid from this shipment, per copy: first from the LDA's share
+	// (at most half of it: the RDA line of a lossy interval it repaired is
+	// exact, the LDA's is an estimate beside it), then from the LDS's part
+	// (it degrades gracefully; the RDA's decode, all or nothing, keeps its
+	// share). They are paid only under loss. What cannot be paid now is
+	// carried, up to maxDebtIntervals budgets.
+	pay, owed := 0, 0 // per copy: paid so far, still to pay
+	exchanged := c.exchanged
+	c.exchanged = 0
+	if budget > 0 {
+		c.debt = min(c.debt+exchanged, maxDebtIntervals*int(budget))
+		owed = (c.debt + copies - 1) / copies
+	}
 	ldaLeft := 0 // payload bytes the LDAs of the classes still to encode may take; 0: no limit
 	if budget > 0 && len(set.LDA) > 0 {
 		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
 		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
+		pay = min(owed, ldaLeft/2)
+		ldaLeft -= pay
+		owed -= pay
 	}
 	// The classes share the LDA's part of the budget by need: the
 	// quietest first, each taking at most an even split of what is still
@@ -184,7 +202,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		for i := range parts {
 			sizes[i] = len(parts[i].Payload)
 		}
-		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
+		// What the LDA's share paid is spent, whether or not the LDA
+		// would have filled it.
+		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...) - pay
 	}
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
@@ -223,23 +243,15 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
-	// The exchanges this appliance sent since the last shipment
-	// (timestamp and cells requests and replies, repair.go and fetch.go)
-	// are paid from what the LDS and the LDA's growth would take: they
-	// are paid only under loss, where the RDA's exact mean is worth more
-	// than the LDS's columns (it degrades gracefully, the RDA's decode
-	// does not). What cannot be paid now is carried, up to
-	// maxDebtIntervals budgets.
-	pay := 0
-	exchanged := c.exchanged
-	c.exchanged = 0
+	// The rest of the debt from the LDS's part (and so from the LDA's
+	// growth, which gets what the LDS leaves).
+	if owed > 0 && left != math.MaxInt {
+		p := min(owed, max(left, 0))
+		left -= p
+		pay += p
+	}
 	if budget > 0 {
-		c.debt = min(c.debt+exchanged, maxDebtIntervals*int(budget))
-		if left != math.MaxInt {
-			pay = min((c.debt+copies-1)/copies, max(left, 0))
-			left -= pay
-			c.debt = max(0, c.debt-pay*copies)
-		}
+		c.debt = max(0, c.debt-pay*copies)
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Count(), flags)

@@ -439,7 +439,7 @@ func (c *controller) pairSide(now time.Time) {
 			if fetching(w) {
 				continue
 			}
-			c.applyFetches(w)
+			c.applyFetches(w, rc)
 			c.pair(w.b, rc)
 			delete(c.rcopies, k)
 			delete(c.bundles, k)

@@ -77,10 +77,12 @@ type fetch struct {
 // shipped RDA does not decode against the receiver's copy rc; it says
 // whether any request went out (the interval then waits: fetching).
 func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
-	if rc.rda == nil || rc.warmup || rc.merged || rc.steerWhy != "" || w.b.Session == 0 {
-		// A copy that is not the interval's (a receiver start, a lost
-		// End marker, steering that differs at the two ends): more
-		// cells would not make it decode, nor the line valid.
+	if rc.rda == nil || rc.merged || rc.steerWhy != "" || w.b.Session == 0 {
+		// A copy that is not the interval's (a lost End marker, steering
+		// that differs at the two ends): more cells would not make it
+		// decode, nor the line valid. The receiver's first copy (warmup)
+		// is asked for: its decode is the evidence of the next
+		// interval's packets that overtook its start.
 		return false
 	}
 	b := w.b
@@ -91,7 +93,7 @@ func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
 			continue
 		}
 		h, body, err := parsePayload(payload)
-		if err != nil || h.Flags&payloadOmitted != 0 || sessionReason(h.Flags, rc) != "" {
+		if err != nil || h.Flags&payloadOmitted != 0 || !rc.warmup && sessionReason(h.Flags, rc) != "" {
 			continue
 		}
 		var snd synopsis.RDA
@@ -238,7 +240,6 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 	f.repBytes += x.Bytes
 	f.frames += x.Frames
 	f.got, f.gotCells = x.Body, f.target
-	f.dbg = append(f.dbg, now.Sub(f.first).Milliseconds())
 	own, err := matchRDA(&snd, f.own)
 	complete := false
 	if err == nil {
@@ -264,11 +265,14 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 // applyFetches puts each class's fetched cells in the bundle in place of
 // the shipped ones (pair then decodes them), and keeps what the fetch
 // did for the RDA line (fetchFields).
-func (c *controller) applyFetches(w *waiting) {
+func (c *controller) applyFetches(w *waiting, rc *rcopy) {
 	for _, f := range w.fetches {
 		if f.got != nil {
 			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
 			w.b.Payloads[control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}] = p
+		}
+		if rc.warmup {
+			continue // no RDA line (warmupEvidence)
 		}
 		if c.fetched == nil {
 			c.fetched = map[repairKey]*fetch{}
@@ -294,7 +298,6 @@ func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
 	extra["rda_fetch_request_bytes"] = f.reqBytes
 	extra["rda_fetch_reply_bytes"] = f.repBytes
 	extra["rda_fetch_frames"] = f.frames
-	extra["rda_fetch_dbg"] = f.dbg
 }
 
 // pairFetchedAtStop pairs, oldest first, the intervals still waiting for
@@ -315,7 +318,7 @@ func (c *controller) pairFetchedAtStop() {
 				c.rc.givenUp.Add(1)
 			}
 		}
-		c.applyFetches(w)
+		c.applyFetches(w, c.rcopies[k])
 		c.pair(w.b, c.rcopies[k])
 		delete(c.rcopies, k)
 		delete(c.bundles, k)
