@@ -135,13 +135,15 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	var got shipped
 	// The exchanges this appliance sent since the last shipment
 	// (timestamp and cells requests and replies, repair.go and fetch.go)
-	// are paid from this shipment, per copy: first from the LDA's share
-	// (at most half of it: the RDA line of a lossy interval it repaired is
-	// exact, the LDA's is an estimate beside it), then from the LDS's part
-	// (it degrades gracefully; the RDA's decode, all or nothing, keeps its
-	// share). They are paid only under loss. What cannot be paid now is
-	// carried, up to maxDebtIntervals budgets.
-	pay, owed := 0, 0 // per copy: paid so far, still to pay
+	// are paid from the budget's unspent part: the LDA's share gives up
+	// to half of itself (the RDA line of a lossy interval repaired is
+	// exact, the LDA's an estimate beside it), and the LDA does not grow
+	// into what the others leave while a debt is owed. Once more than one
+	// budget is owed, the LDS's part pays too (it degrades gracefully; the
+	// RDA's decode, all or nothing, keeps its share). What the shipment
+	// leaves unspent pays the debt; it is carried up to maxDebtIntervals
+	// budgets. Exchanges happen only under loss.
+	owed := 0 // per copy
 	exchanged := c.exchanged
 	c.exchanged = 0
 	if budget > 0 {
@@ -154,9 +156,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
 		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
-		pay = min(owed, ldaLeft/2)
-		ldaLeft -= pay
-		owed -= pay
+		ldaLeft -= min(owed, ldaLeft/2)
 	}
 	// The classes share the LDA's part of the budget by need: the
 	// quietest first, each taking at most an even split of what is still
@@ -204,7 +204,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 		// What the LDA's share paid is spent, whether or not the LDA
 		// would have filled it.
-		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...) - pay
+		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
@@ -243,15 +243,8 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
-	// The rest of the debt from the LDS's part (and so from the LDA's
-	// growth, which gets what the LDS leaves).
-	if owed > 0 && left != math.MaxInt {
-		p := min(owed, max(left, 0))
-		left -= p
-		pay += p
-	}
-	if budget > 0 {
-		c.debt = max(0, c.debt-pay*copies)
+	if c.debt > int(budget) && left != math.MaxInt {
+		left -= min(owed, max(left, 0))
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Count(), flags)
@@ -275,7 +268,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		add(0, control.KindLDS, p, len(h))
 	}
 	if a.cfg.AdaptLDA && budget > 0 {
-		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies-pay, got.ldaRows)
+		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies-owed, got.ldaRows)
 	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
@@ -287,13 +280,16 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		frames += max(1, (sizes[i]+fs-1)/fs)
 	}
 	total := copies * a.sender.IntervalBytes(1, sizes...)
+	if budget > 0 {
+		c.debt = max(0, c.debt-max(0, int(budget)-total))
+	}
 	for i := range parts {
 		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(copies*frames))
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
 			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
-			Strs("left_out", got.omitted).Int("exchanges_paid", pay*copies).Int("debt", c.debt).Msg("control budget")
+			Strs("left_out", got.omitted).Int("exchanged", exchanged).Int("debt", c.debt).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
 	// than once, each copy with fresh sequence numbers: the receiver keeps
