@@ -32,8 +32,9 @@ import (
 //     failure, rounded up to a fold of the recorded size and at least
 //     twice the shipped cells. If those do not decode either, twice
 //     as many are asked, up to the recorded size.
-//   - A request is retried every repairRetry; at repairDeadline after the
-//     first the interval pairs with what it has (the shipped copy or the
+//   - A request is retried every 2·repairRetry (a reply is tens of
+//     frames the sender paces out, and it answers every try); at
+//     repairDeadline after the first the interval pairs with what it has (the shipped copy or the
 //     largest fetched one). The interval's lines wait for the next
 //     interval in any case (crossing.go), so this adds no latency to the
 //     reports unless the peer does not answer.
@@ -202,7 +203,7 @@ func (c *controller) fetchTick(now time.Time) bool {
 					f.status = "incomplete"
 				}
 				ready = true
-			case now.Sub(f.last) >= c.repairRetry():
+			case now.Sub(f.last) >= 2*c.repairRetry():
 				c.sendFetch(f, now, false)
 			}
 		}
