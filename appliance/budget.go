@@ -135,14 +135,15 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	var got shipped
 	// The exchanges this appliance sent since the last shipment
 	// (timestamp and cells requests and replies, repair.go and fetch.go)
-	// are paid from the budget's unspent part: the LDA's share gives up
-	// to half of itself (the RDA line of a lossy interval repaired is
-	// exact, the LDA's an estimate beside it), and the LDA does not grow
-	// into what the others leave while a debt is owed. Once more than one
-	// budget is owed, the LDS's part pays too (it degrades gracefully; the
-	// RDA's decode, all or nothing, keeps its share). What the shipment
-	// leaves unspent pays the debt; it is carried up to maxDebtIntervals
-	// budgets. Exchanges happen only under loss.
+	// are paid from what the shipments leave unspent: while a debt is
+	// owed the LDA does not grow into what the others leave, and once more
+	// than one budget is owed the LDS's part pays too (it degrades
+	// gracefully; the RDA's decode, all or nothing, keeps its share). The
+	// LDA's and the RDA's shares stay as they are: the budget splits
+	// between them and the LDS at power-of-two folds, so a share cut by a
+	// few hundred bytes can hand the RDA a fold that leaves the LDS
+	// nothing. Exchanges happen only under loss; up to maxDebtIntervals
+	// budgets are carried.
 	owed := 0 // per copy
 	exchanged := c.exchanged
 	c.exchanged = 0
@@ -156,7 +157,6 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
 		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
-		ldaLeft -= min(owed, ldaLeft/2)
 	}
 	// The classes share the LDA's part of the budget by need: the
 	// quietest first, each taking at most an even split of what is still
