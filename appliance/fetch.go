@@ -370,8 +370,10 @@ func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsi
 	}
 	for j, rs := range c.fulls {
 		if j+repairKeepIntervals < k || j > k+64 {
-			if len(c.fullSpares) < 2*len(rdas) {
-				c.fullSpares = append(c.fullSpares, rs...)
+			for _, r := range rs {
+				if r != nil && len(c.fullSpares) < 2*len(rdas) {
+					c.fullSpares = append(c.fullSpares, r)
+				}
 			}
 			delete(c.fulls, j)
 		}
@@ -385,6 +387,14 @@ func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsi
 		var cache *synopsis.TSCache
 		if m < len(caches) {
 			cache = caches[m]
+		}
+		if cache == nil {
+			// No timestamp cache (--rda-cache 0): the encoding says so
+			// and no receiver asks for cells.
+			if dst != nil {
+				c.fullSpares = append(c.fullSpares, dst)
+			}
+			continue
 		}
 		kept[m] = r.CopyCells(dst, cache)
 	}
