@@ -270,7 +270,12 @@ func New(cfg Config) (*Appliance, error) {
 	for _, d := range append(sbufs, rbufs...) {
 		for _, set := range d.Sets {
 			for _, r := range set.RDA {
-				r.ReserveCache() // start small: see the controller's ReserveCache
+				// Start at cacheStartPackets shared by the classes; the
+				// controller then sizes each copy to its traffic
+				// (ReserveCache).
+				if c := r.Cache(); c != nil {
+					c.Reserve(cacheStartPackets / uint64(len(set.RDA)))
+				}
 			}
 		}
 	}
@@ -598,3 +603,15 @@ func (a *Appliance) Stop(drain time.Duration) error {
 	})
 	return a.stopErr
 }
+
+// cacheStartPackets sizes the RDA timestamp caches at start, shared by
+// the classes (TSCache.Reserve: room for twice as many, at least its
+// 4 096-slot floor): the copies recorded into before the control side
+// first sizes one to its traffic (the first two intervals) keep this
+// room, and a cache that overflows samples, so those intervals repair
+// only the sampled lost packets. 16 384 gives one class 65 536 slots
+// (49 152 packets, 1 MiB, 1.5 MiB with flow hashes): the demo's 20 kpps,
+// whose first interval on a loaded host carried 28 000 packets (the
+// generator catching up), repairs from its first interval. Many classes
+// start nearer the floor.
+const cacheStartPackets = 16384

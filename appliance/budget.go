@@ -53,6 +53,12 @@ import (
 // floor, which may exceed the share.
 const ldaBudgetShare = 0.25
 
+// maxDebtIntervals bounds the exchange bytes a sender carries to pay
+// from later intervals' budgets (budget.go), in budgets: a burst of loss
+// far beyond the traffic's usual costs later intervals their LDS for at
+// most this many budgets' worth, then is forgotten.
+const maxDebtIntervals = 4
+
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
 // bound (the estimator wants 16), and the line would be invalid anyway.
@@ -127,6 +133,24 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
 	}
 	var got shipped
+	// The exchanges this appliance sent since the last shipment
+	// (timestamp and cells requests and replies, repair.go and fetch.go)
+	// are paid from what the shipments leave unspent: while a debt is
+	// owed the LDA does not grow into what the others leave, and once more
+	// than one budget is owed the LDS's part pays too (it degrades
+	// gracefully; the RDA's decode, all or nothing, keeps its share). The
+	// LDA's and the RDA's shares stay as they are: the budget splits
+	// between them and the LDS at power-of-two folds, so a share cut by a
+	// few hundred bytes can hand the RDA a fold that leaves the LDS
+	// nothing. Exchanges happen only under loss; up to maxDebtIntervals
+	// budgets are carried.
+	owed := 0 // per copy
+	exchanged := c.exchanged
+	c.exchanged = 0
+	if budget > 0 {
+		c.debt = min(c.debt+exchanged, maxDebtIntervals*int(budget))
+		owed = (c.debt + copies - 1) / copies
+	}
 	ldaLeft := 0 // payload bytes the LDAs of the classes still to encode may take; 0: no limit
 	if budget > 0 && len(set.LDA) > 0 {
 		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
@@ -178,6 +202,8 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		for i := range parts {
 			sizes[i] = len(parts[i].Payload)
 		}
+		// What the LDA's share paid is spent, whether or not the LDA
+		// would have filled it.
 		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
 	}
 	// The LDS part goes in any case, if only as a header saying it was
@@ -217,6 +243,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
+	if c.debt > int(budget) && left != math.MaxInt {
+		left -= min(owed, max(left, 0))
+	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Count(), flags)
 		if left != math.MaxInt {
@@ -239,7 +268,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		add(0, control.KindLDS, p, len(h))
 	}
 	if a.cfg.AdaptLDA && budget > 0 {
-		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies, got.ldaRows)
+		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies-owed, got.ldaRows)
 	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
@@ -251,13 +280,16 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		frames += max(1, (sizes[i]+fs-1)/fs)
 	}
 	total := copies * a.sender.IntervalBytes(1, sizes...)
+	if budget > 0 {
+		c.debt = max(0, c.debt-max(0, int(budget)-total))
+	}
 	for i := range parts {
 		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(copies*frames))
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
 			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
-			Strs("left_out", got.omitted).Msg("control budget")
+			Strs("left_out", got.omitted).Int("exchanged", exchanged).Int("debt", c.debt).Msg("control budget")
 	}
 	// ControlCopies sends the whole interval (Hello and fragments) more
 	// than once, each copy with fresh sequence numbers: the receiver keeps

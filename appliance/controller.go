@@ -62,13 +62,23 @@ type controller struct {
 	spares   []*synopsis.TSCache
 	repairs  map[repairKey]*repair
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
-	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID    uint32
-	xs       []control.Exchange
-	xbufs    [][]byte
-	rc       repairCounters
-	clk      clockState // the two directions' means for the clock offset (clock.go)
+	// More RDA cells on demand (fetch.go): as the sender, the recorded
+	// cells of the intervals still open to requests; as the receiver,
+	// what the fetches of a paired interval did, for its RDA lines.
+	fulls      map[uint64][]*synopsis.RDA
+	fullSpares []*synopsis.RDA
+	fetched    map[repairKey]*fetch
+	// exchanged: bytes of requests and replies this appliance sent since
+	// it last shipped an interval; the next shipment takes them off its
+	// control budget (budget.go), carrying what it cannot pay in debt.
+	exchanged, debt int
+	ldsFixes        map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed           map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	reqID           uint32
+	xs              []control.Exchange
+	xbufs           [][]byte
+	rc              repairCounters
+	clk             clockState // the two directions' means for the clock offset (clock.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -101,6 +111,10 @@ type rcopy struct {
 type waiting struct {
 	b  *control.IntervalBundle
 	at time.Time
+	// The requests for more RDA cells (fetch.go): asked once the
+	// receiver's copy is there, pending while any is not done.
+	asked   bool
+	fetches []*fetch
 }
 
 func newController(a *Appliance) *controller {
@@ -418,6 +432,14 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 func (c *controller) pairSide(now time.Time) {
 	for k, w := range c.bundles {
 		if rc, ok := c.rcopies[k]; ok {
+			if !w.asked {
+				w.asked = true
+				c.startFetches(w, rc, now)
+			}
+			if fetching(w) {
+				continue
+			}
+			c.applyFetches(w, rc)
 			c.pair(w.b, rc)
 			delete(c.rcopies, k)
 			delete(c.bundles, k)
@@ -657,6 +679,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
+	c.fetchFields(b.Interval, m, r.Extra)
 	c.stamps(r, h.StampErrNs, rc)
 	why := sessionReason(h.Flags, rc)
 	if why != "" {
@@ -1114,6 +1137,7 @@ func (c *controller) final() {
 			delete(c.rcopies, f.Interval)
 		}
 	}
+	c.pairFetchedAtStop()
 	act := c.activeCopy()
 	c.decideAtStop(act)
 	// Oldest first, whatever holds them.

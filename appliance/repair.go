@@ -154,6 +154,7 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 		kept = append(kept, r.SwapCache(spare))
 	}
 	c.tscaches[k] = kept
+	c.keepCells(k, set.RDA, kept)
 	for j, cs := range c.tscaches {
 		if j+repairKeepIntervals < k || j > k+64 {
 			for _, t := range cs {
@@ -173,17 +174,29 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 // not sample for a start's sake. A copy is sized only while the control
 // side holds it, which is an interval behind each of the other copies:
 // the copies the worker records into before the first is handed back
-// keep their starting room (synopsis.TSCache.Reserve).
+// keep their starting room (synopsis.TSCache.Reserve). The copies sized
+// from the first startSizings intervals after a start keep at least the
+// starting room: the first of them covers the time before the traffic
+// began (a start cut it short, the generator may not have run yet), and
+// the copy it sizes records an interval of full traffic three intervals
+// later.
 func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
+	room := offered
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
-	if set.EndNs <= set.StartNs || set.FirstK != set.LastK {
-		return offered
+	if set.EndNs > set.StartNs && set.FirstK == set.LastK {
+		if span := set.EndNs - set.StartNs; span < iv && offered < math.MaxUint64/iv {
+			room = offered * iv / span
+		}
 	}
-	if span := set.EndNs - set.StartNs; span < iv && offered < math.MaxUint64/iv {
-		return offered * iv / span
+	if set.LastK < c.startK+startSizings && len(set.RDA) > 0 {
+		room = max(room, cacheStartPackets/uint64(len(set.RDA)))
 	}
-	return offered
+	return room
 }
+
+// startSizings is how many intervals after the start size their copies
+// at least to the starting room: one per buffered copy, and one more.
+const startSizings = 4
 
 // reserveCache sizes r's timestamp cache (a receiver copy's) for its
 // next use (cacheRoom).
@@ -202,12 +215,19 @@ func (c *controller) exchanges(now time.Time) {
 		x := &c.xs[i]
 		switch x.Type {
 		case control.TypeRequest:
-			c.answer(x)
+			if synopsis.IsCellsRequest(x.Body) {
+				c.answerCells(x)
+			} else {
+				c.answer(x)
+			}
 		case control.TypeReply:
-			changed = c.onReply(x) || changed
+			if !c.onFetchReply(x, now) {
+				changed = c.onReply(x) || changed
+			}
 		}
 		x.Body = nil
 	}
+	c.fetchTick(now)
 	if c.repairTick(now) || changed {
 		c.flush()
 	}
@@ -250,6 +270,7 @@ func (c *controller) answer(x *control.Exchange) {
 	c.xbufs = frames[:cap(frames)]
 	for _, f := range frames {
 		c.pending = append(c.pending, append([]byte(nil), f...))
+		c.exchanged += len(f)
 	}
 	c.rc.answered.Add(1)
 }
@@ -293,6 +314,7 @@ func (c *controller) sendRequest(rp *repair, now time.Time) {
 	c.xbufs = frames[:cap(frames)]
 	for _, f := range frames {
 		c.pending = append(c.pending, append([]byte(nil), f...))
+		c.exchanged += len(f)
 		rp.reqBytes += len(f)
 	}
 	rp.reqFrames += len(frames)

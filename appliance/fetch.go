@@ -1,0 +1,402 @@
+package appliance
+
+import (
+	"sort"
+	"time"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// Fetching more RDA cells (docs/rda.md, "More cells on demand"). The RDA
+// shipped at an interval's end is folded to what the control budget
+// leaves, before the sender can know the interval's loss: sized for
+// --rda-problem-rate of its packets, it decodes a typical interval, and a
+// burst of loss beyond it leaves the decode incomplete. Its decode is all
+// or nothing, so a few cells too few cost the exact mean, the exact loss
+// and the neighbours' crossing checks. The sender records at the
+// configured size (--rda-cells) and keeps each interval's cells as long
+// as its timestamp caches (repair.go); the receiver, pairing an interval
+// whose shipped RDA does not decode, asks in-band (a control.TypeRequest
+// whose body is a synopsis cells request) for the sender's RDA folded to
+// the cells the interval's count difference needs, and pairs the interval
+// with the cells of the reply. So the cells follow each interval's own
+// loss, a burst costs cells only in the interval it hit, and a loss-free
+// interval costs nothing beyond what is shipped.
+//
+//   - Asked only for a class whose shipped copy does not decode, whose
+//     sender keeps a timestamp cache (its encoding says so: a sender
+//     without one, or an older build, is never asked) and recorded more
+//     cells than it shipped.
+//   - The cells asked: SizeRDA for the count difference plus 16 at 1 %
+//     failure, rounded up to a fold of the recorded size and at least
+//     twice the shipped cells. If those do not decode either, twice
+//     as many are asked, up to the recorded size.
+//   - A request is retried every 2·repairRetry (a reply is tens of
+//     frames the sender paces out, and it answers every try); at
+//     repairDeadline after the first the interval pairs with what it has (the shipped copy or the
+//     largest fetched one). The interval's lines wait for the next
+//     interval in any case (crossing.go), so this adds no latency to the
+//     reports unless the peer does not answer.
+//   - The reply is accepted once, only from the session asked, for our
+//     session and the request's id, only if it decodes as an RDA of the
+//     cells asked with the shipped copy's banks.
+//
+// What it cost is reported on the RDA line (rda_fetch_*), apart from the
+// budget the shipped synopses keep to: it is paid only under loss, in
+// proportion to it (about 1.3 cells of ~23 bytes per lost or reordered
+// packet, rounded up to a power-of-two fold).
+
+// fetch is one class's request for more cells of an interval.
+type fetch struct {
+	key      repairKey
+	peer     uint64
+	id       uint32
+	payload  []byte // the shipped part: payload header and RDA encoding
+	hdrLen   int    // bytes of payload before the RDA encoding
+	banks    int
+	shipped  int // cells per bank shipped
+	recorded int // cells per bank the sender recorded (ours, by configuration)
+	target   int // cells per bank asked
+	own      *synopsis.RDA
+	dec      int // set difference the shipped copy implies (the count difference)
+	body     []byte
+	first    time.Time
+	last     time.Time
+	tries    int
+	reqBytes int
+	repBytes int
+	frames   int
+	got      []byte // the newest fetched encoding (nil: none yet)
+	dbg      []int64
+	gotCells int
+	done     bool
+	status   string
+}
+
+// startFetches asks for more cells of every class of interval k whose
+// shipped RDA does not decode against the receiver's copy rc; it says
+// whether any request went out (the interval then waits: fetching).
+func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
+	if rc.rda == nil || rc.merged || rc.steerWhy != "" || w.b.Session == 0 {
+		// A copy that is not the interval's (a lost End marker, steering
+		// that differs at the two ends): more cells would not make it
+		// decode, nor the line valid. The receiver's first copy (warmup)
+		// is asked for: its decode is the evidence of the next
+		// interval's packets that overtook its start.
+		return false
+	}
+	b := w.b
+	for m := range rc.rda {
+		key := control.PartKey{MEC: uint16(m), Kind: control.KindRDA}
+		payload, ok := b.Payloads[key]
+		if !ok {
+			continue
+		}
+		h, body, err := parsePayload(payload)
+		if err != nil || h.Flags&payloadOmitted != 0 || !rc.warmup && sessionReason(h.Flags, rc) != "" {
+			continue
+		}
+		var snd synopsis.RDA
+		if snd.UnmarshalBinary(body) != nil || !snd.HasRemoteCache() {
+			continue
+		}
+		recorded := rc.rda[m].Cells()
+		if snd.Cells() >= recorded || snd.Banks() != rc.rda[m].Banks() {
+			continue
+		}
+		own, err := matchRDA(&snd, rc.rda[m])
+		if err != nil {
+			continue
+		}
+		dec, err := synopsis.DecodeRDA(&snd, own)
+		if err != nil || dec.Complete {
+			continue
+		}
+		diff := int(snd.Count()) - int(own.Count())
+		if diff < 0 {
+			diff = -diff
+		}
+		f := &fetch{key: repairKey{k: b.Interval, mec: uint16(m)}, peer: b.Session, payload: payload, hdrLen: len(payload) - len(body),
+			banks: snd.Banks(), shipped: snd.Cells(), recorded: recorded, own: rc.rda[m], dec: diff, first: now}
+		f.target = fetchCells(f.banks, diff, 2*f.shipped, recorded, rc.rda[m])
+		if f.target <= f.shipped {
+			continue
+		}
+		w.fetches = append(w.fetches, f)
+		c.sendFetch(f, now, true)
+	}
+	return len(w.fetches) > 0
+}
+
+// fetchCells is the cells per bank to ask for a set difference of about
+// d: SizeRDA's at 1 % failure for d + 16 (the count difference misses
+// reordered packets, which cancel in it: rare, and a fold that still does
+// not decode asks again for twice the cells), at least least, rounded up
+// to a fold of the recorded RDA r (at most its cells).
+func fetchCells(banks, d, least, recorded int, r *synopsis.RDA) int {
+	need, err := synopsis.SizeRDA(d+16, banks, 0.01)
+	if err != nil {
+		need = recorded
+	}
+	need = max(need, least)
+	m := recorded
+	for m%2 == 0 && m/2 >= need {
+		m /= 2
+	}
+	if got := r.FoldTo(m); got > 0 {
+		return got
+	}
+	return recorded
+}
+
+// sendFetch sends f's request; fresh: for f.target cells, under a new
+// request id (else a retry of the last).
+func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
+	if fresh {
+		c.reqID++
+		f.id = c.reqID
+		f.body = synopsis.AppendCellsRequest(nil, f.target)
+	}
+	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, f.key.k, f.key.mec, control.KindRDA, f.peer, f.id, f.body)
+	if err != nil {
+		c.a.cfg.Log.Warn().Err(err).Uint64("interval", f.key.k).Msg("RDA cells request not sent")
+		f.done, f.status = true, "not sent"
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	for _, fr := range frames {
+		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.exchanged += len(fr)
+		f.reqBytes += len(fr)
+	}
+	f.frames += len(frames)
+	f.tries++
+	f.last = now
+	c.rc.sent.Add(1)
+}
+
+// fetching says whether w still waits for cells.
+func fetching(w *waiting) bool {
+	for _, f := range w.fetches {
+		if !f.done {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchTick retries the pending cells requests and gives up those past
+// their deadline; it says whether an interval may now pair.
+func (c *controller) fetchTick(now time.Time) bool {
+	ready := false
+	for _, w := range c.bundles {
+		for _, f := range w.fetches {
+			switch {
+			case f.done:
+			case now.Sub(f.first) >= c.repairDeadline():
+				c.rc.givenUp.Add(1)
+				f.done = true
+				if f.got == nil {
+					f.status = "no reply"
+				} else {
+					f.status = "incomplete"
+				}
+				ready = true
+			case now.Sub(f.last) >= 2*c.repairRetry():
+				c.sendFetch(f, now, false)
+			}
+		}
+	}
+	return ready
+}
+
+// onFetchReply applies a reply to a pending cells request; false when it
+// answers none.
+func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
+	w := c.bundles[x.Interval]
+	if w == nil {
+		return false
+	}
+	var f *fetch
+	for _, g := range w.fetches {
+		if g.key.mec == x.MEC && g.id == x.ID && !g.done {
+			f = g
+		}
+	}
+	if f == nil {
+		return false
+	}
+	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != c.a.sender.Session() {
+		c.rc.stray.Add(1)
+		return true
+	}
+	var snd synopsis.RDA
+	if err := snd.UnmarshalBinary(x.Body); err != nil || snd.Cells() != f.target || snd.Banks() != f.banks {
+		c.rc.bad.Add(1)
+		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
+		return true
+	}
+	c.rc.accepted.Add(1)
+	f.repBytes += x.Bytes
+	f.frames += x.Frames
+	f.got, f.gotCells = x.Body, f.target
+	own, err := matchRDA(&snd, f.own)
+	complete := false
+	if err == nil {
+		if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
+			complete = dec.Complete
+		}
+	}
+	switch {
+	case complete:
+		f.done, f.status = true, "complete"
+	case f.target >= f.recorded:
+		f.done, f.status = true, "incomplete"
+	case now.Sub(f.first) >= c.repairDeadline():
+		f.done, f.status = true, "incomplete"
+	default:
+		// Still too few: twice as many (a new request id).
+		f.target = fetchCells(f.banks, 0, 2*f.target, f.recorded, f.own)
+		c.sendFetch(f, now, true)
+	}
+	return true
+}
+
+// applyFetches puts each class's fetched cells in the bundle in place of
+// the shipped ones (pair then decodes them), and keeps what the fetch
+// did for the RDA line (fetchFields).
+func (c *controller) applyFetches(w *waiting, rc *rcopy) {
+	for _, f := range w.fetches {
+		if f.got != nil {
+			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
+			w.b.Payloads[control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}] = p
+		}
+		if rc.warmup {
+			continue // no RDA line (warmupEvidence)
+		}
+		if c.fetched == nil {
+			c.fetched = map[repairKey]*fetch{}
+		}
+		c.fetched[f.key] = f
+	}
+	w.fetches = nil
+}
+
+// fetchFields adds what fetching more cells did to class m's RDA line of
+// interval k, and forgets it.
+func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
+	key := repairKey{k: k, mec: uint16(m)}
+	f := c.fetched[key]
+	if f == nil {
+		return
+	}
+	delete(c.fetched, key)
+	extra["rda_fetch"] = f.status
+	extra["rda_fetch_shipped_cells"] = f.shipped
+	extra["rda_fetch_cells"] = f.gotCells
+	extra["rda_fetch_tries"] = f.tries
+	extra["rda_fetch_request_bytes"] = f.reqBytes
+	extra["rda_fetch_reply_bytes"] = f.repBytes
+	extra["rda_fetch_frames"] = f.frames
+}
+
+// pairFetchedAtStop pairs, oldest first, the intervals still waiting for
+// cells when the appliance stops, with what they have.
+func (c *controller) pairFetchedAtStop() {
+	var ks []uint64
+	for k, w := range c.bundles {
+		if _, ok := c.rcopies[k]; ok && w.fetches != nil {
+			ks = append(ks, k)
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	for _, k := range ks {
+		w := c.bundles[k]
+		for _, f := range w.fetches {
+			if !f.done {
+				f.done, f.status = true, "stopped"
+				c.rc.givenUp.Add(1)
+			}
+		}
+		c.applyFetches(w, c.rcopies[k])
+		c.pair(w.b, c.rcopies[k])
+		delete(c.rcopies, k)
+		delete(c.bundles, k)
+	}
+}
+
+// answerCells replies to a request for interval x.Interval's RDA of class
+// x.MEC folded to more cells, from the cells kept for it.
+func (c *controller) answerCells(x *control.Exchange) {
+	a := c.a
+	var full *synopsis.RDA
+	if rs := c.fulls[x.Interval]; int(x.MEC) < len(rs) {
+		full = rs[x.MEC]
+	}
+	cells, err := synopsis.ParseCellsRequest(x.Body)
+	var f *synopsis.RDA
+	if err == nil && full != nil {
+		f, err = full.Fold(cells)
+	}
+	if x.Kind != control.KindRDA || x.To != a.sender.Session() || full == nil || err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("kept", full != nil).
+			Msg("RDA cells request refused: not our session, the interval's cells are no longer kept, or a size they do not fold to")
+		return
+	}
+	body, _ := f.AppendBinary(nil)
+	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
+	if err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply not sent")
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	for _, fr := range frames {
+		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.exchanged += len(fr)
+	}
+	c.rc.answered.Add(1)
+}
+
+// keepCells keeps the sender's recorded RDA cells of interval k (with
+// the timestamp caches kept for it, whose sampling level their encoding
+// states) while its caches are kept, reusing the memory of intervals no
+// longer open to requests.
+func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsis.TSCache) {
+	if c.fulls == nil {
+		c.fulls = map[uint64][]*synopsis.RDA{}
+	}
+	for j, rs := range c.fulls {
+		if j+repairKeepIntervals < k || j > k+64 {
+			for _, r := range rs {
+				if r != nil && len(c.fullSpares) < 2*len(rdas) {
+					c.fullSpares = append(c.fullSpares, r)
+				}
+			}
+			delete(c.fulls, j)
+		}
+	}
+	kept := make([]*synopsis.RDA, len(rdas))
+	for m, r := range rdas {
+		var dst *synopsis.RDA
+		if n := len(c.fullSpares); n > 0 {
+			dst, c.fullSpares = c.fullSpares[n-1], c.fullSpares[:n-1]
+		}
+		var cache *synopsis.TSCache
+		if m < len(caches) {
+			cache = caches[m]
+		}
+		if cache == nil {
+			// No timestamp cache (--rda-cache 0): the encoding says so
+			// and no receiver asks for cells.
+			if dst != nil {
+				c.fullSpares = append(c.fullSpares, dst)
+			}
+			continue
+		}
+		kept[m] = r.CopyCells(dst, cache)
+	}
+	c.fulls[k] = kept
+}
