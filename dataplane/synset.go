@@ -104,7 +104,7 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (docs/reports.md).
 		// The key is packed only for a flow's first held packet.
-		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, s.weights[mec]); k != nil {
+		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, 0, s.weights[mec]); k != nil {
 			*k = synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
 		}
 	}
