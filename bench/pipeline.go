@@ -222,7 +222,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				classifier.Parse(f, &meta)
 				mec := cl.Classify(&meta)
 				ts += 100
-				set.Record(&meta, mec, ts)
+				set.Record(&meta, mec, ts, 0)
 			}
 			return set.Frames
 		}},

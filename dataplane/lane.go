@@ -529,14 +529,16 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		} else if !l.oneClass {
 			mec = cl.Classify(m)
 		}
-		set.Record(m, mec, p.TS)
+		var stampErr uint64
 		if p.TS == l.pollTS {
 			// Stamped by pollStamp (a port stamp equal to the ns would
 			// only overstate the error).
-			set.StampErrNs += l.pollErr
+			stampErr = l.pollErr
+			set.StampErrNs += stampErr
 			set.PollStamped++
 			polled++
 		}
+		set.Record(m, mec, p.TS, stampErr)
 		l.queue(p, false, false)
 	}
 	if l.cfg.Queues > 1 && SteerQueue(rx[0].Data, l.cfg.Queues) != l.cfg.Queue {
@@ -751,7 +753,7 @@ func (l *Lane) flushAll() {
 // synopses with their transmit timestamp ts, known to ±uncert ns.
 func (l *Lane) record(from, to int, ts, uncert uint64) {
 	set := l.cfg.Buffer.Active()
-	rec, bytes := set.recordTx(l.tx.meta[from:to], l.tx.mec[from:to], l.tx.rec[from:to], ts)
+	rec, bytes := set.recordTx(l.tx.meta[from:to], l.tx.mec[from:to], l.tx.rec[from:to], ts, uncert)
 	set.StampErrNs += uncert * rec
 	l.intFrames += rec
 	l.intBytes += bytes
