@@ -419,8 +419,10 @@ func (l *Lane) pollStamp(now uint64) uint64 {
 	if low == 0 || low > now {
 		low = l.intStart // no emptied queue seen yet: since the lane started
 	}
-	half := (now - low) / 2
-	l.pollTS, l.pollErr = low+half, half
+	// now − the midpoint, not the half gap: an odd gap's last nanosecond
+	// counts too.
+	l.pollTS = low + (now-low)/2
+	l.pollErr = now - l.pollTS
 	return l.pollTS
 }
 
@@ -612,7 +614,11 @@ func (l *Lane) flush() {
 					l.maxTxGap = gap
 					l.Stats.MaxTxStampGapNs.Store(gap)
 				}
-				l.record(sent, sent+k, before+(after-before)/2, (after-before)/2)
+				// The frames left somewhere in [before, after]: the
+				// midpoint is off by at most after − mid (the odd
+				// nanosecond of an odd gap included).
+				mid := before + (after-before)/2
+				l.record(sent, sent+k, mid, after-mid)
 			}
 		}
 		sent += k

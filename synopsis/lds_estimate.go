@@ -57,7 +57,8 @@ type FlowEstimate struct {
 	// errSum)/Σ count over the same cells — this figure, which MeanCINs
 	// includes. It is the flow's own: its cells' packets, not the
 	// interval's average. 0 with exact stamps (captures, hardware).
-	StampErrNs float64
+	// TxStampErrNs and RxStampErrNs are its sender's and receiver's parts.
+	StampErrNs, TxStampErrNs, RxStampErrNs float64
 
 	Estimate
 }
@@ -76,7 +77,8 @@ type ldsSelCell struct {
 	row  int
 	n    uint64 // weighted count, equal at both sides
 	diff uint64 // receiver sum − sender sum, ns, wrap-around
-	err  uint64 // sender errSum + receiver errSum, ns
+	errS uint64 // sender errSum, ns
+	errR uint64 // receiver errSum, ns
 }
 
 // ldsEstimator holds the scratch space of one estimation pass so that
@@ -145,7 +147,7 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 			own = fe.Packets
 		}
 	}
-	est, _, _ := e.flow(flowHash, weight, own)
+	est, _, _, _ := e.flow(flowHash, weight, own)
 	return est, nil
 }
 
@@ -163,15 +165,16 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 // (its flow table's count: held since admission, so never more than it
 // has), which bounds how much of each cell is not the flow's.
 //
-// It returns the estimate, the cells averaged and the stamp bound
-// (FlowEstimate.StampErrNs), which MeanCINs includes.
-func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estimate, int, float64) {
+// It returns the estimate, the cells averaged and the stamp bound's
+// sender and receiver parts (FlowEstimate.TxStampErrNs, RxStampErrNs),
+// whose sum MeanCINs includes.
+func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est Estimate, selected int, txErr, rxErr float64) {
 	s, r := e.s, e.r
 	w := float64(weight)
 	if weight == 0 {
 		w = 1
 	}
-	est := Estimate{Synopsis: "lds", TotalBuckets: s.rows * int(s.k)}
+	est = Estimate{Synopsis: "lds", TotalBuckets: s.rows * int(s.k)}
 	e.cells = e.cells[:0]
 	rates := r.cfg.RowRates
 
@@ -203,7 +206,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 			rowR += b.count
 			e.rowCells[row]++
 			if a.count != 0 && a.count == b.count && a.digest == b.digest {
-				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum, err: a.errSum + b.errSum})
+				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum, errS: a.errSum, errR: b.errSum})
 			}
 			switch {
 			case b.count > a.count:
@@ -245,15 +248,15 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 		} else {
 			est.Reason = "every cell of the flow lost or reordered packets"
 		}
-		return est, 0, 0
+		return est, 0, 0, 0
 	}
-	var sum, n, errSum float64
-	selected := 0
+	var sum, n, errS, errR float64
 	e.rowN, e.rowK = [maxLDSRows]uint64{}, [maxLDSRows]uint64{}
 	take := func(c ldsSelCell) {
 		sum += float64(int64(c.diff))
 		n += float64(c.n)
-		errSum += float64(c.err)
+		errS += float64(c.errS)
+		errR += float64(c.errR)
 		e.rowN[c.row] += c.n
 		e.rowK[c.row]++
 		selected++
@@ -286,23 +289,21 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 	// The stamps: MeanNs = Σ diff / n over the averaged cells, and each
 	// packet's stamps are off by at most what Add was told, so Σ diff by
 	// at most the cells' errSums, both ends'.
-	stampErr := errSum / n
+	txErr, rxErr = errS/n, errR/n
 	ci, why := e.meanBound(w, ownLo, rates)
-	est.MeanCINs, est.Conf = ci+stampErr, e.bound.conf()
+	est.MeanCINs, est.Conf = ci+txErr+rxErr, e.bound.conf()
 	switch {
 	case why != "":
 		est.Reason = why
-		return est, selected, stampErr
 	case extraCells > 0:
 		// Weighted counts: the extras of one packet of weight w show as w.
 		est.Reason = ExtraReason(est.Extra, extraCells)
-		return est, selected, stampErr
 	case e.extraCells > 0:
 		est.Reason = fmt.Sprintf("receiver saw ≥%d packets (in %d cells of the sketch) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; they may hide this flow's losses, so its loss cannot be counted", e.extraMin, e.extraCells)
-		return est, selected, stampErr
+	default:
+		est.Valid = true
 	}
-	est.Valid = true
-	return est, selected, stampErr
+	return est, selected, txErr, rxErr
 }
 
 // EstimateLDSFlows estimates every flow that the sender's or the
@@ -356,7 +357,8 @@ func estimateLDSFlows(sender, receiver *LDS, adj func(flowHash uint64) uint64) (
 		if adj != nil {
 			own -= min(own, adj(f.FlowHash))
 		}
-		f.Estimate, f.SelectedCells, f.StampErrNs = e.flow(f.FlowHash, f.Weight, own)
+		f.Estimate, f.SelectedCells, f.TxStampErrNs, f.RxStampErrNs = e.flow(f.FlowHash, f.Weight, own)
+		f.StampErrNs = f.TxStampErrNs + f.RxStampErrNs
 		if (f.HeldSent > 0 || sendAll) && sendExact && recvExact {
 			f.CountsExact = true
 			f.Sent, f.Received, f.Lost = f.HeldSent, f.HeldReceived, 0

@@ -108,6 +108,9 @@ func testLDSFlowStampBound(t *testing.T, cols int) {
 		case f == slow:
 			// Its cells may also hold exact packets of other flows, which
 			// dilute the error; never more than its own packets' windows.
+			if cols == 256 && (s.TxStampErrNs != txErr || s.RxStampErrNs != rxErr) {
+				t.Errorf("slow flow: sender part %.1f ns, receiver part %.1f, want %d and %d", s.TxStampErrNs, s.RxStampErrNs, txErr, rxErr)
+			}
 			if s.StampErrNs <= 0 || s.StampErrNs > txErr+rxErr || (cols == 256 && s.StampErrNs != txErr+rxErr) {
 				t.Errorf("slow flow: stamp bound %.1f ns, want (%d, %d]", s.StampErrNs, (txErr+rxErr)/2, txErr+rxErr)
 			}
