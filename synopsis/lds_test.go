@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // ldsBaseNs is an absolute timestamp (2023-11) so sums wrap as on the wire.
@@ -313,7 +314,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 	s0.Merge(s) // cells only: a table-less LDS adopts s's table, so re-zero it
 	s0.flows, s0.cfg.MaxFlows = nil, 0
 	enc0, _ := s0.MarshalBinary()
-	t.Logf("cells alone: %d bytes, %.1f bytes/cell (24 in memory)", len(enc0), float64(len(enc0))/float64(cfg.Rows*cfg.Cols))
+	t.Logf("cells alone: %d bytes, %.1f bytes/cell (32 in memory)", len(enc0), float64(len(enc0))/float64(cfg.Rows*cfg.Cols))
 
 	// Without loss and reordering the count-min flow size is an upper bound
 	// and every cell is usable.
@@ -585,7 +586,7 @@ func TestLDSEncodingRoundTrip(t *testing.T) {
 	if !bytes.Equal(enc, enc2) {
 		t.Fatal("re-encoding differs")
 	}
-	raw := 24 * len(s.cells)
+	raw := int(unsafe.Sizeof(ldsCell{})) * len(s.cells)
 	t.Logf("encoded %d bytes for %d cells (%d bytes raw) and %d flows", len(enc), len(s.cells), raw, s.Flows().Len())
 	a, _ := EstimateLDSFlows(s, r)
 	b, _ := EstimateLDSFlows(&d, r)
