@@ -97,7 +97,7 @@ func (s *ldsSide) sketch(cfg synopsis.LDSConfig) (*synopsis.LDS, error) {
 		return nil, err
 	}
 	for _, p := range s.pkts {
-		if k := l.AddFlowKey(p.FlowHash, p.Hash, p.Ts, p.Weight); k != nil {
+		if k := l.AddFlowKey(p.FlowHash, p.Hash, p.Ts, p.ErrNs, p.Weight); k != nil {
 			*k = s.keys[p.FlowHash]
 		}
 	}

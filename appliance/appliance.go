@@ -238,6 +238,14 @@ func New(cfg Config) (*Appliance, error) {
 			cfg.Syn.Weights = append(cfg.Syn.Weights, cfg.Classifier.Weight(uint16(i)))
 		}
 	}
+	// (Before a takes its copy of cfg: defaulted after, the limit's fixed
+	// part stayed 0 for every caller but run, which sets its flag.)
+	if cfg.MaxStampErr < 0 {
+		return nil, fmt.Errorf("appliance: max stamp error %v must be ≥ 0", cfg.MaxStampErr)
+	}
+	if cfg.MaxStampErr == 0 {
+		cfg.MaxStampErr = DefaultMaxStampErr
+	}
 	a := &Appliance{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	segPort, otherPort := cfg.PortB, cfg.PortA
 	a.sendDir, a.recvDir = DirAtoB, DirBtoA
@@ -303,12 +311,6 @@ func New(cfg Config) (*Appliance, error) {
 		if a.sender, err = control.NewSender(scfg); err != nil {
 			return nil, err
 		}
-	}
-	if cfg.MaxStampErr < 0 {
-		return nil, fmt.Errorf("appliance: max stamp error %v must be ≥ 0", cfg.MaxStampErr)
-	}
-	if cfg.MaxStampErr == 0 {
-		cfg.MaxStampErr = DefaultMaxStampErr
 	}
 	if cfg.MaxClockSkew < 0 {
 		return nil, fmt.Errorf("appliance: max clock skew %v must be > 0", cfg.MaxClockSkew)

@@ -909,7 +909,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		if f.Named {
 			r.Flow = analyze.FlowName(&f.Key)
 		}
-		c.stamps(r, h.StampErrNs, rc)
+		c.flowStamps(r, &f, rc)
 		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
 		r.Config += shape
 		if why != "" {

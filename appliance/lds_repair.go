@@ -220,7 +220,13 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 		if fe.RepairedExtra > 0 {
 			r.Extra["repaired_extra"] = fe.RepairedExtra
 		}
-		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs+stampTerm(r)
+		// The repaired estimate averages other cells, whose stamps bound
+		// it (its MeanCINs includes them): the line's stamp figures follow.
+		// The packets taken out carry no stamp error here (ErrNs 0: the
+		// caches keep timestamps only), so their share stays in the cells
+		// and the figure can only be wider than the remaining packets'.
+		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs
+		r.TxStampErrNs, r.RxStampErrNs, r.StampErrNs = fe.TxStampErrNs, fe.RxStampErrNs, fe.StampErrNs
 		r.Samples, r.Usable, r.Buckets = fe.Samples, fe.UsableBuckets, fe.TotalBuckets
 		r.Received, r.Lost = fe.Received, fe.Lost
 		switch {
@@ -228,11 +234,11 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 			r.Valid, r.Reason = false, fe.Reason
 		case fe.Valid && !r.Valid && r.Reason == fl.plain:
 			r.Valid, r.Reason = true, ""
-			c.stampLimit(r)
-			if r.Valid && f.own.RowsTakeAll() && !countsAgree(fe) {
+			if f.own.RowsTakeAll() && !countsAgree(fe) {
 				r.Valid, r.Reason = false, ReasonFlowShared
 			}
 		}
+		c.stampLimit(r)  // the repaired cells' stamps may be worse
 		*fl.l.flow = *fe // the crossing checks (crossing.go) read it
 	}
 }

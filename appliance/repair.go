@@ -418,7 +418,7 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			// The line's bound keeps the stamps' own uncertainty (stamps):
 			// the repair makes the estimate exact over the stamps taken,
 			// not the stamps exact.
-			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs+stampTerm(r)
+			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs+r.StampErrNs
 			r.Samples, r.Usable, r.Buckets = e2.Samples, e2.UsableBuckets, e2.TotalBuckets
 			e := rp.e
 			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs

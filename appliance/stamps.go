@@ -7,6 +7,7 @@ import (
 
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // An interval whose timestamps may be off, on average, by more than
@@ -36,7 +37,8 @@ type rxStamps struct {
 
 // stamps adds both ends' timestamp uncertainty to r (tx: the sender's mean
 // per-frame uncertainty from its synopsis payload) and invalidates r when
-// it exceeds the limit.
+// it exceeds the limit. The average bounds what the stamps move the
+// interval's mean, which the LDA and RDA lines estimate.
 func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	var rxErr uint64
 	if rc.frames > 0 {
@@ -44,7 +46,19 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	}
 	r.TxStampErrNs, r.RxStampErrNs = float64(txErr), float64(rxErr)
 	r.StampErrNs = float64(txErr + rxErr)
-	r.MeanCINs += stampTerm(r)
+	r.MeanCINs += r.StampErrNs
+	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
+	c.stampLimit(r)
+}
+
+// flowStamps is stamps for an LDS flow line: the interval's average does
+// not bound a flow's mean (its frames may have gone out in slower transmit
+// calls, or been polled late), so the line reports the flow's own figure,
+// what the stamps of the packets in the cells its estimate averaged can
+// move it (synopsis.FlowEstimate.StampErrNs; the estimate's MeanCINs
+// already includes it).
+func (c *controller) flowStamps(r *report.Interval, f *synopsis.FlowEstimate, rc *rcopy) {
+	r.TxStampErrNs, r.RxStampErrNs, r.StampErrNs = f.TxStampErrNs, f.RxStampErrNs, f.StampErrNs
 	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
 	c.stampLimit(r)
 }
@@ -83,17 +97,4 @@ func stampSource(rx dataplane.Port, polled, frames uint64) string {
 		return "poll"
 	}
 	return src + "+poll"
-}
-
-// stampTerm is what a line's stamps add to its mean_ci_ns. stamp_err_ns
-// is the interval's average: it bounds what the stamps move the
-// interval's mean, not a flow's, whose own frames may have gone out in
-// slower transmit calls (in the live bridge lab a flow's stamps were off
-// by up to 1.23 × the average). An LDS flow line carries twice the
-// average: an allowance measured there, not a proof (docs/lds.md).
-func stampTerm(r *report.Interval) float64 {
-	if r.Synopsis == "lds" {
-		return 2 * r.StampErrNs
-	}
-	return r.StampErrNs
 }

@@ -209,7 +209,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				_ = cl.Classify(&meta)
 				ts += 100
 				if meta.FlowHash != 0 { // as SynSet.Record
-					if k := lds.AddFlowKey(meta.FlowHash, meta.Hash, ts, 1); k != nil {
+					if k := lds.AddFlowKey(meta.FlowHash, meta.Hash, ts, 0, 1); k != nil {
 						*k = synopsis.PackFlowKey(meta.Flow.Src, meta.Flow.Dst, meta.Flow.SrcPort, meta.Flow.DstPort, meta.Flow.Proto, meta.Flow.IPv6)
 					}
 				}
@@ -222,7 +222,7 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				classifier.Parse(f, &meta)
 				mec := cl.Classify(&meta)
 				ts += 100
-				set.Record(&meta, mec, ts)
+				set.Record(&meta, mec, ts, 0)
 			}
 			return set.Frames
 		}},

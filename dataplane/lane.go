@@ -419,8 +419,10 @@ func (l *Lane) pollStamp(now uint64) uint64 {
 	if low == 0 || low > now {
 		low = l.intStart // no emptied queue seen yet: since the lane started
 	}
-	half := (now - low) / 2
-	l.pollTS, l.pollErr = low+half, half
+	// now − the midpoint, not the half gap: an odd gap's last nanosecond
+	// counts too.
+	l.pollTS = low + (now-low)/2
+	l.pollErr = now - l.pollTS
 	return l.pollTS
 }
 
@@ -529,14 +531,16 @@ func (l *Lane) receiveReceiver(rx []*Packet) (malformed uint64) {
 		} else if !l.oneClass {
 			mec = cl.Classify(m)
 		}
-		set.Record(m, mec, p.TS)
+		var stampErr uint64
 		if p.TS == l.pollTS {
 			// Stamped by pollStamp (a port stamp equal to the ns would
 			// only overstate the error).
-			set.StampErrNs += l.pollErr
+			stampErr = l.pollErr
+			set.StampErrNs += stampErr
 			set.PollStamped++
 			polled++
 		}
+		set.Record(m, mec, p.TS, stampErr)
 		l.queue(p, false, false)
 	}
 	if l.cfg.Queues > 1 && SteerQueue(rx[0].Data, l.cfg.Queues) != l.cfg.Queue {
@@ -610,7 +614,11 @@ func (l *Lane) flush() {
 					l.maxTxGap = gap
 					l.Stats.MaxTxStampGapNs.Store(gap)
 				}
-				l.record(sent, sent+k, before+(after-before)/2, (after-before)/2)
+				// The frames left somewhere in [before, after]: the
+				// midpoint is off by at most after − mid (the odd
+				// nanosecond of an odd gap included).
+				mid := before + (after-before)/2
+				l.record(sent, sent+k, mid, after-mid)
 			}
 		}
 		sent += k
@@ -751,7 +759,7 @@ func (l *Lane) flushAll() {
 // synopses with their transmit timestamp ts, known to ±uncert ns.
 func (l *Lane) record(from, to int, ts, uncert uint64) {
 	set := l.cfg.Buffer.Active()
-	rec, bytes := set.recordTx(l.tx.meta[from:to], l.tx.mec[from:to], l.tx.rec[from:to], ts)
+	rec, bytes := set.recordTx(l.tx.meta[from:to], l.tx.mec[from:to], l.tx.rec[from:to], ts, uncert)
 	set.StampErrNs += uncert * rec
 	l.intFrames += rec
 	l.intBytes += bytes

@@ -1,8 +1,10 @@
 package dataplane_test
 
 import (
-	"github.com/ldafwd/ldafwd/dataplane/traffic"
+	"math"
 	"math/rand/v2"
+
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -70,12 +72,15 @@ func (s *stampTap) TxBurst(pkts []*dataplane.Packet) int {
 // stamps each burst at poll time, and the uncertainty it records covers
 // the real arrival of every frame however long the gaps between polls:
 // Σ|stamp − arrival| ≤ the set's StampErrNs, and no frame is further
-// from its stamp than MaxRxStampErrNs.
+// from its stamp than MaxRxStampErrNs. Per flow too: the LDS, given each
+// frame's uncertainty, bounds what the stamps move each flow's mean
+// (FlowEstimate.StampErrNs, checked against an LDS of the true arrivals).
 func TestPollStampBound(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		clk := &stepClock{now: 1_000_000_000, rng: rand.New(rand.NewPCG(seed, 7))}
 		cl, _ := classifier.NewClassifierFromSpecs(nil)
-		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}
+		lds := synopsis.LDSConfig{Rows: 2, Cols: 1024, MaxFlows: 64}
+		syn := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), LDS: &lds, Classes: 1}
 		rbuf, _ := dataplane.NewSynBuffer(syn)
 		l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
 		l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
@@ -129,6 +134,29 @@ func TestPollStampBound(t *testing.T) {
 			t.Fatalf("seed %d: stamps off by Σ %d ns (max %d), the lane's bound says Σ %d (max %d)",
 				seed, sumErr, maxErr, set.StampErrNs, rcv.Stats.MaxRxStampErrNs.Load())
 		}
+		// The "sender" here is an LDS of the true arrival times: each
+		// flow's estimated mean delay is then its mean stamp error.
+		truth, _ := synopsis.NewLDS(lds)
+		var m classifier.Meta
+		for p := range tap.ts {
+			classifier.Parse(p.Data, &m)
+			truth.AddFlowKey(m.FlowHash, m.Hash, src.arrived[p], 0, 1)
+		}
+		flows, err := synopsis.EstimateLDSFlows(truth, set.LDS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for _, f := range flows {
+			if f.UsableBuckets == 0 || f.StampErrNs <= 0 {
+				t.Fatalf("seed %d: flow %x: %d usable cells, stamp bound %.0f ns", seed, f.FlowHash, f.UsableBuckets, f.StampErrNs)
+			}
+			if math.Abs(f.MeanNs) > f.StampErrNs {
+				t.Errorf("seed %d: flow %x's stamps off by %.0f ns on average, its bound says %.0f", seed, f.FlowHash, f.MeanNs, f.StampErrNs)
+			}
+			worst = max(worst, math.Abs(f.MeanNs)/f.StampErrNs)
+		}
+		t.Logf("seed %d: %d flows, worst |mean stamp error| / bound %.2f", seed, len(flows), worst)
 		t.Logf("seed %d: mean |stamp − arrival| %.0f ns, mean bound %.0f ns, max %d ≤ %d", seed,
 			float64(sumErr)/3000, float64(set.StampErrNs)/3000, maxErr, rcv.Stats.MaxRxStampErrNs.Load())
 	}

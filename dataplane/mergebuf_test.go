@@ -12,10 +12,12 @@ import (
 // Two lanes' copies of an interval merge into exactly the copy one lane
 // recording every frame would hold; lanes that disagree on the interval
 // (one lane's End lost: its copy spans two) give one copy marked Merged
-// that covers both intervals.
+// that covers both intervals. The LDS's per-packet stamp errors merge too:
+// a flow's stamp bound must not depend on how frames spread over queues.
 func TestMergedBuffer(t *testing.T) {
 	rda := synopsis.DefaultRDAConfig()
-	cfg := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1}
+	lds := synopsis.LDSConfig{Rows: 2, Cols: 64, CellsPerFlow: 2, MaxFlows: 32}
+	cfg := dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: 1}
 	lanes := []*dataplane.SynBuffer{must(dataplane.NewSynBuffer(cfg)), must(dataplane.NewSynBuffer(cfg))}
 	ref := must(dataplane.NewSynBuffer(cfg))
 	m, err := dataplane.NewMergedBuffer(cfg, lanes)
@@ -29,10 +31,11 @@ func TestMergedBuffer(t *testing.T) {
 	rec := func(k uint64, skipFlip1 bool) {
 		for i := uint64(1); i <= 500; i++ {
 			meta.Hash = synopsis.Remix(i*0x9e3779b97f4a7c15+k, 1) | 1
+			meta.FlowHash = synopsis.Remix(i%7, 2) | 1
 			meta.Len = 100
-			ts := k*1e9 + i*1000
-			lanes[i%2].Active().Record(&meta, 0, ts)
-			ref.Active().Record(&meta, 0, ts)
+			ts, stampErr := k*1e9+i*1000, i%5*3000
+			lanes[i%2].Active().Record(&meta, 0, ts, stampErr)
+			ref.Active().Record(&meta, 0, ts, stampErr)
 		}
 		lanes[0].Flip(k, k*1e9+9e8)
 		if !skipFlip1 {
@@ -56,6 +59,11 @@ func TestMergedBuffer(t *testing.T) {
 	}
 	if gr, wr := got.RDA[0].Clone(), want.RDA[0].Clone(); gr.Subtract(wr) != nil || gr.Count() != 0 {
 		t.Error("merged RDA differs from one lane's")
+	}
+	gs, _ := got.LDS.AppendBinary(nil)
+	ws, _ := want.LDS.AppendBinary(nil)
+	if !bytes.Equal(gs, ws) {
+		t.Error("merged LDS (stamp errors included) differs from one lane's")
 	}
 	m.Release()
 	ref.Release()

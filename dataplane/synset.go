@@ -95,8 +95,12 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 	return s, nil
 }
 
-// Record adds one packet: its identity, class and timestamp (ns).
-func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
+// Record adds one packet: its identity, class, timestamp (ns) and how far
+// that timestamp may be off (ns, 0 for a port's own stamp). Only the LDS
+// keeps the uncertainty per packet (a flow's stamps may be worse than the
+// interval's average, StampErrNs, which the caller keeps); the LDA and RDA
+// estimate interval-wide means, which the average bounds.
+func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 	s.LDA[mec].Add(m.Hash, ts)
 	if s.RDA != nil {
 		s.RDA[mec].AddFlow(m.Hash, m.FlowHash, ts)
@@ -104,7 +108,7 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (docs/reports.md).
 		// The key is packed only for a flow's first held packet.
-		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, s.weights[mec]); k != nil {
+		if k := s.LDS.AddFlowKey(m.FlowHash, m.Hash, ts, errNs, s.weights[mec]); k != nil {
 			*k = synopsis.PackFlowKey(m.Flow.Src, m.Flow.Dst, m.Flow.SrcPort, m.Flow.DstPort, m.Flow.Proto, m.Flow.IPv6)
 		}
 	}
@@ -113,16 +117,17 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts uint64) {
 }
 
 // recordTx records the sender's transmitted frames: ms[i] with class
-// mecs[i] where rec[i], all with one transmit timestamp ts (ns). It
+// mecs[i] where rec[i], all with one transmit timestamp ts (ns), known to
+// ±errNs (the clock gap around their transmit call). It
 // returns how many frames and bytes it recorded. It is Record over a
 // burst: with only LDAs (the common configuration) the loop touches
 // nothing but the LDA cells and keeps the counters in registers.
-func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts uint64) (n, bytes uint64) {
+func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts, errNs uint64) (n, bytes uint64) {
 	mecs, rec = mecs[:len(ms)], rec[:len(ms)]
 	if s.RDA != nil || s.LDS != nil {
 		for i := range ms {
 			if rec[i] {
-				s.Record(&ms[i], mecs[i], ts)
+				s.Record(&ms[i], mecs[i], ts, errNs)
 				n++
 				bytes += uint64(ms[i].Len)
 			}

@@ -570,8 +570,9 @@ func checkSynopses(t *testing.T, ivs []report.Interval, strict bool, ivTruth fun
 			tr := flowTruth(r.Interval, r.Flow)
 			sent, recv := tr.sent, tr.recv
 			mean := tr.sum / float64(max(recv, 1))
-			t.Logf("interval %d lds %s: valid=%v sent %d lost %d mean %.1f µs ± %.1f %s; captured: sent %d lost %d (%d/%d near an End marker) mean %.1f µs; %s",
-				r.Interval, r.Flow, r.Valid, r.Sent, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.Reason, sent, sent-recv, tr.near, tr.nearLost, mean/1e3, shippedShape(r.Config))
+			t.Logf("interval %d lds %s: valid=%v sent %d lost %d mean %.1f µs ± %.1f (the flow's stamp err %.1f: tx %.1f rx %.1f) %s; captured: sent %d lost %d (%d/%d near an End marker) mean %.1f µs; %s",
+				r.Interval, r.Flow, r.Valid, r.Sent, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.Reason,
+				sent, sent-recv, tr.near, tr.nearLost, mean/1e3, shippedShape(r.Config))
 			if !r.Valid {
 				continue
 			}

@@ -94,8 +94,8 @@ func ldsGenerate(nFlows int, seed uint64, pairs []ldsPair) []ldsFlow {
 					if pr.weights != nil {
 						w = pr.weights[f.class]
 					}
-					pr.s.AddFlow(f.hash, h, send, w, &f.key)
-					pr.r.AddFlow(f.hash, h, send+dl, w, &f.key)
+					pr.s.AddFlow(f.hash, h, send, 0, w, &f.key)
+					pr.r.AddFlow(f.hash, h, send+dl, 0, w, &f.key)
 				}
 				f.sumNs += dl
 			}

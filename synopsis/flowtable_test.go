@@ -194,8 +194,8 @@ func TestLDSAddFlowKeyIsAddFlow(t *testing.T) {
 		f := uint64(rng.IntN(2000))*0x9e3779b97f4a7c15 | 1
 		h, ts := rng.Uint64(), uint64(1e18)+uint64(i)*100
 		key := PackFlowKey([16]byte{15: byte(f)}, [16]byte{14: byte(f >> 8)}, uint16(f>>16), 80, 6, false)
-		a.AddFlow(f, h, ts, 2, &key)
-		if k := b.AddFlowKey(f, h, ts, 2); k != nil {
+		a.AddFlow(f, h, ts, 0, 2, &key)
+		if k := b.AddFlowKey(f, h, ts, 0, 2); k != nil {
 			if *k != (FlowKeyBytes{}) {
 				t.Fatal("key slot not zeroed")
 			}

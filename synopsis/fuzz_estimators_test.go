@@ -159,10 +159,10 @@ func FuzzEstimateLDSFlowsAdversarial(f *testing.F) {
 		fuzzPackets(pk, func(h, ts, tr uint64, s, r bool) {
 			flow := Remix(h%5, 0xf10)
 			if s {
-				snd.Add(flow, h, ts, 1)
+				snd.Add(flow, h, ts, 0, 1)
 			}
 			if r {
-				rcv.Add(flow, h, tr, 1)
+				rcv.Add(flow, h, tr, 0, 1)
 			}
 		})
 		enc, err := snd.AppendBinary(nil)

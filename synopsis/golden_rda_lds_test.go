@@ -36,7 +36,12 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 		dense.Add(h, ts)
 		key := FlowKeyBytes{}
 		key[0] = byte(i & 1)
-		lds.AddFlow(0xF10_0000+uint64(i&1), h, ts, 1, &key)
+		// Stamp uncertainties of 0, 7, 14, … ns: the cells' errSum field.
+		lds.AddFlow(0xF10_0000+uint64(i&1), h, ts, uint64(i)*7, 1, &key)
+	}
+	folded, err := lds.FoldCols(4)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -46,10 +51,26 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 		{"rda", func() ([]byte, error) { return rda.AppendBinary(nil) }, goldenRDA},
 		{"rda-dense", func() ([]byte, error) { return dense.AppendBinary(nil) }, goldenRDADense},
 		{"lds", func() ([]byte, error) { return lds.AppendBinary(nil) }, goldenLDS},
+		{"lds-folded", func() ([]byte, error) { return folded.AppendBinary(nil) }, goldenLDSFolded},
 	} {
 		b, err := tc.enc()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tc.name != "rda" && tc.name != "rda-dense" {
+			// The stamp errors ride along: each of the 2 rows holds every
+			// packet, 7·(0+1+…+5) = 105 ns per row.
+			var d LDS
+			if err := d.UnmarshalBinary(b); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			var errSum uint64
+			for _, c := range d.cells {
+				errSum += c.errSum
+			}
+			if errSum != 210 {
+				t.Errorf("%s: cells' stamp error %d ns decoded, want 210", tc.name, errSum)
+			}
 		}
 		sum := sha256.Sum256(b)
 		if got := hex.EncodeToString(sum[:]); got != tc.want {
@@ -61,7 +82,9 @@ func TestGoldenRDALDSEncodings(t *testing.T) {
 const (
 	goldenRDA      = "e5414abf6a199f87b4d0c0161d34df662068737046bf6e1c3131d2a695e02148"
 	goldenRDADense = "36b966c90e752c2c6d82602804f4409303e218142a2ba08b54993142543d9c80"
-	goldenLDS      = "07470d93985409e34fe0dee8d28683a5c482fb3d9f75ee8efdcc8d57b4607094"
+	// LDS version 3: per-cell stamp error, fold always written.
+	goldenLDS       = "a53270173d3e26e7aa4420a080dd8a54a695b09f3c02a37a7923d3443f115e39"
+	goldenLDSFolded = "096d91efca98a8329156cd5083675c2309b8bc392c538c1996aaab3adca3b4bc"
 )
 
 // TestRDASparseEncoding: an RDA with few used cells encodes only those

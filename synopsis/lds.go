@@ -14,7 +14,12 @@ import (
 // or reordered packet spoils only one cell of the flow per row (Sec. 2.3.3).
 // Each row samples packets at its own rate (multi-bank LDS, Sec. 4.2) so at
 // least one row suits a flow's loss rate, and each packet adds its flow's
-// weight w (Sec. 4.1): sum += w·ts, count += w.
+// weight w (Sec. 4.1): sum += w·ts, count += w. Beyond the paper, each
+// cell also sums its packets' timestamp uncertainty (errSum += w·err): the
+// stamps of a flow's packets may be worse than the interval's average (a
+// slow transmit call, a late poll), and what they can move a flow's
+// estimate is known only from the very cells the estimate uses
+// (FlowEstimate.StampErrNs).
 //
 // The sender and the receiver each keep an LDS with the same LDSConfig; at
 // the end of an interval the sender's is encoded and shipped, and the
@@ -77,11 +82,13 @@ func (l *LDS) SetBound(b LDSBound) {
 // ldsCell is one LDS cell. sum wraps (absolute ns timestamps times
 // weights); only differences of sums between sender and receiver mean
 // anything, and those stay exact while the true weighted delay sum fits in
-// 63 bits.
+// 63 bits. errSum does not wrap in practice: 10^9 packets each uncertain by
+// a millisecond sum to 10^15 of its 1.8·10^19.
 type ldsCell struct {
 	sum    uint64 // Σ w·ts, ns, wrap-around
 	count  uint64 // Σ w
 	digest uint64 // XOR of the packet identities (h) that hit the cell
+	errSum uint64 // Σ w·err, ns: how far the stamps in sum may be off, at most
 }
 
 // maxLDSRows bounds Rows so the per-row thresholds live in a fixed array
@@ -93,7 +100,7 @@ const maxLDSRows = 16
 // estimator's work per flow (Rows·k cells).
 const maxLDSCellsPerFlow = 64
 
-// maxLDSCells bounds Rows·Cols: 1<<26 cells of 24 bytes is 1.5 GiB.
+// maxLDSCells bounds Rows·Cols: 1<<26 cells of 32 bytes is 2 GiB.
 const maxLDSCells = 1 << 26
 
 // LDSConfig sizes an LDS. Sender and receiver must use equal configs
@@ -263,18 +270,20 @@ func (l *LDS) flowBase(fx uint64, r int) uint64 {
 
 // Add records one packet: flowHash is the hash of its 5-tuple
 // (classifier.Meta.FlowHash), h its identity (classifier.Meta.Hash), ts its
-// timestamp in absolute ns, weight its flow's weight (0 means 1). For each
+// timestamp in absolute ns, errNs how far ts may be from the packet's real
+// hand-off or arrival (0 for an exact stamp), weight its flow's weight (0
+// means 1). For each
 // row the packet is sampled with the row's rate, from the high 32 bits of
 // its row hash of Remix(h, SaltLDSCell); the low 32 bits pick its cell
 // among the flow's k.
-func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
+func (l *LDS) Add(flowHash, h, ts, errNs uint64, weight uint32) {
 	w := uint64(weight)
 	if w == 0 {
 		w = 1
 	}
 	l.packets++
 	l.lastTs = ts
-	wts := w * ts
+	wts, werr := w*ts, w*errNs
 	fx := Remix(flowHash, SaltLDSRow)
 	px0 := Remix(h, SaltLDSCell)
 	// Locals: the cell writes below could alias l's fields as far as the
@@ -293,13 +302,14 @@ func (l *LDS) Add(flowHash, h, ts uint64, weight uint32) {
 		cell.sum += wts
 		cell.count += w
 		cell.digest ^= h
+		cell.errSum += werr
 	}
 }
 
 // AddFlow is Add plus the flow table: it also counts the packet for its
 // flow and, on the flow's first held packet, stores key (nil: unnamed).
-func (l *LDS) AddFlow(flowHash, h, ts uint64, weight uint32, key *FlowKeyBytes) {
-	if k := l.AddFlowKey(flowHash, h, ts, weight); k != nil && key != nil {
+func (l *LDS) AddFlow(flowHash, h, ts, errNs uint64, weight uint32, key *FlowKeyBytes) {
+	if k := l.AddFlowKey(flowHash, h, ts, errNs, weight); k != nil && key != nil {
 		*k = *key
 	}
 }
@@ -309,8 +319,8 @@ func (l *LDS) AddFlow(flowHash, h, ts uint64, weight uint32, key *FlowKeyBytes) 
 // flow's key slot, zeroed, for the caller to fill at once (with
 // PackFlowKey); otherwise nil, and the key need not be built at all —
 // which is every packet but one per held flow.
-func (l *LDS) AddFlowKey(flowHash, h, ts uint64, weight uint32) *FlowKeyBytes {
-	l.Add(flowHash, h, ts, weight)
+func (l *LDS) AddFlowKey(flowHash, h, ts, errNs uint64, weight uint32) *FlowKeyBytes {
+	l.Add(flowHash, h, ts, errNs, weight)
 	if l.flows == nil {
 		return nil
 	}
@@ -323,7 +333,7 @@ func (l *LDS) sameShape(o *LDS) bool {
 	return l.rows == o.rows && l.cols == o.cols && l.k == o.k && l.thr == o.thr && l.fold == o.fold
 }
 
-// Merge adds o into l: cell sums and counts add, digests XOR, flow tables
+// Merge adds o into l: cell sums, counts and stamp errors add, digests XOR, flow tables
 // merge. Per-worker shards of one side are merged this way; merging a
 // sender into a receiver is meaningless. It fails, leaving l unchanged,
 // when the configs differ.
@@ -336,6 +346,7 @@ func (l *LDS) Merge(o *LDS) error {
 		a.sum += b.sum
 		a.count += b.count
 		a.digest ^= b.digest
+		a.errSum += b.errSum
 	}
 	l.packets += o.packets
 	if o.lastTs > l.lastTs {

@@ -11,25 +11,25 @@ import (
 
 // ldsMagic and ldsVersion open every encoded LDS.
 const (
-	ldsMagic   = "LDS"
-	ldsVersion = 1
-	// ldsVersionFolded is version 1 plus a uvarint fold after
-	// CellsPerFlow (FoldCols); an unfolded LDS is still written as
-	// version 1, byte for byte.
-	ldsVersionFolded = 2
+	ldsMagic = "LDS"
+	// ldsVersion 3 added each cell's stamp error and always writes the
+	// fold. Versions 1 (unfolded) and 2 (folded) carried no stamp error;
+	// the decoder refuses them by name: an LDS without its cells' stamp
+	// errors cannot bound what stamps move a flow's mean.
+	ldsVersion = 3
 	// ldsMaxFold bounds a decoded fold.
 	ldsMaxFold = 26
 )
 
 // AppendBinary appends the versioned encoding of l to b.
 //
-// Wire format, version 1 (integers little-endian; uvarint/varint as in
-// encoding/binary):
+// Wire format, version 3 (integers little-endian; uvarint/varint as in
+// encoding/binary, always minimal):
 //
-//	"LDS" 0x01                       magic, version (0x02: folded, see below)
+//	"LDS" 0x03                       magic, version
 //	uvarint Rows, Cols, CellsPerFlow
-//	[version 2 only] uvarint fold    the columns are the recorded ones
-//	                                  merged 2^fold to 1 (FoldCols)
+//	uvarint fold                      0..26: the columns are the recorded
+//	                                  ones merged 2^fold to 1 (FoldCols)
 //	Rows × uvarint threshold          row sampling threshold on 32 hash bits, 1..2^32
 //	8 bytes Alpha                     float64 bits
 //	uvarint MaxFlows, uvarint hold    flow-table capacity, admission threshold 1..2^32
@@ -41,6 +41,7 @@ const (
 //	    varint  sum − count·base      wrap-around, so small when the cell's
 //	                                  timestamps are near base (≈5 bytes, not 8)
 //	    8 bytes digest
+//	    uvarint errSum                Σ weight·stamp uncertainty, ns (0: exact stamps)
 //	uvarint F                         held flows, F ≤ MaxFlows
 //	F × { 8 bytes flow hash (strictly increasing), uvarint packets
 //	      (≥ max(1, ShipMinPackets)), uvarint weight 1..2^32−1,
@@ -48,8 +49,11 @@ const (
 //	uvarint missed, uvarint refused   flow-table counters (missed includes
 //	                                  the packets of flows not shipped)
 //
-// A cell with count 0 is empty (Add never leaves sum or digest set without
-// count). Nothing may follow the last field.
+// A cell with count 0 is empty (Add never leaves sum, digest or errSum set
+// without count). Nothing may follow the last field. Every LDS has one
+// encoding: the decoder refuses any other (a longer varint, a key with a
+// trailing zero byte, an Alpha the config would not keep), so a decoded
+// LDS re-encodes to the bytes it came from.
 func (l *LDS) AppendBinary(b []byte) ([]byte, error) { return l.AppendBinaryLimited(b, l.rows, -1) }
 
 // AppendBinaryLimited appends the encoding of l restricted to its first
@@ -99,21 +103,15 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 		shipMin = max(shipMin, p+1)
 		sort.Slice(entries, func(i, j int) bool { return entries[i].FlowHash < entries[j].FlowHash })
 	}
-	// One allocation for the whole encoding: a cell takes at most 1+10+8
-	// bytes, an entry 8+10+5+1+40 (uvarints at their longest).
-	b = slices.Grow(b, 64+10*rows+int(uint64(rows)*l.cols)*19+len(entries)*64)
+	// One allocation for the whole encoding: a cell takes at most
+	// 10+10+8+10 bytes, an entry 8+10+5+1+40 (uvarints at their longest).
+	b = slices.Grow(b, 64+10*rows+int(uint64(rows)*l.cols)*38+len(entries)*64)
 	b = append(b, ldsMagic...)
-	if l.fold == 0 {
-		b = append(b, ldsVersion)
-	} else {
-		b = append(b, ldsVersionFolded)
-	}
+	b = append(b, ldsVersion)
 	b = binary.AppendUvarint(b, uint64(rows))
 	b = binary.AppendUvarint(b, l.cols)
 	b = binary.AppendUvarint(b, l.k)
-	if l.fold != 0 {
-		b = binary.AppendUvarint(b, uint64(l.fold))
-	}
+	b = binary.AppendUvarint(b, uint64(l.fold))
 	for r := 0; r < rows; r++ {
 		b = binary.AppendUvarint(b, l.thr[r])
 	}
@@ -138,6 +136,7 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 		}
 		b = binary.AppendVarint(b, int64(c.sum-c.count*base))
 		b = binary.LittleEndian.AppendUint64(b, c.digest)
+		b = binary.AppendUvarint(b, c.errSum)
 	}
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i := range entries {
@@ -160,10 +159,12 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 // MarshalBinary is AppendBinary(nil).
 func (l *LDS) MarshalBinary() ([]byte, error) { return l.AppendBinary(nil) }
 
-// ldsReader walks an encoding; the first error sticks.
+// ldsReader walks an encoding; the first error sticks. Its varints must
+// be minimal (one encoding per LDS).
 type ldsReader struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	scratch [binary.MaxVarintLen64]byte
 }
 
 func (r *ldsReader) fail(what string) {
@@ -177,7 +178,7 @@ func (r *ldsReader) uvarint(what string) uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
+	if n <= 0 || n != len(binary.AppendUvarint(r.scratch[:0], v)) {
 		r.fail(what)
 		return 0
 	}
@@ -190,7 +191,7 @@ func (r *ldsReader) varint(what string) int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
+	if n <= 0 || n != len(binary.AppendVarint(r.scratch[:0], v)) {
 		r.fail(what)
 		return 0
 	}
@@ -220,18 +221,20 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if len(data) < 4 || string(data[:3]) != ldsMagic {
 		return fmt.Errorf("%w: no LDS magic", errLDSBadEncoding)
 	}
-	if data[3] != ldsVersion && data[3] != ldsVersionFolded {
-		return fmt.Errorf("%w: version %d, want %d or %d", errLDSBadEncoding, data[3], ldsVersion, ldsVersionFolded)
+	switch data[3] {
+	case ldsVersion:
+	case 1, 2:
+		return fmt.Errorf("%w: version %d has no per-cell stamp error (this build reads version %d only; sender and receiver must run builds that agree)", errLDSBadEncoding, data[3], ldsVersion)
+	default:
+		return fmt.Errorf("%w: version %d, want %d", errLDSBadEncoding, data[3], ldsVersion)
 	}
 	r := &ldsReader{b: data[4:]}
 	rows := r.uvarint("rows")
 	cols := r.uvarint("cols")
 	k := r.uvarint("cells per flow")
-	var fold uint64
-	if data[3] == ldsVersionFolded {
-		if fold = r.uvarint("fold"); r.err == nil && (fold < 1 || fold > ldsMaxFold) {
-			r.fail("fold out of range")
-		}
+	fold := r.uvarint("fold")
+	if r.err == nil && fold > ldsMaxFold {
+		r.fail("fold out of range")
 	}
 	if r.err != nil {
 		return r.err
@@ -257,8 +260,10 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	if !(cfg.Alpha >= 0) || math.IsInf(cfg.Alpha, 0) {
-		return fmt.Errorf("%w: alpha %v", errLDSBadEncoding, cfg.Alpha)
+	if !(cfg.Alpha >= 0) || math.IsInf(cfg.Alpha, 0) || (cfg.Alpha == 0 && k > 1) {
+		// Alpha 0 with k > 1 means the default, 0.1, which the encoder
+		// writes as such.
+		return fmt.Errorf("%w: alpha %v (k=%d)", errLDSBadEncoding, cfg.Alpha, k)
 	}
 	if maxFlows > maxFlowTable || hold < 1 || hold > 1<<32 {
 		return fmt.Errorf("%w: flow table %d flows, hold %d", errLDSBadEncoding, maxFlows, hold)
@@ -285,6 +290,7 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 		}
 		c.sum = uint64(r.varint("cell sum")) + c.count*base
 		c.digest = r.u64("cell digest")
+		c.errSum = r.uvarint("cell stamp error")
 		if r.err != nil {
 			return r.err
 		}
@@ -324,12 +330,14 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 			if r.err != nil {
 				return r.err
 			}
-			if kl > uint64(len(e.Key)) || kl > uint64(len(r.b)) {
-				return fmt.Errorf("%w: flow key of %d bytes", errLDSBadEncoding, kl)
+			if kl > uint64(len(e.Key)) || kl > uint64(len(r.b)) || (kl > 0 && r.b[kl-1] == 0) {
+				return fmt.Errorf("%w: flow key of %d bytes (trailing zero bytes are trimmed)", errLDSBadEncoding, kl)
 			}
 			copy(e.Key[:], r.b[:kl])
 			r.b = r.b[kl:]
-			t.insert(&e)
+			if !t.insert(&e) {
+				return fmt.Errorf("%w: flow table refused flow %d of %d", errLDSBadEncoding, i, nf)
+			}
 		}
 		nl.flows = t
 	}
@@ -386,8 +394,8 @@ func (l *LDS) Cols() int { return int(l.cols) }
 
 // FoldCols returns a copy of l with cols columns: l's columns must be
 // cols·2^j (j ≥ 0) and cols ≥ CellsPerFlow; columns f·i … f·i+f−1
-// (f = 2^j) of each row merge into column i (counts and sums add,
-// digests XOR). A flow's columns are chosen by fastrange, so its cell c of
+// (f = 2^j) of each row merge into column i (counts, sums and stamp errors
+// add, digests XOR). A flow's columns are chosen by fastrange, so its cell c of
 // l is cell c>>j of the copy, and the estimator finds it there: the folded
 // LDS is one with fewer cells, more flows sharing each — the big flows
 // still measured, the small ones drowned. A sender folds to fit a control
@@ -417,6 +425,7 @@ func (l *LDS) FoldCols(cols int) (*LDS, error) {
 			d.count += c.count
 			d.sum += c.sum
 			d.digest ^= c.digest
+			d.errSum += c.errSum
 		}
 	}
 	return &g, nil

@@ -20,10 +20,11 @@ import (
 // this is the distinct-packet count behind the mean, colliding flows'
 // packets included); UsableBuckets counts the flow's cells whose sender and
 // receiver sides match, TotalBuckets is Rows·k. MeanCINs bounds the
-// error of MeanNs (see ldsEstimator.bound): other flows' packets in the
+// error of MeanNs (see ldsEstimator.meanBound): other flows' packets in the
 // averaged cells, and with k > 1 or sampled rows the part of the flow's
 // own packets the cells hold; without a delay range (LDSBound) a flow is
-// valid only when neither can move its mean (MeanCINs 0).
+// valid only when neither can move its mean. MeanCINs also includes
+// StampErrNs, what the timestamps themselves can move MeanNs.
 type FlowEstimate struct {
 	FlowHash uint64
 	Key      FlowKeyBytes // valid when Named
@@ -49,6 +50,16 @@ type FlowEstimate struct {
 	// receiver's sketch before estimating the mean (0 without repair).
 	RepairedLost, RepairedExtra int
 
+	// StampErrNs bounds how far the timestamps can move MeanNs: MeanNs is
+	// Σ(receiver sum − sender sum)/Σ count over the averaged cells, and
+	// each packet's two stamps are off by at most the uncertainties Add
+	// was given, so MeanNs is off by at most Σ(sender errSum + receiver
+	// errSum)/Σ count over the same cells — this figure, which MeanCINs
+	// includes. It is the flow's own: its cells' packets, not the
+	// interval's average. 0 with exact stamps (captures, hardware).
+	// TxStampErrNs and RxStampErrNs are its sender's and receiver's parts.
+	StampErrNs, TxStampErrNs, RxStampErrNs float64
+
 	Estimate
 }
 
@@ -66,6 +77,8 @@ type ldsSelCell struct {
 	row  int
 	n    uint64 // weighted count, equal at both sides
 	diff uint64 // receiver sum − sender sum, ns, wrap-around
+	errS uint64 // sender errSum, ns
+	errR uint64 // receiver errSum, ns
 }
 
 // ldsEstimator holds the scratch space of one estimation pass so that
@@ -134,7 +147,7 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 			own = fe.Packets
 		}
 	}
-	est, _ := e.flow(flowHash, weight, own)
+	est, _, _, _ := e.flow(flowHash, weight, own)
 	return est, nil
 }
 
@@ -151,13 +164,17 @@ func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Est
 // ownLo is a lower bound on the flow's packets in the receiver's sketch
 // (its flow table's count: held since admission, so never more than it
 // has), which bounds how much of each cell is not the flow's.
-func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estimate, int) {
+//
+// It returns the estimate, the cells averaged and the stamp bound's
+// sender and receiver parts (FlowEstimate.TxStampErrNs, RxStampErrNs),
+// whose sum MeanCINs includes.
+func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est Estimate, selected int, txErr, rxErr float64) {
 	s, r := e.s, e.r
 	w := float64(weight)
 	if weight == 0 {
 		w = 1
 	}
-	est := Estimate{Synopsis: "lds", TotalBuckets: s.rows * int(s.k)}
+	est = Estimate{Synopsis: "lds", TotalBuckets: s.rows * int(s.k)}
 	e.cells = e.cells[:0]
 	rates := r.cfg.RowRates
 
@@ -189,7 +206,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 			rowR += b.count
 			e.rowCells[row]++
 			if a.count != 0 && a.count == b.count && a.digest == b.digest {
-				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum})
+				e.cells = append(e.cells, ldsSelCell{row: row, n: a.count, diff: b.sum - a.sum, errS: a.errSum, errR: b.errSum})
 			}
 			switch {
 			case b.count > a.count:
@@ -231,14 +248,15 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 		} else {
 			est.Reason = "every cell of the flow lost or reordered packets"
 		}
-		return est, 0
+		return est, 0, 0, 0
 	}
-	var sum, n float64
-	selected := 0
+	var sum, n, errS, errR float64
 	e.rowN, e.rowK = [maxLDSRows]uint64{}, [maxLDSRows]uint64{}
 	take := func(c ldsSelCell) {
 		sum += float64(int64(c.diff))
 		n += float64(c.n)
+		errS += float64(c.errS)
+		errR += float64(c.errR)
 		e.rowN[c.row] += c.n
 		e.rowK[c.row]++
 		selected++
@@ -268,22 +286,24 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (Estim
 	est.MeanNs = sum / n
 	est.Samples = uint64(math.Round(float64(best) / w))
 	est.Extra, est.ExtraBuckets = uint64(math.Ceil(float64(extraMin)/w)), extraCells
+	// The stamps: MeanNs = Σ diff / n over the averaged cells, and each
+	// packet's stamps are off by at most what Add was told, so Σ diff by
+	// at most the cells' errSums, both ends'.
+	txErr, rxErr = errS/n, errR/n
 	ci, why := e.meanBound(w, ownLo, rates)
-	est.MeanCINs, est.Conf = ci, e.bound.conf()
+	est.MeanCINs, est.Conf = ci+txErr+rxErr, e.bound.conf()
 	switch {
 	case why != "":
 		est.Reason = why
-		return est, selected
 	case extraCells > 0:
 		// Weighted counts: the extras of one packet of weight w show as w.
 		est.Reason = ExtraReason(est.Extra, extraCells)
-		return est, selected
 	case e.extraCells > 0:
 		est.Reason = fmt.Sprintf("receiver saw ≥%d packets (in %d cells of the sketch) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; they may hide this flow's losses, so its loss cannot be counted", e.extraMin, e.extraCells)
-		return est, selected
+	default:
+		est.Valid = true
 	}
-	est.Valid = true
-	return est, selected
+	return est, selected, txErr, rxErr
 }
 
 // EstimateLDSFlows estimates every flow that the sender's or the
@@ -337,7 +357,8 @@ func estimateLDSFlows(sender, receiver *LDS, adj func(flowHash uint64) uint64) (
 		if adj != nil {
 			own -= min(own, adj(f.FlowHash))
 		}
-		f.Estimate, f.SelectedCells = e.flow(f.FlowHash, f.Weight, own)
+		f.Estimate, f.SelectedCells, f.TxStampErrNs, f.RxStampErrNs = e.flow(f.FlowHash, f.Weight, own)
+		f.StampErrNs = f.TxStampErrNs + f.RxStampErrNs
 		if (f.HeldSent > 0 || sendAll) && sendExact && recvExact {
 			f.CountsExact = true
 			f.Sent, f.Received, f.Lost = f.HeldSent, f.HeldReceived, 0
@@ -505,7 +526,9 @@ func (b LDSBound) conf() float64 {
 // range, so every mean does), so the error is at most
 // T + (ΣC_r/Σn_r)·(Δ − T), and never more than Δ. Without a range only
 // T = 0 and ΣC_r = 0 bound anything (the bound is then 0: the cells hold
-// exactly the flow's packets). The stamp error is the caller's to add.
+// exactly the flow's packets). The stamp error (FlowEstimate.StampErrNs)
+// is added on top by flow: this bound is about which packets the cells
+// hold, that one about how well their stamps were read.
 func (e *ldsEstimator) meanBound(w float64, ownLo uint64, rates []float64) (float64, string) {
 	var nAll, cAll float64
 	rowsAvg := 0

@@ -21,12 +21,12 @@ func ExampleEstimateLDSFlows() {
 	const t0 = 1_700_000_000_000_000_000 // ns
 	for i := uint64(0); i < 1000; i++ {
 		h := synopsis.Remix(i, 1) // the packet identity (classifier.Meta.Hash)
-		sender.AddFlow(0xAAAA, h, t0+i*1000, 1, &web)
-		receiver.AddFlow(0xAAAA, h, t0+i*1000+250_000, 1, &web) // 250 µs
+		sender.AddFlow(0xAAAA, h, t0+i*1000, 0, 1, &web)
+		receiver.AddFlow(0xAAAA, h, t0+i*1000+250_000, 0, 1, &web) // 250 µs
 		h = synopsis.Remix(i, 2)
-		sender.AddFlow(0xBBBB, h, t0+i*1000, 1, &dns)
+		sender.AddFlow(0xBBBB, h, t0+i*1000, 0, 1, &dns)
 		if i%100 != 0 { // one DNS packet in 100 is lost
-			receiver.AddFlow(0xBBBB, h, t0+i*1000+40_000, 1, &dns) // 40 µs
+			receiver.AddFlow(0xBBBB, h, t0+i*1000+40_000, 0, 1, &dns) // 40 µs
 		}
 	}
 

@@ -7,12 +7,16 @@ import "fmt"
 // timestamp its RDA cache holds; offline analysis has it from the capture.
 type LDSPacket struct {
 	FlowHash, Hash, Ts uint64
-	Weight             uint32 // 0 means 1, as in Add
+	// ErrNs is the stamp uncertainty Add was given, 0 when the caller no
+	// longer knows it: the packet's share of its cells' stamp error then
+	// stays, which only widens the flows' StampErrNs, never narrows it.
+	ErrNs  uint64
+	Weight uint32 // 0 means 1, as in Add
 }
 
 // Remove takes one packet out of the sketch: the exact inverse of Add with
 // the same arguments (cell sums and counts wrap back, the digest XORs the
-// identity out). The flow table and Packets are left alone: they count
+// identity out, the stamp error comes off). The flow table and Packets are left alone: they count
 // what was offered. A packet that was never added leaves cells that no
 // longer match the other side's, which the estimator then refuses, so a
 // wrong repair cannot pass for a right one. On a folded copy (FoldCols)
@@ -23,7 +27,7 @@ func (l *LDS) Remove(p LDSPacket) {
 	if w == 0 {
 		w = 1
 	}
-	wts := w * p.Ts
+	wts, werr := w*p.Ts, w*p.ErrNs
 	fx := Remix(p.FlowHash, SaltLDSRow)
 	px0 := Remix(p.Hash, SaltLDSCell)
 	for r := 0; r < l.rows && r < maxLDSRows; r++ {
@@ -40,6 +44,9 @@ func (l *LDS) Remove(p LDSPacket) {
 		cell.sum -= wts
 		cell.count -= w
 		cell.digest ^= p.Hash
+		// Saturating: an ErrNs larger than the one added cannot make the
+		// cells' stamp error wrap to a huge figure (or to a small one).
+		cell.errSum -= min(cell.errSum, werr)
 	}
 }
 

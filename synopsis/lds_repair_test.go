@@ -7,14 +7,15 @@ import (
 	"testing"
 )
 
-// TestLDSRemoveInverse: Remove undoes Add exactly, weights included.
+// TestLDSRemoveInverse: Remove undoes Add exactly, weights and stamp
+// errors included.
 func TestLDSRemoveInverse(t *testing.T) {
 	l := mustLDS(t, LDSConfig{Rows: 4, Cols: 97, CellsPerFlow: 3, RowRates: []float64{0.1, 0.3, 0.7, 1}})
 	rng := rand.New(rand.NewPCG(1, 2))
 	var ps []LDSPacket
 	for range 5000 {
-		p := LDSPacket{FlowHash: rng.Uint64() % 50, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: uint32(rng.IntN(4))}
-		l.Add(p.FlowHash, p.Hash, p.Ts, p.Weight)
+		p := LDSPacket{FlowHash: rng.Uint64() % 50, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, ErrNs: rng.Uint64() % 1e5, Weight: uint32(rng.IntN(4))}
+		l.Add(p.FlowHash, p.Hash, p.Ts, p.ErrNs, p.Weight)
 		ps = append(ps, p)
 	}
 	for _, p := range ps {
@@ -43,14 +44,14 @@ func ldsRepairCase(t *testing.T) (s, r *LDS, rep LDSRepair, truth []ldsFlowTruth
 		mu := 50e3 * float64(1+f)
 		for range 2000 {
 			p := LDSPacket{FlowHash: tr.hash, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: tr.weight}
-			s.AddFlow(p.FlowHash, p.Hash, p.Ts, p.Weight, &tr.key)
+			s.AddFlow(p.FlowHash, p.Hash, p.Ts, 0, p.Weight, &tr.key)
 			tr.sent++
 			if rng.Float64() < 0.01 {
 				rep.Lost = append(rep.Lost, p)
 				continue
 			}
 			d := uint64(mu * (0.5 + rng.Float64()))
-			r.AddFlow(p.FlowHash, p.Hash, p.Ts+d, p.Weight, &tr.key)
+			r.AddFlow(p.FlowHash, p.Hash, p.Ts+d, 0, p.Weight, &tr.key)
 			tr.received++
 			tr.delaySum += float64(d)
 		}
@@ -60,7 +61,7 @@ func ldsRepairCase(t *testing.T) (s, r *LDS, rep LDSRepair, truth []ldsFlowTruth
 	for i := range 6 {
 		tr := &truth[i%2]
 		p := LDSPacket{FlowHash: tr.hash, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: tr.weight}
-		r.AddFlow(p.FlowHash, p.Hash, p.Ts, p.Weight, &tr.key)
+		r.AddFlow(p.FlowHash, p.Hash, p.Ts, 0, p.Weight, &tr.key)
 		rep.Extra = append(rep.Extra, p)
 	}
 	rep.Complete = true
@@ -183,7 +184,7 @@ func TestLDSRemoveFolded(t *testing.T) {
 	var ps []LDSPacket
 	for range 4000 {
 		p := LDSPacket{FlowHash: rng.Uint64() % 300, Hash: rng.Uint64(), Ts: ldsBaseNs + rng.Uint64()%1e9, Weight: uint32(rng.IntN(3))}
-		l.Add(p.FlowHash, p.Hash, p.Ts, p.Weight)
+		l.Add(p.FlowHash, p.Hash, p.Ts, 0, p.Weight)
 		ps = append(ps, p)
 	}
 	folded, err := l.FoldCols(1 << 7)

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // ldsBaseNs is an absolute timestamp (2023-11) so sums wrap as on the wire.
@@ -71,7 +73,7 @@ func (tr ldsTraffic) run(senders, receivers []*LDS) []ldsFlowTruth {
 			d := uint64(0.5*mu + rng.ExpFloat64()*0.5*mu)
 			dMin, dMax = min(dMin, d), max(dMax, d)
 			s := senders[pkt%len(senders)]
-			s.AddFlow(t.hash, h, send, t.weight, &t.key)
+			s.AddFlow(t.hash, h, send, 0, t.weight, &t.key)
 			if tr.onPacket != nil {
 				tr.onPacket(h, send)
 			}
@@ -82,7 +84,7 @@ func (tr ldsTraffic) run(senders, receivers []*LDS) []ldsFlowTruth {
 			}
 			if !lost {
 				r := receivers[pkt%len(receivers)]
-				r.AddFlow(t.hash, h, send+d, t.weight, &t.key)
+				r.AddFlow(t.hash, h, send+d, 0, t.weight, &t.key)
 				t.received++
 				t.delaySum += float64(d)
 			}
@@ -198,8 +200,8 @@ func TestLDSSingleFlowExact(t *testing.T) {
 		for range n {
 			h, ts := rng.Uint64(), ldsBaseNs+rng.Uint64N(1e9)
 			d := rng.Uint64N(1e6)
-			s.AddFlow(42, h, ts, 1, nil)
-			r.AddFlow(42, h, ts+d, 1, nil)
+			s.AddFlow(42, h, ts, 0, 1, nil)
+			r.AddFlow(42, h, ts+d, 0, 1, nil)
 			sum += float64(d)
 		}
 		est, err := EstimateLDSFlow(s, r, 42, 1)
@@ -312,7 +314,7 @@ func TestLDSAccuracyPareto(t *testing.T) {
 	s0.Merge(s) // cells only: a table-less LDS adopts s's table, so re-zero it
 	s0.flows, s0.cfg.MaxFlows = nil, 0
 	enc0, _ := s0.MarshalBinary()
-	t.Logf("cells alone: %d bytes, %.1f bytes/cell (24 in memory)", len(enc0), float64(len(enc0))/float64(cfg.Rows*cfg.Cols))
+	t.Logf("cells alone: %d bytes, %.1f bytes/cell (32 in memory)", len(enc0), float64(len(enc0))/float64(cfg.Rows*cfg.Cols))
 
 	// Without loss and reordering the count-min flow size is an upper bound
 	// and every cell is usable.
@@ -480,13 +482,13 @@ func TestLDSLoss(t *testing.T) {
 	s2, r2 := mustLDS(t, cfg), mustLDS(t, cfg)
 	key := FlowKeyBytes{1, 2, 3}
 	for i := range 100 {
-		s2.AddFlow(99, uint64(i)*0x9e3779b97f4a7c15+1, ldsBaseNs+uint64(i), 1, &key)
+		s2.AddFlow(99, uint64(i)*0x9e3779b97f4a7c15+1, ldsBaseNs+uint64(i), 0, 1, &key)
 	}
 	// And one only the receiver saw (packets from the previous interval,
 	// or a flow that bypassed the sender): named, counted, not measured.
 	key2 := FlowKeyBytes{4, 5, 6}
 	for i := range 10 {
-		r2.AddFlow(1, uint64(i)*0x9e3779b97f4a7c15+7, ldsBaseNs+uint64(i), 3, &key2)
+		r2.AddFlow(1, uint64(i)*0x9e3779b97f4a7c15+7, ldsBaseNs+uint64(i), 0, 3, &key2)
 	}
 	fl, _ := EstimateLDSFlows(s2, r2)
 	if len(fl) != 2 {
@@ -534,13 +536,13 @@ func TestLDSMergeShards(t *testing.T) {
 	}
 	// Clone is deep: the copy does not move when the original does.
 	c := whole.Clone()
-	whole.AddFlow(12345, 1, ldsBaseNs, 1, nil)
+	whole.AddFlow(12345, 1, ldsBaseNs, 0, 1, nil)
 	if ldsEqual(c, whole) || c.Flows().Len() == whole.Flows().Len() {
 		t.Fatal("Clone shares state")
 	}
 	// A zero-value LDS records nothing and cannot be estimated.
 	var zero LDS
-	zero.Add(1, 2, 3, 1)
+	zero.Add(1, 2, 3, 0, 1)
 	if _, err := EstimateLDSFlow(&zero, &zero, 1, 1); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("zero-value LDS estimated: %v", err)
 	}
@@ -584,7 +586,7 @@ func TestLDSEncodingRoundTrip(t *testing.T) {
 	if !bytes.Equal(enc, enc2) {
 		t.Fatal("re-encoding differs")
 	}
-	raw := 24 * len(s.cells)
+	raw := int(unsafe.Sizeof(ldsCell{})) * len(s.cells)
 	t.Logf("encoded %d bytes for %d cells (%d bytes raw) and %d flows", len(enc), len(s.cells), raw, s.Flows().Len())
 	a, _ := EstimateLDSFlows(s, r)
 	b, _ := EstimateLDSFlows(&d, r)
@@ -661,7 +663,7 @@ func TestLDSAddAllocs(t *testing.T) {
 	var i uint64
 	allocs := testing.AllocsPerRun(1000, func() {
 		i++
-		l.AddFlow(i%100, i*0x9e3779b97f4a7c15, ldsBaseNs+i, 1, &key)
+		l.AddFlow(i%100, i*0x9e3779b97f4a7c15, ldsBaseNs+i, 0, 1, &key)
 	})
 	if allocs != 0 {
 		t.Fatalf("AddFlow allocates %v per packet", allocs)
@@ -706,18 +708,71 @@ func ldsMalformed(t testing.TB) [][]byte {
 	l := mustLDS(t, LDSConfig{Rows: 2, Cols: 8, CellsPerFlow: 2, MaxFlows: 4, RowRates: []float64{0.5, 1}, ShipMinPackets: 2})
 	key := FlowKeyBytes{9}
 	for i := range uint64(20) {
-		l.AddFlow(i%3+i/19*7, i*0x9e3779b97f4a7c15, ldsBaseNs+i*1000, uint32(i%2), &key)
+		l.AddFlow(i%3+i/19*7, i*0x9e3779b97f4a7c15, ldsBaseNs+i*1000, i*i*300, uint32(i%2), &key)
 	}
 	good, _ := l.MarshalBinary()
 	empty, _ := mustLDS(t, LDSConfig{Rows: 1, Cols: 1}).MarshalBinary()
 	return [][]byte{
 		good, empty,
-		nil, []byte("LDS"), []byte("LDX\x01"), []byte("LDS\x02"),
+		nil, []byte("LDS"), []byte("LDX\x03"), []byte("LDS\x02"),
 		good[:len(good)-1], append(slices.Clone(good), 0),
-		[]byte("LDS\x01\x00\x01\x01"),                 // zero rows
-		[]byte("LDS\x01\x01\xff\xff\xff\xff\x0f\x01"), // huge cols
-		[]byte("LDS\x01\x10\x80\x80\x80\x20\x01"),     // 16 × 2^26 cells, no bytes
-		[]byte("LDS\x01\x01\x01\x02"),                 // k > cols
+		[]byte("LDS\x03\x00\x01\x01\x00"),                 // zero rows
+		[]byte("LDS\x03\x01\xff\xff\xff\xff\x0f\x01\x00"), // huge cols
+		[]byte("LDS\x03\x10\x80\x80\x80\x20\x01\x00"),     // 16 × 2^26 cells, no bytes
+		[]byte("LDS\x03\x01\x01\x02\x00"),                 // k > cols
+		[]byte("LDS\x03\x01\x01\x01\x1b"),                 // fold 27
+		append([]byte("LDS\x01"), good[4:]...),            // version 1: no stamp errors
+	}
+}
+
+// TestLDSDecoderStrict: the decoder refuses the encodings of older
+// versions by name and every byte string the encoder would not write, so
+// one LDS has one encoding.
+func TestLDSDecoderStrict(t *testing.T) {
+	enc := func(cfg LDSConfig, key FlowKeyBytes) []byte {
+		l := mustLDS(t, cfg)
+		l.AddFlow(5, 6, ldsBaseNs, 250, 1, &key)
+		b, err := l.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d LDS
+		if err := d.UnmarshalBinary(b); err != nil {
+			t.Fatalf("good encoding refused: %v", err)
+		}
+		return b
+	}
+	one := enc(LDSConfig{Rows: 1, Cols: 1}, FlowKeyBytes{})
+	two := enc(LDSConfig{Rows: 1, Cols: 2, CellsPerFlow: 2}, FlowKeyBytes{})
+	named := enc(LDSConfig{Rows: 1, Cols: 1, MaxFlows: 1}, FlowKeyBytes{9})
+	mod := func(b []byte, f func([]byte) []byte) []byte { return f(slices.Clone(b)) }
+	for name, tc := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"version 1":            {mod(one, func(b []byte) []byte { b[3] = 1; return b }), "version 1 has no per-cell stamp error"},
+		"version 2":            {mod(one, func(b []byte) []byte { b[3] = 2; return b }), "version 2 has no per-cell stamp error"},
+		"version 4":            {mod(one, func(b []byte) []byte { b[3] = 4; return b }), "version 4, want 3"},
+		"overlong rows":        {append([]byte("LDS\x03\x81\x00"), one[5:]...), "rows"},
+		"overlong stamp error": {mod(one, func(b []byte) []byte { return append(b[:len(b)-4:len(b)-4], 0x81, 0x00, 0, 0, 0) }), "stamp error"},
+		// Alpha 0 with k > 1 means the default 0.1: the encoder writes 0.1.
+		"alpha 0, k 2": {mod(two, func(b []byte) []byte { clear(b[13:21]); return b }), "alpha"},
+		// The key {9} is written as one byte; two with a zero is the same key.
+		"key zero-padded": {mod(named, func(b []byte) []byte {
+			n := len(b)
+			return append(append(b[:n-4:n-4], 2, 9, 0), b[n-2:]...)
+		}), "trailing zero"},
+	} {
+		var d LDS
+		err := d.UnmarshalBinary(tc.b)
+		if !errors.Is(err, ErrBadEncoding) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrBadEncoding naming %q", name, err, tc.want)
+		}
+	}
+	// The stamp error of one's cell is 250 = 0xfa 0x01: the overlong case
+	// above rewrites exactly it.
+	if one[len(one)-5] != 0xfa || one[len(one)-4] != 0x01 {
+		t.Fatalf("layout changed: %x", one)
 	}
 }
 
@@ -746,6 +801,9 @@ func FuzzLDSUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(enc, data) {
+			t.Fatalf("decoded from %x, re-encodes to %x: the decoder took a non-canonical encoding", data, enc)
+		}
 		var m LDS
 		if err := m.UnmarshalBinary(enc); err != nil {
 			t.Fatalf("re-decode: %v", err)
@@ -760,7 +818,7 @@ func FuzzLDSUnmarshal(f *testing.F) {
 		if err := m.Merge(&l); err != nil {
 			t.Fatal(err)
 		}
-		m.AddFlow(1, 2, 3, 4, nil)
+		m.AddFlow(1, 2, 3, 5, 4, nil)
 	})
 }
 
@@ -787,9 +845,9 @@ func BenchmarkLDSAdd(b *testing.B) {
 				// measures the LDS's memory traffic, not its own.
 				f := (h>>49 + 1) * 0xd6e8feb86659fd93
 				if bc.key {
-					l.AddFlow(f, h, ldsBaseNs+uint64(i), 1, &key)
+					l.AddFlow(f, h, ldsBaseNs+uint64(i), 0, 1, &key)
 				} else {
-					l.Add(f, h, ldsBaseNs+uint64(i), 1)
+					l.Add(f, h, ldsBaseNs+uint64(i), 0, 1)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")

@@ -36,9 +36,9 @@ func TestMicroburstDetect(t *testing.T) {
 		}},
 		{"lds", ldsS, ldsR, func(sender bool, f, h, ts uint64) {
 			if sender {
-				ldsS.Add(f, h, ts, 1)
+				ldsS.Add(f, h, ts, 0, 1)
 			} else {
-				ldsR.Add(f, h, ts, 1)
+				ldsR.Add(f, h, ts, 0, 1)
 			}
 		}},
 	} {
@@ -131,9 +131,9 @@ func TestMicroburstEdges(t *testing.T) {
 	// estimate averaged over the rows.
 	s, r := mustLDS(t, LDSConfig{Rows: 4, Cols: 64}), mustLDS(t, LDSConfig{Rows: 4, Cols: 64})
 	for i := range uint64(50) {
-		s.Add(1, i+1, ldsBaseNs+i*1000, 1)
+		s.Add(1, i+1, ldsBaseNs+i*1000, 0, 1)
 		if i != 20 {
-			r.Add(1, i+1, ldsBaseNs+i*1000+500, 1)
+			r.Add(1, i+1, ldsBaseNs+i*1000+500, 0, 1)
 		}
 	}
 	lt, err := SingleLossTimes(nil, s, r, 500)

@@ -397,11 +397,11 @@ func TestLDSScenarios(t *testing.T) {
 		rcv, _ := NewLDS(cfg)
 		sent, recv := map[uint64]uint64{}, map[uint64]uint64{}
 		for _, p := range iv[0].snd {
-			snd.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			snd.AddFlow(flowOf(p.h), p.h, p.ts, 0, 1, nil)
 			sent[flowOf(p.h)]++
 		}
 		for _, p := range iv[0].rcv {
-			rcv.AddFlow(flowOf(p.h), p.h, p.ts, 1, nil)
+			rcv.AddFlow(flowOf(p.h), p.h, p.ts, 0, 1, nil)
 			recv[flowOf(p.h)]++
 		}
 		// True per-flow loss (the sender's packets the network lost) and
@@ -578,7 +578,7 @@ func ldsCollisionScenario(t *testing.T, seed uint64) ldsCollisionResult {
 		for range size {
 			h := rng.Uint64()
 			ts := t0 + rng.Uint64N(spanNs)
-			snd.AddFlow(fh, h, ts, 1, nil)
+			snd.AddFlow(fh, h, ts, 0, 1, nil)
 			x.sent++
 			if rng.Float64() < loss {
 				rep.Lost = append(rep.Lost, LDSPacket{FlowHash: fh, Hash: h, Ts: ts})
@@ -589,7 +589,7 @@ func ldsCollisionScenario(t *testing.T, seed uint64) ldsCollisionResult {
 				d += q
 			}
 			di := int64(d)
-			rcv.AddFlow(fh, h, ts+uint64(di), 1, nil)
+			rcv.AddFlow(fh, h, ts+uint64(di), 0, 1, nil)
 			x.recv++
 			x.sum += float64(di)
 			dMin, dMax = min(dMin, di), max(dMax, di)
