@@ -887,8 +887,8 @@ func TestLDSBoundZeroWidth(t *testing.T) {
 			key[0], key[1] = byte(f), byte(f>>8)
 			for range 1 + rng.IntN(30) {
 				h, ts := rng.Uint64(), ldsBaseNs+rng.Uint64()%1e9
-				s.AddFlow(fh, h, ts, 1, &key)
-				r.AddFlow(fh, h, ts+d, 1, &key)
+				s.AddFlow(fh, h, ts, 0, 1, &key)
+				r.AddFlow(fh, h, ts+d, 0, 1, &key)
 			}
 		}
 		if set {
