@@ -70,15 +70,17 @@ type tables struct {
 	groups []group
 
 	// The tierFlat groups, taken out of groups: per family, each group's
-	// offsets into arena, one slice for all so that a group costs three
-	// loads from it and no slice header. The groups reading vd and addrs
+	// offsets into arena (its input tables) and flatFirst (its first-match
+	// table), one slice each for all groups so that a group costs three
+	// loads and no slice header. The groups reading vd and addrs
 	// come first, then from flatEnd[fam][0] those reading vd and ports,
 	// then from flatEnd[fam][1] to flatEnd[fam][2] (the number of groups)
 	// those reading addrs and ports.
-	flat    [3][]flatGroup
-	flatEnd [3][3]uint32
-	nFlat   int
-	arena   []uint32
+	flat      [3][]flatGroup
+	flatEnd   [3][3]uint32
+	nFlat     int
+	arena     []uint32
+	flatFirst []uint16
 	// nVD and nPorts are the numbers of values the vd and ports inputs
 	// take (classify's in[0] and in[2]).
 	nVD, nPorts uint32
@@ -134,10 +136,10 @@ type group struct {
 }
 
 // flatGroup is a tierFlat group in tables.arena for one family: its
-// match is arena[arena[o0+i] + arena[o1+j]] for the packet's indices i, j
-// of its two inputs. The first input's table holds its class times the
-// second's class count, the second's its class plus the offset of the
-// first-match table, so the sum is the first-match entry.
+// match is flatFirst[arena[o0+i] + arena[o1+j]] for the packet's indices
+// i, j of its two inputs. The first input's table holds its class times
+// the second's class count, the second's its class plus the offset of the
+// first-match table in flatFirst, so the sum is the first-match entry.
 //
 // A group that reads one input only reads it paired with a table of
 // zeros (setGroups), so that every group reads one of three pairs —
@@ -149,11 +151,10 @@ type flatGroup struct {
 }
 
 // flatMatch is the match of flat group g for its inputs' indices i, j,
-// as the first-match tables in arena hold it: the MEC id − 1, all ones
-// when no rule matches, so that the first match of several is their
-// minimum.
-func flatMatch(a []uint32, g flatGroup, i, j uint32) uint32 {
-	return at(a, at(a, g.o0+i)+at(a, g.o1+j)) // in range: checkBounds
+// as flatFirst holds it: the MEC id − 1, all ones when no rule matches,
+// so that the first match of several is their minimum.
+func flatMatch(a []uint32, f []uint16, g flatGroup, i, j uint32) uint16 {
+	return at16(f, at(a, g.o0+i)+at(a, g.o1+j)) // in range: checkBounds
 }
 
 // lower is the lower of best and a group's match r, 0 meaning none.
@@ -316,21 +317,21 @@ func (t *tables) classify(m *Meta) uint16 {
 	// Every group is read (class 0 of each combination is the empty set,
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
-	gs, end, a := t.flat[fam], &t.flatEnd[fam], t.arena
-	best := ^uint32(0)
+	gs, end, a, f := t.flat[fam], &t.flatEnd[fam], t.arena, t.flatFirst
+	best := ^uint16(0)
 	for k := uint32(0); k < end[0]; k++ {
-		best = min(best, flatMatch(a, atG(gs, k), vdi, ai)) // in range: checkBounds
+		best = min(best, flatMatch(a, f, atG(gs, k), vdi, ai)) // in range: checkBounds
 	}
 	for k := end[0]; k < end[1]; k++ {
-		best = min(best, flatMatch(a, atG(gs, k), vdi, pi))
+		best = min(best, flatMatch(a, f, atG(gs, k), vdi, pi))
 	}
 	for k := end[1]; k < end[2]; k++ {
-		best = min(best, flatMatch(a, atG(gs, k), ai, pi))
+		best = min(best, flatMatch(a, f, atG(gs, k), ai, pi))
 	}
 	if len(t.groups) > 0 {
-		return t.crossMin(vdi, ai, pi, fam, uint16(best+1))
+		return t.crossMin(vdi, ai, pi, fam, best+1)
 	}
-	return uint16(best + 1)
+	return best + 1
 }
 
 // crossMin lowers best to the lowest nonzero match of the tierCross
@@ -742,9 +743,9 @@ func (t *tables) setGroups(gs []group) {
 		}
 		t.nFlat++
 		for fam := range t.flat {
-			ff := uint32(len(t.arena))
+			ff := uint32(len(t.flatFirst))
 			for _, r := range g.ff[fam] {
-				t.arena = append(t.arena, uint32(r)-1) // flatMatch: 0 (none) becomes all ones
+				t.flatFirst = append(t.flatFirst, r-1) // flatMatch: 0 (none) becomes all ones
 			}
 			var fg flatGroup
 			var pair int

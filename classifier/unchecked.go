@@ -22,7 +22,7 @@ import "unsafe"
 //   - dpID's classes are below nDP, and a flat group's two input tables
 //     in arena span every index its inputs can take (vlan class × nDP +
 //     DSCP-protocol class, source × nDst + destination, sport × nDport +
-//     dport), their entries summing to an index below len(arena);
+//     dport), their entries summing to an index below len(flatFirst);
 //   - a family's flatEnd are in order and its last is len(flat[fam]).
 //
 // checkBounds (unchecked_test.go) verifies these for every classifier
@@ -45,4 +45,9 @@ func atG(a []flatGroup, i uint32) flatGroup {
 // atMeta is &a[i] for a trie's node metadata.
 func atMeta(a []trieMeta, i uint32) *trieMeta {
 	return (*trieMeta)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*unsafe.Sizeof(trieMeta{})))
+}
+
+// at16 is at for uint16 tables.
+func at16(a []uint16, i uint32) uint16 {
+	return *(*uint16)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*2))
 }

@@ -78,8 +78,8 @@ func (t *tables) checkBounds() error {
 			if err != nil {
 				return err
 			}
-			if uint64(m0)+uint64(m1) >= uint64(n) {
-				return fmt.Errorf("family %d, group %d: first match at up to %d+%d past the arena (%d)", fam, p, m0, m1, n)
+			if uint64(m0)+uint64(m1) >= uint64(len(t.flatFirst)) {
+				return fmt.Errorf("family %d, group %d: first match at up to %d+%d past the first-match tables (%d)", fam, p, m0, m1, len(t.flatFirst))
 			}
 		}
 	}
@@ -160,13 +160,14 @@ func TestCheckBoundsCatches(t *testing.T) {
 		"arena entry": func(tb *tables) {
 			for fam := range tb.flat {
 				if gs := tb.flat[fam]; len(gs) > 0 {
-					tb.arena[gs[0].o1] += uint32(len(tb.arena))
+					tb.arena[gs[0].o1] += uint32(len(tb.flatFirst))
 					return
 				}
 			}
 		},
-		"flat pairs":  func(tb *tables) { tb.flatEnd[1][1] = uint32(len(tb.flat[1]) + 1) },
-		"arena short": func(tb *tables) { tb.arena = tb.arena[:len(tb.arena)-1] },
+		"flat pairs":        func(tb *tables) { tb.flatEnd[1][1] = uint32(len(tb.flat[1]) + 1) },
+		"arena short":       func(tb *tables) { tb.arena = tb.arena[:len(tb.arena)-1] },
+		"first-match short": func(tb *tables) { tb.flatFirst = tb.flatFirst[:len(tb.flatFirst)-1] },
 		"trie node": func(tb *tables) {
 			for fam := range 2 {
 				for dir := range 2 {
