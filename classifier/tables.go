@@ -317,15 +317,17 @@ func (t *tables) classify(m *Meta) uint16 {
 	// Every group is read (class 0 of each combination is the empty set,
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
-	gs, end, a, f := t.flat[fam], &t.flatEnd[fam], t.arena, t.flatFirst
+	gs, a, f := t.flat[fam], t.arena, t.flatFirst
+	end := t.flatEnd[fam]
 	best := ^uint16(0)
-	for k := uint32(0); k < end[0]; k++ {
+	k := uint32(0)
+	for ; k < end[0]; k++ {
 		best = min(best, flatMatch(a, f, atG(gs, k), vdi, ai)) // in range: checkBounds
 	}
-	for k := end[0]; k < end[1]; k++ {
+	for ; k < end[1]; k++ {
 		best = min(best, flatMatch(a, f, atG(gs, k), vdi, pi))
 	}
-	for k := end[1]; k < end[2]; k++ {
+	for ; k < end[2]; k++ {
 		best = min(best, flatMatch(a, f, atG(gs, k), ai, pi))
 	}
 	if len(t.groups) > 0 {
