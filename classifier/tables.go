@@ -737,8 +737,8 @@ func (t *tables) setGroups(gs []group) {
 		return o
 	}
 	// A group of one input reads it with the zeros of another (laid out
-	// once, when some group needs them): no larger than the vd and ports
-	// tables the budget already counted.
+	// once, when some group needs them): as many entries as the vd or
+	// ports combination, whose size combine's budget bounded.
 	zeroVD, zeroPorts := make([]uint32, t.nVD), make([]uint32, t.nPorts)
 	var byPair [3][3][]flatGroup // [fam][(vd, addrs), (vd, ports), (addrs, ports)]
 	for _, g := range gs {
