@@ -27,6 +27,11 @@ type Classifier struct {
 
 	sets *bitSets // the block bit vectors (bitsets.go), up to maxSetsRules rules
 	tab  *tables  // the exact per-field tables (tables.go) above; both nil: linear (no rules, or tables too large)
+	// The way classify takes, so that it costs a test or two: groups is
+	// tab when that takes pathGroups (many rules), word its word tables
+	// (up to 64), one tab when it takes pathOne. All nil: classifyOther.
+	groups, one *tables
+	word        *wordTables
 
 	// linkLocal are the indices of the rules with linklocal:yes, the only
 	// ones a link-local frame may match (Measure). They are in no table
@@ -110,6 +115,16 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 		c.tab = buildTables(rules, c.rules)
 	case len(c.rules) > 0:
 		c.sets = buildSets(rules, c.rules)
+	}
+	if t := c.tab; t != nil {
+		switch {
+		case t.word != nil:
+			c.word = t.word
+		case t.path == pathGroups:
+			c.groups = t
+		case t.path == pathOne:
+			c.one = t
+		}
 	}
 	return c, nil
 }
@@ -224,14 +239,25 @@ func (c *Classifier) classify(m *Meta) uint16 {
 	if c.sets != nil {
 		return c.classifySets(m)
 	}
-	t := c.tab
-	if t == nil {
+	if t := c.groups; t != nil {
+		return t.classify(m)
+	}
+	if w := c.word; w != nil {
+		return w.classify(m)
+	}
+	if t := c.one; t != nil {
+		return t.classify1(&t.groups[0], m)
+	}
+	return c.classifyOther(m)
+}
+
+// classifyOther is classify with tables whose combinations did not fit
+// (pathFields), or none (linear).
+func (c *Classifier) classifyOther(m *Meta) uint16 {
+	if c.tab == nil {
 		return c.classifyLinear(m, m.Flags&(FlagIPv4|FlagIPv6) != 0)
 	}
-	if t.word != nil {
-		return t.word.classify(m)
-	}
-	return t.classify(m)
+	return c.tab.andFields(m)
 }
 
 // classifyLinear tests every rule in order: rule sets too large for the

@@ -69,12 +69,26 @@ type tables struct {
 	// match is the lowest of its groups' matches.
 	groups []group
 
-	// The tierFlat groups, taken out of groups: per family and pair of
-	// inputs (flatPairs), each group's offsets into arena, one slice for
-	// all so that a group costs three loads from it and no slice header.
-	flat  [3][len(flatPairs)][]flatGroup
-	nFlat int
-	arena []uint32
+	// The tierFlat groups, taken out of groups: per family, each group's
+	// offsets into arena (its input tables) and flatFirst (its first-match
+	// table), one slice each for all groups so that a group costs three
+	// loads and no slice header. The groups reading vd and addrs
+	// come first, then from flatEnd[fam][0] those reading vd and ports,
+	// then from flatEnd[fam][1] to flatEnd[fam][2] (the number of groups)
+	// those reading addrs and ports.
+	flat      [3][]flatGroup
+	flatEnd   [3][3]uint32
+	nFlat     int
+	arena     []uint32
+	flatFirst []uint16
+	// nVD and nPorts are the numbers of values the vd and ports inputs
+	// take (classify's in[0] and in[2]).
+	nVD, nPorts uint32
+
+	// path is how Classify goes: pathGroups (classify: the flat groups
+	// and the tierCross ones), pathOne (classify1: one group of any tier
+	// but flat) or pathFields (andFields). Unused when word is set.
+	path uint8
 
 	word *wordTables // up to 64 rules: instead of all the above
 
@@ -122,30 +136,41 @@ type group struct {
 }
 
 // flatGroup is a tierFlat group in tables.arena for one family: its
-// match is arena[arena[o0+i] + arena[o1+j]] for the packet's indices i, j
-// of its two inputs. The first input's table holds its class times the
-// second's class count, the second's its class plus the offset of the
-// first-match table, so the sum is the first-match entry.
+// match is flatFirst[arena[o0+i] + arena[o1+j]] for the packet's indices
+// i, j of its two inputs. The first input's table holds its class times
+// the second's class count, the second's its class plus the offset of the
+// first-match table in flatFirst, so the sum is the first-match entry.
+//
+// A group that reads one input only reads it paired with a table of
+// zeros (setGroups), so that every group reads one of three pairs —
+// vd and addrs, vd and ports, addrs and ports — and classify has a loop
+// for each: fewer loop heads than one per pair with the constant, and no
+// per-group choice of inputs.
 type flatGroup struct {
 	o0, o1 uint32
 }
 
-// flatPairs are the pairs of inputs a tierFlat group reads, as indices
-// into [vd, addrs, ports, none]; classify has a loop for each.
-var flatPairs = [...][2]uint8{{0, 1}, {0, 2}, {1, 2}, {0, 3}, {1, 3}, {2, 3}}
+// flatMatch is the match of flat group g for its inputs' indices i, j,
+// as flatFirst holds it: the MEC id − 1, all ones when no rule matches,
+// so that the first match of several is their minimum.
+func flatMatch(a []uint32, f []uint16, g flatGroup, i, j uint32) uint16 {
+	return at16(f, at(a, g.o0+i)+at(a, g.o1+j)) // in range: checkBounds
+}
 
-// flatMin lowers best to the lowest nonzero match of the groups gs.
-func flatMin(a []uint32, gs []flatGroup, i, j uint32, best uint16) uint16 {
-	for k := range gs {
-		g := &gs[k]
-		// in range: checkBounds
-		r := uint16(at(a, at(a, g.o0+i)+at(a, g.o1+j)))
-		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
-			best = r
-		}
+// lower is the lower of best and a group's match r, 0 meaning none.
+func lower(best, r uint16) uint16 {
+	if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
+		return r
 	}
 	return best
 }
+
+// Paths of tables.path.
+const (
+	pathGroups = iota
+	pathOne
+	pathFields
+)
 
 // Tiers, fastest first.
 const (
@@ -190,8 +215,9 @@ func (p *portMap) lookup(port uint16) uint32 {
 }
 
 // trie maps an address to a class id. An entry ≥ 0 is a class id; < 0 is
-// the complement of a node reference: node index << 5 | skip << 4 | the
-// address byte that indexes the node's 256 entries (nodes[index<<8:]).
+// the complement of a node reference: node index << 8 | skip << 4 | the
+// address byte that indexes the node's 256 entries (nodes[index<<8:], so
+// that the reference with its low byte cleared is their offset).
 // A node with skip first compares the bytes it skips (those under its
 // meta's masks) with meta's values, the class being meta's miss when they
 // differ. So a level costs one load, and a node that skips one more.
@@ -201,6 +227,9 @@ type trie struct {
 	meta  []trieMeta // by node index; used when skip is set
 }
 
+// trieMeta's masks and values are of the address's bytes 0-7 (hi) and
+// 8-15 (lo) loaded little-endian: a plain load on the machines we run on,
+// where big-endian would add a byte swap.
 type trieMeta struct {
 	mhi, mlo, vhi, vlo uint64
 	miss               int32
@@ -221,104 +250,126 @@ func (t *trie) lookup(a *[16]byte) uint32 {
 //go:noinline
 func (t *trie) walk(a *[16]byte, e int32) uint32 {
 	for e < 0 {
-		c := ^e
-		n := int(c >> 5)
+		c := uint32(^e)
 		if c&16 != 0 {
-			nm := &t.meta[n]
-			if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+			nm := &t.meta[c>>8]
+			if binary.LittleEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.LittleEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
 				return uint32(nm.miss)
 			}
 		}
-		e = atI(t.nodes, uint32(n)<<8|uint32(a[c&15])) // in range: checkBounds
+		e = atI(t.nodes, c&^255|uint32(a[c&15])) // in range: checkBounds
 	}
 	return uint32(e)
 }
 
-// classify is Classify on the tables.
+// classify is Classify on tables of path pathGroups: it
+// computes the packet's three inputs (VLAN × DSCP-protocol, source ×
+// destination address and source × destination port indices) and takes
+// the lowest match of the groups.
 func (t *tables) classify(m *Meta) uint16 {
-	v := uint32(t.vlanID[m.VLAN&4095])
-	fam, dp := 2, 64*256
+	fam, dpc := 2, uint32(t.dpID[64*256])
 	if m.Flags&(FlagIPv4|FlagIPv6) != 0 {
-		fam, dp = 0, int(m.DSCP&63)<<8|int(m.Proto)
+		fam, dpc = 0, uint32(t.dpID[uint32(m.DSCP&63)<<8|uint32(m.Proto)])
 		if m.Flow.IPv6 {
 			fam = 1
 		}
 	}
-	dpc := uint32(t.dpID[dp])
-	if len(t.groups) == 0 && t.nFlat == 0 {
-		return t.andFields(m, v, dpc, fam)
-	}
-	if len(t.groups) == 1 && t.nFlat == 0 {
-		return t.classify1(&t.groups[0], m, v*t.nDP+dpc, fam)
-	}
+	vdi := uint32(t.vlanID[m.VLAN&4095])*t.nDP + dpc
+	ai := uint32(0)
 	// The address lookups are trie.walk's loop inline: a call (and the
 	// spills around it) costs more.
-	var s, d uint32
 	if fam < 2 {
 		tr, a := &t.addr[fam][0], &m.Flow.Src
 		e := tr.root
 		for e < 0 {
 			c := uint32(^e)
 			if c&16 != 0 {
-				nm := &tr.meta[c>>5]
-				if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+				nm := atMeta(tr.meta, c>>8) // in range: checkBounds
+				if binary.LittleEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.LittleEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
 					e = nm.miss
 					break
 				}
 			}
-			e = atI(tr.nodes, c>>5<<8|uint32(a[c&15])) // in range: checkBounds
+			e = atI(tr.nodes, c&^255|uint32(a[c&15])) // in range: checkBounds
 		}
-		s = uint32(e)
+		s := uint32(e)
 		tr, a = &t.addr[fam][1], &m.Flow.Dst
 		e = tr.root
 		for e < 0 {
 			c := uint32(^e)
 			if c&16 != 0 {
-				nm := &tr.meta[c>>5]
-				if binary.BigEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.BigEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
+				nm := atMeta(tr.meta, c>>8) // in range: checkBounds
+				if binary.LittleEndian.Uint64(a[0:])&nm.mhi != nm.vhi || binary.LittleEndian.Uint64(a[8:])&nm.mlo != nm.vlo {
 					e = nm.miss
 					break
 				}
 			}
-			e = atI(tr.nodes, c>>5<<8|uint32(a[c&15])) // in range: checkBounds
+			e = atI(tr.nodes, c&^255|uint32(a[c&15])) // in range: checkBounds
 		}
-		d = uint32(e)
+		ai = s*t.nDst[fam] + uint32(e)
 	}
-	sp, dpo := t.sport.none, t.dport.none
+	var pi uint32
 	if m.Flags&FlagPorts != 0 {
-		sp, dpo = t.sport.lookup(m.Flow.SrcPort), t.dport.lookup(m.Flow.DstPort)
+		pi = t.sport.lookup(m.Flow.SrcPort)*t.nDport + t.dport.lookup(m.Flow.DstPort)
+	} else {
+		pi = t.sport.none*t.nDport + t.dport.none
 	}
-	vdi, ai, pi := v*t.nDP+dpc, s*t.nDst[fam]+d, sp*t.nDport+dpo
 	// Every group is read (class 0 of each combination is the empty set,
 	// so a group no rule of which matches gives 0 without a branch): with
 	// mixed traffic, branching out early mispredicts more than it saves.
-	best := uint16(0)
-	if t.nFlat > 0 {
-		a, fl := t.arena, &t.flat[fam] // in flatPairs' order
-		best = flatMin(a, fl[0], vdi, ai, best)
-		best = flatMin(a, fl[1], vdi, pi, best)
-		best = flatMin(a, fl[2], ai, pi, best)
-		best = flatMin(a, fl[3], vdi, 0, best)
-		best = flatMin(a, fl[4], ai, 0, best)
-		best = flatMin(a, fl[5], pi, 0, best)
+	gs, a, f := t.flat[fam], t.arena, t.flatFirst
+	end := t.flatEnd[fam]
+	best := ^uint16(0)
+	k := uint32(0)
+	for ; k < end[0]; k++ {
+		best = min(best, flatMatch(a, f, atG(gs, k), vdi, ai)) // in range: checkBounds
 	}
+	for ; k < end[1]; k++ {
+		best = min(best, flatMatch(a, f, atG(gs, k), vdi, pi))
+	}
+	for ; k < end[2]; k++ {
+		best = min(best, flatMatch(a, f, atG(gs, k), ai, pi))
+	}
+	if len(t.groups) > 0 {
+		return t.crossMin(vdi, ai, pi, fam, best+1)
+	}
+	return best + 1
+}
+
+// crossMin lowers best to the lowest nonzero match of the tierCross
+// groups. Out of line, so that classify's registers stay its own when
+// every group is flat.
+//
+//go:noinline
+func (t *tables) crossMin(vdi, ai, pi uint32, fam int, best uint16) uint16 {
 	for i := range t.groups {
 		g := &t.groups[i]
 		vd, aa, pp := g.vd[vdi], g.addrs[fam][ai], g.ports[pi]
 		pm := &g.pm[fam]
 		q := g.pair[fam][vd*pm[0]+aa*pm[1]+pp*pm[2]]
-		r := g.first[fam][q*g.nC[fam]+vd*g.tm[0]+aa*g.tm[1]+pp*g.tm[2]]
-		if r-1 < best-1 { // r != 0 && (best == 0 || r < best)
-			best = r
-		}
+		best = lower(best, g.first[fam][q*g.nC[fam]+vd*g.tm[0]+aa*g.tm[1]+pp*g.tm[2]])
 	}
 	return best
 }
 
+// vlanDP returns the packet's VLAN and DSCP-protocol classes and its
+// family (0 IPv4, 1 IPv6, 2 neither).
+func (t *tables) vlanDP(m *Meta) (v, dpc uint32, fam int) {
+	fam, dp := 2, uint32(64*256)
+	if m.Flags&(FlagIPv4|FlagIPv6) != 0 {
+		fam, dp = 0, uint32(m.DSCP&63)<<8|uint32(m.Proto)
+		if m.Flow.IPv6 {
+			fam = 1
+		}
+	}
+	return uint32(t.vlanID[m.VLAN&4095]), uint32(t.dpID[dp]), fam
+}
+
 // classify1 is classify with one group, out as soon as a combination
 // leaves no rule.
-func (t *tables) classify1(g *group, m *Meta, vdi uint32, fam int) uint16 {
-	vd := g.vd[vdi]
+func (t *tables) classify1(g *group, m *Meta) uint16 {
+	v, dpc, fam := t.vlanDP(m)
+	vd := g.vd[v*t.nDP+dpc]
 	if vd == 0 {
 		return 0
 	}
@@ -418,7 +469,8 @@ func buildWord(t *tables, vids, dids, pids []uint32, f *fields, dscp, proto *cla
 
 // andFields ANDs the six field vectors, out as soon as the summaries
 // leave no rule.
-func (t *tables) andFields(m *Meta, v, dpc uint32, fam int) uint16 {
+func (t *tables) andFields(m *Meta) uint16 {
+	v, dpc, fam := t.vlanDP(m)
 	var vs [6][]uint64
 	vs[0], vs[1] = t.vec(t.vlanV, v), t.vec(t.dpV, dpc)
 	sum := vs[0][0] & vs[1][0]
@@ -621,6 +673,7 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		return nil
 	}
 	t.nDP, t.nDport = dp.n(), dpo.n()
+	t.nVD, t.nPorts = vlan.n()*dp.n(), sp.n()*dpo.n()
 	for fam := range addr {
 		t.nDst[fam] = addr[fam][1].n()
 	}
@@ -650,6 +703,7 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 	if g.tier != tierFields {
 		t.setGroups([]group{*g})
 	} else {
+		t.path = pathFields
 		t.vlanV, t.dpV, t.spV, t.dpoV = b.summed(vlan), b.summed(dp), b.summed(sp), b.summed(dpo)
 		for fam := range addr {
 			for dir := range addr[fam] {
@@ -682,21 +736,45 @@ func (t *tables) setGroups(gs []group) {
 		}
 		return o
 	}
+	// A group of one input reads it with the zeros of another (laid out
+	// once, when some group needs them): as many entries as the vd or
+	// ports combination, whose size combine's budget bounded.
+	zeroVD, zeroPorts := make([]uint32, t.nVD), make([]uint32, t.nPorts)
+	var byPair [3][3][]flatGroup // [fam][(vd, addrs), (vd, ports), (addrs, ports)]
 	for _, g := range gs {
 		if g.tier != tierFlat {
 			t.groups = append(t.groups, g)
 			continue
 		}
 		t.nFlat++
-		pair := slices.Index(flatPairs[:], g.in)
 		for fam := range t.flat {
-			ff := uint32(len(t.arena))
+			ff := uint32(len(t.flatFirst))
 			for _, r := range g.ff[fam] {
-				t.arena = append(t.arena, uint32(r))
+				t.flatFirst = append(t.flatFirst, r-1) // flatMatch: 0 (none) becomes all ones
 			}
-			fg := flatGroup{o0: put(g.ft[0][fam], g.fn[fam], 0), o1: put(g.ft[1][fam], 1, ff)}
-			t.flat[fam][pair] = append(t.flat[fam][pair], fg)
+			var fg flatGroup
+			var pair int
+			switch in := g.in; {
+			case in[1] != 3: // two inputs
+				fg = flatGroup{o0: put(g.ft[0][fam], g.fn[fam], 0), o1: put(g.ft[1][fam], 1, ff)}
+				pair = int(in[0] + in[1] - 1) // (0,1) → 0, (0,2) → 1, (1,2) → 2
+			case in[0] == 2: // ports alone (fn is 1): vd's zeros and ports
+				fg = flatGroup{o0: put(zeroVD, 1, 0), o1: put(g.ft[0][fam], 1, ff)}
+				pair = 1
+			default: // vd or addrs alone: it and ports' zeros
+				fg = flatGroup{o0: put(g.ft[0][fam], 1, ff), o1: put(zeroPorts, 1, 0)}
+				pair = int(in[0]) + 1
+			}
+			byPair[fam][pair] = append(byPair[fam][pair], fg)
 		}
+	}
+	for fam := range t.flat {
+		t.flat[fam] = slices.Concat(byPair[fam][:]...)
+		t.flatEnd[fam] = [3]uint32{uint32(len(byPair[fam][0])), uint32(len(byPair[fam][0]) + len(byPair[fam][1])), uint32(len(t.flat[fam]))}
+	}
+	t.path = pathGroups
+	if len(t.groups) == 1 && t.nFlat == 0 {
+		t.path = pathOne
 	}
 }
 
@@ -961,7 +1039,7 @@ func (b *builder) flat(g *group, vd *classSet, addrs *[3]*classSet, ports *class
 	if len(used) > 2 {
 		return false
 	}
-	if len(used) == 0 { // rules that hold every value: read one table anyway, flatPairs has no pair of none
+	if len(used) == 0 { // rules that hold every value: read one table anyway (a group reads at least one)
 		used = []int{0}
 	}
 	in := [2]uint8{3, 3}
@@ -1296,7 +1374,7 @@ func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited [
 	t.nodes = append(t.nodes, make([]int32, 256)...)
 	t.meta = append(t.meta, trieMeta{})
 	b.bytes += 256*4 + 48
-	if b.bytes > maxTableBytes || idx >= 1<<25 {
+	if b.bytes > maxTableBytes || idx >= 1<<23 {
 		b.bytes = maxTableBytes + 1
 		return 0 // buildTables gives up
 	}
@@ -1311,15 +1389,15 @@ func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited [
 		}
 		at := off + depth
 		if at < 8 {
-			nm.mhi |= 0xff << (56 - 8*at)
-			nm.vhi |= uint64(ps[0].a[depth]) << (56 - 8*at)
+			nm.mhi |= 0xff << (8 * at)
+			nm.vhi |= uint64(ps[0].a[depth]) << (8 * at)
 		} else {
-			nm.mlo |= 0xff << (56 - 8*(at-8))
-			nm.vlo |= uint64(ps[0].a[depth]) << (56 - 8*(at-8))
+			nm.mlo |= 0xff << (8 * (at - 8))
+			nm.vlo |= uint64(ps[0].a[depth]) << (8 * (at - 8))
 		}
 		depth++
 	}
-	ref := int32(idx)<<5 | int32(off+depth)
+	ref := int32(idx)<<8 | int32(off+depth)
 	if nm.mhi|nm.mlo != 0 {
 		nm.miss = int32(cs.intern(inherited))
 		ref |= 16

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -433,4 +434,74 @@ func rawMeta(p []byte) Meta {
 		}
 	}
 	return m
+}
+
+// TestFlatPairs: rule sets whose groups read each pair of inputs, and
+// one input alone (laid out with a table of zeros for the other:
+// setGroups), land in the section of the flat groups that reads that pair
+// (the loop of classify that reads it), and Classify equals the reference.
+// (Rules with a prefix are IP-only, so their groups read vd too, which
+// tells non-IP frames apart: addresses and ports alone do not occur.)
+func TestFlatPairs(t *testing.T) {
+	const vd, addrs, ports = 0, 1, 2
+	cases := []struct {
+		name  string
+		n     int
+		kinds []int
+		want  [][2]int // the pairs of inputs the groups read
+		zero  int      // input 0 or 1 laid out as zeros (a group of one input), -1 none
+	}{
+		{"vd alone", 100, []int{1<<0 | 1<<2}, [][2]int{{vd, ports}}, 1},
+		{"ports alone", 100, []int{1 << 6}, [][2]int{{vd, ports}}, 0},
+		{"addrs", 100, []int{1 << 3}, [][2]int{{vd, addrs}}, -1},
+		{"vd addrs", 100, []int{1<<2 | 1<<4}, [][2]int{{vd, addrs}}, -1},
+		{"vd ports", 100, []int{1<<1 | 1<<5}, [][2]int{{vd, ports}}, -1},
+		{"mixed", 1000, []int{1<<2 | 1<<4, 1<<1 | 1<<5, 1 << 6}, [][2]int{{vd, addrs}, {vd, ports}}, -1},
+	}
+	for i, tc := range cases {
+		g := newPropGen(uint64(100 + i))
+		rules := make([]Rule, tc.n)
+		for j := range rules {
+			rules[j] = g.rule(j, tc.kinds[j%len(tc.kinds)])
+		}
+		c, err := NewClassifier(rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := c.tab
+		if tb == nil || tb.nFlat == 0 || c.groups != tb {
+			t.Fatalf("%s: built as %s, want flat groups on classify's path", tc.name, shape(c))
+		}
+		if err := tb.checkBounds(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for fam := range tb.flat {
+			end := tb.flatEnd[fam]
+			n := [3]uint32{end[0], end[1] - end[0], end[2] - end[1]} // groups per pair
+			for _, p := range tc.want {
+				if n[p[0]+p[1]-1] == 0 {
+					t.Errorf("%s: family %d has no group reading inputs %v (groups per pair %v)", tc.name, fam, p, n)
+				}
+			}
+			if int(n[0]+n[1]+n[2]) != tb.nFlat {
+				t.Errorf("%s: family %d: %v groups per pair, %d flat groups", tc.name, fam, n, tb.nFlat)
+			}
+			if tc.zero >= 0 {
+				fg := tb.flat[fam][0]
+				o, d := fg.o1, tb.nPorts
+				if tc.zero == 0 {
+					o, d = fg.o0, tb.nVD
+				}
+				if slices.ContainsFunc(tb.arena[o:o+d], func(x uint32) bool { return x != 0 }) {
+					t.Errorf("%s: family %d: input %d's table is not the zeros of a group of one input", tc.name, fam, tc.zero)
+				}
+			}
+		}
+		for range 2000 {
+			m := g.meta()
+			if got, want := c.Classify(&m), naiveRuleClassify(rules, &m); got != want {
+				t.Fatalf("%s: meta %+v: Classify %d, reference %d", tc.name, m, got, want)
+			}
+		}
+	}
 }

@@ -3,7 +3,7 @@ package classifier
 import "unsafe"
 
 // at reads a[i] without Go's bounds check, for the few table reads of
-// Classify's hot path (flatMin, trie.walk, portMap.lookup) where the
+// Classify's hot path (flatMatch, trie.walk, portMap.lookup) where the
 // checks cost about a fifth of the instructions. The caller must know
 // i < len(a); an index out of range reads memory that is not the table's.
 //
@@ -22,7 +22,8 @@ import "unsafe"
 //   - dpID's classes are below nDP, and a flat group's two input tables
 //     in arena span every index its inputs can take (vlan class × nDP +
 //     DSCP-protocol class, source × nDst + destination, sport × nDport +
-//     dport, or 0), their entries summing to an index below len(arena).
+//     dport), their entries summing to an index below len(flatFirst);
+//   - a family's flatEnd are in order and its last is len(flat[fam]).
 //
 // checkBounds (unchecked_test.go) verifies these for every classifier
 // TestTablesMatchReference and FuzzTablesMatchReference build, over every
@@ -34,4 +35,19 @@ func at(a []uint32, i uint32) uint32 {
 // atI is at for int32 tables.
 func atI(a []int32, i uint32) int32 {
 	return *(*int32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*4))
+}
+
+// atG is at for the flat groups.
+func atG(a []flatGroup, i uint32) flatGroup {
+	return *(*flatGroup)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*unsafe.Sizeof(flatGroup{})))
+}
+
+// atMeta is &a[i] for a trie's node metadata.
+func atMeta(a []trieMeta, i uint32) *trieMeta {
+	return (*trieMeta)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*unsafe.Sizeof(trieMeta{})))
+}
+
+// at16 is at for uint16 tables.
+func at16(a []uint16, i uint32) uint16 {
+	return *(*uint16)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a)), uintptr(i)*2))
 }

@@ -51,26 +51,35 @@ func (t *tables) checkBounds() error {
 			}
 			ai = (maxAddr[fam][0] + 1) * t.nDst[fam]
 		}
-		dom := [4]uint32{(maxV + 1) * t.nDP, ai, (maxSp + 1) * t.nDport, 1}
-		for p, gs := range t.flat[fam] {
-			for _, g := range gs {
-				top := func(o, d uint32) (uint32, error) {
-					if uint64(o)+uint64(d) > uint64(n) {
-						return 0, fmt.Errorf("family %d, pair %d: input at %d+%d past the arena (%d)", fam, p, o, d, n)
-					}
-					return slicesMax(t.arena[o : o+d]), nil
+		dom := [3]uint32{(maxV + 1) * t.nDP, ai, (maxSp + 1) * t.nDport}
+		end := t.flatEnd[fam]
+		if end[0] > end[1] || end[1] > end[2] || int(end[2]) != len(t.flat[fam]) {
+			return fmt.Errorf("family %d: pair ends %v of %d groups", fam, end, len(t.flat[fam]))
+		}
+		for p, g := range t.flat[fam] {
+			in := [2]int{0, 1} // (vd, addrs)
+			switch {
+			case uint32(p) >= end[1]:
+				in = [2]int{1, 2}
+			case uint32(p) >= end[0]:
+				in = [2]int{0, 2}
+			}
+			top := func(o, d uint32) (uint32, error) {
+				if uint64(o)+uint64(d) > uint64(n) {
+					return 0, fmt.Errorf("family %d, group %d: input at %d+%d past the arena (%d)", fam, p, o, d, n)
 				}
-				m0, err := top(g.o0, dom[flatPairs[p][0]])
-				if err != nil {
-					return err
-				}
-				m1, err := top(g.o1, dom[flatPairs[p][1]])
-				if err != nil {
-					return err
-				}
-				if uint64(m0)+uint64(m1) >= uint64(n) {
-					return fmt.Errorf("family %d, pair %d: first match at up to %d+%d past the arena (%d)", fam, p, m0, m1, n)
-				}
+				return slicesMax(t.arena[o : o+d]), nil
+			}
+			m0, err := top(g.o0, dom[in[0]])
+			if err != nil {
+				return err
+			}
+			m1, err := top(g.o1, dom[in[1]])
+			if err != nil {
+				return err
+			}
+			if uint64(m0)+uint64(m1) >= uint64(len(t.flatFirst)) {
+				return fmt.Errorf("family %d, group %d: first match at up to %d+%d past the first-match tables (%d)", fam, p, m0, m1, len(t.flatFirst))
 			}
 		}
 	}
@@ -94,7 +103,7 @@ func (t *trie) checkBounds() (uint32, error) {
 			m = max(m, uint32(e))
 			return nil
 		}
-		idx := uint64(^e) >> 5
+		idx := uint64(^e) >> 8
 		if idx >= uint64(len(t.meta)) || idx<<8|255 >= uint64(len(t.nodes)) {
 			return fmt.Errorf("node %d of %d (%d entries)", idx, len(t.meta), len(t.nodes))
 		}
@@ -150,20 +159,20 @@ func TestCheckBoundsCatches(t *testing.T) {
 	breaks := map[string]func(tb *tables){
 		"arena entry": func(tb *tables) {
 			for fam := range tb.flat {
-				for _, gs := range tb.flat[fam] {
-					if len(gs) > 0 {
-						tb.arena[gs[0].o1] += uint32(len(tb.arena))
-						return
-					}
+				if gs := tb.flat[fam]; len(gs) > 0 {
+					tb.arena[gs[0].o1] += uint32(len(tb.flatFirst))
+					return
 				}
 			}
 		},
-		"arena short": func(tb *tables) { tb.arena = tb.arena[:len(tb.arena)-1] },
+		"flat pairs":        func(tb *tables) { tb.flatEnd[1][1] = uint32(len(tb.flat[1]) + 1) },
+		"arena short":       func(tb *tables) { tb.arena = tb.arena[:len(tb.arena)-1] },
+		"first-match short": func(tb *tables) { tb.flatFirst = tb.flatFirst[:len(tb.flatFirst)-1] },
 		"trie node": func(tb *tables) {
 			for fam := range 2 {
 				for dir := range 2 {
 					if tr := &tb.addr[fam][dir]; len(tr.meta) > 0 {
-						tr.root = ^int32(len(tr.meta) << 5)
+						tr.root = ^int32(len(tr.meta) << 8)
 						return
 					}
 				}
