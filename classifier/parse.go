@@ -730,72 +730,87 @@ func sum64Words(w *ident, n int) uint64 {
 
 // sum64v4 is sum64Words for the six IPv4 words, taken in registers.
 //
-// sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose:
-// the compiler will not inline the shared helper, and the call with its
-// reloads costs about a tenth of the fast path's per-packet instructions
-// (ParseLean + LDA.Add under callgrind: bench/instr_test.go).
+// sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose,
+// and write its rounds out rather than calling round, mergeRound and
+// avalanche: the compiler will not inline the shared helper, and the call
+// with its reloads costs about a tenth of the fast path's per-packet
+// instructions (ParseLean + LDA.Add under callgrind: bench/instr_test.go);
+// each inlined small helper still leaves a NOP (its inline mark) in the
+// code, 13 to 17 per hash. TestSum64WordsIsXXH64 and the parse tests
+// check all three against xxhash.Sum64.
 func sum64v4(w0, w1, w2, w3, w4, w5 uint64) uint64 {
-	v1 := round(6983438078262162902, w0)
-	v2 := round(prime2, w1)
-	v3 := round(0, w2)
-	v4 := round(7046029288634856825, w3)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += v4Words * 8
-	h ^= round(0, w4)
+	h ^= bits.RotateLeft64(w4*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	h ^= round(0, w5)
+	h ^= bits.RotateLeft64(w5*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	return avalanche(h)
+	h ^= h >> 33
+	h *= prime2
+	h ^= h >> 29
+	h *= prime3
+	return h ^ h>>32
 }
 
 // sum64v6 is sum64Words for the ten IPv6 words of a packet without a
 // fragment header (word 5 zero), taken in registers: w0..w4 are layout
 // words 0-4, l0..l3 the L4 window (words 6-9).
 func sum64v6(w0, w1, w2, w3, w4, l0, l1, l2, l3 uint64) uint64 {
-	v1 := round(round(6983438078262162902, w0), w4)
-	v2 := round(round(prime2, w1), 0)
-	v3 := round(round(0, w2), l0)
-	v4 := round(round(7046029288634856825, w3), l1)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v1 = bits.RotateLeft64(v1+w4*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v2 = bits.RotateLeft64(v2, 31) * prime1 // word 5 is zero
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v3 = bits.RotateLeft64(v3+l0*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
+	v4 = bits.RotateLeft64(v4+l1*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += v6Words * 8
-	h ^= round(0, l2)
+	h ^= bits.RotateLeft64(l2*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	h ^= round(0, l3)
+	h ^= bits.RotateLeft64(l3*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	return avalanche(h)
+	h ^= h >> 33
+	h *= prime2
+	h ^= h >> 29
+	h *= prime3
+	return h ^ h>>32
 }
 
 // sum64v8 is sum64Words for the eight words of the raw (non-IP) layout,
 // taken in registers.
 func sum64v8(w0, w1, w2, w3, w4, w5, w6, w7 uint64) uint64 {
-	v1 := round(round(6983438078262162902, w0), w4)
-	v2 := round(round(prime2, w1), w5)
-	v3 := round(round(0, w2), w6)
-	v4 := round(round(7046029288634856825, w3), w7)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v1 = bits.RotateLeft64(v1+w4*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v2 = bits.RotateLeft64(v2+w5*prime2, 31) * prime1
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v3 = bits.RotateLeft64(v3+w6*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
+	v4 = bits.RotateLeft64(v4+w7*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += nonIPWords * 8
-	return avalanche(h)
-}
-
-func avalanche(h uint64) uint64 {
 	h ^= h >> 33
 	h *= prime2
 	h ^= h >> 29
 	h *= prime3
-	h ^= h >> 32
-	return h
+	return h ^ h>>32
 }
 
 func round(acc, input uint64) uint64 {
