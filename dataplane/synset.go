@@ -130,14 +130,7 @@ func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts ui
 		return n, bytes
 	}
 	if len(s.LDA) == 1 {
-		lda := s.LDA[0]
-		for i := range ms {
-			if rec[i] {
-				lda.Add(ms[i].Hash, ts)
-				n++
-				bytes += uint64(ms[i].Len)
-			}
-		}
+		n, bytes = addLDA(s.LDA[0], ms, rec, ts)
 	} else {
 		for i := range ms {
 			if rec[i] {
@@ -149,6 +142,23 @@ func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts ui
 	}
 	s.Frames += n
 	s.Bytes += bytes
+	return n, bytes
+}
+
+// addLDA is recordTx's loop for one LDA: ms[i] where rec[i], all at ts.
+// A function of its own so that its few values stay in registers (in
+// recordTx the loop reloaded several from the stack on every frame).
+//
+//go:noinline
+func addLDA(lda *synopsis.LDA, ms []classifier.Meta, rec []bool, ts uint64) (n, bytes uint64) {
+	rec = rec[:len(ms)]
+	for i := range ms {
+		if rec[i] {
+			lda.Add(ms[i].Hash, ts)
+			n++
+			bytes += uint64(ms[i].Len)
+		}
+	}
 	return n, bytes
 }
 
