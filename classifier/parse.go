@@ -317,20 +317,28 @@ func parseRaw(frame []byte, m *Meta, general bool) bool {
 		return decline(frame, m, general)
 	}
 	et := binary.BigEndian.Uint16(frame[12:])
-	switch et {
-	case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ:
-		return decline(frame, m, general)
-	}
 	n := len(frame) - 14
-	if et <= 1500 && int(et) < n {
-		n = int(et) // IEEE 802.3 length field: the rest is padding
-	}
 	flags := FlagNonIP
-	if frame[0]&1 != 0 && macLinkLocal(frame) || linkLocalEtherType(et) {
-		flags |= FlagLinkLocal
+	if et <= 1500 {
+		// An IEEE 802.3 length field, no EtherType: the rest is padding,
+		// and none of the EtherType tests below can match.
+		if int(et) < n {
+			n = int(et)
+		}
+	} else {
+		switch et {
+		case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ:
+			return decline(frame, m, general)
+		}
+		if linkLocalEtherType(et) {
+			flags |= FlagLinkLocal
+		}
+		if et == ControlEtherType {
+			flags |= FlagControl
+		}
 	}
-	if et == ControlEtherType {
-		flags |= FlagControl
+	if frame[0]&1 != 0 && macLinkLocal(frame) {
+		flags |= FlagLinkLocal
 	}
 	// Every field but the hash before the hash's call: only m is live
 	// across it.
