@@ -198,3 +198,34 @@ func FuzzParseLean(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) { checkLean(t, frame) })
 }
+
+// TestParseShortIsParse holds ParseShort to Parse on frames shorter than
+// MinFastLen (and a few longer ones): random bytes, every EtherType Parse
+// knows, VLAN tags, truncated IP headers.
+func TestParseShortIsParse(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 86))
+	ets := []uint16{0, 20, 1500, 1501, etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ,
+		ControlEtherType, 0x0806, 0x88cc, 0x8808, 0x1234}
+	for n := 0; n < 20000; n++ {
+		f := make([]byte, r.IntN(MinFastLen+8))
+		for i := range f {
+			f[i] = byte(r.Uint32())
+		}
+		if len(f) >= 14 && r.IntN(4) != 0 {
+			binary.BigEndian.PutUint16(f[12:], ets[r.IntN(len(ets))])
+			if r.IntN(2) == 0 {
+				f[0] &^= 1 // unicast
+			}
+			if len(f) > 14 && r.IntN(2) == 0 {
+				f[14] = 0x45
+			}
+		}
+		var want, got Meta
+		Parse(f, &want)
+		got = Meta{Hash: 1, FlowHash: 2, VLAN: 3, Flags: 0xffff} // every field must be overwritten
+		ParseShort(f, &got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("frame % x:\nParseShort %+v\nParse      %+v", f, got, want)
+		}
+	}
+}

@@ -455,7 +455,11 @@ func parseBurst(pkts []*Packet, metas []classifier.Meta, level classifier.Level)
 	metas = metas[:len(pkts)]
 	for i, p := range pkts {
 		m := &metas[i]
-		classifier.ParseLevel(p.Data, m, level)
+		if d := p.Data; len(d) < classifier.MinFastLen {
+			classifier.ParseShort(d, m) // what ParseLevel would call, one call sooner
+		} else {
+			classifier.ParseLevel(d, m, level)
+		}
 		seen |= m.Flags
 	}
 	return seen
