@@ -125,7 +125,8 @@ func FuzzParseFast(f *testing.F) {
 	})
 }
 
-// checkLean holds ParseLean and ParseNoFlowHash against Parse on one
+// checkLean holds ParseLean and ParseNoFlowHash (and ParseShort, on a
+// frame shorter than MinFastLen) against Parse on one
 // frame: the same Hash, Flags and Len always; every field for frames off
 // the IP fast path; and on it ParseLean leaves alone the fields it
 // promises to leave alone, and ParseNoFlowHash writes every field with
@@ -145,6 +146,14 @@ func checkLean(t *testing.T, f []byte) {
 		ParseLevel(f, &got, Level(level))
 		if got != want {
 			t.Fatalf("frame % x: ParseLevel(%d) %+v, want %+v", f, level, got, want)
+		}
+	}
+	if len(f) < MinFastLen {
+		// A lane's parse loop hands these to ParseShort.
+		short := stale
+		ParseShort(f, &short)
+		if short != full {
+			t.Fatalf("short frame % x:\n ParseShort %+v\n Parse      %+v", f, short, full)
 		}
 	}
 	if parseFast(f, &Meta{}, LevelFull, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
