@@ -16,7 +16,7 @@ import (
 // LDAF_INSTR_PASSES passes (default 2) and logs the packets. Run it twice
 // under callgrind, with 2 and with 22 passes,
 //
-//	GOGC=off GODEBUG=asyncpreemptoff=1 LDAF_INSTR_STAGE=identity-hash LDAF_INSTR_PASSES=2 \
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off LDAF_INSTR_STAGE=identity-hash LDAF_INSTR_PASSES=2 \
 //	  valgrind --tool=callgrind ./bench.test -test.run InstrStage
 //
 // instructions per packet = (total Ir at 22 − total Ir at 2) / (20 × 4096):
@@ -62,7 +62,7 @@ func TestInstrStage(t *testing.T) {
 // the frames forwarded. Run it twice under callgrind, with a short and a
 // long duration,
 //
-//	GOGC=off GODEBUG=asyncpreemptoff=1 LDAF_INSTR_RING='lda 32 400' \
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off LDAF_INSTR_RING='lda 32 400' \
 //	  valgrind --tool=callgrind ./bench.test -test.run InstrForwardRing -test.v
 //
 // instructions per frame = Δ total Ir / Δ frames between the two runs:

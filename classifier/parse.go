@@ -151,6 +151,17 @@ func ParseLevel(frame []byte, m *Meta, level Level) {
 	parseFast(frame, m, level, true)
 }
 
+// MinFastLen is the shortest frame the IP fast path of ParseLevel (and
+// Parse, ParseLean, ParseNoFlowHash) takes: a shorter frame gets every
+// field of Meta whatever the level, from the non-IP fast path or the
+// general one. A caller parsing bursts may hand such frames to ParseShort
+// directly, one call fewer per frame (a lane's parse loop).
+const MinFastLen = 14 + 40 + l4Window
+
+// ParseShort is Parse (at any level) for a frame shorter than MinFastLen;
+// for a longer one it is still right, only without the IP fast path.
+func ParseShort(frame []byte, m *Meta) { parseRaw(frame, m, true) }
+
 // Level is how much of Meta a parse writes on the IP fast path; every
 // other frame gets every field whatever the level.
 type Level uint8
@@ -173,17 +184,17 @@ const (
 // branches, as parseFast is a call (too big to inline) whose level is a
 // constant at each call site.
 func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
-	if len(frame) < 14+40+l4Window {
+	if len(frame) < MinFastLen {
 		// Too short for the IP fast path (also covers IPv4's
 		// 14+20+l4Window); still the common case for minimum-size
 		// non-IP frames (net_null's, LLDP, pause frames).
-		return parseRaw(frame, m) || decline(frame, m, general)
+		return parseRaw(frame, m, general)
 	}
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case etherTypeIPv4:
 		h := frame[14:]
-		h = h[:20+l4Window] // len(frame) ≥ 86 guarantees it; hoists the bounds checks
-		x := le64(h[0:])    // version+IHL, TOS, total length, identification, flags+fragment offset
+		h = h[:20+l4Window]                    // len(frame) ≥ 86 guarantees it; hoists the bounds checks
+		x := binary.LittleEndian.Uint64(h[0:]) // version+IHL, TOS, total length, identification, flags+fragment offset
 		total := int(x>>24&0xff | x>>8&0xff00)
 		proto := h[9]
 		if x&0xff != 0x45 || x>>48&0xff3f != 0 ||
@@ -192,7 +203,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 			return decline(frame, m, general)
 		}
 		l4 := h[20:]
-		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
+		w0, w1, w2, w3 := binary.LittleEndian.Uint64(l4[0:]), binary.LittleEndian.Uint64(l4[8:]), binary.LittleEndian.Uint64(l4[16:]), binary.LittleEndian.Uint64(l4[24:])
 		if proto == protoUDP {
 			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 { // TCP SYN (the window is longer than 20 bytes here)
@@ -201,7 +212,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		} else {
 			w2 &= maskTCPCsum
 		}
-		addrs := le64(h[12:]) // source, destination
+		addrs := binary.LittleEndian.Uint64(h[12:]) // source, destination
 		// Every field is stored once: a composite literal would be built
 		// on the stack and copied.
 		m.Hash = sum64v4(x&^0xffff|uint64(proto)<<8|tagIPv4, addrs, w0, w1, w2, w3)
@@ -236,7 +247,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 	case etherTypeIPv6:
 		h := frame[14:]
 		h = h[:40+l4Window]
-		x := le64(h[0:]) // version, traffic class, flow label, payload length, next header, hop limit
+		x := binary.LittleEndian.Uint64(h[0:]) // version, traffic class, flow label, payload length, next header, hop limit
 		declared := 40 + int(x>>40&0xff|x>>24&0xff00)
 		nh := uint8(x >> 48)
 		if x&0xf0 != 0x60 || declared < 40+l4Window || declared > len(frame)-14 ||
@@ -244,7 +255,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 			return decline(frame, m, general)
 		}
 		l4 := h[40:]
-		w0, w1, w2, w3 := le64(l4[0:]), le64(l4[8:]), le64(l4[16:]), le64(l4[24:])
+		w0, w1, w2, w3 := binary.LittleEndian.Uint64(l4[0:]), binary.LittleEndian.Uint64(l4[8:]), binary.LittleEndian.Uint64(l4[16:]), binary.LittleEndian.Uint64(l4[24:])
 		if nh == protoUDP {
 			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 {
@@ -253,7 +264,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		} else {
 			w2 &= maskTCPCsum
 		}
-		a0, a1, a2, a3 := le64(h[8:]), le64(h[16:]), le64(h[24:]), le64(h[32:])
+		a0, a1, a2, a3 := binary.LittleEndian.Uint64(h[8:]), binary.LittleEndian.Uint64(h[16:]), binary.LittleEndian.Uint64(h[24:]), binary.LittleEndian.Uint64(h[32:])
 		// The layout's word 5 (fragment header) is zero: there is none.
 		m.Hash = sum64v6(tagIPv6|uint64(nh)<<8|(x>>32&0xffff)<<16|(x>>8&0x0f)<<32|(x>>16&0xffff)<<40,
 			a0, a1, a2, a3, w0, w1, w2, w3)
@@ -284,7 +295,7 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		}
 		return true
 	}
-	return parseRaw(frame, m) || decline(frame, m, general)
+	return parseRaw(frame, m, general)
 }
 
 // decline is parseFast's exit for a frame it does not take: with general
@@ -300,46 +311,63 @@ func decline(frame []byte, m *Meta, general bool) bool {
 
 // parseRaw is the fast path of an untagged frame that is neither IPv4,
 // IPv6 nor VLAN-tagged: the raw identity layout (gatherRaw) from
-// registers, every Meta field written as the general path writes it. It
-// reports false, having written nothing, for every other frame. Why a
-// fast path for non-IP frames: DPDK's net_null, the vdev the DPDK
-// benchmark runs on (docs/performance.md), produces 64-byte all-zero
-// frames (EtherType 0), and the general path costs several times the IP
-// fast path on them (bench/instr_test.go counts both). Not inlined: its
-// 56-byte buffer would grow the IP fast path's frame.
+// registers, every Meta field written as the general path writes it, and
+// true. Every other frame it hands to decline (with general, the general
+// path parses it) and reports false. Why a fast path for non-IP frames:
+// DPDK's net_null, the vdev the DPDK benchmark runs on
+// (docs/performance.md), produces 64-byte all-zero frames (EtherType 0),
+// and the general path costs several times the IP fast path on them
+// (bench/instr_test.go counts both). Not inlined: its 56-byte buffer
+// would grow the IP fast path's frame. It declines by itself so that
+// parseFast's caller has nothing left to do after the call: parseFast
+// then keeps its arguments in registers on the short-frame path.
 //
 //go:noinline
-func parseRaw(frame []byte, m *Meta) bool {
+func parseRaw(frame []byte, m *Meta, general bool) bool {
 	if len(frame) < 14 {
-		return false
+		return decline(frame, m, general)
 	}
 	et := binary.BigEndian.Uint16(frame[12:])
-	switch et {
-	case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ:
-		return false
-	}
-	l3 := frame[14:]
-	if et <= 1500 && int(et) < len(l3) {
-		l3 = l3[:et] // IEEE 802.3 length field: the rest is padding
-	}
-	var pad [56]byte
-	if len(l3) > 0 {
-		copy(pad[:], l3)
-	}
+	n := len(frame) - 14
 	flags := FlagNonIP
-	if frame[0]&1 != 0 && macLinkLocal(frame) || linkLocalEtherType(et) {
+	if et <= 1500 {
+		// An IEEE 802.3 length field, no EtherType: the rest is padding,
+		// and none of the EtherType tests below can match.
+		if int(et) < n {
+			n = int(et)
+		}
+	} else {
+		switch et {
+		case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ:
+			return decline(frame, m, general)
+		}
+		if linkLocalEtherType(et) {
+			flags |= FlagLinkLocal
+		}
+		if et == ControlEtherType {
+			flags |= FlagControl
+		}
+	}
+	if frame[0]&1 != 0 && macLinkLocal(frame) {
 		flags |= FlagLinkLocal
 	}
-	if et == ControlEtherType {
-		flags |= FlagControl
+	// Every field but the hash before the hash's call: only m is live
+	// across it.
+	m.FlowHash = 0
+	m.Flow = FlowKey{}
+	m.VLAN, m.EtherType, m.DSCP, m.Proto = 0, et, 0, 0
+	m.Flags, m.Len = flags, uint32(len(frame))
+	w0 := tagNonIP | uint64(binary.LittleEndian.Uint16(frame[12:]))<<8 // the EtherType's wire bytes at [1:3]
+	if n >= 56 {
+		b := frame[14 : 14+56]
+		m.Hash = sum64v8(w0, binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:]), binary.LittleEndian.Uint64(b[32:]), binary.LittleEndian.Uint64(b[40:]), binary.LittleEndian.Uint64(b[48:]))
+		return true
 	}
-	*m = Meta{
-		Hash: sum64v8(tagNonIP|uint64(et>>8)<<8|uint64(et&0xff)<<16,
-			le64(pad[0:]), le64(pad[8:]), le64(pad[16:]), le64(pad[24:]), le64(pad[32:]), le64(pad[40:]), le64(pad[48:])),
-		EtherType: et,
-		Flags:     flags,
-		Len:       uint32(len(frame)),
+	var pad [56]byte
+	if n > 0 { // a copy of nothing is still a call of memmove
+		copy(pad[:], frame[14:14+n])
 	}
+	m.Hash = sum64v8(w0, binary.LittleEndian.Uint64(pad[0:]), binary.LittleEndian.Uint64(pad[8:]), binary.LittleEndian.Uint64(pad[16:]), binary.LittleEndian.Uint64(pad[24:]), binary.LittleEndian.Uint64(pad[32:]), binary.LittleEndian.Uint64(pad[40:]), binary.LittleEndian.Uint64(pad[48:]))
 	return true
 }
 
@@ -421,7 +449,9 @@ func parseGeneral(frame []byte, m *Meta) {
 	}
 }
 
-// le64 loads 8 bytes little-endian.
+// le64 loads 8 bytes little-endian. Hot paths call
+// binary.LittleEndian.Uint64 directly: an inlined le64 leaves a NOP (its
+// inline mark) per load, the load itself carrying Uint64's position.
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 
 // load4 loads the 32-byte window at the start of b into w; bytes past the
@@ -730,72 +760,87 @@ func sum64Words(w *ident, n int) uint64 {
 
 // sum64v4 is sum64Words for the six IPv4 words, taken in registers.
 //
-// sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose:
-// the compiler will not inline the shared helper, and the call with its
-// reloads costs about a tenth of the fast path's per-packet instructions
-// (ParseLean + LDA.Add under callgrind: bench/instr_test.go).
+// sum64v4, sum64v6 and sum64v8 repeat XXH64's fold and merge on purpose,
+// and write its rounds out rather than calling round, mergeRound and
+// avalanche: the compiler will not inline the shared helper, and the call
+// with its reloads costs about a tenth of the fast path's per-packet
+// instructions (ParseLean + LDA.Add under callgrind: bench/instr_test.go);
+// each inlined small helper still leaves a NOP (its inline mark) in the
+// code, 13 to 17 per hash. TestSum64WordsIsXXH64 and the parse tests
+// check all three against xxhash.Sum64.
 func sum64v4(w0, w1, w2, w3, w4, w5 uint64) uint64 {
-	v1 := round(6983438078262162902, w0)
-	v2 := round(prime2, w1)
-	v3 := round(0, w2)
-	v4 := round(7046029288634856825, w3)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += v4Words * 8
-	h ^= round(0, w4)
+	h ^= bits.RotateLeft64(w4*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	h ^= round(0, w5)
+	h ^= bits.RotateLeft64(w5*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	return avalanche(h)
+	h ^= h >> 33
+	h *= prime2
+	h ^= h >> 29
+	h *= prime3
+	return h ^ h>>32
 }
 
 // sum64v6 is sum64Words for the ten IPv6 words of a packet without a
 // fragment header (word 5 zero), taken in registers: w0..w4 are layout
 // words 0-4, l0..l3 the L4 window (words 6-9).
 func sum64v6(w0, w1, w2, w3, w4, l0, l1, l2, l3 uint64) uint64 {
-	v1 := round(round(6983438078262162902, w0), w4)
-	v2 := round(round(prime2, w1), 0)
-	v3 := round(round(0, w2), l0)
-	v4 := round(round(7046029288634856825, w3), l1)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v1 = bits.RotateLeft64(v1+w4*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v2 = bits.RotateLeft64(v2, 31) * prime1 // word 5 is zero
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v3 = bits.RotateLeft64(v3+l0*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
+	v4 = bits.RotateLeft64(v4+l1*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += v6Words * 8
-	h ^= round(0, l2)
+	h ^= bits.RotateLeft64(l2*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	h ^= round(0, l3)
+	h ^= bits.RotateLeft64(l3*prime2, 31) * prime1
 	h = bits.RotateLeft64(h, 27)*prime1 + prime4
-	return avalanche(h)
+	h ^= h >> 33
+	h *= prime2
+	h ^= h >> 29
+	h *= prime3
+	return h ^ h>>32
 }
 
 // sum64v8 is sum64Words for the eight words of the raw (non-IP) layout,
 // taken in registers.
 func sum64v8(w0, w1, w2, w3, w4, w5, w6, w7 uint64) uint64 {
-	v1 := round(round(6983438078262162902, w0), w4)
-	v2 := round(round(prime2, w1), w5)
-	v3 := round(round(0, w2), w6)
-	v4 := round(round(7046029288634856825, w3), w7)
+	v1 := bits.RotateLeft64(6983438078262162902+w0*prime2, 31) * prime1
+	v1 = bits.RotateLeft64(v1+w4*prime2, 31) * prime1
+	v2 := bits.RotateLeft64(prime2+w1*prime2, 31) * prime1
+	v2 = bits.RotateLeft64(v2+w5*prime2, 31) * prime1
+	v3 := bits.RotateLeft64(w2*prime2, 31) * prime1
+	v3 = bits.RotateLeft64(v3+w6*prime2, 31) * prime1
+	v4 := bits.RotateLeft64(7046029288634856825+w3*prime2, 31) * prime1
+	v4 = bits.RotateLeft64(v4+w7*prime2, 31) * prime1
 	h := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
-	h = mergeRound(h, v1)
-	h = mergeRound(h, v2)
-	h = mergeRound(h, v3)
-	h = mergeRound(h, v4)
+	h = (h^bits.RotateLeft64(v1*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v2*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v3*prime2, 31)*prime1)*prime1 + prime4
+	h = (h^bits.RotateLeft64(v4*prime2, 31)*prime1)*prime1 + prime4
 	h += nonIPWords * 8
-	return avalanche(h)
-}
-
-func avalanche(h uint64) uint64 {
 	h ^= h >> 33
 	h *= prime2
 	h ^= h >> 29
 	h *= prime3
-	h ^= h >> 32
-	return h
+	return h ^ h>>32
 }
 
 func round(acc, input uint64) uint64 {

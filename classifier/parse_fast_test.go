@@ -125,7 +125,8 @@ func FuzzParseFast(f *testing.F) {
 	})
 }
 
-// checkLean holds ParseLean and ParseNoFlowHash against Parse on one
+// checkLean holds ParseLean and ParseNoFlowHash (and ParseShort, on a
+// frame shorter than MinFastLen) against Parse on one
 // frame: the same Hash, Flags and Len always; every field for frames off
 // the IP fast path; and on it ParseLean leaves alone the fields it
 // promises to leave alone, and ParseNoFlowHash writes every field with
@@ -145,6 +146,14 @@ func checkLean(t *testing.T, f []byte) {
 		ParseLevel(f, &got, Level(level))
 		if got != want {
 			t.Fatalf("frame % x: ParseLevel(%d) %+v, want %+v", f, level, got, want)
+		}
+	}
+	if len(f) < MinFastLen {
+		// A lane's parse loop hands these to ParseShort.
+		short := stale
+		ParseShort(f, &short)
+		if short != full {
+			t.Fatalf("short frame % x:\n ParseShort %+v\n Parse      %+v", f, short, full)
 		}
 	}
 	if parseFast(f, &Meta{}, LevelFull, false) && full.Flags&(FlagIPv4|FlagIPv6) != 0 {
@@ -197,4 +206,35 @@ func FuzzParseLean(f *testing.F) {
 		f.Add(fr)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) { checkLean(t, frame) })
+}
+
+// TestParseShortIsParse holds ParseShort to Parse on frames shorter than
+// MinFastLen (and a few longer ones): random bytes, every EtherType Parse
+// knows, VLAN tags, truncated IP headers.
+func TestParseShortIsParse(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 86))
+	ets := []uint16{0, 20, 1500, 1501, etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ,
+		ControlEtherType, 0x0806, 0x88cc, 0x8808, 0x1234}
+	for n := 0; n < 20000; n++ {
+		f := make([]byte, r.IntN(MinFastLen+8))
+		for i := range f {
+			f[i] = byte(r.Uint32())
+		}
+		if len(f) >= 14 && r.IntN(4) != 0 {
+			binary.BigEndian.PutUint16(f[12:], ets[r.IntN(len(ets))])
+			if r.IntN(2) == 0 {
+				f[0] &^= 1 // unicast
+			}
+			if len(f) > 14 && r.IntN(2) == 0 {
+				f[14] = 0x45
+			}
+		}
+		var want, got Meta
+		Parse(f, &want)
+		got = Meta{Hash: 1, FlowHash: 2, VLAN: 3, Flags: 0xffff} // every field must be overwritten
+		ParseShort(f, &got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("frame % x:\nParseShort %+v\nParse      %+v", f, got, want)
+		}
+	}
 }

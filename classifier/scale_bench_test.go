@@ -171,7 +171,7 @@ func BenchmarkClassifyScale(b *testing.B) {
 // (Classify of each parsed packet). Run it under callgrind with 2 and with
 // 202 passes,
 //
-//	GOGC=off GODEBUG=asyncpreemptoff=1 LDAF_INSTR_CLASSIFY='1000 202 parse' \
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off LDAF_INSTR_CLASSIFY='1000 202 parse' \
 //	  valgrind --tool=callgrind ./classifier.test -test.run InstrClassifyScale
 //
 // instructions per packet = (total Ir at 202 − total Ir at 2) / (200 × 4096):

@@ -429,17 +429,61 @@ func (l *Lane) pollStamp(now uint64) uint64 {
 // receiveSender parses and classifies the burst into the tx buffer's
 // metadata slots (recorded at transmission, see record) and queues it, in
 // order, behind what the buffer holds. It returns the number of malformed
-// frames. The per-slot arrays are sliced to the burst once, so the loop
-// has no bounds checks and no per-frame bookkeeping stores but the Meta.
+// frames. The per-slot arrays are sliced to the burst once, so the loops
+// have no bounds checks. The parse loop holds nothing but the parse across
+// its call and ORs the frames' flags; a burst with no frame that needs a
+// decision (malformed, control, link-local) and only the default MEC, the
+// common one, then fills its record and MEC slots in two block writes
+// (classifySender handles every other burst).
 func (l *Lane) receiveSender(rx []*Packet) (malformed uint64) {
-	cl, oneClass := l.cfg.Classifier, l.oneClass
 	n := len(rx)
 	pkts, metas, mecs, rec := l.tx.open(rx)
+	if seen := parseBurst(pkts, metas, l.parse); seen&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl|classifier.FlagLinkLocal) == 0 && l.oneClass {
+		copy(rec, allRecorded[:])
+		clear(mecs)
+		l.tx.commit(n)
+		return 0
+	}
+	return l.classifySender(rx, pkts, metas, mecs, rec)
+}
+
+// parseBurst parses pkts into metas at level and returns the OR of their
+// flags. A function of its own: Go keeps no register across a call, so
+// the loop around the parse reloads every value it holds, and here it
+// holds only these.
+//
+//go:noinline
+func parseBurst(pkts []*Packet, metas []classifier.Meta, level classifier.Level) (seen uint16) {
+	metas = metas[:len(pkts)]
+	for i, p := range pkts {
+		m := &metas[i]
+		if d := p.Data; len(d) < classifier.MinFastLen {
+			classifier.ParseShort(d, m) // what ParseLevel would call, one call sooner
+		} else {
+			classifier.ParseLevel(d, m, level)
+		}
+		seen |= m.Flags
+	}
+	return seen
+}
+
+// allRecorded fills a burst's record slots (receiveSender).
+var allRecorded = func() (a [MaxLaneBurst]bool) {
+	for i := range a {
+		a[i] = true
+	}
+	return a
+}()
+
+// classifySender decides, frame by frame, what receiveSender's parsed
+// burst records under which MEC, drops authentic control frames arriving
+// from upstream, and commits the burst to the tx buffer.
+func (l *Lane) classifySender(rx, pkts []*Packet, metas []classifier.Meta, mecs []uint16, rec []bool) (malformed uint64) {
+	cl, oneClass := l.cfg.Classifier, l.oneClass
+	n := len(rx)
 	var passed, blocked, excluded uint64
-	level := l.parse
 	for i := range metas {
 		m := &metas[i]
-		classifier.ParseLevel(pkts[i].Data, m, level)
 		rec[i], mecs[i] = true, 0
 		if f := m.Flags; f&(classifier.FlagTruncated|classifier.FlagMalformed|classifier.FlagControl|classifier.FlagLinkLocal) != 0 {
 			if f&(classifier.FlagTruncated|classifier.FlagMalformed) != 0 {

@@ -135,14 +135,7 @@ func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts, e
 		return n, bytes
 	}
 	if len(s.LDA) == 1 {
-		lda := s.LDA[0]
-		for i := range ms {
-			if rec[i] {
-				lda.Add(ms[i].Hash, ts)
-				n++
-				bytes += uint64(ms[i].Len)
-			}
-		}
+		n, bytes = addLDA(s.LDA[0], ms, rec, ts)
 	} else {
 		for i := range ms {
 			if rec[i] {
@@ -154,6 +147,23 @@ func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts, e
 	}
 	s.Frames += n
 	s.Bytes += bytes
+	return n, bytes
+}
+
+// addLDA is recordTx's loop for one LDA: ms[i] where rec[i], all at ts.
+// A function of its own so that its few values stay in registers (in
+// recordTx the loop reloaded several from the stack on every frame).
+//
+//go:noinline
+func addLDA(lda *synopsis.LDA, ms []classifier.Meta, rec []bool, ts uint64) (n, bytes uint64) {
+	rec = rec[:len(ms)]
+	for i := range ms {
+		if rec[i] {
+			lda.Add(ms[i].Hash, ts)
+			n++
+			bytes += uint64(ms[i].Len)
+		}
+	}
 	return n, bytes
 }
 

@@ -20,7 +20,7 @@ import (
 // (instrFwdLoop) and N polls of two LDA sender lanes (instrLDALoop) between two net_null,copy=1 vdevs on a
 // registered lcore, and logs the frames each forwarded. Run it under
 //
-//	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
 //	  --collect-atstart=no --toggle-collect='*instrPortLoop*' \
 //	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' --toggle-collect='*instrLDALoop*' ./dpdk.test -test.run InstrLoops -test.v
 //

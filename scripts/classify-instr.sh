@@ -16,7 +16,7 @@ go test $TAGS -c -pgo=off -o "$dir/classifier.test" ./classifier/
 # classify) for PASSES passes.
 ir() {
   local out="$dir/cg.$1.$2.$3"
-  (cd "$dir" && GOGC=off GODEBUG=asyncpreemptoff=1 LDAF_INSTR_CLASSIFY="$1 $2 $3" \
+  (cd "$dir" && GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off LDAF_INSTR_CLASSIFY="$1 $2 $3" \
     valgrind --tool=callgrind --callgrind-out-file="$out" \
     ./classifier.test -test.run '^TestInstrClassifyScale$' >/dev/null 2>&1)
   awk '/^summary:/ {print $2}' "$out"
