@@ -13,7 +13,7 @@ PKGS     := ./...
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
-.PHONY: all build deps test test-short race fuzz bench accuracy demo lint clean pgo
+.PHONY: all build deps test test-short race fuzz bench accuracy audit demo lint clean pgo
 
 all: build
 
@@ -51,6 +51,11 @@ bench: deps build
 # Long accuracy sweeps reproducing the papers' figures (docs/accuracy.md).
 accuracy: build
 	./scripts/accuracy.sh
+
+# Every valid analyze line against captures written by an independent
+# generator (docs/analyze.md, "Tests").
+audit: build
+	./scripts/audit/run.sh out/audit
 
 demo: deps build
 	./$(BIN) demo

@@ -518,13 +518,27 @@ func TestRefusingSegmentPortLosesNoUserFrame(t *testing.T) {
 			if !big {
 				ring = 4096
 			}
-			p := newPair(t, iv, ring, func(port dataplane.Port) dataplane.Port { rp.Port = port; return rp }, nil)
-			up, down := p.run(10*iv, 10000, nil, nil)
+			// A busy 2-CPU host can itself stall the workers past a
+			// 512-slot ring (other test packages run beside this one): a
+			// loss is judged on a second run too. The busy-wait this test
+			// guards against loses frames in every run.
+			var p *pair
+			var up, down uint64
+			for try := 1; ; try++ {
+				rp.refused.Store(0)
+				p = newPair(t, iv, ring, func(port dataplane.Port) dataplane.Port { rp.Port = port; return rp }, nil)
+				up, down = p.run(10*iv, 10000, nil, nil)
+				n := p.lostIn[0].Load() + p.lostIn[1].Load()
+				if n == 0 || try == 2 {
+					break
+				}
+				t.Logf("run %d: user frames lost at the ingress rings (a→b %d, b→a %d): once more", try, p.lostIn[0].Load(), p.lostIn[1].Load())
+			}
 			if rp.refused.Load() == 0 {
 				t.Fatal("the port never refused")
 			}
 			if n := p.lostIn[0].Load() + p.lostIn[1].Load(); n > 0 {
-				t.Errorf("user frames lost at the ingress rings: a→b %d, b→a %d", p.lostIn[0].Load(), p.lostIn[1].Load())
+				t.Errorf("user frames lost at the ingress rings in two runs: a→b %d, b→a %d", p.lostIn[0].Load(), p.lostIn[1].Load())
 			}
 			if got := p.gotDown.Load(); got != up {
 				t.Errorf("a→b: %d sent, %d arrived", up, got)

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""check.py DIR REPORT.jsonl: every line `ldafwd analyze` marked valid against
+gen.py's per-packet truth (DIR/pk.json), over the line's own measured range:
+loss exactly (LDA, RDA), the mean within the line's mean_ci_ns (every
+synopsis, LDS per flow). EXTLIMIT=N keeps only packets whose identity reads
+at most N L3 bytes (what analyze measures under a snap length). Prints the
+counts and the lines that miss; exits 1 if any does."""
+import json, sys, os, bisect, math, collections
+d = sys.argv[1]
+pk = json.load(open(d + '/pk.json'))
+flows = pk['flows']; P = sorted(pk['pk'], key=lambda x: x[0]); clock = pk['clock']
+ts = [p[0] for p in P]
+bad = 0; n = 0; valid = collections.Counter(); invalid = collections.Counter(); reasons = collections.Counter()
+worst = []
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r.get('type') != 'interval': continue
+    syn = r['synopsis']
+    if not r['valid']:
+        invalid[syn] += 1; reasons[(syn, r.get('reason', '')[:70])] += 1; continue
+    valid[syn] += 1
+    ex = r.get('extra', {})
+    lo = max(r['start_ns'], ex.get('measured_from_ns', 0)); hi = min(r['end_ns'], ex.get('measured_to_ns', 1 << 63) + 1)
+    i, j = bisect.bisect_left(ts, lo), bisect.bisect_left(ts, hi)
+    sel = P[i:j]
+    mec = r['mec']
+    if os.environ.get('MEC_C2') and syn != 'lds':
+        # --mec c2=dscp:cs2: a class is the packets the sender classed so
+        # (an LDS line is a flow's, over every class).
+        sel = [p for p in sel if (p[5] == 16) == (mec == 'c2')]
+    if os.environ.get('EXTLIMIT'):
+        sel = [p for p in sel if p[4] <= int(os.environ['EXTLIMIT'])]
+    if syn == 'lds':
+        sel = [p for p in sel if flows[p[2]] == r.get('flow')]
+    dl = [p[1] + clock for p in sel if p[1] is not None]
+    lost = sum(1 for p in sel if p[1] is None)
+    n += 1
+    problems = []
+    if syn != 'lds' and r.get('lost') is not None and r['lost'] != lost:
+        problems.append('lost %s truth %d (sent %s truth %d)' % (r['lost'], lost, r.get('sent'), len(sel)))
+    if dl and r.get('mean_ns') is not None:
+        m = sum(dl) / len(dl)
+        err = abs(r['mean_ns'] - m)
+        if err > r['mean_ci_ns'] * 1.0000001 + 1:
+            problems.append('mean %.1f ± %.1f truth %.1f (err/ci %.2f)' % (r['mean_ns'], r['mean_ci_ns'], m, err / max(r['mean_ci_ns'], 1e-9)))
+    if problems and syn != 'lds': problems.append('sel %d lost %d' % (len(sel), lost))
+    if problems:
+        bad += 1
+        if len(worst) < 12: worst.append((syn, mec, r.get('flow', ''), r['interval'], problems))
+print('valid', dict(valid), 'invalid', dict(invalid), 'checked', n, 'BAD', bad)
+for w in worst: print('  BAD', w)
+for k, v in reasons.most_common(6): print('  invalid', v, k)
+sys.exit(1 if bad else 0)
