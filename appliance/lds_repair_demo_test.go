@@ -112,16 +112,7 @@ func TestDemoLDSRepairLive(t *testing.T) {
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, TopFlows: 16, TruthHook: ft.hook,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
-	var got []report.Interval
-	var mu sync.Mutex
-	cfg.Reports = func(r *report.Interval) {
-		mu.Lock()
-		got = append(got, *r)
-		mu.Unlock()
-	}
-	if _, err := appliance.RunDemo(cfg); err != nil {
-		t.Fatal(err)
-	}
+	got := demoLines(t, cfg)
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	lossy, valid, exact, complete, unrepaired := 0, 0, 0, 0, 0
@@ -196,4 +187,22 @@ func TestDemoLDSRepairLive(t *testing.T) {
 func intervalCause(reason string) bool {
 	return strings.HasPrefix(reason, appliance.ReasonNextMissing) || strings.HasPrefix(reason, appliance.ReasonPrevMissing) ||
 		strings.Contains(reason, "segment port dropped")
+}
+
+// demoLines runs the demo and returns every report line it gave.
+func demoLines(t *testing.T, cfg appliance.DemoConfig) []report.Interval {
+	t.Helper()
+	var got []report.Interval
+	var mu sync.Mutex
+	cfg.Reports = func(r *report.Interval) {
+		mu.Lock()
+		got = append(got, *r)
+		mu.Unlock()
+	}
+	if _, err := appliance.RunDemo(cfg); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got
 }

@@ -3,7 +3,6 @@ package appliance_test
 import (
 	"encoding/binary"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
-	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 )
@@ -85,16 +83,7 @@ func TestDemoLDSFlowStamps(t *testing.T) {
 		WrapSegment: func(p dataplane.Port) dataplane.Port { slow.Port = p; return slow },
 		Log:         zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
-	var got []report.Interval
-	var mu sync.Mutex
-	cfg.Reports = func(r *report.Interval) {
-		mu.Lock()
-		got = append(got, *r)
-		mu.Unlock()
-	}
-	if _, err := appliance.RunDemo(cfg); err != nil {
-		t.Fatal(err)
-	}
+	got := demoLines(t, cfg)
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	avg := map[int64]float64{} // interval → the LDA line's stamp_err_ns (the average)
