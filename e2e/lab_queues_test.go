@@ -37,7 +37,12 @@ const relayHold = time.Millisecond
 // what the relay dropped = sent − sunk), the appliances dropped nothing,
 // every valid interval's mean with its bound reaches the relay's hold,
 // per-flow order kept at the sink, and both queues carried traffic.
-func TestLabQueues(t *testing.T) { runLabQueues(t, false) }
+func TestLabQueues(t *testing.T) {
+	if raceEnabled {
+		t.Skip("requires every interval valid; under -race the appliances lose intervals to control timeouts")
+	}
+	runLabQueues(t, false)
+}
 
 // TestLabQueuesMissteered is the same lab with a generator that puts
 // every frame on the other queue than SteerQueue gives it — an upstream
