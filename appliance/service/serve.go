@@ -178,7 +178,7 @@ loop:
 		case <-insecureC:
 			log.Warn().Msg(InsecureWarning)
 		case now := <-wdC:
-			out.watchdog().check(now)
+			out.watchdog().check(now, false)
 		case now := <-stats.C:
 			cur := [2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}
 			out.ports(cur, prev, now.Sub(start), now.Sub(prevAt), false)
@@ -187,6 +187,9 @@ loop:
 	}
 	m.SetState(metrics.StateStopping)
 	stopErr := a.Stop(o.Drain)
+	if wd := out.watchdog(); wd != nil {
+		wd.check(time.Now(), true)
+	}
 	elapsed := time.Since(start)
 	out.ports([2]dataplane.Stats{ports.a.Stats(), ports.b.Stats()}, [2]dataplane.Stats{}, elapsed, elapsed, true)
 	m.SetState(metrics.StateStopped)

@@ -50,6 +50,7 @@ type watchdog struct {
 	heardN    uint64           // authentic control frames from the peer so far
 	lastHeard time.Time        // when heardN last grew (start until then)
 	heard     bool             // anything heard since start
+	agreed    bool             // an interval from the peer completed: its configuration was compared and agrees
 	prev      control.Counters // at the previous check
 	atHeard   control.Counters // at lastHeard
 
@@ -114,9 +115,15 @@ func (w *watchdog) observeOffset(iv *report.Interval) {
 		iv.Direction, iv.Interval, ahead, math.Abs(th)/1e3, ci/1e3, half/1e3)
 }
 
-// check runs the checks at now and reports a changed verdict.
-func (w *watchdog) check(now time.Time) {
+// check runs the checks at now and reports a changed verdict. The final
+// check, after the appliance drained, adds what the drain learned (a
+// configuration mismatch found in the last intervals) but does not judge
+// silence: the peer may have stopped first.
+func (w *watchdog) check(now time.Time, final bool) {
 	cc := w.src.ControlCounters()
+	if cc.Bundles > 0 {
+		w.agreed = true
+	}
 	// Heard: authentic control frames the receiving worker took off the
 	// wire (End markers at once, even while a loaded control goroutine
 	// lags) or the receiver accepted.
@@ -125,7 +132,7 @@ func (w *watchdog) check(now time.Time) {
 		w.heardN, w.lastHeard, w.heard, w.atHeard = n, now, true, cc
 	}
 	var probs []report.StatusProblem
-	if quiet := now.Sub(w.lastHeard); quiet >= peerSilentIntervals*w.interval {
+	if quiet := now.Sub(w.lastHeard); !final && quiet >= peerSilentIntervals*w.interval {
 		since := "since start"
 		if w.heard {
 			since = fmt.Sprintf("for %v", quiet.Round(time.Millisecond))
@@ -166,8 +173,12 @@ func (w *watchdog) check(now time.Time) {
 	w.mu.Unlock()
 	w.prev = cc
 
-	if len(probs) == 0 && !w.heard {
-		return // nothing to say yet: the peer may still be starting
+	if len(probs) == 0 && (!w.heard || !w.agreed) {
+		// Nothing to say yet: the peer may still be starting, or it is
+		// heard but no interval of it has been compared with our
+		// configuration (a slow control side pairs its first interval
+		// late) — "ok" would promise an agreement not yet seen.
+		return
 	}
 	// A new status line when the checks that fail (or the settings that
 	// differ) change, not for every new count in a reason.

@@ -57,7 +57,7 @@ type fakePeer struct{ n uint64 }
 
 func (f *fakePeer) ControlCounters() control.Counters {
 	f.n++
-	return control.Counters{Accepted: f.n}
+	return control.Counters{Accepted: f.n, Bundles: f.n}
 }
 func (f *fakePeer) PeerConfigMismatch() *appliance.PeerMismatch { return nil }
 func (f *fakePeer) Lanes() (sender, receiver *dataplane.Lane) {
@@ -83,7 +83,7 @@ func TestWatchdogClockStatus(t *testing.T) {
 				"clock_offset_interval": uint64(k - 2), "clock_reverse_mean_ns": rev}}
 	}
 	out.interval(line(10, 1_300_000, -300_000))
-	w.check(now.Add(50 * time.Millisecond))
+	w.check(now.Add(50*time.Millisecond), false)
 	if !strings.Contains(buf.String(), `"status":"degraded"`) || !strings.Contains(buf.String(), `"check":"clock"`) ||
 		!strings.Contains(buf.String(), "ahead of the peer's by 800.0") {
 		t.Fatalf("no clock status:\n%s", buf.String())
@@ -103,8 +103,60 @@ func TestWatchdogClockStatus(t *testing.T) {
 	}
 	buf.Reset()
 	out.interval(line(11, 800_000, 200_000))
-	w.check(now.Add(100 * time.Millisecond))
+	w.check(now.Add(100*time.Millisecond), false)
 	if !strings.Contains(buf.String(), `"status":"ok"`) {
 		t.Errorf("no ok status after an offset the delays explain:\n%s", buf.String())
+	}
+}
+
+// slowPeer is heard from the start, but its intervals pair only when
+// bundles grows; mismatch, once set, is its configuration differing.
+type slowPeer struct {
+	accepted, bundles uint64
+	mismatch          *appliance.PeerMismatch
+}
+
+func (f *slowPeer) ControlCounters() control.Counters {
+	f.accepted++
+	return control.Counters{Accepted: f.accepted, Bundles: f.bundles}
+}
+func (f *slowPeer) PeerConfigMismatch() *appliance.PeerMismatch { return f.mismatch }
+func (f *slowPeer) Lanes() (sender, receiver *dataplane.Lane) {
+	return &dataplane.Lane{}, &dataplane.Lane{}
+}
+
+// TestWatchdogOkOnlyOnceCompared: a peer that is heard but whose
+// intervals have not yet been compared with our configuration gets no
+// "ok" (a slow control side pairs its first interval late, and may then
+// find the configurations differ); the check after the drain reports a
+// mismatch found while draining, and does not call the stopped peer
+// silent.
+func TestWatchdogOkOnlyOnceCompared(t *testing.T) {
+	var buf bytes.Buffer
+	o := &Config{Interval: 100 * time.Millisecond, SegmentName: "lab"}
+	m := metrics.New("lab", nil)
+	out := &runOutput{}
+	out.init(o, report.NewWriter(&buf), nil, m, zerolog.Nop())
+	now := time.Unix(1_700_000_000, 0)
+	p := &slowPeer{}
+	w := newWatchdog(o, p, out, m, zerolog.Nop(), now)
+	for i := 1; i <= 5; i++ {
+		w.check(now.Add(time.Duration(i)*50*time.Millisecond), false)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("a status before any interval was compared:\n%s", buf.String())
+	}
+	p.mismatch = &appliance.PeerMismatch{At: now.Add(time.Second), Interval: 7, Detail: "interval: sender 200ms, ours 100ms", Settings: []string{"interval"}}
+	w.check(now.Add(time.Second), true)
+	got := buf.String()
+	if !strings.Contains(got, `"check":"peer_config"`) || strings.Contains(got, "peer_silent") {
+		t.Fatalf("final check: want peer_config and no peer_silent:\n%s", got)
+	}
+	buf.Reset()
+	p2 := &slowPeer{bundles: 1}
+	w2 := newWatchdog(o, p2, out, m, zerolog.Nop(), now)
+	w2.check(now.Add(50*time.Millisecond), false)
+	if !strings.Contains(buf.String(), `"status":"ok"`) {
+		t.Errorf("no ok once an interval was compared:\n%s", buf.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,12 +114,15 @@ func TestRunNoPeerDegraded(t *testing.T) {
 	}
 }
 
+// idleRuns makes runTwoIdle's ring names unique across -count runs.
+var idleRuns atomic.Int64
+
 // runTwoIdle runs two appliances back to back over ring links, no
 // traffic (their control frames still flow every interval), and returns
 // the second's stdout and log.
 func runTwoIdle(t *testing.T, tag string, args1, args2 []string, dur time.Duration) (string, string) {
 	t.Helper()
-	id := tag + fmt.Sprint(os.Getpid())
+	id := fmt.Sprintf("%s%dx%d", tag, os.Getpid(), idleRuns.Add(1))
 	g, s, k := "G"+id, "S"+id, "K"+id
 	for _, name := range []string{g, s, k} {
 		l, err := dataplane.NewRingLink(name, dataplane.LinkConfig{Size: 1024, Pool: 4096})
