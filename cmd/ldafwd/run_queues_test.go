@@ -104,11 +104,17 @@ func TestRunQueues(t *testing.T) {
 			}
 		}
 	}
-	// 15 intervals of traffic. On this 2-CPU machine shared with other
-	// jobs (load 16) most intervals of this pair have ended invalid
-	// ("control fragment lost", "nothing from the sender") although every
-	// control frame arrived: not understood yet, so this asks for one
-	// valid interval only; the checks above hold every line to the truth.
+	// 15 intervals of traffic. On a 2-CPU machine shared with other jobs
+	// most intervals of this pair can end invalid ("end marker lost",
+	// "nothing from the sender", "receiver's copy spans more than this
+	// interval") although every control frame arrived: both appliances run
+	// in this one process, four busy-polling workers and two control
+	// goroutines on GOMAXPROCS=2, and a control goroutine that waits for a
+	// P neither moves the interval clock (no End markers: the peer logs
+	// peer_silent) nor takes its lanes' copies (overruns merge intervals).
+	// The lines say so, never a wrong number; so this asks for one valid
+	// interval only, and the checks above hold every line to the truth.
+	// A deployed pair runs one process per host with pinned workers.
 	if valid < 1 && !raceEnabled {
 		t.Errorf("%d valid intervals of 3 s at 200 ms", valid)
 	}
