@@ -52,16 +52,36 @@ func TestWatchdogClockOffset(t *testing.T) {
 	}
 }
 
-// fakePeer is a peer that is heard (control frames accepted) and agrees.
-type fakePeer struct{ n uint64 }
+// fakePeer is a peer that is heard (control frames accepted) and agrees
+// (every check has paired an interval). A slow one's intervals pair only
+// as bundles says; mismatch, once set, is its configuration differing.
+type fakePeer struct {
+	n        uint64
+	slow     bool
+	bundles  uint64
+	mismatch *appliance.PeerMismatch
+}
 
 func (f *fakePeer) ControlCounters() control.Counters {
 	f.n++
-	return control.Counters{Accepted: f.n, Bundles: f.n}
+	if !f.slow {
+		f.bundles = f.n
+	}
+	return control.Counters{Accepted: f.n, Bundles: f.bundles}
 }
-func (f *fakePeer) PeerConfigMismatch() *appliance.PeerMismatch { return nil }
+func (f *fakePeer) PeerConfigMismatch() *appliance.PeerMismatch { return f.mismatch }
 func (f *fakePeer) Lanes() (sender, receiver *dataplane.Lane) {
 	return &dataplane.Lane{}, &dataplane.Lane{}
+}
+
+// newWatchdogRig is run's output writing into buf, for a watchdog at now.
+func newWatchdogRig() (*bytes.Buffer, *Config, *metrics.Metrics, *runOutput, time.Time) {
+	var buf bytes.Buffer
+	o := &Config{Interval: 100 * time.Millisecond, SegmentName: "lab"}
+	m := metrics.New("lab", nil)
+	out := &runOutput{}
+	out.init(o, report.NewWriter(&buf), nil, m, zerolog.Nop())
+	return &buf, o, m, out, time.Unix(1_700_000_000, 0)
 }
 
 // TestWatchdogClockStatus: through run's output, a line whose offset
@@ -69,12 +89,7 @@ func (f *fakePeer) Lanes() (sender, receiver *dataplane.Lane) {
 // degraded status line with a "clock" problem and sets the metric; a
 // line the delays explain brings the status back to ok.
 func TestWatchdogClockStatus(t *testing.T) {
-	var buf bytes.Buffer
-	o := &Config{Interval: 100 * time.Millisecond, SegmentName: "lab"}
-	m := metrics.New("lab", nil)
-	out := &runOutput{}
-	out.init(o, report.NewWriter(&buf), nil, m, zerolog.Nop())
-	now := time.Unix(1_700_000_000, 0)
+	buf, o, m, out, now := newWatchdogRig()
 	w := newWatchdog(o, &fakePeer{}, out, m, zerolog.Nop(), now)
 	out.setWatchdog(w)
 	line := func(k int64, fwd, rev float64) *report.Interval {
@@ -109,22 +124,6 @@ func TestWatchdogClockStatus(t *testing.T) {
 	}
 }
 
-// slowPeer is heard from the start, but its intervals pair only when
-// bundles grows; mismatch, once set, is its configuration differing.
-type slowPeer struct {
-	accepted, bundles uint64
-	mismatch          *appliance.PeerMismatch
-}
-
-func (f *slowPeer) ControlCounters() control.Counters {
-	f.accepted++
-	return control.Counters{Accepted: f.accepted, Bundles: f.bundles}
-}
-func (f *slowPeer) PeerConfigMismatch() *appliance.PeerMismatch { return f.mismatch }
-func (f *slowPeer) Lanes() (sender, receiver *dataplane.Lane) {
-	return &dataplane.Lane{}, &dataplane.Lane{}
-}
-
 // TestWatchdogOkOnlyOnceCompared: a peer that is heard but whose
 // intervals have not yet been compared with our configuration gets no
 // "ok" (a slow control side pairs its first interval late, and may then
@@ -132,13 +131,8 @@ func (f *slowPeer) Lanes() (sender, receiver *dataplane.Lane) {
 // mismatch found while draining, and does not call the stopped peer
 // silent.
 func TestWatchdogOkOnlyOnceCompared(t *testing.T) {
-	var buf bytes.Buffer
-	o := &Config{Interval: 100 * time.Millisecond, SegmentName: "lab"}
-	m := metrics.New("lab", nil)
-	out := &runOutput{}
-	out.init(o, report.NewWriter(&buf), nil, m, zerolog.Nop())
-	now := time.Unix(1_700_000_000, 0)
-	p := &slowPeer{}
+	buf, o, m, out, now := newWatchdogRig()
+	p := &fakePeer{slow: true}
 	w := newWatchdog(o, p, out, m, zerolog.Nop(), now)
 	for i := 1; i <= 5; i++ {
 		w.check(now.Add(time.Duration(i)*50*time.Millisecond), false)
@@ -153,7 +147,7 @@ func TestWatchdogOkOnlyOnceCompared(t *testing.T) {
 		t.Fatalf("final check: want peer_config and no peer_silent:\n%s", got)
 	}
 	buf.Reset()
-	p2 := &slowPeer{bundles: 1}
+	p2 := &fakePeer{slow: true, bundles: 1}
 	w2 := newWatchdog(o, p2, out, m, zerolog.Nop(), now)
 	w2.check(now.Add(50*time.Millisecond), false)
 	if !strings.Contains(buf.String(), `"status":"ok"`) {
