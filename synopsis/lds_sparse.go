@@ -156,3 +156,11 @@ func (l *LDS) flowCells(fx uint64, r int, f func(i uint64)) {
 // ReasonLDSNotShipped is the reason of a flow a sparse copy carries no
 // cell of: the control budget shipped the largest flows' cells only.
 const ReasonLDSNotShipped = "the sender shipped only the largest flows' cells (control budget): this flow is not measured in this interval"
+
+// KnownCells is how many cells l knows: all of them unless it is sparse.
+func (l *LDS) KnownCells() int {
+	if l.absent == nil {
+		return len(l.cells)
+	}
+	return len(l.knownCells())
+}
