@@ -36,8 +36,8 @@ func TestDemoLDSSparseDefaults(t *testing.T) {
 	ft := &flowTruth{ends: map[uint64]uint64{}}
 	cfg := appliance.DemoConfig{
 		Duration: 4 * time.Second, Interval: time.Second, Delay: delay, Loss: loss, Rate: 20_000, Seed: 1, Flows: 1000,
-		Syn:        dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda, LDS: &lds, Classes: cl.NumClasses()},
-		AdaptLDA:   true, AdaptRDA: true, AdaptLDS: true, RDAProblemRate: 0.005, BudgetFraction: 0.01,
+		Syn:      dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda, LDS: &lds, Classes: cl.NumClasses()},
+		AdaptLDA: true, AdaptRDA: true, AdaptLDS: true, RDAProblemRate: 0.005, BudgetFraction: 0.01,
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, TopFlows: 25, TruthHook: ft.hook,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
