@@ -1,8 +1,10 @@
 package appliance
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -382,6 +384,13 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 			return q, rows, l.Cols(), n, err
 		}
 	}
+	// Not one whole row fits: the largest flows' own cells, at the
+	// recorded resolution (synopsis/lds_sparse.go). Folding the columns
+	// instead would make every flow share its cells once the budget is a
+	// few hundred cells for thousands of flows.
+	if q, n, err := c.encodeLDSSparse(l, prefix, left, fits); err != nil || q != nil {
+		return q, l.Rows(), l.Cols(), n, err
+	}
 	for cols = l.Cols() / 2; cols >= ldsMinCols && cols*2 <= l.Cols() && l.Cols()%cols == 0; cols /= 2 {
 		g, err := l.FoldCols(cols)
 		if err != nil {
@@ -392,6 +401,51 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 		}
 	}
 	return nil, 0, 0, 0, nil
+}
+
+// encodeLDSSparse encodes the cells of as many of l's largest flows as
+// fit (each flow's least-loaded row), without names: the receiver names
+// the flows it saw. It returns nil when not one flow fits (or l is sparse
+// already, or holds no flow table). n is the flows carried.
+func (c *controller) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, fits func([]byte) bool) ([]byte, int, error) {
+	if l.Flows() == nil || l.Sparse() {
+		return nil, 0, nil
+	}
+	ents := l.Flows().Entries(nil)
+	if len(ents) == 0 {
+		return nil, 0, nil
+	}
+	slices.SortStableFunc(ents, func(a, b synopsis.FlowEntry) int { return cmp.Compare(b.Packets, a.Packets) })
+	cells := make([]uint64, 0, len(ents)*l.CellsPerFlow())
+	upTo := make([]int, len(ents)) // cells of the first i+1 flows
+	for i, e := range ents {
+		cells = l.FlowCells(cells, e.FlowHash)
+		upTo[i] = len(cells)
+	}
+	enc := func(n int) ([]byte, error) { return l.AppendBinarySparse(prefix, cells[:upTo[n-1]], 0) }
+	full, err := enc(len(ents))
+	if err != nil {
+		return nil, 0, nil // too large a shape for a sparse copy this short
+	}
+	if fits(full) {
+		return full, len(ents), nil
+	}
+	empty, err := l.AppendBinarySparse(prefix, nil, 0)
+	if err != nil || !fits(empty) {
+		return nil, 0, nil
+	}
+	// Cells cost about the same each (fragment headers included).
+	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(control.Overhead)/float64(c.a.sender.FragmentSize()))
+	for n := min(len(ents), int(float64(left-c.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
+		q, err := enc(n)
+		if err != nil {
+			return nil, 0, nil
+		}
+		if fits(q) {
+			return q, n, nil
+		}
+	}
+	return nil, 0, nil
 }
 
 // ldsMinCols is the fewest columns an LDS is folded to: fewer measure

@@ -41,8 +41,9 @@ func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
 // TestControlBudget: with all synopses and a budget of 1 % of the data,
 // control_bytes is what the sender really put on the segment, every copy
 // counted; it stays within the budget; the LDA and the (folded) RDA stay
-// valid and exact; an LDS left out, or folded so far that its flows
-// share cells, gives invalid lines that say so.
+// valid and exact; an LDS left out, folded so far that its flows share
+// cells, or carrying only the largest flows' cells (sparse), gives invalid
+// lines that say so.
 func TestControlBudget(t *testing.T) {
 	if raceEnabled {
 		t.Skip("RDA and LDS estimation under -race overrun the intervals")

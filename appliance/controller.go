@@ -875,6 +875,9 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
+	if snd.Sparse() {
+		shape += fmt.Sprintf(",sparse%d", snd.KnownCells())
+	}
 	// What other flows' packets in a flow's cells (and, with k > 1 or
 	// sampled rows, a partial sample of its own) can move its mean is
 	// bounded by the delay range the compact encoding is configured for

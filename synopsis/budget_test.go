@@ -212,6 +212,15 @@ func FuzzLDSFoldedUnmarshal(f *testing.F) {
 		b, _ := g.AppendBinary(nil)
 		f.Add(b)
 	}
+	// Sparse copies (version 4): one flow's cells, and none.
+	for _, fl := range [][]uint64{{Remix(1, 1)}, nil} {
+		var keep []uint64
+		for _, h := range fl {
+			keep = l.FlowCells(keep, h)
+		}
+		b, _ := l.AppendBinarySparse(nil, keep, 2)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var l LDS
 		if err := l.UnmarshalBinary(data); err != nil {

@@ -46,6 +46,11 @@ type LDS struct {
 
 	flows *FlowTable // nil when cfg.MaxFlows == 0
 
+	// absent marks, one bit per cell, the cells a sparse encoding did not
+	// carry (AppendBinarySparse): their contents are unknown, and the
+	// estimator does not use them. nil: every cell is known.
+	absent []uint64
+
 	// bound steers the receiver's estimator only (SetBound); it is not
 	// encoded and not part of the shape.
 	bound LDSBound
@@ -348,6 +353,15 @@ func (l *LDS) Merge(o *LDS) error {
 		a.digest ^= b.digest
 		a.errSum += b.errSum
 	}
+	if o.absent != nil {
+		// A cell unknown in either copy is unknown in the sum.
+		if l.absent == nil {
+			l.absent = make([]uint64, len(o.absent))
+		}
+		for i, w := range o.absent {
+			l.absent[i] |= w
+		}
+	}
 	l.packets += o.packets
 	if o.lastTs > l.lastTs {
 		l.lastTs = o.lastTs
@@ -366,6 +380,7 @@ func (l *LDS) Merge(o *LDS) error {
 // Reset zeroes the sketch and empties the flow table, keeping the memory.
 func (l *LDS) Reset() {
 	clear(l.cells)
+	l.absent = nil
 	l.packets, l.lastTs = 0, 0
 	if l.flows != nil {
 		l.flows.Reset()
@@ -377,6 +392,9 @@ func (l *LDS) Clone() *LDS {
 	c := *l
 	c.cfg.RowRates = append([]float64(nil), l.cfg.RowRates...)
 	c.cells = append([]ldsCell(nil), l.cells...)
+	if l.absent != nil {
+		c.absent = append([]uint64(nil), l.absent...)
+	}
 	if l.flows != nil {
 		c.flows = l.flows.Clone()
 	}

@@ -17,6 +17,9 @@ const (
 	// the decoder refuses them by name: an LDS without its cells' stamp
 	// errors cannot bound what stamps move a flow's mean.
 	ldsVersion = 3
+	// ldsVersionSparse is version 3 carrying only some cells
+	// (AppendBinarySparse).
+	ldsVersionSparse = 4
 	// ldsMaxFold bounds a decoded fold.
 	ldsMaxFold = 26
 )
@@ -66,6 +69,20 @@ func (l *LDS) AppendBinary(b []byte) ([]byte, error) { return l.AppendBinaryLimi
 // times; fewer flows named leaves the smallest ones to the receiver's own
 // flow table.
 func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
+	if l.absent != nil {
+		// A decoded sparse copy re-encodes as it came: the cells it holds.
+		if rows != l.rows {
+			return b, fmt.Errorf("%w: a sparse LDS ships all its rows", ErrBadConfig)
+		}
+		return l.appendBinary(b, rows, named, l.knownCells())
+	}
+	return l.appendBinary(b, rows, named, nil)
+}
+
+// appendBinary is the encoder: dense (version 3) when keep is nil, else
+// sparse (version 4) carrying only the cells keep lists (strictly
+// increasing indices, row-major).
+func (l *LDS) appendBinary(b []byte, rows, named int, keep []uint64) ([]byte, error) {
 	if rows < 1 || rows > l.rows {
 		return b, fmt.Errorf("%w: LDS of %d rows cannot ship %d", ErrBadConfig, l.rows, rows)
 	}
@@ -105,9 +122,17 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 	}
 	// One allocation for the whole encoding: a cell takes at most
 	// 10+10+8+10 bytes, an entry 8+10+5+1+40 (uvarints at their longest).
-	b = slices.Grow(b, 64+10*rows+int(uint64(rows)*l.cols)*38+len(entries)*64)
+	ncells := int(uint64(rows) * l.cols)
+	if keep != nil {
+		ncells = len(keep) * 2
+	}
+	b = slices.Grow(b, 64+10*rows+ncells*38+len(entries)*64)
 	b = append(b, ldsMagic...)
-	b = append(b, ldsVersion)
+	if keep != nil {
+		b = append(b, ldsVersionSparse)
+	} else {
+		b = append(b, ldsVersion)
+	}
 	b = binary.AppendUvarint(b, uint64(rows))
 	b = binary.AppendUvarint(b, l.cols)
 	b = binary.AppendUvarint(b, l.k)
@@ -128,15 +153,27 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 	b = binary.AppendUvarint(b, l.packets)
 	base := l.lastTs
 	b = binary.LittleEndian.AppendUint64(b, base)
-	for i := range l.cells[:uint64(rows)*l.cols] {
-		c := &l.cells[i]
+	cell := func(c *ldsCell) {
 		b = binary.AppendUvarint(b, c.count)
 		if c.count == 0 {
-			continue
+			return
 		}
 		b = binary.AppendVarint(b, int64(c.sum-c.count*base))
 		b = binary.LittleEndian.AppendUint64(b, c.digest)
 		b = binary.AppendUvarint(b, c.errSum)
+	}
+	if keep != nil {
+		b = binary.AppendUvarint(b, uint64(len(keep)))
+		next := uint64(0)
+		for _, i := range keep {
+			b = binary.AppendUvarint(b, i-next)
+			cell(&l.cells[i])
+			next = i + 1
+		}
+	} else {
+		for i := range l.cells[:uint64(rows)*l.cols] {
+			cell(&l.cells[i])
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i := range entries {
@@ -221,12 +258,15 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	if len(data) < 4 || string(data[:3]) != ldsMagic {
 		return fmt.Errorf("%w: no LDS magic", errLDSBadEncoding)
 	}
+	sparse := false
 	switch data[3] {
 	case ldsVersion:
+	case ldsVersionSparse:
+		sparse = true
 	case 1, 2:
 		return fmt.Errorf("%w: version %d has no per-cell stamp error (this build reads version %d only; sender and receiver must run builds that agree)", errLDSBadEncoding, data[3], ldsVersion)
 	default:
-		return fmt.Errorf("%w: version %d, want %d", errLDSBadEncoding, data[3], ldsVersion)
+		return fmt.Errorf("%w: version %d, want %d or %d", errLDSBadEncoding, data[3], ldsVersion, ldsVersionSparse)
 	}
 	r := &ldsReader{b: data[4:]}
 	rows := r.uvarint("rows")
@@ -272,8 +312,11 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	cfg.HoldRate = float64(hold) / (1 << 32)
 	// Every cell takes at least one byte: refuse before allocating when the
 	// input cannot hold them.
-	if uint64(len(r.b)) < rows*cols {
+	if !sparse && uint64(len(r.b)) < rows*cols {
 		return fmt.Errorf("%w: %d cells announced, %d bytes left", errLDSBadEncoding, rows*cols, len(r.b))
+	}
+	if sparse && rows*cols > ldsSparseMaxCells(len(data)) {
+		return fmt.Errorf("%w: sparse %d cells from %d bytes", errLDSBadEncoding, rows*cols, len(data))
 	}
 	nl, err := NewLDS(LDSConfig{Rows: cfg.Rows, Cols: cfg.Cols, CellsPerFlow: cfg.CellsPerFlow, RowRates: cfg.RowRates, Alpha: cfg.Alpha})
 	if err != nil {
@@ -282,17 +325,25 @@ func (l *LDS) UnmarshalBinary(data []byte) error {
 	nl.cfg.MaxFlows, nl.cfg.HoldRate, nl.cfg.ShipMinPackets = cfg.MaxFlows, cfg.HoldRate, shipMin
 	nl.fold = uint(fold)
 	nl.packets, nl.lastTs = packets, base
-	for i := range nl.cells {
-		c := &nl.cells[i]
+	cell := func(c *ldsCell) error {
 		c.count = r.uvarint("cell count")
 		if c.count == 0 {
-			continue
+			return r.err
 		}
 		c.sum = uint64(r.varint("cell sum")) + c.count*base
 		c.digest = r.u64("cell digest")
 		c.errSum = r.uvarint("cell stamp error")
-		if r.err != nil {
-			return r.err
+		return r.err
+	}
+	if sparse {
+		if err := nl.readSparse(r, cell); err != nil {
+			return err
+		}
+	} else {
+		for i := range nl.cells {
+			if err := cell(&nl.cells[i]); err != nil {
+				return err
+			}
 		}
 	}
 	nf := r.uvarint("flows")
@@ -418,6 +469,18 @@ func (l *LDS) FoldCols(cols int) (*LDS, error) {
 	g.cols, g.fold = uint64(cols), l.fold+shift
 	g.cfg.Cols = cols
 	g.cells = make([]ldsCell, uint64(l.rows)*g.cols)
+	if l.absent != nil {
+		// A folded cell is unknown when any cell it merges is.
+		g.absent = make([]uint64, (len(g.cells)+63)/64)
+		for r := 0; r < l.rows; r++ {
+			for i := uint64(0); i < l.cols; i++ {
+				if l.isAbsent(uint64(r)*l.cols + i) {
+					j := uint64(r)*g.cols + i>>shift
+					g.absent[j>>6] |= 1 << (j & 63)
+				}
+			}
+		}
+	}
 	for r := 0; r < l.rows; r++ {
 		src, dst := l.cells[uint64(r)*l.cols:uint64(r+1)*l.cols], g.cells[uint64(r)*g.cols:uint64(r+1)*g.cols]
 		for i := range src {

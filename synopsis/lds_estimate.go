@@ -116,6 +116,9 @@ func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 	for row := 0; row < sender.rows; row++ {
 		var rowExtra uint64
 		for i := uint64(row) * sender.cols; i < uint64(row+1)*sender.cols; i++ {
+			if sender.isAbsent(i) || receiver.isAbsent(i) {
+				continue
+			}
 			a, b := &sender.cells[i], &receiver.cells[i]
 			switch {
 			case b.count > a.count:
@@ -187,7 +190,18 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est E
 	var extraMin uint64
 	fx := Remix(flowHash, SaltLDSRow)
 	e.rowCells = [maxLDSRows]uint64{}
+	known := 0 // rows whose cells of the flow the sender shipped
 	for row := 0; row < s.rows; row++ {
+		if s.absent != nil || r.absent != nil {
+			// A sparse copy: a row counts only if every cell of the flow
+			// in it is known at both ends.
+			shipped := true
+			s.flowCells(fx, row, func(i uint64) { shipped = shipped && !s.isAbsent(i) && !r.isAbsent(i) })
+			if !shipped {
+				continue
+			}
+		}
+		known++
 		base := s.flowBase(fx, row)
 		var rowS, rowR uint64
 		cols0, prev := s.cols<<s.fold, ^uint64(0)
@@ -229,6 +243,13 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est E
 			}
 			lossMin = math.Min(lossMin, loss)
 		}
+	}
+	if known == 0 || math.IsInf(sentMin, 1) {
+		// No densely sampled row of the flow was shipped (a sparse copy
+		// carries the largest flows' cells only): nothing to count.
+		e.cells = e.cells[:0]
+		est.Reason = ReasonLDSNotShipped
+		return est, 0, 0, 0
 	}
 	est.Sent = uint64(math.Round(sentMin))
 	est.Lost = uint64(math.Round(math.Min(lossMin, sentMin)))
@@ -397,7 +418,16 @@ func TopFlows(flows []FlowEstimate, n int, by LDSOrder) []FlowEstimate {
 		}
 		return float64(f.Sent)
 	}
-	sort.SliceStable(out, func(a, b int) bool { return key(&out[a]) > key(&out[b]) })
+	// Flows a sparse copy did not carry come after the measured ones: the
+	// sender shipped the largest, and among equal sizes a line with a
+	// measurement says more than one without.
+	unshipped := func(f *FlowEstimate) bool { return f.Reason == ReasonLDSNotShipped }
+	sort.SliceStable(out, func(a, b int) bool {
+		if ua, ub := unshipped(&out[a]), unshipped(&out[b]); ua != ub {
+			return ub
+		}
+		return key(&out[a]) > key(&out[b])
+	})
 	if n >= 0 && len(out) > n {
 		out = out[:n]
 	}
