@@ -22,9 +22,7 @@ import (
 // without loss may stay valid. Every valid line holds the stage's exact
 // loss, and the lines come out in interval order.
 func TestCrossingNextMissing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	const iv = 300 * time.Millisecond
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)

@@ -103,9 +103,7 @@ func demoProperty(t *testing.T, withRDA bool) {
 }
 
 func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	var valid, inBound, lines, crossedLines, earlyValid int
 	var wrongLoss, rdaVerified atomic.Int64

@@ -23,9 +23,7 @@ import (
 // config must name the shape shipped (smaller than recorded), and the
 // control bytes must stay within the budget.
 func TestAdaptLDA(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	const iv = 400 * time.Millisecond
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)

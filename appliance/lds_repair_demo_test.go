@@ -92,9 +92,7 @@ func (ft *flowTruth) flowMean(k, fh uint64) (mean float64, lost int, ok bool) {
 // claims it, as offline analyze's repaired estimate does on the same
 // packets (its flows' errors are logged beside).
 func TestDemoLDSRepairLive(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.01)
 	cl, err := classifier.NewClassifierFromSpecs(nil)

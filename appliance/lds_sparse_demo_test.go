@@ -22,9 +22,7 @@ import (
 // bound and its true loss. (Folded to the budget instead, the LDS was
 // 1 × 136 columns and almost no flow line was valid.)
 func TestDemoLDSSparseDefaults(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(50_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)
 	cl, err := classifier.NewClassifierFromSpecs(nil)

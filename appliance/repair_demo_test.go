@@ -22,9 +22,7 @@ import (
 // stage's exact per-interval mean. Some line must have been repaired
 // (else the property is vacuous), and the exchange's cost is reported.
 func TestDemoRDARepairExact(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals; TestDemo covers the code under -race")
-	}
+	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	uniform, _ := model.NewUniformLoss(0.001)
 	bursty, _ := model.NewBurstyLoss(0.002, 4)
