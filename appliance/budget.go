@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -60,6 +61,10 @@ const ldaBudgetShare = 0.25
 // far beyond the traffic's usual costs later intervals their LDS for at
 // most this many budgets' worth, then is forgotten.
 const maxDebtIntervals = 4
+
+// ldsDebtFloor is the share of its part of the budget the LDS keeps while
+// more than one budget is owed.
+const ldsDebtFloor = 0.5
 
 // rdaMinCells is the fewest cells per bank an RDA is folded to: with
 // fewer, too few cell pairs hold samples for a standard deviation and its
@@ -246,7 +251,11 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 	}
 	if c.debt > int(budget) && left != math.MaxInt {
-		left -= min(owed, max(left, 0))
+		// The LDS pays, but keeps ldsDebtFloor of its part: the intervals
+		// that owe are the lossy ones, where the per-flow view matters
+		// most, and a sparse copy carries the largest flows in a few KB.
+		keep := int(ldsDebtFloor * float64(max(left, 0)))
+		left -= min(owed, max(left-keep, 0))
 	}
 	if set.LDS != nil {
 		h := hdr(set.LDS.Count(), flags)
@@ -307,7 +316,12 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		for _, f := range frames {
 			// The lane copies each frame into a port buffer when it sends
 			// it; until then the frame must not change, so it gets its own.
-			c.pending = append(c.pending, append([]byte(nil), f...))
+			f = append([]byte(nil), f...)
+			if copyN == 0 {
+				c.pending = append(c.pending, f)
+			} else {
+				c.later = append(c.later, laterFrame{copyN: copyN, frame: f})
+			}
 		}
 	}
 	c.shipped = set.LastK
@@ -583,4 +597,47 @@ func byPackets(n int, packets func(m int) uint64) []int {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return packets(order[i]) < packets(order[j]) })
 	return order
+}
+
+// laterFrame is a control frame copy to send at its time (ns; 0 until
+// the first copy has been handed to the lane, see dueCopies).
+type laterFrame struct {
+	at    uint64
+	copyN int
+	frame []byte
+}
+
+// copySpacing is how far apart the copies of an interval's frames leave
+// (--control-copies): sent back to back, one burst of loss takes every
+// copy of a fragment (a switch's buffer overflowing drops a run of
+// frames); 10 ms apart, or a twentieth of the interval if shorter, the
+// copies fall in different bursts. The receiver waits for fragments far
+// longer (its pairing timeout).
+func (c *controller) copySpacing() time.Duration {
+	return min(10*time.Millisecond, c.a.cfg.Interval/20)
+}
+
+// dueCopies moves the later copies whose time has come (in the order
+// they were made) to the frames waiting for the inject ring. A copy's
+// time counts from when every frame before it was handed to the lane, not
+// from when it was made: the first copy may wait behind other frames
+// (exchanges under loss), and copies that waited together would leave
+// together.
+func (c *controller) dueCopies(nowNs uint64) {
+	if len(c.pending) == 0 {
+		for i := range c.later {
+			if c.later[i].at == 0 {
+				c.later[i].at = nowNs + uint64(c.later[i].copyN)*uint64(c.copySpacing())
+			}
+		}
+	}
+	n := 0
+	for n < len(c.later) && c.later[n].at != 0 && c.later[n].at <= nowNs {
+		c.pending = append(c.pending, c.later[n].frame)
+		n++
+	}
+	if n > 0 {
+		clear(c.later[:n])
+		c.later = c.later[n:]
+	}
 }

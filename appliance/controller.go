@@ -24,6 +24,10 @@ type controller struct {
 	a       *Appliance
 	bufs    [][]byte
 	pending [][]byte
+	// later holds the second and further copies of the shipped intervals'
+	// frames until their time (copySpacing apart): a burst of loss that
+	// takes one copy of a fragment then rarely takes the others.
+	later   []laterFrame
 	results []control.Result
 	rcopies map[uint64]*rcopy
 	bundles map[uint64]*waiting
@@ -299,7 +303,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = len(c.pending) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = len(c.pending) == 0 && len(c.later) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -331,6 +335,7 @@ func (c *controller) sendSide(nowNs uint64) {
 		}
 		a.sbuf.Release()
 	}
+	c.dueCopies(nowNs)
 	if len(c.pending) > 0 {
 		n := a.inject.EnqueueBurst(c.pending)
 		for i := 0; i < n; i++ {
@@ -338,6 +343,7 @@ func (c *controller) sendSide(nowNs uint64) {
 		}
 		c.pending = c.pending[n:]
 	}
+	c.dueCopies(nowNs) // schedules what waited for the frames just handed over
 }
 
 // receiveSide takes what the receiver lanes handed over: the control

@@ -69,7 +69,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
-	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4): the segment loses control frames too, and one lost fragment invalidates its interval")
+	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4), the copies of synopsis fragments about 10 ms apart: the segment loses control frames too, and one lost fragment invalidates its interval")
 	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
 	fs.IntVar(&queues, "queues", 1, "queues per appliance port (1..64), steered by flow hash in software as a NIC's RSS does: one sender and one receiver lane, and one worker, per queue pair at each appliance (docs/protocol.md, \"Several lanes\")")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port while the demo runs: the measured direction's interval metrics, as ldafwd run exports them (empty: off)")
