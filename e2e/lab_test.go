@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane/nettest"
 	"github.com/ldafwd/ldafwd/report"
@@ -669,6 +670,11 @@ func TestLabPeerRestart(t *testing.T) {
 	ivs, _ := p2.records(t)
 	firstValid, invalidAround := int64(-1), 0
 	var lostValid uint64
+	// The relay drops about 1 % of the frames, control frames too: an
+	// interval after the restart whose End marker or fragment it dropped
+	// (and the neighbour that then spans two) is honestly invalid for
+	// that, not for the restart.
+	controlLost := map[int64]bool{}
 	for _, r := range ivs {
 		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" {
 			continue
@@ -676,6 +682,11 @@ func TestLabPeerRestart(t *testing.T) {
 		if !r.Valid {
 			if r.Interval >= kRestart-8 && r.Interval <= kRestart+1 {
 				invalidAround++
+			}
+			for _, why := range []string{"end marker lost", "control fragment lost", "spans more than this interval", appliance.ReasonNextMissing, appliance.ReasonPrevMissing} {
+				if strings.Contains(r.Reason, why) {
+					controlLost[r.Interval] = true
+				}
 			}
 			t.Logf("interval %d (restart at %d): invalid: %s", r.Interval, kRestart, r.Reason)
 			continue
@@ -691,8 +702,17 @@ func TestLabPeerRestart(t *testing.T) {
 	if invalidAround == 0 {
 		t.Errorf("no invalid interval around the restart (interval %d)", kRestart)
 	}
-	if firstValid < 0 || firstValid > kRestart+2 {
-		t.Errorf("first valid interval with traffic after the restart (interval %d): %d, want within 2", kRestart, firstValid)
+	late := firstValid < 0 || firstValid > kRestart+2
+	if late && firstValid > 0 {
+		// Late only because the relay took control frames of the
+		// intervals between?
+		late = false
+		for k := kRestart + 2; k < firstValid; k++ {
+			late = late || !controlLost[k]
+		}
+	}
+	if late {
+		t.Errorf("first valid interval with traffic after the restart (interval %d): %d, want within 2 (or later only past intervals whose control frames the relay dropped)", kRestart, firstValid)
 	}
 	if lostValid > l.dropped.Load() {
 		t.Errorf("Σ lost over valid intervals %d > %d frames the relay dropped", lostValid, l.dropped.Load())

@@ -57,7 +57,8 @@ type watchdog struct {
 	mu    sync.Mutex        // clock is written from the report callback
 	clock map[string]string // direction (its offset estimate: direction + " offset") → why its delays say the clocks disagree
 
-	verdict string // the last status written ("" none yet)
+	verdict   string    // the last status written ("" none yet)
+	checkedAt time.Time // the previous check
 }
 
 func newWatchdog(o *Config, src peerSource, out *runOutput, m *metrics.Metrics, log zerolog.Logger, start time.Time) *watchdog {
@@ -153,7 +154,9 @@ func (w *watchdog) check(now time.Time, final bool) {
 				"nothing heard from the peer %s (%d intervals of %v): it is not running, not on this segment, on another --segment-name, or the segment drops control frames", since, int(quiet/w.interval), w.interval)})
 		}
 	}
-	if pm := w.src.PeerConfigMismatch(); pm != nil && now.Sub(pm.At) <= peerConfigHold*w.interval {
+	// The final check reports a mismatch found since the last check
+	// however long the drain took: no later check will.
+	if pm := w.src.PeerConfigMismatch(); pm != nil && (now.Sub(pm.At) <= peerConfigHold*w.interval || final && pm.At.After(w.checkedAt)) {
 		probs = append(probs, report.StatusProblem{Check: "peer_config", Settings: pm.Settings, Reason: fmt.Sprintf(
 			"the peer's synopsis configuration differs (interval %d): %s; give both ends the same --interval, --synopsis, --mec and sizing flags", pm.Interval, pm.Detail)})
 	}
@@ -172,6 +175,7 @@ func (w *watchdog) check(now time.Time, final bool) {
 	}
 	w.mu.Unlock()
 	w.prev = cc
+	w.checkedAt = now
 
 	if len(probs) == 0 && (!w.heard || !w.agreed) {
 		// Nothing to say yet: the peer may still be starting, or it is
