@@ -90,7 +90,9 @@ func TestRDAFetchCells(t *testing.T) {
 	}
 	t.Run("answered", func(t *testing.T) {
 		exact := 0
-		for _, r := range runFetchDemo(t, 7, 0.01, nil) {
+		// 2 % in bursts of 100: about 160 lost an interval, past what the
+		// shipped 3×32 cells decode in most intervals.
+		for _, r := range runFetchDemo(t, 7, 0.02, nil) {
 			if r.Extra["rda_fetch"] == "complete" && r.Valid && r.MeanCINs == 0 && r.Extra["rda_exact"] == true {
 				exact++
 			}
