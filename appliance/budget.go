@@ -619,12 +619,12 @@ func (c *controller) copySpacing() time.Duration {
 
 // dueCopies moves the later copies whose time has come (in the order
 // they were made) to the frames waiting for the inject ring. A copy's
-// time counts from when every frame before it was handed to the lane, not
-// from when it was made: the first copy may wait behind other frames
-// (exchanges under loss), and copies that waited together would leave
-// together.
+// time counts from when the lane took every frame before it off the
+// inject ring, not from when it was made: the first copy may wait behind
+// other frames (exchanges under loss), and copies that waited together
+// would leave together.
 func (c *controller) dueCopies(nowNs uint64) {
-	if len(c.pending) == 0 {
+	if len(c.pending) == 0 && c.a.inject.Count() == 0 {
 		for i := range c.later {
 			if c.later[i].at == 0 {
 				c.later[i].at = nowNs + uint64(c.later[i].copyN)*uint64(c.copySpacing())
