@@ -46,7 +46,8 @@ type Config struct {
 	// ControlCopies sends every control frame of an interval (End marker,
 	// Hello, fragments) this many times, for lossy segments: an interval
 	// then fails only if every copy of one frame is lost, at ControlCopies
-	// times the control traffic. 0 means 1.
+	// times the control traffic. 0 means 1. End markers go at least
+	// MinEndCopies times whatever it says (endCopies).
 	ControlCopies int
 	// BudgetBytes, or else BudgetFraction of the data bytes the sender
 	// recorded in the interval, bounds the control bytes of an interval,
@@ -162,6 +163,13 @@ const (
 	// lane's idle copy every ms, and an interval must leave it time to
 	// (see minFlipGap).
 	MinInterval = 10 * time.Millisecond
+	// MinEndCopies is the fewest copies of each End marker a sender lane
+	// sends. A lost End marker costs more than its own interval (the
+	// receiver's copy then spans two intervals, and the crossing checks of
+	// both neighbours lose their evidence), and a copy costs one 60-byte
+	// frame an interval: with uniform loss p, two copies back to back fail
+	// with p² instead of p.
+	MinEndCopies = 2
 	// MaxControlCopies bounds Config.ControlCopies: each copy costs the
 	// whole control traffic again.
 	MaxControlCopies = 4
@@ -374,7 +382,7 @@ func New(cfg Config) (*Appliance, error) {
 		}
 		var pair [2]*dataplane.Lane
 		pair[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherQ[q], Tx: segQ[q], Role: dataplane.RoleSender, Burst: cfg.Burst,
-			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: cfg.ControlCopies, Inject: inject, Guard: guard, Tap: otherRing})
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: endCopies(cfg.ControlCopies), Inject: inject, Guard: guard, Tap: otherRing})
 		if err != nil {
 			return nil, err
 		}
@@ -617,3 +625,7 @@ func (a *Appliance) Stop(drain time.Duration) error {
 // generator catching up), repairs from its first interval. Many classes
 // start nearer the floor.
 const cacheStartPackets = 16384
+
+// endCopies is how many times a sender lane sends each End marker for
+// Config.ControlCopies copies of the other control frames.
+func endCopies(controlCopies int) int { return max(controlCopies, MinEndCopies) }

@@ -290,12 +290,15 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		sizes[i] = len(parts[i].Payload)
 		frames += max(1, (sizes[i]+fs-1)/fs)
 	}
-	total := copies * a.sender.IntervalBytes(1, sizes...)
+	// End markers go endCopies times, the rest copies times.
+	extraEnds := endCopies(copies) - copies
+	total := copies*a.sender.IntervalBytes(1, sizes...) + extraEnds*control.EndFrameLen
+	frames = copies*frames + extraEnds
 	if budget > 0 {
 		c.debt = max(0, c.debt-max(0, int(budget)-total))
 	}
 	for i := range parts {
-		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(copies*frames))
+		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(frames))
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).

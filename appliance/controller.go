@@ -461,6 +461,12 @@ func (c *controller) pairSide(now time.Time) {
 		}
 	}
 	for k, rc := range c.rcopies {
+		if c.bundles[k] != nil {
+			// Its bundle is here and fetching more cells (bounded by the
+			// fetch deadline): a partial bundle arrives only at the
+			// pairing timeout, and its fetches run past it.
+			continue
+		}
 		if now.Sub(rc.at) > c.a.cfg.PairTimeout {
 			if rc.warmup {
 				c.invalidCopy(k, 0, 0, rc, ReasonWarmup)
@@ -551,7 +557,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
-			c.emitInvalid(r, rc.lda[m].Count(), "no LDA for this class in the sender's synopses")
+			c.emitInvalid(r, rc.lda[m].Count(), partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class"))
 			continue
 		}
 		h, body, err := parsePayload(payload)
@@ -600,6 +606,16 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	if rc.lds != nil {
 		c.pairLDS(b, rc)
 	}
+}
+
+// partReason is the reason of a line whose part the sender's bundle
+// lacks: lost on the segment (a partial bundle: the other parts measure
+// their lines), or never sent.
+func partReason(b *control.IntervalBundle, key control.PartKey, what string) string {
+	if detail, lost := b.Missing[key]; lost {
+		return fmt.Sprintf("%s: the sender's %s (%s; the parts that arrived are measured)", control.ReasonFragmentLost, what, detail)
+	}
+	return "no " + what + " in the sender's synopses"
 }
 
 // failureReason is the report reason of a control failure. A
@@ -651,7 +667,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	r.Synopsis = "rda"
 	payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
 	if !ok {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), "no RDA for this class in the sender's synopses")
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindRDA}, "RDA for this class"))
 		return
 	}
 	h, body, err := parsePayload(payload)
@@ -856,7 +872,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
 	base.Synopsis = "lds"
 	if !ok {
-		c.emitInvalid(base, rc.lds.Count(), "no LDS in the sender's synopses")
+		c.emitInvalid(base, rc.lds.Count(), partReason(b, control.PartKey{MEC: 0, Kind: control.KindLDS}, "LDS"))
 		return
 	}
 	h, body, err := parsePayload(payload)

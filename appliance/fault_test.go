@@ -406,3 +406,78 @@ func TestControlCopies(t *testing.T) {
 		t.Errorf("%d valid intervals", sum.Valid)
 	}
 }
+
+// TestPartialBundle: at one control copy, the segment loses every
+// fragment of interval X's RDA and the first copy of interval X+1's End
+// marker. X goes out partial: its LDA line is measured and valid, its RDA
+// line is invalid naming the lost part; X+1 is cut by the End marker's
+// second copy (End markers go at least twice) and is valid.
+func TestPartialBundle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	const iv = 300 * time.Millisecond
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	rda := synopsis.DefaultRDAConfig()
+	var droppedFrags, droppedEnd int
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		switch {
+		case f.Interval == first+3 && f.Type == control.TypeFragment && f.Kind == control.KindRDA:
+			droppedFrags++
+			return drop
+		case f.Interval == first+4 && f.Type == control.TypeEnd && droppedEnd == 0:
+			droppedEnd++
+			return drop
+		}
+		return pass
+	}}
+	var mu sync.Mutex
+	var lines []report.Interval
+	sum, err := appliance.RunDemo(appliance.DemoConfig{
+		Duration: 8 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, ControlCopies: 1,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		Reports: func(r *report.Interval) {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if droppedFrags == 0 || droppedEnd == 0 {
+		t.Fatalf("the faults did not happen (RDA fragments %d, End %d)", droppedFrags, droppedEnd)
+	}
+	x := int64(fp.first + 3)
+	var sawLDA, sawRDA, sawNext bool
+	for _, r := range lines {
+		t.Logf("X%+d %s valid=%v %s sent=%d recv=%d lost=%d", r.Interval-x, r.Synopsis, r.Valid, r.Reason, r.Sent, r.Received, r.Lost)
+		switch {
+		case r.Interval == x && r.Synopsis == "lda":
+			sawLDA = true
+			if !r.Valid || r.Sent == 0 || r.Lost != 0 {
+				t.Errorf("interval X's LDA line (its part arrived whole): valid=%v %s sent=%d lost=%d", r.Valid, r.Reason, r.Sent, r.Lost)
+			}
+		case r.Interval == x && r.Synopsis == "rda":
+			sawRDA = true
+			if r.Valid || !strings.HasPrefix(r.Reason, "control fragment lost: the sender's RDA for this class") {
+				t.Errorf("interval X's RDA line (its part lost): valid=%v %q", r.Valid, r.Reason)
+			}
+		case r.Interval == x+1 && r.Synopsis == "lda":
+			sawNext = true
+			if !r.Valid {
+				t.Errorf("interval X+1 (the second copy of its End marker arrived) invalid: %s", r.Reason)
+			}
+		case !r.Valid && !(r.Sent == 0 && r.Received == 0) && r.Reason != appliance.ReasonWarmup:
+			t.Errorf("interval X%+d %s invalid: %s", r.Interval-x, r.Synopsis, r.Reason)
+		}
+	}
+	if !sawLDA || !sawRDA || !sawNext {
+		t.Errorf("lines of X missing: lda %v rda %v, X+1 %v", sawLDA, sawRDA, sawNext)
+	}
+	if sum.Valid < 5 {
+		t.Errorf("%d valid intervals", sum.Valid)
+	}
+}

@@ -57,6 +57,13 @@ type IntervalBundle struct {
 	// Payloads holds one encoded synopsis per announced part. The slices
 	// are owned by the bundle.
 	Payloads map[PartKey][]byte
+	// Missing names the announced parts a partial bundle lacks, with what
+	// arrived of each ("2 of 3 fragments"). A bundle is partial when every
+	// End marker and the Hello arrived but some part lost a fragment on
+	// the segment (every copy of it): the parts that arrived are whole and
+	// measure their classes; only the missing ones are lost. Nil when the
+	// bundle is complete.
+	Missing map[PartKey]string
 	// ControlFrames and ControlBytes count what carried this interval on
 	// the wire (Hello, End markers, fragments; Ethernet frames without FCS).
 	ControlFrames int
@@ -342,6 +349,48 @@ func (a *reassembler) check(st *intervalState) {
 			return
 		}
 	}
+	// A later interval complete means the copies of every fragment of
+	// the earlier ones were sent before its frames (one FIFO lane): what
+	// those still lack is lost. They go out now with the parts they have,
+	// not at the timeout, and before it.
+	for _, k := range a.sortedInflight() {
+		if k < st.k {
+			a.partial(a.inflight[k])
+		}
+	}
+	a.emit(st)
+}
+
+// partial emits st as a partial bundle if it has its Hello, every End
+// marker and at least one whole part (and fails it otherwise): the
+// segment lost only fragments of some parts.
+func (a *reassembler) partial(st *intervalState) bool {
+	h := a.hello
+	if h == nil || a.mismatch {
+		return false
+	}
+	for l := uint16(0); l < h.Lanes; l++ {
+		if _, ok := st.ends[l]; !ok {
+			return false
+		}
+	}
+	whole := 0
+	for _, p := range h.Parts {
+		if ps := st.parts[p]; ps != nil && ps.got == int(ps.count) {
+			whole++
+		}
+	}
+	if whole == 0 {
+		return false
+	}
+	a.emit(st)
+	return true
+}
+
+// emit hands st on as a bundle of the parts that are whole, naming the
+// others in Missing.
+func (a *reassembler) emit(st *intervalState) {
+	h := a.hello
 	b := &IntervalBundle{Session: a.session, Direction: a.direction, Interval: st.k, Hello: h,
 		Payloads: make(map[PartKey][]byte, len(h.Parts)), ControlFrames: st.frames, ControlBytes: st.wireBytes}
 	b.StartNs, b.EndNs = st.bounds()
@@ -351,6 +400,16 @@ func (a *reassembler) check(st *intervalState) {
 	}
 	for _, p := range h.Parts {
 		ps := st.parts[p]
+		if ps == nil || ps.got < int(ps.count) {
+			if b.Missing == nil {
+				b.Missing = map[PartKey]string{}
+			}
+			b.Missing[p] = "no fragment"
+			if ps != nil {
+				b.Missing[p] = fmt.Sprintf("%d of %d fragments", ps.got, ps.count)
+			}
+			continue
+		}
 		n := 0
 		for _, f := range ps.frags {
 			n += len(f)
@@ -411,6 +470,9 @@ func (a *reassembler) expire(nowNs int64) {
 			continue
 		}
 		a.c.inc(cTimeout)
+		if a.partial(st) {
+			continue
+		}
 		why, detail := a.missing(st)
 		a.fail(st, why, detail)
 	}

@@ -140,39 +140,71 @@ func deliver(t *testing.T, s *Sender, r *Receiver, first, last uint64, drop func
 }
 
 func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
-	// Frames of an interval with one lane: End, Hello, LDA ×3, RDA ×1.
+	// Frames of an interval with one lane: End, Hello, LDA ×3, RDA ×1. A
+	// lost fragment costs its part only: the interval goes out partial,
+	// with the parts that arrived whole, as soon as the next interval is
+	// complete. A lost End marker (or every part lost) fails it at the
+	// timeout.
+	lda, rda := twoParts[0], twoParts[1]
 	for _, tt := range []struct {
-		name string
-		drop int
-		why  Reason
+		name    string
+		drop    func(i int) bool
+		why     Reason // failure; 0: a partial bundle
+		missing PartKey
+		detail  string
 	}{
-		{"first fragment", 2, ReasonFragmentLost},
-		{"middle fragment", 3, ReasonFragmentLost},
-		{"last part", 5, ReasonFragmentLost},
-		{"end marker", 0, ReasonEndLost},
+		{"first fragment", func(i int) bool { return i == 2 }, 0, lda, "2 of 3 fragments"},
+		{"middle fragment", func(i int) bool { return i == 3 }, 0, lda, "2 of 3 fragments"},
+		{"last part", func(i int) bool { return i == 5 }, 0, rda, "no fragment"},
+		{"every part", func(i int) bool { return i >= 2 && i != 3 }, ReasonFragmentLost, PartKey{}, ""},
+		{"end marker", func(i int) bool { return i == 0 }, ReasonEndLost, PartKey{}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newTestSender(t, DefaultMTU, 1, twoParts)
 			r := newTestReceiver(t, nil)
-			sent := deliver(t, s, r, 1, 1, func(k uint64, i int) bool { return i == tt.drop })
+			sent := deliver(t, s, r, 1, 1, func(k uint64, i int) bool { return tt.drop(i) })
 			if res := r.Results(nil); len(res) != 0 {
 				t.Fatalf("incomplete interval finished: %v", describe(res))
 			}
-			// The next interval completes by itself, while 1 still waits.
-			sent = deliver(t, s, r, 2, 2, nil)
-			wantBundle(t, r.Results(nil), s, 2, sent[2])
-			r.Expire(1e9 + DefaultTimeout - 1)
-			if res := r.Results(nil); len(res) != 0 {
-				t.Fatalf("expired early: %v", describe(res))
-			}
-			r.Expire(1e9 + DefaultTimeout)
+			// The next interval completes by itself; 1 goes out partial
+			// before it, or still waits.
+			sent2 := deliver(t, s, r, 2, 2, nil)
 			res := r.Results(nil)
-			wantFailure(t, res, 1, tt.why)
-			// The failure carries the bounds of the End markers that came.
-			if f := res[0].Failure; tt.why != ReasonEndLost && (f.StartNs != 1e9 || f.EndNs != 2e9 || f.Direction != 1) {
-				t.Fatalf("failure bounds %d..%d direction %d", f.StartNs, f.EndNs, f.Direction)
+			if tt.why == 0 {
+				if len(res) != 2 || res[0].Bundle == nil || res[0].Bundle.Interval != 1 {
+					t.Fatalf("want the partial interval 1, then 2: %v", describe(res))
+				}
+				b := res[0].Bundle
+				if len(b.Missing) != 1 || b.Missing[tt.missing] != tt.detail {
+					t.Fatalf("missing %v, want %v: %s", b.Missing, tt.missing, tt.detail)
+				}
+				if _, ok := b.Payloads[tt.missing]; ok || len(b.Payloads) != 1 {
+					t.Fatalf("payloads of %d parts, the missing one among them: %v", len(b.Payloads), b.Missing)
+				}
+				for _, p := range sent[1] {
+					if p.PartKey != tt.missing && !bytes.Equal(b.Payloads[p.PartKey], p.Payload) {
+						t.Fatalf("part %v of the partial bundle differs from what was sent", p.PartKey)
+					}
+				}
+				if b.StartNs != 1e9 || b.EndNs != 2e9 || b.Frames == 0 {
+					t.Fatalf("partial bundle bounds %d..%d frames %d", b.StartNs, b.EndNs, b.Frames)
+				}
+				wantBundle(t, res[1:], s, 2, sent2[2])
+			} else {
+				wantBundle(t, res, s, 2, sent2[2])
+				r.Expire(1e9 + DefaultTimeout - 1)
+				if res := r.Results(nil); len(res) != 0 {
+					t.Fatalf("expired early: %v", describe(res))
+				}
+				r.Expire(1e9 + DefaultTimeout)
+				res = r.Results(nil)
+				wantFailure(t, res, 1, tt.why)
+				// The failure carries the bounds of the End markers that came.
+				if f := res[0].Failure; tt.why != ReasonEndLost && (f.StartNs != 1e9 || f.EndNs != 2e9 || f.Direction != 1) {
+					t.Fatalf("failure bounds %d..%d direction %d", f.StartNs, f.EndNs, f.Direction)
+				}
 			}
-			// A straggler for the failed interval is late, not a reopening.
+			// A straggler for the finished interval is late, not a reopening.
 			f := intervalFrames(t, s, 1, makeParts(1, twoParts, 4000, 100))
 			if err := r.Consume(f[len(f)-1], 3e9); err != nil {
 				t.Fatal(err)
@@ -180,12 +212,37 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 			if res := r.Results(nil); len(res) != 0 {
 				t.Fatalf("late frame reopened interval: %v", describe(res))
 			}
-			sent = deliver(t, s, r, 3, 3, nil)
-			wantBundle(t, r.Results(nil), s, 3, sent[3])
-			if c := r.Counters(); c.Timeout != 1 || c.Late != 1 || c.Bundles != 2 || c.Failures != 1 {
-				t.Fatalf("counters %+v", c)
+			sent3 := deliver(t, s, r, 3, 3, nil)
+			wantBundle(t, r.Results(nil), s, 3, sent3[3])
+			c := r.Counters()
+			want := Counters{Late: 1, Bundles: 3}
+			if tt.why != 0 {
+				want = Counters{Timeout: 1, Late: 1, Bundles: 2, Failures: 1}
+			}
+			if c.Timeout != want.Timeout || c.Late != want.Late || c.Bundles != want.Bundles || c.Failures != want.Failures {
+				t.Fatalf("counters %+v, want %+v", c, want)
 			}
 		})
+	}
+}
+
+// TestPartialAtTimeout: an interval that lost a fragment and has no later
+// interval to close it goes out partial at the timeout.
+func TestPartialAtTimeout(t *testing.T) {
+	s := newTestSender(t, DefaultMTU, 1, twoParts)
+	r := newTestReceiver(t, nil)
+	deliver(t, s, r, 1, 1, func(k uint64, i int) bool { return i == 4 })
+	r.Expire(1e9 + DefaultTimeout - 1)
+	if res := r.Results(nil); len(res) != 0 {
+		t.Fatalf("expired early: %v", describe(res))
+	}
+	r.Expire(1e9 + DefaultTimeout)
+	res := r.Results(nil)
+	if len(res) != 1 || res[0].Bundle == nil || res[0].Bundle.Missing[twoParts[0]] != "2 of 3 fragments" {
+		t.Fatalf("want interval 1 partial, its LDA missing: %v", describe(res))
+	}
+	if c := r.Counters(); c.Timeout != 1 || c.Bundles != 1 || c.Failures != 0 {
+		t.Fatalf("counters %+v", c)
 	}
 }
 

@@ -79,7 +79,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&o.cfg.Cores, "cores", nil, "CPUs for the workers: none (unpinned, one worker), one, or two (one per direction), e.g. 0,1")
 	fs.IntVar(&o.cfg.Queues, "queues", 1, "queue pairs per port (1..64): one sender and one receiver lane and one worker per queue pair, --cores then one CPU per queue pair; dpdk: ports get that many queues with RSS, afxdp: one socket on each of the interface's queues 0..N-1 (give the interface without @queue), ring: steered in software (docs/protocol.md, \"Several lanes\")")
 	fs.IntVar(&o.cfg.Burst, "burst", 32, "frames per rx/tx burst (1..512)")
-	fs.IntVar(&o.cfg.Copies, "control-copies", 1, "send every control frame (End marker, synopsis fragments) this many times (1..4), the copies of fragments about 10 ms apart so that one burst of loss does not take them all: on a lossy segment an interval then fails only if every copy of a frame is lost; costs that many times the control traffic")
+	fs.IntVar(&o.cfg.Copies, "control-copies", 1, "send every control frame (End marker, synopsis fragments) this many times (1..4), the copies of fragments about 10 ms apart so that one burst of loss does not take them all: on a lossy segment an interval then fails only if every copy of a frame is lost; costs that many times the control traffic. End markers (60 bytes) go at least twice")
 	fs.IntVar(&o.cfg.MTU, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, service.MaxPortFrame-14))
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
 	fs.DurationVar(&o.cfg.StatsInterval, "stats-interval", 0, "cadence of the port records (0: --interval)")
