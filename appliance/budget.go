@@ -309,6 +309,16 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	// than once, each copy with fresh sequence numbers: the receiver keeps
 	// the first of every fragment and counts the rest as duplicates, so an
 	// interval fails only if every copy of some fragment is lost.
+	// Every copy of the earlier intervals goes before this one's first
+	// frame, due or not: the receiver takes an interval complete after it
+	// as proof that what the earlier ones still lack was lost
+	// (control.IntervalBundle.Missing). Only a control side a whole
+	// interval behind has copies left here.
+	for _, l := range c.later {
+		c.pending = append(c.pending, l.frame)
+	}
+	clear(c.later)
+	c.later = c.later[:0]
 	for copyN := 0; copyN < copies; copyN++ {
 		frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
 		if err != nil {
