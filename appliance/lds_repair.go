@@ -94,13 +94,21 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 			switch {
 			case cache == nil || !cache.TracksFlows():
 				f.unplaced["no receiver cache"]++
-			case cache.Dups() > 0:
-				f.unplaced["ambiguous receiver cache"]++ // the one timestamp kept may be another copy's
 			default:
 				ts, fh, ok := cache.LookupFlow(id)
+				// A packet the segment duplicated is extra once: its
+				// second copy is what the sender did not send, and goes
+				// out (the first copy is the packet, as both ends'
+				// delays count it).
+				later, dup, complete := cache.LaterCopy(id)
+				if dup {
+					ts = later
+				}
 				switch {
 				case !ok:
 					f.unplaced["sampled receiver cache"]++
+				case !complete:
+					f.unplaced["ambiguous receiver cache"]++ // a copy's timestamp was not kept: this one may be another copy's
 				case fh != 0: // 0: no flow, not in the LDS
 					f.rep.Extra = append(f.rep.Extra, synopsis.LDSPacket{FlowHash: fh, Hash: id, Ts: ts, Weight: w})
 				}

@@ -46,6 +46,10 @@ func (ft *flowTruth) hook(frame []byte, r *dataplane.TruthRecord) {
 		}
 		return
 	}
+	if r.Flags&dataplane.TruthDuplicate != 0 {
+		// A copy the segment made: the original is the flow's packet.
+		return
+	}
 	classifier.Parse(frame, &ft.m)
 	if ft.m.FlowHash == 0 {
 		return

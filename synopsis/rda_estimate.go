@@ -140,8 +140,25 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		ck := rdaCheck(id)
 		ts, ok := own.cache.Lookup(id)
 		ambiguous := ok && own.cache.Dups() > 0
+		dupCopy := false
+		if ok && own == receiver {
+			// An extra packet the receiver saw twice is the segment's
+			// copy: its second timestamp goes (TSCache.LaterCopy); one
+			// seen once is unambiguous whatever else was duplicated. Only
+			// when the cache could not keep every second copy does a
+			// duplicate leave the identity ambiguous. (A lost packet's
+			// copies at the sender are another matter: which copy was
+			// lost is unknown, and stays ambiguous.)
+			later, dup, complete := own.cache.LaterCopy(id)
+			if complete {
+				ambiguous = false
+				if dup {
+					ts, dupCopy = later, true
+				}
+			}
+		}
 		contradicted := false
-		if other.cache != nil && !other.cache.partial {
+		if other.cache != nil && !other.cache.partial && !dupCopy {
 			// The other end saw it too: a false pure cell, or a packet
 			// duplicated on the path (a receiver duplicate decodes as an
 			// extra copy; the cache holds the first copy's timestamp

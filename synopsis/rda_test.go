@@ -508,30 +508,45 @@ func TestRDACacheSampling(t *testing.T) {
 	}
 }
 
-// TestRDADuplicate: a packet duplicated on the path cannot be peeled
-// (its ID cancels at the receiver); the estimate degrades, never lies.
+// TestRDADuplicate: a packet duplicated on the path decodes as an extra
+// copy of its identity at the receiver; the receiver's cache kept the
+// copy's timestamp aside (TSCache.LaterCopy), so the copy is taken out and
+// the mean is the packets' own, exactly. A third copy leaves it
+// ambiguous: its cells are left out, the estimate degrades, never lies.
 func TestRDADuplicate(t *testing.T) {
-	s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20})
-	tr := rdaRun(8, rdaScenario{n: 10_000, lost: 10, baseDelayNs: 9_000, jitterNs: 1_000}, []*RDA{s}, []*RDA{r})
-	var h, ts uint64 // a packet the receiver saw, received twice
-	for _, e := range r.Cache().slots {
-		if e.h != 0 {
-			h, ts = e.h, e.ts
-			break
+	for _, copies := range []int{1, 2} {
+		s, r := rdaPair(t, RDAConfig{Banks: 3, Cells: 512, CacheBudget: 1 << 20})
+		tr := rdaRun(8, rdaScenario{n: 10_000, lost: 10, baseDelayNs: 9_000, jitterNs: 1_000}, []*RDA{s}, []*RDA{r})
+		var h, ts uint64 // a packet the receiver saw, received again
+		for _, e := range r.Cache().slots {
+			if e.h != 0 {
+				h, ts = e.h, e.ts
+				break
+			}
 		}
-	}
-	r.Add(h, ts+5)
-	e, st, err := EstimateRDA(s, r, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The duplicate decodes as an extra copy of h, which the sender's
-	// cache contradicts: its cells are left out.
-	if st.Exact || st.Inconsistent != 1 || e.Lost != 10 {
-		t.Fatalf("duplicate not noticed: %+v %+v", e, st)
-	}
-	if e.Valid && math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
-		t.Errorf("mean %v ± %v, truth %v", e.MeanNs, e.MeanCINs, tr.meanNs)
+		for c := 1; c <= copies; c++ {
+			r.Add(h, ts+5*uint64(c))
+		}
+		e, st, err := EstimateRDA(s, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d extra copies: %+v %+v", copies, e, st)
+		if copies == 1 {
+			if !st.Exact || st.Repaired != 11 || st.Inconsistent+st.Ambiguous != 0 || e.Lost != 10 || !e.Valid || e.MeanCINs != 0 ||
+				math.Abs(e.MeanNs-tr.meanNs) > 1e-6*tr.meanNs {
+				t.Errorf("one duplicate not repaired exactly: mean %v ± %v, truth %v", e.MeanNs, e.MeanCINs, tr.meanNs)
+			}
+			continue
+		}
+		// Two copies of h at the receiver, one at the sender: the RDA's
+		// XOR cancels and the difference is undecodable or ambiguous.
+		if st.Exact || st.MeanExact && e.MeanCINs == 0 && math.Abs(e.MeanNs-tr.meanNs) > 1e-6*tr.meanNs {
+			t.Errorf("a third copy claimed exact: %+v %+v", e, st)
+		}
+		if e.Valid && math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs+1e-6*tr.meanNs {
+			t.Errorf("mean %v ± %v, truth %v", e.MeanNs, e.MeanCINs, tr.meanNs)
+		}
 	}
 }
 

@@ -39,7 +39,9 @@ type tsEntry struct {
 // deeper one, where both ends hold every packet they saw (Covers).
 //
 // A packet seen twice in one interval keeps its first timestamp (Dups
-// counts the others).
+// counts the others); the second copy's is kept aside (LaterCopy), for up
+// to maxLater packets, so that a repair can take the copy, not the
+// packet, out of a sketch.
 //
 // Not safe for concurrent use.
 type TSCache struct {
@@ -52,6 +54,13 @@ type TSCache struct {
 	zero    uint64 // timestamp of h == 0
 	offered uint64 // Insert calls this interval
 	dups    uint64
+	// later holds the second copy's timestamp of the first nLater
+	// packets seen twice (a segment that duplicates, rarely); laterLost
+	// counts the copies it could not keep (more than maxLater packets, or
+	// a third copy). A fixed array: Insert allocates nothing.
+	later     [maxLater]tsEntry
+	nLater    int
+	laterLost uint64
 	// maxSlots is the budget's slot count, the ceiling of Reserve.
 	maxSlots int
 	// partial: built from a timestamp reply (InsertReply), not from every
@@ -177,6 +186,7 @@ func (c *TSCache) InsertFlow(h, fh, ts uint64) {
 	if h == 0 {
 		if c.hasZero {
 			c.dups++
+			c.zero = c.noteLater(0, c.zero, ts)
 			return
 		}
 		c.hasZero, c.zero, c.zeroFlow = true, ts, fh
@@ -184,6 +194,52 @@ func (c *TSCache) InsertFlow(h, fh, ts uint64) {
 	}
 	c.put(h, s, ts, fh, true)
 }
+
+// maxLater bounds the packets seen twice whose second copy's timestamp a
+// cache keeps (16 bytes each).
+const maxLater = 128
+
+// noteLater records a second copy of h: of first (the timestamp kept) and
+// ts, the earlier is the packet's and is returned, the later goes aside.
+func (c *TSCache) noteLater(h, first, ts uint64) uint64 {
+	for i := range c.later[:c.nLater] {
+		if c.later[i].h == h {
+			c.laterLost++ // a third copy: which one is the packet's is moot
+			return first
+		}
+	}
+	if c.nLater == maxLater {
+		c.laterLost++
+		return first
+	}
+	if ts < first {
+		first, ts = ts, first
+	}
+	c.later[c.nLater] = tsEntry{h: h, ts: ts}
+	c.nLater++
+	return first
+}
+
+// LaterCopy returns the timestamp of the second copy of h when h was seen
+// twice (ok), so a repair can take that copy out of a sketch and leave the
+// packet (its first copy); complete is false when the cache could not keep
+// every second copy (LaterLost > 0): then a packet seen once here may have
+// had a copy too.
+func (c *TSCache) LaterCopy(h uint64) (ts uint64, ok, complete bool) {
+	if c == nil {
+		return 0, false, false
+	}
+	for _, e := range c.later[:c.nLater] {
+		if e.h == h {
+			return e.ts, true, c.laterLost == 0
+		}
+	}
+	return 0, false, c.laterLost == 0
+}
+
+// LaterLost counts the second (and further) copies whose timestamps the
+// cache did not keep.
+func (c *TSCache) LaterLost() uint64 { return c.laterLost }
 
 // put stores (h, ts, fh) at home position s; sample: raise the level when
 // full.
@@ -193,6 +249,7 @@ again:
 		e := &c.slots[i]
 		if e.h == h {
 			c.dups++
+			e.ts = c.noteLater(h, e.ts, ts)
 			return
 		}
 		if e.h != 0 {
@@ -344,6 +401,7 @@ func (c *TSCache) Reset() {
 	clear(c.slots)
 	clear(c.flows)
 	c.n, c.level, c.hasZero, c.zero, c.zeroFlow, c.offered, c.dups = 0, 0, false, 0, 0, 0, 0
+	c.nLater, c.laterLost = 0, 0
 }
 
 // Clone returns a deep copy.
@@ -363,9 +421,21 @@ func (c *TSCache) Merge(o *TSCache) {
 	c.raiseLevel(o.level)
 	c.offered += o.offered
 	c.dups += o.dups
+	c.laterLost += o.laterLost
+	for _, e := range o.later[:o.nLater] {
+		// o's second copies: a packet seen twice in o alone (a packet's
+		// copies take the same lane).
+		if c.nLater < maxLater {
+			c.later[c.nLater] = e
+			c.nLater++
+		} else {
+			c.laterLost++
+		}
+	}
 	if o.hasZero && sampled(Remix(0, SaltSampling), c.level) {
 		if c.hasZero {
 			c.dups++
+			c.zero = c.noteLater(0, c.zero, o.zero)
 		} else {
 			c.hasZero, c.zero, c.zeroFlow = true, o.zero, o.zeroFlow
 		}

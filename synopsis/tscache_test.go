@@ -161,3 +161,68 @@ func TestTSCacheFlows(t *testing.T) {
 		t.Fatalf("a cache without flows: %d/%v", fh, ok)
 	}
 }
+
+// TestTSCacheLaterCopy: a packet seen twice keeps its earlier timestamp
+// and the later one aside; a third copy, or more duplicated packets than
+// the cache keeps, make LaterCopy incomplete; Reset and Merge carry them.
+func TestTSCacheLaterCopy(t *testing.T) {
+	c, err := NewTSCache(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TrackFlows()
+	c.InsertFlow(7, 70, 1000)
+	c.InsertFlow(8, 80, 1100)
+	c.InsertFlow(7, 70, 1500) // the segment's copy of 7
+	c.InsertFlow(0, 1, 900)
+	c.InsertFlow(0, 1, 800) // copies may come in either order across lanes
+	if ts, fh, ok := c.LookupFlow(7); !ok || ts != 1000 || fh != 70 {
+		t.Fatalf("7: ts %d flow %d ok %v, want the first copy's 1000", ts, fh, ok)
+	}
+	if ts, ok, complete := c.LaterCopy(7); !ok || ts != 1500 || !complete {
+		t.Fatalf("later copy of 7: %d %v %v", ts, ok, complete)
+	}
+	if _, ok, complete := c.LaterCopy(8); ok || !complete {
+		t.Fatalf("8 was seen once: ok %v complete %v", ok, complete)
+	}
+	if ts, _, _ := c.LookupFlow(0); ts != 800 {
+		t.Fatalf("0 keeps %d, want the earlier 800", ts)
+	}
+	if ts, ok, _ := c.LaterCopy(0); !ok || ts != 900 {
+		t.Fatalf("later copy of 0: %d %v", ts, ok)
+	}
+	if c.Dups() != 2 {
+		t.Fatalf("dups %d", c.Dups())
+	}
+
+	// Merge: another lane's shard with its own duplicated packet.
+	o, _ := NewTSCache(1 << 16)
+	o.InsertFlow(9, 90, 2000)
+	o.InsertFlow(9, 90, 2100)
+	c.Merge(o)
+	if ts, ok, complete := c.LaterCopy(9); !ok || ts != 2100 || !complete {
+		t.Fatalf("merged later copy of 9: %d %v %v", ts, ok, complete)
+	}
+
+	// A third copy: which copy is the packet's is moot.
+	c.InsertFlow(7, 70, 1600)
+	if _, ok, complete := c.LaterCopy(7); !ok || complete || c.LaterLost() != 1 {
+		t.Fatalf("third copy: ok %v complete %v lost %d", ok, complete, c.LaterLost())
+	}
+	c.Reset()
+	if _, ok, complete := c.LaterCopy(7); ok || !complete || c.LaterLost() != 0 {
+		t.Fatalf("after Reset: ok %v complete %v lost %d", ok, complete, c.LaterLost())
+	}
+
+	// More duplicated packets than it keeps: incomplete, never wrong.
+	for h := uint64(1); h <= maxLater+1; h++ {
+		c.Insert(h, h)
+		c.Insert(h, h+1)
+	}
+	if _, ok, complete := c.LaterCopy(1); !ok || complete {
+		t.Fatalf("overflow: ok %v complete %v", ok, complete)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { c.Insert(5, 9) }); allocs != 0 {
+		t.Fatalf("%v allocs per duplicate insert", allocs)
+	}
+}
