@@ -118,6 +118,26 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			}
 		case l.e == nil || l.mec >= classes:
 		case l.r.Synopsis == "lda":
+			if l.e.OnlyExtras && !l.r.Valid && l.r.Reason == l.e.Reason {
+				// Invalid only for packets the receiver recorded that the
+				// sender did not: valid again when the RDA names each of
+				// them (a neighbour's packet that crossed the boundary, or
+				// the segment's second copy of a packet) and k's loss.
+				if lost, crossed, dups, ok := h.rdaExtras(l.mec, prev, next, l.e); ok {
+					noteCrossed(l.r, crossed)
+					l.e.Lost, l.r.Lost = lost, lost
+					l.e.Received, l.r.Received = l.e.Sent-lost, l.e.Sent-lost
+					l.e.Valid, l.e.Reason, l.r.Valid, l.r.Reason = true, "", true, ""
+					if l.r.Extra == nil {
+						l.r.Extra = map[string]any{}
+					}
+					l.r.Extra["loss_verified_by"] = "rda"
+					if dups > 0 {
+						l.r.Extra["duplicates"] = dups
+					}
+				}
+				continue
+			}
 			if l.e.Lost == 0 {
 				// A packet that crossed would show here as a loss (or as
 				// an extra, which invalidates the line already).
@@ -260,6 +280,41 @@ func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate
 		return 0, 0, false
 	}
 	return uint64(len(dk.Lost) - crossed), crossed, true
+}
+
+// rdaExtras vouches for an LDA line invalid only for extra packets
+// (Estimate.OnlyExtras): ok when k's RDA decode, complete, names every
+// packet the receiver recorded that k's sender did not as a packet of the
+// previous or next interval that crossed the boundary (decoded lost
+// there) or as the segment's second copy of a packet (the receiver's
+// cache saw it twice: TSCache.LaterCopy), and rdaLoss gives k's exact
+// loss. dups counts the copies.
+func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estimate) (lost uint64, crossed, dups int, ok bool) {
+	lost, crossed, ok = h.rdaLoss(m, prev, next, e)
+	if !ok || m >= len(h.ev.own) || h.ev.own[m] == nil {
+		return 0, 0, 0, false
+	}
+	dk, cache := h.ev.rda[m], h.ev.own[m].Cache()
+	neighbourLost := map[uint64]bool{}
+	for _, ev := range []*evidence{prev, next} {
+		if ev == nil || ev.nothing {
+			continue
+		}
+		for _, id := range ev.rda[m].Lost { // complete: rdaLoss checked
+			neighbourLost[id] = true
+		}
+	}
+	for _, id := range dk.Extra {
+		switch _, dup, complete := cache.LaterCopy(id); {
+		case dup && complete:
+			dups++
+		case neighbourLost[id]:
+			crossed++
+		default:
+			return 0, 0, 0, false
+		}
+	}
+	return lost, crossed, dups, true
 }
 
 // ReasonPrevMissing is the reason of a line with loss whose previous

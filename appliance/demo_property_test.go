@@ -96,6 +96,11 @@ func demoProperty(t *testing.T, withRDA bool) {
 		// the RDA's decode proves it, and the LDA lines stay valid.
 		{name: "rare dup+loss, one class", seed: 9, loss: 0.004, dup: 0.0002, oneClass: true, rda: true, needValid: true},
 		{name: "heavy reorder+loss", seed: 10, loss: 0.004, reorder: 0.2, rda: true, interval: 150 * time.Millisecond, needValid: true},
+		// Duplicates by the hundred an interval: the LDA line is invalid
+		// for its extra packets unless the RDA names each one as the
+		// segment's second copy of a packet (or a crossing).
+		{name: "dup+loss, one class", seed: 1, loss: 0.002, dup: 0.005, oneClass: true, rda: true, needValid: true},
+		{name: "everything", seed: 5, loss: 0.002, dup: 0.002, reorder: 0.005, remark: 0.02, linkLocal: 200, rda: true},
 		{name: "reorder+link-local", seed: 7, loss: 0.0005, reorder: 0.02, linkLocal: 100, needValid: true},
 		{name: "heavy reorder", seed: 8, loss: 0.0005, reorder: 0.2, needValid: true},
 	}

@@ -37,6 +37,13 @@ type Estimate struct {
 
 	Valid  bool   // false: do not use MeanNs/StddevNs; Reason says why
 	Reason string // empty when Valid
+	// OnlyExtras (LDA with digests): invalid only because the receiver
+	// recorded packets the sender did not; every other check passed. The
+	// mean rests on buckets whose counts and digests agree, which no extra
+	// packet enters; only the loss count is unknown. An identity-level
+	// decode (the RDA) that accounts for every extra packet may vouch for
+	// the line (appliance, crossing.go).
+	OnlyExtras bool
 }
 
 // IntegrityFields are e's evidence of extra packets for a report's added

@@ -280,6 +280,8 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	default:
 		e.Valid = true
 	}
+	e.OnlyExtras = !e.Valid && confOK && cfg.Digest && (received > sent || d.ExtraMin > 0) &&
+		d.ImplausibleBuckets == 0 && s > 0 && d.UsableRowPairs >= ldaMinStddevRows
 	return e
 }
 
