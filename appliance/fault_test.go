@@ -361,9 +361,6 @@ func TestControlCopies(t *testing.T) {
 	if raceEnabled {
 		t.Skip("judges timing")
 	}
-	const iv = 300 * time.Millisecond
-	delay, _ := model.NewWeibull(30_000, 0.7)
-	cl, _ := classifier.NewClassifier(nil)
 	droppedFrag, droppedEnd := false, false
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
 		if f.Interval != first+3 {
@@ -379,21 +376,7 @@ func TestControlCopies(t *testing.T) {
 		}
 		return pass
 	}}
-	var mu sync.Mutex
-	var lines []report.Interval
-	sum, err := appliance.RunDemo(appliance.DemoConfig{
-		Duration: 8 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2,
-		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
-		Reports: func(r *report.Interval) {
-			mu.Lock()
-			lines = append(lines, *r)
-			mu.Unlock()
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines, sum := faultDemo(t, fp, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, 2)
 	if !droppedFrag || !droppedEnd {
 		t.Fatalf("the faults did not happen (fragment %v, End %v)", droppedFrag, droppedEnd)
 	}
@@ -416,9 +399,6 @@ func TestPartialBundle(t *testing.T) {
 	if raceEnabled {
 		t.Skip("judges timing")
 	}
-	const iv = 300 * time.Millisecond
-	delay, _ := model.NewWeibull(30_000, 0.7)
-	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()
 	var droppedFrags, droppedEnd int
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
@@ -432,21 +412,7 @@ func TestPartialBundle(t *testing.T) {
 		}
 		return pass
 	}}
-	var mu sync.Mutex
-	var lines []report.Interval
-	sum, err := appliance.RunDemo(appliance.DemoConfig{
-		Duration: 8 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, ControlCopies: 1,
-		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
-		Reports: func(r *report.Interval) {
-			mu.Lock()
-			lines = append(lines, *r)
-			mu.Unlock()
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines, sum := faultDemo(t, fp, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, 1)
 	if droppedFrags == 0 || droppedEnd == 0 {
 		t.Fatalf("the faults did not happen (RDA fragments %d, End %d)", droppedFrags, droppedEnd)
 	}
@@ -481,3 +447,18 @@ func TestPartialBundle(t *testing.T) {
 		t.Errorf("%d valid intervals", sum.Valid)
 	}
 }
+
+// faultDemo runs the fault tests' demo: 8 intervals of 300 ms at 5 000
+// packets per second, no loss but what fp does to #1's control frames.
+func faultDemo(t *testing.T, fp *faultPort, syn dataplane.SynConfig, copies int) ([]report.Interval, appliance.DemoSummary) {
+	t.Helper()
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	cl, _ := classifier.NewClassifier(nil)
+	return demoLinesSum(t, appliance.DemoConfig{
+		Duration: 8 * faultInterval, Interval: faultInterval, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
+		Syn: syn, Classifier: cl, Insecure: true, ControlCopies: copies,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+	})
+}
+
+const faultInterval = 300 * time.Millisecond

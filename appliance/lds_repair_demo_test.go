@@ -194,6 +194,14 @@ func intervalCause(reason string) bool {
 // demoLines runs the demo and returns every report line it gave.
 func demoLines(t *testing.T, cfg appliance.DemoConfig) []report.Interval {
 	t.Helper()
+	got, _ := demoLinesSum(t, cfg)
+	return got
+}
+
+// demoLinesSum runs the demo and returns every line it reported, and its
+// summary.
+func demoLinesSum(t *testing.T, cfg appliance.DemoConfig) ([]report.Interval, appliance.DemoSummary) {
+	t.Helper()
 	var got []report.Interval
 	var mu sync.Mutex
 	cfg.Reports = func(r *report.Interval) {
@@ -201,10 +209,11 @@ func demoLines(t *testing.T, cfg appliance.DemoConfig) []report.Interval {
 		got = append(got, *r)
 		mu.Unlock()
 	}
-	if _, err := appliance.RunDemo(cfg); err != nil {
+	sum, err := appliance.RunDemo(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return got
+	return got, sum
 }
