@@ -253,13 +253,10 @@ func (c *controller) answer(x *control.Exchange) {
 		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
 		return
 	}
-	if cache.Dups() > 0 {
-		// Some identity was recorded twice in this interval: the one
-		// timestamp cached for it may be the other copy's. Answer
-		// "not cached" for every id, as EstimateRDA does with its own
-		// cache (RDAStats.Ambiguous): those cells stay out of the mean.
-		cache = nil
-	}
+	// An identity recorded twice in this interval (identical frames) is
+	// answered "not cached": which copy was lost is unknown (the reply
+	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
+	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
 	body := cache.AppendReplyVersion(nil, ids, version)
 	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
 	if err != nil {
@@ -552,7 +549,7 @@ func (c *controller) includeCrossed(rp *repair) bool {
 			if !lost[id] {
 				continue
 			}
-			if m >= len(ev.own) || ev.own[m] == nil || ev.own[m].Cache() == nil || ev.own[m].Cache().Dups() > 0 {
+			if m >= len(ev.own) || ev.own[m] == nil || ev.own[m].Cache() == nil || !ev.own[m].Cache().SeenOnce(id) {
 				return false
 			}
 			tR, okR := ev.own[m].Cache().Lookup(id)

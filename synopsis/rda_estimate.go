@@ -138,23 +138,17 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 	}
 	repair := func(cells []rdaCell, id uint64, own, other *RDA, lvOwn uint8, haveOwn bool) {
 		ck := rdaCheck(id)
+		// An identity seen once is unambiguous whatever else was seen
+		// twice (TSCache.SeenOnce). An extra packet the receiver saw
+		// twice is the segment's copy: its second timestamp goes
+		// (TSCache.LaterCopy). A lost identity the sender saw twice stays
+		// ambiguous: which copy was lost is unknown.
 		ts, ok := own.cache.Lookup(id)
-		ambiguous := ok && own.cache.Dups() > 0
+		ambiguous := ok && !own.cache.SeenOnce(id)
 		dupCopy := false
 		if ok && own == receiver {
-			// An extra packet the receiver saw twice is the segment's
-			// copy: its second timestamp goes (TSCache.LaterCopy); one
-			// seen once is unambiguous whatever else was duplicated. Only
-			// when the cache could not keep every second copy does a
-			// duplicate leave the identity ambiguous. (A lost packet's
-			// copies at the sender are another matter: which copy was
-			// lost is unknown, and stays ambiguous.)
-			later, dup, complete := own.cache.LaterCopy(id)
-			if complete {
-				ambiguous = false
-				if dup {
-					ts, dupCopy = later, true
-				}
+			if later, dup, complete := own.cache.LaterCopy(id); dup && complete {
+				ts, ambiguous, dupCopy = later, false, true
 			}
 		}
 		contradicted := false

@@ -237,6 +237,18 @@ func (c *TSCache) LaterCopy(h uint64) (ts uint64, ok, complete bool) {
 	return 0, false, c.laterLost == 0
 }
 
+// SeenOnce says whether the timestamp kept for h is h's only one: h was
+// not seen twice, and the cache kept every second copy it saw (so it
+// would know). A timestamp of an identity seen twice is ambiguous where
+// which copy is meant is unknown (a sender's lost copy).
+func (c *TSCache) SeenOnce(h uint64) bool {
+	if c == nil || c.dups == 0 {
+		return true
+	}
+	_, dup, complete := c.LaterCopy(h)
+	return !dup && complete
+}
+
 // LaterLost counts the second (and further) copies whose timestamps the
 // cache did not keep.
 func (c *TSCache) LaterLost() uint64 { return c.laterLost }
@@ -555,9 +567,11 @@ func (c *TSCache) AppendReply(dst []byte, ids []uint64) []byte {
 // AppendReplyVersion is AppendReply in wire version 1 (timestamps only)
 // or 2 (with flow hashes): the version of the request it answers.
 func (c *TSCache) AppendReplyVersion(dst []byte, ids []uint64, version uint8) []byte {
+	// An identity the cache saw twice gets no timestamp: which copy the
+	// asker lost is unknown (SeenOnce).
 	base := uint64(math.MaxUint64)
 	for _, id := range ids {
-		if ts, ok := c.Lookup(id); ok && ts < base {
+		if ts, ok := c.Lookup(id); ok && ts < base && c.SeenOnce(id) {
 			base = ts
 		}
 	}
@@ -578,7 +592,7 @@ func (c *TSCache) AppendReplyVersion(dst []byte, ids []uint64, version uint8) []
 	dst = binary.LittleEndian.AppendUint64(dst, base)
 	for _, id := range ids {
 		v, fh := uint64(0), uint64(0)
-		if ts, f, ok := c.LookupFlow(id); ok && ts-base != math.MaxUint64 {
+		if ts, f, ok := c.LookupFlow(id); ok && ts-base != math.MaxUint64 && c.SeenOnce(id) {
 			v, fh = ts-base+1, f
 		}
 		dst = binary.AppendUvarint(dst, v)

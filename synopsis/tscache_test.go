@@ -226,3 +226,35 @@ func TestTSCacheLaterCopy(t *testing.T) {
 		t.Fatalf("%v allocs per duplicate insert", allocs)
 	}
 }
+
+// TestTSCacheReplySeenOnce: a reply gives no timestamp for an identity the
+// cache saw twice (which copy the asker lost is unknown), and answers the
+// others as if nothing had been seen twice; with a second copy it could
+// not keep, it vouches for none.
+func TestTSCacheReplySeenOnce(t *testing.T) {
+	c, err := NewTSCache(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Insert(7, 1000)
+	c.Insert(7, 1200) // identical frames
+	c.Insert(8, 1100)
+	ids := []uint64{7, 8, 9}
+	ts, ok := make([]uint64, 3), make([]bool, 3)
+	if err := ParseReply(c.AppendReply(nil, ids), ids, ts, ok); err != nil {
+		t.Fatal(err)
+	}
+	if ok[0] || !ok[1] || ts[1] != 1100 || ok[2] {
+		t.Fatalf("reply ts %v ok %v: want only 8's 1100", ts, ok)
+	}
+	if c.SeenOnce(7) || !c.SeenOnce(8) {
+		t.Fatalf("SeenOnce 7 %v 8 %v", c.SeenOnce(7), c.SeenOnce(8))
+	}
+	c.Insert(7, 1300) // a third copy: the cache no longer knows every second copy
+	if err := ParseReply(c.AppendReply(nil, ids), ids, ts, ok); err != nil {
+		t.Fatal(err)
+	}
+	if ok[0] || ok[1] || ok[2] {
+		t.Fatalf("reply after a lost second copy: ok %v, want none", ok)
+	}
+}
