@@ -44,11 +44,13 @@ func TestDemoLDSSparseDefaults(t *testing.T) {
 	}{
 		{"uniform 0.1%", uniform, nil},
 		{"bursty 1%, bursts of 100", bursty, nil},
-		// The segment also duplicates, reorders and remarks: a copy of a
-		// packet is not the packet (the truth leaves it out), and a
-		// remarked one is still its flow's.
-		{"uniform 0.1%, duplicates, reordering, remarking", uniform, func(c *appliance.DemoConfig) {
-			c.DupProb, c.ReorderProb, c.Remark, c.DSCP = 0.005, 0.002, remark, []uint8{0, 16}
+		// The segment also duplicates, reorders and remarks, and its
+		// switch consumes link-local frames and originates its own: a
+		// copy of a packet is not the packet (the truth leaves it out), a
+		// remarked one is still its flow's, link-local frames are no
+		// flow's.
+		{"uniform 0.1%, duplicates, reordering, remarking, link-local", uniform, func(c *appliance.DemoConfig) {
+			c.DupProb, c.ReorderProb, c.Remark, c.DSCP, c.LinkLocalRate = 0.005, 0.002, remark, []uint8{0, 16}, 200
 		}},
 	} {
 		t.Run(sc.name, func(t *testing.T) { demoLDSSparse(t, sc.loss, sc.imp) })
