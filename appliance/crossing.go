@@ -208,7 +208,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// Packets of k that overtook its start marker: decoded as
 				// extra in k-1 (ApplyRDACrossing with the roles turned).
 				noteEarly(l.r, synopsis.MatchRDACrossing(*dk, *dp))
-				synopsis.ApplyRDACrossing(l.e, *dk, *dp)
+				synopsis.ApplyRDAEarly(l.e, *dk, *dp)
 			}
 			carry(l.r, l.e, wasValid)
 		}

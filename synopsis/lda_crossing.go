@@ -208,15 +208,28 @@ func MatchRDACrossing(decK, decK1 RDADecoding) int {
 // k's decoded losses may be one of k's undecoded ones: e is then invalid
 // too, unless every extra of k+1 was matched.
 func ApplyRDACrossing(e *Estimate, decK, decK1 RDADecoding) {
+	applyRDACrossing(e, decK, decK1,
+		"the next interval's RDA decode is incomplete: some of this interval's packets may have arrived after its end; loss cannot be counted",
+		"this interval's RDA decode is incomplete and the next interval received packets its sender did not record: some may be this interval's undecoded packets that arrived after its end; loss cannot be counted")
+}
+
+// ApplyRDAEarly is ApplyRDACrossing with the roles turned: it corrects e,
+// interval k's RDA estimate, for the packets of k that overtook its start
+// marker into k−1 (decPrev: DecodeRDA of k−1), with reasons that say so.
+func ApplyRDAEarly(e *Estimate, decK, decPrev RDADecoding) {
+	applyRDACrossing(e, decK, decPrev,
+		"the previous interval's RDA decode is incomplete: some of this interval's packets may have overtaken its start marker; loss cannot be counted",
+		"this interval's RDA decode is incomplete and the previous interval received packets its sender did not record: some may be this interval's undecoded packets that overtook its start marker; loss cannot be counted")
+}
+
+func applyRDACrossing(e *Estimate, decK, decK1 RDADecoding, whyOther, whyOwn string) {
 	n := MatchRDACrossing(decK, decK1)
 	e.Lost -= min(e.Lost, uint64(n))
 	switch {
 	case !e.Valid:
 	case !decK1.Complete:
-		e.Valid = false
-		e.Reason = "the next interval's RDA decode is incomplete: some of this interval's packets may have arrived after its end; loss cannot be counted"
+		e.Valid, e.Reason = false, whyOther
 	case !decK.Complete && e.Lost > 0 && len(decK1.Extra) > n:
-		e.Valid = false
-		e.Reason = "this interval's RDA decode is incomplete and the next interval received packets its sender did not record: some may be this interval's undecoded packets that arrived after its end; loss cannot be counted"
+		e.Valid, e.Reason = false, whyOwn
 	}
 }
