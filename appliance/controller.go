@@ -30,6 +30,12 @@ type controller struct {
 	later   []laterFrame
 	results []control.Result
 	rcopies map[uint64]*rcopy
+	// spans keeps, by its first interval, each receiver copy that holds
+	// more than one interval (an End marker was lost) for a few intervals
+	// after it paired: the lost End's failure comes at the reassembly
+	// timeout, and the interval before it takes its crossing evidence
+	// from the copy (spanEvidence).
+	spans map[uint64]*rcopy
 	bundles map[uint64]*waiting
 	first   bool            // the next shipped sender interval is the session's first
 	frozen  bool            // finish owns the interval clock: step no longer moves it
@@ -98,6 +104,7 @@ type heldLine struct {
 // buffer so the worker can reuse it at once.
 type rcopy struct {
 	k              uint64
+	firstK         uint64 // the first interval it holds (< k: an End marker was lost, or an overrun)
 	lda            []*synopsis.LDA
 	rda            []*synopsis.RDA // nil without RDA
 	lds            *synopsis.LDS   // nil without LDS
@@ -123,7 +130,7 @@ type waiting struct {
 
 func newController(a *Appliance) *controller {
 	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
-		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}}
+		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
 }
 
 // startAt records the start (Start, before the controller runs): the
@@ -393,6 +400,7 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
 		case r.Failure != nil:
 			f := r.Failure
+			c.spanDecide(f.Interval)
 			c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
 			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)
@@ -403,7 +411,7 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 // takeCopy clones the receiver lanes' idle copy (so the worker can reuse
 // it at once) and keeps it for pairing.
 func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
-	rc := &rcopy{k: set.LastK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
+	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 	c.noteRxDrops(rc.k)
 	for _, l := range set.LDA {
@@ -418,6 +426,14 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	if set.LDS != nil {
 		rc.lds = set.LDS.Clone()
 		set.LDS.ReserveFlows()
+	}
+	if rc.firstK < rc.k && !rc.warmup {
+		c.spans[rc.firstK] = rc
+	}
+	for k := range c.spans {
+		if k+spanMemory < rc.k {
+			delete(c.spans, k)
+		}
 	}
 	if old, dup := c.rcopies[rc.k]; dup {
 		// A second cut of the same interval: the sender restarted
@@ -436,6 +452,13 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 // without a copy (End marker lost), a copy without a bundle (synopses
 // lost, sender gone).
 func (c *controller) pairSide(now time.Time) {
+	// Bundles without a copy first: one whose End marker was lost needs
+	// the copy after it before that copy pairs (spanning).
+	for k, w := range c.bundles {
+		if _, ok := c.rcopies[k]; !ok {
+			c.unpaired(k, w, now)
+		}
+	}
 	for k, w := range c.bundles {
 		if rc, ok := c.rcopies[k]; ok {
 			if !w.asked {
@@ -447,16 +470,14 @@ func (c *controller) pairSide(now time.Time) {
 			}
 			c.applyFetches(w, rc)
 			c.pair(w.b, rc)
-			delete(c.rcopies, k)
-			delete(c.bundles, k)
-		} else if now.Sub(w.at) > endGrace {
-			why := "end marker lost in the segment: the receiver could not cut this interval"
-			if w.b.EndNs < int64(c.startNs) {
-				// The sender ended it before we started: its End marker
-				// passed while no receiver was there to cut.
-				why = ReasonNotRunning
+			if h := c.waits[k]; h != nil && rc.firstK < rc.k && !rc.warmup {
+				// The copy holds the interval before this one too (its
+				// End marker was lost): matched against this interval's
+				// sender alone it proves nothing to the next interval;
+				// its timestamp caches do (spanEvidence).
+				h.ev = *spanEvidence(rc, c.a.cfg.Bounds)
 			}
-			c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
+			delete(c.rcopies, k)
 			delete(c.bundles, k)
 		}
 	}
@@ -477,6 +498,52 @@ func (c *controller) pairSide(now time.Time) {
 			c.invalid(k, 0, 0, rc, "no synopses from the sender for this interval (control frames lost or sender stopped)")
 			delete(c.rcopies, k)
 		}
+	}
+}
+
+// unpaired reports bundle k invalid when its receiver copy has not come
+// within endGrace: its End marker was lost (or passed before we started).
+// A lost End marker's interval waits, up to an interval more, for the
+// receiver's next copy, which holds k's packets with the next interval's:
+// its timestamp caches tell k−1's crossing check which of k−1's lost
+// packets arrived after its end (spanEvidence).
+func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
+	if now.Sub(w.at) <= endGrace {
+		return
+	}
+	why := "end marker lost in the segment: the receiver could not cut this interval"
+	if w.b.EndNs < int64(c.startNs) {
+		// The sender ended it before we started: its End marker passed
+		// while no receiver was there to cut.
+		why = ReasonNotRunning
+	} else if c.spanning(k) != nil {
+		c.spanDecide(k)
+	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.stopping {
+		return
+	}
+	c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
+	delete(c.bundles, k)
+}
+
+// spanning is the receiver copy that holds interval k with the interval
+// after it (k's End marker was lost), nil if none has come.
+func (c *controller) spanning(k uint64) *rcopy { return c.spans[k] }
+
+// spanMemory is how many intervals a spanning copy is kept for the lost
+// End marker's failure (which comes at the reassembly timeout, a few
+// intervals of 1 s later, more of shorter ones).
+const spanMemory = 16
+
+// spanDecide decides interval k−1, still waiting for its next interval,
+// with the receiver copy that spans k (k's End marker was lost), if one
+// came: before k is reported invalid, which would decide it without.
+func (c *controller) spanDecide(k uint64) {
+	span := c.spanning(k)
+	if span == nil {
+		return
+	}
+	if p := c.waits[k-1]; p != nil && !p.decided {
+		c.decide(p, spanEvidence(span, c.a.cfg.Bounds))
 	}
 }
 
@@ -1157,6 +1224,7 @@ func (c *controller) final() {
 			}
 		case r.Failure != nil:
 			f := r.Failure
+			c.spanDecide(f.Interval)
 			c.nextCopy(f.Interval-1, c.rcopies[f.Interval]) // as step does: its receiver copy is the evidence
 			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
 			delete(c.rcopies, f.Interval)

@@ -54,6 +54,9 @@ type evidence struct {
 	// nothing: the receiver recorded nothing after the interval's End
 	// marker until it stopped: nothing crossed.
 	nothing bool
+	// span: a receiver copy holding the next two intervals (an End marker
+	// lost), matched by no sender side (spanEvidence).
+	span *spanCopy
 }
 
 // heldInterval is a paired interval's lines waiting for the next
@@ -189,26 +192,38 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			if next != nil && l.mec < len(next.rda) {
 				dk1 = next.rda[l.mec]
 			}
-			if dk == nil || dk1 == nil {
+			wasValid := l.e.Valid
+			switch crossed, ok := bySpan(dk, l.mec, next, false); {
+			case dk != nil && dk1 != nil:
+				noteCrossed(l.r, synopsis.MatchRDACrossing(*dk, *dk1))
+				synopsis.ApplyRDACrossing(l.e, *dk, *dk1)
+			case ok:
+				noteCrossed(l.r, crossed)
+				l.e.Lost -= min(l.e.Lost, uint64(crossed))
+			default:
 				missing(l.r, l.e, ReasonNextMissing)
 				continue
 			}
-			noteCrossed(l.r, synopsis.MatchRDACrossing(*dk, *dk1))
-			wasValid := l.e.Valid
-			synopsis.ApplyRDACrossing(l.e, *dk, *dk1)
 			if l.e.Lost > 0 {
 				var dp *synopsis.RDADecoding
 				if prev != nil && l.mec < len(prev.rda) {
 					dp = prev.rda[l.mec]
 				}
-				if dp == nil {
+				if early, ok := bySpan(dk, l.mec, prev, true); ok {
+					// The previous interval's receiver copy also held the
+					// one before it (a lost End marker): its cache tells.
+					noteEarly(l.r, early)
+					l.e.Lost -= min(l.e.Lost, uint64(early))
+				} else if dp == nil {
 					missing(l.r, l.e, ReasonPrevMissing)
 					continue
+				} else {
+					// Packets of k that overtook its start marker: decoded
+					// as extra in k-1 (ApplyRDACrossing with the roles
+					// turned).
+					noteEarly(l.r, synopsis.MatchRDACrossing(*dk, *dp))
+					synopsis.ApplyRDAEarly(l.e, *dk, *dp)
 				}
-				// Packets of k that overtook its start marker: decoded as
-				// extra in k-1 (ApplyRDACrossing with the roles turned).
-				noteEarly(l.r, synopsis.MatchRDACrossing(*dk, *dp))
-				synopsis.ApplyRDAEarly(l.e, *dk, *dp)
 			}
 			carry(l.r, l.e, wasValid)
 		}
@@ -258,15 +273,16 @@ func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate
 		return 0, 0, false
 	}
 	dk := h.ev.rda[m]
-	if prev == nil || m >= len(prev.rda) || prev.rda[m] == nil || !prev.rda[m].Complete {
+	crossed, ok = earlyPrev(dk, m, prev)
+	if !ok {
 		return 0, 0, false
 	}
-	crossed = synopsis.MatchRDACrossing(*dk, *prev.rda[m])
 	if !next.nothing {
-		if m >= len(next.rda) || next.rda[m] == nil || !next.rda[m].Complete {
+		n, ok := crossedNext(dk, m, next)
+		if !ok {
 			return 0, 0, false
 		}
-		crossed += synopsis.MatchRDACrossing(*dk, *next.rda[m])
+		crossed += n
 	}
 	same := false
 	for _, l := range h.lines {
@@ -297,8 +313,8 @@ func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estima
 	dk, cache := h.ev.rda[m], h.ev.own[m].Cache()
 	neighbourLost := map[uint64]bool{}
 	for _, ev := range []*evidence{prev, next} {
-		if ev == nil || ev.nothing {
-			continue
+		if ev == nil || ev.nothing || m >= len(ev.rda) || ev.rda[m] == nil {
+			continue // no decode (a spanning copy): its extras stay unexplained
 		}
 		for _, id := range ev.rda[m].Lost { // complete: rdaLoss checked
 			neighbourLost[id] = true
@@ -315,6 +331,82 @@ func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estima
 		}
 	}
 	return lost, crossed, dups, true
+}
+
+// spanCopy marks the evidence of a receiver copy that holds two
+// intervals (the first one's End marker was lost): no sender side matches
+// it, but its receiver timestamp caches hold every packet that arrived
+// between the End markers around it.
+type spanCopy struct {
+	fromNs, toNs uint64 // the copy's cuts: the End markers before and after it arrived
+	windowNs     uint64 // MaxDelayNs − MinDelayNs: how far from an End marker a packet that crossed it can arrive
+}
+
+// spanEvidence is the crossing evidence of a receiver copy spanning a lost
+// End marker, for the intervals before and after it (bySpan).
+func spanEvidence(rc *rcopy, b synopsis.CompactBounds) *evidence {
+	return &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: rc.rda,
+		span: &spanCopy{fromNs: rc.startNs, toNs: rc.endNs, windowNs: uint64(b.MaxDelayNs - b.MinDelayNs)}}
+}
+
+// bySpan counts the packets of dk's interval decoded lost that reached
+// the receiver in a spanning copy (ev.span): after the interval's end when
+// the copy follows it (within the delay window after the copy's start),
+// or, early, before its start marker when the copy precedes it (within
+// the window before the copy's end). A lost identity the copy's cache
+// holds outside that window is another packet with the same identity:
+// this one was lost. ok is false when it cannot tell: no span, dk
+// incomplete, a sampled cache that may not hold an identity, or an
+// identity the cache saw twice.
+func bySpan(dk *synopsis.RDADecoding, m int, ev *evidence, early bool) (n int, ok bool) {
+	if ev == nil || ev.span == nil || dk == nil || !dk.Complete || m >= len(ev.own) || ev.own[m] == nil {
+		return 0, false
+	}
+	cache := ev.own[m].Cache()
+	if cache == nil || cache.Partial() {
+		return 0, false
+	}
+	lv := cache.Level()
+	for _, id := range dk.Lost {
+		if !synopsis.Covers(id, lv) || !cache.SeenOnce(id) {
+			return 0, false
+		}
+		ts, held := cache.Lookup(id)
+		switch {
+		case !held:
+		case !early && ts <= ev.span.fromNs+ev.span.windowNs:
+			n++
+		case early && ts+ev.span.windowNs >= ev.span.toNs:
+			n++
+		}
+	}
+	return n, true
+}
+
+// crossedNext counts the packets of dk's interval decoded lost that
+// arrived after its end: decoded extra in the next interval, or found in
+// the spanning copy after it. ok is false when next cannot tell.
+func crossedNext(dk *synopsis.RDADecoding, m int, next *evidence) (int, bool) {
+	if n, ok := bySpan(dk, m, next, false); ok {
+		return n, true
+	}
+	if dk == nil || next == nil || m >= len(next.rda) || next.rda[m] == nil || !next.rda[m].Complete {
+		return 0, false
+	}
+	return synopsis.MatchRDACrossing(*dk, *next.rda[m]), true
+}
+
+// earlyPrev counts the packets of dk's interval decoded lost that
+// overtook its start marker: decoded extra in the previous interval, or
+// found in the spanning copy before it.
+func earlyPrev(dk *synopsis.RDADecoding, m int, prev *evidence) (int, bool) {
+	if n, ok := bySpan(dk, m, prev, true); ok {
+		return n, true
+	}
+	if dk == nil || prev == nil || m >= len(prev.rda) || prev.rda[m] == nil || !prev.rda[m].Complete {
+		return 0, false
+	}
+	return synopsis.MatchRDACrossing(*dk, *prev.rda[m]), true
 }
 
 // ReasonPrevMissing is the reason of a line with loss whose previous

@@ -462,3 +462,60 @@ func faultDemo(t *testing.T, fp *faultPort, syn dataplane.SynConfig, copies int)
 }
 
 const faultInterval = 300 * time.Millisecond
+
+// TestEndLostSpanEvidence: the segment loses both copies of interval X's
+// End marker. X is invalid (the receiver could not cut it) and X+1 too
+// (its receiver copy spans both); X−1's and X+2's lost packets are looked
+// up in that spanning copy's timestamp cache (did any arrive after X−1's
+// end, or overtake X+2's start?), so their loss is exact and their lines
+// stay valid.
+func TestEndLostSpanEvidence(t *testing.T) {
+	if raceEnabled {
+		t.Skip("judges timing")
+	}
+	rda := synopsis.DefaultRDAConfig()
+	dropped := 0
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		if f.Type == control.TypeEnd && f.Interval == first+3 {
+			dropped++
+			return drop
+		}
+		return pass
+	}}
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	loss, _ := model.NewUniformLoss(0.004)
+	cl, _ := classifier.NewClassifier(nil)
+	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+		Duration: 8 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 7, Flows: 20,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, ControlCopies: 2,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+	})
+	if dropped == 0 {
+		t.Fatal("the End marker was not dropped")
+	}
+	x := int64(fp.first + 3)
+	var before []report.Interval
+	for _, r := range lines {
+		if r.Interval == x+2 {
+			before = append(before, r)
+		}
+		t.Logf("X%+d %s valid=%v %s sent=%d lost=%d true_lost=%v", r.Interval-x, r.Synopsis, r.Valid, r.Reason, r.Sent, r.Lost, deref(r.TrueLost))
+		switch {
+		case r.Interval == x-1:
+			before = append(before, r)
+		case r.Interval == x && r.Valid, r.Interval == x+1 && r.Valid:
+			t.Errorf("X%+d %s valid: its End marker was lost", r.Interval-x, r.Synopsis)
+		}
+		if r.Valid && r.TrueLost != nil && r.Lost != uint64(*r.TrueLost) {
+			t.Errorf("X%+d %s: lost %d, true %d", r.Interval-x, r.Synopsis, r.Lost, *r.TrueLost)
+		}
+	}
+	if len(before) != 4 {
+		t.Fatalf("%d lines for X-1 and X+2, want their LDA and RDA", len(before))
+	}
+	for _, r := range before {
+		if !r.Valid || r.TrueLost == nil || *r.TrueLost == 0 {
+			t.Errorf("X%+d %s: valid=%v %s, true loss %v: want valid with loss, its crossings checked in the spanning copy", r.Interval-x, r.Synopsis, r.Valid, r.Reason, deref(r.TrueLost))
+		}
+	}
+}
