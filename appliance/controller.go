@@ -35,7 +35,7 @@ type controller struct {
 	// after it paired: the lost End's failure comes at the reassembly
 	// timeout, and the interval before it takes its crossing evidence
 	// from the copy (spanEvidence).
-	spans map[uint64]*rcopy
+	spans   map[uint64]*rcopy
 	bundles map[uint64]*waiting
 	first   bool            // the next shipped sender interval is the session's first
 	frozen  bool            // finish owns the interval clock: step no longer moves it
