@@ -108,7 +108,10 @@ func TestControlBudget(t *testing.T) {
 				}
 			}
 		case "lds":
-			if !strings.Contains(r.Reason, "control budget") && !strings.Contains(r.Reason, "other flows' packets") {
+			// A loaded host may preempt a transmit call: the line is then
+			// honestly invalid for its stamps, not for the budget.
+			if !strings.Contains(r.Reason, "control budget") && !strings.Contains(r.Reason, "other flows' packets") &&
+				!strings.HasPrefix(r.Reason, "timestamps uncertain") {
 				t.Errorf("lds interval %d invalid for another reason: %s", r.Interval, r.Reason)
 			}
 		}
