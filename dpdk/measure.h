@@ -18,6 +18,7 @@
 
 static inline uint64_t ldaf_rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 static inline uint64_t ldaf_le64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint16_t ldaf_le16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint16_t ldaf_be16(const uint8_t *p) { return (uint16_t)((uint16_t)p[0] << 8 | p[1]); }
 static inline uint64_t ldaf_round(uint64_t acc, uint64_t in) { return ldaf_rotl(acc + in * LDAF_P2, 31) * LDAF_P1; }
 static inline uint64_t ldaf_merge(uint64_t h, uint64_t v) { return (h ^ ldaf_round(0, v)) * LDAF_P1 + LDAF_P4; }
@@ -76,6 +77,28 @@ static inline uint64_t ldaf_sum_v8(uint64_t w0, uint64_t w1, uint64_t w2, uint64
 #define LDAF_MASK_TCP_SYN  0x00000000ffff0000ull
 #define LDAF_MASK_UDP_CSUM 0x0000ffffffffffffull
 
+// ldaf_word_part is the k < 8 bytes at b as a little-endian word.
+static __attribute__((noinline)) uint64_t ldaf_word_part(const uint8_t *b, uint32_t k) {
+	uint64_t v = 0;
+	while (k > 0) {
+		k--;
+		v = v << 8 | b[k];
+	}
+	return v;
+}
+
+// ldaf_word is the 8 bytes of b at o as a little-endian word, bytes at n
+// and beyond zero (the raw layout's zero fill), never reading b[n] or
+// beyond. (A zeroed buffer with a memcpy of n bytes cost the loop a third
+// more instructions.)
+static inline __attribute__((always_inline)) uint64_t ldaf_word(const uint8_t *b, uint32_t n, uint32_t o) {
+	if (likely(o + 8 <= n))
+		return ldaf_le64(b + o);
+	if (o >= n)
+		return 0;
+	return ldaf_word_part(b + o, n - o);
+}
+
 // ldaf_mac_linklocal is classifier's macLinkLocal.
 static inline int ldaf_mac_linklocal(const uint8_t *f) {
 	uint64_t d = (uint64_t)f[0] << 40 | (uint64_t)f[1] << 32 | (uint64_t)f[2] << 24 |
@@ -91,7 +114,7 @@ static inline int ldaf_mac_linklocal(const uint8_t *f) {
 // sender lane records as it is: no flag among truncated, malformed,
 // control and link-local. Every other frame gets 0: the Go lane decides
 // about it. It reads only f[0:len].
-static inline int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
+static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
 	if (len >= LDAF_MIN_FAST_LEN) {
 		uint16_t et = ldaf_be16(f + 12);
 		if (et == 0x0800) {
@@ -167,16 +190,11 @@ static inline int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
 	}
 	if (unlikely(f[0] & 1) && ldaf_mac_linklocal(f))
 		return 0;
-	uint64_t w0 = (uint64_t)f[12] << 8 | (uint64_t)f[13] << 16;
+	uint64_t w0 = (uint64_t)ldaf_le16(f + 12) << 8;
 	const uint8_t *b = f + 14;
-	uint8_t pad[56];
-	if (n < 56) {
-		memset(pad, 0, sizeof pad);
-		memcpy(pad, b, n);
-		b = pad;
-	}
-	*hash = ldaf_sum_v8(w0, ldaf_le64(b), ldaf_le64(b + 8), ldaf_le64(b + 16), ldaf_le64(b + 24),
-		ldaf_le64(b + 32), ldaf_le64(b + 40), ldaf_le64(b + 48));
+	// The first n bytes, zero-filled (ldaf_word).
+	*hash = ldaf_sum_v8(w0, ldaf_word(b, n, 0), ldaf_word(b, n, 8), ldaf_word(b, n, 16), ldaf_word(b, n, 24),
+		ldaf_word(b, n, 32), ldaf_word(b, n, 40), ldaf_word(b, n, 48));
 	return 1;
 }
 
@@ -191,21 +209,32 @@ struct ldaf_ldacell {
 #define LDAF_DIGEST_MUL 0x9e3779b97f4a7c15ull
 
 // ldaf_lda_add is synopsis.LDA.Add of the n frames' hashes hs, all at ts,
-// except the offered count, which the caller adds once.
+// except the offered count, which the caller adds once. The LDA is one
+// NewLDA made (SendMeasured checks it has cells), so every selector entry
+// names a bank (mask != 0). The selector index is the leading zeros of
+// h | 1: 63 for h == 0 instead of 64, the same entry, as every bank
+// samples at most 2^-48 (synopsis.LDAMaxSampleLog2), so entries 48..64
+// are alike; the row still comes from h.
 static inline void ldaf_lda_add(const struct ldaf_ldasel *sel, struct ldaf_ldacell *cells, int digest,
 		const uint64_t *hs, unsigned n, uint64_t ts) {
+	if (digest) {
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t h = hs[i];
+			struct ldaf_ldasel s = sel[__builtin_clzll(h | 1)];
+			struct ldaf_ldacell *c = &cells[s.off + ((uint32_t)h & s.mask)];
+			uint64_t x = h * LDAF_DIGEST_MUL;
+			c->sum += ts;
+			c->count++;
+			c->dig += x ^ x >> 32;
+		}
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t h = hs[i];
-		struct ldaf_ldasel s = sel[h ? __builtin_clzll(h) : 64];
-		if (s.mask == 0)
-			continue;
+		struct ldaf_ldasel s = sel[__builtin_clzll(h | 1)];
 		struct ldaf_ldacell *c = &cells[s.off + ((uint32_t)h & s.mask)];
 		c->sum += ts;
 		c->count++;
-		if (digest) {
-			uint64_t x = h * LDAF_DIGEST_MUL;
-			c->dig += x ^ x >> 32;
-		}
 	}
 }
 
@@ -228,6 +257,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
 	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts;
 	uint64_t hs[LDAF_MAX_BURST];
+	uint16_t lens[LDAF_MAX_BURST]; // read before the transmit: a transmitted mbuf is the PMD's
 	rq->rx_gen = 0; // no receive-ahead here: this lane receives through this call
 	rq->fwd_kept = 0;
 	rq->m_sent = 0;
@@ -238,10 +268,17 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		return 0;
 	uint64_t b = 0;
 	int all = nb == n;
-	for (unsigned i = 0; all && i < nb; i++) {
-		struct rte_mbuf *m = ms[i];
-		b += m->data_len;
-		all = ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &hs[i]);
+	if (all) {
+		for (unsigned i = 0; i < nb; i++) {
+			struct rte_mbuf *m = ms[i];
+			uint16_t len = m->data_len;
+			lens[i] = len;
+			b += len;
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[i]))) {
+				all = 0;
+				break;
+			}
+		}
 	}
 	if (!all) {
 		uint64_t fb;
@@ -266,9 +303,13 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		uint64_t ts = ldaf_tx_now(tq);
 		tq->tx_ns = ts;
 		ldaf_lda_add(sl, cl, digest, hs + sent, k, ts);
-		for (unsigned i = sent; i < sent + k; i++)
-			sb += ms[i]->data_len;
 		sent += k;
+	}
+	if (sent == nb) {
+		sb = b;
+	} else {
+		for (unsigned i = 0; i < sent; i++)
+			sb += lens[i];
 	}
 	*(uint64_t *)offered += sent;
 	if (unlikely(sent < nb)) {

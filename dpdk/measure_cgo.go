@@ -21,6 +21,10 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
+// ldaf_lda_add indexes the selector by the leading zeros of h|1, which
+// needs every bank's SampleLog2 below 64.
+const _ = uint(63 - synopsis.LDAMaxSampleLog2)
+
 // SendMeasured implements dataplane.SenderFastPath for a peer that is a
 // DPDK Port (its queue 0) or Queue of this process: one cgo call
 // (ldaf_measure, measure.h) receives up to burst frames here, hashes each
@@ -49,6 +53,9 @@ func (q *Queue) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retrie
 		return r, false
 	}
 	h := lda.Hot()
+	if h.Cells == nil {
+		return r, false // a zero-value LDA (ldaf_lda_add wants NewLDA's)
+	}
 	rx := int(C.ldaf_measure(q.cu, tq.cu, C.uint16_t(burst), C.uint16_t(tq.burst), C.uint16_t(retries),
 		C.uintptr_t(uintptr(h.Sel)), C.uintptr_t(uintptr(h.Cells)), C.uintptr_t(uintptr(h.Offered)), C.int(boolInt(h.Digest))))
 	runtime.KeepAlive(lda)
