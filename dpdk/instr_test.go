@@ -79,6 +79,7 @@ func TestInstrLoops(t *testing.T) {
 	t.Logf("instrLDALoop frames %d", fd)
 	fc := instrLDA(t, x, y, polls, true)
 	t.Logf("instrCLDALoop frames %d", fc)
+	senderFastPathAllocs(t, x, y)
 	t.Logf("instrPortLoop frames %d", fp)
 	t.Logf("instrLaneLoop frames %d", fl)
 	if want := uint64(polls) * 2 * uint64(len(pkts)); fp != want {
@@ -227,5 +228,29 @@ func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
 		for _, l := range lanes {
 			l.Poll()
 		}
+	}
+}
+
+// senderFastPathAllocs: a sender lane's poll through the measuring fast
+// path allocates nothing (net_null always has a full burst). Part of
+// TestInstrLoops to use its ports: closed ports' pools last until
+// Cleanup, and the package's tests share EAL's memory.
+func senderFastPathAllocs(t *testing.T, x, y *Port) {
+	t.Helper()
+	lanes := ldaLanes(t, x, y, true)
+	for _, l := range lanes {
+		if !l.FastPath() {
+			t.Fatal("the sender lane does not use the fast path")
+		}
+	}
+	instrCLDALoop(lanes, 16)
+	if a := testing.AllocsPerRun(100, func() { instrCLDALoop(lanes, 1) }); a != 0 {
+		t.Errorf("%v allocations per poll on the measuring fast path", a)
+	}
+	if lanes[0].Stats.FastBursts.Load() == 0 || lanes[0].Stats.Recorded.Load() == 0 {
+		t.Error("nothing went through the fast path")
+	}
+	for _, l := range lanes {
+		l.Drain()
 	}
 }
