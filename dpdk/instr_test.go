@@ -243,8 +243,16 @@ func senderFastPathAllocs(t *testing.T, x, y *Port) {
 			t.Fatal("the sender lane does not use the fast path")
 		}
 	}
-	instrCLDALoop(lanes, 16)
-	if a := testing.AllocsPerRun(100, func() { instrCLDALoop(lanes, 1) }); a != 0 {
+	// Not instrCLDALoop: callgrind counts that one's polls.
+	poll := func() {
+		for _, l := range lanes {
+			l.Poll()
+		}
+	}
+	for i := 0; i < 16; i++ {
+		poll()
+	}
+	if a := testing.AllocsPerRun(100, poll); a != 0 {
 		t.Errorf("%v allocations per poll on the measuring fast path", a)
 	}
 	if lanes[0].Stats.FastBursts.Load() == 0 || lanes[0].Stats.Recorded.Load() == 0 {
