@@ -49,7 +49,7 @@ func measurePorts(t *testing.T, name int) (a, b *Port) {
 
 // newMeasureRun is a run on ports a and b, empty, whose transmit stamps
 // start over.
-func newMeasureRun(t *testing.T, a, b *Port, fast bool) *measureRun {
+func newMeasureRun(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool) *measureRun {
 	t.Helper()
 	r := &measureRun{a: a, b: b, scratch: newPackets(32)}
 	var err error
@@ -58,7 +58,7 @@ func newMeasureRun(t *testing.T, a, b *Port, fast bool) *measureRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.buf, err = dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}); err != nil {
+	if r.buf, err = dataplane.NewSynBuffer(dataplane.SynConfig{LDA: lda, Classes: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r.epoch.Store(1)
@@ -169,6 +169,9 @@ func (r *measureRun) script(t *testing.T, plain, mixed [][]byte) {
 // on the Go path and through one on the C fast path (ldaf_measure): the
 // LDA of every interval (byte for byte), the copies' counters, the lane's
 // counters and the frames out of the tx port, in order, must be the same.
+// Two LDA shapes: the default (digests, a bank sampling every frame) and
+// one without digests whose banks sample 2^-1 and 2^-3, so that most
+// frames land in the cover bank.
 func TestSenderFastPathIsGoLane(t *testing.T) {
 	needEAL(t)
 	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
@@ -188,7 +191,17 @@ func TestSenderFastPathIsGoLane(t *testing.T) {
 		}
 	}
 	a, b := measurePorts(t, 40)
-	goRun := newMeasureRun(t, a, b, false)
+	sparse := synopsis.LDAConfig{Banks: []synopsis.BankConfig{{Rows: 64, SampleLog2: 1}, {Rows: 32, SampleLog2: 3}}}
+	for _, c := range []struct {
+		name string
+		lda  synopsis.LDAConfig
+	}{{"default", synopsis.DefaultLDAConfig()}, {"sparse-nodigest", sparse}} {
+		t.Run(c.name, func(t *testing.T) { checkFastIsGo(t, a, b, c.lda, plain, mixed) })
+	}
+}
+
+func checkFastIsGo(t *testing.T, a, b *Port, lda synopsis.LDAConfig, plain, mixed [][]byte) {
+	goRun := newMeasureRun(t, a, b, lda, false)
 	ga0, gb0 := a.Stats(), b.Stats()
 	goRun.script(t, plain, mixed)
 	for _, l := range []*dataplane.Lane{goRun.lane} {
@@ -196,7 +209,7 @@ func TestSenderFastPathIsGoLane(t *testing.T) {
 	}
 	goRun.drain(-1)
 	ga, gb := a.Stats(), b.Stats()
-	cRun := newMeasureRun(t, a, b, true)
+	cRun := newMeasureRun(t, a, b, lda, true)
 	cRun.script(t, plain, mixed)
 	cRun.lane.Drain()
 	cRun.drain(-1)
