@@ -897,3 +897,13 @@ func mum(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
 }
+
+// ParseFastOnly is ParseLevel's fast paths alone (the IP one and the
+// untagged non-IP one): it reports whether they took frame, having filled
+// m as ParseLevel would at level; for every other frame (the general
+// path's) it reports false and writes nothing. For tests of other
+// implementations of the fast path (package dpdk's, in C), which must
+// take exactly the frames it takes and hash them alike.
+func ParseFastOnly(frame []byte, m *Meta, level Level) bool {
+	return parseFast(frame, m, level, false)
+}

@@ -80,6 +80,10 @@ type LaneConfig struct {
 	// forwarding lane with a Tap takes bursts the ordinary way, not
 	// through Forwarder.
 	Tap *TapRing
+
+	// NoFastPath keeps a sender lane off its rx port's SenderFastPath
+	// (tests and instruction counts of the Go path).
+	NoFastPath bool
 }
 
 // LaneStats are a lane's counters. The worker updates them once per burst
@@ -106,6 +110,7 @@ type LaneStats struct {
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
 	MaxTxStampGapNs    atomic.Uint64 // sender: widest clock gap around a TxBurst (timestamp uncertainty), ns
+	FastBursts         atomic.Uint64 // sender: bursts received, measured and transmitted in one call of the rx port's SenderFastPath
 	PollStamped        atomic.Uint64 // receiver: recorded frames the rx port did not stamp (stamped by the lane, see pollStamp)
 	MaxRxStampErrNs    atomic.Uint64 // receiver: widest uncertainty of a poll-stamped burst, ns
 	_                  [64]byte      // keep the next lane's counters off this cache line
@@ -122,10 +127,11 @@ type Lane struct {
 	tx         txBuffer // frames waiting to be transmitted
 	lastTx     uint64
 	maxTxGap   uint64
-	txStamper  TxStamper // Tx, when it reports its own transmit time
-	fwd        Forwarder // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
-	stallSince uint64    // when the tx port last refused frames without taking any, ns; 0: not stalled
-	free       []*Packet // frames to Free on Rx at the end of a poll
+	txStamper  TxStamper      // Tx, when it reports its own transmit time
+	fwd        Forwarder      // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
+	fast       SenderFastPath // Rx, when a sender lane can hand it whole bursts (SendMeasured)
+	stallSince uint64         // when the tx port last refused frames without taking any, ns; 0: not stalled
+	free       []*Packet      // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
 	now        uint64 // the lane's latest clock reading, ns
 	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
@@ -241,8 +247,27 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	default:
 		l.parse = classifier.LevelFlowKey
 	}
+	if cfg.Role == RoleSender && !cfg.NoFastPath && cfg.Tap == nil && l.oneClass &&
+		l.parse == classifier.LevelIdentity && l.txStamper != nil && ldaOnly(cfg.Buffer) {
+		l.fast, _ = cfg.Rx.(SenderFastPath)
+	}
 	return l, nil
 }
+
+// ldaOnly reports whether every copy of b records one LDA and nothing
+// else: all a SenderFastPath records.
+func ldaOnly(b *SynBuffer) bool {
+	for _, s := range b.Sets {
+		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// FastPath reports whether the lane hands whole bursts to its rx port's
+// SenderFastPath.
+func (l *Lane) FastPath() bool { return l.fast != nil }
 
 type errLane string
 
@@ -300,7 +325,16 @@ func (l *Lane) Poll() bool {
 		if l.pollStamps {
 			before = l.cfg.Clock()
 		}
-		n = l.cfg.Rx.RxBurst(l.rxPkts[:room])
+		n = -1
+		if l.fast != nil && l.tx.n == 0 && room == l.cfg.Burst {
+			var done bool
+			if n, done = l.sendFast(); done {
+				return true
+			}
+		}
+		if n < 0 {
+			n = l.cfg.Rx.RxBurst(l.rxPkts[:room])
+		}
 		if n > 0 {
 			work = true
 			l.now = l.cfg.Clock()
@@ -347,6 +381,55 @@ func (l *Lane) forwardDirect() bool {
 		l.flush()
 	}
 	return true
+}
+
+// sendFast is a sender lane's poll through its rx port's SenderFastPath,
+// with nothing buffered and not closing: what Poll's receive and flush
+// would do with a full burst of frames it records as they are, in one
+// call. done: the burst was received, measured and transmitted (frames
+// the tx port never took wait in the tx buffer, recorded when they go,
+// as after a flush). Otherwise n is what Poll goes on with: -1 when the
+// port had nothing to say (RxBurst then receives), or the frames of a
+// burst handed back in l.rxPkts[:n] (0: nothing arrived).
+func (l *Lane) sendFast() (n int, done bool) {
+	set := l.cfg.Buffer.Active()
+	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, l.rxPkts)
+	if !ok {
+		return -1, false
+	}
+	if !r.Done {
+		return r.Rx, false
+	}
+	// As receive, then flush's record and its tail.
+	l.now = l.cfg.Clock()
+	l.Stats.FastBursts.Add(1)
+	l.Stats.RxFrames.Add(uint64(r.Rx))
+	l.Stats.RxBytes.Add(r.RxBytes)
+	if r.Sent > 0 {
+		sent, bytes := uint64(r.Sent), r.SentBytes
+		set.Frames += sent
+		set.Bytes += bytes
+		l.intFrames += sent
+		l.intBytes += bytes
+		l.Stats.Recorded.Add(sent)
+	}
+	l.Stats.TxFrames.Add(uint64(r.Sent))
+	if r.Kept == 0 {
+		l.lastTx = l.now
+		l.stallSince = 0
+		return r.Rx, true
+	}
+	// The frames never taken go to the tx buffer, parsed as receiveSender
+	// would (frames the port took: every one recorded, MEC 0), and the
+	// flush's tail decides about them as if they had been there.
+	kept := l.rxPkts[:r.Kept]
+	pkts, metas, mecs, rec := l.tx.open(kept)
+	parseBurst(pkts, metas, l.parse)
+	copy(rec, allRecorded[:])
+	clear(mecs)
+	l.tx.commit(len(kept))
+	l.flushTail(0, r.Sent > 0)
+	return r.Rx, true
 }
 
 func (l *Lane) start(now uint64) {
@@ -671,6 +754,13 @@ func (l *Lane) flush() {
 		}
 	}
 	l.Stats.TxFrames.Add(uint64(sent))
+	l.flushTail(sent, sent > 0)
+}
+
+// flushTail is flush after its transmit calls: the tx buffer's first sent
+// frames went (progressed: the port took some frames, these or, for
+// sendFast, frames before them).
+func (l *Lane) flushTail(sent int, progressed bool) {
 	if sent == l.tx.n {
 		// The common case: everything went. The drain timer restarts
 		// from the lane's latest clock reading (taken after this burst
@@ -684,7 +774,7 @@ func (l *Lane) flush() {
 	l.now, l.lastTx = now, now
 	switch {
 	case l.ownRefusedLen > 0 && l.tx.own[sent] && !l.probing && len(l.tx.pkts[sent].Data) >= l.ownRefusedLen &&
-		(sent > 0 || l.stallSince == 0 || now-l.stallSince < l.cfg.StallNs):
+		(progressed || l.stallSince == 0 || now-l.stallSince < l.cfg.StallNs):
 		// An own frame as long as one the port was shown to refuse: set
 		// it aside at once. (A port that takes nothing at all is full:
 		// the stall timer runs as for any frame.)
@@ -694,11 +784,11 @@ func (l *Lane) flush() {
 		if l.probeBehindOwn() {
 			return
 		}
-		if sent > 0 || l.stallSince == 0 {
+		if progressed || l.stallSince == 0 {
 			l.stallSince = now
 		}
 		return
-	case sent > 0 || l.stallSince == 0:
+	case progressed || l.stallSince == 0:
 		l.stallSince = now
 	case l.tx.own[0] && !l.probing && now-l.stallSince >= l.cfg.StallNs/ownStallDiv && now-l.stallSince < l.cfg.StallNs:
 		// Our own control frame at the front has been refused for a

@@ -42,7 +42,7 @@ func (s *LaneStats) AddTo(t *LaneStats) {
 		{&s.ControlPassed, &t.ControlPassed}, {&s.ControlBlocked, &t.ControlBlocked}, {&s.Excluded, &t.Excluded},
 		{&s.EndsSent, &t.EndsSent}, {&s.EndsFailed, &t.EndsFailed}, {&s.EndsSeen, &t.EndsSeen},
 		{&s.EndsIgnored, &t.EndsIgnored}, {&s.EndsMisrouted, &t.EndsMisrouted}, {&s.Misrouted, &t.Misrouted}, {&s.Injected, &t.Injected},
-		{&s.InjectFailed, &t.InjectFailed}, {&s.Flips, &t.Flips}, {&s.PollStamped, &t.PollStamped},
+		{&s.InjectFailed, &t.InjectFailed}, {&s.Flips, &t.Flips}, {&s.PollStamped, &t.PollStamped}, {&s.FastBursts, &t.FastBursts},
 	} {
 		f[1].Add(f[0].Load())
 	}

@@ -17,15 +17,18 @@ import (
 // (docs/dpdk.md, "Where the time goes"): with LDAF_INSTR_POLLS=N it runs N
 // polls of the ports-alone loop (instrPortLoop) and N polls of two
 // forwarding lanes (instrLaneLoop), N polls of ForwardTo both ways
-// (instrFwdLoop) and N polls of two LDA sender lanes (instrLDALoop) between two net_null,copy=1 vdevs on a
+// (instrFwdLoop), N polls of two LDA sender lanes on the Go path
+// (instrLDALoop) and N on the ports' measuring fast path in C
+// (instrCLDALoop) between two net_null,copy=1 vdevs on a
 // registered lcore, and logs the frames each forwarded. Run it under
 //
 //	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
 //	  --collect-atstart=no --toggle-collect='*instrPortLoop*' \
-//	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' --toggle-collect='*instrLDALoop*' ./dpdk.test -test.run InstrLoops -test.v
+//	  --toggle-collect='*instrLaneLoop*' --toggle-collect='*instrFwdLoop*' --toggle-collect='*instrLDALoop*' \
+//	  --toggle-collect='*instrCLDALoop*' ./dpdk.test -test.run InstrLoops -test.v
 //
 // and divide each function's inclusive Ir by its frames. Without the
-// variable it runs a few polls as a plain test of the four loops.
+// variable it runs a few polls as a plain test of the five loops.
 func TestInstrLoops(t *testing.T) {
 	needEAL(t)
 	polls := 64
@@ -72,8 +75,11 @@ func TestInstrLoops(t *testing.T) {
 	instrFwdLoop(x, y, kept, 256)
 	ff := instrFwdLoop(x, y, kept, polls)
 	t.Logf("instrFwdLoop frames %d", ff)
-	fd := instrLDA(t, x, y, polls)
+	fd := instrLDA(t, x, y, polls, false)
 	t.Logf("instrLDALoop frames %d", fd)
+	fc := instrLDA(t, x, y, polls, true)
+	t.Logf("instrCLDALoop frames %d", fc)
+	senderFastPathAllocs(t, x, y)
 	t.Logf("instrPortLoop frames %d", fp)
 	t.Logf("instrLaneLoop frames %d", fl)
 	if want := uint64(polls) * 2 * uint64(len(pkts)); fp != want {
@@ -84,6 +90,9 @@ func TestInstrLoops(t *testing.T) {
 	}
 	if fl == 0 {
 		t.Error("the lanes forwarded nothing")
+	}
+	if want := uint64(polls) * 2 * dataplane.DefaultLaneBurst; fc != want {
+		t.Errorf("the C LDA lanes forwarded %d frames in %d polls, want %d", fc, polls, want)
 	}
 }
 
@@ -133,8 +142,37 @@ func instrFwdLoop(x, y *Port, kept []*dataplane.Packet, polls int) (frames uint6
 
 // instrLDA runs two sender lanes recording the default LDA (as ldafwd
 // bench's forward-dpdk-null-lda) for polls polls and returns the frames
-// they transmitted.
-func instrLDA(t *testing.T, x, y *Port, polls int) uint64 {
+// they transmitted: on the Go path (instrLDALoop) or, with fast, through
+// the ports' measuring fast path in C (instrCLDALoop).
+func instrLDA(t *testing.T, x, y *Port, polls int, fast bool) uint64 {
+	t.Helper()
+	lanes := ldaLanes(t, x, y, fast)
+	loop := instrLDALoop
+	if fast {
+		loop = instrCLDALoop
+	}
+	loop(lanes, 256)
+	f0 := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load()
+	loop(lanes, polls)
+	f := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load() - f0
+	for _, l := range lanes {
+		l.Drain()
+		if l.FastPath() != fast {
+			t.Errorf("lane fast path %v, want %v", l.FastPath(), fast)
+		}
+	}
+	if fast && lanes[0].Stats.FastBursts.Load() == 0 {
+		t.Error("the C LDA lanes took no burst through the fast path")
+	}
+	if f == 0 {
+		t.Error("the LDA lanes forwarded nothing")
+	}
+	return f
+}
+
+// ldaLanes are two sender lanes x→y and y→x recording the default LDA,
+// on the fast path or (fast false) the Go path.
+func ldaLanes(t *testing.T, x, y *Port, fast bool) []*dataplane.Lane {
 	t.Helper()
 	var lanes []*dataplane.Lane
 	for _, d := range [2][2]*Port{{x, y}, {y, x}} {
@@ -149,30 +187,32 @@ func instrLDA(t *testing.T, x, y *Port, polls int) uint64 {
 		var epoch atomic.Uint64
 		epoch.Store(1)
 		l, err := dataplane.NewLane(dataplane.LaneConfig{Rx: d[0], Tx: d[1], Role: dataplane.RoleSender,
-			Classifier: cl, Buffer: buf, Epoch: &epoch})
+			Classifier: cl, Buffer: buf, Epoch: &epoch, NoFastPath: !fast})
 		if err != nil {
 			t.Fatal(err)
 		}
 		lanes = append(lanes, l)
 	}
-	instrLDALoop(lanes, 256)
-	f0 := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load()
-	instrLDALoop(lanes, polls)
-	f := lanes[0].Stats.TxFrames.Load() + lanes[1].Stats.TxFrames.Load() - f0
-	for _, l := range lanes {
-		l.Drain()
-	}
-	if f == 0 {
-		t.Error("the LDA lanes forwarded nothing")
-	}
-	return f
+	return lanes
 }
 
 // instrLDALoop is instrLaneLoop under another name, so that callgrind can
-// count the sender lanes on their own.
+// count the sender lanes (on the Go path) on their own.
 //
 //go:noinline
 func instrLDALoop(lanes []*dataplane.Lane, polls int) {
+	for i := 0; i < polls; i++ {
+		for _, l := range lanes {
+			l.Poll()
+		}
+	}
+}
+
+// instrCLDALoop is instrLaneLoop for the sender lanes on the ports'
+// measuring fast path (ldaf_measure).
+//
+//go:noinline
+func instrCLDALoop(lanes []*dataplane.Lane, polls int) {
 	for i := 0; i < polls; i++ {
 		for _, l := range lanes {
 			l.Poll()
@@ -188,5 +228,37 @@ func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
 		for _, l := range lanes {
 			l.Poll()
 		}
+	}
+}
+
+// senderFastPathAllocs: a sender lane's poll through the measuring fast
+// path allocates nothing (net_null always has a full burst). Part of
+// TestInstrLoops to use its ports: closed ports' pools last until
+// Cleanup, and the package's tests share EAL's memory.
+func senderFastPathAllocs(t *testing.T, x, y *Port) {
+	t.Helper()
+	lanes := ldaLanes(t, x, y, true)
+	for _, l := range lanes {
+		if !l.FastPath() {
+			t.Fatal("the sender lane does not use the fast path")
+		}
+	}
+	// Not instrCLDALoop: callgrind counts that one's polls.
+	poll := func() {
+		for _, l := range lanes {
+			l.Poll()
+		}
+	}
+	for i := 0; i < 16; i++ {
+		poll()
+	}
+	if a := testing.AllocsPerRun(100, poll); a != 0 {
+		t.Errorf("%v allocations per poll on the measuring fast path", a)
+	}
+	if lanes[0].Stats.FastBursts.Load() == 0 || lanes[0].Stats.Recorded.Load() == 0 {
+		t.Error("nothing went through the fast path")
+	}
+	for _, l := range lanes {
+		l.Drain()
 	}
 }

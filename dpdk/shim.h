@@ -116,6 +116,19 @@ struct ldaf_queue {
 	uint32_t fwd_kept;
 	uint64_t fwd_bytes;
 
+	// ldaf_measure's results (measure.h): 1 when it measured and
+	// transmitted the burst (fwd_kept frames refused, their Packets in
+	// pkts), 0 when it handed the whole burst back (its Packets in pkts);
+	// the frames and bytes transmitted.
+	uint32_t m_done;
+	uint32_t m_sent;
+	uint64_t m_sent_bytes;
+
+	// A test clock for transmit stamps (tests only): when tx_fake_step is
+	// not 0, every transmit stamp (tx_ns, ldaf_measure's) is tx_fake_ns
+	// advanced by tx_fake_step instead of CLOCK_REALTIME.
+	uint64_t tx_fake_ns, tx_fake_step;
+
 	// Scratch arrays. `ldafwd run` with two cores receives on a queue in
 	// one worker and transmits on it (and allocates End markers there) in
 	// the other, at the same time, so the receiving side and the
@@ -135,11 +148,21 @@ struct ldaf_queue {
 // never enabled; the 2 KiB data room holds a 1518-byte frame). The
 // per-frame loop has no branch on the timestamp source: the hardware
 // stamp loop is separate.
+static inline void ldaf_fill_burst(struct ldaf_queue *q, void **arr, uint16_t nb, uint64_t *bytes);
+
 static inline uint16_t ldaf_rx_fill(struct ldaf_queue *q, void **arr, uint16_t n, uint64_t *bytes) {
 	struct rte_mbuf **ms = (struct rte_mbuf **)arr;
 	uint16_t nb = rte_eth_rx_burst(q->port, q->queue, ms, n);
 	if (nb == 0)
 		return 0;
+	ldaf_fill_burst(q, arr, nb, bytes);
+	return nb;
+}
+
+// ldaf_fill_burst is ldaf_rx_fill's fill of the nb mbufs just received
+// into arr (rewritten in place to their Packets' addresses).
+static inline void ldaf_fill_burst(struct ldaf_queue *q, void **arr, uint16_t nb, uint64_t *bytes) {
+	struct rte_mbuf **ms = (struct rte_mbuf **)arr;
 	const struct ldaf_clock *clk = q->clk;
 	uint64_t sw = clk->soft ? ldaf_realtime_ns() : 0;
 	uint64_t b = 0;
@@ -171,7 +194,14 @@ static inline uint16_t ldaf_rx_fill(struct ldaf_queue *q, void **arr, uint16_t n
 		}
 	}
 	*bytes = b;
-	return nb;
+}
+
+// ldaf_tx_now is the transmit stamp of a burst the PMD just took: CLOCK_REALTIME,
+// or the test clock (tx_fake_step).
+static inline uint64_t ldaf_tx_now(struct ldaf_queue *q) {
+	if (unlikely(q->tx_fake_step != 0))
+		return q->tx_fake_ns += q->tx_fake_step;
+	return ldaf_realtime_ns();
 }
 
 // ldaf_rx receives up to n frames, fills each mbuf's Packet and puts its
@@ -255,6 +285,19 @@ static __attribute__((noinline, cold)) struct rte_mbuf *ldaf_tx_slow(struct ldaf
 // reused (an lcore id after unregistering, an OS thread by any goroutine
 // once unlocked). Two workers sharing a queue (one receives, the other
 // transmits: ldafwd run with two cores) therefore never meet here.
+// ldaf_rx_ahead is the receive-ahead of ldaf_tx (see there), also run
+// after ldaf_measure's transmit.
+static inline void ldaf_rx_ahead(struct ldaf_queue *q) {
+	if (q->ahead_on && q->ahead_n == 0 && q->rx_want != 0 &&
+			q->rx_gen == ldaf_thread_gen && q->rx_gen != 0) {
+		uint64_t b;
+		uint16_t na = ldaf_rx_fill(q, q->ahead, q->rx_want, &b);
+		q->ahead_off = 0;
+		q->ahead_n = na;
+		q->ahead_bytes = b;
+	}
+}
+
 static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 	struct ldaf_queue *q = (struct ldaf_queue *)qp;
 	const struct ldaf_gopkt *const *pk = (const struct ldaf_gopkt *const *)txp;
@@ -278,7 +321,7 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 	}
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
 	if (nb && q->tx_stamp)
-		q->tx_ns = ldaf_realtime_ns(); // the frames were handed to the PMD by now
+		q->tx_ns = ldaf_tx_now(q); // the frames were handed to the PMD by now
 	if (unlikely(nb < k)) {
 		for (uint16_t i = nb; i < k; i++) {
 			struct rte_mbuf *m = q->mbufs[i];
@@ -292,14 +335,7 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 	q->foreign = foreign;
 	q->tx_pkts += nb;
 	q->tx_bytes += bytes;
-	if (q->ahead_on && q->ahead_n == 0 && q->rx_want != 0 &&
-			q->rx_gen == ldaf_thread_gen && q->rx_gen != 0) {
-		uint64_t b;
-		uint16_t na = ldaf_rx_fill(q, q->ahead, q->rx_want, &b);
-		q->ahead_off = 0;
-		q->ahead_n = na;
-		q->ahead_bytes = b;
-	}
+	ldaf_rx_ahead(q);
 	return nb;
 }
 

@@ -1,0 +1,140 @@
+//go:build dpdk
+
+package dpdk
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/classifier"
+)
+
+// identSeeds are frames of every kind the fast paths and the general path
+// see: IPv4 and IPv6 TCP (SYN and not) and UDP, multicast and link-local
+// destinations, non-IP frames long and short, 802.3 lengths, VLAN tags,
+// link-local and control EtherTypes, fragments, options, truncated and
+// malformed headers.
+func identSeeds() [][]byte {
+	var out [][]byte
+	eth := func(dst0 byte, et uint16, payload []byte) []byte {
+		f := make([]byte, 14, 14+len(payload))
+		f[0], f[5], f[6], f[11] = dst0, 2, 0x02, 1
+		binary.BigEndian.PutUint16(f[12:], et)
+		return append(f, payload...)
+	}
+	v4 := func(proto byte, total int, frag uint16, ihl byte, dst [4]byte, l4 []byte) []byte {
+		h := make([]byte, 20, 20+len(l4))
+		h[0] = 0x40 | ihl
+		h[1] = 0xb8
+		binary.BigEndian.PutUint16(h[2:], uint16(total))
+		binary.BigEndian.PutUint16(h[4:], 0x1234)
+		binary.BigEndian.PutUint16(h[6:], frag)
+		h[8], h[9] = 64, proto
+		copy(h[12:], []byte{10, 0, 0, 1})
+		copy(h[16:], dst[:])
+		return append(h, l4...)
+	}
+	v6 := func(nh byte, plen int, dst0 byte, l4 []byte) []byte {
+		h := make([]byte, 40, 40+len(l4))
+		h[0], h[1], h[2], h[3] = 0x6a, 0xbc, 0xde, 0xf0
+		binary.BigEndian.PutUint16(h[4:], uint16(plen))
+		h[6], h[7] = nh, 64
+		h[8], h[23] = 0x20, 1
+		h[24], h[25], h[39] = dst0, 0x02, 2
+		return append(h, l4...)
+	}
+	l4 := func(n int, flags byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + 3)
+		}
+		if n > 13 {
+			b[13] = flags
+		}
+		return b
+	}
+	uni, mc, ll := [4]byte{10, 0, 0, 2}, [4]byte{239, 1, 2, 3}, [4]byte{224, 0, 0, 5}
+	for _, proto := range []byte{6, 17, 1, 132} {
+		for _, fl := range []byte{0x10, 0x02} {
+			out = append(out, eth(0, 0x0800, v4(proto, 20+64, 0, 5, uni, l4(64, fl))))
+			out = append(out, eth(0, 0x86DD, v6(proto, 64, 0x20, l4(64, fl))))
+		}
+	}
+	out = append(out,
+		eth(1, 0x0800, v4(17, 84, 0, 5, mc, l4(64, 0))),      // IPv4 multicast
+		eth(1, 0x0800, v4(17, 84, 0, 5, ll, l4(64, 0))),      // IPv4 link-local multicast
+		eth(0x01, 0x86DD, v6(17, 64, 0xff, l4(64, 0))),       // IPv6 multicast ff02::
+		eth(0, 0x0800, v4(6, 84, 0x2000, 5, uni, l4(64, 0))), // first fragment
+		eth(0, 0x0800, v4(6, 84, 0x0010, 5, uni, l4(64, 0))), // later fragment
+		eth(0, 0x0800, v4(6, 88, 0, 6, uni, l4(68, 0))),      // options
+		eth(0, 0x0800, v4(6, 40, 0, 5, uni, l4(20, 0))),      // short L4 (general path)
+		eth(0, 0x0800, v4(6, 200, 0, 5, uni, l4(64, 0))),     // truncated
+		eth(0, 0x0800, v4(6, 84, 0, 5, uni, l4(64, 0))[:30]), // cut header
+		eth(0, 0x86DD, v6(0, 64, 0x20, l4(64, 0))),           // extension header
+		eth(0, 0x8100, append([]byte{0, 5, 0x08, 0}, v4(6, 84, 0, 5, uni, l4(64, 0))...)),
+		eth(0, 0x0806, l4(46, 0)),   // ARP
+		eth(0, 0x88B5, l4(60, 0)),   // control
+		eth(0, 0x88CC, l4(60, 0)),   // LLDP
+		eth(1, 0x0042, l4(60, 0)),   // 802.3 length, group MAC
+		eth(0, 0x1234, l4(60, 0)),   // other EtherType
+		eth(0, 0x1234, l4(20, 0)),   // short other
+		eth(0, 0, make([]byte, 50)), // net_null's frame
+		make([]byte, 64),
+		make([]byte, 13),
+		nil,
+	)
+	stp := eth(1, 0x0026, l4(50, 0))
+	copy(stp, []byte{0x01, 0x80, 0xC2, 0, 0, 0})
+	out = append(out, stp)
+	return out
+}
+
+// FuzzIdentC feeds arbitrary frames to the C fast path's identity
+// (ldaf_ident, measure.h) and to the Go parser: C must take exactly the
+// frames classifier's fast paths take that a sender lane records as they
+// are (no truncated, malformed, control or link-local flag), and hash
+// them alike; every other frame it must leave to the Go lane.
+func FuzzIdentC(f *testing.F) {
+	for _, s := range identSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) > 65535 {
+			frame = frame[:65535] // an mbuf's data_len
+		}
+		checkIdent(t, frame)
+	})
+}
+
+const identSpecial = classifier.FlagTruncated | classifier.FlagMalformed | classifier.FlagControl | classifier.FlagLinkLocal
+
+func checkIdent(t *testing.T, frame []byte) {
+	t.Helper()
+	h, ok := cIdent(frame)
+	var m classifier.Meta
+	fast := classifier.ParseFastOnly(frame, &m, classifier.LevelIdentity)
+	want := fast && m.Flags&identSpecial == 0
+	if ok != want {
+		t.Fatalf("frame %x: C takes it %v, Go's fast path %v with flags %#x", frame, ok, fast, m.Flags)
+	}
+	var full classifier.Meta
+	classifier.ParseLevel(frame, &full, classifier.LevelIdentity)
+	if ok && (h != full.Hash || full.Flags&identSpecial != 0) {
+		t.Fatalf("frame %x: C hash %#x, Go %#x (flags %#x)", frame, h, full.Hash, full.Flags)
+	}
+}
+
+// TestIdentCSeeds runs FuzzIdentC's seeds and checks that C takes the
+// common frames (IPv4/IPv6 TCP and UDP, non-IP) itself.
+func TestIdentCSeeds(t *testing.T) {
+	taken := 0
+	for _, s := range identSeeds() {
+		checkIdent(t, s)
+		if _, ok := cIdent(s); ok {
+			taken++
+		}
+	}
+	if taken < 8 {
+		t.Errorf("C took %d seed frames, want at least the 8 TCP/UDP ones", taken)
+	}
+}

@@ -1,0 +1,265 @@
+//go:build dpdk
+
+package dpdk
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// measureRun is one sender lane between two net_ring loopback ports (what
+// a port transmits it receives again): frames loaded into a's ring go
+// through the lane to b's ring, where the test reads them back.
+type measureRun struct {
+	a, b    *Port
+	lane    *dataplane.Lane
+	buf     *dataplane.SynBuffer
+	epoch   atomic.Uint64
+	clock   uint64
+	out     [][]byte // frames out of b's ring, in order
+	scratch []*dataplane.Packet
+}
+
+// measurePorts opens the two net_ring ports, with small pools: closed
+// ports' pools last until Cleanup, and the package's tests share EAL's
+// memory.
+func measurePorts(t *testing.T, name int) (a, b *Port) {
+	t.Helper()
+	cfg := Config{RxDesc: 512, TxDesc: 512, Mbufs: 2048}
+	var err error
+	cfg.Index = 0
+	if a, err = Open(fmt.Sprintf("dpdk:net_ring%d", name), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	cfg.Index = 1
+	if b, err = Open(fmt.Sprintf("dpdk:net_ring%d", name+1), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// newMeasureRun is a run on ports a and b, empty, whose transmit stamps
+// start over.
+func newMeasureRun(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool) *measureRun {
+	t.Helper()
+	r := &measureRun{a: a, b: b, scratch: newPackets(32)}
+	var err error
+	r.b.queues[0].fakeTxClock(5_000_000_000, 7)
+	cl, err := classifier.NewClassifier(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.buf, err = dataplane.NewSynBuffer(dataplane.SynConfig{LDA: lda, Classes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.epoch.Store(1)
+	r.clock = 1_000_000_000
+	r.lane, err = dataplane.NewLane(dataplane.LaneConfig{Rx: r.a, Tx: r.b, Role: dataplane.RoleSender,
+		Classifier: cl, Buffer: r.buf, Epoch: &r.epoch, NoFastPath: !fast,
+		Clock: func() uint64 { r.clock += 1000; return r.clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.lane.FastPath() != fast {
+		t.Fatalf("lane fast path %v, want %v", r.lane.FastPath(), fast)
+	}
+	return r
+}
+
+// load puts frames into p's loopback ring.
+func (r *measureRun) load(t *testing.T, p *Port, frames [][]byte) {
+	t.Helper()
+	for len(frames) > 0 {
+		n := p.Alloc(r.scratch[:min(len(frames), 32)])
+		if n == 0 {
+			t.Fatal("no mbufs")
+		}
+		for i, q := range r.scratch[:n] {
+			q.Data = q.Data[:copy(q.Data[:cap(q.Data)], frames[i])]
+		}
+		if m := p.TxBurst(r.scratch[:n]); m != n {
+			t.Fatalf("loading %s: ring took %d of %d", p.Name(), m, n)
+		}
+		frames = frames[n:]
+	}
+}
+
+// drain reads up to max frames out of b's ring into out (all: max < 0).
+func (r *measureRun) drain(max int) {
+	for max != 0 {
+		want := 32
+		if max > 0 {
+			want = min(want, max)
+		}
+		n := r.b.RxBurst(r.scratch[:want])
+		if n == 0 {
+			return
+		}
+		for _, p := range r.scratch[:n] {
+			r.out = append(r.out, append([]byte(nil), p.Data...))
+		}
+		r.b.Free(r.scratch[:n])
+		if max > 0 {
+			max -= n
+		}
+	}
+}
+
+func (r *measureRun) poll(n int) {
+	for i := 0; i < n; i++ {
+		r.lane.Poll()
+	}
+}
+
+// script runs the same frame sequence through a run: full bursts of
+// frames the fast path takes, bursts with frames it must hand back, a
+// partial burst, interval ends between them, and a tx port that refuses
+// part of a burst.
+func (r *measureRun) script(t *testing.T, plain, mixed [][]byte) {
+	r.load(t, r.a, plain[:320])
+	r.poll(20)
+	r.drain(-1)
+	r.epoch.Store(2) // frames before here in interval 1, after in 2
+	r.load(t, r.a, mixed)
+	r.poll(40)
+	r.drain(-1)
+	r.load(t, r.a, plain[320:340]) // a partial burst: waits DrainNs
+	r.poll(200)
+	r.drain(-1)
+	r.epoch.Store(3)
+	// Fill b's ring but for 40 slots: the lane's second burst is taken
+	// in part.
+	junk := make([][]byte, 0, 2048)
+	for i := 0; i < 2048; i++ {
+		junk = append(junk, []byte{0xee, byte(i), byte(i >> 8), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0})
+	}
+	for {
+		n := r.b.Alloc(r.scratch[:1])
+		if n != 1 {
+			t.Fatal("no mbufs")
+		}
+		p := r.scratch[0]
+		p.Data = p.Data[:copy(p.Data[:cap(p.Data)], junk[len(r.out)%len(junk)])]
+		if r.b.TxBurst(r.scratch[:1]) != 1 {
+			r.b.Free(r.scratch[:1])
+			break
+		}
+	}
+	r.drain(40)
+	r.load(t, r.a, plain[340:404])
+	r.poll(3)
+	r.drain(-1)
+	r.poll(10)
+	r.drain(-1)
+	r.epoch.Store(4)
+	r.poll(2)
+	r.drain(-1)
+}
+
+// TestSenderFastPathIsGoLane runs one frame sequence through a sender lane
+// on the Go path and through one on the C fast path (ldaf_measure): the
+// LDA of every interval (byte for byte), the copies' counters, the lane's
+// counters and the frames out of the tx port, in order, must be the same.
+// Two LDA shapes: the default (digests, a bank sampling every frame) and
+// one without digests whose banks sample 2^-1 and 2^-3, so that most
+// frames land in the cover bank.
+func TestSenderFastPathIsGoLane(t *testing.T) {
+	needEAL(t)
+	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
+	var plain [][]byte
+	for i := uint64(0); i < 404; i++ {
+		plain = append(plain, g.Frame(make([]byte, 100), i))
+	}
+	var mixed [][]byte
+	seeds := identSeeds()
+	for i := 0; i < 200; i++ {
+		mixed = append(mixed, g.Frame(make([]byte, 100), 1000+uint64(i)))
+		if i%5 == 0 {
+			s := seeds[(i/5)%len(seeds)]
+			if len(s) > 0 {
+				mixed = append(mixed, s)
+			}
+		}
+	}
+	a, b := measurePorts(t, 40)
+	sparse := synopsis.LDAConfig{Banks: []synopsis.BankConfig{{Rows: 64, SampleLog2: 1}, {Rows: 32, SampleLog2: 3}}}
+	for _, c := range []struct {
+		name string
+		lda  synopsis.LDAConfig
+	}{{"default", synopsis.DefaultLDAConfig()}, {"sparse-nodigest", sparse}} {
+		t.Run(c.name, func(t *testing.T) { checkFastIsGo(t, a, b, c.lda, plain, mixed) })
+	}
+}
+
+func checkFastIsGo(t *testing.T, a, b *Port, lda synopsis.LDAConfig, plain, mixed [][]byte) {
+	goRun := newMeasureRun(t, a, b, lda, false)
+	ga0, gb0 := a.Stats(), b.Stats()
+	goRun.script(t, plain, mixed)
+	for _, l := range []*dataplane.Lane{goRun.lane} {
+		l.Drain()
+	}
+	goRun.drain(-1)
+	ga, gb := a.Stats(), b.Stats()
+	cRun := newMeasureRun(t, a, b, lda, true)
+	cRun.script(t, plain, mixed)
+	cRun.lane.Drain()
+	cRun.drain(-1)
+	ca, cb := a.Stats(), b.Stats()
+
+	if n := cRun.lane.Stats.FastBursts.Load(); n < 10 {
+		t.Errorf("the fast path took %d bursts, want at least 10", n)
+	}
+	if n := goRun.lane.Stats.FastBursts.Load(); n != 0 {
+		t.Errorf("the Go lane took %d fast bursts", n)
+	}
+	for i := range goRun.buf.Sets {
+		gs, cs := goRun.buf.Sets[i], cRun.buf.Sets[i]
+		ge, _ := gs.LDA[0].MarshalBinary()
+		ce, _ := cs.LDA[0].MarshalBinary()
+		if !bytes.Equal(ge, ce) {
+			t.Errorf("copy %d: LDA encodings differ (Go %d frames, C %d)", i, gs.LDA[0].Count(), cs.LDA[0].Count())
+		}
+		if gs.Frames != cs.Frames || gs.Bytes != cs.Bytes || gs.StampErrNs != cs.StampErrNs ||
+			gs.FirstK != cs.FirstK || gs.LastK != cs.LastK || gs.StartNs != cs.StartNs || gs.EndNs != cs.EndNs {
+			t.Errorf("copy %d: Go %+v, C %+v", i, *gs, *cs)
+		}
+		t.Logf("copy %d: %d frames recorded, k %d..%d", i, gs.Frames, gs.FirstK, gs.LastK)
+	}
+	type counters struct {
+		rx, tx, rxb, rec, mal, passed, excl, flips, dropped uint64
+	}
+	get := func(l *dataplane.Lane) counters {
+		s := &l.Stats
+		return counters{s.RxFrames.Load(), s.TxFrames.Load(), s.RxBytes.Load(), s.Recorded.Load(), s.Malformed.Load(),
+			s.ControlPassed.Load(), s.Excluded.Load(), s.Flips.Load(), s.TxDropped.Load()}
+	}
+	if a, b := get(goRun.lane), get(cRun.lane); a != b {
+		t.Errorf("lane counters: Go %+v, C %+v", a, b)
+	} else {
+		t.Logf("lane counters %+v, fast bursts %d", a, cRun.lane.Stats.FastBursts.Load())
+	}
+	// The ports' counters over each run.
+	if ga.RxPackets-ga0.RxPackets != ca.RxPackets-ga.RxPackets || ga.RxBytes-ga0.RxBytes != ca.RxBytes-ga.RxBytes {
+		t.Errorf("rx port: Go %+v, C %+v (before: %+v)", ga, ca, ga0)
+	}
+	if gb.TxPackets-gb0.TxPackets != cb.TxPackets-gb.TxPackets || gb.TxBytes-gb0.TxBytes != cb.TxBytes-gb.TxBytes {
+		t.Errorf("tx port: Go %+v, C %+v (before: %+v)", gb, cb, gb0)
+	}
+	if len(goRun.out) != len(cRun.out) {
+		t.Fatalf("%d frames out of the Go lane, %d out of the C path", len(goRun.out), len(cRun.out))
+	}
+	for i := range goRun.out {
+		if !bytes.Equal(goRun.out[i], cRun.out[i]) {
+			t.Fatalf("frame %d out: Go %x, C %x", i, goRun.out[i], cRun.out[i])
+		}
+	}
+}
