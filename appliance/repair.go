@@ -179,13 +179,17 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 // starting room: the first of them covers the time before the traffic
 // began (a start cut it short, the generator may not have run yet), and
 // the copy it sizes records an interval of full traffic three intervals
-// later.
+// later. The room is half as much again as the packets seen: Reserve
+// leaves twice the room, so a copy that ends up holding two intervals
+// (an End marker lost) still keeps every packet, and its cache can tell
+// the neighbouring intervals which of their lost packets crossed
+// (spanEvidence).
 func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
-	room := offered
+	room := offered + offered/2
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	if set.EndNs > set.StartNs && set.FirstK == set.LastK {
-		if span := set.EndNs - set.StartNs; span < iv && offered < math.MaxUint64/iv {
-			room = offered * iv / span
+		if span := set.EndNs - set.StartNs; span < iv && room < math.MaxUint64/iv {
+			room = room * iv / span
 		}
 	}
 	if set.LastK < c.startK+startSizings && len(set.RDA) > 0 {
