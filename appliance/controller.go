@@ -625,6 +625,11 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
 			c.emitInvalid(r, rc.lda[m].Count(), partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class"))
+			if rc.rda != nil {
+				// A partial bundle may carry the class's RDA without its
+				// LDA: the RDA line stands on its own.
+				c.pairRDA(b, rc, m)
+			}
 			continue
 		}
 		h, body, err := parsePayload(payload)

@@ -246,7 +246,7 @@ func TestFaults(t *testing.T) {
 			last := x + 3
 			for _, r := range lines {
 				if r.Interval >= x+1 && r.Interval <= x+3 && !r.Valid &&
-					strings.HasSuffix(r.Reason, " lost") && !fp.faulted[uint64(r.Interval)] {
+					controlLost(r.Reason) && !fp.faulted[uint64(r.Interval)] {
 					t.Logf("interval %d: the segment lost a control frame the fault port passed (%s)", r.Interval, r.Reason)
 					last++
 					if r.Reason == control.ReasonEndLost.String() {
@@ -270,7 +270,7 @@ func TestFaults(t *testing.T) {
 				// prove its loss).
 				last := x + 2
 				for _, r := range lines {
-					if r.Interval == x+1 && !r.Valid && strings.HasSuffix(r.Reason, " lost") {
+					if r.Interval == x+1 && !r.Valid && controlLost(r.Reason) {
 						last = x + 3
 					}
 				}
@@ -391,16 +391,17 @@ func TestControlCopies(t *testing.T) {
 }
 
 // TestPartialBundle: at one control copy, the segment loses every
-// fragment of interval X's RDA and the first copy of interval X+1's End
-// marker. X goes out partial: its LDA line is measured and valid, its RDA
-// line is invalid naming the lost part; X+1 is cut by the End marker's
-// second copy (End markers go at least twice) and is valid.
+// fragment of interval X's RDA, the first copy of interval X+1's End
+// marker and every fragment of X+2's LDA. X goes out partial: its LDA
+// line is measured and valid, its RDA line is invalid naming the lost
+// part; X+1 is cut by the End marker's second copy (End markers go at
+// least twice) and is valid; X+2's RDA line stands without its LDA.
 func TestPartialBundle(t *testing.T) {
 	if raceEnabled {
 		t.Skip("judges timing")
 	}
 	rda := synopsis.DefaultRDAConfig()
-	var droppedFrags, droppedEnd int
+	var droppedFrags, droppedEnd, droppedLDA int
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
 		switch {
 		case f.Interval == first+3 && f.Type == control.TypeFragment && f.Kind == control.KindRDA:
@@ -409,15 +410,18 @@ func TestPartialBundle(t *testing.T) {
 		case f.Interval == first+4 && f.Type == control.TypeEnd && droppedEnd == 0:
 			droppedEnd++
 			return drop
+		case f.Interval == first+5 && f.Type == control.TypeFragment && f.Kind == control.KindLDA:
+			droppedLDA++
+			return drop
 		}
 		return pass
 	}}
 	lines, sum := faultDemo(t, fp, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, 1)
-	if droppedFrags == 0 || droppedEnd == 0 {
-		t.Fatalf("the faults did not happen (RDA fragments %d, End %d)", droppedFrags, droppedEnd)
+	if droppedFrags == 0 || droppedEnd == 0 || droppedLDA == 0 {
+		t.Fatalf("the faults did not happen (RDA fragments %d, End %d, LDA fragments %d)", droppedFrags, droppedEnd, droppedLDA)
 	}
 	x := int64(fp.first + 3)
-	var sawLDA, sawRDA, sawNext bool
+	var sawLDA, sawRDA, sawNext, sawRDAOnly bool
 	for _, r := range lines {
 		t.Logf("X%+d %s valid=%v %s sent=%d recv=%d lost=%d", r.Interval-x, r.Synopsis, r.Valid, r.Reason, r.Sent, r.Received, r.Lost)
 		switch {
@@ -436,12 +440,21 @@ func TestPartialBundle(t *testing.T) {
 			if !r.Valid {
 				t.Errorf("interval X+1 (the second copy of its End marker arrived) invalid: %s", r.Reason)
 			}
+		case r.Interval == x+2 && r.Synopsis == "lda":
+			if r.Valid || !strings.HasPrefix(r.Reason, "control fragment lost: the sender's LDA for this class") {
+				t.Errorf("interval X+2's LDA line (its part lost): valid=%v %q", r.Valid, r.Reason)
+			}
+		case r.Interval == x+2 && r.Synopsis == "rda":
+			sawRDAOnly = true
+			if !r.Valid || r.Sent == 0 {
+				t.Errorf("interval X+2's RDA line (its part arrived, the LDA's did not): valid=%v %s", r.Valid, r.Reason)
+			}
 		case !r.Valid && !(r.Sent == 0 && r.Received == 0) && r.Reason != appliance.ReasonWarmup:
 			t.Errorf("interval X%+d %s invalid: %s", r.Interval-x, r.Synopsis, r.Reason)
 		}
 	}
-	if !sawLDA || !sawRDA || !sawNext {
-		t.Errorf("lines of X missing: lda %v rda %v, X+1 %v", sawLDA, sawRDA, sawNext)
+	if !sawLDA || !sawRDA || !sawNext || !sawRDAOnly {
+		t.Errorf("lines missing: X lda %v rda %v, X+1 %v, X+2 rda %v", sawLDA, sawRDA, sawNext, sawRDAOnly)
 	}
 	if sum.Valid < 5 {
 		t.Errorf("%d valid intervals", sum.Valid)
@@ -518,4 +531,11 @@ func TestEndLostSpanEvidence(t *testing.T) {
 			t.Errorf("X%+d %s: valid=%v %s, true loss %v: want valid with loss, its crossings checked in the spanning copy", r.Interval-x, r.Synopsis, r.Valid, r.Reason, deref(r.TrueLost))
 		}
 	}
+}
+
+// controlLost says whether an interval's reason is a control frame the
+// segment lost: an End marker or a fragment (of the whole interval, or of
+// one part: a partial bundle's "control fragment lost: the sender's …").
+func controlLost(reason string) bool {
+	return strings.HasSuffix(reason, " lost") || strings.HasPrefix(reason, control.ReasonFragmentLost.String())
 }
