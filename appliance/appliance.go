@@ -165,10 +165,9 @@ const (
 	MinInterval = 10 * time.Millisecond
 	// MinEndCopies is the fewest copies of each End marker a sender lane
 	// sends. A lost End marker costs more than its own interval (the
-	// receiver's copy then spans two intervals, and the crossing checks of
-	// both neighbours lose their evidence), and a copy costs one 60-byte
-	// frame an interval: with uniform loss p, two copies back to back fail
-	// with p² instead of p.
+	// receiver's copy then spans two intervals), and a copy costs one
+	// 104-byte frame an interval: with uniform loss p, two copies back to
+	// back fail with p² instead of p.
 	MinEndCopies = 2
 	// MaxControlCopies bounds Config.ControlCopies: each copy costs the
 	// whole control traffic again.
