@@ -880,43 +880,111 @@ func (c *controller) release(k uint64) {
 	c.flush()
 }
 
-// movedBetweenClasses says whether packets may have changed class inside
-// the segment: true unless every class's RDA decode of the interval is
-// complete and no identity decoded as extra in one class is decoded as
-// lost in another (a remarked packet is exactly that).
-func movedBetweenClasses(ev *evidence) bool {
-	if ev == nil || len(ev.rda) == 0 {
+// classMoves counts, from the RDA decodes, the packets that changed
+// class inside the segment around interval k: out[m], identities decoded
+// lost in class m of k that the receiver recorded as extra in another
+// class of k, k-1 or k+1 (a remarked packet, possibly also reordered
+// past an End marker); in[m], identities decoded extra in class m of k
+// that are lost in another class of k, k-1 or k+1. known is false when
+// any class's decode of k is missing or incomplete: the decodes cannot
+// then name every move, and the estimates' heuristic decides
+// (synopsis.ClassChanges). A neighbour is searched when every class's
+// decode of it is complete. One that is not (never paired, a spanning
+// copy, a partial decode) cannot show a packet of k that moved class and
+// crossed that boundary: where k shows moves of its own (the segment
+// remarks), known is false then too; where it shows none, the
+// neighbour's lines answer for their own crossings.
+func classMoves(prev, cur, next *evidence) (out, in []int, known bool) {
+	complete := func(ev *evidence) bool {
+		if ev == nil || len(ev.rda) == 0 || (cur != nil && len(ev.rda) != len(cur.rda)) {
+			return false
+		}
+		for _, d := range ev.rda {
+			if d == nil || !d.Complete {
+				return false
+			}
+		}
 		return true
 	}
-	lost := map[uint64]int{}
-	for m, d := range ev.rda {
-		if d == nil || !d.Complete {
-			return true
-		}
-		for _, id := range d.Lost {
-			lost[id] = m
+	if !complete(cur) {
+		return nil, nil, false
+	}
+	searched := []*evidence{cur}
+	unsearched := false
+	for _, ev := range []*evidence{prev, next} {
+		switch {
+		case ev != nil && ev.nothing: // nothing recorded after k: nothing crossed
+		case complete(ev):
+			searched = append(searched, ev)
+		default:
+			unsearched = true
 		}
 	}
-	for m, d := range ev.rda {
-		for _, id := range d.Extra {
-			if o, ok := lost[id]; ok && o != m {
-				return true
+	lostIn := map[uint64][]int{}  // identity → classes it was decoded lost in
+	extraIn := map[uint64][]int{} // identity → classes it was decoded extra in
+	for _, ev := range searched {
+		for m, d := range ev.rda {
+			for _, id := range d.Lost {
+				lostIn[id] = append(lostIn[id], m)
+			}
+			for _, id := range d.Extra {
+				extraIn[id] = append(extraIn[id], m)
 			}
 		}
 	}
-	return false
+	other := func(cs []int, m int) bool {
+		for _, o := range cs {
+			if o != m {
+				return true
+			}
+		}
+		return false
+	}
+	classes := len(cur.rda)
+	out, in = make([]int, classes), make([]int, classes)
+	moves := 0
+	for m, d := range cur.rda {
+		for _, id := range d.Lost {
+			if other(extraIn[id], m) {
+				out[m]++
+				moves++
+			}
+		}
+		for _, id := range d.Extra {
+			if other(lostIn[id], m) {
+				in[m]++
+				moves++
+			}
+		}
+	}
+	if unsearched && moves > 0 {
+		return nil, nil, false
+	}
+	return out, in, true
 }
 
 // classChanges: packets that changed class inside the segment show only
-// across the interval's classes (synopsis.ClassChanges), so every line of
-// the interval waits for that pass.
-func (c *controller) classChanges(held []heldLine, ev *evidence) {
+// across the interval's classes, so every line of the interval waits for
+// that pass. Where every class's RDA decode of the interval and of its
+// neighbours is complete, the decodes name each packet that moved
+// (classMoves) and exactly the classes it left and entered are invalid;
+// otherwise the estimates' heuristic (synopsis.ClassChanges) marks every
+// class with extras and every class with loss beside them.
+func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 	names := c.a.cfg.Classifier.Names()
-	if len(names) > 1 && !movedBetweenClasses(ev) {
-		// Every class's RDA decoded completely and no identity decoded as
-		// extra in one class is lost in another: nothing changed class
-		// (a class's extras are its own duplicates or late packets, which
-		// its own lines answer for).
+	if len(names) < 2 {
+		return
+	}
+	if out, in, known := classMoves(prev, cur, next); known {
+		for _, h := range held {
+			if h.flow != nil || h.e == nil || h.mec >= len(out) || (h.r.Synopsis != "lda" && h.r.Synopsis != "rda") {
+				continue
+			}
+			why := movedReason(names, h.mec, out[h.mec], in[h.mec])
+			if why != "" && (h.r.Valid || h.r.Reason == h.e.Reason) {
+				h.r.Valid, h.r.Reason = false, why
+			}
+		}
 		return
 	}
 	for _, kind := range []string{"lda", "rda"} {
@@ -935,6 +1003,26 @@ func (c *controller) classChanges(held []heldLine, ev *evidence) {
 			}
 		}
 	}
+}
+
+// movedReason is the reason of class m's lines when the RDA decodes
+// found out packets of m recorded in another class and in packets of
+// another class recorded in m ("" when neither).
+func movedReason(names []string, m, out, in int) string {
+	if out == 0 && in == 0 {
+		return ""
+	}
+	why := "packets changed class inside the segment (DSCP remarked, VLAN retagged?):"
+	if out > 0 {
+		why += fmt.Sprintf(" %d sent in class %s were recorded in another class (counted lost here)", out, names[m])
+	}
+	if out > 0 && in > 0 {
+		why += ";"
+	}
+	if in > 0 {
+		why += fmt.Sprintf(" %d recorded in class %s were sent in another class", in, names[m])
+	}
+	return why
 }
 
 // pairLDS reports the largest flows of the interval, one line each.

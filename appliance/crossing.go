@@ -230,7 +230,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	}
 	c.crossedInto(h)
 	c.receiverDropped(h)
-	c.classChanges(h.lines, &h.ev)
+	c.classChanges(h.lines, prev, &h.ev, next)
 }
 
 // receiverDropped makes h's lines with loss invalid when the

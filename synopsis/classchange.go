@@ -43,14 +43,26 @@ func ClassChanges(es []*Estimate, names []string) []string {
 	if into < 0 {
 		return why
 	}
-	from := -1 // a class with loss other than into (any with extras may have lost some too)
+	// A class with loss is suspect when some other class has extras: the
+	// packets it lost may be there. (Not only the class with the most
+	// extras: a class that lost packets to remarking may itself hold the
+	// most extras, its own duplicates.)
+	extraElsewhere := func(m int) bool {
+		for o, e := range es {
+			if o != m && e != nil && e.Extra > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	suspect := false
 	for m, e := range es {
-		if m != into && lossy(e) {
-			from = m
+		if lossy(e) && extraElsewhere(m) {
+			suspect = true
 			break
 		}
 	}
-	if from < 0 {
+	if !suspect {
 		return why
 	}
 	why = make([]string, len(es))
@@ -61,7 +73,7 @@ func ClassChanges(es []*Estimate, names []string) []string {
 		case e == nil:
 		case e.Extra > 0:
 			why[m] = moved
-		case lossy(e):
+		case lossy(e) && extraElsewhere(m):
 			why[m] = moved + "; the " + strconv.FormatUint(lossOf(e), 10) + " lost here may be among them"
 		}
 	}

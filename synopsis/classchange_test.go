@@ -107,4 +107,12 @@ func TestClassChangesPure(t *testing.T) {
 	if !strings.Contains(w[0], "3+ in class all") || !strings.Contains(w[2], "the 2 lost here") {
 		t.Errorf("reasons %q", w)
 	}
+	// The class that lost packets to remarking holds the most extras
+	// itself (its own duplicates): it is still suspect, the class the
+	// packets moved into had extras too.
+	c2 := &Estimate{Sent: 20, Received: 21, Extra: 5, Lost: 4}
+	w = ClassChanges([]*Estimate{e(10, 12, 2), c2}, []string{"all", "c2"})
+	if len(w) != 2 || w[0] == "" || w[1] == "" {
+		t.Fatalf("lossy class with the most extras: reasons %q", w)
+	}
 }
