@@ -19,6 +19,10 @@ func FuzzParseFrame(f *testing.F) {
 	for _, fr := range intervalFrames(f, s, 9, makeParts(9, twoParts, 300, 0)) {
 		f.Add(fr)
 	}
+	// An End marker with per-class counts.
+	if w, err := s.NewEndWriter(0); err == nil {
+		f.Add(w.AppendEnd(nil, 10, &End{StartNs: 1, EndNs: 2, Frames: 300 + 7, Classes: []uint64{300, 0, 7}}))
+	}
 	known := []error{ErrNotControl, ErrTruncated, ErrBadMagic, ErrBadVersion, ErrBadHeader, ErrBadPayload}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame

@@ -53,7 +53,11 @@ type IntervalBundle struct {
 	EndNs     int64  // latest lane end
 	Frames    uint64 // data frames the sender recorded, all lanes
 	Bytes     uint64 // their bytes
-	Hello     *Hello // the session's configuration (shared, read-only)
+	// ClassFrames[m] is the data frames the sender recorded in class m,
+	// all lanes, from the End markers; nil when some lane's marker carried
+	// no per-class counts (or the lanes disagree on the number of classes).
+	ClassFrames []uint64
+	Hello       *Hello // the session's configuration (shared, read-only)
 	// Payloads holds one encoded synopsis per announced part. The slices
 	// are owned by the bundle.
 	Payloads map[PartKey][]byte
@@ -269,7 +273,7 @@ func (a *reassembler) addEnd(k uint64, e *End, nowNs int64, frameLen int) {
 		a.fail(st, ReasonOversize, fmt.Sprintf("more than %d lanes", a.cfg.MaxParts))
 		return
 	}
-	if !a.charge(st, EndPayloadLen) {
+	if !a.charge(st, e.EndLen()) {
 		return
 	}
 	st.ends[e.Lane] = *e
@@ -387,6 +391,24 @@ func (a *reassembler) partial(st *intervalState) bool {
 	return true
 }
 
+// classFrames sums the lanes' per-class counts; nil unless every lane
+// sent them for the same number of classes.
+func classFrames(ends map[uint16]End) []uint64 {
+	var sum []uint64
+	for _, e := range ends {
+		if len(e.Classes) == 0 || (sum != nil && len(e.Classes) != len(sum)) {
+			return nil
+		}
+		if sum == nil {
+			sum = make([]uint64, len(e.Classes))
+		}
+		for m, c := range e.Classes {
+			sum[m] += c
+		}
+	}
+	return sum
+}
+
 // emit hands st on as a bundle of the parts that are whole, naming the
 // others in Missing.
 func (a *reassembler) emit(st *intervalState) {
@@ -394,6 +416,7 @@ func (a *reassembler) emit(st *intervalState) {
 	b := &IntervalBundle{Session: a.session, Direction: a.direction, Interval: st.k, Hello: h,
 		Payloads: make(map[PartKey][]byte, len(h.Parts)), ControlFrames: st.frames, ControlBytes: st.wireBytes}
 	b.StartNs, b.EndNs = st.bounds()
+	b.ClassFrames = classFrames(st.ends)
 	for _, e := range st.ends {
 		b.Frames += e.Frames
 		b.Bytes += e.Bytes

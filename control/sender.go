@@ -201,6 +201,15 @@ func (s *Sender) IntervalBytes(lanes int, payloadSizes ...int) int {
 	return total
 }
 
+// EndFrameLenFor is the largest End frame with per-class counts for
+// classes classes (bytes): what a lane's End buffer must hold.
+func EndFrameLenFor(classes int) int {
+	if classes <= 0 {
+		return EndFrameLen
+	}
+	return Overhead + EndPayloadLen + binary.MaxVarintLen16 + min(classes, MaxEndClasses)*binary.MaxVarintLen64
+}
+
 // EndWriter builds End markers for one sender lane (a worker and its
 // transmit queue). Each worker owns one: it holds its own HMAC state, so
 // AppendEnd takes no lock and allocates nothing.
@@ -208,7 +217,7 @@ type EndWriter struct {
 	s    *Sender
 	auth *Authenticator
 	lane uint16
-	pay  [EndPayloadLen]byte
+	pay  [MaxEndPayloadLen]byte
 }
 
 // NewEndWriter returns the EndWriter for lane (0 ≤ lane < Hello.Lanes). It
@@ -225,13 +234,23 @@ func (s *Sender) NewEndWriter(lane uint16) (*EndWriter, error) {
 }
 
 // AppendEnd appends the End marker of interval k for this lane to dst
-// (e.Lane is overwritten with the writer's lane). It does not allocate when
-// dst has EndFrameLen bytes of room; workers call it from the hot path into
-// a preallocated frame buffer. It cannot fail: the header it builds is
-// always valid.
+// (e.Lane is overwritten with the writer's lane). Per-class counts
+// (e.Classes) go when they fit the MTU and MaxEndClasses, else the marker
+// carries the lane's total alone. It does not allocate when dst has
+// EndFrameLenFor(len(e.Classes)) bytes of room; workers call it once an
+// interval into a preallocated frame buffer. It cannot fail: the header
+// it builds is always valid.
 func (w *EndWriter) AppendEnd(dst []byte, k uint64, e *End) []byte {
 	e.Lane = w.lane
-	p := e.AppendBinary(w.pay[:0])
+	p := w.pay[:0]
+	if len(e.Classes) > MaxEndClasses || e.EndLen() > w.s.cfg.MTU-HeaderLen-TagLen {
+		classes := e.Classes
+		e.Classes = nil
+		p = e.AppendBinary(p)
+		e.Classes = classes
+	} else {
+		p = e.AppendBinary(p)
+	}
 	h := Header{Type: TypeEnd, Session: w.s.cfg.Session, Interval: k, Seq: w.s.nextSeq(), FragCount: 1, Direction: w.s.cfg.Direction}
 	out, _ := AppendFrame(dst, w.auth, w.s.cfg.SrcMAC, &h, p)
 	return out

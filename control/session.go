@@ -27,7 +27,7 @@ func frameTime(f *Frame) (int64, bool) {
 			return int64(binary.BigEndian.Uint64(f.Payload[0:])), true
 		}
 	case TypeEnd:
-		if len(f.Payload) == EndPayloadLen {
+		if validEndLen(len(f.Payload)) {
 			return int64(binary.BigEndian.Uint64(f.Payload[8:])), true
 		}
 	}

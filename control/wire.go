@@ -45,10 +45,21 @@ const (
 	// EtherType: as many as the classifier skips.
 	MaxVLANTags = 8
 
-	// EndPayloadLen is the size of an End marker's payload (bytes).
+	// EndPayloadLen is the size of an End marker's fixed payload (bytes):
+	// the payload of an End without per-class counts.
 	EndPayloadLen = 34
-	// EndFrameLen is the size of a whole End frame (bytes).
+	// EndFrameLen is the size of a whole End frame without per-class
+	// counts (bytes).
 	EndFrameLen = Overhead + EndPayloadLen
+	// MaxEndClasses is how many per-class frame counts an End marker
+	// carries at most; a lane with more classes sends none (End.Classes).
+	MaxEndClasses = 1024
+	// MaxEndPayloadLen bounds an End payload with per-class counts: the
+	// fixed part, the class count and MaxEndClasses uvarints of at most
+	// 10 bytes. What a sender sends is also bounded by its MTU.
+	MaxEndPayloadLen = EndPayloadLen + binary.MaxVarintLen16 + MaxEndClasses*binary.MaxVarintLen64
+	// MaxEndFrameLen is the largest End frame (bytes).
+	MaxEndFrameLen = Overhead + MaxEndPayloadLen
 )
 
 // DstMAC is the destination of every control frame: a locally administered
@@ -220,7 +231,7 @@ func ParseFrame(b []byte, f *Frame) error {
 	if len(h) < n+TagLen {
 		return ErrTruncated
 	}
-	if f.Type == TypeEnd && f.PayloadLen != EndPayloadLen {
+	if f.Type == TypeEnd && !validEndLen(int(f.PayloadLen)) {
 		return ErrBadPayload
 	}
 	if (f.Type == TypeRequest || f.Type == TypeReply) && f.PayloadLen < ExchangeHeaderLen {
@@ -264,7 +275,7 @@ func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload [
 	if a.Insecure() {
 		hh.Flags |= FlagInsecure
 	}
-	if !hh.valid() || (hh.Type == TypeEnd && len(payload) != EndPayloadLen) ||
+	if !hh.valid() || (hh.Type == TypeEnd && !validEndLen(len(payload))) ||
 		((hh.Type == TypeRequest || hh.Type == TypeReply) && len(payload) < ExchangeHeaderLen) {
 		return dst, ErrBadHeader
 	}
@@ -296,29 +307,73 @@ func (h *Header) append(dst []byte) []byte {
 // End is the payload of an End-of-interval marker: what one sender lane (a
 // worker and its transmit queue) recorded in interval k. The receiver
 // cross-checks Frames against its own counts; StartNs/EndNs bound the
-// interval on the sender's clock.
+// interval on the sender's clock. Classes, when present, are the frames
+// the lane recorded in each measurement class: with the receiver's own
+// counts they give each class's loss even when every synopsis fragment of
+// the interval is lost (the End markers are the interval's most robust
+// frames: they go several times, in the data path).
 type End struct {
 	StartNs int64  // interval start, ns since the Unix epoch (sender clock)
 	EndNs   int64  // interval end, ns since the Unix epoch (sender clock)
 	Frames  uint64 // data frames this lane sent (and recorded) in the interval
 	Bytes   uint64 // their bytes
 	Lane    uint16 // the lane (worker / tx queue) that emitted the marker
+	// Classes[m] is the data frames this lane recorded in class m; nil
+	// when the marker carries no per-class counts (more classes than
+	// MaxEndClasses or than the MTU holds). Their sum is Frames.
+	Classes []uint64
 }
 
-// AppendBinary appends the 34-byte End payload. It does not allocate when
-// dst has room.
+// validEndLen says whether n bytes can be an End payload: the fixed part
+// alone, or with a class count and at least one count.
+func validEndLen(n int) bool {
+	return n == EndPayloadLen || (n >= EndPayloadLen+2 && n <= MaxEndPayloadLen)
+}
+
+// EndLen is the size of e's payload (bytes).
+func (e *End) EndLen() int {
+	if len(e.Classes) == 0 {
+		return EndPayloadLen
+	}
+	n := EndPayloadLen + uvarintLen(uint64(len(e.Classes)))
+	for _, c := range e.Classes {
+		n += uvarintLen(c)
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// AppendBinary appends the End payload: 34 bytes, then, when e has
+// per-class counts, their number and each count as uvarints. It does not
+// allocate when dst has room.
 func (e *End) AppendBinary(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(e.StartNs))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(e.EndNs))
 	dst = binary.BigEndian.AppendUint64(dst, e.Frames)
 	dst = binary.BigEndian.AppendUint64(dst, e.Bytes)
 	dst = binary.BigEndian.AppendUint16(dst, e.Lane)
+	if len(e.Classes) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(e.Classes)))
+		for _, c := range e.Classes {
+			dst = binary.AppendUvarint(dst, c)
+		}
+	}
 	return dst
 }
 
 // UnmarshalBinary decodes an End payload; on error e is unchanged.
+// Per-class counts must be canonical, exactly fill the payload and sum to
+// Frames: a marker whose counts disagree with its own total is malformed.
 func (e *End) UnmarshalBinary(p []byte) error {
-	if len(p) != EndPayloadLen {
+	if !validEndLen(len(p)) {
 		return ErrBadPayload
 	}
 	start := int64(binary.BigEndian.Uint64(p[0:]))
@@ -326,9 +381,36 @@ func (e *End) UnmarshalBinary(p []byte) error {
 	if end < start {
 		return ErrBadPayload
 	}
+	frames := binary.BigEndian.Uint64(p[16:])
+	var classes []uint64
+	if rest := p[EndPayloadLen:]; len(rest) > 0 {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n == 0 || n > MaxEndClasses || uvarintLen(n) != w {
+			return ErrBadPayload
+		}
+		rest = rest[w:]
+		classes = make([]uint64, n)
+		var sum uint64
+		for i := range classes {
+			c, w := binary.Uvarint(rest)
+			if w <= 0 || uvarintLen(c) != w {
+				return ErrBadPayload
+			}
+			rest = rest[w:]
+			classes[i] = c
+			if sum+c < sum {
+				return ErrBadPayload
+			}
+			sum += c
+		}
+		if len(rest) != 0 || sum != frames {
+			return ErrBadPayload
+		}
+	}
 	e.StartNs, e.EndNs = start, end
-	e.Frames = binary.BigEndian.Uint64(p[16:])
+	e.Frames = frames
 	e.Bytes = binary.BigEndian.Uint64(p[24:])
 	e.Lane = binary.BigEndian.Uint16(p[32:])
+	e.Classes = classes
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -172,16 +173,81 @@ func TestEndRoundTrip(t *testing.T) {
 		t.Fatalf("payload %d bytes", len(p))
 	}
 	var d End
-	if err := d.UnmarshalBinary(p); err != nil || d != e {
+	if err := d.UnmarshalBinary(p); err != nil || !reflect.DeepEqual(d, e) {
 		t.Fatalf("%+v %v", d, err)
 	}
 	bad := End{StartNs: 10, EndNs: 9}
 	keep := d
-	if err := d.UnmarshalBinary(bad.AppendBinary(nil)); err == nil || d != keep {
+	if err := d.UnmarshalBinary(bad.AppendBinary(nil)); err == nil || !reflect.DeepEqual(d, keep) {
 		t.Fatalf("end before start accepted: %v", err)
 	}
 	if err := d.UnmarshalBinary(p[:EndPayloadLen-1]); err == nil {
 		t.Fatal("short payload accepted")
+	}
+}
+
+// TestEndClassCounts: an End marker with per-class counts round-trips,
+// and one whose counts are truncated, padded, non-canonical or disagree
+// with its total is refused, leaving the End unchanged.
+func TestEndClassCounts(t *testing.T) {
+	e := End{StartNs: 1, EndNs: 2, Frames: 1000 + 5 + 0 + 300000, Bytes: 7, Lane: 1, Classes: []uint64{1000, 5, 0, 300000}}
+	p := e.AppendBinary(nil)
+	if len(p) != e.EndLen() || len(p) != EndPayloadLen+1+2+1+1+3 {
+		t.Fatalf("payload %d bytes, EndLen %d", len(p), e.EndLen())
+	}
+	var d End
+	if err := d.UnmarshalBinary(p); err != nil || !reflect.DeepEqual(d, e) {
+		t.Fatalf("%+v %v", d, err)
+	}
+	keep := d
+	wrongSum := e
+	wrongSum.Frames++
+	for name, b := range map[string][]byte{
+		"truncated":     p[:len(p)-1],
+		"trailing byte": append(append([]byte{}, p...), 0),
+		"sum differs":   wrongSum.AppendBinary(nil),
+		"zero classes":  append(append([]byte{}, p[:EndPayloadLen]...), 0, 0),
+		"non-canonical": append(append(append([]byte{}, p[:EndPayloadLen]...), 0x81, 0x00), 0),
+		"count only":    append(append([]byte{}, p[:EndPayloadLen]...), 1),
+	} {
+		if err := d.UnmarshalBinary(b); err == nil || !reflect.DeepEqual(d, keep) {
+			t.Errorf("%s: accepted (%v) or changed the End: %+v", name, err, d)
+		}
+	}
+	// Through a whole frame: AppendEnd carries the counts when they fit
+	// the MTU and drops them (the total stays) when they do not.
+	for _, tc := range []struct {
+		mtu, classes int
+		want         bool
+	}{{1500, 4, true}, {MinMTU, 100, false}, {1500, MaxEndClasses + 1, false}} {
+		s, err := NewSender(SenderConfig{Key: testKey, Hello: testHello(), Session: 7, MTU: tc.mtu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.NewEndWriter(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := End{StartNs: 1, EndNs: 2, Classes: make([]uint64, tc.classes)}
+		for m := range x.Classes {
+			x.Classes[m] = 1 << 33 // 5 bytes each
+			x.Frames += 1 << 33
+		}
+		buf := w.AppendEnd(make([]byte, 0, EndFrameLenFor(tc.classes)), 9, &x)
+		if len(buf) > EthHeaderLen+tc.mtu {
+			t.Fatalf("mtu %d: End frame %d bytes", tc.mtu, len(buf))
+		}
+		var f Frame
+		if err := ParseFrame(buf, &f); err != nil {
+			t.Fatalf("mtu %d classes %d: %v", tc.mtu, tc.classes, err)
+		}
+		var got End
+		if err := got.UnmarshalBinary(f.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if (got.Classes != nil) != tc.want || got.Frames != x.Frames || len(x.Classes) != tc.classes {
+			t.Errorf("mtu %d classes %d: counts carried %v (want %v), frames %d", tc.mtu, tc.classes, got.Classes != nil, tc.want, got.Frames)
+		}
 	}
 }
 

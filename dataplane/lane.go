@@ -159,6 +159,7 @@ type Lane struct {
 	intStart            uint64
 	intFrames, intBytes uint64
 	endBuf              []byte
+	endClasses          []uint64 // the End marker's per-class counts, reused
 	endFrame            control.Frame
 	injectBuf           [1][]byte
 	meta                classifier.Meta
@@ -219,11 +220,12 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	// new) plus injected control frames and an End marker.
 	txCap := 2*cfg.Burst + cfg.Pace + 1
 	l := &Lane{
-		cfg:    cfg,
-		rxPkts: make([]*Packet, cfg.Burst),
-		tx:     newTxBuffer(txCap),
-		free:   make([]*Packet, 0, cfg.Burst),
-		endBuf: make([]byte, 0, 256),
+		cfg:        cfg,
+		rxPkts:     make([]*Packet, cfg.Burst),
+		tx:         newTxBuffer(txCap),
+		free:       make([]*Packet, 0, cfg.Burst),
+		endBuf:     make([]byte, 0, control.EndFrameLenFor(cfg.Classifier.NumClasses())),
+		endClasses: make([]uint64, cfg.Classifier.NumClasses()),
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
 	// A receiver starts out assuming its port does not stamp; the first
@@ -926,7 +928,7 @@ func (l *Lane) finishClose(now uint64) {
 	old, k := l.curK, l.closeK
 	l.closing = false
 	if l.cfg.End != nil {
-		e := control.End{StartNs: int64(l.intStart), EndNs: int64(now), Frames: l.intFrames, Bytes: l.intBytes}
+		e := control.End{StartNs: int64(l.intStart), EndNs: int64(now), Frames: l.intFrames, Bytes: l.intBytes, Classes: l.classCounts()}
 		for c := 0; c < max(l.cfg.EndCopies, 1); c++ {
 			l.endBuf = l.cfg.End.AppendEnd(l.endBuf[:0], old, &e)
 			if l.queueOwn(l.endBuf) {
@@ -949,6 +951,32 @@ func (l *Lane) finishClose(now uint64) {
 	// The End markers lead the next interval's frames out (a refused one
 	// waits at the front of the buffer like any frame).
 	l.flush()
+}
+
+// classCounts is the frames this lane recorded in each class in the
+// interval it is closing, for the End marker: the active copy's LDA counts
+// (every frame offered, sampled or not). Nil when they cannot be told
+// apart from other lanes' or other intervals' frames: no LDA per class, a
+// copy shared with other lanes or carrying frames of several intervals
+// (a stalled worker's merged copy), or counts that do not add up to the
+// lane's own total.
+func (l *Lane) classCounts() []uint64 {
+	set := l.cfg.Buffer.Active()
+	if set == nil || len(set.LDA) != len(l.endClasses) || set.Merged {
+		return nil
+	}
+	var sum uint64
+	for m, lda := range set.LDA {
+		if lda == nil {
+			return nil
+		}
+		l.endClasses[m] = lda.Count()
+		sum += l.endClasses[m]
+	}
+	if sum != l.intFrames {
+		return nil
+	}
+	return l.endClasses
 }
 
 // queueOwn copies a frame the appliance originates (End marker, control
