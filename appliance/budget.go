@@ -292,7 +292,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	// End markers go endCopies times, the rest copies times.
 	extraEnds := endCopies(copies) - copies
-	total := copies*a.sender.IntervalBytes(1, sizes...) + extraEnds*control.EndFrameLen
+	total := copies*a.sender.IntervalBytes(1, sizes...) + extraEnds*a.sender.EndBytes()
 	frames = copies*frames + extraEnds
 	if budget > 0 {
 		c.debt = max(0, c.debt-max(0, int(budget)-total))

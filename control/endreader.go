@@ -123,7 +123,7 @@ func (r *EndReader) Read(b []byte, nowNs int64) (k uint64, e End, st EndStatus) 
 		}
 		return 0, End{}, EndNotMarker
 	}
-	if e.UnmarshalBinary(f.Payload) != nil {
+	if e.unmarshalFixed(f.Payload) != nil {
 		return 0, End{}, EndNotMarker
 	}
 	if r.oneLane && e.Lane != r.lane && (adm == admitNew || adm == admitLive) {

@@ -55,7 +55,9 @@ func intervalFramesAt(t testing.TB, s *Sender, k uint64, parts []Part, base int6
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := End{StartNs: base + int64(k)*1e9, EndNs: base + int64(k+1)*1e9, Frames: 1000*k + uint64(l), Bytes: 64000 * k}
+		frames := 1000*k + uint64(l)
+		e := End{StartNs: base + int64(k)*1e9, EndNs: base + int64(k+1)*1e9, Frames: frames, Bytes: 64000 * k,
+			Classes: []uint64{frames / 3, frames - frames/3}}
 		out = append(out, w.AppendEnd(nil, k, &e))
 	}
 	fr, err := s.AppendInterval(nil, k, base+int64(k+1)*1e9, parts)

@@ -84,6 +84,9 @@ type IntervalFailure struct {
 	StartNs, EndNs int64
 	Reason         Reason
 	Detail         string // human-readable specifics (which part, how many fragments)
+	// ClassFrames: as IntervalBundle's, when every lane's End marker
+	// arrived with per-class counts; nil otherwise.
+	ClassFrames []uint64
 }
 
 func (f *IntervalFailure) Error() string {
@@ -453,6 +456,11 @@ func (a *reassembler) fail(st *intervalState, why Reason, detail string) {
 	a.c.inc(cFailures)
 	f := &IntervalFailure{Session: a.session, Direction: a.direction, Interval: st.k, Reason: why, Detail: detail}
 	f.StartNs, f.EndNs = st.bounds()
+	if a.hello != nil && len(st.ends) == int(a.hello.Lanes) {
+		// Every lane's End arrived (the Hello or a part did not): the
+		// per-class counts still give the interval's loss.
+		f.ClassFrames = classFrames(st.ends)
+	}
 	*a.out = append(*a.out, Result{Failure: f})
 }
 

@@ -75,15 +75,23 @@ func TestRoundTripSizes(t *testing.T) {
 					for k := uint64(10); k < 13; k++ {
 						parts := makeParts(k, twoParts, n, n/2+1)
 						frames := intervalFrames(t, s, k, parts)
-						wire := 0
-						for _, f := range frames {
+						wire, ends := 0, 0
+						for i, f := range frames {
 							if len(f) > EthHeaderLen+mtu {
 								t.Fatalf("frame of %d bytes over MTU %d", len(f), mtu)
 							}
 							wire += len(f)
+							if i < lanes { // intervalFramesAt: the End markers first
+								ends += len(f)
+							}
 						}
-						if want := s.IntervalBytes(lanes, n, n/2+1); wire != want {
-							t.Fatalf("interval is %d bytes on the wire, IntervalBytes says %d", wire, want)
+						// Exact but for the End markers' per-class counts,
+						// which IntervalBytes estimates at 3 bytes a class.
+						if want := s.IntervalBytes(lanes, n, n/2+1); wire-ends != want-lanes*s.EndBytes() {
+							t.Fatalf("interval is %d bytes on the wire, IntervalBytes says %d (End markers %d, estimated %d)", wire, want, ends, lanes*s.EndBytes())
+						}
+						if ends > lanes*s.EndBytes() || ends < lanes*EndFrameLen {
+							t.Fatalf("End markers %d bytes, estimated %d", ends, lanes*s.EndBytes())
 						}
 						consumeAll(t, r, frames, 0)
 						b := wantBundle(t, r.Results(nil), s, k, parts)
@@ -189,6 +197,10 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 				if b.StartNs != 1e9 || b.EndNs != 2e9 || b.Frames == 0 {
 					t.Fatalf("partial bundle bounds %d..%d frames %d", b.StartNs, b.EndNs, b.Frames)
 				}
+				// The End markers' per-class counts (intervalFramesAt).
+				if len(b.ClassFrames) != 2 || b.ClassFrames[0] != 333 || b.ClassFrames[1] != 667 {
+					t.Fatalf("partial bundle class frames %v, want [333 667]", b.ClassFrames)
+				}
 				wantBundle(t, res[1:], s, 2, sent2[2])
 			} else {
 				wantBundle(t, res, s, 2, sent2[2])
@@ -202,6 +214,14 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 				// The failure carries the bounds of the End markers that came.
 				if f := res[0].Failure; tt.why != ReasonEndLost && (f.StartNs != 1e9 || f.EndNs != 2e9 || f.Direction != 1) {
 					t.Fatalf("failure bounds %d..%d direction %d", f.StartNs, f.EndNs, f.Direction)
+				}
+				// With every End marker it also carries their class
+				// counts; without, none.
+				switch f := res[0].Failure; {
+				case tt.why == ReasonEndLost && f.ClassFrames != nil:
+					t.Fatalf("failure without its End marker has class frames %v", f.ClassFrames)
+				case tt.why != ReasonEndLost && (len(f.ClassFrames) != 2 || f.ClassFrames[0]+f.ClassFrames[1] != 1000):
+					t.Fatalf("failure class frames %v, want 1000 in all", f.ClassFrames)
 				}
 			}
 			// A straggler for the finished interval is late, not a reopening.

@@ -191,14 +191,30 @@ func (s *Sender) fragments(n int) int {
 // (Ethernet frames without FCS, as Overhead counts them) for the given
 // payload sizes and lanes End markers: one Hello, lanes End frames and the
 // fragments. It is computed from the same rules as AppendInterval, and the
-// tests check the two agree.
+// tests check the two agree; the End frames' per-class counts, whose size
+// depends on the counts, are estimated (EndBytes).
 func (s *Sender) IntervalBytes(lanes int, payloadSizes ...int) int {
 	hello, _ := s.cfg.Hello.AppendBinary(nil)
-	total := Overhead + len(hello) + lanes*EndFrameLen
+	total := Overhead + len(hello) + lanes*s.EndBytes()
 	for _, n := range payloadSizes {
 		total += s.fragments(n)*Overhead + n
 	}
 	return total
+}
+
+// EndBytes estimates one End frame of this session (bytes): with its
+// per-class counts at 3 bytes a class (up to 2 097 151 frames of a class
+// an interval, a lane), when they fit the MTU.
+func (s *Sender) EndBytes() int {
+	n := len(s.cfg.Hello.MECs)
+	if n == 0 || n > MaxEndClasses {
+		return EndFrameLen
+	}
+	withCounts := EndFrameLen + uvarintLen(uint64(n)) + 3*n
+	if withCounts-EthHeaderLen > s.cfg.MTU {
+		return EndFrameLen
+	}
+	return withCounts
 }
 
 // EndFrameLenFor is the largest End frame with per-class counts for

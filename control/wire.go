@@ -373,6 +373,17 @@ func (e *End) AppendBinary(dst []byte) []byte {
 // Per-class counts must be canonical, exactly fill the payload and sum to
 // Frames: a marker whose counts disagree with its own total is malformed.
 func (e *End) UnmarshalBinary(p []byte) error {
+	return e.unmarshal(p, true)
+}
+
+// unmarshalFixed decodes an End payload as UnmarshalBinary does, checking
+// the per-class counts the same way but leaving e.Classes nil: it does
+// not allocate (a receiving worker's check of an End in the hot path).
+func (e *End) unmarshalFixed(p []byte) error {
+	return e.unmarshal(p, false)
+}
+
+func (e *End) unmarshal(p []byte, keep bool) error {
 	if !validEndLen(len(p)) {
 		return ErrBadPayload
 	}
@@ -389,15 +400,19 @@ func (e *End) UnmarshalBinary(p []byte) error {
 			return ErrBadPayload
 		}
 		rest = rest[w:]
-		classes = make([]uint64, n)
+		if keep {
+			classes = make([]uint64, n)
+		}
 		var sum uint64
-		for i := range classes {
+		for i := uint64(0); i < n; i++ {
 			c, w := binary.Uvarint(rest)
 			if w <= 0 || uvarintLen(c) != w {
 				return ErrBadPayload
 			}
 			rest = rest[w:]
-			classes[i] = c
+			if keep {
+				classes[i] = c
+			}
 			if sum+c < sum {
 				return ErrBadPayload
 			}
