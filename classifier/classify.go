@@ -18,7 +18,7 @@ import (
 // protocol by value, ports by a two-level map, addresses by a stride-8
 // trie per family. The AND of the vectors is the set of rules the packet
 // matches, its lowest bit the first match, so the cost grows little with
-// the number of rules. A rule set whose tables would exceed maxTableBytes
+// the number of rules. A rule set whose tables would exceed the table limit (64 MiB)
 // is matched by testing every rule in order.
 type Classifier struct {
 	rules   []compiled
@@ -80,6 +80,11 @@ func (p *prefix) match(a *[16]byte, v6 bool) bool {
 // NewClassifier checks the rules (names unique and valid, values in range)
 // and compiles them. MEC ids: 0 is "all", rules[i] gets i+1.
 func NewClassifier(rules []Rule) (*Classifier, error) {
+	return newClassifier(rules, defaultLimits)
+}
+
+// newClassifier is NewClassifier with the table limits lim.
+func newClassifier(rules []Rule, lim limits) (*Classifier, error) {
 	if len(rules) > MaxRules {
 		return nil, fmt.Errorf("mec: %d rules, at most %d", len(rules), MaxRules)
 	}
@@ -112,7 +117,7 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 	}
 	switch {
 	case len(c.rules) > maxSetsRules:
-		c.tab = buildTables(rules, c.rules)
+		c.tab = buildTables(rules, c.rules, lim)
 	case len(c.rules) > 0:
 		c.sets = buildSets(rules, c.rules)
 	}

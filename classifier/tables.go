@@ -49,7 +49,7 @@ import (
 // summary word first (Baboescu and Varghese's aggregated bit vectors):
 // two vectors (tierPairs), three (tierTriples), or the six field vectors
 // (tierFields); the AND costs up to one word per 64 rules per vector.
-// When even the fields do not fit maxTableBytes, NewClassifier leaves tab
+// When even the fields do not fit the table limit, NewClassifier leaves tab
 // nil and every rule is tested in order.
 type tables struct {
 	words  int // rule words per class vector
@@ -181,19 +181,27 @@ const (
 	tierFlat           // first[one class][another]: rules on at most two of the three
 )
 
-var (
-	// maxTableBytes bounds the tables (a variable so tests can shrink it).
-	maxTableBytes = 64 << 20
-	// maxCrossEntries bounds the entries of the combined tables that
-	// intern classes (each costs a vector AND and a hash), maxFirstEntries
-	// those of the first-match tables, and maxBuildWork the words ANDed:
-	// they bound NewClassifier's time (each attempt at a tier gets them
-	// afresh).
-	maxCrossEntries = 1 << 21
-	maxFirstEntries = 1 << 23
-	maxBuildWork    = 1 << 26
-	oneGroupDiv     = 8
-)
+// limits bound what building the tables may take. They are a value the
+// builder carries (tests build with smaller ones), so building is
+// reentrant: classifiers may be built concurrently.
+type limits struct {
+	// tableBytes bounds the tables.
+	tableBytes int
+	// crossEntries bounds the entries of the combined tables that intern
+	// classes (each costs a vector AND and a hash), firstEntries those of
+	// the first-match tables, and buildWork the words ANDed: they bound
+	// NewClassifier's time (each attempt at a tier gets them afresh).
+	crossEntries int
+	firstEntries int
+	buildWork    int
+}
+
+// defaultLimits are NewClassifier's.
+var defaultLimits = limits{tableBytes: 64 << 20, crossEntries: 1 << 21, firstEntries: 1 << 23, buildWork: 1 << 26}
+
+// oneGroupDiv is the share of crossEntries a first try at one group for
+// all rules gets.
+const oneGroupDiv = 8
 
 // portMap maps a port to a class id: block[port>>8] is the id of a block
 // the rules do not split (uniformBlock set) or the offset of its 256 ids
@@ -529,6 +537,7 @@ func (t *tables) and(vs *[6][]uint64, n int) uint16 {
 
 // builder holds what building the tables needs besides the tables.
 type builder struct {
+	lim   limits
 	t     *tables
 	rules []Rule
 	comp  []compiled
@@ -608,14 +617,14 @@ func (cs *classSet) insert(id uint32) {
 }
 
 // buildTables compiles rules into tables, or returns nil when even the
-// field tables would exceed maxTableBytes.
-func buildTables(rules []Rule, comp []compiled) *tables {
+// field tables would exceed lim.tableBytes.
+func buildTables(rules []Rule, comp []compiled, lim limits) *tables {
 	t := &tables{words: max(1, (len(rules)+63)/64), stride: 1}
 	t.sgroup = (t.words + 63) / 64
 	if t.words > 1 {
 		t.stride = t.words + 1
 	}
-	b := &builder{t: t, rules: rules, comp: comp, bytes: 64 << 10}
+	b := &builder{lim: lim, t: t, rules: rules, comp: comp, bytes: 64 << 10}
 	all := b.base(func(*Rule) bool { return false })
 
 	vlan := b.newClassSet()
@@ -669,7 +678,7 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 	for _, cs := range []*classSet{vlan, dp, sp, dpo, addr[0][0], addr[0][1], addr[1][0], addr[1][1]} {
 		b.bytes += len(cs.vecs) * 8
 	}
-	if b.bytes > maxTableBytes || vlan.n() > 1<<16 || dp.n() > 1<<16 {
+	if b.bytes > b.lim.tableBytes || vlan.n() > 1<<16 || dp.n() > 1<<16 {
 		return nil
 	}
 	t.nDP, t.nDport = dp.n(), dpo.n()
@@ -687,10 +696,10 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 		t.word = buildWord(t, vids, dids, pids, f, dscp, proto, nonIP)
 		return t
 	}
-	start, budget := b.bytes, maxCrossEntries
-	maxCrossEntries = budget / oneGroupDiv
+	start, budget := b.bytes, b.lim.crossEntries
+	b.lim.crossEntries = budget / oneGroupDiv
 	g := b.cross(f, nil)
-	maxCrossEntries = budget
+	b.lim.crossEntries = budget
 	if g.tier != tierCross && g.tier != tierFlat {
 		b.bytes, b.cells, b.work = start, 0, 0
 		if gs := b.partition(f); gs != nil {
@@ -711,7 +720,7 @@ func buildTables(rules []Rule, comp []compiled) *tables {
 			}
 		}
 	}
-	if b.bytes > maxTableBytes {
+	if b.bytes > b.lim.tableBytes {
 		return nil
 	}
 	return t
@@ -859,11 +868,12 @@ func (b *builder) partition(f *fields) []group {
 	}
 	var parts []*part
 	try := func(mask []uint64, div int) (*group, int) {
-		saved, cells, work, maxC, maxF := b.bytes, b.cells, b.work, maxCrossEntries, maxFirstEntries
-		b.bytes, maxCrossEntries, maxFirstEntries = 0, maxC/div, maxF/(div*div)
+		saved, cells, work, lim := b.bytes, b.cells, b.work, b.lim
+		b.bytes = 0
+		b.lim.crossEntries, b.lim.firstEntries = lim.crossEntries/div, lim.firstEntries/(div*div)
 		g := b.cross(f, mask)
 		n := b.bytes
-		b.bytes, b.cells, b.work, maxCrossEntries, maxFirstEntries = saved, cells, work, maxC, maxF
+		b.bytes, b.cells, b.work, b.lim = saved, cells, work, lim
 		return g, n
 	}
 	for _, m := range masks {
@@ -890,7 +900,7 @@ func (b *builder) partition(f *fields) []group {
 			b.bytes += n
 			parts = append(parts, &part{m, g, n})
 		}
-		if b.bytes > maxTableBytes {
+		if b.bytes > b.lim.tableBytes {
 			return nil
 		}
 	}
@@ -957,7 +967,7 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 		for fam := range addrs {
 			g.addrsV[fam] = b.summed(addrs[fam])
 		}
-		ok = b.bytes <= maxTableBytes
+		ok = b.bytes <= b.lim.tableBytes
 	}
 	if !ok {
 		b.bytes = start
@@ -1008,7 +1018,7 @@ func (b *builder) cross(f *fields, mask []uint64) *group {
 			}
 			g.thirdV[fam] = [3][]uint64{g.vdV, g.addrsV[fam], g.portsV}[ord[2]]
 		}
-		if b.bytes <= maxTableBytes {
+		if b.bytes <= b.lim.tableBytes {
 			g.vdV, g.portsV, g.addrsV = nil, nil, [3][]uint64{}
 			g.tier = tierPairs
 			return g
@@ -1069,7 +1079,7 @@ func (b *builder) flat(g *group, vd *classSet, addrs *[3]*classSet, ports *class
 		total += int(n(0, fam)) * int(n(1, fam))
 	}
 	b.firstBytes = 2 * total
-	if total > maxFirstEntries || b.bytes+b.firstBytes > maxTableBytes {
+	if total > b.lim.firstEntries || b.bytes+b.firstBytes > b.lim.tableBytes {
 		return false
 	}
 	zero := []uint32{0}
@@ -1116,7 +1126,7 @@ func (b *builder) firsts(pair, third *[3]*classSet) *[3][]uint16 {
 		total += int(pair[fam].n()) * int(third[fam].n())
 	}
 	b.firstBytes = 2 * total
-	if total > maxFirstEntries || b.bytes+b.firstBytes > maxTableBytes {
+	if total > b.lim.firstEntries || b.bytes+b.firstBytes > b.lim.tableBytes {
 		return nil
 	}
 	var out [3][]uint16
@@ -1146,7 +1156,7 @@ func (b *builder) afford(nx, ny uint32) bool {
 	b.bytes += n * 4
 	b.work += n * b.t.words
 	b.cells += n
-	return b.cells <= maxCrossEntries && b.bytes <= maxTableBytes && b.work <= maxBuildWork
+	return b.cells <= b.lim.crossEntries && b.bytes <= b.lim.tableBytes && b.work <= b.lim.buildWork
 }
 
 // combine interns the AND of every pair of classes of x and y, truncated
@@ -1171,7 +1181,7 @@ func (b *builder) combine(x, y *classSet, free, mask []uint64) ([]uint32, *class
 			}
 			truncate(v, free)
 			ids[i*ny+j] = z.intern(v)
-			if len(z.vecs)&1023 == 0 && b.bytes+len(z.vecs)*8 > maxTableBytes {
+			if len(z.vecs)&1023 == 0 && b.bytes+len(z.vecs)*8 > b.lim.tableBytes {
 				b.bytes = saved
 				return nil, nil, false
 			}
@@ -1246,7 +1256,7 @@ func (b *builder) base(has func(*Rule) bool) []uint64 {
 }
 
 // rangeClasses returns the class id of every value 0..max of a range field
-// (nil when that would take more than maxBuildWork). A sweep over the
+// (nil when that would take more than b.lim.buildWork). A sweep over the
 // values keeps, per rule, how many of its ranges hold the value, and
 // interns a vector at each value where some range starts or ends.
 func (b *builder) rangeClasses(cs *classSet, get func(*Rule) []Range, max int) []uint32 {
@@ -1266,7 +1276,7 @@ func (b *builder) rangeClasses(cs *classSet, get func(*Rule) []Range, max int) [
 	}
 	slices.SortFunc(ev, func(x, y event) int { return x.at - y.at })
 	b.work += (len(ev) + 1) * b.t.words
-	if b.work > maxBuildWork {
+	if b.work > b.lim.buildWork {
 		return nil
 	}
 	v := b.base(func(r *Rule) bool { return get(r) != nil })
@@ -1374,8 +1384,8 @@ func (b *builder) trieNode(t *trie, cs *classSet, off, n, depth int, inherited [
 	t.nodes = append(t.nodes, make([]int32, 256)...)
 	t.meta = append(t.meta, trieMeta{})
 	b.bytes += 256*4 + 48
-	if b.bytes > maxTableBytes || idx >= 1<<23 {
-		b.bytes = maxTableBytes + 1
+	if b.bytes > b.lim.tableBytes || idx >= 1<<23 {
+		b.bytes = b.lim.tableBytes + 1
 		return 0 // buildTables gives up
 	}
 	var nm trieMeta

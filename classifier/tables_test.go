@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -188,20 +189,25 @@ func naiveRuleClassify(rules []Rule, m *Meta) uint16 {
 	return 0
 }
 
-// withBudget runs f with the table budgets set (0: unchanged).
-func withBudget(cross, first, bytes int, f func()) {
-	c, fi, by := maxCrossEntries, maxFirstEntries, maxTableBytes
-	defer func() { maxCrossEntries, maxFirstEntries, maxTableBytes = c, fi, by }()
+// withBudget runs f with the default limits but for the given table
+// budgets (0: unchanged).
+func withBudget(cross, first, bytes int, f func(lim limits)) {
+	f(limitsWith(cross, first, bytes))
+}
+
+// limitsWith is the default limits with the given table budgets (0: unchanged).
+func limitsWith(cross, first, bytes int) limits {
+	lim := defaultLimits
 	if cross > 0 {
-		maxCrossEntries = cross
+		lim.crossEntries = cross
 	}
 	if first > 0 {
-		maxFirstEntries = first
+		lim.firstEntries = first
 	}
 	if bytes > 0 {
-		maxTableBytes = bytes
+		lim.tableBytes = bytes
 	}
-	f()
+	return lim
 }
 
 // shape names how a classifier matches, for the coverage check.
@@ -266,8 +272,8 @@ func TestTablesMatchReference(t *testing.T) {
 				if n >= 300 && bu.name != "default" && trial%3 != 0 {
 					continue
 				}
-				withBudget(bu.cross, bu.first, bu.bytes, func() {
-					c, err := NewClassifier(rules)
+				withBudget(bu.cross, bu.first, bu.bytes, func(lim limits) {
+					c, err := newClassifier(rules, lim)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -315,8 +321,8 @@ func TestClassifyZeroAllocs1000(t *testing.T) {
 	}
 	metas[0].Flags |= FlagLinkLocal
 	for _, bu := range [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 1, 0}, {1, 1, 1}} {
-		withBudget(bu[0], bu[1], bu[2], func() {
-			c, err := NewClassifier(rules)
+		withBudget(bu[0], bu[1], bu[2], func(lim limits) {
+			c, err := newClassifier(rules, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,8 +392,8 @@ func FuzzTablesMatchReference(f *testing.F) {
 		}
 		metas = append(metas, rawMeta(raw))
 		bu := [][3]int{{0, 0, 0}, {0, 1, 0}, {1 << 10, 1, 0}, {1, 1, 0}, {1, 1, 1}}[int(budget)%5]
-		withBudget(bu[0], bu[1], bu[2], func() {
-			c, err := NewClassifier(rules)
+		withBudget(bu[0], bu[1], bu[2], func(lim limits) {
+			c, err := newClassifier(rules, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -503,5 +509,50 @@ func TestFlatPairs(t *testing.T) {
 				t.Fatalf("%s: meta %+v: Classify %d, reference %d", tc.name, m, got, want)
 			}
 		}
+	}
+}
+
+// TestBuildReentrant: classifiers built at the same time with different
+// limits each get their own (the limits are the builder's, not the
+// package's): the same rules build to the same shape as when built alone.
+// Under -race a shared limit would also be reported.
+func TestBuildReentrant(t *testing.T) {
+	g := newPropGen(7)
+	rules := make([]Rule, 300)
+	for i := range rules {
+		rules[i] = g.rule(i, []int{1<<4 | 1<<2, 1<<1 | 1<<2 | 1<<5, 1 << 3}[i%3])
+	}
+	shapes := map[[3]int]string{}
+	budgets := [][3]int{{0, 0, 0}, {1, 1, 0}, {1, 1, 1}}
+	for _, bu := range budgets {
+		c, err := newClassifier(rules, limitsWith(bu[0], bu[1], bu[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shapes[bu] = shape(c)
+	}
+	if shapes[budgets[0]] == shapes[budgets[2]] {
+		t.Fatalf("the budgets build the same shape %q: the test shows nothing", shapes[budgets[0]])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 3*len(budgets))
+	for range 3 {
+		for _, bu := range budgets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := newClassifier(rules, limitsWith(bu[0], bu[1], bu[2]))
+				if err != nil {
+					errs <- err.Error()
+				} else if got := shape(c); got != shapes[bu] {
+					errs <- fmt.Sprintf("budget %v: built %s concurrently, %s alone", bu, got, shapes[bu])
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
