@@ -56,7 +56,7 @@ type Config struct {
 	BudgetBytes    int
 	BudgetFraction float64
 	// AdaptRDA ships each interval's RDA folded to the cells its packets
-	// need at RDAProblemRate (lost plus reordered, 0: 0.01); AdaptLDS
+	// need at RDAProblemRate (lost plus reordered, 0: DefaultRDAProblemRate); AdaptLDS
 	// ships the LDS folded to the columns the flows it saw need. Both
 	// ends agree without a handshake: the encoding carries the shape
 	// and the receiver folds its own copy alike. Off, the configured
@@ -171,6 +171,10 @@ const (
 	// an interval. With uniform loss p, four copies back to back fail with
 	// p⁴: 1.5 % of intervals on a segment dropping 35 % (two copies: 12 %).
 	MinEndCopies = 4
+	// DefaultRDAProblemRate is Config.RDAProblemRate's default: the share
+	// of an interval's packets lost or reordered that the RDA's cells are
+	// sized for.
+	DefaultRDAProblemRate = 0.01
 	// MaxControlCopies bounds Config.ControlCopies: each copy costs the
 	// whole control traffic again.
 	MaxControlCopies = 4
@@ -255,6 +259,11 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.MaxStampErr == 0 {
 		cfg.MaxStampErr = DefaultMaxStampErr
 	}
+	if cfg.RDAProblemRate == 0 {
+		// Before a takes its copy of cfg: the control side sizes the RDA
+		// from a.cfg.
+		cfg.RDAProblemRate = DefaultRDAProblemRate
+	}
 	a := &Appliance{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	segPort, otherPort := cfg.PortB, cfg.PortA
 	a.sendDir, a.recvDir = DirAtoB, DirBtoA
@@ -263,9 +272,6 @@ func New(cfg Config) (*Appliance, error) {
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
 	a.segPort = segPort
-	if cfg.RDAProblemRate == 0 {
-		cfg.RDAProblemRate = 0.01
-	}
 	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
 		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -36,7 +37,7 @@ func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.RDACells, "rda-cells", 0, "RDA cells per bank m (default 2048: decodes a set difference of ~4300 packets; run and demo without --rda-banks/--rda-cells/--rda-expected-packets ship each interval the cells its packets need at --rda-problem-rate)")
 	fs.IntVar(&e.RDACache, "rda-cache", synopsis.DefaultRDACacheBudget, "RDA timestamp cache budget per measurement class and side, bytes (0: no cache, no repair; a live appliance sizes each class's cache to its traffic within it)")
 	fs.Uint64Var(&e.RDAPackets, "rda-expected-packets", 0, "size the RDA for this many packets per interval (with --rda-problem-rate)")
-	fs.Float64Var(&e.RDAProblem, "rda-problem-rate", 0.01, "expected fraction of lost + reordered packets, for RDA sizing")
+	fs.Float64Var(&e.RDAProblem, "rda-problem-rate", appliance.DefaultRDAProblemRate, "expected fraction of lost + reordered packets, for RDA sizing")
 	fs.IntVar(&e.LDSFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; without any --lds-* flag analyze sizes each interval's LDS for the flows its sender saw, and run and demo record for 65536 flows and ship each interval sized to the flows it saw)")
 	fs.IntVar(&e.LDSK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss where the sketch is not repaired: run and demo; analyze repairs it)")
 	fs.IntVar(&e.LDSMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
