@@ -43,8 +43,8 @@ const (
 	AllLost
 	StampsUncertain
 	NextMissing
-	Crossing
 	PrevMissing
+	Crossing
 	LossUnverified
 	ExactCrossed
 	ReceiverDrops
@@ -112,8 +112,8 @@ var codeTable = [numCodes]codeInfo{
 	AllLost:         {"all_lost", ScopeDelay, "every packet of the flow was lost: no delay to measure"},
 	StampsUncertain: {"stamps_uncertain", ScopeDelay, "the timestamps are uncertain by more than --max-stamp-err allows"},
 	NextMissing:     {"next_missing", ScopeLoss, "the next interval could not be checked for packets that arrived after this one's end"},
-	Crossing:        {"crossing", ScopeLoss, "packets that crossed the interval's boundary could not be told from losses"},
 	PrevMissing:     {"prev_missing", ScopeLoss, "the previous interval could not be checked for packets that overtook this one's start"},
+	Crossing:        {"crossing", ScopeLoss, "packets that crossed the interval's boundary could not be told from losses"},
 	LossUnverified:  {"loss_unverified", ScopeLoss, "an extra packet could hide in the synopsis's lossy buckets with more than the allowed probability"},
 	ExactCrossed:    {"exact_crossed", ScopeDelay, "the RDA's exact mean leaves out the packets that crossed the interval's boundary, and has no bound for them"},
 	ReceiverDrops:   {"receiver_drops", ScopeLoss, "the receiving appliance's port dropped frames around this interval: they would count as loss"},

@@ -2,9 +2,11 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -112,5 +114,31 @@ func TestCodeTable(t *testing.T) {
 	}
 	if got := sch.Defs["interval"].Properties["reason_code"].Enum; !slices.Equal(got, names) {
 		t.Errorf("schema.json reason_code enum %v, the code table %v", got, names)
+	}
+	// The docs list every code with its scope (reports.md) and as a label
+	// value (metrics.md).
+	reports, err := os.ReadFile("../docs/reports.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := -1
+	for _, c := range Codes() {
+		row := fmt.Sprintf("| `%s` | %s | %s |", c, c.Scope(), c.Meaning())
+		i := strings.Index(string(reports), row)
+		switch {
+		case i < 0:
+			t.Errorf("docs/reports.md lacks the row %s", row)
+		case i < at:
+			t.Errorf("docs/reports.md lists %s out of the precedence order", c)
+		default:
+			at = i
+		}
+		if !strings.Contains(string(metrics), "`"+c.String()+"`") {
+			t.Errorf("docs/metrics.md does not list %s", c)
+		}
 	}
 }
