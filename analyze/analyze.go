@@ -175,7 +175,11 @@ func fill(r *report.Interval, e synopsis.Estimate) {
 	r.Sent, r.Received, r.Lost = e.Sent, e.Received, e.Lost
 	r.MeanNs, r.StddevNs, r.MeanCINs, r.Conf = e.MeanNs, e.StddevNs, e.MeanCINs, e.Conf
 	r.Samples, r.Usable, r.Buckets = e.Samples, e.UsableBuckets, e.TotalBuckets
-	r.Valid, r.Reason = e.Valid, e.Reason
+	var v report.Verdict
+	if !e.Valid {
+		v.Add(e.Code, e.Reason)
+	}
+	r.SetVerdict(v)
 }
 
 // Fill is fill for other packages (the appliance reports the same fields).

@@ -40,8 +40,9 @@ func (f RDAFactory) EstimateWith(sender, receiver SideSynopsis, conf float64) ([
 	var r report.Interval
 	e, st, err := synopsis.EstimateRDA(sender.(*rdaSide).r, receiver.(*rdaSide).r, conf)
 	if err != nil {
-		r.Synopsis, r.Valid, r.Reason = "rda", false, err.Error()
-		return []report.Interval{r}, []synopsis.Estimate{{Synopsis: "rda", Reason: r.Reason}}
+		r.Synopsis = "rda"
+		r.Invalidate(report.Decode, err.Error())
+		return []report.Interval{r}, []synopsis.Estimate{{Synopsis: "rda", Reason: r.Reason, Code: report.Decode}}
 	}
 	fill(&r, e)
 	r.Extra = st.ReportFields()
@@ -122,7 +123,9 @@ func (f LDSFactory) New() (SideSynopsis, error) {
 func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []report.Interval {
 	snd, rcv := sender.(*ldsSide), receiver.(*ldsSide)
 	fail := func(err error) []report.Interval {
-		return []report.Interval{{Synopsis: "lds", Valid: false, Reason: err.Error()}}
+		r := report.Interval{Synopsis: "lds"}
+		r.Invalidate(report.Decode, err.Error())
+		return []report.Interval{r}
 	}
 	cfg := f.Config
 	if f.Auto {

@@ -444,8 +444,10 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		}
 		for _, cl := range perKind {
 			for m, why := range synopsis.ClassChanges(cl.es, names) {
-				if l := cl.lines[m]; why != "" && l != nil && (l.Valid || l.Reason == cl.es[m].Reason) {
-					l.Valid, l.Reason = false, why
+				// Another cause the line has leads or follows by the
+				// precedence of its code (report.Code).
+				if l := cl.lines[m]; why != "" && l != nil {
+					l.Invalidate(report.ClassChange, why)
 				}
 			}
 		}
@@ -458,11 +460,10 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				setExtra(l, "measured_to_ns", hi+1)
 			}
 			if why, ok := bad[k]; ok {
-				l.Valid = false
 				if l.Reason != "" {
 					why += "; " + l.Reason
 				}
-				l.Reason = why
+				l.Invalidate(report.CaptureDamage, why)
 			}
 			if cfg.Truth {
 				acc := mecTruth[mecIndex(names, l.MEC)]
@@ -505,17 +506,16 @@ type truthAcc struct {
 	sum, sq       float64
 }
 
-// unseenExtras makes a valid LDA or LDS line invalid when the pairing found
+// unseenExtras makes an LDA or LDS line's loss unknown when the pairing found
 // receiver packets in its class that match no sent packet: the sketch
 // counts them only where they show (an extra packet hides in a bucket that
 // lost two or more), so its loss may be short by as many. The RDA decodes
 // extras one by one and needs no such check.
 func unseenExtras(l *report.Interval, extra uint64) {
-	if extra == 0 || !l.Valid {
+	if extra == 0 {
 		return
 	}
-	l.Valid = false
-	l.Reason = fmt.Sprintf("%d received packets match no sent packet (duplicated, originated or changed inside the segment); the synopsis did not see them all, so its loss may hide as many", extra)
+	l.Invalidate(report.LossUnverified, fmt.Sprintf("%d received packets match no sent packet (duplicated, originated or changed inside the segment); the synopsis did not see them all, so its loss may hide as many", extra))
 }
 
 func setExtra(l *report.Interval, k string, v any) {

@@ -441,7 +441,7 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		// number). Neither copy is one interval; the new one's frames
 		// are reported at once, the old one is marked.
 		old.merged = true
-		c.emitCopy(rc.k, rc, ReasonRecut)
+		c.emitCopy(rc.k, rc, recut)
 	} else {
 		c.rcopies[rc.k] = rc
 	}
@@ -490,12 +490,12 @@ func (c *controller) pairSide(now time.Time) {
 		}
 		if now.Sub(rc.at) > c.a.cfg.PairTimeout {
 			if rc.warmup {
-				c.invalidCopy(k, 0, 0, rc, ReasonWarmup)
+				c.invalidCopy(k, 0, 0, rc, warmup)
 				delete(c.rcopies, k)
 				continue
 			}
 			c.nextCopy(k-1, rc)
-			c.invalid(k, 0, 0, rc, "no synopses from the sender for this interval (control frames lost or sender stopped)")
+			c.invalid(k, 0, 0, rc, report.Cause{Code: report.ControlLost, Why: "no synopses from the sender for this interval (control frames lost or sender stopped)"})
 			delete(c.rcopies, k)
 		}
 	}
@@ -511,11 +511,11 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 	if now.Sub(w.at) <= endGrace {
 		return
 	}
-	why := "end marker lost in the segment: the receiver could not cut this interval"
+	why := report.Cause{Code: report.ControlLost, Why: "end marker lost in the segment: the receiver could not cut this interval"}
 	if w.b.EndNs < int64(c.startNs) {
 		// The sender ended it before we started: its End marker passed
 		// while no receiver was there to cut.
-		why = ReasonNotRunning
+		why = notRunning
 	} else if c.spanning(k) != nil {
 		c.spanDecide(k)
 	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.stopping {
@@ -567,11 +567,11 @@ func (c *controller) silent(nowNs uint64) {
 		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
 		}
-		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
 	}
 }
 
-const reasonSilent = "nothing from the sender for this interval (peer down, or the segment drops control frames)"
+var silentCause = report.Cause{Code: report.Silent, Why: "nothing from the sender for this interval (peer down, or the segment drops control frames)"}
 
 // silentAtStop declares, when the appliance stops, the intervals silent
 // would have declared had it run on: those before the newest one
@@ -591,7 +591,7 @@ func (c *controller) silentAtStop() {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	for k := lo; k < hi; k++ {
 		if !c.done[k] {
-			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, reasonSilent)
+			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
 		}
 	}
 }
@@ -608,11 +608,11 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		// synopses still show the next interval's packets that overtook
 		// the End marker: kept as that interval's previous evidence.
 		c.recent[b.Interval] = c.warmupEvidence(b, rc)
-		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, ReasonWarmup)
+		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, warmup)
 		return
 	}
 	if !c.claim(b.Interval) {
-		c.emitCopy(b.Interval, rc, ReasonRecut)
+		c.emitCopy(b.Interval, rc, recut)
 		return
 	}
 	c.steering(b, rc)
@@ -643,7 +643,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			err = cl.UnmarshalBinary(body)
 		}
 		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not decode: %v", err))
+			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not decode: %v", err)})
 			continue
 		}
 		if snd := cl.Config(); !snd.Equal(rc.lda[m].Config()) {
@@ -652,7 +652,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			// crossing checks fold both intervals to a common shape.
 			f, err := rc.lda[m].Fold(snd)
 			if err != nil {
-				c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))
+				c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
 				continue
 			}
 			rc.lda[m] = f
@@ -660,14 +660,14 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		r.Config += " lda-shipped=" + ldaShape(cl.Config())
 		e, err := synopsis.EstimateLDACompact(cl, rc.lda[m], a.cfg.Conf)
 		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), fmt.Sprintf("sender synopsis does not match ours: %v", err))
+			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
 			continue
 		}
 		c.ev.snd[m] = cl
 		analyze.Fill(r, e)
 		c.stamps(r, h.StampErrNs, rc)
-		if why := sessionReason(h.Flags, rc); why != "" {
-			r.Valid, r.Reason = false, why
+		if why := sessionReason(h.Flags, rc); why.Code != 0 {
+			r.Invalidate(why.Code, why.Why)
 		}
 		c.hold(r, e, m)
 		c.ldaMicrobursts(r, c.held[len(c.held)-1].e, cl, rc.lda[m], b.StartNs, b.EndNs)
@@ -680,24 +680,29 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	}
 }
 
-// partReason is the reason of a line whose part the sender's bundle
+// partReason is the cause of a line whose part the sender's bundle
 // lacks: lost on the segment (a partial bundle: the other parts measure
-// their lines), or never sent.
-func partReason(b *control.IntervalBundle, key control.PartKey, what string) string {
+// their lines), or never sent. Its scope is both: the line has the
+// receiver's count alone, no sender's.
+func partReason(b *control.IntervalBundle, key control.PartKey, what string) report.Cause {
 	if detail, lost := b.Missing[key]; lost {
-		return fmt.Sprintf("%s: the sender's %s (%s; the parts that arrived are measured)", control.ReasonFragmentLost, what, detail)
+		return report.Cause{Code: report.FragmentLost, Why: fmt.Sprintf("%s: the sender's %s (%s; the parts that arrived are measured)", control.ReasonFragmentLost, what, detail)}
 	}
-	return "no " + what + " in the sender's synopses"
+	return report.Cause{Code: report.FragmentLost, Why: "no " + what + " in the sender's synopses"}
 }
 
-// failureReason is the report reason of a control failure. A
+// failureReason is the report cause of a control failure. A
 // configuration mismatch names the settings that differ, in the reason and
 // in the log: the operator's fix is in it.
-func (c *controller) failureReason(f *control.IntervalFailure) string {
-	if f.Reason != control.ReasonConfigMismatch {
-		return f.Reason.String()
+func (c *controller) failureReason(f *control.IntervalFailure) report.Cause {
+	switch f.Reason {
+	case control.ReasonSessionRestart:
+		return report.Cause{Code: report.Session, Why: f.Reason.String()}
+	case control.ReasonConfigMismatch:
+	default:
+		return report.Cause{Code: report.ControlLost, Why: f.Reason.String()}
 	}
-	why := f.Reason.String() + ": " + f.Detail
+	why := report.Cause{Code: report.PeerMismatch, Why: f.Reason.String() + ": " + f.Detail}
 	pm := &PeerMismatch{At: time.Now(), Interval: f.Interval, Detail: f.Detail}
 	for _, item := range strings.Split(f.Detail, "; ") {
 		if name, _, ok := strings.Cut(item, ": sender "); ok {
@@ -710,23 +715,25 @@ func (c *controller) failureReason(f *control.IntervalFailure) string {
 }
 
 // sessionReason says why a paired interval cannot be trusted as one
-// interval (sender restart, sender overrun, merged receiver copy), or "".
-func sessionReason(flags uint64, rc *rcopy) string {
+// interval (sender restart, sender overrun, merged receiver copy: code
+// session; the ends steer differently: peer_mismatch), or the zero Cause.
+func sessionReason(flags uint64, rc *rcopy) report.Cause {
+	session := func(why string) report.Cause { return report.Cause{Code: report.Session, Why: why} }
 	switch {
 	case flags&payloadPartial != 0 && rc.merged:
 		// A killed sender sent no End marker for the interval it died
 		// in: the receiver's copy ran on to the new session's first.
-		return "sender restarted: first interval of its new session is partial, and the receiver's copy also holds what arrived since the old session's last end marker"
+		return session("sender restarted: first interval of its new session is partial, and the receiver's copy also holds what arrived since the old session's last end marker")
 	case flags&payloadPartial != 0:
-		return "sender restarted: first interval of its new session is partial"
+		return session("sender restarted: first interval of its new session is partial")
 	case flags&payloadMerged != 0:
-		return "sender's control side fell behind: its copy spans several intervals"
+		return session("sender's control side fell behind: its copy spans several intervals")
 	case rc.merged:
-		return "receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)"
+		return session("receiver's copy spans more than this interval (it started mid-interval, or an end marker was lost)")
 	case rc.steerWhy != "":
-		return rc.steerWhy
+		return report.Cause{Code: report.PeerMismatch, Why: rc.steerWhy}
 	}
-	return ""
+	return report.Cause{}
 }
 
 // pairRDA reports the RDA line of one MEC. Lost packets' cells are left
@@ -744,7 +751,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	}
 	h, body, err := parsePayload(payload)
 	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), budgetReason("RDA", h))
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Budget, Why: budgetReason("RDA", h)})
 		return
 	}
 	var snd synopsis.RDA
@@ -752,18 +759,18 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		err = snd.UnmarshalBinary(body)
 	}
 	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not decode: %v", err))
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not decode: %v", err)})
 		return
 	}
 	own, err := matchRDA(&snd, rc.rda[m])
 	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not match ours: %v", err)})
 		return
 	}
 	r.Config += fmt.Sprintf(" rda-shipped=%dx%d", snd.Banks(), snd.Cells())
 	e, st, err := synopsis.EstimateRDA(&snd, own, a.cfg.Conf)
 	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), fmt.Sprintf("sender RDA does not match ours: %v", err))
+		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not match ours: %v", err)})
 		return
 	}
 	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
@@ -775,9 +782,8 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	r.Extra = st.ReportFields()
 	c.fetchFields(b.Interval, m, r.Extra)
 	c.stamps(r, h.StampErrNs, rc)
-	why := sessionReason(h.Flags, rc)
-	if why != "" {
-		r.Valid, r.Reason = false, why
+	if why := sessionReason(h.Flags, rc); why.Code != 0 {
+		r.Invalidate(why.Code, why.Why)
 	}
 	c.hold(r, e, m)
 	if rc.steerWhy != "" {
@@ -997,9 +1003,10 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 		}
 		for m, why := range synopsis.ClassChanges(es, names) {
 			// Another cause already named (a session's partial interval)
-			// stays; the estimator's own (extra packets) gives way to the cause found.
-			if r := lines[m]; why != "" && r != nil && (r.Valid || r.Reason == es[m].Reason) {
-				r.Valid, r.Reason = false, why
+			// leads; the estimator's own (extra packets) and the crossing
+			// checks' follow the cause found (report.Code's precedence).
+			if r := lines[m]; why != "" && r != nil {
+				r.Invalidate(report.ClassChange, why)
 			}
 		}
 	}
@@ -1037,7 +1044,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	}
 	h, body, err := parsePayload(payload)
 	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(base, rc.lds.Count(), budgetReason("LDS", h))
+		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Budget, Why: budgetReason("LDS", h)})
 		return
 	}
 	var snd synopsis.LDS
@@ -1053,7 +1060,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		rc.lds, err = rc.lds.FoldCols(snd.Cols())
 	}
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not decode: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not decode: %v", err)})
 		return
 	}
 	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
@@ -1069,7 +1076,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: bd.MinDelayNs, MaxDelayNs: bd.MaxDelayNs, Conf: a.cfg.Conf})
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
-		c.emitInvalid(base, rc.lds.Count(), fmt.Sprintf("sender LDS does not match ours: %v", err))
+		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not match ours: %v", err)})
 		return
 	}
 	why := sessionReason(h.Flags, rc)
@@ -1097,10 +1104,11 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 		c.flowStamps(r, &f, rc)
 		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
 		r.Config += shape
-		if why != "" {
-			r.Valid, r.Reason = false, why
-		} else if r.Valid && rc.lds.RowsTakeAll() && !countsAgree(&f) {
-			r.Valid, r.Reason = false, ReasonFlowShared
+		if why.Code != 0 {
+			r.Invalidate(why.Code, why.Why)
+		}
+		if rc.lds.RowsTakeAll() && !countsAgree(&f) {
+			r.Invalidate(report.FlowShared, ReasonFlowShared)
 		}
 		c.held = append(c.held, heldLine{r: r, flow: &f})
 	}
@@ -1140,23 +1148,27 @@ func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Inter
 // copy lacks the frames before the start. Not a fault of the segment.
 const ReasonWarmup = "receiver started during this interval: its copy misses the frames before its start"
 
+var warmup = report.Cause{Code: report.Warmup, Why: ReasonWarmup}
+
 // ReasonStopped is the reason of the receiver's interval in progress when
 // the appliance stops: the sender's End marker for it never came.
 const ReasonStopped = "stopped before the sender's end marker of this interval arrived"
 
+var stopped = report.Cause{Code: report.Stopped, Why: ReasonStopped}
+
 // invalid reports interval k invalid for every MEC, with what is known.
 // The receiver's warm-up copy is reported with ReasonWarmup whatever
 // reason is given: its own is the first cause.
-func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
+func (c *controller) invalid(k uint64, startNs, endNs int64, rc *rcopy, reason report.Cause) {
 	if rc != nil && rc.warmup {
-		reason = ReasonWarmup
+		reason = warmup
 	}
 	c.invalidCopy(k, startNs, endNs, rc, reason)
 }
 
-func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reason string) {
+func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reason report.Cause) {
 	if !c.claim(k) {
-		c.emitCopy(k, rc, ReasonRecut)
+		c.emitCopy(k, rc, recut)
 		return
 	}
 	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
@@ -1177,6 +1189,8 @@ func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reas
 // held a copy of its frames. A restarted receiver reports these from the
 // last interval its --report file holds (Config.LastReported).
 const ReasonNotRunning = "receiver was not running when this interval ended: no copy of it"
+
+var notRunning = report.Cause{Code: report.NotRunning, Why: ReasonNotRunning}
 
 // MaxNotRunning bounds the intervals a restarted receiver reports one by
 // one for the time it was down (an hour of 1 s intervals); a longer gap
@@ -1213,11 +1227,11 @@ func (c *controller) notRunning(k uint64) {
 		log.Warn().Uint64("intervals", n).Int("max", MaxNotRunning).Str("direction", dir).
 			Msg("receiver was down too long for a line per interval: one line spans the whole gap")
 		c.invalidCopy(from, int64(from*iv), int64(to*iv), nil,
-			fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals)", ReasonNotRunning, from, to-1, n))
+			report.Cause{Code: report.NotRunning, Why: fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals)", ReasonNotRunning, from, to-1, n)})
 		return
 	}
 	for j := from; j < to; j++ {
-		c.invalidCopy(j, int64(j*iv), int64((j+1)*iv), nil, ReasonNotRunning)
+		c.invalidCopy(j, int64(j*iv), int64((j+1)*iv), nil, notRunning)
 	}
 }
 
@@ -1226,9 +1240,11 @@ func (c *controller) notRunning(k uint64) {
 // session cut it again. Reported so its frames are in some line.
 const ReasonRecut = "second cut of an interval already reported (sender restarted within it)"
 
+var recut = report.Cause{Code: report.Recut, Why: ReasonRecut}
+
 // emitCopy reports the frames of rc as interval k, invalid, without
 // claiming k (it has its line already); nothing for a copy without frames.
-func (c *controller) emitCopy(k uint64, rc *rcopy, reason string) {
+func (c *controller) emitCopy(k uint64, rc *rcopy, reason report.Cause) {
 	// The second cut holds what arrived after k's first End marker: the
 	// packets of k that crossed it are there, not in k+1.
 	c.nextCopy(k, rc)
@@ -1241,8 +1257,9 @@ func (c *controller) emitCopy(k uint64, rc *rcopy, reason string) {
 	}
 }
 
-func (c *controller) emitInvalid(r *report.Interval, received uint64, reason string) {
-	r.Received, r.Valid, r.Reason = received, false, reason
+func (c *controller) emitInvalid(r *report.Interval, received uint64, reason report.Cause) {
+	r.Received = received
+	r.Invalidate(reason.Code, reason.Why)
 	c.emit(r)
 }
 
@@ -1346,11 +1363,11 @@ func (c *controller) final() {
 	for _, l := range ls {
 		switch {
 		case l.w != nil:
-			c.invalid(l.k, l.w.b.StartNs, l.w.b.EndNs, nil, "stopped before the receiver cut this interval")
+			c.invalid(l.k, l.w.b.StartNs, l.w.b.EndNs, nil, report.Cause{Code: report.Stopped, Why: "stopped before the receiver cut this interval"})
 		case l.rc.active:
-			c.invalid(l.k, 0, 0, l.rc, ReasonStopped)
+			c.invalid(l.k, 0, 0, l.rc, stopped)
 		default:
-			c.invalid(l.k, 0, 0, l.rc, "stopped before the sender's synopses for this interval arrived")
+			c.invalid(l.k, 0, 0, l.rc, report.Cause{Code: report.Stopped, Why: "stopped before the sender's synopses for this interval arrived"})
 		}
 	}
 	c.silentAtStop()

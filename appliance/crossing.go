@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -34,6 +33,8 @@ import (
 // ReasonNextMissing is the reason of a line with loss whose next interval
 // could not be checked for packets that arrived after the interval's end.
 const ReasonNextMissing = "next interval missing: packets reordered past the interval's end could not be told from losses"
+
+var nextMissing = report.Cause{Code: report.NextMissing, Why: ReasonNextMissing}
 
 // evidence is what one paired interval offers to the crossing check of
 // the interval before it (and needs from the one after it), per MEC: the
@@ -93,7 +94,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	classes := len(h.ev.rcv)
 	known := make([]bool, classes)
 	xs := make([]synopsis.LDACrossing, classes)
-	why := make([]string, classes)
+	why := make([]report.Cause, classes)
 	for m := 0; m < classes; m++ {
 		known[m], xs[m], why[m] = h.ldaCrossing(m, next)
 	}
@@ -110,27 +111,32 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 		case l.flow != nil:
 			// The LDS holds every class: any class's crossing may be in a flow.
 			if !allKnown {
-				missing(l.r, nil, ReasonNextMissing)
+				missing(l.r, nil, nextMissing)
 				continue
 			}
+			// Checked while the flow's loss is still known (a line
+			// invalid for its delay alone included).
 			fs := []synopsis.FlowEstimate{*l.flow}
-			fs[0].Valid = l.r.Valid
+			fs[0].Valid = l.r.LossValid
 			all.ApplyFlows(fs)
-			if l.r.Valid && !fs[0].Valid {
-				l.r.Valid, l.r.Reason = false, fs[0].Reason
+			if l.r.LossValid && !fs[0].Valid {
+				l.r.Invalidate(fs[0].Code, fs[0].Reason)
 			}
 		case l.e == nil || l.mec >= classes:
 		case l.r.Synopsis == "lda":
-			if l.e.OnlyExtras && !l.r.Valid && l.r.Reason == l.e.Reason {
-				// Invalid only for packets the receiver recorded that the
-				// sender did not: valid again when the RDA names each of
-				// them (a neighbour's packet that crossed the boundary, or
-				// the segment's second copy of a packet) and k's loss.
+			if l.e.OnlyExtras && l.r.Verdict().Has(report.Extras) {
+				// Invalid for packets the receiver recorded that the
+				// sender did not (its delay passed every check): that
+				// cause goes when the RDA names each of them (a
+				// neighbour's packet that crossed the boundary, or the
+				// segment's second copy of a packet) and k's loss. Any
+				// other cause of the line stays.
 				if lost, crossed, dups, ok := h.rdaExtras(l.mec, prev, next, l.e); ok {
 					noteCrossed(l.r, crossed)
 					l.e.Lost, l.r.Lost = lost, lost
 					l.e.Received, l.r.Received = l.e.Sent-lost, l.e.Sent-lost
-					l.e.Valid, l.e.Reason, l.r.Valid, l.r.Reason = true, "", true, ""
+					l.e.Valid, l.e.Reason, l.e.Code = true, "", 0
+					l.r.Clear(report.Extras)
 					if l.r.Extra == nil {
 						l.r.Extra = map[string]any{}
 					}
@@ -161,9 +167,10 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			x := xs[l.mec]
 			noteCrossed(l.r, x.Crossed)
 			if known[l.mec] {
+				saved := lossOpen(l.e)
 				wasValid := l.e.Valid
 				x.Apply(l.e)
-				if b, why := h.ldaEarly(l.mec, prev); why != "" {
+				if b, why := h.ldaEarly(l.mec, prev); why.Code != 0 {
 					missing(l.r, l.e, why)
 				} else {
 					b.ApplyEarly(l.e)
@@ -175,6 +182,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// while that is no likelier than its mean's miss.
 				l.e.RequireLossVerified(1 - c.a.cfg.Conf)
 				carry(l.r, l.e, wasValid)
+				lossClose(l.e, saved)
 				continue
 			}
 			l.e.Lost -= min(l.e.Lost, uint64(x.Crossed))
@@ -192,6 +200,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			if next != nil && l.mec < len(next.rda) {
 				dk1 = next.rda[l.mec]
 			}
+			saved := lossOpen(l.e)
 			wasValid := l.e.Valid
 			switch crossed, ok := bySpan(dk, l.mec, next, false); {
 			case dk != nil && dk1 != nil:
@@ -201,7 +210,8 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				noteCrossed(l.r, crossed)
 				l.e.Lost -= min(l.e.Lost, uint64(crossed))
 			default:
-				missing(l.r, l.e, ReasonNextMissing)
+				missing(l.r, l.e, nextMissing)
+				lossClose(l.e, saved)
 				continue
 			}
 			if l.e.Lost > 0 {
@@ -215,7 +225,8 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 					noteEarly(l.r, early)
 					l.e.Lost -= min(l.e.Lost, uint64(early))
 				} else if dp == nil {
-					missing(l.r, l.e, ReasonPrevMissing)
+					missing(l.r, l.e, prevMissing)
+					lossClose(l.e, saved)
 					continue
 				} else {
 					// Packets of k that overtook its start marker: decoded
@@ -226,6 +237,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				}
 			}
 			carry(l.r, l.e, wasValid)
+			lossClose(l.e, saved)
 		}
 	}
 	c.crossedInto(h)
@@ -253,10 +265,10 @@ func (c *controller) receiverDropped(h *heldInterval) {
 		if l.flow != nil {
 			lost = l.flow.Lost
 		}
-		if l.r.Valid && lost > 0 {
-			l.r.Valid, l.r.Reason = false, why
-			if l.e != nil {
-				l.e.Valid, l.e.Reason = false, why
+		if lost > 0 {
+			l.r.Invalidate(report.ReceiverDrops, why)
+			if l.e != nil && l.e.Valid {
+				l.e.Valid, l.e.Reason, l.e.Code = false, why, report.ReceiverDrops
 			}
 		}
 	}
@@ -289,7 +301,7 @@ func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate
 		if l.flow == nil && l.e != nil && l.mec == m && l.r.Synopsis == "rda" {
 			// Banks that disagree after repair mean a corrupted synopsis:
 			// its decode vouches for nothing.
-			same = l.e.Sent == e.Sent && l.e.Received == e.Received && !strings.HasPrefix(l.e.Reason, synopsis.ReasonRDABanksDisagree)
+			same = l.e.Sent == e.Sent && l.e.Received == e.Received && !(!l.e.Valid && l.e.Code == report.BanksDisagree)
 		}
 	}
 	if !same || crossed > len(dk.Lost) {
@@ -416,6 +428,8 @@ func earlyPrev(dk *synopsis.RDADecoding, m int, prev *evidence) (int, bool) {
 // looks lost in this one.
 const ReasonPrevMissing = "previous interval missing: packets that overtook this interval's start marker could not be told from losses"
 
+var prevMissing = report.Cause{Code: report.PrevMissing, Why: ReasonPrevMissing}
+
 // evidenceOf is the paired evidence of interval k, still waiting or
 // recently reported; nil when k never paired (its synopses failed, or it
 // is the interval the receiver started in).
@@ -430,17 +444,17 @@ func (c *controller) evidenceOf(k uint64) *evidence {
 // interval's single extras: packets of h that overtook h's start marker
 // (End of h-1) and reached the receiver before it. The match is the
 // forward one with the roles of the intervals turned, so its Apply makes
-// h invalid where such packets could hide. why is non-empty when the
+// h invalid where such packets could hide. why has a code when the
 // previous interval cannot be checked.
-func (h *heldInterval) ldaEarly(m int, prev *evidence) (x synopsis.LDACrossing, why string) {
+func (h *heldInterval) ldaEarly(m int, prev *evidence) (x synopsis.LDACrossing, why report.Cause) {
 	if prev == nil || m >= len(prev.snd) || m >= len(prev.rcv) || prev.snd[m] == nil || prev.rcv[m] == nil || h.ev.snd[m] == nil {
-		return x, ReasonPrevMissing
+		return x, prevMissing
 	}
 	x, err := synopsis.MatchLDACompactCrossing(h.ev.snd[m], h.ev.rcv[m], prev.snd[m], prev.rcv[m])
 	if err != nil {
-		return x, fmt.Sprintf("packets that overtook this interval's start marker could not be told from losses: %v", err)
+		return x, report.Cause{Code: report.PrevMissing, Why: fmt.Sprintf("packets that overtook this interval's start marker could not be told from losses: %v", err)}
 	}
-	return x, ""
+	return x, report.Cause{}
 }
 
 // noteEarly puts the packets found to have overtaken the interval's start
@@ -458,24 +472,24 @@ func noteEarly(r *report.Interval, n int) {
 // ldaCrossing matches class m's single losses of h against the next
 // interval's single extras. known is false (with the reason) when the
 // match cannot vouch for h's loss; Crossed is still a lower bound then.
-func (h *heldInterval) ldaCrossing(m int, next *evidence) (known bool, x synopsis.LDACrossing, why string) {
+func (h *heldInterval) ldaCrossing(m int, next *evidence) (known bool, x synopsis.LDACrossing, why report.Cause) {
 	if next != nil && next.nothing {
-		return true, synopsis.LDACrossing{AllExtrasCrossed: true}, ""
+		return true, synopsis.LDACrossing{AllExtrasCrossed: true}, report.Cause{}
 	}
 	if next == nil || m >= len(next.snd) || m >= len(next.rcv) || next.rcv[m] == nil {
-		return false, x, ReasonNextMissing
+		return false, x, nextMissing
 	}
 	if h.ev.snd[m] == nil || next.snd[m] == nil {
-		return false, x, ReasonNextMissing + " (the next interval's sender LDA of this class did not decode or match)"
+		return false, x, report.Cause{Code: report.NextMissing, Why: ReasonNextMissing + " (the next interval's sender LDA of this class did not decode or match)"}
 	}
 	x, err := synopsis.MatchLDACompactCrossing(h.ev.snd[m], h.ev.rcv[m], next.snd[m], next.rcv[m])
 	if err != nil {
-		return false, x, fmt.Sprintf("packets reordered past the interval's end could not be told from losses: %v", err)
+		return false, x, report.Cause{Code: report.NextMissing, Why: fmt.Sprintf("packets reordered past the interval's end could not be told from losses: %v", err)}
 	}
 	if next.senderless && !x.AllExtrasCrossed {
-		return false, x, ReasonNextMissing + " (its sender synopses never came, and the receiver got packets after this interval's end that are not its losses)"
+		return false, x, report.Cause{Code: report.NextMissing, Why: ReasonNextMissing + " (its sender synopses never came, and the receiver got packets after this interval's end that are not its losses)"}
 	}
-	return true, x, ""
+	return true, x, report.Cause{}
 }
 
 // noteCrossed puts the packets found to have arrived after the
@@ -491,23 +505,44 @@ func noteCrossed(r *report.Interval, n int) {
 	r.Extra["crossed"] = n
 }
 
-// carry carries a corrected estimate into its line; a cause the line
-// already names (a session's, a timestamp's) stays.
+// carry carries a corrected estimate into its line, with the cause the
+// correction found; a cause the line already names (a session's, a
+// timestamp's) leads or follows it by its code's precedence.
 func carry(r *report.Interval, e *synopsis.Estimate, wasValid bool) {
 	r.Lost = e.Lost
-	if wasValid && !e.Valid && r.Valid {
-		r.Valid, r.Reason = false, e.Reason
+	if wasValid && !e.Valid {
+		r.Invalidate(e.Code, e.Reason)
 	}
 }
 
-// missing makes a valid line with loss invalid: its loss may include
-// packets that arrived after the interval's end.
-func missing(r *report.Interval, e *synopsis.Estimate, why string) {
-	if r.Valid && r.Lost > 0 {
-		r.Valid, r.Reason = false, why
-		if e != nil {
-			e.Valid, e.Reason = false, why
+// missing makes a line with loss invalid for its loss: it may include
+// packets that arrived after the interval's end (or before its start).
+func missing(r *report.Interval, e *synopsis.Estimate, why report.Cause) {
+	if r.Lost > 0 {
+		r.Invalidate(why.Code, why.Why)
+		if e != nil && e.Valid {
+			e.Valid, e.Reason, e.Code = false, why.Why, why.Code
 		}
+	}
+}
+
+// lossOpen opens e, invalid for its delay alone (its code's scope), for
+// the loss checks that follow, which check only a valid estimate: the
+// line's loss is checked whatever its delay (loss_valid). It returns e's
+// own cause for lossClose to put back.
+func lossOpen(e *synopsis.Estimate) (saved report.Cause) {
+	if !e.Valid && e.Code.Scope() == report.ScopeDelay {
+		saved = report.Cause{Code: e.Code, Why: e.Reason}
+		e.Valid, e.Reason, e.Code = true, "", 0
+	}
+	return saved
+}
+
+// lossClose puts back e's own cause that lossOpen took, unless a loss
+// check made e invalid meanwhile (the line holds both causes then).
+func lossClose(e *synopsis.Estimate, saved report.Cause) {
+	if saved.Code != 0 && e.Valid {
+		e.Valid, e.Reason, e.Code = false, saved.Why, saved.Code
 	}
 }
 

@@ -236,7 +236,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				}
 			}
 			src := truths
-			if r.Reason == ReasonRecut {
+			if r.Verdict().Lead().Code == report.Recut {
 				src = recuts
 			}
 			if t, ok = src[uint64(r.Interval)]; ok || wait == 100 || waited[uint64(r.Interval)] {
@@ -280,7 +280,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			}
 			return
 		}
-		if !r.Valid && (r.Sent == 0 && r.Received == 0 || r.Reason == ReasonWarmup) {
+		if !r.Valid && (r.Sent == 0 && r.Received == 0 || r.Verdict().Lead().Code == report.Warmup) {
 			// An interval without traffic (a pause, or the one the stop
 			// closes right after a boundary) has nothing to measure, and
 			// the one the receiver started in is partial by construction:

@@ -94,7 +94,7 @@ func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
 			continue
 		}
 		h, body, err := parsePayload(payload)
-		if err != nil || h.Flags&payloadOmitted != 0 || !rc.warmup && sessionReason(h.Flags, rc) != "" {
+		if err != nil || h.Flags&payloadOmitted != 0 || !rc.warmup && sessionReason(h.Flags, rc).Code != 0 {
 			continue
 		}
 		var snd synopsis.RDA

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -58,9 +59,9 @@ type ldsFix struct {
 
 type ldsFixLine struct {
 	l heldLine
-	// plain is the line's estimator reason before the repair: only an
-	// invalidity of that reason can the repair lift.
-	plain string
+	// plain is the line's estimator cause before the repair (0: none):
+	// only that cause can the repair lift.
+	plain report.Code
 }
 
 // ldsRepairSetUp starts the repair of interval k's LDS lines (the last n
@@ -74,7 +75,7 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 	}
 	f := &ldsFix{k: k, snd: snd, own: own, waiting: map[uint16]bool{}, unplaced: map[string]int{}}
 	for _, hl := range c.held[len(c.held)-n:] {
-		f.lines = append(f.lines, ldsFixLine{l: hl, plain: hl.flow.Reason})
+		f.lines = append(f.lines, ldsFixLine{l: hl, plain: hl.flow.Code})
 	}
 	for m := range c.ev.rda {
 		dec := c.ev.rda[m]
@@ -238,12 +239,14 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 		r.Samples, r.Usable, r.Buckets = fe.Samples, fe.UsableBuckets, fe.TotalBuckets
 		r.Received, r.Lost = fe.Received, fe.Lost
 		switch {
-		case !fe.Valid && r.Valid:
-			r.Valid, r.Reason = false, fe.Reason
-		case fe.Valid && !r.Valid && r.Reason == fl.plain:
-			r.Valid, r.Reason = true, ""
+		case !fe.Valid:
+			r.Invalidate(fe.Code, fe.Reason)
+		case fl.plain != 0 && r.Verdict().Has(fl.plain):
+			// The estimator's own cause goes; another (a session's)
+			// stays.
+			r.Clear(fl.plain)
 			if f.own.RowsTakeAll() && !countsAgree(fe) {
-				r.Valid, r.Reason = false, ReasonFlowShared
+				r.Invalidate(report.FlowShared, ReasonFlowShared)
 			}
 		}
 		c.stampLimit(r)  // the repaired cells' stamps may be worse

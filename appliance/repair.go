@@ -91,21 +91,22 @@ type repairKey struct {
 
 // repair is one RDA line waiting for the sender's timestamps.
 type repair struct {
-	key        repairKey
-	peer       uint64 // the sender session asked
-	id         uint32
-	ids        []uint64
-	lost       int    // lost packets decoded (ids are those the sender's sampled cache holds)
-	body       []byte // the request message
-	snd, own   *synopsis.RDA
-	r          *report.Interval
-	e          *synopsis.Estimate
-	origValid  bool
-	origReason string
-	// estReason is the estimator's own reason at the ask (the RDA's
-	// estimate before the line's other checks: stamps, session, class
-	// changes): only an invalidity of that reason can a repair lift.
+	key      repairKey
+	peer     uint64 // the sender session asked
+	id       uint32
+	ids      []uint64
+	lost     int    // lost packets decoded (ids are those the sender's sampled cache holds)
+	body     []byte // the request message
+	snd, own *synopsis.RDA
+	r        *report.Interval
+	e        *synopsis.Estimate
+	// estCode and estReason are the estimator's own cause at the ask
+	// (the RDA's estimate before the line's other checks: stamps,
+	// session, class changes): only that cause can a repair lift.
+	// cleared: the repair lifted it (unrepair puts it back).
+	estCode   report.Code
 	estReason string
+	cleared   bool
 	first     time.Time
 	last      time.Time
 	tries     int
@@ -290,9 +291,9 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 	now := time.Now()
 	ids := append([]uint64(nil), st.MissingSender...)
 	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
-		snd: snd, own: own, r: r, e: e, origValid: r.Valid, origReason: r.Reason, first: now}
+		snd: snd, own: own, r: r, e: e, first: now}
 	if e != nil && !e.Valid {
-		rp.estReason = e.Reason
+		rp.estCode, rp.estReason = e.Code, e.Reason
 	}
 	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
 		// More lost packets than one request carries: the line keeps
@@ -429,17 +430,21 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			}
 			c.repaired[r] = rp
 			switch {
-			case !e2.Valid && r.Valid:
-				r.Valid, r.Reason = false, e2.Reason
-				e.Valid, e.Reason = false, e2.Reason
-			case e2.Valid && !rp.origValid && !r.Valid && r.Reason == rp.origReason && rp.origReason == rp.estReason:
-				// Invalid only for the estimator's own reason (too few
-				// usable cells), which the repair removed. A line invalid
-				// for another cause (uncertain stamps, a session's partial
-				// interval, packets that changed class) stays invalid: the
-				// repair does not answer it.
-				r.Valid, r.Reason = true, ""
-				e.Valid, e.Reason = true, ""
+			case !e2.Valid:
+				r.Invalidate(e2.Code, e2.Reason)
+				if e.Valid {
+					e.Valid, e.Reason, e.Code = false, e2.Reason, e2.Code
+				}
+			case rp.estCode != 0 && r.Verdict().Has(rp.estCode):
+				// The estimator's own cause (too few usable cells), which
+				// the repair removed, goes. Another cause (uncertain
+				// stamps, a session's partial interval, packets that
+				// changed class) stays: the repair does not answer it.
+				r.Clear(rp.estCode)
+				rp.cleared = true
+				if e.Code == rp.estCode {
+					e.Valid, e.Reason, e.Code = true, "", 0
+				}
 			}
 		}
 	}
@@ -516,10 +521,10 @@ func (c *controller) crossedInto(h *heldInterval) {
 			}
 			continue
 		}
-		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.Valid && estimateExact(l.r) {
-			l.r.Valid, l.r.Reason = false, ReasonExactCrossed
-			if l.e != nil {
-				l.e.Valid, l.e.Reason = false, ReasonExactCrossed
+		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.DelayValid && estimateExact(l.r) {
+			l.r.Invalidate(report.ExactCrossed, ReasonExactCrossed)
+			if l.e != nil && l.e.Valid {
+				l.e.Valid, l.e.Reason, l.e.Code = false, ReasonExactCrossed, report.ExactCrossed
 			}
 		}
 	}
@@ -598,15 +603,16 @@ func (c *controller) unrepair(rp *repair) {
 	if e := rp.e; e != nil {
 		e.MeanNs, e.StddevNs, e.MeanCINs, e.Samples, e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
 	}
-	if r.Valid && !rp.origValid && r.Reason == "" {
-		r.Valid, r.Reason = false, rp.origReason
+	if rp.cleared {
+		// The repair lifted the estimator's cause; the estimate is back.
+		r.Invalidate(rp.estCode, rp.estReason)
 	}
-	if r.Valid && estimateExact(r) {
+	if r.DelayValid && estimateExact(r) {
 		// Exact before the repair only by one bank's cells: see
 		// crossedInto.
-		r.Valid, r.Reason = false, ReasonExactCrossed
-		if rp.e != nil {
-			rp.e.Valid, rp.e.Reason = false, ReasonExactCrossed
+		r.Invalidate(report.ExactCrossed, ReasonExactCrossed)
+		if rp.e != nil && rp.e.Valid {
+			rp.e.Valid, rp.e.Reason, rp.e.Code = false, ReasonExactCrossed, report.ExactCrossed
 		}
 	}
 }

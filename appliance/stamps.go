@@ -63,15 +63,16 @@ func (c *controller) flowStamps(r *report.Interval, f *synopsis.FlowEstimate, rc
 	c.stampLimit(r)
 }
 
-// stampLimit invalidates a valid line whose stamps are uncertain by more
-// than --max-stamp-err allows.
+// stampLimit makes a line's delay invalid (stamps_uncertain) when its
+// stamps are uncertain by more than --max-stamp-err allows, by the line's
+// figures now: a cause found with earlier figures (before a repair) goes.
 func (c *controller) stampLimit(r *report.Interval) {
 	fixed := float64(c.a.cfg.MaxStampErr.Nanoseconds())
 	limit := fixed + stampErrLimitFrac*math.Abs(r.MeanNs)
-	if r.Valid && r.StampErrNs > limit {
-		r.Valid = false
-		r.Reason = fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (%.0f µs + 10 %% of the mean, --max-stamp-err): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
-			r.StampErrNs/1e3, limit/1e3, fixed/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource)
+	r.Clear(report.StampsUncertain)
+	if r.StampErrNs > limit {
+		r.Invalidate(report.StampsUncertain, fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the %.1f µs allowed (%.0f µs + 10 %% of the mean, --max-stamp-err): sender %.1f µs (clock gap around its transmit calls: a slow or preempted send), receiver %.1f µs (%s stamps; poll stamps: the gap since the worker last found its rx queue empty)",
+			r.StampErrNs/1e3, limit/1e3, fixed/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3, r.StampSource))
 	}
 }
 

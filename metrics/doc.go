@@ -24,8 +24,7 @@
 // nothing here is on the packet path — the lane and port counters are
 // atomics the workers update anyway, read only when Prometheus scrapes.
 //
-// Hazards: report reasons are free text, some with an error message
-// appended; Reason maps each to a short label (the text before its first
-// ':' or '(' as a snake_case slug, at most 48 characters) so the label's
-// cardinality stays bounded by the number of distinct reasons in the code.
+// Hazards: report reasons are sentences with measured numbers in them; the
+// reason label is the leading cause's code instead (report.Code, a fixed
+// table), so its values are bounded by that table and "ok".
 package metrics

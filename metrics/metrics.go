@@ -285,36 +285,18 @@ func (m *Metrics) observeMicrobursts(l prometheus.Labels, r *report.Interval) {
 }
 
 // Reason is the ldafwd_intervals_total reason label of a report line:
-// "ok" for a valid one, else the reason's text up to its first ':' or
-// '(' as a snake_case slug of at most 48 characters.
+// "ok" for a valid one, else the code of its leading cause
+// (report.Code: a fixed set, no number in it; the sentence with the
+// measured numbers stays in the JSON line). "unknown" for an invalid line
+// built without a cause, which ldafwd does not write.
 func Reason(r *report.Interval) string {
 	if r.Valid {
 		return "ok"
 	}
-	s := r.Reason
-	if i := strings.IndexAny(s, ":("); i >= 0 {
-		s = s[:i]
+	if c := r.Verdict().Lead().Code; c != 0 {
+		return c.String()
 	}
-	var b strings.Builder
-	under := false
-	for _, c := range strings.ToLower(s) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if under && b.Len() > 0 {
-				b.WriteByte('_')
-			}
-			under = false
-			b.WriteRune(c)
-		} else {
-			under = true
-		}
-		if b.Len() >= 48 {
-			break
-		}
-	}
-	if b.Len() == 0 {
-		return "unknown"
-	}
-	return b.String()
+	return "unknown"
 }
 
 // Health is the /healthz body.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestObserve(t *testing.T) {
@@ -51,8 +54,8 @@ func TestObserve(t *testing.T) {
 	}
 	// An invalid interval: valid 0, counted by reason; the totals over
 	// valid intervals, the delay moments included, do not move.
-	bad := &report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Received: 5, Valid: false, MeanNs: 1e9,
-		Reason: "sender synopsis does not decode: control: bad encoding (x)"}
+	bad := &report.Interval{Interval: 8, Direction: "a>b", MEC: "all", Synopsis: "lda", Received: 5, MeanNs: 1e9}
+	bad.Invalidate(report.Decode, "sender synopsis does not decode: control: bad encoding (x)")
 	m.Observe(bad)
 	if got := testutil.ToFloat64(m.valid.With(l)); got != 0 {
 		t.Errorf("valid %v after an invalid interval", got)
@@ -66,7 +69,7 @@ func TestObserve(t *testing.T) {
 	if got := testutil.ToFloat64(m.delaySum.With(l)); math.Abs(got-990*52e-6) > 1e-15 {
 		t.Errorf("delay sum %v after an invalid interval", got)
 	}
-	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "sender_synopsis_does_not_decode")); got != 1 {
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "decode")); got != 1 {
 		t.Errorf("invalid interval counter %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "true", "ok")); got != 1 {
@@ -165,21 +168,65 @@ func TestDelayMoments(t *testing.T) {
 	}
 }
 
+// TestReason: the reason label is the leading cause's code, whatever
+// numbers its sentence holds, and the labels ldafwd_intervals_total takes
+// over every cause (alone and under a cause that leads it) are exactly
+// the code table and "ok".
 func TestReason(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"", "unknown"},
-		{"end marker lost in the segment: the receiver could not cut this interval", "end_marker_lost_in_the_segment"},
-		{"no synopses from the sender for this interval (control frames lost or sender stopped)", "no_synopses_from_the_sender_for_this_interval"},
-		{"sender restarted: first interval of its new session is partial", "sender_restarted"},
-		{strings.Repeat("x", 200), strings.Repeat("x", 48)},
-		{"--::((", "unknown"},
-	} {
-		if got := Reason(&report.Interval{Reason: c.in}); got != c.want {
-			t.Errorf("Reason(%q) = %q, want %q", c.in, got, c.want)
-		}
+	timestamps := func(us float64) *report.Interval {
+		r := &report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lda"}
+		r.Invalidate(report.StampsUncertain, fmt.Sprintf("timestamps uncertain by %.1f µs on average, over the 20.0 µs allowed", us))
+		return r
+	}
+	if a, b := Reason(timestamps(41.6)), Reason(timestamps(3.2)); a != "stamps_uncertain" || b != a {
+		t.Errorf("stamps lines: labels %q and %q, want stamps_uncertain", a, b)
+	}
+	lead := &report.Interval{}
+	lead.Invalidate(report.NextMissing, "next interval missing")
+	lead.Invalidate(report.Session, "sender restarted: first interval of its new session is partial")
+	if got := Reason(lead); got != "session" {
+		t.Errorf("session over next_missing: %q", got)
 	}
 	if got := Reason(&report.Interval{Valid: true, Reason: "whatever"}); got != "ok" {
 		t.Errorf("valid: %q", got)
+	}
+	if got := Reason(&report.Interval{Reason: "a line built by hand"}); got != "unknown" {
+		t.Errorf("invalid line without a cause: %q", got)
+	}
+
+	m := New("lab", nil)
+	ok := &report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lda"}
+	ok.SetVerdict(report.Verdict{})
+	m.Observe(ok)
+	want := map[string]bool{"ok": true}
+	for i, c := range report.Codes() {
+		want[c.String()] = true
+		for _, under := range []report.Code{0, report.ReceiverDrops, report.CaptureDamage} {
+			r := &report.Interval{Interval: int64(i), Direction: "a>b", MEC: "all", Synopsis: "lda"}
+			r.Invalidate(c, fmt.Sprintf("cause %d measured %d.%d µs", c, i, i*7))
+			if under != 0 {
+				r.Invalidate(under, "another cause")
+			}
+			m.Observe(r)
+		}
+	}
+	got := map[string]bool{}
+	ch := make(chan prometheus.Metric, 1024)
+	m.intervals.Collect(ch)
+	close(ch)
+	for mt := range ch {
+		var pb dto.Metric
+		if err := mt.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, lp := range pb.GetLabel() {
+			if lp.GetName() == "reason" {
+				got[lp.GetValue()] = true
+			}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("reason labels %v, want the code table and ok: %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 }
 
@@ -344,8 +391,13 @@ func TestConcurrentObserveScrape(t *testing.T) {
 		defer close(done)
 		for i := 0; i < 500; i++ {
 			st.RxFrames.Add(1)
-			m.Observe(&report.Interval{Interval: int64(i), Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: i%3 != 0, Lost: 1, Sent: 10, Received: 9,
-				Reason: "control fragment lost", ControlBytes: 100})
+			r := &report.Interval{Interval: int64(i), Direction: "a>b", MEC: "all", Synopsis: "lda", Lost: 1, Sent: 10, Received: 9, ControlBytes: 100}
+			if i%3 == 0 {
+				r.Invalidate(report.ControlLost, "control fragment lost")
+			} else {
+				r.SetVerdict(report.Verdict{})
+			}
+			m.Observe(r)
 		}
 	}()
 	for i := 0; i < 20; i++ {
@@ -362,7 +414,7 @@ func TestConcurrentObserveScrape(t *testing.T) {
 	if got := testutil.ToFloat64(m.lostTotal.WithLabelValues("a>b", "all", "lda")); got != 333 {
 		t.Fatalf("lost total %v, want 333", got)
 	}
-	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "control_fragment_lost")); got != 167 {
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "control_lost")); got != 167 {
 		t.Fatalf("invalid intervals %v, want 167", got)
 	}
 }
@@ -377,8 +429,10 @@ func TestMicrobursts(t *testing.T) {
 	}
 	m.Observe(&report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Lost: 40,
 		Extra: map[string]any{"microbursts": []report.Microburst{mb(0, 5), mb(0.002, 30)}}})
-	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: false, Reason: "loss not verifiable", Lost: 9,
-		Extra: map[string]any{"microbursts": []report.Microburst{mb(0.3, 9)}}})
+	unverified := &report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "rda", Lost: 9,
+		Extra: map[string]any{"microbursts": []report.Microburst{mb(0.3, 9)}}}
+	unverified.Invalidate(report.LossUnverified, "loss not verifiable")
+	m.Observe(unverified)
 	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true,
 		Extra: map[string]any{"microbursts": []report.Microburst{}}})
 	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2",

@@ -46,7 +46,9 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		MeanNs: 5e4, StddevNs: 1e3, ControlBytes: 900, ControlFrames: 2,
 		Extra: map[string]any{"clock_offset_ns": 3e5, "clock_offset_ci_ns": 2e3, "clock_offset_interval": uint64(0), "clock_reverse_mean_ns": -2.5e5}})
 	m.Observe(&report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 10, MeanNs: -2e3, StddevNs: 1e3})
-	m.Observe(&report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda", Reason: "end marker lost in the segment"})
+	lost := &report.Interval{Interval: 3, Direction: "a>b", MEC: "all", Synopsis: "rda"}
+	lost.Invalidate(report.ControlLost, "end marker lost in the segment")
+	m.Observe(lost)
 	m.Observe(&report.Interval{Interval: 4, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Sent: 100, Received: 90, Lost: 10,
 		Extra: map[string]any{"microbursts": []report.Microburst{{StartNs: 1e9, EndNs: 1e9 + 3e6, Losses: 10}}}})
 	s, err := m.Serve("127.0.0.1:0")

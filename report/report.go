@@ -36,9 +36,16 @@ type Interval struct {
 	Samples   uint64  `json:"samples"`
 	Usable    int     `json:"usable_buckets"`
 	Buckets   int     `json:"total_buckets"`
-	Valid     bool    `json:"valid"`
-	Reason    string  `json:"reason,omitempty"`
-	Clock     string  `json:"clock,omitempty"`
+	// Valid, Reason, ReasonCode, LossValid and DelayValid are rendered
+	// from the line's verdict (verdict.go): set them with Invalidate,
+	// Clear or SetVerdict, not by hand. Valid is true only when both
+	// LossValid and DelayValid are.
+	Valid      bool   `json:"valid"`
+	Reason     string `json:"reason,omitempty"`      // the leading cause's sentence
+	ReasonCode string `json:"reason_code,omitempty"` // the leading cause's code (Code.String)
+	LossValid  bool   `json:"loss_valid"`            // no cause leaves sent, received and lost inexact
+	DelayValid bool   `json:"delay_valid"`           // no cause leaves the delay estimate untrusted
+	Clock      string `json:"clock,omitempty"`
 	// Control traffic that carried this interval's synopses in-band
 	// (Hello, End markers, fragments; Ethernet frames without FCS).
 	ControlFrames int `json:"control_frames,omitempty"`
@@ -67,6 +74,8 @@ type Interval struct {
 
 	// Extra carries synopsis-specific fields (RDA decode, LDS weights…).
 	Extra map[string]any `json:"extra,omitempty"`
+
+	verdict Verdict // the causes the line is not valid for (verdict.go)
 }
 
 // Microburst is one burst of losses, listed in an interval line's
@@ -157,6 +166,10 @@ type StatusProblem struct {
 // spread). NaN and ±Inf, which JSON cannot carry, are null as well.
 func (iv Interval) MarshalJSON() ([]byte, error) {
 	type plain Interval // no MarshalJSON: no recursion
+	if iv.Valid {
+		// A line built by hand as valid (no verdict) is valid for both.
+		iv.LossValid, iv.DelayValid = true, true
+	}
 	noDelay := !iv.Valid || iv.Samples == 0
 	num := func(f float64, none bool) *float64 {
 		if none || math.IsNaN(f) || math.IsInf(f, 0) {

@@ -12,7 +12,9 @@
 // smaller AppendCompact), carried in-band to the receiver, decoded and
 // combined with the receiver's own by an Estimate function. Estimates
 // always say how far to trust them (usable buckets, effective sample size,
-// Valid and Reason): a synopsis never returns a silent number. The RDA's
+// Valid, Reason and Code, the reason's typed cause with the scope it
+// leaves unknown: report.Code): a synopsis never returns a silent number.
+// Decisions between causes use Code, never the text. The RDA's
 // decode lists the lost and extra packets; with their timestamps they
 // repair the RDA's own cells (EstimateRDA) and the LDS's
 // (EstimateLDSFlowsRepaired), which loss would otherwise leave unusable.

@@ -1,6 +1,10 @@
 package synopsis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ldafwd/ldafwd/report"
+)
 
 // Estimate is what every synopsis's estimator returns for one interval: the
 // number and, beside it, how far to trust it. Reports (docs/reports.md) are built
@@ -37,6 +41,9 @@ type Estimate struct {
 
 	Valid  bool   // false: do not use MeanNs/StddevNs; Reason says why
 	Reason string // empty when Valid
+	// Code is Reason's typed cause (0 when Valid): what a report line's
+	// verdict takes, and what decides between causes — never Reason.
+	Code report.Code
 	// OnlyExtras (LDA with digests): invalid only because the receiver
 	// recorded packets the sender did not; every other check passed. The
 	// mean rests on buckets whose counts and digests agree, which no extra
@@ -67,7 +74,7 @@ func (e Estimate) IntegrityFields() map[string]any {
 // decoded identity by identity, never needs it.
 func (e *Estimate) RequireLossVerified(maxMiss float64) {
 	if e.Valid && e.ExtraMissProb > maxMiss {
-		e.Valid = false
+		e.Valid, e.Code = false, report.LossUnverified
 		e.Reason = fmt.Sprintf("loss not verifiable: a packet the receiver saw and the sender did not (duplicated, injected, remarked or crossed in) would go unseen with probability %.2g in buckets that lost more than they gained", e.ExtraMissProb)
 	}
 }

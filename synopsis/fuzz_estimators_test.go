@@ -52,7 +52,15 @@ func flip(enc, ops []byte) []byte {
 func finiteEstimate(t *testing.T, what string, e Estimate) {
 	t.Helper()
 	if !e.Valid {
+		// Every reason has its typed cause: the reports' verdicts and
+		// metric labels take the code, not the text.
+		if e.Code == 0 || e.Reason == "" {
+			t.Fatalf("%s: invalid estimate without its code and reason: code %v, reason %q", what, e.Code, e.Reason)
+		}
 		return
+	}
+	if e.Code != 0 {
+		t.Fatalf("%s: valid estimate with a code: %v", what, e.Code)
 	}
 	for _, v := range []float64{e.MeanNs, e.StddevNs, e.MeanCINs} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -1,6 +1,10 @@
 package synopsis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ldafwd/ldafwd/report"
+)
 
 // LDACrossing is what MatchLDACrossing found between two consecutive
 // intervals k and k+1.
@@ -155,10 +159,10 @@ func (x LDACrossing) apply(e *Estimate, other, how string) {
 	switch {
 	case !e.Valid || e.Lost == 0:
 	case !x.AllExtrasCrossed:
-		e.Valid = false
+		e.Valid, e.Code = false, report.Crossing
 		e.Reason = fmt.Sprintf("the %s interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have %s; loss cannot be counted", other, how)
 	case x.Hidden > 0:
-		e.Valid = false
+		e.Valid, e.Code = false, report.Crossing
 		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the %s interval too, where a packet of this interval that %s would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden, other, how)
 	}
 }
@@ -175,7 +179,7 @@ func (x LDACrossing) ApplyFlows(flows []FlowEstimate) {
 	}
 	for i := range flows {
 		if f := &flows[i]; f.Valid && f.Lost > 0 {
-			f.Valid = false
+			f.Valid, f.Code = false, report.Crossing
 			f.Reason = fmt.Sprintf("%d packets of this interval arrived after its end (found by the LDA; more may be hidden): this flow's loss may include them", x.Crossed)
 		}
 	}
@@ -228,8 +232,8 @@ func applyRDACrossing(e *Estimate, decK, decK1 RDADecoding, whyOther, whyOwn str
 	switch {
 	case !e.Valid:
 	case !decK1.Complete:
-		e.Valid, e.Reason = false, whyOther
+		e.Valid, e.Reason, e.Code = false, whyOther, report.Crossing
 	case !decK.Complete && e.Lost > 0 && len(decK1.Extra) > n:
-		e.Valid, e.Reason = false, whyOwn
+		e.Valid, e.Reason, e.Code = false, whyOwn, report.Crossing
 	}
 }

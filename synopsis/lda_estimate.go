@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // DefaultConfidence is the confidence level of MeanCINs when the caller
@@ -264,24 +266,33 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 
 	switch {
 	case !confOK:
-		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
+		e.Reason, e.Code = fmt.Sprintf("confidence %v not in (0,1)", conf), report.Decode
 	case received > sent:
-		e.Reason = fmt.Sprintf("receiver recorded %d packets, sender %d: reordering across the interval boundary or duplication", received, sent)
+		e.Reason, e.Code = fmt.Sprintf("receiver recorded %d packets, sender %d: reordering across the interval boundary or duplication", received, sent), report.ExtrasUnchecked
 	case d.ExtraMin > 0:
-		e.Reason = ExtraReason(d.ExtraMin, d.ExtraBuckets)
+		e.Reason, e.Code = ExtraReason(d.ExtraMin, d.ExtraBuckets), report.ExtrasUnchecked
 	case d.ImplausibleBuckets > 0:
-		e.Reason = boundsReason(d.ImplausibleBuckets-d.BelowMinBuckets, d.BelowMinBuckets)
+		e.Reason, e.Code = boundsReason(d.ImplausibleBuckets-d.BelowMinBuckets, d.BelowMinBuckets), report.DelayAboveMax
+		if d.BelowMinBuckets > 0 {
+			e.Code = report.DelayBelowMin // the clock's cause leads
+		}
 	case s == 0 && sent == 0:
-		e.Reason = "no packets in the interval"
+		e.Reason, e.Code = "no packets in the interval", report.NoPackets
 	case s == 0:
-		e.Reason = fmt.Sprintf("no usable bucket (%d of %d buckets hit by loss): loss too high for this LDA configuration", d.CountMismatch, len(pairs))
+		e.Reason, e.Code = fmt.Sprintf("no usable bucket (%d of %d buckets hit by loss): loss too high for this LDA configuration", d.CountMismatch, len(pairs)), report.FewSamples
 	case d.UsableRowPairs < ldaMinStddevRows:
-		e.Reason = fmt.Sprintf("only %d usable collapsed rows, need %d for a std-dev and confidence bound", d.UsableRowPairs, ldaMinStddevRows)
+		e.Reason, e.Code = fmt.Sprintf("only %d usable collapsed rows, need %d for a std-dev and confidence bound", d.UsableRowPairs, ldaMinStddevRows), report.FewSamples
 	default:
 		e.Valid = true
 	}
 	e.OnlyExtras = !e.Valid && confOK && cfg.Digest && (received > sent || d.ExtraMin > 0) &&
 		d.ImplausibleBuckets == 0 && s > 0 && d.UsableRowPairs >= ldaMinStddevRows
+	if e.OnlyExtras {
+		// Every delay check passed: the extras leave the loss unknown,
+		// not the delay. Otherwise the checks after the extras' did not
+		// run (ExtrasUnchecked).
+		e.Code = report.Extras
+	}
 	return e
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // FlowEstimate is the per-flow answer of an LDS pair: the flow, its name
@@ -142,7 +144,7 @@ func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 func EstimateLDSFlow(sender, receiver *LDS, flowHash uint64, weight uint32) (Estimate, error) {
 	e, err := newLDSEstimator(sender, receiver)
 	if err != nil {
-		return Estimate{Synopsis: "lds", Reason: err.Error()}, err
+		return Estimate{Synopsis: "lds", Reason: err.Error(), Code: report.Decode}, err
 	}
 	var own uint64
 	if receiver.flows != nil {
@@ -248,7 +250,7 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est E
 		// No densely sampled row of the flow was shipped (a sparse copy
 		// carries the largest flows' cells only): nothing to count.
 		e.cells = e.cells[:0]
-		est.Reason = ReasonLDSNotShipped
+		est.Reason, est.Code = ReasonLDSNotShipped, report.Budget
 		return est, 0, 0, 0
 	}
 	est.Sent = uint64(math.Round(sentMin))
@@ -265,9 +267,9 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est E
 		e.cells = e.cells[:0]
 		est.UsableBuckets = 0
 		if est.Sent == 0 {
-			est.Reason = "no packet of the flow in the sketch"
+			est.Reason, est.Code = "no packet of the flow in the sketch", report.NoPackets
 		} else {
-			est.Reason = "every cell of the flow lost or reordered packets"
+			est.Reason, est.Code = "every cell of the flow lost or reordered packets", report.LossyCells
 		}
 		return est, 0, 0, 0
 	}
@@ -315,12 +317,13 @@ func (e *ldsEstimator) flow(flowHash uint64, weight uint32, ownLo uint64) (est E
 	est.MeanCINs, est.Conf = ci+txErr+rxErr, e.bound.conf()
 	switch {
 	case why != "":
-		est.Reason = why
+		est.Reason, est.Code = why, report.FlowShared
 	case extraCells > 0:
 		// Weighted counts: the extras of one packet of weight w show as w.
-		est.Reason = ExtraReason(est.Extra, extraCells)
+		est.Reason, est.Code = ExtraReason(est.Extra, extraCells), report.ExtrasUnchecked
 	case e.extraCells > 0:
-		est.Reason = fmt.Sprintf("receiver saw ≥%d packets (in %d cells of the sketch) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; they may hide this flow's losses, so its loss cannot be counted", e.extraMin, e.extraCells)
+		// None in the flow's own cells: its delay passed every check.
+		est.Reason, est.Code = fmt.Sprintf("receiver saw ≥%d packets (in %d cells of the sketch) the sender did not record in this class: duplicated, injected or remarked inside the segment, or reordered across the interval boundary; they may hide this flow's losses, so its loss cannot be counted", e.extraMin, e.extraCells), report.Extras
 	default:
 		est.Valid = true
 	}
@@ -421,7 +424,7 @@ func TopFlows(flows []FlowEstimate, n int, by LDSOrder) []FlowEstimate {
 	// Flows a sparse copy did not carry come after the measured ones: the
 	// sender shipped the largest, and among equal sizes a line with a
 	// measurement says more than one without.
-	unshipped := func(f *FlowEstimate) bool { return f.Reason == ReasonLDSNotShipped }
+	unshipped := func(f *FlowEstimate) bool { return !f.Valid && f.Code == report.Budget }
 	sort.SliceStable(out, func(a, b int) bool {
 		if ua, ub := unshipped(&out[a]), unshipped(&out[b]); ua != ub {
 			return ub

@@ -1,6 +1,10 @@
 package synopsis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ldafwd/ldafwd/report"
+)
 
 // LDSPacket is one packet as an LDS placed it: what it takes to take the
 // packet out again (Remove). The sender of an appliance keeps it beside the
@@ -109,7 +113,7 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 		p, f := &plain[i], &fixed[i]
 		if f.Sent == 0 && !f.Valid && p.Sent > 0 {
 			// The repair took out every packet the flow sent: all lost.
-			f.Reason = "every packet of the flow lost: no delay to measure"
+			f.Reason, f.Code = "every packet of the flow lost: no delay to measure", report.AllLost
 		}
 		f.Sent, f.Received, f.Lost, f.CountsExact = p.Sent, p.Received, p.Lost, p.CountsExact
 		c := perFlow[f.FlowHash]

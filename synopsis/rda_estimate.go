@@ -3,6 +3,8 @@ package synopsis
 import (
 	"fmt"
 	"math"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // rdaMinStddevPairs is the fewest collapsed cell pairs behind a std-dev
@@ -379,17 +381,19 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 
 	switch {
 	case !(conf > 0 && conf < 1):
-		e.Reason = fmt.Sprintf("confidence %v not in (0,1)", conf)
+		e.Reason, e.Code = fmt.Sprintf("confidence %v not in (0,1)", conf), report.Decode
 	case sent <= 0 && recv <= 0:
-		e.Reason = "no packets in the interval"
+		e.Reason, e.Code = "no packets in the interval", report.NoPackets
 	case st.Exact && !st.BankTotalsAgree:
-		e.Reason = ReasonRDABanksDisagree
+		e.Reason, e.Code = ReasonRDABanksDisagree, report.BanksDisagree
 	case !dec.Complete && dec.ResidualExtraCells > 0:
-		e.Reason = fmt.Sprintf("RDA decode incomplete and %d undecoded cells hold packets only the receiver saw (duplicated, injected or remarked inside the segment, or reordered across the interval boundary); loss cannot be counted", dec.ResidualExtraCells)
+		// The checks after this one did not run: the delay is not
+		// known clear of them either.
+		e.Reason, e.Code = fmt.Sprintf("RDA decode incomplete and %d undecoded cells hold packets only the receiver saw (duplicated, injected or remarked inside the segment, or reordered across the interval boundary); loss cannot be counted", dec.ResidualExtraCells), report.ExtrasUnchecked
 	case st.UsableCells == 0:
-		e.Reason = fmt.Sprintf("no usable RDA cell: set difference beyond capacity (%d cells unpeeled, %d decoded)", dec.ResidualCells, st.SetDifference)
+		e.Reason, e.Code = fmt.Sprintf("no usable RDA cell: set difference beyond capacity (%d cells unpeeled, %d decoded)", dec.ResidualCells, st.SetDifference), report.FewSamples
 	case st.CollapsedPairs < rdaMinStddevPairs:
-		e.Reason = fmt.Sprintf("only %d collapsed cell pairs, need %d for a std-dev and confidence bound", st.CollapsedPairs, rdaMinStddevPairs)
+		e.Reason, e.Code = fmt.Sprintf("only %d collapsed cell pairs, need %d for a std-dev and confidence bound", st.CollapsedPairs, rdaMinStddevPairs), report.FewSamples
 	default:
 		e.Valid = true
 	}

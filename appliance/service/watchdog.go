@@ -13,7 +13,6 @@ import (
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"
-	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 )
 
@@ -81,7 +80,7 @@ func (w *watchdog) observe(iv *report.Interval) {
 	case iv.Valid && iv.Samples > 0 && iv.MeanNs+iv.MeanCINs < 0:
 		w.clock[iv.Direction] = fmt.Sprintf("%s interval %d: mean one-way delay %.1f ± %.1f µs, negative beyond its uncertainty: this end's clock is behind the peer's by at least %.1f µs; synchronize both clocks (PTP or chrony, docs/run.md)",
 			iv.Direction, iv.Interval, iv.MeanNs/1e3, iv.MeanCINs/1e3, -(iv.MeanNs+iv.MeanCINs)/1e3)
-	case !iv.Valid && strings.Contains(iv.Reason, synopsis.ReasonDelayBelowMin):
+	case !iv.Valid && iv.Verdict().Lead().Code == report.DelayBelowMin:
 		w.clock[iv.Direction] = fmt.Sprintf("%s interval %d: %s; synchronize both clocks (PTP or chrony, docs/run.md)", iv.Direction, iv.Interval, iv.Reason)
 	case iv.Valid && iv.Samples > 0:
 		delete(w.clock, iv.Direction)
