@@ -986,9 +986,8 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 			if h.flow != nil || h.e == nil || h.mec >= len(out) || (h.r.Synopsis != "lda" && h.r.Synopsis != "rda") {
 				continue
 			}
-			why := movedReason(names, h.mec, out[h.mec], in[h.mec])
-			if why != "" && (h.r.Valid || h.r.Reason == h.e.Reason) {
-				h.r.Valid, h.r.Reason = false, why
+			if why := movedReason(names, h.mec, out[h.mec], in[h.mec]); why != "" {
+				h.r.Invalidate(report.ClassChange, why)
 			}
 		}
 		return
