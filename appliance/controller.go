@@ -65,6 +65,12 @@ type controller struct {
 	// (frames of k, or of k+1 arriving just after the flip).
 	rxDropped uint64
 	rxDrops   map[uint64]uint64
+	// What the decided intervals showed of the segment's order, for lines
+	// measured by the End markers' counts alone (counts.go): the last
+	// interval with a sign of disorder, and how many were checked in order.
+	disorderSeen bool
+	lastDisorder uint64
+	orderChecks  int
 	// The RDA repair exchange (repair.go): as the sender, the timestamp
 	// caches of the intervals still open to requests; as the receiver,
 	// the lines waiting for the sender's timestamps.
@@ -98,6 +104,9 @@ type heldLine struct {
 	e    *synopsis.Estimate
 	flow *synopsis.FlowEstimate
 	mec  int
+	// counts: the line's loss comes from the End markers' per-class
+	// counts (countLine); the neighbours check it when it is decided.
+	counts bool
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -401,8 +410,13 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
-			c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			// An interval measured by its counts is the evidence its
+			// predecessor waits for, as a paired one is; otherwise its
+			// receiver copy is.
+			if !c.pairCounts(f, c.rcopies[f.Interval]) {
+				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			}
 			delete(c.rcopies, f.Interval)
 		}
 	}
@@ -617,14 +631,19 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	}
 	c.steering(b, rc)
 	c.pairing = true
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda))}
+	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames}
 	defer c.release(b.Interval)
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
-			c.emitInvalid(r, rc.lda[m].Count(), partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class"))
+			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
+			if c.countLine(r, b.Interval, b.ClassFrames, rc, m, why) {
+				c.held = append(c.held, heldLine{r: r, mec: m, counts: true})
+			} else {
+				c.emitInvalid(r, rc.lda[m].Count(), why)
+			}
 			if rc.rda != nil {
 				// A partial bundle may carry the class's RDA without its
 				// LDA: the RDA line stands on its own.
@@ -1334,8 +1353,10 @@ func (c *controller) final() {
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
-			c.nextCopy(f.Interval-1, c.rcopies[f.Interval]) // as step does: its receiver copy is the evidence
-			c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			if !c.pairCounts(f, c.rcopies[f.Interval]) { // as step does
+				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			}
 			delete(c.rcopies, f.Interval)
 		}
 	}

@@ -44,6 +44,9 @@ type evidence struct {
 	snd []*synopsis.CompactLDA
 	rcv []*synopsis.LDA
 	rda []*synopsis.RDADecoding
+	// sent: the sender's frames per MEC from the End markers
+	// (IntervalBundle.ClassFrames), nil where they carried none.
+	sent []uint64
 	// own: the receiver's RDA per MEC in the shape decoded (with its
 	// timestamp cache), for the delays of packets that crossed into a
 	// neighbouring interval (crossedInto); nil where not paired.
@@ -108,6 +111,8 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	for i := range h.lines {
 		l := &h.lines[i]
 		switch {
+		case l.counts:
+			// Settled by countsLoss below.
 		case l.flow != nil:
 			// The LDS holds every class: any class's crossing may be in a flow.
 			if !allKnown {
@@ -243,6 +248,8 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h.lines, prev, &h.ev, next)
+	c.noteOrder(h, next != nil && allKnown && all.Crossed == 0)
+	c.countsLoss(h, prev, next)
 }
 
 // receiverDropped makes h's lines with loss invalid when the

@@ -111,7 +111,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	var valid, inBound, lines, crossedLines, earlyValid int
-	var wrongLoss, rdaVerified atomic.Int64
+	var wrongLoss, rdaVerified, lossLines atomic.Int64
 	needCrossed := false
 	rda := synopsis.DefaultRDAConfig()
 	for _, sc := range scenarios {
@@ -169,6 +169,15 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 				}
 				if !r.Valid {
 					t.Logf("%d %s/%s invalid: %s (true_crossed %v)", r.Interval, r.MEC, r.Synopsis, r.Reason, r.Extra["true_crossed"])
+					// A line whose delay is unknown may still claim its
+					// loss (loss_valid): it must hold the truth as well.
+					if r.LossValid {
+						lossLines.Add(1)
+						if r.TrueLost == nil || r.Lost != *r.TrueLost {
+							wrongLoss.Add(1)
+							t.Errorf("WRONG LOSS: %d %s/%s loss_valid with lost %d, truth %v (%s; extra %v)", r.Interval, r.MEC, r.Synopsis, r.Lost, r.TrueLost, r.Reason, r.Extra)
+						}
+					}
 					continue
 				}
 				lines++
@@ -215,7 +224,8 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 	if needCrossed && crossedLines == 0 {
 		t.Errorf("no valid line with packets reordered past its end: the crossing correction went untested")
 	}
-	t.Logf("%d valid lines with a wrong loss; %d valid lossy LDA lines whose loss the RDA proved; %d valid lines with packets that overtook their start marker", wrongLoss.Load(), rdaVerified.Load(), earlyValid)
+	t.Logf("%d invalid lines claimed their loss exact (loss_valid)", lossLines.Load())
+	t.Logf("%d valid or loss_valid lines with a wrong loss; %d valid lossy LDA lines whose loss the RDA proved; %d valid lines with packets that overtook their start marker", wrongLoss.Load(), rdaVerified.Load(), earlyValid)
 	if withRDA && rdaVerified.Load() == 0 {
 		t.Errorf("no valid lossy LDA line proven by the RDA: that path went untested")
 	}

@@ -369,8 +369,9 @@ func (a *reassembler) check(st *intervalState) {
 }
 
 // partial emits st as a partial bundle if it has its Hello, every End
-// marker and at least one whole part (and fails it otherwise): the
-// segment lost only fragments of some parts.
+// marker and at least one whole part or the End markers' per-class counts
+// (and fails it otherwise): the segment lost only fragments of some
+// parts, and the counts still give every class's loss.
 func (a *reassembler) partial(st *intervalState) bool {
 	h := a.hello
 	if h == nil || a.mismatch {
@@ -387,7 +388,7 @@ func (a *reassembler) partial(st *intervalState) bool {
 			whole++
 		}
 	}
-	if whole == 0 {
+	if whole == 0 && classFrames(st.ends) == nil {
 		return false
 	}
 	a.emit(st)

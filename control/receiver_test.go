@@ -164,7 +164,7 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 		{"first fragment", func(i int) bool { return i == 2 }, 0, lda, "2 of 3 fragments"},
 		{"middle fragment", func(i int) bool { return i == 3 }, 0, lda, "2 of 3 fragments"},
 		{"last part", func(i int) bool { return i == 5 }, 0, rda, "no fragment"},
-		{"every part", func(i int) bool { return i >= 2 && i != 3 }, ReasonFragmentLost, PartKey{}, ""},
+		{"every part", func(i int) bool { return i >= 2 && i != 3 }, 0, PartKey{}, ""},
 		{"end marker", func(i int) bool { return i == 0 }, ReasonEndLost, PartKey{}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,14 +183,22 @@ func TestLostFragmentInvalidatesOnlyItsInterval(t *testing.T) {
 					t.Fatalf("want the partial interval 1, then 2: %v", describe(res))
 				}
 				b := res[0].Bundle
-				if len(b.Missing) != 1 || b.Missing[tt.missing] != tt.detail {
-					t.Fatalf("missing %v, want %v: %s", b.Missing, tt.missing, tt.detail)
-				}
-				if _, ok := b.Payloads[tt.missing]; ok || len(b.Payloads) != 1 {
-					t.Fatalf("payloads of %d parts, the missing one among them: %v", len(b.Payloads), b.Missing)
+				if tt.missing == (PartKey{}) {
+					// Every part lost: the End markers' class counts
+					// still make a bundle, of no part.
+					if len(b.Missing) != 2 || len(b.Payloads) != 0 {
+						t.Fatalf("every part lost: missing %v, %d payloads", b.Missing, len(b.Payloads))
+					}
+				} else {
+					if len(b.Missing) != 1 || b.Missing[tt.missing] != tt.detail {
+						t.Fatalf("missing %v, want %v: %s", b.Missing, tt.missing, tt.detail)
+					}
+					if _, ok := b.Payloads[tt.missing]; ok || len(b.Payloads) != 1 {
+						t.Fatalf("payloads of %d parts, the missing one among them: %v", len(b.Payloads), b.Missing)
+					}
 				}
 				for _, p := range sent[1] {
-					if p.PartKey != tt.missing && !bytes.Equal(b.Payloads[p.PartKey], p.Payload) {
+					if _, lost := b.Missing[p.PartKey]; !lost && !bytes.Equal(b.Payloads[p.PartKey], p.Payload) {
 						t.Fatalf("part %v of the partial bundle differs from what was sent", p.PartKey)
 					}
 				}

@@ -116,9 +116,9 @@ func New(segment string, info map[string]string) *Metrics {
 	m.clockOff = g("clock_offset_seconds", "Offset of this end's clock over the peer's (positive: this end's is ahead), estimated from the two directions' mean one-way delays assuming symmetric paths, as of the last interval line with an estimate; direction is the one this end receives.", "direction")
 	m.clockBound = g("clock_offset_bound_seconds", "Bound of ldafwd_clock_offset_seconds from the two means' confidence intervals (half their sum); it does not cover path asymmetry.", "direction")
 	m.intervals = c("intervals_total", "Reported intervals by validity and reason (a short slug of the report's reason).", "direction", "mec", "synopsis", "valid", "reason")
-	m.lostTotal = c("lost_packets_total", "Lost packets summed over valid intervals.", ivLabels...)
-	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over valid intervals.", ivLabels...)
-	m.recvTotal = c("received_packets_total", "Receiver-recorded packets summed over valid intervals.", ivLabels...)
+	m.lostTotal = c("lost_packets_total", "Lost packets summed over the intervals whose loss is exact (loss_valid), valid or not.", ivLabels...)
+	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over the intervals whose loss is exact (loss_valid).", ivLabels...)
+	m.recvTotal = c("received_packets_total", "Receiver-recorded packets summed over the intervals whose loss is exact (loss_valid).", ivLabels...)
 	m.delayPkts = c("delay_packets_total", "Packets whose delays the ldafwd_delay_seconds* counters hold: received, summed over valid intervals with a delay estimate.", ivLabels...)
 	m.delaySum = c("delay_seconds_total", "Sum over valid intervals with a non-negative mean of received x mean one-way delay, seconds: with ldafwd_delay_negative_seconds_total and ldafwd_delay_packets_total it gives the packet-weighted mean delay.", ivLabels...)
 	m.delayNegSum = c("delay_negative_seconds_total", "Sum over valid intervals with a negative mean (receiver clock behind the sender's) of received x -mean, seconds: subtract it from ldafwd_delay_seconds_total.", ivLabels...)
@@ -197,10 +197,14 @@ func (m *Metrics) Observe(r *report.Interval) {
 	m.last.With(l).Set(float64(r.Interval))
 	m.intervals.With(prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn,
 		"valid": fmt.Sprint(r.Valid), "reason": Reason(r)}).Inc()
-	if r.Valid {
+	if r.Valid || r.LossValid {
+		// Loss counts wherever it is exact, also on a line whose delay is
+		// unknown (its synopsis lost: loss from the End markers' counts).
 		m.lostTotal.With(l).Add(float64(r.Lost))
 		m.sentTotal.With(l).Add(float64(r.Sent))
 		m.recvTotal.With(l).Add(float64(r.Received))
+	}
+	if r.Valid {
 		m.observeDelay(l, r)
 	}
 	m.observeMicrobursts(l, r)

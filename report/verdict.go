@@ -28,6 +28,7 @@ const (
 	Session
 	ControlLost
 	FragmentLost
+	SynopsisLost
 	Budget
 	Decode
 	ClassChange
@@ -97,6 +98,7 @@ var codeTable = [numCodes]codeInfo{
 	Session:         {"session", ScopeBoth, "a sender restart, or a copy at either end that spans more than this interval"},
 	ControlLost:     {"control_lost", ScopeBoth, "the interval's control frames (End marker, synopses) were lost or failed to reassemble"},
 	FragmentLost:    {"fragment_lost", ScopeBoth, "this line's synopsis was lost on the segment or not sent (the interval's other parts are measured)"},
+	SynopsisLost:    {"synopsis_lost", ScopeDelay, "this line's synopsis was lost on the segment or left out: no delay; its sent, received and lost come from the End markers' per-class counts"},
 	Budget:          {"budget", ScopeBoth, "the control budget left this line's synopsis (or flow) out"},
 	Decode:          {"decode", ScopeBoth, "the synopses could not be estimated against each other (did not decode or match, or a setting is out of range)"},
 	ClassChange:     {"class_change", ScopeBoth, "packets changed measurement class inside the segment"},

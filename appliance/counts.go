@@ -1,0 +1,254 @@
+package appliance
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// Loss from the End markers' counts.
+//
+// A segment that drops a large share of its packets drops synopsis
+// fragments too, and a class whose LDA did not arrive has no delay. Its
+// loss does not need the synopsis: every sender lane's End marker carries
+// the frames it recorded in each class (control.End.Classes), and the
+// receiver's copy counts what it recorded in each class between the same
+// End markers. sent − received is the class's loss exactly when no packet
+// crossed one of the interval's End markers (reordered past it, or
+// overtaking it), none was duplicated and none changed class inside the
+// segment: the checks the synopses make for a measured line. Without the
+// interval's own synopses, the line's loss stands when
+//
+//   - the receiver recorded no more than the sender in this class;
+//   - the intervals before and after it, whose counts the receiver also
+//     has, recorded no more than their senders in this class (a packet
+//     that crossed shows there as an extra one, unless a loss hides it);
+//   - no interval in the last orderMemory intervals showed a packet
+//     crossing an End marker, a duplicate, extra packets or a class
+//     change, and at least minOrderChecks intervals were checked since the
+//     receiver started (the segment keeps order, as a queue does);
+//   - the receiving port dropped nothing around the interval.
+//
+// Otherwise the loss is reported with a cause of loss scope (crossing,
+// extras, next_missing, prev_missing, receiver_drops). Either way the line
+// has no delay (synopsis_lost) and is not valid: loss_valid says whether
+// its sent, received and lost are exact.
+
+// orderMemory is how many intervals after the last sign of disorder (a
+// crossing, a duplicate, extra packets, a class change) lines measured by
+// counts alone are not trusted.
+const orderMemory = 64
+
+// minOrderChecks is how many intervals the crossing checks must have found
+// in order before counts alone are trusted.
+const minOrderChecks = 1
+
+// countsUsable says whether rc is exactly one interval's copy whose class
+// counts can stand against one interval's End markers.
+func countsUsable(rc *rcopy, sent []uint64, m int) bool {
+	return rc != nil && sent != nil && m < len(sent) && m < len(rc.lda) &&
+		!rc.warmup && !rc.merged && !rc.active && rc.firstK == rc.k
+}
+
+// countLine fills r, class m's line whose synopsis is missing (why), from
+// the End markers' per-class counts and the receiver's copy. It reports
+// false, touching nothing, when the counts cannot stand for the interval:
+// the caller reports the line as before. Whether the loss is exact is
+// decided with the interval's neighbours (countProof, from decide).
+func (c *controller) countLine(r *report.Interval, k uint64, sent []uint64, rc *rcopy, m int, why report.Cause) bool {
+	if !countsUsable(rc, sent, m) {
+		return false
+	}
+	recv := rc.lda[m].Count()
+	r.Sent, r.Received = sent[m], recv
+	if recv <= sent[m] {
+		r.Lost = sent[m] - recv
+	}
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	r.Extra["loss_from"] = "end_markers"
+	r.Invalidate(report.SynopsisLost, why.Why+"; sent, received and lost from the End markers' per-class counts")
+	return true
+}
+
+// countProof says why class m's sent − received in interval h, from the
+// End markers' counts and the receiver's copy, may not be its loss (nil:
+// it is): the receiver recorded more than the sender in this class, in
+// another class of the interval (packets changing class) or, bucket by
+// bucket where the neighbour's LDA arrived, else in total, in the class
+// in a neighbouring interval (a packet that crossed an End marker); the
+// segment showed disorder within the last orderMemory intervals or has
+// not been checked in order minOrderChecks times; the receiving port
+// dropped frames around it.
+func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []report.Cause {
+	ev := &h.ev
+	if ev.sent == nil || m >= len(ev.sent) || m >= len(ev.rcv) || ev.rcv[m] == nil {
+		return []report.Cause{{Code: report.Crossing, Why: "the End markers carried no per-class counts"}}
+	}
+	var why []report.Cause
+	add := func(code report.Code, format string, args ...any) {
+		why = append(why, report.Cause{Code: code, Why: fmt.Sprintf(format, args...)})
+	}
+	names := c.a.cfg.Classifier.Names()
+	if recv, sent := ev.rcv[m].Count(), ev.sent[m]; recv > sent {
+		add(report.Extras, "the receiver recorded %d packets of this class, the sender %d: duplicates, or packets that crossed the interval's boundary or changed class", recv, sent)
+	}
+	for o, sent := range ev.sent {
+		if o != m && o < len(ev.rcv) && ev.rcv[o] != nil && ev.rcv[o].Count() > sent {
+			add(report.ClassChange, "the receiver recorded %d packets of class %s in this interval, its sender %d: packets may have changed class inside the segment, this class's loss among them", ev.rcv[o].Count(), names[o], sent)
+			break
+		}
+	}
+	for _, n := range []struct {
+		ev   *evidence
+		code report.Code
+		what string
+	}{{prev, report.PrevMissing, "previous"}, {next, report.NextMissing, "next"}} {
+		switch {
+		case n.ev != nil && n.ev.nothing:
+			// The receiver recorded nothing after this interval: nothing crossed.
+		case n.ev == nil || n.ev.sent == nil || m >= len(n.ev.sent) || m >= len(n.ev.rcv) || n.ev.rcv[m] == nil:
+			add(n.code, "the %s interval's counts are missing: packets that crossed this interval's End markers could not be told from losses", n.what)
+		case m < len(n.ev.snd) && n.ev.snd[m] != nil:
+			// Its LDA arrived: a packet of this interval that crossed
+			// into it is an extra packet in one of its buckets (hidden
+			// only by a loss in the same bucket).
+			if e, err := synopsis.EstimateLDACompact(n.ev.snd[m], n.ev.rcv[m], c.a.cfg.Conf); err != nil || e.Extra > 0 {
+				add(report.Crossing, "the %s interval's synopsis shows packets its sender did not record in this class: some may be this interval's, crossed", n.what)
+			}
+		case n.ev.rcv[m].Count() > n.ev.sent[m]:
+			add(report.Crossing, "the receiver recorded %d packets of this class in the %s interval, its sender %d: some may be this interval's, crossed", n.ev.rcv[m].Count(), n.what, n.ev.sent[m])
+		}
+	}
+	switch {
+	case c.disorderSeen && (c.lastDisorder >= h.k || h.k-c.lastDisorder < orderMemory):
+		add(report.Crossing, "the segment reordered, duplicated or remarked packets within the last %d intervals (last in interval %d): packets that crossed this interval's End markers could hide behind losses", orderMemory, c.lastDisorder)
+	case c.orderChecks < minOrderChecks:
+		add(report.Crossing, "too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", c.orderChecks, minOrderChecks)
+	}
+	if rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]; rx > 0 {
+		add(report.ReceiverDrops, "the receiving appliance's segment port dropped %d frames around this interval (its receive ring was full: the worker fell behind); they would count as the segment's loss", rx)
+	}
+	return why
+}
+
+// countsLoss settles the loss of h's lines from the End markers' counts
+// (countProof), once the next interval is known: a line measured by
+// counts gets the causes that leave its loss inexact; an LDA line whose
+// synopses could not check it for crossings (a neighbour's synopsis lost,
+// lossy buckets in both) has those causes answered by the counts when they
+// prove the loss, which must then agree with its own.
+func (c *controller) countsLoss(h *heldInterval, prev, next *evidence) {
+	for i := range h.lines {
+		l := &h.lines[i]
+		switch {
+		case l.flow != nil:
+		case l.counts:
+			for _, why := range c.countProof(h, l.mec, prev, next) {
+				l.r.Invalidate(why.Code, why.Why)
+			}
+		case l.e != nil && l.r.Synopsis == "lda" && onlyCrossingDoubt(l.r.Verdict()):
+			if len(c.countProof(h, l.mec, prev, next)) > 0 || l.mec >= len(h.ev.sent) ||
+				l.r.Sent != h.ev.sent[l.mec] || l.r.Received != h.ev.rcv[l.mec].Count() || l.r.Lost != l.r.Sent-min(l.r.Sent, l.r.Received) {
+				continue
+			}
+			l.r.Clear(crossingDoubts...)
+			if l.r.Extra == nil {
+				l.r.Extra = map[string]any{}
+			}
+			l.r.Extra["loss_verified_by"] = "end_markers"
+		}
+	}
+}
+
+// crossingDoubts are the causes the End markers' counts can answer: the
+// synopses could not tell packets crossing an End marker from losses.
+var crossingDoubts = []report.Code{report.NextMissing, report.PrevMissing, report.Crossing}
+
+// onlyCrossingDoubt says whether every cause v holds that leaves the loss
+// inexact is a crossing doubt (and there is one).
+func onlyCrossingDoubt(v report.Verdict) bool {
+	doubt := false
+	for _, cause := range v.Causes() {
+		switch {
+		case slices.Contains(crossingDoubts, cause.Code):
+			doubt = true
+		case cause.Code.Scope()&report.ScopeLoss != 0:
+			return false
+		}
+	}
+	return doubt
+}
+
+// noteOrder remembers what decided interval h showed of the segment's
+// order, for the loss from counts (countProof): a sign of disorder in any
+// of its lines (packets found crossing an End marker, duplicates, extra
+// packets, a class change), or, where its crossing checks ran for every
+// class (inOrder) and found none, one more interval checked in order.
+func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
+	disorder := false
+	for _, l := range h.lines {
+		if l.flow != nil {
+			continue
+		}
+		if l.e != nil && l.e.Extra > 0 {
+			disorder = true
+		}
+		for _, key := range []string{"crossed", "early", "duplicates"} {
+			if n, ok := l.r.Extra[key].(int); ok && n > 0 {
+				disorder = true
+			}
+		}
+		v := l.r.Verdict()
+		if v.Has(report.ClassChange) || v.Has(report.ExtrasUnchecked) || (v.Has(report.Extras) && !l.counts) {
+			disorder = true
+		}
+	}
+	switch {
+	case disorder:
+		c.disorderSeen, c.lastDisorder = true, max(c.lastDisorder, h.k)
+	case inOrder:
+		c.orderChecks++
+	}
+}
+
+// pairCounts reports an interval whose synopses failed to assemble but
+// whose every End marker arrived with per-class counts (f.ClassFrames) as
+// a paired one without synopses: one line per class measured by counts,
+// held like a paired interval's so that its neighbours check it and it
+// checks them. It reports false, doing nothing, where the counts cannot
+// stand (another cause: a configuration mismatch or a restart, or a
+// receiver copy that is not exactly this interval's).
+func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
+	switch f.Reason {
+	case control.ReasonFragmentLost, control.ReasonNoHello, control.ReasonEvicted:
+	default:
+		return false
+	}
+	if f.ClassFrames == nil || rc == nil || rc.k != f.Interval || len(f.ClassFrames) != len(rc.lda) || !countsUsable(rc, f.ClassFrames, 0) {
+		return false
+	}
+	if !c.claim(f.Interval) {
+		c.emitCopy(f.Interval, rc, recut)
+		return true
+	}
+	why := c.failureReason(f)
+	c.pairing = true
+	n := len(rc.lda)
+	c.ev = evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames}
+	for m := range rc.lda {
+		r := c.line(f.Interval, f.StartNs, f.EndNs, m)
+		if !c.countLine(r, f.Interval, f.ClassFrames, rc, m, why) {
+			// countsUsable held for the copy: not reached.
+			c.emitInvalid(r, rc.lda[m].Count(), why)
+			continue
+		}
+		c.held = append(c.held, heldLine{r: r, mec: m, counts: true})
+	}
+	c.release(f.Interval)
+	return true
+}

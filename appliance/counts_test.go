@@ -1,0 +1,99 @@
+package appliance_test
+
+import (
+	"testing"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/model"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// TestCountsWhenSynopsesLost: the segment loses every LDA fragment of two
+// intervals (a partial bundle each) and every fragment of a third (the
+// reassembly fails), as a congested queue does, while it drops 2 % of the
+// data. Those intervals' End markers arrive with their per-class counts:
+// each class's line has no delay (synopsis_lost) but its sent, received and
+// lost, exact against the stage's truth (loss_valid), and the other
+// intervals are measured as before.
+func TestCountsWhenSynopsesLost(t *testing.T) {
+	lose := map[uint64]string{4: "lda", 5: "lda", 7: "all"}
+	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		switch lose[f.Interval-first] {
+		case "lda":
+			if f.Type == control.TypeFragment && f.Kind == control.KindLDA {
+				return drop
+			}
+		case "all":
+			if f.Type == control.TypeFragment {
+				return drop
+			}
+		}
+		return pass
+	}}
+	delay, _ := model.NewWeibull(30_000, 0.7)
+	loss, _ := model.NewUniformLoss(0.02)
+	cl, err := classifier.NewClassifierFromSpecs([]string{"c2=dscp:cs2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+		Duration: 11 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
+		DSCP: []uint8{0, 16}, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
+		Classifier: cl, Insecure: true, ControlCopies: 1,
+		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+	})
+	if len(fp.faulted) == 0 {
+		t.Fatal("no control frame dropped: the test shows nothing")
+	}
+	counted := map[string]int{}
+	for _, r := range lines {
+		if r.Synopsis != "lda" || r.Flow != "" {
+			continue
+		}
+		k := uint64(r.Interval)
+		tl := "?"
+		if r.TrueLost != nil {
+			tl = fmtU(*r.TrueLost)
+		}
+		t.Logf("%d %s: valid %v loss_valid %v sent %d received %d lost %d (true %s) %s: %s", k, r.MEC, r.Valid, r.LossValid, r.Sent, r.Received, r.Lost, tl, r.Verdict(), r.Reason)
+		if r.Valid || r.LossValid {
+			if r.TrueLost == nil {
+				t.Errorf("%d %s: loss marked exact without truth", k, r.MEC)
+			} else if r.Lost != *r.TrueLost {
+				t.Errorf("%d %s: loss marked exact, lost %d, true %d (%s)", k, r.MEC, r.Lost, *r.TrueLost, r.Reason)
+			}
+		}
+		if !fp.faulted[k] {
+			continue
+		}
+		if r.Valid || r.DelayValid {
+			t.Errorf("%d %s: its LDA was dropped, yet a delay is claimed", k, r.MEC)
+		}
+		if r.ReasonCode == report.SynopsisLost.String() && r.LossValid && r.Sent > 0 {
+			counted[r.MEC]++
+		}
+	}
+	// Each faulted interval, each class: loss from the counts, exact (the
+	// segment keeps order here).
+	for _, mec := range []string{"all", "c2"} {
+		if counted[mec] < len(lose) {
+			t.Errorf("class %s: %d of the %d intervals without their LDA have their loss from the End markers", mec, counted[mec], len(lose))
+		}
+	}
+}
+
+func fmtU(v uint64) string {
+	const digits = "0123456789"
+	if v == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; v > 0; v /= 10 {
+		b = append([]byte{digits[v%10]}, b...)
+	}
+	return string(b)
+}
