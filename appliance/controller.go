@@ -445,7 +445,10 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		c.spans[rc.firstK] = rc
 	}
 	for k := range c.spans {
-		if k+spanMemory < rc.k {
+		// Both ways: numbers that went back (a peer restarted with
+		// another --interval, a clock stepped back) must not leave
+		// copies that a later interval of the same number would take.
+		if k+spanMemory < rc.k || k > rc.k+spanMemory {
 			delete(c.spans, k)
 		}
 	}
@@ -568,6 +571,13 @@ func (c *controller) spanDecide(k uint64) {
 // The interval current at start is declared too when nothing claimed it
 // (no End marker came to cut a warm-up copy): a restarted receiver's
 // first line must follow the gap it reports (notRunning) without a hole.
+//
+// One step declares at most claimMemory intervals one by one: beyond
+// that the claim memory cannot tell which were reported. A longer gap
+// (our clock stepped forward, or the process was stopped for a while) is
+// one line per class spanning it, so a clock step of days does not turn
+// into millions of lines. A clock stepped back declares nothing until it
+// is past nextDue again.
 func (c *controller) silent(nowNs uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	kNow := nowNs / iv
@@ -576,7 +586,20 @@ func (c *controller) silent(nowNs uint64) {
 		return
 	}
 	lag := uint64(c.a.cfg.PairTimeout.Nanoseconds())/iv + 2
-	for ; c.nextDue+lag < kNow; c.nextDue++ {
+	if kNow <= lag {
+		return
+	}
+	end := kNow - lag // exclusive
+	if end > c.nextDue+claimMemory {
+		from, to := c.nextDue, end-claimMemory
+		n := to - from
+		c.a.cfg.Log.Warn().Uint64("from", from).Uint64("to", to-1).Uint64("intervals", n).Str("direction", DirectionName(c.a.recvDir)).
+			Msg("this end's clock jumped ahead (stepped, or the process was stopped): one line spans the intervals it skipped")
+		c.invalidCopy(from, int64(from*iv), int64(to*iv), nil,
+			report.Cause{Code: report.Silent, Why: fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals; this end's clock jumped ahead, or the appliance was stopped meanwhile)", silentCause.Why, from, to-1, n)})
+		c.nextDue = to
+	}
+	for ; c.nextDue < end; c.nextDue++ {
 		k := c.nextDue
 		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
@@ -590,20 +613,35 @@ var silentCause = report.Cause{Code: report.Silent, Why: "nothing from the sende
 // silentAtStop declares, when the appliance stops, the intervals silent
 // would have declared had it run on: those before the newest one
 // reported that nothing claimed (a sender killed and restarted leaves a
-// few between the interval it died in and its new session's first). Only
-// intervals the claim memory still covers are declared: older ones it
-// can no longer tell from reported ones.
+// few between the interval it died in and its new session's first).
+//
+// Only numbers our own clock could have given count: a peer of another
+// --interval or another clock numbers its intervals far from ours (a
+// 500 ms sender's numbers are twice a 1 s receiver's), and the span from
+// our last declared interval to such a number is billions of intervals.
+// Reported intervals count up to the one current now (plus the one
+// finish froze ahead, and what --max-clock-skew lets a peer's clock be
+// ahead) and at most claimMemory before it; from the oldest of them (or
+// nextDue) to the newest, the ones not reported are declared: older ones
+// the claim memory can no longer tell from reported ones.
 func (c *controller) silentAtStop() {
-	if len(c.doneK) == 0 {
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	skew := c.a.cfg.MaxClockSkew.Nanoseconds()
+	if skew == 0 {
+		skew = control.DefaultMaxClockSkew
+	}
+	top := c.a.cfg.Clock()/iv + 2 + uint64(skew)/iv // exclusive
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, k := range c.doneK {
+		if k < top && k+claimMemory >= top {
+			lo, hi = min(lo, k), max(hi, k)
+		}
+	}
+	if hi <= lo {
 		return
 	}
-	oldest, hi := c.doneK[0], c.doneK[0]
-	for _, k := range c.doneK {
-		oldest, hi = min(oldest, k), max(hi, k)
-	}
-	lo := max(c.nextDue, oldest)
-	iv := uint64(c.a.cfg.Interval.Nanoseconds())
-	for k := lo; k < hi; k++ {
+	for k := max(lo, c.nextDue); k < hi; k++ { // fewer than claimMemory
+
 		if !c.done[k] {
 			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
 		}
@@ -876,7 +914,7 @@ func (c *controller) noteRxDrops(k uint64) {
 	}
 	c.rxDropped = d
 	for j := range c.rxDrops {
-		if j+16 < k {
+		if j+16 < k || j > k+16 { // numbers that went back too (spans)
 			delete(c.rxDrops, j)
 		}
 	}
@@ -1281,6 +1319,11 @@ func (c *controller) emitInvalid(r *report.Interval, received uint64, reason rep
 	c.emit(r)
 }
 
+// claimMemory is how many reported intervals claim remembers (done,
+// doneK): a verdict on an older one can no longer be told from a first
+// one. Every loop over interval numbers is bounded by it.
+const claimMemory = 256
+
 // claim marks interval k reported and says whether it was free: a second
 // verdict on the same interval (e.g. a failure after a restart's partial
 // interval) is logged, not reported again.
@@ -1294,7 +1337,7 @@ func (c *controller) claim(k uint64) bool {
 	}
 	c.done[k] = true
 	c.doneK = append(c.doneK, k)
-	if len(c.doneK) > 256 {
+	if len(c.doneK) > claimMemory {
 		delete(c.done, c.doneK[0])
 		c.doneK = c.doneK[1:]
 	}

@@ -58,7 +58,7 @@ type Metrics struct {
 	valid, last                                    *prometheus.GaugeVec
 	ctlBytes, ctlFrames                            *prometheus.GaugeVec
 	clockOff, clockBound                           *prometheus.GaugeVec // the clock offset estimate (observeClock)
-	intervals                                      *prometheus.CounterVec
+	intervals, traffic                             *prometheus.CounterVec
 	lostTotal, sentTotal, recvTotal, ctlBytesTotal *prometheus.CounterVec
 	// The delay moments of valid intervals, packet-weighted (see observeDelay).
 	delaySum, delayNegSum, delaySq, delayPkts *prometheus.CounterVec
@@ -116,6 +116,7 @@ func New(segment string, info map[string]string) *Metrics {
 	m.clockOff = g("clock_offset_seconds", "Offset of this end's clock over the peer's (positive: this end's is ahead), estimated from the two directions' mean one-way delays assuming symmetric paths, as of the last interval line with an estimate; direction is the one this end receives.", "direction")
 	m.clockBound = g("clock_offset_bound_seconds", "Bound of ldafwd_clock_offset_seconds from the two means' confidence intervals (half their sum); it does not cover path asymmetry.", "direction")
 	m.intervals = c("intervals_total", "Reported intervals by validity and reason (a short slug of the report's reason).", "direction", "mec", "synopsis", "valid", "reason")
+	m.traffic = c("traffic_intervals_total", "Reported intervals that carried traffic (sent or received > 0), by validity and reason as ldafwd_intervals_total: valid=\"false\" ones carried packets whose loss or delay went unmeasured.", "direction", "mec", "synopsis", "valid", "reason")
 	m.lostTotal = c("lost_packets_total", "Lost packets summed over the intervals whose loss is exact (loss_valid), valid or not.", ivLabels...)
 	m.sentTotal = c("sent_packets_total", "Sender-recorded packets summed over the intervals whose loss is exact (loss_valid).", ivLabels...)
 	m.recvTotal = c("received_packets_total", "Receiver-recorded packets summed over the intervals whose loss is exact (loss_valid).", ivLabels...)
@@ -195,8 +196,11 @@ func (m *Metrics) Observe(r *report.Interval) {
 	}
 	m.valid.With(l).Set(valid)
 	m.last.With(l).Set(float64(r.Interval))
-	m.intervals.With(prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn,
-		"valid": fmt.Sprint(r.Valid), "reason": Reason(r)}).Inc()
+	il := prometheus.Labels{"direction": r.Direction, "mec": r.MEC, "synopsis": syn, "valid": fmt.Sprint(r.Valid), "reason": Reason(r)}
+	m.intervals.With(il).Inc()
+	if r.Sent > 0 || r.Received > 0 {
+		m.traffic.With(il).Inc()
+	}
 	if r.Valid || r.LossValid {
 		// Loss counts wherever it is exact, also on a line whose delay is
 		// unknown (its synopsis lost: loss from the End markers' counts).

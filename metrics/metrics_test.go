@@ -75,6 +75,22 @@ func TestObserve(t *testing.T) {
 	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "true", "ok")); got != 1 {
 		t.Errorf("valid interval counter %v, want 1", got)
 	}
+	// Intervals that carried traffic, by validity: the valid one and
+	// the invalid one with 5 received; an idle line is not one of them.
+	idle := &report.Interval{Interval: 9, Direction: "a>b", MEC: "all", Synopsis: "lda"}
+	idle.Invalidate(report.NoPackets, "no packets in the interval")
+	m.Observe(idle)
+	for _, c := range []struct {
+		valid, reason string
+		want          float64
+	}{{"true", "ok", 1}, {"false", "decode", 1}, {"false", "no_packets", 0}} {
+		if got := testutil.ToFloat64(m.traffic.WithLabelValues("a>b", "all", "lda", c.valid, c.reason)); got != c.want {
+			t.Errorf("traffic intervals valid=%s reason=%s: %v, want %v", c.valid, c.reason, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.intervals.WithLabelValues("a>b", "all", "lda", "false", "no_packets")); got != 1 {
+		t.Errorf("idle interval counter %v, want 1", got)
+	}
 	// Per-flow lines are not exported.
 	before := testutil.CollectAndCount(m.delayPkts)
 	m.Observe(&report.Interval{Direction: "a>b", MEC: "all", Synopsis: "lds", Flow: "6 1.2.3.4:1>5.6.7.8:2", Valid: true, Received: 3, MeanNs: 5})

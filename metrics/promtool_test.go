@@ -66,7 +66,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %v %v", resp.Status, err)
 	}
 	for _, want := range []string{"ldafwd_delay_seconds_total{", "ldafwd_delay_negative_seconds_total{", "ldafwd_delay_seconds_squared_total{",
-		"ldafwd_delay_packets_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_clock_offset_seconds{", "ldafwd_clock_offset_bound_seconds{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
+		"ldafwd_delay_packets_total{", "ldafwd_traffic_intervals_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_clock_offset_seconds{", "ldafwd_clock_offset_bound_seconds{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("scrape lacks %s", want)
 		}

@@ -3,7 +3,8 @@
 // opens the ports (ring, AF_XDP, DPDK with its EAL), splits them into
 // queues, builds the appliance or the forward-only lanes, serves the
 // metrics, runs the peer watchdog (is the peer heard, authentic, of the
-// same configuration, are the clocks in step), writes the interval, port
+// same configuration, are the clocks in step, are the intervals that carry
+// traffic measured: measured.go), writes the interval, port
 // and status records, and stops and closes in order (Run).
 //
 // A restart resumes: LastReported reads the end of the --report file back

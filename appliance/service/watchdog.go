@@ -34,8 +34,9 @@ type peerSource interface {
 }
 
 // watchdog is run's peer watchdog: every half interval it checks that
-// the peer appliance is heard, authenticates, agrees on the configuration
-// and that the clocks agree beyond what delays can explain; when its
+// the peer appliance is heard, authenticates, agrees on the configuration,
+// that the clocks agree beyond what delays can explain, and that the
+// intervals that carried traffic were measured; when its
 // verdict changes it logs, writes a "status" report line and sets
 // /healthz (degraded, with the reasons). Measurement goes on either way:
 // the interval lines say which intervals the problem spoiled.
@@ -53,8 +54,9 @@ type watchdog struct {
 	prev      control.Counters // at the previous check
 	atHeard   control.Counters // at lastHeard
 
-	mu    sync.Mutex        // clock is written from the report callback
+	mu    sync.Mutex        // clock and meas are written from the report callback
 	clock map[string]string // direction (its offset estimate: direction + " offset") → why its delays say the clocks disagree
+	meas  measured          // whether the intervals that carried traffic were measured (check "measurement")
 
 	verdict   string    // the last status written ("" none yet)
 	checkedAt time.Time // the previous check
@@ -70,12 +72,16 @@ func newWatchdog(o *Config, src peerSource, out *runOutput, m *metrics.Metrics, 
 // below the encoding's --min-delay, say the receiver's clock is behind
 // the sender's by more than the path's delay; a later valid line of the
 // direction without that clears it.
+//
+// It also feeds the measurement check (measured.go): intervals that
+// carried traffic but could not be measured.
 func (w *watchdog) observe(iv *report.Interval) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.meas.observe(iv)
 	if iv.Synopsis != "lda" || iv.Flow != "" {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	switch {
 	case iv.Valid && iv.Samples > 0 && iv.MeanNs+iv.MeanCINs < 0:
 		w.clock[iv.Direction] = fmt.Sprintf("%s interval %d: mean one-way delay %.1f ± %.1f µs, negative beyond its uncertainty: this end's clock is behind the peer's by at least %.1f µs; synchronize both clocks (PTP or chrony, docs/run.md)",
@@ -172,6 +178,9 @@ func (w *watchdog) check(now time.Time, final bool) {
 	for _, d := range dirs {
 		probs = append(probs, report.StatusProblem{Check: "clock", Reason: w.clock[d]})
 	}
+	if p := w.meas.problem(); p != "" {
+		probs = append(probs, report.StatusProblem{Check: "measurement", Reason: p})
+	}
 	w.mu.Unlock()
 	w.prev = cc
 	w.checkedAt = now
@@ -184,24 +193,28 @@ func (w *watchdog) check(now time.Time, final bool) {
 		return
 	}
 	// A new status line when the checks that fail (or the settings that
-	// differ) change, not for every new count in a reason.
+	// differ) change, not for every new count in a reason; /healthz shows
+	// the reasons as of this check.
 	var key strings.Builder
+	checks := map[string]string{}
 	for _, p := range probs {
 		fmt.Fprintf(&key, "%s%v;", p.Check, p.Settings)
+		if checks[p.Check] != "" {
+			checks[p.Check] += "; "
+		}
+		checks[p.Check] += p.Reason
+	}
+	if len(probs) > 0 {
+		w.m.SetChecks(checks)
 	}
 	if key.String() == w.verdict && w.verdict != "" || len(probs) == 0 && w.verdict == "ok" {
 		return
 	}
 	st := &report.Status{Type: "status", TimeNs: now.UnixNano(), Status: "ok", Problems: probs}
-	checks := map[string]string{}
 	if len(probs) > 0 {
 		st.Status = "degraded"
 		w.verdict = key.String()
 		for _, p := range probs {
-			if checks[p.Check] != "" {
-				checks[p.Check] += "; "
-			}
-			checks[p.Check] += p.Reason
 			w.log.Warn().Str("check", p.Check).Strs("settings", p.Settings).Msg(p.Reason)
 		}
 	} else {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,6 +123,16 @@ var idleRuns atomic.Int64
 // the second's stdout and log.
 func runTwoIdle(t *testing.T, tag string, args1, args2 []string, dur time.Duration) (string, string) {
 	t.Helper()
+	args := []string{"--duration", dur.String()}
+	_, out2, log2, _ := runTwoIdleWithin(t, tag, append(args, args1...), append(args, args2...), 30*time.Second)
+	return out2, log2
+}
+
+// runTwoIdleWithin is runTwoIdle with each end's --duration in its
+// arguments; it fails unless both have returned within limit, and returns
+// both stdouts, the second's log and how long the two ran.
+func runTwoIdleWithin(t *testing.T, tag string, args1, args2 []string, limit time.Duration) (string, string, string, time.Duration) {
+	t.Helper()
 	id := fmt.Sprintf("%s%dx%d", tag, os.Getpid(), idleRuns.Add(1))
 	g, s, k := "G"+id, "S"+id, "K"+id
 	for _, name := range []string{g, s, k} {
@@ -131,22 +142,34 @@ func runTwoIdle(t *testing.T, tag string, args1, args2 []string, dur time.Durati
 		}
 		defer l.A().Close()
 	}
-	common := []string{"--format", "json", "--stats-interval", "1h", "--drain", "300ms", "--idle-sleep", "50us", "--duration", dur.String()}
+	common := []string{"--format", "json", "--stats-interval", "1h", "--drain", "300ms", "--idle-sleep", "50us"}
 	var out1, out2, err1, err2 syncBuf
 	errs := make(chan error, 2)
+	start := time.Now()
 	go func() {
 		errs <- runMain(context.Background(), append(append([]string{"--port-a", "ring:" + g + ".b", "--port-b", "ring:" + s + ".a", "--segment-port", "b"}, common...), args1...), &out1, &err1)
 	}()
 	go func() {
 		errs <- runMain(context.Background(), append(append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a"}, common...), args2...), &out2, &err2)
 	}()
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatalf("run: %v\n%s\n%s", err, err1.String(), err2.String())
+	timeout := time.After(limit)
+	for i := range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("run: %v\n%s\n%s", err, err1.String(), err2.String())
+			}
+		case <-timeout:
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			t.Fatalf("%d of the two runs still running after %v (heap %d MiB)\n%s", 2-i, limit, m.HeapAlloc>>20, tail(err2.String(), 2000))
 		}
 	}
-	return out2.String(), err2.String()
+	return out1.String(), out2.String(), err2.String(), time.Since(start)
 }
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
 
 // statusProblems returns the problems of the status lines in out.
 func statusProblems(out string) []report.StatusProblem {
@@ -194,6 +217,52 @@ func TestRunPeerMismatchNamed(t *testing.T) {
 			if !strings.Contains(log, `"check":"`+c.check+`"`) {
 				t.Errorf("the log does not name %s:\n%s", c.check, log)
 			}
+		})
+	}
+}
+
+// TestRunPeerIntervalStops: two ends of different --interval each stop
+// within their drain, in bounded memory, the survivor too (here the end
+// that runs longer). A 200 ms end numbers its intervals half as high as a
+// 100 ms peer: the final report at stop once counted from its own
+// numbers to the peer's, billions of intervals (100 % CPU, GBs, no exit).
+// Both ways round: each end is once the one with the longer interval.
+func TestRunPeerIntervalStops(t *testing.T) {
+	const drain = 300 * time.Millisecond // runTwoIdleWithin's --drain
+	for _, c := range []struct{ name, iv1, iv2 string }{
+		{"survivor slower", "100ms", "200ms"},
+		{"survivor faster", "200ms", "100ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// #1 stops first; #2, the survivor, runs on past the pairing
+			// timeout (an interval + 2 s), so that it has declared
+			// intervals of its own numbering silent too: the span from
+			// those to the peer's numbers was the one counted.
+			const dur1, dur2 = time.Second, 3500 * time.Millisecond
+			k := writeKey(t)
+			out1, out2, log2, took := runTwoIdleWithin(t, "IV"+c.iv1,
+				[]string{"--key-file", k, "--interval", c.iv1, "--duration", dur1.String()},
+				[]string{"--key-file", k, "--interval", c.iv2, "--duration", dur2.String()}, 15*time.Second)
+			// Start-up (building both appliances) is not the stop's:
+			// allow 1.5 s of it and of a loaded machine on top.
+			if limit := dur2 + drain + 1500*time.Millisecond; took > limit {
+				t.Errorf("the two ran %v, want at most %v (--duration %v, --drain %v)", took, limit, dur2, drain)
+			}
+			// Lines: each end reports one direction, a line per interval of
+			// its own numbering (silent) and per interval of the peer's
+			// (the mismatch): at most dur/100ms of each, with the warm-up
+			// and the stop's.
+			for i, out := range []string{out1, out2} {
+				ivs, _ := runLines(t, out)
+				t.Logf("#%d: %d interval lines", i+1, len(ivs))
+				if max := int(2*dur2/(100*time.Millisecond)) + 10; len(ivs) > max {
+					t.Errorf("#%d reported %d interval lines in %v, want at most %d", i+1, len(ivs), dur2, max)
+				}
+			}
+			if !strings.Contains(log2, "interval: sender "+c.iv1+", ours "+c.iv2) {
+				t.Errorf("#2 does not name the interval mismatch:\n%s", tail(log2, 3000))
+			}
+			t.Logf("ran %v", took)
 		})
 	}
 }

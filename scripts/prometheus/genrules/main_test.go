@@ -6,8 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/metrics"
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // promtool finds Debian's promtool: skipped without it, except under CI,
@@ -139,6 +144,8 @@ func TestParseErrors(t *testing.T) {
 		{"window 0m", "zero"},
 		{"window", "want `SETTING VALUE`"},
 		{"loss_ratio 1", "below 1"},
+		{"unmeasured_ratio 1", "below 1"},
+		{"unmeasured_ratio -1", "finite number"},
 		{"loss_ratio -0.1", "finite number"},
 		{"loss_ratio NaN", "finite number"},
 		{"delay_factor 0.5", "≥ 1"},
@@ -186,6 +193,32 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("no groups")
 		}
 	})
+}
+
+// BenignReasons matches the reason labels of exactly the lines the
+// appliance reports invalid for its own start or stop, as metrics.Reason
+// makes them from the appliance's reasons — the ones /healthz's
+// measurement check leaves out too — and not a segment's failures.
+func TestBenignReasons(t *testing.T) {
+	re := regexp.MustCompile("^(?:" + BenignReasons + ")$") // PromQL anchors =~ and !~
+	for _, tc := range []struct {
+		reason string
+		benign bool
+	}{
+		{appliance.ReasonWarmup, true},
+		{appliance.ReasonStopped, true},
+		{"stopped before the receiver cut this interval", true},
+		{"stopped before the sender's synopses for this interval arrived", true},
+		{"no synopses from the sender for this interval (control frames lost or sender stopped)", false},
+		{"end marker lost in the segment: the receiver could not cut this interval", false},
+		{appliance.ReasonNotRunning, false},
+		{appliance.ReasonRecut, false},
+	} {
+		label := metrics.Reason(&report.Interval{Reason: tc.reason})
+		if re.MatchString(label) != tc.benign {
+			t.Errorf("%q (label %s): benign %v, want %v", tc.reason, label, !tc.benign, tc.benign)
+		}
+	}
 }
 
 func TestSeconds(t *testing.T) {

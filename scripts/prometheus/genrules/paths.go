@@ -20,6 +20,7 @@ type Config struct {
 	DelayMargin     float64 // seconds
 	InvalidCount    int     // alert after this many invalid intervals and no valid one …
 	InvalidWindow   string  // … within this range
+	UnmeasuredRatio float64 // alert when more than this share of the intervals that carried traffic went unmeasured (at least InvalidCount of them within InvalidWindow)
 	For             string  // how long a loss or delay condition must hold before it fires
 	DownFor         string  // how long a target must be down before it fires
 	Job             string  // the scrape job of the appliances
@@ -44,7 +45,7 @@ type Hop struct {
 // defaults are what a paths file that sets nothing gets.
 func defaults() Config {
 	return Config{Window: "5m", BaselineWindow: "1d", LossRatio: 0.001, DelayFactor: 1.5, DelayMargin: 0.0001,
-		InvalidCount: 3, InvalidWindow: "5m", For: "5m", DownFor: "1m", Job: "ldafwd"}
+		InvalidCount: 3, InvalidWindow: "5m", UnmeasuredRatio: 0.5, For: "5m", DownFor: "1m", Job: "ldafwd"}
 }
 
 // promDuration is a Prometheus duration (model.ParseDuration's grammar,
@@ -195,14 +196,15 @@ func (c *Config) apply(w []string, seen map[string]bool) error {
 		*p = v
 		return nil
 	}
-	num := map[string]*float64{"loss_ratio": &c.LossRatio, "delay_factor": &c.DelayFactor, "delay_margin_seconds": &c.DelayMargin}
+	num := map[string]*float64{"loss_ratio": &c.LossRatio, "delay_factor": &c.DelayFactor, "delay_margin_seconds": &c.DelayMargin,
+		"unmeasured_ratio": &c.UnmeasuredRatio}
 	if p, ok := num[name]; ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || f != f || f > 1e300 {
 			return fmt.Errorf("%s: %q is no finite number ≥ 0", name, v)
 		}
-		if name == "loss_ratio" && f >= 1 {
-			return fmt.Errorf("loss_ratio %v: want a share below 1", f)
+		if (name == "loss_ratio" || name == "unmeasured_ratio") && f >= 1 {
+			return fmt.Errorf("%s %v: want a share below 1", name, f)
 		}
 		if name == "delay_factor" && f < 1 {
 			return fmt.Errorf("delay_factor %v: want ≥ 1 (a mean below its own baseline would alert)", f)
@@ -225,5 +227,5 @@ func (c *Config) apply(w []string, seen map[string]bool) error {
 		c.Job = v
 		return nil
 	}
-	return fmt.Errorf("unknown setting %q (window, baseline_window, loss_ratio, delay_factor, delay_margin_seconds, invalid_intervals, invalid_window, for, down_for, job, evaluation_interval, path)", name)
+	return fmt.Errorf("unknown setting %q (window, baseline_window, loss_ratio, delay_factor, delay_margin_seconds, invalid_intervals, invalid_window, unmeasured_ratio, for, down_for, job, evaluation_interval, path)", name)
 }

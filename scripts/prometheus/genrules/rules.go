@@ -80,6 +80,13 @@ func pathRec(metric, op, w string) string {
 	return "path:" + metric + ":" + op + w
 }
 
+// BenignReasons matches the reason labels of intervals invalid for the
+// receiver's own start or stop (the warm-up interval; the ones the stop
+// cut short): they carried traffic, but say nothing about the segment.
+// The unmeasured-interval ratio and LdafwdLossUnmeasured leave them out,
+// as /healthz's measurement check does (appliance/service/measured.go).
+const BenignReasons = "receiver_started_during_this_interval|stopped_before_.*"
+
 // Baseline is the recorded delay baseline of each segment and direction.
 func baselineName(c *Config) string {
 	return seg("ldafwd_delay_seconds", "mean", c.Window) + "_median" + c.BaselineWindow
@@ -132,6 +139,14 @@ func (g *gen) rules(source string) {
 			"  or\n  0 * sum by (segment, direction) (increase(ldafwd_intervals_total{synopsis=\"lda\"}[%s]))\n)\n"+
 			"/ sum by (segment, direction) (increase(ldafwd_intervals_total{synopsis=\"lda\"}[%s]))", w, w, w))
 
+	// The share of the intervals that carried traffic whose loss and
+	// delay went unmeasured (the receiver's start and stop aside).
+	g.record(seg("ldafwd_unmeasured_intervals", "ratio", w), fmt.Sprintf(
+		"(\n  sum by (segment, direction) (increase(ldafwd_traffic_intervals_total{synopsis=\"lda\",valid=\"false\",reason!~%s}[%s]))\n"+
+			"  or\n  0 * sum by (segment, direction) (increase(ldafwd_traffic_intervals_total{synopsis=\"lda\",reason!~%s}[%s]))\n)\n"+
+			"/ sum by (segment, direction) (increase(ldafwd_traffic_intervals_total{synopsis=\"lda\",reason!~%s}[%s]))",
+		pq(BenignReasons), w, pq(BenignReasons), w, pq(BenignReasons), w))
+
 	// Paths: Σ of the segments' means; the standard deviation assumes the
 	// segments' delays independent (variances add); a packet survives the
 	// path if it survives every segment.
@@ -182,6 +197,14 @@ func (g *gen) rules(source string) {
 		ib, c.InvalidWindow, c.InvalidCount, ib, c.InvalidWindow), "", "warning",
 		"Segment {{ $labels.segment }} ({{ $labels.direction }}, class {{ $labels.mec }}): no valid interval in "+c.InvalidWindow,
 		fmt.Sprintf("{{ $labels.instance }} reported at least %d intervals invalid and none valid over the last %s: its delay and loss are not measured. The reason is the label reason of ldafwd_intervals_total.", c.InvalidCount, c.InvalidWindow))
+	um := fmt.Sprintf("increase(ldafwd_traffic_intervals_total{synopsis=\"lda\",valid=\"false\",reason!~%s}[%s])", pq(BenignReasons), c.InvalidWindow)
+	tr := fmt.Sprintf("increase(ldafwd_traffic_intervals_total{synopsis=\"lda\",reason!~%s}[%s])", pq(BenignReasons), c.InvalidWindow)
+	g.alert("LdafwdLossUnmeasured", fmt.Sprintf(
+		"%s (%s) >= %d\nand on (job, instance, segment, direction, mec)\n%s (%s)\n  > %s * %s (%s)",
+		ib, um, c.InvalidCount, ib, um, num(c.UnmeasuredRatio), ib, tr), "", "warning",
+		"Segment {{ $labels.segment }} ({{ $labels.direction }}, class {{ $labels.mec }}): loss unmeasured while traffic flows",
+		fmt.Sprintf("Over the last %s {{ $labels.instance }} reported at least %d intervals that carried traffic but could not be measured, more than %s of those that carried traffic: the segment's loss and delay are unknown. The reasons are the label reason of ldafwd_traffic_intervals_total{valid=\"false\"}; /healthz names the latest (check measurement).",
+			c.InvalidWindow, c.InvalidCount, num(c.UnmeasuredRatio)))
 	// Not before the process has run for the window: at its first scrapes
 	// the interval number has had no time to change.
 	g.alert("LdafwdMeasurementStalled", fmt.Sprintf("changes(ldafwd_interval_number{synopsis=\"lda\"}[%s]) == 0\nand on (job, instance) (time() - ldafwd_process_start_time_seconds > %s)\nand on (job, instance) up{job=%s} == 1",
