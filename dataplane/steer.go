@@ -74,11 +74,12 @@ func etherPayload(b []byte) (uint16, []byte) {
 }
 
 // endLane reads the lane of an End marker (control header: magic at 0,
-// type at 3, payload length at 38; the End payload's lane at 32).
+// type at 3, payload length at 38 (34, or more with per-class counts);
+// the End payload's lane at 32).
 func endLane(b []byte) (uint16, bool) {
 	et, p := etherPayload(b)
 	if et != 0x88B5 || len(p) < 40+34 || binary.BigEndian.Uint16(p) != 0x4C44 || p[3] != 2 ||
-		binary.BigEndian.Uint16(p[38:]) != 34 {
+		binary.BigEndian.Uint16(p[38:]) < 34 {
 		return 0, false
 	}
 	return binary.BigEndian.Uint16(p[40+32:]), true
