@@ -74,6 +74,14 @@ func TestSteerQueue(t *testing.T) {
 		if q := dataplane.SteerQueue(f, 4); q != int(lane) {
 			t.Errorf("End of lane %d on queue %d", lane, q)
 		}
+		// With its per-class counts the End is longer: still its lane's.
+		counted := w.AppendEnd(nil, 7, &control.End{StartNs: 1, EndNs: 2, Frames: 300, Classes: []uint64{300}})
+		if len(counted) <= len(f) {
+			t.Fatalf("End with counts %d bytes, without %d", len(counted), len(f))
+		}
+		if q := dataplane.SteerQueue(counted, 4); q != int(lane) {
+			t.Errorf("End with counts of lane %d on queue %d", lane, q)
+		}
 		if q := dataplane.SteerQueue(f, 2); q != int(lane)%2 {
 			t.Errorf("End of lane %d on queue %d of 2", lane, q)
 		}
