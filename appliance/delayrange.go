@@ -103,12 +103,14 @@ func (s *delaysSeen) add(d *synopsis.LDADiagnostics, usable int) {
 	s.lo, s.hi = min(s.lo, d.MinMeanNs), max(s.hi, d.MaxMeanNs)
 }
 
-// rangeOf is an interval's confidence range: assumed widened to the
-// bucket means seen, never beyond the wire range bounds. ok is false
+// rangeOf is an interval's confidence range: assumed, clamped into the
+// wire range bounds, widened to the bucket means seen (which the sender's
+// wire range held: a usable bucket's mean decoded within it). ok is false
 // when no class had a usable bucket: nothing showed the delays.
 func (s delaysSeen) rangeOf(assumed DelayRange, bounds synopsis.CompactBounds) (r DelayRange, ok bool) {
+	r = assumed.within(bounds)
 	if !s.any {
-		return assumed.within(bounds), false
+		return r, false
 	}
-	return assumed.widen(s.lo, s.hi).within(bounds), true
+	return r.widen(s.lo, s.hi), true
 }
