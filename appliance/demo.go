@@ -51,7 +51,7 @@ type DemoConfig struct {
 	// widened for a delay model whose tail needs more (RunDemo).
 	Bounds synopsis.CompactBounds
 	// Assumed: the confidence range before an interval shows a wider one
-	// (Config.Assumed); zero: from the delay model (RunDemo).
+	// (Config.Assumed); zero: DemoAssumedDelay.
 	Assumed  DelayRange
 	Conf     float64
 	TopFlows int
@@ -142,26 +142,23 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 128
 	}
-	// The segment is FIFO, so a long draw also delays the frames queued
-	// behind it: allow for the tail and the queueing, and for the
-	// scheduler: the demo's workers share the machine with everything
-	// else, and on a busy 2-CPU machine a frame has waited over 10 ms for
-	// a descheduled worker (a clean-clone CI run, 2026-11-21): ≥ 100 ms.
-	// A worker preempted around its TxBurst stamps a frame late by up to
-	// half the gap, so a frame may appear to arrive before it left: allow
-	// −10 ms. That is the range the per-flow bounds assume (Assumed); the
-	// compact encoding carries the default −10 ms … 1 s, more where the
-	// model's tail needs it.
-	demoMax := int64(100_000_000)
-	if m := cfg.Delay.Mean(); m*200 > 100e6 && m*200 < 1e12 {
-		demoMax = int64(m * 200)
-	}
+	// The range the per-flow bounds assume before an interval shows a
+	// wider one (Assumed): the demo's workers share the machine with
+	// everything else, and on a busy 2-CPU machine a frame has waited over
+	// 10 ms for a descheduled worker (a clean-clone CI run, 2026-11-21):
+	// 100 ms; a worker preempted around its TxBurst stamps a frame late by
+	// up to half the gap, so a frame may appear to arrive before it left:
+	// −10 ms. The compact encoding carries the default −10 ms … 1 s, more
+	// where the model's tail needs it: the segment is FIFO, so a long draw
+	// also delays the frames queued behind it (200 × the mean).
 	if cfg.Bounds == (synopsis.CompactBounds{}) {
 		cfg.Bounds = synopsis.DefaultCompactBounds()
-		cfg.Bounds.MaxDelayNs = max(cfg.Bounds.MaxDelayNs, demoMax)
+		if m := cfg.Delay.Mean(); m*200 > float64(cfg.Bounds.MaxDelayNs) && m*200 < 1e12 {
+			cfg.Bounds.MaxDelayNs = int64(m * 200)
+		}
 	}
 	if cfg.Assumed == (DelayRange{}) {
-		cfg.Assumed = DelayRange{MinNs: -10_000_000, MaxNs: demoMax}.within(cfg.Bounds)
+		cfg.Assumed = DemoAssumedDelay.within(cfg.Bounds)
 	}
 	var truth demoTruth
 	var err error
@@ -606,6 +603,10 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// DemoAssumedDelay is the demo's confidence range before an interval
+// shows a wider one (RunDemo says why).
+var DemoAssumedDelay = DelayRange{MinNs: -10_000_000, MaxNs: 100_000_000}
 
 // DemoBounds is the compact encoding's delay bounds (the wire range) for
 // a given largest one-way delay.
