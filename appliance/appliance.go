@@ -29,13 +29,20 @@ type Config struct {
 	Key          []byte // pre-shared HMAC key; nil with Insecure
 	Insecure     bool
 	MTU          int // segment IP MTU for control frames; 0: 1500
-	Bounds       synopsis.CompactBounds
-	Conf         float64 // confidence of mean_ci_ns; 0: 0.98
-	Burst        int
-	Cores        []int // worker cores: none (unpinned, one worker), one, or two (one per direction); with queues none or one per queue pair
-	IdleSleep    time.Duration
-	Clock        func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
-	ClockName    string        // reported; "CLOCK_REALTIME" by default
+	// Bounds are the delays the compact LDA encoding carries (the wire
+	// range, --min-delay/--max-delay): an interval whose buckets leave
+	// them is invalid. Zero: synopsis.DefaultCompactBounds.
+	Bounds synopsis.CompactBounds
+	// Assumed is the delay range the per-flow (LDS) bounds and the
+	// crossing windows assume before the interval shows any wider
+	// (DelayRange); zero: DefaultAssumedDelay, clamped into Bounds.
+	Assumed   DelayRange
+	Conf      float64 // confidence of mean_ci_ns; 0: 0.98
+	Burst     int
+	Cores     []int // worker cores: none (unpinned, one worker), one, or two (one per direction); with queues none or one per queue pair
+	IdleSleep time.Duration
+	Clock     func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
+	ClockName string        // reported; "CLOCK_REALTIME" by default
 	// Reports receive every report line the appliance produces.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
@@ -226,6 +233,9 @@ func New(cfg Config) (*Appliance, error) {
 	}
 	if cfg.Bounds == (synopsis.CompactBounds{}) {
 		cfg.Bounds = synopsis.DefaultCompactBounds()
+	}
+	if cfg.Assumed == (DelayRange{}) {
+		cfg.Assumed = DefaultAssumedDelay.within(cfg.Bounds)
 	}
 	if cfg.PairTimeout == 0 {
 		cfg.PairTimeout = cfg.Interval + 2*time.Second

@@ -48,8 +48,11 @@ type controller struct {
 	nextDue uint64          // the next interval the liveness check may declare silent
 	peer    uint64          // the peer's session we last logged
 	pairing bool            // pair is running: emit holds lines for the cross-class pass
-	held    []heldLine
-	ev      evidence // what pair has gathered of the interval it pairs
+	// lastRange is the confidence range of the latest interval whose
+	// LDAs showed its delays (confidenceRange); zero before the first.
+	lastRange DelayRange
+	held      []heldLine
+	ev        evidence // what pair has gathered of the interval it pairs
 	// Paired intervals wait for the next one (crossing.go); lines of later
 	// intervals wait behind them so reports stay in interval order.
 	waits    map[uint64]*heldInterval
@@ -492,7 +495,9 @@ func (c *controller) pairSide(now time.Time) {
 				// End marker was lost): matched against this interval's
 				// sender alone it proves nothing to the next interval;
 				// its timestamp caches do (spanEvidence).
-				h.ev = *spanEvidence(rc, c.a.cfg.Bounds)
+				rng := h.ev.delay
+				h.ev = *spanEvidence(rc)
+				h.ev.delay = rng
 			}
 			delete(c.rcopies, k)
 			delete(c.bundles, k)
@@ -560,7 +565,7 @@ func (c *controller) spanDecide(k uint64) {
 		return
 	}
 	if p := c.waits[k-1]; p != nil && !p.decided {
-		c.decide(p, spanEvidence(span, c.a.cfg.Bounds))
+		c.decide(p, spanEvidence(span))
 	}
 }
 
@@ -671,6 +676,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	c.pairing = true
 	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames}
 	defer c.release(b.Interval)
+	var seen delaysSeen
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
@@ -715,11 +721,12 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			rc.lda[m] = f
 		}
 		r.Config += " lda-shipped=" + ldaShape(cl.Config())
-		e, err := synopsis.EstimateLDACompact(cl, rc.lda[m], a.cfg.Conf)
+		e, d, err := synopsis.EstimateLDACompactDetailed(cl, rc.lda[m], a.cfg.Conf)
 		if err != nil {
 			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
 			continue
 		}
+		seen.add(&d, e.UsableBuckets)
 		c.ev.snd[m] = cl
 		analyze.Fill(r, e)
 		c.stamps(r, h.StampErrNs, rc)
@@ -732,9 +739,27 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			c.pairRDA(b, rc, m)
 		}
 	}
+	c.ev.delay = c.confidenceRange(seen)
 	if rc.lds != nil {
-		c.pairLDS(b, rc)
+		c.pairLDS(b, rc, c.ev.delay)
 	}
+}
+
+// confidenceRange is the delay range the interval's per-flow bounds and
+// crossing windows take (delayrange.go): the assumed range widened to
+// the bucket means its LDAs showed. When none showed any (no LDA
+// decoded, or every bucket lost a packet), the latest interval's range
+// that did stands in: the queue that interval saw is the best guess at
+// this one's.
+func (c *controller) confidenceRange(seen delaysSeen) DelayRange {
+	r, ok := seen.rangeOf(c.a.cfg.Assumed, c.a.cfg.Bounds)
+	switch {
+	case ok:
+		c.lastRange = r
+	case c.lastRange != DelayRange{}:
+		r = c.lastRange
+	}
+	return r
 }
 
 // partReason is the cause of a line whose part the sender's bundle
@@ -1089,7 +1114,7 @@ func movedReason(names []string, m, out, in int) string {
 }
 
 // pairLDS reports the largest flows of the interval, one line each.
-func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
+func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRange) {
 	a := c.a
 	payload, ok := b.Payloads[control.PartKey{MEC: 0, Kind: control.KindLDS}]
 	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
@@ -1125,11 +1150,10 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 	}
 	// What other flows' packets in a flow's cells (and, with k > 1 or
 	// sampled rows, a partial sample of its own) can move its mean is
-	// bounded by the delay range the compact encoding is configured for
-	// (--min-delay/--max-delay): the LDA's sums already rely on it, and a
-	// bucket whose mean leaves it makes the interval invalid.
-	bd := a.cfg.Bounds
-	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: bd.MinDelayNs, MaxDelayNs: bd.MaxDelayNs, Conf: a.cfg.Conf})
+	// bounded by the spread of the delays: the interval's confidence range
+	// (the assumed range, widened to what its LDAs showed), not the far
+	// wider range the compact encoding carries.
+	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: rng.MinNs, MaxDelayNs: rng.MaxNs, Conf: a.cfg.Conf})
 	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
 	if err != nil {
 		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not match ours: %v", err)})
@@ -1158,7 +1182,8 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy) {
 			r.Flow = analyze.FlowName(&f.Key)
 		}
 		c.flowStamps(r, &f, rc)
-		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived}
+		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived,
+			"delay_range_ns": []int64{rng.MinNs, rng.MaxNs}}
 		r.Config += shape
 		if why.Code != 0 {
 			r.Invalidate(why.Code, why.Why)

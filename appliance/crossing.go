@@ -61,6 +61,19 @@ type evidence struct {
 	// span: a receiver copy holding the next two intervals (an End marker
 	// lost), matched by no sender side (spanEvidence).
 	span *spanCopy
+	// delay: the interval's confidence range (confidenceRange); zero
+	// where it did not pair (warm-up, span evidence of its own).
+	delay DelayRange
+}
+
+// windowNs is how far from an End marker a packet of this interval that
+// crossed it can arrive: the spread of its delays, the confidence range's
+// width (the wire range's where none is known).
+func (ev *evidence) windowNs(b synopsis.CompactBounds) uint64 {
+	if w := ev.delay.WidthNs(); w > 0 {
+		return w
+	}
+	return wire(b).WidthNs()
 }
 
 // heldInterval is a paired interval's lines waiting for the next
@@ -94,6 +107,7 @@ func (c *controller) overdue(now time.Time) {
 func (c *controller) decide(h *heldInterval, next *evidence) {
 	h.decided = true
 	prev := c.evidenceOf(h.k - 1)
+	win := h.ev.windowNs(c.a.cfg.Bounds)
 	classes := len(h.ev.rcv)
 	known := make([]bool, classes)
 	xs := make([]synopsis.LDACrossing, classes)
@@ -136,7 +150,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// neighbour's packet that crossed the boundary, or the
 				// segment's second copy of a packet) and k's loss. Any
 				// other cause of the line stays.
-				if lost, crossed, dups, ok := h.rdaExtras(l.mec, prev, next, l.e); ok {
+				if lost, crossed, dups, ok := h.rdaExtras(l.mec, prev, next, l.e, win); ok {
 					noteCrossed(l.r, crossed)
 					l.e.Lost, l.r.Lost = lost, lost
 					l.e.Received, l.r.Received = l.e.Sent-lost, l.e.Sent-lost
@@ -157,7 +171,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// an extra, which invalidates the line already).
 				continue
 			}
-			if lost, crossed, ok := h.rdaLoss(l.mec, prev, next, l.e); ok {
+			if lost, crossed, ok := h.rdaLoss(l.mec, prev, next, l.e, win); ok {
 				// The RDA decoded both intervals' differences identity by
 				// identity: k's loss is exact, crossings and extras hidden
 				// in the LDA's lossy buckets included.
@@ -207,7 +221,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			}
 			saved := lossOpen(l.e)
 			wasValid := l.e.Valid
-			switch crossed, ok := bySpan(dk, l.mec, next, false); {
+			switch crossed, ok := bySpan(dk, l.mec, next, false, win); {
 			case dk != nil && dk1 != nil:
 				noteCrossed(l.r, synopsis.MatchRDACrossing(*dk, *dk1))
 				synopsis.ApplyRDACrossing(l.e, *dk, *dk1)
@@ -224,7 +238,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				if prev != nil && l.mec < len(prev.rda) {
 					dp = prev.rda[l.mec]
 				}
-				if early, ok := bySpan(dk, l.mec, prev, true); ok {
+				if early, ok := bySpan(dk, l.mec, prev, true, win); ok {
 					// The previous interval's receiver copy also held the
 					// one before it (a lost End marker): its cache tells.
 					noteEarly(l.r, early)
@@ -287,17 +301,17 @@ func (c *controller) receiverDropped(h *heldInterval) {
 // (they overtook h's start marker). ok only when all three decodes are
 // complete and the RDA recorded the packets the LDA line e counts (equal
 // sent and received). crossed counts both kinds.
-func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate) (lost uint64, crossed int, ok bool) {
+func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate, win uint64) (lost uint64, crossed int, ok bool) {
 	if next == nil || m >= len(h.ev.rda) || h.ev.rda[m] == nil || !h.ev.rda[m].Complete {
 		return 0, 0, false
 	}
 	dk := h.ev.rda[m]
-	crossed, ok = earlyPrev(dk, m, prev)
+	crossed, ok = earlyPrev(dk, m, prev, win)
 	if !ok {
 		return 0, 0, false
 	}
 	if !next.nothing {
-		n, ok := crossedNext(dk, m, next)
+		n, ok := crossedNext(dk, m, next, win)
 		if !ok {
 			return 0, 0, false
 		}
@@ -324,8 +338,8 @@ func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate
 // there) or as the segment's second copy of a packet (the receiver's
 // cache saw it twice: TSCache.LaterCopy), and rdaLoss gives k's exact
 // loss. dups counts the copies.
-func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estimate) (lost uint64, crossed, dups int, ok bool) {
-	lost, crossed, ok = h.rdaLoss(m, prev, next, e)
+func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estimate, win uint64) (lost uint64, crossed, dups int, ok bool) {
+	lost, crossed, ok = h.rdaLoss(m, prev, next, e, win)
 	if !ok || m >= len(h.ev.own) || h.ev.own[m] == nil {
 		return 0, 0, 0, false
 	}
@@ -358,26 +372,25 @@ func (h *heldInterval) rdaExtras(m int, prev, next *evidence, e *synopsis.Estima
 // between the End markers around it.
 type spanCopy struct {
 	fromNs, toNs uint64 // the copy's cuts: the End markers before and after it arrived
-	windowNs     uint64 // MaxDelayNs − MinDelayNs: how far from an End marker a packet that crossed it can arrive
 }
 
 // spanEvidence is the crossing evidence of a receiver copy spanning a lost
 // End marker, for the intervals before and after it (bySpan).
-func spanEvidence(rc *rcopy, b synopsis.CompactBounds) *evidence {
+func spanEvidence(rc *rcopy) *evidence {
 	return &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: rc.rda,
-		span: &spanCopy{fromNs: rc.startNs, toNs: rc.endNs, windowNs: uint64(b.MaxDelayNs - b.MinDelayNs)}}
+		span: &spanCopy{fromNs: rc.startNs, toNs: rc.endNs}}
 }
 
 // bySpan counts the packets of dk's interval decoded lost that reached
 // the receiver in a spanning copy (ev.span): after the interval's end when
-// the copy follows it (within the delay window after the copy's start),
-// or, early, before its start marker when the copy precedes it (within
-// the window before the copy's end). A lost identity the copy's cache
-// holds outside that window is another packet with the same identity:
-// this one was lost. ok is false when it cannot tell: no span, dk
-// incomplete, a sampled cache that may not hold an identity, or an
-// identity the cache saw twice.
-func bySpan(dk *synopsis.RDADecoding, m int, ev *evidence, early bool) (n int, ok bool) {
+// the copy follows it (within windowNs, the spread of the interval's
+// delays, after the copy's start), or, early, before its start marker
+// when the copy precedes it (within the window before the copy's end). A
+// lost identity the copy's cache holds outside that window is another
+// packet with the same identity: this one was lost. ok is false when it
+// cannot tell: no span, dk incomplete, a sampled cache that may not hold
+// an identity, or an identity the cache saw twice.
+func bySpan(dk *synopsis.RDADecoding, m int, ev *evidence, early bool, windowNs uint64) (n int, ok bool) {
 	if ev == nil || ev.span == nil || dk == nil || !dk.Complete || m >= len(ev.own) || ev.own[m] == nil {
 		return 0, false
 	}
@@ -393,9 +406,9 @@ func bySpan(dk *synopsis.RDADecoding, m int, ev *evidence, early bool) (n int, o
 		ts, held := cache.Lookup(id)
 		switch {
 		case !held:
-		case !early && ts <= ev.span.fromNs+ev.span.windowNs:
+		case !early && ts <= ev.span.fromNs+windowNs:
 			n++
-		case early && ts+ev.span.windowNs >= ev.span.toNs:
+		case early && ts+windowNs >= ev.span.toNs:
 			n++
 		}
 	}
@@ -405,8 +418,8 @@ func bySpan(dk *synopsis.RDADecoding, m int, ev *evidence, early bool) (n int, o
 // crossedNext counts the packets of dk's interval decoded lost that
 // arrived after its end: decoded extra in the next interval, or found in
 // the spanning copy after it. ok is false when next cannot tell.
-func crossedNext(dk *synopsis.RDADecoding, m int, next *evidence) (int, bool) {
-	if n, ok := bySpan(dk, m, next, false); ok {
+func crossedNext(dk *synopsis.RDADecoding, m int, next *evidence, windowNs uint64) (int, bool) {
+	if n, ok := bySpan(dk, m, next, false, windowNs); ok {
 		return n, true
 	}
 	if dk == nil || next == nil || m >= len(next.rda) || next.rda[m] == nil || !next.rda[m].Complete {
@@ -418,8 +431,8 @@ func crossedNext(dk *synopsis.RDADecoding, m int, next *evidence) (int, bool) {
 // earlyPrev counts the packets of dk's interval decoded lost that
 // overtook its start marker: decoded extra in the previous interval, or
 // found in the spanning copy before it.
-func earlyPrev(dk *synopsis.RDADecoding, m int, prev *evidence) (int, bool) {
-	if n, ok := bySpan(dk, m, prev, true); ok {
+func earlyPrev(dk *synopsis.RDADecoding, m int, prev *evidence, windowNs uint64) (int, bool) {
+	if n, ok := bySpan(dk, m, prev, true, windowNs); ok {
 		return n, true
 	}
 	if dk == nil || prev == nil || m >= len(prev.rda) || prev.rda[m] == nil || !prev.rda[m].Complete {

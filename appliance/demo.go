@@ -47,9 +47,14 @@ type DemoConfig struct {
 	Seed       uint64
 	Syn        dataplane.SynConfig
 	Classifier *classifier.Classifier
-	Bounds     synopsis.CompactBounds
-	Conf       float64
-	TopFlows   int
+	// Bounds: the wire range (Config.Bounds); zero: the default,
+	// widened for a delay model whose tail needs more (RunDemo).
+	Bounds synopsis.CompactBounds
+	// Assumed: the confidence range before an interval shows a wider one
+	// (Config.Assumed); zero: DemoAssumedDelay.
+	Assumed  DelayRange
+	Conf     float64
+	TopFlows int
 	// ControlCopies: see Config. The demo's segment loses control frames
 	// like any other, so `ldafwd demo` sends two copies.
 	ControlCopies int
@@ -137,24 +142,23 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 128
 	}
+	// The range the per-flow bounds assume before an interval shows a
+	// wider one (Assumed): the demo's workers share the machine with
+	// everything else, and on a busy 2-CPU machine a frame has waited over
+	// 10 ms for a descheduled worker (a clean-clone CI run, 2026-11-21):
+	// 100 ms; a worker preempted around its TxBurst stamps a frame late by
+	// up to half the gap, so a frame may appear to arrive before it left:
+	// −10 ms. The compact encoding carries the default −10 ms … 1 s, more
+	// where the model's tail needs it: the segment is FIFO, so a long draw
+	// also delays the frames queued behind it (200 × the mean).
 	if cfg.Bounds == (synopsis.CompactBounds{}) {
-		// The compact encoding must know how long a delay can be. The
-		// segment is FIFO, so a long draw also delays the frames queued
-		// behind it: allow for the tail and the queueing, and for the
-		// scheduler: the demo's workers share the machine with everything
-		// else, and on a busy 2-CPU machine a frame has waited over 10 ms
-		// for a descheduled worker (a clean-clone CI run, 2026-11-21):
-		// ≥ 100 ms. A wider range costs a few bits per bucket.
 		cfg.Bounds = synopsis.DefaultCompactBounds()
-		if m := cfg.Delay.Mean(); m*200 > 100e6 && m*200 < 1e12 {
+		if m := cfg.Delay.Mean(); m*200 > float64(cfg.Bounds.MaxDelayNs) && m*200 < 1e12 {
 			cfg.Bounds.MaxDelayNs = int64(m * 200)
-		} else {
-			cfg.Bounds.MaxDelayNs = 100_000_000
 		}
-		// A worker preempted around its TxBurst stamps a frame late by
-		// up to half the gap, so a frame may appear to arrive before it
-		// left: allow −10 ms.
-		cfg.Bounds.MinDelayNs = -10_000_000
+	}
+	if cfg.Assumed == (DelayRange{}) {
+		cfg.Assumed = DemoAssumedDelay.within(cfg.Bounds)
 	}
 	var truth demoTruth
 	var err error
@@ -311,7 +315,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 	}
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
-		Bounds: cfg.Bounds, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
+		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
@@ -600,8 +604,12 @@ func abs(x float64) float64 {
 	return x
 }
 
-// DemoBounds is the compact encoding's delay bounds for a given largest
-// one-way delay.
+// DemoAssumedDelay is the demo's confidence range before an interval
+// shows a wider one (RunDemo says why).
+var DemoAssumedDelay = DelayRange{MinNs: -10_000_000, MaxNs: 100_000_000}
+
+// DemoBounds is the compact encoding's delay bounds (the wire range) for
+// a given largest one-way delay.
 func DemoBounds(maxDelay time.Duration) synopsis.CompactBounds {
 	b := synopsis.DefaultCompactBounds()
 	b.MaxDelayNs = maxDelay.Nanoseconds()

@@ -25,6 +25,10 @@
 //     interval is paired too, in interval order: packets reordered past an
 //     End marker show in the next interval's synopses and are taken out of
 //     the loss (crossing.go);
+//   - bounds each flow line's mean and each crossing window by the spread
+//     of the interval's delays: an assumed range (Config.Assumed) widened
+//     to the bucket means its LDAs showed, not the far wider range the
+//     compact encoding carries (Config.Bounds; delayrange.go);
 //   - ships, with its synopses, its newest valid mean delay of the direction
 //     it receives, and estimates from the peer's the offset of its clock
 //     over the peer's, assuming both paths have the same mean delay

@@ -55,7 +55,9 @@ func controlBudget(t *testing.T, cfg synopsis.LDAConfig, budget int) {
 				ts += uint64(rng.IntN(2000)) // ≈ 1 µs apart
 				lda.Add(rng.Uint64(), ts)
 			}
-			payload, err := lda.AppendCompact(nil, synopsis.DefaultCompactBounds())
+			// A LAN segment's delays, −10 µs … 1 ms: the default −10 ms … 1 s
+			// adds 10 bits per non-empty bucket (docs/lda.md, "Delay ranges").
+			payload, err := lda.AppendCompact(nil, synopsis.CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, MeanResolutionNs: 1, DigestBits: 16})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -103,13 +103,25 @@ type CompactBounds struct {
 	DigestBits uint8
 }
 
-// DefaultCompactBounds: delays from −10 µs (clock offset) to 1 ms, mean
-// resolution 1 ns (below what software timestamps resolve), 16 digest
-// bits. A 1 ms maximum suits a LAN or data-centre segment; set MaxDelayNs
-// for longer paths (a violation invalidates the interval, it never gives a
-// wrong number).
+// DefaultCompactBounds: delays from −10 ms to 1 s, mean resolution 1 ns
+// (below what software timestamps resolve), 16 digest bits.
+//
+// The range is what the encoding carries without aliasing, not an
+// estimate of the path: 1 s covers a congested or long path (a queue of
+// tens to hundreds of ms, a satellite hop) and −10 ms a receiver clock
+// that NTP keeps within a few ms. The span, 1.01 s, just fits 2^30 ns: a
+// non-empty bucket's sum takes 30–31 bits (the guard bit included), 10
+// more than a 1 ms span needs. The sender cannot know the delays to pick
+// a narrower window, and a window chosen from earlier intervals would
+// alias (make invalid) the very interval where a queue builds up; so the
+// window is fixed, and at 1 ns resolution microsecond delays lose
+// nothing. A narrower MaxDelayNs saves a bit per halving (a violation
+// invalidates the interval, it never gives a wrong number). Nothing else
+// uses this range as an estimate of the delays: the appliance bounds a
+// flow's mean by the range the interval actually showed (docs/lda.md,
+// "Delay ranges").
 func DefaultCompactBounds() CompactBounds {
-	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, MeanResolutionNs: 1, DigestBits: 16}
+	return CompactBounds{MinDelayNs: -10_000_000, MaxDelayNs: 1_000_000_000, MeanResolutionNs: 1, DigestBits: 16}
 }
 
 func (cb CompactBounds) validate() error {

@@ -225,11 +225,13 @@ func TestLDACompactAliasing(t *testing.T) {
 		bounds CompactBounds
 		want   string // the bound the reason names ("": far beyond, may alias either way)
 	}{
-		{"delay 20ms, max 1ms", offsetDelay(20_000_000, 1000), DefaultCompactBounds(), ""},
-		{"delay 1.5ms, max 1ms", offsetDelay(1_500_000, 1000), DefaultCompactBounds(), ReasonDelayAboveMax},
-		{"delay 3ms, max 1ms", offsetDelay(3_000_000, 1000), DefaultCompactBounds(), ""},
-		{"negative -1ms, min -10us", offsetDelay(-1_000_000, 1000), DefaultCompactBounds(), ""},
-		{"negative -30us, min -10us", offsetDelay(-30_000, 1000), DefaultCompactBounds(), ReasonDelayBelowMin},
+		{"delay 20ms, max 1ms", offsetDelay(20_000_000, 1000), lanBounds(), ""},
+		{"delay 1.5ms, max 1ms", offsetDelay(1_500_000, 1000), lanBounds(), ReasonDelayAboveMax},
+		{"delay 3ms, max 1ms", offsetDelay(3_000_000, 1000), lanBounds(), ""},
+		{"negative -1ms, min -10us", offsetDelay(-1_000_000, 1000), lanBounds(), ""},
+		{"negative -30us, min -10us", offsetDelay(-30_000, 1000), lanBounds(), ReasonDelayBelowMin},
+		{"delay 1.5s, default max 1s", offsetDelay(1_500_000_000, 1000), DefaultCompactBounds(), ReasonDelayAboveMax},
+		{"negative -30ms, default min -10ms", offsetDelay(-30_000_000, 1000), DefaultCompactBounds(), ReasonDelayBelowMin},
 		{"exactly 2^k multiples", offsetDelay(2_020_000, 0), CompactBounds{MinDelayNs: 0, MaxDelayNs: 1_010_000}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,6 +256,52 @@ func TestLDACompactAliasing(t *testing.T) {
 				(!strings.Contains(e.Reason, tc.want) || strings.Contains(e.Reason, other)) {
 				t.Errorf("reason %q does not name %q alone", e.Reason, tc.want)
 			}
+		})
+	}
+}
+
+// lanBounds are compact bounds for a LAN segment: −10 µs … 1 ms, 1 ns
+// resolution, 16 digest bits (DefaultCompactBounds carries −10 ms … 1 s).
+func lanBounds() CompactBounds {
+	return CompactBounds{MinDelayNs: -10_000, MaxDelayNs: 1_000_000, MeanResolutionNs: 1, DigestBits: 16}
+}
+
+// TestLDACompactDefaultRange: the default bounds carry delays from
+// microseconds to most of a second, and a negative clock offset of a few
+// ms, and the compact estimate is the full encoding's to within the 1 ns
+// resolution — microsecond delays lose nothing to the 1 s range.
+func TestLDACompactDefaultRange(t *testing.T) {
+	cfg := DefaultLDAConfig()
+	cfg.Digest = true
+	for _, dm := range []delayModel{offsetDelay(5_000, 2_000), offsetDelay(300_000_000, 50_000_000), offsetDelay(-5_000_000, 100_000), weibullDelay(40_000_000, 1)} {
+		t.Run(dm.name, func(t *testing.T) {
+			a, b, tr := filledLDAPair(t, cfg, 100_000, 0.001, dm)
+			full, _, _ := EstimateLDADetailed(a, b, 0.98)
+			enc, err := a.AppendCompact(nil, DefaultCompactBounds())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c CompactLDA
+			if err := c.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			e, d, err := EstimateLDACompactDetailed(&c, b, 0.98)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !e.Valid || d.ImplausibleBuckets > 0 {
+				t.Fatalf("invalid: %s (%d implausible buckets)", e.Reason, d.ImplausibleBuckets)
+			}
+			if math.Abs(e.MeanNs-full.MeanNs) > 1 || e.MeanCINs-full.MeanCINs > 1+1e-5*full.MeanCINs { // float rounding of large sums
+				t.Errorf("compact mean %.3f ± %.3f, full %.3f ± %.3f: more than the 1 ns resolution apart", e.MeanNs, e.MeanCINs, full.MeanNs, full.MeanCINs)
+			}
+			if math.Abs(e.MeanNs-tr.meanNs) > e.MeanCINs {
+				t.Errorf("mean %.1f ± %.1f misses the true %.1f", e.MeanNs, e.MeanCINs, tr.meanNs)
+			}
+			if d.MinMeanNs > tr.meanNs || d.MaxMeanNs < tr.meanNs || d.MinMeanNs >= d.MaxMeanNs {
+				t.Errorf("bucket means %.0f … %.0f do not straddle the true mean %.0f", d.MinMeanNs, d.MaxMeanNs, tr.meanNs)
+			}
+			t.Logf("%d bytes; mean %.1f ± %.1f ns (true %.1f); bucket means %.0f … %.0f ns", len(enc), e.MeanNs, e.MeanCINs, tr.meanNs, d.MinMeanNs, d.MaxMeanNs)
 		})
 	}
 }
@@ -283,15 +331,15 @@ func TestLDACompactSize(t *testing.T) {
 			}
 			a, _, _ := filledLDAPair(t, tc.cfg, tc.n, tc.loss, tc.dm)
 			full, _ := a.AppendBinary(nil)
-			exact := DefaultCompactBounds()
+			exact := lanBounds()
 			exact.MeanResolutionNs = 0
-			for _, bounds := range []CompactBounds{exact, DefaultCompactBounds()} {
+			for _, bounds := range []CompactBounds{exact, lanBounds(), DefaultCompactBounds()} {
 				enc, err := a.AppendCompact(nil, bounds)
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%s, resolution %d ns: compact %d bits (%.1f bits/bucket); full %d bits (%.1f bits/bucket)",
-					tc.cfg, bounds.MeanResolutionNs, 8*len(enc), float64(8*len(enc))/float64(tc.cfg.TotalRows()), 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
+				t.Logf("%s, delays %d … %d ns, resolution %d ns: compact %d bits (%.1f bits/bucket); full %d bits (%.1f bits/bucket)",
+					tc.cfg, bounds.MinDelayNs, bounds.MaxDelayNs, bounds.MeanResolutionNs, 8*len(enc), float64(8*len(enc))/float64(tc.cfg.TotalRows()), 8*len(full), float64(8*len(full))/float64(tc.cfg.TotalRows()))
 				nd := bounds
 				nd.DigestBits = 0
 				noDig, err := a.AppendCompact(nil, nd)
@@ -300,8 +348,14 @@ func TestLDACompactSize(t *testing.T) {
 				}
 				digBits := 8*len(enc) - 8*len(noDig)
 				t.Logf("  without digests %d bits; digests cost %d bits (%.1f per bucket)", 8*len(noDig), digBits, float64(digBits)/float64(tc.cfg.TotalRows()))
-				if bounds.MeanResolutionNs > 0 && 8*len(noDig) > budgetBits {
-					t.Errorf("compact encoding without digests %d bits > budget %d", 8*len(noDig), budgetBits)
+				// The default 1 s span is 2^10 times the LAN's 1 ms: 10
+				// bits more per non-empty bucket.
+				budget := budgetBits
+				if bounds.MaxDelayNs > 1_000_000 {
+					budget += 10 * (tc.cfg.TotalRows() + tc.cfg.coverRows())
+				}
+				if bounds.MeanResolutionNs > 0 && 8*len(noDig) > budget {
+					t.Errorf("compact encoding without digests %d bits > budget %d", 8*len(noDig), budget)
 				}
 				if maxDig := int(bounds.DigestBits)*(tc.cfg.TotalRows()+tc.cfg.coverRows()) + 8; digBits > maxDig {
 					t.Errorf("digests cost %d bits > %d", digBits, maxDig)

@@ -55,6 +55,15 @@ type LDADiagnostics struct {
 	// count rests on: with no extra packet detected, each one that exists
 	// hid with this probability. 0 without loss.
 	ExtraMissProb float64
+	// MinMeanNs and MaxMeanNs are the smallest and largest delay mean
+	// (ns) of the usable buckets, 0 when none is usable: the range of
+	// delays the interval showed. Every bucket mean lies within the range
+	// of the packets' delays, and the sparsely sampled banks' buckets hold
+	// a packet or two each, so this approaches the range of the delays
+	// themselves (a lower bound on it: the extremes of unsampled packets
+	// are not seen). The appliance widens the delay range its per-flow
+	// bounds assume by it (docs/lda.md, "Delay ranges").
+	MinMeanNs, MaxMeanNs float64
 	// PureExtras: buckets with exactly one packet more at the receiver
 	// whose digest difference decodes (DigestMixInverse) to an identity
 	// that hashes to that very bucket: most likely exactly one extra
@@ -200,6 +209,11 @@ func ldaEstimate(cfg *LDAConfig, pairs []ldaBucketPair, sent, received uint64, c
 	var sumDelay, s uint64
 	for _, p := range pairs {
 		if p.usable && p.count > 0 {
+			m := float64(int64(p.delay)) / float64(p.count)
+			if e.UsableBuckets == 0 {
+				d.MinMeanNs, d.MaxMeanNs = m, m
+			}
+			d.MinMeanNs, d.MaxMeanNs = min(d.MinMeanNs, m), max(d.MaxMeanNs, m)
 			e.UsableBuckets++
 			sumDelay += p.delay
 			s += p.count

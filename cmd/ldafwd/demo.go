@@ -65,7 +65,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&seed, "seed", 1, "seed of the impairment's random choices")
 	fs.StringArrayVar(&mecs, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; docs/mec.md)")
 	fs.Float64Var(&conf, "confidence", 0.98, "confidence level of mean_ci_ns")
-	fs.DurationVar(&maxDelay, "max-delay", 0, "largest one-way delay the compact synopsis encoding allows (0: from the delay model)")
+	fs.DurationVar(&maxDelay, "max-delay", 0, "largest one-way delay the compact LDA encoding carries (0: 1s, or more where the delay model's tail needs it); per-flow bounds take the delays each interval shows, not this (docs/lda.md, \"Delay ranges\")")
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
