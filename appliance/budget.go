@@ -127,6 +127,17 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	copies := a.cfg.ControlCopies
 	budget := c.budgetFor(set.Bytes)
+	// The End marker as the lane sent it, with this copy's class counts
+	// (IntervalBytes estimates them); it goes endCopies times, the rest
+	// copies times: what one copy of the rest may take is the budget less
+	// the End markers beyond those copies.
+	counts := make([]uint64, len(set.LDA))
+	for m, l := range set.LDA {
+		counts[m] = l.Count()
+	}
+	end := a.sender.EndBytesWith(counts)
+	extraEnds := endCopies(copies) - copies
+	perCopyBudget := (int(budget) - extraEnds*end) / copies
 	hdr := func(frames, fl uint64) []byte {
 		return appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: frames, Flags: fl, Budget: budget})
 	}
@@ -160,7 +171,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	ldaLeft := 0 // payload bytes the LDAs of the classes still to encode may take; 0: no limit
 	if budget > 0 && len(set.LDA) > 0 {
-		perCopy := float64(int(budget)/copies - a.sender.IntervalBytes(1))
+		perCopy := float64(perCopyBudget - a.sender.IntervalBytes(1))
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
 		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
@@ -211,7 +222,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		}
 		// What the LDA's share paid is spent, whether or not the LDA
 		// would have filled it.
-		left = int(budget)/copies - a.sender.IntervalBytes(1, sizes...)
+		left = perCopyBudget - a.sender.IntervalBytes(1, sizes...)
 	}
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
@@ -279,7 +290,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		add(0, control.KindLDS, p, len(h))
 	}
 	if a.cfg.AdaptLDA && budget > 0 {
-		c.growLDA(set.LDA, parts, hdrLens, int(budget)/copies-owed, got.ldaRows)
+		c.growLDA(set.LDA, parts, hdrLens, perCopyBudget-owed, got.ldaRows)
 	}
 	// Every copy costs the same: count them all into the payloads (fixed
 	// width, so the sizes do not change).
@@ -291,8 +302,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		frames += max(1, (sizes[i]+fs-1)/fs)
 	}
 	// End markers go endCopies times, the rest copies times.
-	extraEnds := endCopies(copies) - copies
-	total := copies*a.sender.IntervalBytes(1, sizes...) + extraEnds*a.sender.EndBytes()
+	total := copies*(a.sender.IntervalBytes(1, sizes...)-a.sender.EndBytes()+end) + extraEnds*end
 	frames = copies*frames + extraEnds
 	if budget > 0 {
 		c.debt = max(0, c.debt-max(0, int(budget)-total))

@@ -217,6 +217,17 @@ func (s *Sender) EndBytes() int {
 	return withCounts
 }
 
+// EndBytesWith is the exact size of this session's End frame carrying
+// the per-class counts classes (bytes), by AppendEnd's rule: without the
+// counts when they do not fit the MTU or MaxEndClasses.
+func (s *Sender) EndBytesWith(classes []uint64) int {
+	e := End{Classes: classes}
+	if len(classes) > MaxEndClasses || e.EndLen() > s.cfg.MTU-HeaderLen-TagLen {
+		return EndFrameLen
+	}
+	return Overhead + e.EndLen()
+}
+
 // EndFrameLenFor is the largest End frame with per-class counts for
 // classes classes (bytes): what a lane's End buffer must hold.
 func EndFrameLenFor(classes int) int {
