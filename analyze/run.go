@@ -460,7 +460,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				setExtra(l, "measured_to_ns", hi+1)
 			}
 			if why, ok := bad[k]; ok {
-				if l.Reason != "" {
+				if !l.Valid { // the damage leads; the sentence keeps the line's own
 					why += "; " + l.Reason
 				}
 				l.Invalidate(report.CaptureDamage, why)

@@ -322,7 +322,7 @@ func (h *heldInterval) rdaLoss(m int, prev, next *evidence, e *synopsis.Estimate
 		if l.flow == nil && l.e != nil && l.mec == m && l.r.Synopsis == "rda" {
 			// Banks that disagree after repair mean a corrupted synopsis:
 			// its decode vouches for nothing.
-			same = l.e.Sent == e.Sent && l.e.Received == e.Received && !(!l.e.Valid && l.e.Code == report.BanksDisagree)
+			same = l.e.Sent == e.Sent && l.e.Received == e.Received && l.e.Code != report.BanksDisagree
 		}
 	}
 	if !same || crossed > len(dk.Lost) {
