@@ -284,6 +284,20 @@ func newSegTruth(t *testing.T, in, out []pcapRecord, frames [][]byte, user func(
 	var cutIv []uint64 // the interval each ends
 	var cf control.Frame
 	var lastEnd uint64
+	// mark stamps replayed frame i (known: it is one, and may be here)
+	// with r's capture time, once.
+	mark := func(at []int64, i int, known bool, r pcapRecord, unknown, twice string) bool {
+		switch {
+		case !known:
+			t.Errorf(unknown, len(r.data))
+		case at[i] != 0:
+			t.Errorf(twice, i)
+		default:
+			at[i] = r.ns
+			return true
+		}
+		return false
+	}
 	for _, r := range in {
 		if len(r.data) >= 14 && binary.BigEndian.Uint16(r.data[12:14]) == control.EtherType {
 			// End markers come at least twice: the first cuts. Those of
@@ -298,15 +312,9 @@ func newSegTruth(t *testing.T, in, out []pcapRecord, frames [][]byte, user func(
 			continue
 		}
 		i, ok := s.idx[string(r.data)]
-		if !ok {
-			t.Errorf("the bridge received a frame that was not replayed (%d bytes): ldafwd#1 changed or added it", len(r.data))
+		if !mark(s.sentAt, i, ok, r, "the bridge received a frame that was not replayed (%d bytes): ldafwd#1 changed or added it", "the bridge received replayed frame %d twice") {
 			continue
 		}
-		if s.sentAt[i] != 0 {
-			t.Errorf("the bridge received replayed frame %d twice", i)
-			continue
-		}
-		s.sentAt[i] = r.ns
 		order = append(order, i)
 		s.sent++
 	}
@@ -316,15 +324,9 @@ func newSegTruth(t *testing.T, in, out []pcapRecord, frames [][]byte, user func(
 			continue
 		}
 		i, ok := s.idx[string(r.data)]
-		if !ok || s.sentAt[i] == 0 {
-			t.Errorf("the bridge sent toward ldafwd#2 a frame it never received (%d bytes)", len(r.data))
+		if !mark(s.recvAt, i, ok && s.sentAt[i] != 0, r, "the bridge sent toward ldafwd#2 a frame it never received (%d bytes)", "the bridge sent replayed frame %d toward ldafwd#2 twice") {
 			continue
 		}
-		if s.recvAt[i] != 0 {
-			t.Errorf("the bridge sent replayed frame %d toward ldafwd#2 twice", i)
-			continue
-		}
-		s.recvAt[i] = r.ns
 		s.recv++
 		s.sum += float64(r.ns - s.sentAt[i])
 	}
