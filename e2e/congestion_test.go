@@ -206,9 +206,9 @@ func TestCongestionLab(t *testing.T) {
 	}
 	slices.Sort(ks)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-10s %-6s %6s %6s %6s | %6s %6s %6s %-5s %-5s %-5s | %8s %8s %7s %-3s | %7s %7s %7s %8s | %s\n",
+	fmt.Fprintf(&b, "%-10s %-6s %6s %6s %6s | %6s %6s %6s %-5s %-5s %-5s | %8s %8s %7s %-3s | %7s %7s %7s %7s %8s | %s\n",
 		"interval", "phase", "t.sent", "t.lost", "cross", "sent", "recv", "lost", "valid", "lossV", "exact",
-		"t.ms", "mean.ms", "ci.ms", "ok", "ctl.in", "ctl.out", "ctl.rep", "data", "reason")
+		"t.ms", "mean.ms", "ci.ms", "ok", "ctl.in", "ctl.out", "ctl.rep", "ctl.fr", "data", "reason")
 	var missing []int64
 	var unmeasured []int64 // intervals with traffic whose loss the line does not measure
 	for _, k := range ks {
@@ -279,11 +279,11 @@ func TestCongestionLab(t *testing.T) {
 		if rdaValid[k] {
 			reason = "(rda valid) " + reason
 		}
-		fmt.Fprintf(&b, "%-10d %-6s %6d %6d %6d | %6d %6d %6d %-5v %-5v %-5v | %8.2f %8.2f %7.2f %-3v | %7d %7d %7d %8d | %s\n",
+		fmt.Fprintf(&b, "%-10d %-6s %6d %6d %6d | %6d %6d %6d %-5v %-5v %-5v | %8.2f %8.2f %7.2f %-3v | %7d %7d %7d %7s %8d | %s\n",
 			k, congestionPhases[p].name, tr.sent, tr.sent-tr.recv, tr.crossed, r.Sent, r.Received, r.Lost, r.Valid, lossMeasured, exact,
-			tr.mean()/1e6, r.MeanNs/1e6, r.MeanCINs/1e6, delayOK, c[0].bytes, c[1].bytes, r.ControlBytes, tr.bytes, reason)
+			tr.mean()/1e6, r.MeanNs/1e6, r.MeanCINs/1e6, delayOK, c[0].bytes, c[1].bytes, r.ControlBytes, fmt.Sprintf("%d/%d", c[0].frames, c[1].frames), tr.bytes, reason)
 	}
-	t.Logf("ldafwd#2's a>b LDA lines against the captures (t.: truth; cross: frames the capture put across an End marker, the counts' tolerance; lossV: loss measured; ok: delay measured and within ci of the truth; ctl.in/ctl.out: a>b control bytes of the interval entering/leaving the segment, ctl.rep: the line's control_bytes; data: bytes entering):\n%s", b.String())
+	t.Logf("ldafwd#2's a>b LDA lines against the captures (t.: truth; cross: frames the capture put across an End marker, the counts' tolerance; lossV: loss measured; ok: delay measured and within ci of the truth; ctl.in/ctl.out: a>b control bytes of the interval entering/leaving the segment, ctl.rep: the line's control_bytes; ctl.fr: its frames entering/leaving; data: bytes entering):\n%s", b.String())
 
 	b.Reset()
 	fmt.Fprintf(&b, "%-6s %5s %5s %6s %6s %6s | %7s %7s %6s %8s %9s | %9s %8s %8s %8s %7s\n",
@@ -306,6 +306,11 @@ func TestCongestionLab(t *testing.T) {
 			t.Logf("%s: %s", p.name, m)
 		}
 	}
+
+	// The RDA and LDS lines: a valid one exact against its interval's or
+	// flow's captures (logged line by line; too few valid ones is no
+	// failure here).
+	checkSynopses(t, ivs, false, func(k int64) capTruth { return *st.ivTruth(uint64(k)) }, st.flowTruth)
 
 	// What holds today and must: the harness worked, the appliances ran.
 	during, outside := sums[1], sums[0]
@@ -496,6 +501,12 @@ func healthWhile(s []healthSample, ks []int64) (healthy []int64, polled int) {
 	return healthy, polled
 }
 
+// ctlKind is a control frame's type and the synopsis it carries.
+type ctlKind struct {
+	typ  control.Type
+	kind control.Kind
+}
+
 // ctlCount counts control frames and their bytes.
 type ctlCount struct{ frames, bytes uint64 }
 
@@ -503,13 +514,13 @@ type ctlCount struct{ frames, bytes uint64 }
 // is for, entering the segment ([0]) and leaving it toward ldafwd#2 ([1]).
 type ctlTraffic struct {
 	iv      map[uint64]*[2]ctlCount
-	typ     map[control.Type]*[2]ctlCount
+	typ     map[ctlKind]*[2]ctlCount
 	in, out ctlCount
 	largest int
 }
 
 func controlTraffic(in, out []pcapRecord) *ctlTraffic {
-	c := &ctlTraffic{iv: map[uint64]*[2]ctlCount{}, typ: map[control.Type]*[2]ctlCount{}}
+	c := &ctlTraffic{iv: map[uint64]*[2]ctlCount{}, typ: map[ctlKind]*[2]ctlCount{}}
 	var cf control.Frame
 	for side, recs := range [][]pcapRecord{in, out} {
 		for _, r := range recs {
@@ -523,11 +534,12 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 			}
 			c.iv[cf.Interval][side].frames++
 			c.iv[cf.Interval][side].bytes += n
-			if c.typ[cf.Type] == nil {
-				c.typ[cf.Type] = &[2]ctlCount{}
+			tk := ctlKind{cf.Type, cf.Kind}
+			if c.typ[tk] == nil {
+				c.typ[tk] = &[2]ctlCount{}
 			}
-			c.typ[cf.Type][side].frames++
-			c.typ[cf.Type][side].bytes += n
+			c.typ[tk][side].frames++
+			c.typ[tk][side].bytes += n
 			tot := &c.in
 			if side == 1 {
 				tot = &c.out
@@ -540,12 +552,19 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 	return c
 }
 
-// byType renders the frames entering/leaving per control frame type.
+// byType renders the frames entering/leaving per control frame type and
+// synopsis.
 func (c *ctlTraffic) byType() string {
 	var parts []string
 	for _, ty := range []control.Type{control.TypeHello, control.TypeEnd, control.TypeFragment, control.TypeRequest, control.TypeReply} {
-		if x := c.typ[ty]; x != nil {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", ty, x[0].frames, x[1].frames))
+		for _, k := range []control.Kind{control.KindMeta, control.KindLDA, control.KindRDA, control.KindLDS} {
+			if x := c.typ[ctlKind{ty, k}]; x != nil {
+				name := ty.String()
+				if k != control.KindMeta {
+					name += "/" + k.String()
+				}
+				parts = append(parts, fmt.Sprintf("%s %d/%d", name, x[0].frames, x[1].frames))
+			}
 		}
 	}
 	return strings.Join(parts, ", ")
