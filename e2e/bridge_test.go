@@ -6,20 +6,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane/nettest"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -50,325 +45,70 @@ func TestLabBridge(t *testing.T) {
 		// pass runs it.
 		t.Skip("-short: the live bridge lab runs in the plain pass")
 	}
-	for _, c := range []string{"tcpreplay", "dumpcap", "tc"} {
-		if _, err := exec.LookPath(c); err != nil {
-			t.Skipf("needs %s (make deps)", c)
-		}
-	}
+	requireBridgeLab(t)
 	bin := ldafwdBinary(t, false)
-	dir := t.TempDir()
-	p := fmt.Sprintf("ldb%d", os.Getpid()%10000)
-	nsG, nsW, nsK := p+"-gen", p+"-wire", p+"-sink"
-	G, S1, S2, K := p+"g", p+"s1", p+"s2", p+"k"
-	cleanup := func() {
-		for _, ns := range []string{nsG, nsW, nsK} {
-			_ = exec.Command("ip", "netns", "del", ns).Run()
-		}
-		for _, l := range []string{G, S1, S2, K} {
-			_ = exec.Command("ip", "link", "del", l).Run()
-		}
-	}
-	cleanup()
-	t.Cleanup(cleanup)
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsG, nsW, nsK} {
-		sh("ip", "netns", "add", ns)
-		sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-		sh("ip", "-n", ns, "link", "set", "lo", "up")
-	}
-	pair := func(host, ns string) {
-		sh("ip", "link", "add", host, "type", "veth", "peer", "name", host+"p")
-		sh("ip", "link", "set", host+"p", "netns", ns)
-		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+host+"/disable_ipv6", []byte("1"), 0)
-		sh("ip", "link", "set", host, "up")
-		sh("ip", "-n", ns, "link", "set", host+"p", "up")
-	}
-	pair(G, nsG)
-	pair(S1, nsW)
-	pair(S2, nsW)
-	pair(K, nsK)
-	// STP on, a BPDU each second (hello_time in centiseconds), the
-	// shortest forward delay the kernel takes (2 s: ports forward after
-	// listening and learning, 4 s). No multicast snooping: a snooping
-	// bridge sends IGMP queries of its own, traffic we do not measure and
-	// do not need here.
-	sh("ip", "-n", nsW, "link", "add", "br0", "type", "bridge", "stp_state", "1", "hello_time", "100", "forward_delay", "200", "mcast_snooping", "0")
-	sh("ip", "-n", nsW, "link", "set", S1+"p", "master", "br0")
-	sh("ip", "-n", nsW, "link", "set", S2+"p", "master", "br0")
-	sh("ip", "-n", nsW, "link", "set", "br0", "up")
-	// Loss the captures can tell exactly: the bridge forwards frames to
-	// the generator's destination MAC toward ldafwd#2 (a static entry)
-	// and floods no unknown unicast there, so the frames mixedFrames
-	// addresses elsewhere (1 in lossEvery) are lost inside the segment.
-	sh("ip", "netns", "exec", nsW, "bridge", "link", "set", "dev", S2+"p", "flood", "off")
-	sh("ip", "netns", "exec", nsW, "bridge", "fdb", "add", net.HardwareAddr(labDst).String(), "dev", S2+"p", "master", "static")
 	// Queueing toward ldafwd#2: 40 Mbit/s, a 16 KB bucket, 20 ms of queue.
-	sh("ip", "netns", "exec", nsW, "tc", "qdisc", "add", "dev", S2+"p", "root", "tbf", "rate", "40mbit", "burst", "16kb", "latency", "20ms")
+	l := newBridgeLab(t, "ldb", "rate", "40mbit", "burst", "16kb", "latency", "20ms")
 
 	// The traffic: mixed IPv4/IPv6 TCP/UDP, 64–250 bytes (~25 Mbit/s, so
 	// the tbf queues bursts without overflowing), every frame
 	// distinct (a sequence number in its payload).
 	const pps, seconds = 20_000, 4
-	frames := mixedFrames(pps * seconds)
-	pcapIn := filepath.Join(dir, "in.pcap")
+	frames := mixedFrames(pps*seconds, 64, 250, lossEvery)
+	pcapIn := filepath.Join(l.dir, "in.pcap")
 	if err := writePcap(pcapIn, frames); err != nil {
 		t.Fatal(err)
 	}
 
-	// Wait for the bridge's ports to forward (STP state 3).
-	deadline := time.Now().Add(20 * time.Second)
-	for _, port := range []string{S1 + "p", S2 + "p"} {
-		for {
-			out, _ := exec.Command("ip", "netns", "exec", nsW, "cat", "/sys/class/net/br0/brif/"+port+"/state").Output()
-			if strings.TrimSpace(string(out)) == "3" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("bridge port %s not forwarding after 20 s (state %q)", port, out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-
 	// Captures at the segment's two ends and at the sink.
-	type capture struct {
-		cmd  *exec.Cmd
-		file string
-		err  syncBuffer // written by exec's copier while the test reads it
-	}
-	var caps []*capture
-	startCap := func(ns, ifname string) *capture {
-		c := &capture{file: filepath.Join(dir, ifname+".pcap")}
-		// -B 64: a 64 MiB kernel buffer, so a capture starved of CPU on a
-		// busy machine does not drop frames and leave the truth short.
-		c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-q", "-P", "-B", "64", "-i", ifname, "-w", c.file)
-		c.cmd.Stderr = &c.err
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-		caps = append(caps, c)
-		return c
-	}
-	cIn, cOut, cSink := startCap(nsW, S1+"p"), startCap(nsW, S2+"p"), startCap(nsK, K+"p")
-	for _, c := range caps {
-		for !strings.Contains(c.err.String(), "Capturing on") {
-			if time.Now().After(deadline.Add(10 * time.Second)) {
-				t.Fatalf("dumpcap did not start: %s", c.err.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	cIn, cOut, cSink := l.capture(l.nsW, l.S1+"p"), l.capture(l.nsW, l.S2+"p"), l.capture(l.nsK, l.K+"p")
 
-	keyFile := filepath.Join(dir, "lab.key")
-	key, err := control.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := control.WriteKeyFile(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
 	// Every synopsis, sized alike at both ends (the defaults), each
 	// control frame sent twice; the budget is labBudget (see there).
-	common := []string{"--interval", "1s", "--key-file", keyFile, "--format", "json", "--idle-sleep", "50us",
+	common := []string{"--interval", "1s", "--key-file", l.keyFile, "--format", "json", "--idle-sleep", "50us",
 		"--max-delay", "2s", "--min-delay", "-50ms", "--stats-interval", "1s", "--log-level", "info",
 		"--synopsis", "all", "--control-copies", "2", "--control-budget", labBudget}
-	p2 := startLdafwd(t, "ldafwd#2", bin, append([]string{"--port-a", "afxdp:" + S2, "--port-b", "afxdp:" + K, "--segment-port", "a"}, common...)...)
-	for !strings.Contains(p2.stderr(), "appliance started") {
-		if p2.hasExited() || time.Now().After(deadline.Add(20*time.Second)) {
-			t.Fatalf("ldafwd#2 did not start:\n%s", p2.stderr())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	p1 := startLdafwd(t, "ldafwd#1", bin, append([]string{"--port-a", "afxdp:" + G, "--port-b", "afxdp:" + S1, "--segment-port", "b"}, common...)...)
-	// Both up and the session's partial first interval behind.
-	for n := 0; n < 2; {
-		ivs, _ := p2.records(t)
-		n = 0
-		for _, r := range ivs {
-			if r.Direction == "a>b" && r.MEC == "all" {
-				n++
-			}
-		}
-		if p1.hasExited() || p2.hasExited() || time.Now().After(deadline.Add(40*time.Second)) {
-			t.Fatalf("no a>b intervals from ldafwd#2\n#1:\n%s\n#2:\n%s", p1.stderr(), p2.stderr())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p1, p2 := l.startAppliances(bin, common, nil)
 
 	// Start half-way into an interval, so neither end of the traffic
 	// falls on a boundary.
 	time.Sleep(time.Duration(1e9 - time.Now().UnixNano()%1e9 + 5e8))
-	out, err := exec.Command("ip", "netns", "exec", nsG, "tcpreplay", "-q", "-i", G+"p", fmt.Sprintf("--pps=%d", pps), pcapIn).CombinedOutput()
-	if err != nil {
-		t.Fatalf("tcpreplay: %v: %s", err, out)
-	}
-	t.Logf("tcpreplay: %s", strings.Join(strings.Fields(string(out)), " "))
+	t.Logf("tcpreplay: %s", l.replay(pcapIn, fmt.Sprintf("--pps=%d", pps)))
 	time.Sleep(2500 * time.Millisecond) // the segment drains, two more intervals close
 	p1.stop(t, 15*time.Second)
 	p2.stop(t, 15*time.Second)
-	for _, c := range caps {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		_ = c.cmd.Wait()
-		// "Packets received/dropped on interface 'x': 123/0 (…)": a capture
-		// that dropped frames is no truth to judge by.
-		if m := regexp.MustCompile(`received/dropped on interface '[^']*': \d+/(\d+)`).FindStringSubmatch(c.err.String()); m == nil || m[1] != "0" {
-			t.Fatalf("dumpcap %s: dropped frames or no statistics (%q): the captured truth is incomplete", c.file, c.err.String())
-		}
-	}
+	l.stopCaptures()
 
 	// Truth from the captures.
-	in, err := readPcap(cIn.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outF, err := readPcap(cOut.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := readPcap(cSink.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := func(b []byte) bool { // neither ldafwd's control frames nor the bridge's BPDUs
-		return len(b) >= 14 && binary.BigEndian.Uint16(b[12:14]) != control.EtherType && !(b[0] == 0x01 && b[1] == 0x80 && b[2] == 0xc2)
-	}
-	want := map[string]int{}
-	for i, f := range frames {
-		want[string(f)] = i
-	}
-	// The sender's End markers, in the capture of what entered the
-	// segment, cut the frames into the intervals the report numbers: a
-	// frame before End(k) and after End(k−1) belongs to interval k.
-	sentAt := map[string]int64{}
-	ivOf := map[string]uint64{}
-	// With --control-copies 2 each End comes twice: the first cuts.
-	// Frames within nearEnd capture places of a cut may have crossed it
-	// in the capture but not on the wire ldafwd#2 saw (see the counts
-	// below): per-flow counts allow for them.
-	const nearEnd = 64
-	var pendingIv []string // frames whose interval's End has not come yet
-	var cf control.Frame
-	var lastEnd uint64
-	var cuts []int     // capture places (user frames) of the cuts
-	var cutIv []uint64 // the interval each cut ends
-	var order []string // user frames in capture order
-	for _, r := range in {
-		if len(r.data) >= 14 && binary.BigEndian.Uint16(r.data[12:14]) == control.EtherType {
-			if control.ParseFrame(r.data, &cf) == nil && cf.Type == control.TypeEnd && cf.Interval > lastEnd {
-				lastEnd = cf.Interval
-				for _, k := range pendingIv {
-					ivOf[k] = cf.Interval
-				}
-				pendingIv = pendingIv[:0]
-				cuts, cutIv = append(cuts, len(order)), append(cutIv, cf.Interval)
-			}
-			continue
-		}
-		if !user(r.data) {
-			continue
-		}
-		pendingIv = append(pendingIv, string(r.data))
-		order = append(order, string(r.data))
-		if _, ok := want[string(r.data)]; !ok {
-			t.Errorf("the bridge received a frame that was not replayed (%d bytes): ldafwd#1 changed or added it", len(r.data))
-			continue
-		}
-		if _, dup := sentAt[string(r.data)]; dup {
-			t.Errorf("the bridge received a replayed frame twice")
-		}
-		sentAt[string(r.data)] = r.ns
-	}
-	truth := map[uint64]*capTruth{}
-	// The same per flow: interval → 5-tuple (as the report names it).
-	flowTruth := map[uint64]map[string]*capTruth{}
-	flowIn := func(iv uint64, k string) *capTruth {
-		fs := flowTruth[iv]
-		if fs == nil {
-			fs = map[string]*capTruth{}
-			flowTruth[iv] = fs
-		}
-		name := fiveTuple([]byte(k))
-		f := fs[name]
-		if f == nil {
-			f = &capTruth{}
-			fs[name] = f
-		}
-		return f
-	}
-	flowOf := func(k string) *capTruth { return flowIn(ivOf[k], k) }
-	for k := range sentAt {
-		iv := truth[ivOf[k]]
-		if iv == nil {
-			iv = &capTruth{}
-			truth[ivOf[k]] = iv
-		}
-		iv.sent++
-		flowOf(k).sent++
-	}
-	var sum float64
-	got := map[string]bool{}
-	for _, r := range outF {
-		if !user(r.data) {
-			continue
-		}
-		t0, ok := sentAt[string(r.data)]
-		if !ok {
-			t.Errorf("the bridge sent toward ldafwd#2 a frame it never received (%d bytes)", len(r.data))
-			continue
-		}
-		got[string(r.data)] = true
-		sum += float64(r.ns - t0)
-		iv := truth[ivOf[string(r.data)]]
-		iv.recv++
-		iv.sum += float64(r.ns - t0)
-		f := flowOf(string(r.data))
-		f.recv++
-		f.sum += float64(r.ns - t0)
-	}
-	// A frame near the cut between intervals E and E+1 widens the
-	// tolerance of its flow in both.
-	for i, c := range cuts {
-		for j := max(c-nearEnd, 0); j < min(c+nearEnd, len(order)); j++ {
-			k := order[j]
-			for _, iv := range []uint64{cutIv[i], cutIv[i] + 1} {
-				f := flowIn(iv, k)
-				f.near++
-				if !got[k] {
-					f.nearLost++
-				}
-				if tr := truth[iv]; tr != nil {
-					tr.near++
-					if !got[k] {
-						tr.nearLost++
-					}
-				}
-			}
+	var recs [3][]pcapRecord
+	for i, c := range []*capture{cIn, cOut, cSink} {
+		var err error
+		if recs[i], err = readPcap(c.file); err != nil {
+			t.Fatal(err)
 		}
 	}
+	st := newSegTruth(t, recs[0], recs[1], frames, isUserFrame)
 	sunk := 0
-	for _, r := range sink {
-		if !user(r.data) {
+	for _, r := range recs[2] {
+		if !isUserFrame(r.data) {
 			continue
 		}
-		if !got[string(r.data)] {
+		if i, ok := st.idx[string(r.data)]; !ok || st.recvAt[i] == 0 {
 			t.Errorf("the sink received a frame the bridge never sent toward ldafwd#2 (%d bytes): ldafwd#2 changed or added it", len(r.data))
 			continue
 		}
 		sunk++
 	}
-	trueSent, trueRecv := uint64(len(sentAt)), uint64(len(got))
-	trueMean := sum / float64(trueRecv)
+	trueSent, trueRecv := st.sent, st.recv
+	trueMean := st.sum / float64(trueRecv)
 	if trueSent != uint64(len(frames)) {
 		t.Errorf("the bridge received %d of the %d replayed frames: ldafwd#1 lost some", trueSent, len(frames))
 	}
 	if uint64(sunk) != trueRecv {
 		t.Errorf("the sink received %d of the %d frames the bridge sent toward ldafwd#2", sunk, trueRecv)
+	}
+	if st.crossed > 0 {
+		t.Logf("the input capture put %d frames across an End marker from their place in the replay", st.crossed)
 	}
 
 	// ldafwd#2's report against it.
@@ -393,11 +133,8 @@ func TestLabBridge(t *testing.T) {
 		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" {
 			continue
 		}
-		tr := truth[uint64(r.Interval)]
-		if tr == nil {
-			tr = &capTruth{}
-		}
-		trMean := tr.sum / float64(max(tr.recv, 1))
+		tr := st.ivTruth(uint64(r.Interval))
+		trMean := tr.mean()
 		t.Logf("interval %d: valid=%v sent %d received %d lost %d mean %.1f µs ± %.1f (stamp err %.1f: tx %.1f rx %.1f, %s) %s; captured: sent %d received %d mean %.1f µs; control %d bytes",
 			r.Interval, r.Valid, r.Sent, r.Received, r.Lost, r.MeanNs/1e3, r.MeanCINs/1e3, r.StampErrNs/1e3, r.TxStampErrNs/1e3, r.RxStampErrNs/1e3,
 			r.StampSource, r.Reason, tr.sent, tr.recv, trMean/1e3, r.ControlBytes)
@@ -466,32 +203,10 @@ func TestLabBridge(t *testing.T) {
 		}
 		t.Logf("valid intervals: reported mean %.1f µs, captured %.1f µs", mean/1e3, tm/1e3)
 	}
-	checkSynopses(t, ivs, stampInvalid == 0 && rxDropped == 0, func(k int64) capTruth {
-		if tr := truth[uint64(k)]; tr != nil {
-			return *tr
-		}
-		return capTruth{}
-	}, func(k int64, flow string) capTruth {
-		if f := flowTruth[uint64(k)][flow]; f != nil {
-			return *f
-		}
-		return capTruth{}
-	})
+	checkSynopses(t, ivs, stampInvalid == 0 && rxDropped == 0, func(k int64) capTruth { return *st.ivTruth(uint64(k)) }, st.flowTruth)
 	if t.Failed() {
 		t.Logf("#1 stderr:\n%s\n#2 stderr:\n%s", p1.stderr(), p2.stderr())
 	}
-}
-
-// capTruth is what the captures say of an interval, or of one flow in
-// it: frames that entered the segment, frames that left it toward
-// ldafwd#2, Σ of their delays (ns).
-type capTruth struct {
-	sent, recv uint64
-	sum        float64
-	// Frames within nearEnd capture places of one of the interval's End
-	// markers, and how many of them were lost: the capture may place
-	// them on the other side of the marker than the wire did.
-	near, nearLost uint64
 }
 
 // labBudget is the --control-budget of TestLabBridge's appliances.
@@ -696,20 +411,21 @@ var labDst, labLost = []byte{0x02, 0x1d, 0xaf, 0, 0, 2}, []byte{0x02, 0x1d, 0xaf
 // over the flows; few enough for the RDA the default budget ships.
 const lossEvery = 397
 
-// mixedFrames builds n distinct frames: IPv4 and IPv6, TCP and UDP, 64 to
-// 250 bytes, from 64 flows, sequence number in the payload.
-func mixedFrames(n int) [][]byte {
+// mixedFrames builds n distinct frames: IPv4 and IPv6, TCP and UDP, minSize
+// to maxSize bytes, from 64 flows, sequence number in the payload; 1 in
+// lossEvery (0: none) addressed to labLost.
+func mixedFrames(n, minSize, maxSize, lossEvery int) [][]byte {
 	rng := rand.New(rand.NewPCG(15, 15))
 	src := []byte{0x02, 0x1d, 0xaf, 0, 0, 1}
 	out := make([][]byte, n)
 	for i := range out {
 		dst := labDst
-		if i%lossEvery == lossEvery-1 {
+		if lossEvery > 0 && i%lossEvery == lossEvery-1 {
 			dst = labLost
 		}
 		flow := rng.IntN(64)
 		v6, tcp := flow&1 == 1, flow&2 == 2
-		size := 64 + rng.IntN(187)
+		size := minSize + rng.IntN(maxSize-minSize+1)
 		l4 := 8
 		if tcp {
 			l4 = 20

@@ -19,6 +19,16 @@
 // frames it passes; tshark with the Wireshark dissector
 // (scripts/wireshark/ldafwd.lua) must decode every one of them.
 //
+// TestLabBridge and TestCongestionLab put a Linux bridge with a tbf qdisc
+// in the segment (bridgeLab), replay with tcpreplay and take the truth
+// from dumpcap on the bridge's two ports, frames matched by content and
+// cut into intervals at ldafwd#1's End markers (segTruth).
+// TestCongestionLab congests the tbf (40 Mbit/s offered to 20 Mbit/s) and
+// logs how the appliances measured it; its target assertions (every
+// interval's loss measured and exact, congested delays within their
+// bounds, the lost counter, /healthz) are enforced only with
+// LDAFWD_CONGESTION_STRICT=1 until the appliance meets them.
+//
 // TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
 // processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
 // (scripts/deps.sh installs it; without it the test skips, except under

@@ -152,15 +152,27 @@ func startLdafwd(t *testing.T, name, bin string, args ...string) *proc {
 // stop sends SIGTERM and waits up to limit for a clean exit.
 func (p *proc) stop(t *testing.T, limit time.Duration) {
 	t.Helper()
+	if _, killed := p.terminate(limit); killed {
+		t.Fatalf("%s did not exit within %v of SIGTERM\n%s", p.name, limit, p.stderr())
+	}
+	if p.waitErr != nil {
+		t.Errorf("%s exited with %v after SIGTERM\n%s", p.name, p.waitErr, p.stderr())
+	}
+}
+
+// terminate sends SIGTERM and waits up to limit for the process to exit,
+// then kills it; it returns how long the process took and whether it
+// had to be killed.
+func (p *proc) terminate(limit time.Duration) (took time.Duration, killed bool) {
+	start := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-		if p.waitErr != nil {
-			t.Errorf("%s exited with %v after SIGTERM\n%s", p.name, p.waitErr, p.stderr())
-		}
+		return time.Since(start), false
 	case <-time.After(limit):
 		_ = p.cmd.Process.Kill()
-		t.Fatalf("%s did not exit within %v of SIGTERM\n%s", p.name, limit, p.stderr())
+		<-p.exited
+		return time.Since(start), true
 	}
 }
 
@@ -593,21 +605,17 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string, ex
 // (the address is in its log).
 func checkMetrics(t *testing.T, p *proc) {
 	t.Helper()
-	m := regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /metrics`).FindStringSubmatch(p.stderr())
-	if m == nil {
+	addr := metricsAddr(p)
+	if addr == "" {
 		t.Errorf("%s: no metrics address in the log", p.name)
 		return
 	}
 	get := func(path string) (int, string) {
-		c := http.Client{Timeout: 5 * time.Second}
-		resp, err := c.Get("http://" + m[1] + path)
+		code, body, err := fetchURL("http://" + addr + path)
 		if err != nil {
 			t.Errorf("%s %s: %v", p.name, path, err)
-			return 0, ""
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return code, body
 	}
 	if code, body := get("/healthz"); code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
 		t.Errorf("%s /healthz: %d %s", p.name, code, body)
@@ -620,6 +628,28 @@ func checkMetrics(t *testing.T, p *proc) {
 			t.Errorf("%s /metrics lacks %q", p.name, want)
 		}
 	}
+}
+
+// metricsAddr is the address a running appliance serves /metrics on, from
+// its log ("" before it says).
+func metricsAddr(p *proc) string {
+	m := regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /metrics`).FindStringSubmatch(p.stderr())
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// fetchURL fetches u (10 s at most): status code and body.
+func fetchURL(u string) (int, string, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 // TestLabPeerRestart kills ldafwd#1 with SIGKILL in the middle of the

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -285,17 +284,11 @@ func freeAddr(t *testing.T) string {
 
 func httpGet(t *testing.T, u string) string {
 	t.Helper()
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
+	code, body, err := fetchURL(u)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", u, code, err, body)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %v\n%s", u, resp.Status, err, b)
-	}
-	return string(b)
+	return body
 }
 
 // scrapedTargets counts the targets Prometheus has tried to scrape.
