@@ -19,6 +19,10 @@ func FuzzParseFrame(f *testing.F) {
 	for _, fr := range intervalFrames(f, s, 9, makeParts(9, twoParts, 300, 0)) {
 		f.Add(fr)
 	}
+	s.SetLoss(0.35) // parity frames too
+	for _, fr := range intervalFrames(f, s, 10, makeParts(10, twoParts, 600, 0)) {
+		f.Add(fr)
+	}
 	known := []error{ErrNotControl, ErrTruncated, ErrBadMagic, ErrBadVersion, ErrBadHeader, ErrBadPayload}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame
