@@ -17,13 +17,14 @@ import (
 // parity fragments, and any k of the k+m that arrive rebuild the part
 // (the code is MDS: every k of them determine the rest).
 //
-// Layout. A part that carries parity is cut into data fragments of
-// F − ParityHeaderLen bytes (F = FragmentPayload(MTU)), so that a parity
-// fragment — one shard plus its header — fits the same MTU. The data
-// fragments are ordinary Fragment frames (type 3): a receiver that gets
-// all k needs no parity. The shard size S is the first data fragment's
-// length (n when k = 1), the last data fragment is zero-padded to S for
-// the code, and parity shard j (0 ≤ j < m) travels in a Parity frame
+// Layout. A part of n bytes that carries parity is cut into
+// k = ⌈n / (F − ParityHeaderLen)⌉ data fragments (F = FragmentPayload(MTU)),
+// so that a parity fragment — one shard plus its header — fits the same
+// MTU, of S = ⌈n / k⌉ bytes each (the last shorter, at least 1 byte). The
+// data fragments are ordinary Fragment frames (type 3): a receiver that
+// gets all k needs no parity. The shard size S is the first data
+// fragment's length, the last data fragment is zero-padded to S for the
+// code, and parity shard j (0 ≤ j < m) travels in a Parity frame
 // (type 6) whose header is a fragment's with FragCount = k and
 // FragIndex = j, and whose payload is
 //
@@ -127,7 +128,10 @@ func (s *Sender) Loss() float64 { return s.loss }
 
 // layout is how a part of n bytes is cut at the Sender's loss rate: k
 // data fragments of chunk bytes (the last shorter) and m parity
-// fragments of shard bytes.
+// fragments of shard = chunk bytes. With parity the k fragments are cut
+// even (⌈n/k⌉ bytes, the last at least 1 byte: (k−1)·⌈n/k⌉ < n since
+// ⌈n/k⌉ ≤ F − ParityHeaderLen), so that a part just over one fragment
+// does not pay full-size parity shards for a short last fragment.
 func (s *Sender) layout(n int) (k, m, chunk, shard int) {
 	if n == 0 {
 		return 1, 0, s.fragSize, 0
@@ -138,7 +142,8 @@ func (s *Sender) layout(n int) (k, m, chunk, shard int) {
 		chunk = s.fragSize
 		return (n + chunk - 1) / chunk, 0, chunk, 0
 	}
-	return k, m, chunk, min(chunk, n)
+	chunk = (n + k - 1) / k
+	return k, m, chunk, chunk
 }
 
 // PartFrames returns the data and parity fragments a part of n bytes

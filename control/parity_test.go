@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -371,4 +372,86 @@ func FuzzParityRebuild(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParitySurvival checks PartFailure against frames: a part of
+// 4000 bytes (3 data fragments at MTU 1500) crosses a segment that loses
+// each frame with probability p, 400 times, with the parity ParityFor
+// gives, with none, and in two whole copies. The failures counted must
+// agree with PartFailure and CopyFailure (within about four standard
+// deviations, at least 4).
+func TestParitySurvival(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const trials = 400
+	for _, p := range []float64{0.10, 0.35} {
+		for _, c := range []struct {
+			name   string
+			parity bool
+			copies int
+		}{{"parity", true, 1}, {"none", false, 1}, {"2 copies", false, 2}} {
+			s := newTestSender(t, DefaultMTU, 1, ldaOnly)
+			failed := 0
+			var k, m int
+			for i := range trials {
+				loss := 0.0
+				if c.parity {
+					loss = p
+				}
+				payload, fixed, frags := parityInterval(t, s, uint64(i+1), 4000, loss)
+				k, m = s.PartFrames(4000)
+				r := newTestReceiver(t, nil)
+				consumeAll(t, r, fixed, 0)
+				for range c.copies {
+					for _, b := range frags {
+						if rng.Float64() >= p {
+							_ = r.Consume(b, 0) // a second copy is a duplicate
+						}
+					}
+					if c.copies > 1 { // the next copy: fresh sequence numbers
+						_, _, frags = parityInterval(t, s, uint64(i+1), 4000, loss)
+					}
+				}
+				r.Expire(math.MaxInt64)
+				res := r.Results(nil)
+				if len(res) != 1 || res[0].Bundle == nil || !bytes.Equal(res[0].Bundle.Payloads[ldaOnly[0]], payload) {
+					failed++
+				}
+			}
+			want := PartFailure(k, m, p)
+			if c.copies > 1 {
+				want = CopyFailure(k, c.copies, p)
+			}
+			sd := math.Sqrt(trials * want * (1 - want))
+			t.Logf("p=%v %s: k=%d m=%d: %d of %d failed, expected %.1f", p, c.name, k, m, failed, trials, trials*want)
+			if math.Abs(float64(failed)-trials*want) > max(4, 4*sd) {
+				t.Errorf("p=%v %s: %d of %d failed, expected %.1f ± %.1f", p, c.name, failed, trials, trials*want, sd)
+			}
+		}
+	}
+}
+
+// TestParityVersusCopies: for the same survival — a part lost at most
+// once in a thousand intervals (ParityTarget) — the frames whole copies
+// need (each copy k frames; --control-copies stops at 4, the table does
+// not) and the frames parity needs, by loss and part size. Parity never
+// needs more, and from 10 % loss on needs at most 60 % of what copies do
+// (docs/protocol.md prints the table: go test -run TestParityVersusCopies -v ./control).
+func TestParityVersusCopies(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("\n| loss | data fragments k | copies needed | frames with copies | parity m | frames with parity | parity / copies |\n|---|---|---|---|---|---|---|\n")
+	for _, p := range []float64{0.01, 0.10, 0.35, 0.52} {
+		for _, k := range []int{1, 3, 5} {
+			c := 1
+			for CopyFailure(k, c, p) > ParityTarget {
+				c++
+			}
+			m := ParityFor(k, p)
+			ratio := float64(k+m) / float64(c*k)
+			fmt.Fprintf(&b, "| %g %% | %d | %d | %d | %d | %d | %.2f |\n", 100*p, k, c, c*k, m, k+m, ratio)
+			if k+m > c*k || p >= 0.10 && k > 1 && ratio > 0.6 {
+				t.Errorf("p=%v k=%d: parity %d frames, copies %d", p, k, k+m, c*k)
+			}
+		}
+	}
+	t.Log(b.String())
 }
