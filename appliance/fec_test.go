@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
@@ -59,12 +60,12 @@ type parityRun struct {
 	shipped                      int // intervals that carried control frames
 }
 
-// runParityDemo: 14 intervals of 300 ms at 5 000 packets per second
+// runParityDemo: intervals of 300 ms at 5 000 packets per second
 // (1 500 per interval, an LDA of three fragments), every frame of the
 // a→b segment (data and control) lost with probability loss; the first
 // warm intervals (the peer's first loss report is two or three
 // intervals away) are not counted.
-func runParityDemo(t *testing.T, loss float64, copies int, parity float64, seed uint64) parityRun {
+func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity float64, seed uint64) parityRun {
 	t.Helper()
 	const warm = 4
 	delay, _ := model.NewWeibull(30_000, 0.7)
@@ -75,7 +76,7 @@ func runParityDemo(t *testing.T, loss float64, copies int, parity float64, seed 
 	}
 	bp := &bytePort{ks: map[uint64]bool{}}
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
-		Duration: 14 * faultInterval, Interval: faultInterval, Delay: delay, Loss: lm, Rate: 5_000, Seed: seed, Flows: 20,
+		Duration: time.Duration(intervals) * faultInterval, Interval: faultInterval, Delay: delay, Loss: lm, Rate: 5_000, Seed: seed, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
 		ControlCopies: copies, ControlParity: parity, AdaptLDA: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { bp.Port = p; return bp },
@@ -124,8 +125,8 @@ func TestParityLDAUnderLoss(t *testing.T) {
 		loss float64
 		seed uint64
 	}{{0.10, 11}, {0.35, 12}} {
-		before := runParityDemo(t, c.loss, 1, -1, c.seed)
-		after := runParityDemo(t, c.loss, 1, 0, c.seed)
+		before := runParityDemo(t, 14, c.loss, 1, -1, c.seed)
+		after := runParityDemo(t, 14, c.loss, 1, 0, c.seed)
 		t.Logf("loss %.0f %%: LDA part arrived in %d of %d intervals without parity (%d valid), %d of %d with (%d valid); parity frames %d of %d control frames",
 			100*c.loss, before.ldaArrived, before.intervals, before.valid, after.ldaArrived, after.intervals, after.valid, after.parityFrames, after.ctlFrames)
 		if after.intervals < 8 || before.intervals < 8 {
@@ -144,9 +145,9 @@ func TestParityLDAUnderLoss(t *testing.T) {
 }
 
 // TestParityBytesTable prints control bytes against data bytes at 0, 1,
-// 10 and 35 % loss for one copy without parity, two copies, and one copy
-// with parity (docs/protocol.md, "Loss and parity"). It runs only with
-// LDAFWD_PARITY_TABLE=1 (twelve demos):
+// 10 and 35 % loss for one copy without parity, two and four copies,
+// and one copy with parity (docs/protocol.md, "Loss and parity"). It runs only with
+// LDAFWD_PARITY_TABLE=1 (sixteen demos of 12 s):
 //
 //	LDAFWD_PARITY_TABLE=1 go test -run TestParityBytesTable -v ./appliance/
 func TestParityBytesTable(t *testing.T) {
@@ -154,15 +155,15 @@ func TestParityBytesTable(t *testing.T) {
 		t.Skip("set LDAFWD_PARITY_TABLE=1")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| loss | control | LDA part arrived | valid | control bytes / interval | control / data | parity frames |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| loss | control frames | LDA part arrived | control bytes / interval | control / data | parity frames |\n|---|---|---|---|---|---|\n")
 	for _, loss := range []float64{0, 0.01, 0.10, 0.35} {
 		for _, c := range []struct {
 			name   string
 			copies int
 			parity float64
-		}{{"1 copy", 1, -1}, {"2 copies", 2, -1}, {"1 copy + parity", 1, 0}} {
-			r := runParityDemo(t, loss, c.copies, c.parity, 21)
-			fmt.Fprintf(&b, "| %g %% | %s | %d / %d | %d | %d | %.2f %% | %d of %d |\n", 100*loss, c.name, r.ldaArrived, r.intervals, r.valid,
+		}{{"1 copy", 1, -1}, {"2 copies", 2, -1}, {"4 copies", 4, -1}, {"1 copy + parity", 1, 0}} {
+			r := runParityDemo(t, 40, loss, c.copies, c.parity, 21)
+			fmt.Fprintf(&b, "| %g %% | %s | %d / %d | %d | %.2f %% | %d of %d |\n", 100*loss, c.name, r.ldaArrived, r.intervals,
 				r.ctlBytes/max(r.shipped, 1), 100*float64(r.ctlBytes)/float64(r.dataBytes), r.parityFrames, r.ctlFrames)
 		}
 	}
