@@ -111,12 +111,15 @@ func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity
 
 // TestParityLDAUnderLoss: at 10 % and 35 % random loss on every frame of
 // the segment, one copy of the control frames without parity loses the
-// LDA part of many intervals (a 3-fragment part arrives with probability
-// 0.9³ = 73 % and 0.65³ = 27 %); with parity sized from the loss the
-// receiver reports back, the LDA part of (nearly) every interval arrives.
-// End markers (two copies) are still lost at 35 % (0.35² = 12 % of
-// intervals): those intervals count as arrived (their LDA part is not
-// what failed) but are not valid.
+// LDA part of many intervals (the two fragments of an LDA of 1 500
+// packets both arrive with probability 0.9² = 81 % and 0.65² = 42 %);
+// with parity sized from the loss the receiver reports back, the LDA part
+// of (nearly) every interval arrives. End markers (two copies) are still
+// lost at 35 % (0.35² = 12 % of intervals): those intervals count as
+// arrived (their LDA part is not what failed) but are not valid; nor are
+// most others, for reasons of their own: an LDA alone cannot tell losses
+// from packets that crossed the interval's boundary once both
+// neighbours lose packets too ("loss not verifiable", --synopsis all).
 func TestParityLDAUnderLoss(t *testing.T) {
 	if raceEnabled {
 		t.Skip("judges timing")
@@ -138,7 +141,10 @@ func TestParityLDAUnderLoss(t *testing.T) {
 		if after.ldaArrived < after.intervals-1 {
 			t.Errorf("loss %v: with parity the LDA part arrived in %d of %d intervals", c.loss, after.ldaArrived, after.intervals)
 		}
-		if float64(before.ldaArrived)/float64(before.intervals) >= float64(after.ldaArrived)/float64(after.intervals) {
+		// At 35 % all of ten 2-fragment LDAs arrive without parity with
+		// probability 0.42^10 ≈ 2e-4; at 10 % with 0.81^10 ≈ 12 %: the
+		// strict comparison is made where it cannot pass by luck.
+		if rb, ra := float64(before.ldaArrived)/float64(before.intervals), float64(after.ldaArrived)/float64(after.intervals); rb > ra || c.loss > 0.3 && rb == ra {
 			t.Errorf("loss %v: parity did not help: %d/%d before, %d/%d after", c.loss, before.ldaArrived, before.intervals, after.ldaArrived, after.intervals)
 		}
 	}

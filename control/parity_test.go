@@ -56,7 +56,7 @@ func TestPartFailure(t *testing.T) {
 	for _, loss := range []float64{0.001, 0.01, 0.1, 0.35, 0.52} {
 		for _, k := range []int{1, 3, 5, 40} {
 			m := ParityFor(k, loss)
-			if m < MaxParity && PartFailure(k, m, loss) > ParityTarget || m > 0 && PartFailure(k, m-1, loss) <= ParityTarget {
+			if m < MaxParity && !meetsTarget(PartFailure(k, m, loss)) || m > 0 && meetsTarget(PartFailure(k, m-1, loss)) {
 				t.Errorf("ParityFor(%d, %v) = %d: failure %v, with one less %v", k, loss, m, PartFailure(k, m, loss), PartFailure(k, m-1, loss))
 			}
 		}
@@ -442,7 +442,7 @@ func TestParityVersusCopies(t *testing.T) {
 	for _, p := range []float64{0.01, 0.10, 0.35, 0.52} {
 		for _, k := range []int{1, 3, 5} {
 			c := 1
-			for CopyFailure(k, c, p) > ParityTarget {
+			for !meetsTarget(CopyFailure(k, c, p)) {
 				c++
 			}
 			m := ParityFor(k, p)
