@@ -13,8 +13,8 @@ import (
 // control frames and those that arrived (ControlFrames). Each appliance
 // receives one direction and sends the other, and ships a clock part to
 // its peer every interval (clock.go); the control loss it saw over the
-// last lossWindow shipments, or over the last lossShort if higher, rides
-// in that part. The peer sizes its parity
+// last lossWindow shipments, or over the last lossShort if higher and at
+// least lossShortMin frames were lost there, rides in that part. The peer sizes its parity
 // for the highest of its last peerLossReports reports (loss comes in
 // spells; one lucky interval should not drop the protection), at least
 // Config.ControlParity, and sends none while no report has come (the
@@ -39,7 +39,12 @@ const (
 
 // lossMinFrames is the fewest control frames a loss report is measured
 // on: fewer say little (one frame lost in four is not a 25 % loss).
-const lossMinFrames = 16
+// lossShortMin is the fewest lost frames the short window must hold to
+// count: at 1 % loss one frame in the 24 of 4 shipments would read as 4 %.
+const (
+	lossMinFrames = 16
+	lossShortMin  = 3
+)
 
 // peerLossReports is how many of the peer's latest reports the parity is
 // sized for the highest of.
@@ -66,8 +71,11 @@ func (c *controller) measureLoss() {
 		f.win = append(f.win[:0], f.win[len(f.win)-lossWindow-1:]...)
 	}
 	f.ok = false
-	for _, from := range []int{0, max(0, len(f.win)-1-lossShort)} {
+	for i, from := range []int{0, max(0, len(f.win)-1-lossShort)} {
 		ds, dg := sent-f.win[from][0], got-f.win[from][1]
+		if i == 1 && ds-dg < lossShortMin {
+			continue // one or two frames lost in a few dozen: noise, not a spell
+		}
 		if ds >= lossMinFrames && dg <= ds {
 			ppm := (ds - dg) * 1_000_000 / ds
 			if !f.ok || ppm > f.own {
