@@ -3,6 +3,7 @@ package appliance
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,12 @@ type Config struct {
 	// times the control traffic. 0 means 1. End markers go at least
 	// MinEndCopies times whatever it says (endCopies).
 	ControlCopies int
+	// ControlParity is the least frame loss rate (0 … 0.9) the parity
+	// fragments of every part are sized for (fec.go); the sender sizes
+	// them for the control loss its peer reports when that is higher. 0:
+	// the reports alone (none until the first arrives); negative: no
+	// parity.
+	ControlParity float64
 	// BudgetBytes, or else BudgetFraction of the data bytes the sender
 	// recorded in the interval, bounds the control bytes of an interval,
 	// all copies counted; both 0: no bound. The LDA always goes; the RDA
@@ -251,6 +258,9 @@ func New(cfg Config) (*Appliance, error) {
 	}
 	if cfg.MicroburstGap < 0 || cfg.MicroburstMin < 1 {
 		return nil, fmt.Errorf("appliance: microburst gap %v and minimum %d: want ≥ 0 and ≥ 1", cfg.MicroburstGap, cfg.MicroburstMin)
+	}
+	if cfg.ControlParity > 0.9 || math.IsNaN(cfg.ControlParity) {
+		return nil, fmt.Errorf("appliance: control parity for %v loss: at most 0.9 (negative: none)", cfg.ControlParity)
 	}
 	if cfg.ControlCopies < 1 || cfg.ControlCopies > MaxControlCopies {
 		return nil, fmt.Errorf("appliance: %d control copies: 1..%d", cfg.ControlCopies, MaxControlCopies)
@@ -624,10 +634,11 @@ func (a *Appliance) Stop(drain time.Duration) error {
 			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
 			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
 			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
+			Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
 			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
 			Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
 			Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
-			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Msg("appliance stopped")
+			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
 	})
 	return a.stopErr
 }

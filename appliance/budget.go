@@ -94,11 +94,9 @@ func (c *controller) budgetFor(dataBytes uint64) uint64 {
 // more.
 const MinControlBudget = 16 << 10
 
-// wireOf is what a payload of n bytes costs on the wire, one copy.
-func (c *controller) wireOf(n int) int {
-	fs := c.a.sender.FragmentSize()
-	return n + max(1, (n+fs-1)/fs)*control.Overhead
-}
+// wireOf is what a payload of n bytes costs on the wire, one copy,
+// parity fragments included (fec.go).
+func (c *controller) wireOf(n int) int { return c.a.sender.PartBytes(n) }
 
 // shipped says what the budget let through of one interval, for the
 // sender's log.
@@ -127,6 +125,11 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	}
 	copies := a.cfg.ControlCopies
 	budget := c.budgetFor(set.Bytes)
+	// Parity for the loss the peer reported (fec.go): every size below
+	// (IntervalBytes, wireOf) counts it.
+	c.measureLoss()
+	a.sender.SetLoss(c.parityLoss())
+	c.keepBudget(set.LastK, budget)
 	// The End marker as the lane sent it, with this copy's class counts
 	// (IntervalBytes estimates them); it goes endCopies times, the rest
 	// copies times: what one copy of the rest may take is the budget less
@@ -296,10 +299,10 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	// width, so the sizes do not change).
 	sizes := make([]int, len(parts))
 	frames := 2 // Hello, End marker
-	fs := a.sender.FragmentSize()
 	for i := range parts {
 		sizes[i] = len(parts[i].Payload)
-		frames += max(1, (sizes[i]+fs-1)/fs)
+		d, p := a.sender.PartFrames(sizes[i])
+		frames += d + p
 	}
 	// End markers go endCopies times, the rest copies times.
 	total := copies*(a.sender.IntervalBytes(1, sizes...)-a.sender.EndBytes()+end) + extraEnds*end
@@ -311,7 +314,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(frames))
 	}
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
-		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).
+		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).Float64("parity_loss", a.sender.Loss()).
 			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
 			Strs("left_out", got.omitted).Int("exchanged", exchanged).Int("debt", c.debt).Msg("control budget")
 	}

@@ -35,14 +35,25 @@ import (
 // the control protocol carries it as opaque bytes). Its payload is the
 // synopsis payload header (payload.go; frames = 0) followed by
 //
-//	1        flags: bit 0 a measurement follows (no other bit is defined)
+//	1        flags: bit 0 a measurement follows, bit 1 a control-loss
+//	         report follows (no other bit is defined)
 //	uvarint  the interval the mean was measured in (the reverse direction's numbers)
 //	varint   its mean one-way delay, ns (zig-zag; negative when the clocks disagree)
 //	uvarint  its mean_ci_ns, rounded up
+//	uvarint  (bit 1) the control frames of the reverse direction lost in
+//	         the segment lately, parts per million (fec.go)
+//
+// The part is the one thing each end ships to the other every interval,
+// so the control-loss report, which the sender of the reverse direction
+// sizes its parity fragments from, rides in it too.
 var clockPart = control.PartKey{MEC: 0, Kind: control.KindMeta}
 
-// clockFlagMean is the clock part's flag: a measurement follows.
-const clockFlagMean = 1
+// The clock part's flags: a measurement follows; a control-loss report
+// follows.
+const (
+	clockFlagMean = 1
+	clockFlagLoss = 2
+)
 
 // maxClockAge is how many intervals apart the forward line and the peer's
 // reverse mean may be for an offset estimate: the peer's mean is normally
@@ -57,6 +68,10 @@ type clockMean struct {
 	ciNs   float64
 	recv   uint64 // received frames of the line it came from (to pick the best class)
 	ok     bool
+	// The control-loss report that rides with it (fec.go): lossPPM is
+	// valid when hasLoss.
+	lossPPM uint64
+	hasLoss bool
 }
 
 // clockState is the controller's side of the offset estimate: its own
@@ -70,18 +85,28 @@ type clockState struct {
 // appendClockPart appends the clock part's body (after its payload
 // header) for m.
 func appendClockPart(dst []byte, m clockMean) []byte {
-	if !m.ok {
-		return append(dst, 0)
+	flags := byte(0)
+	if m.ok {
+		flags |= clockFlagMean
 	}
-	dst = append(dst, clockFlagMean)
-	dst = binary.AppendUvarint(dst, m.k)
-	dst = binary.AppendVarint(dst, int64(math.Round(m.meanNs)))
-	return binary.AppendUvarint(dst, uint64(math.Ceil(m.ciNs)))
+	if m.hasLoss {
+		flags |= clockFlagLoss
+	}
+	dst = append(dst, flags)
+	if m.ok {
+		dst = binary.AppendUvarint(dst, m.k)
+		dst = binary.AppendVarint(dst, int64(math.Round(m.meanNs)))
+		dst = binary.AppendUvarint(dst, uint64(math.Ceil(m.ciNs)))
+	}
+	if m.hasLoss {
+		dst = binary.AppendUvarint(dst, min(m.lossPPM, 1e6))
+	}
+	return dst
 }
 
 // parseClockPart decodes a clock part's body; ok is false when it holds
 // no measurement. Anything malformed (unknown flags, trailing bytes,
-// truncated varints) is an error.
+// truncated varints, a loss over a million ppm) is an error.
 func parseClockPart(b []byte) (clockMean, error) {
 	var m clockMean
 	if len(b) < 1 {
@@ -89,39 +114,52 @@ func parseClockPart(b []byte) (clockMean, error) {
 	}
 	flags := b[0]
 	b = b[1:]
-	if flags&^clockFlagMean != 0 {
+	if flags&^(clockFlagMean|clockFlagLoss) != 0 {
 		return m, fmt.Errorf("%w: clock part flags %#x", errPayload, flags)
 	}
-	if flags == 0 {
-		if len(b) != 0 {
-			return m, fmt.Errorf("%w: clock part without a mean, yet %d bytes follow", errPayload, len(b))
+	uv := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: clock part %s", errPayload, what)
 		}
-		return m, nil
+		b = b[n:]
+		return v, nil
 	}
-	k, n := binary.Uvarint(b)
-	if n <= 0 {
-		return m, fmt.Errorf("%w: clock part interval", errPayload)
+	if flags&clockFlagMean != 0 {
+		k, err := uv("interval")
+		if err != nil {
+			return m, err
+		}
+		mean, n := binary.Varint(b)
+		if n <= 0 {
+			return m, fmt.Errorf("%w: clock part mean", errPayload)
+		}
+		b = b[n:]
+		ci, err := uv("mean_ci")
+		if err != nil || ci > math.MaxInt64 {
+			return m, fmt.Errorf("%w: clock part mean_ci", errPayload)
+		}
+		m = clockMean{k: k, meanNs: float64(mean), ciNs: float64(ci), ok: true}
 	}
-	b = b[n:]
-	mean, n := binary.Varint(b)
-	if n <= 0 {
-		return m, fmt.Errorf("%w: clock part mean", errPayload)
+	if flags&clockFlagLoss != 0 {
+		ppm, err := uv("control-loss report")
+		if err != nil || ppm > 1e6 {
+			return clockMean{}, fmt.Errorf("%w: clock part control-loss report", errPayload)
+		}
+		m.lossPPM, m.hasLoss = ppm, true
 	}
-	b = b[n:]
-	ci, n := binary.Uvarint(b)
-	if n <= 0 || ci > math.MaxInt64 {
-		return m, fmt.Errorf("%w: clock part mean_ci", errPayload)
+	if len(b) != 0 {
+		return clockMean{}, fmt.Errorf("%w: %d bytes after the clock part", errPayload, len(b))
 	}
-	if len(b) != n {
-		return m, fmt.Errorf("%w: %d bytes after the clock part", errPayload, len(b)-n)
-	}
-	return clockMean{k: k, meanNs: float64(mean), ciNs: float64(ci), ok: true}, nil
+	return m, nil
 }
 
 // clockPayload is the clock part this sender ships now: a payload header
 // and the receiver's latest valid mean.
 func (c *controller) clockPayload(hdr []byte) []byte {
-	return appendClockPart(hdr, c.clk.own)
+	m := c.clk.own
+	m.lossPPM, m.hasLoss = c.fec.own, c.fec.ok
+	return appendClockPart(hdr, m)
 }
 
 // peerClock takes the peer's latest reverse mean from bundle b's clock
@@ -140,6 +178,7 @@ func (c *controller) peerClock(b *control.IntervalBundle) {
 		c.a.cfg.Log.Warn().Err(err).Uint64("interval", b.Interval).Msg("the peer's clock part does not decode: no clock offset estimate from it")
 		return
 	}
+	c.peerLoss(m)
 	if m.ok && (!c.clk.peer.ok || m.k >= c.clk.peer.k) {
 		c.clk.peer = m
 	}

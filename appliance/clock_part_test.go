@@ -47,6 +47,8 @@ func FuzzParseClockPart(f *testing.F) {
 	f.Add(appendClockPart(nil, clockMean{}))
 	f.Add(appendClockPart(nil, clockMean{k: 300, meanNs: -200_000, ciNs: 1500, ok: true}))
 	f.Add([]byte{1, 0x80})
+	f.Add(appendClockPart(nil, clockMean{lossPPM: 100_000, hasLoss: true}))
+	f.Add(appendClockPart(nil, clockMean{k: 300, meanNs: -200_000, ciNs: 1500, ok: true, lossPPM: 1e6, hasLoss: true}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := parseClockPart(b)
 		if err != nil {

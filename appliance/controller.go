@@ -98,6 +98,7 @@ type controller struct {
 	xbufs           [][]byte
 	rc              repairCounters
 	clk             clockState // the two directions' means for the clock offset (clock.go)
+	fec             fecState   // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for

@@ -58,6 +58,8 @@ type DemoConfig struct {
 	// ControlCopies: see Config. The demo's segment loses control frames
 	// like any other, so `ldafwd demo` sends two copies.
 	ControlCopies int
+	// ControlParity: see Config.
+	ControlParity float64
 	// BudgetBytes and BudgetFraction: see Config.
 	BudgetBytes    int
 	BudgetFraction float64
@@ -315,7 +317,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 	}
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
-		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies,
+		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}

@@ -346,6 +346,12 @@ func (c *controller) answerCells(x *control.Exchange) {
 		return
 	}
 	body, _ := f.AppendBinary(nil)
+	if ok, why := c.replyFits(x.Interval, len(body)); !ok {
+		c.rc.refused.Add(1)
+		c.rc.overBudget.Add(1)
+		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("RDA cells reply not sent: " + why)
+		return
+	}
 	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
 	if err != nil {
 		c.rc.refused.Add(1)

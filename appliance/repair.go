@@ -65,23 +65,27 @@ func (c *controller) repairDeadline() time.Duration { return c.a.cfg.Interval / 
 // what came back).
 type RepairCounters struct {
 	RequestsAnswered uint64 // replies sent
-	RequestsRefused  uint64 // requests for another session, an interval no longer kept, or not decoding
-	RequestsSent     uint64 // request messages sent, retries included
-	RepliesAccepted  uint64
-	RepliesStray     uint64 // replies to no pending request (late, duplicate, another session's)
-	RepliesBad       uint64 // replies that do not decode against their request
-	GivenUp          uint64 // requests that reached their deadline without a reply
+	RequestsRefused  uint64 // requests for another session, an interval no longer kept, not decoding, or over budget
+	// RepliesOverBudget: of RequestsRefused, those whose reply would be
+	// larger than the interval's control budget or, at the control loss
+	// the peer reports, more likely lost than not (fec.go).
+	RepliesOverBudget uint64
+	RequestsSent      uint64 // request messages sent, retries included
+	RepliesAccepted   uint64
+	RepliesStray      uint64 // replies to no pending request (late, duplicate, another session's)
+	RepliesBad        uint64 // replies that do not decode against their request
+	GivenUp           uint64 // requests that reached their deadline without a reply
 }
 
 type repairCounters struct {
-	answered, refused, sent, accepted, stray, bad, givenUp atomic.Uint64
+	answered, refused, sent, accepted, stray, bad, givenUp, overBudget atomic.Uint64
 }
 
 // RepairCounters returns a snapshot of the exchange counters.
 func (a *Appliance) RepairCounters() RepairCounters {
 	r := &a.ctl.rc
 	return RepairCounters{RequestsAnswered: r.answered.Load(), RequestsRefused: r.refused.Load(), RequestsSent: r.sent.Load(),
-		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load()}
+		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: r.overBudget.Load()}
 }
 
 type repairKey struct {
@@ -263,6 +267,12 @@ func (c *controller) answer(x *control.Exchange) {
 	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
 	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
 	body := cache.AppendReplyVersion(nil, ids, version)
+	if ok, why := c.replyFits(x.Interval, len(body)); !ok {
+		c.rc.refused.Add(1)
+		c.rc.overBudget.Add(1)
+		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("timestamp reply not sent: " + why)
+		return
+	}
 	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
 	if err != nil {
 		c.rc.refused.Add(1)

@@ -19,7 +19,10 @@
 //   - The control goroutine then encodes the idle synopses and sends, per
 //     interval, one Hello (the session's configuration, so a receiver that
 //     restarts learns it within one interval) and each synopsis cut into
-//     fragments that fit the port MTU (Sender.AppendInterval).
+//     fragments that fit the port MTU (Sender.AppendInterval), each part
+//     followed by Reed-Solomon parity fragments sized for the frame loss
+//     the caller sets (Sender.SetLoss, parity.go): any k of a part's k+m
+//     fragments rebuild it at the receiver.
 //   - The Receiver validates every frame (magic, version, lengths,
 //     HMAC-SHA256 tag, direction, session, replay window), reassembles each
 //     interval and emits either an IntervalBundle with the sender's End
@@ -27,7 +30,11 @@
 //     A failed interval never produces a number; the next one starts clean.
 //
 // The synopsis encodings are opaque bytes here: this package imports no
-// other ldafwd package, so the parser can be fuzzed on its own.
+// other ldafwd package (its one dependency is the Reed-Solomon code,
+// github.com/klauspost/reedsolomon), so the parser can be fuzzed on its
+// own. The Receiver also counts the sender's numbered frames and those
+// that arrived (ControlFrames): the control loss the caller reports back
+// to the sender, which sizes its parity from it.
 //
 // # Lifetimes
 //

@@ -23,6 +23,10 @@ func FuzzParseFrame(f *testing.F) {
 	if w, err := s.NewEndWriter(0); err == nil {
 		f.Add(w.AppendEnd(nil, 10, &End{StartNs: 1, EndNs: 2, Frames: 300 + 7, Classes: []uint64{300, 0, 7}}))
 	}
+	s.SetLoss(0.35) // parity frames too
+	for _, fr := range intervalFrames(f, s, 10, makeParts(10, twoParts, 600, 0)) {
+		f.Add(fr)
+	}
 	known := []error{ErrNotControl, ErrTruncated, ErrBadMagic, ErrBadVersion, ErrBadHeader, ErrBadPayload}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame

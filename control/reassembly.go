@@ -3,6 +3,8 @@ package control
 import (
 	"fmt"
 	"sort"
+
+	"github.com/klauspost/reedsolomon"
 )
 
 // Reason says why an interval's synopses could not be assembled. A failed
@@ -107,12 +109,19 @@ type Result struct {
 // it is late without looking: a finished interval is never reopened.
 const finishedMemory = 64
 
-// partState collects the fragments of one part.
+// partState collects the fragments of one part: count data fragments,
+// and, once a Parity frame announced them (parity.go), m parity
+// fragments of shard bytes over a part of n bytes.
 type partState struct {
 	count uint16
 	got   int
 	have  []bool
 	frags [][]byte
+
+	m, n, shard int
+	pgot        int
+	par         [][]byte
+	broken      bool // a data fragment disagrees with the parity's shard size
 }
 
 // intervalState is one interval in flight.
@@ -148,6 +157,7 @@ type reassembler struct {
 	bytes     int
 	c         *counterSet
 	out       *[]Result
+	codecs    map[[2]int]reedsolomon.Encoder // parity.go
 }
 
 func (a *reassembler) reset(session uint64, why Reason) {
@@ -283,15 +293,18 @@ func (a *reassembler) addEnd(k uint64, e *End, nowNs int64, frameLen int) {
 	a.check(st)
 }
 
-func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
+// part returns the interval and part state a Fragment or Parity frame f
+// belongs to, creating them; a nil part when the frame is dropped (its
+// counter moved) or its interval failed.
+func (a *reassembler) part(f *Frame, nowNs int64, frameLen int) (*intervalState, *partState) {
 	key := PartKey{MEC: f.MEC, Kind: f.Kind}
 	if a.hello != nil && !a.hello.hasPart(key) {
 		a.c.inc(cUnknownPart)
-		return
+		return nil, nil
 	}
 	st := a.get(f.Interval, nowNs)
 	if st == nil {
-		return
+		return nil, nil
 	}
 	a.note(st, frameLen)
 	ps := st.parts[key]
@@ -299,10 +312,10 @@ func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
 		if len(st.parts) >= a.cfg.MaxParts || int(f.FragCount) > a.cfg.MaxFragments {
 			a.c.inc(cOversize)
 			a.fail(st, ReasonOversize, fmt.Sprintf("part %v: %d fragments (limits: %d parts, %d fragments)", key, f.FragCount, a.cfg.MaxParts, a.cfg.MaxFragments))
-			return
+			return nil, nil
 		}
 		if !a.charge(st, int(f.FragCount)*sliceCost) {
-			return
+			return nil, nil
 		}
 		ps = &partState{count: f.FragCount, have: make([]bool, f.FragCount), frags: make([][]byte, f.FragCount)}
 		st.parts[key] = ps
@@ -310,6 +323,14 @@ func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
 	if ps.count != f.FragCount {
 		a.c.inc(cInconsistent)
 		a.fail(st, ReasonInconsistent, fmt.Sprintf("part %v: fragment counts %d and %d", key, ps.count, f.FragCount))
+		return nil, nil
+	}
+	return st, ps
+}
+
+func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
+	st, ps := a.part(f, nowNs, frameLen)
+	if ps == nil {
 		return
 	}
 	if ps.have[f.FragIndex] {
@@ -322,6 +343,10 @@ func (a *reassembler) addFragment(f *Frame, nowNs int64, frameLen int) {
 	ps.have[f.FragIndex] = true
 	ps.frags[f.FragIndex] = append([]byte(nil), f.Payload...)
 	ps.got++
+	a.rebuild(st, ps)
+	if a.inflight[st.k] != st {
+		return // the rebuild hit the memory limit and failed st
+	}
 	a.check(st)
 }
 
@@ -433,7 +458,7 @@ func (a *reassembler) emit(st *intervalState) {
 			}
 			b.Missing[p] = "no fragment"
 			if ps != nil {
-				b.Missing[p] = fmt.Sprintf("%d of %d fragments", ps.got, ps.count)
+				b.Missing[p] = ps.held()
 			}
 			continue
 		}
@@ -527,10 +552,20 @@ func (a *reassembler) missing(st *intervalState) (Reason, string) {
 			return ReasonFragmentLost, fmt.Sprintf("part %v: no fragment", p)
 		}
 		if ps.got < int(ps.count) {
-			return ReasonFragmentLost, fmt.Sprintf("part %v: %d of %d fragments", p, ps.got, ps.count)
+			return ReasonFragmentLost, fmt.Sprintf("part %v: %s", p, ps.held())
 		}
 	}
 	return ReasonFragmentLost, ""
+}
+
+// held says what arrived of a part that is not whole: "2 of 3
+// fragments", and with parity "2 of 5 fragments and 1 of 2 parity (any
+// 5 of 7 rebuild it)".
+func (ps *partState) held() string {
+	if ps.m == 0 {
+		return fmt.Sprintf("%d of %d fragments", ps.got, ps.count)
+	}
+	return fmt.Sprintf("%d of %d fragments and %d of %d parity (any %d of %d rebuild it)", ps.got, ps.count, ps.pgot, ps.m, ps.count, int(ps.count)+ps.m)
 }
 
 func (h *Hello) hasPart(p PartKey) bool {

@@ -101,6 +101,10 @@ type Counters struct {
 	Bundles         uint64 // intervals completed
 	Failures        uint64 // intervals failed, any reason
 	Exchanges       uint64 // requests and replies reassembled (exchange.go)
+	// Rebuilt counts parts whose lost data fragments were rebuilt from
+	// their parity (parity.go), RebuiltFragments those fragments.
+	Rebuilt          uint64
+	RebuiltFragments uint64
 	// Of BadTag, the frames whose insecure flag differs from this end's:
 	// the peer runs --insecure and we have a key (PeerInsecure), or the
 	// peer has a key and we run --insecure (PeerKeyed). The rest of BadTag
@@ -137,6 +141,8 @@ const (
 	cBundles
 	cFailures
 	cExchanges
+	cRebuilt
+	cRebuiltFragments
 	cPeerInsecure
 	cPeerKeyed
 	numCounters
@@ -162,6 +168,7 @@ type Receiver struct {
 	out    []Result
 	c      counterSet
 	f      Frame
+	seqs   seqLoss
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -270,6 +277,7 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 		r.c.inc(cOutOfOrder)
 	}
 	r.replay.accept(f.Seq)
+	r.seqs.add(f.Seq)
 	r.c.inc(cAccepted)
 	n := len(frame)
 	switch f.Type {
@@ -289,6 +297,8 @@ func (r *Receiver) Consume(frame []byte, nowNs int64) error {
 		r.asm.addEnd(f.Interval, &e, nowNs, n)
 	case TypeFragment:
 		r.asm.addFragment(f, nowNs, n)
+	case TypeParity:
+		r.asm.addParity(f, nowNs, n)
 	case TypeRequest, TypeReply:
 		r.xasm.add(f, nowNs, n, &r.c)
 	}
@@ -305,6 +315,7 @@ func (r *Receiver) adopt(had bool) {
 	r.asm.reset(r.guard.session, ReasonSessionRestart)
 	r.xasm.inflight = nil
 	r.replay = replayFilter{}
+	r.seqs.restart()
 }
 
 func parseCounter(err error) int {
@@ -340,6 +351,50 @@ func (r *Receiver) Results(dst []Result) []Result {
 	return dst
 }
 
+// seqLoss counts the live session's control frames by sequence number:
+// the sender numbers every control frame of the session 1, 2, 3 … (End
+// markers, Hellos, fragments, parity, requests and replies alike), so the
+// numbers between the first and the highest accepted that never arrived
+// are the frames the segment (or the sender's port) lost.
+type seqLoss struct {
+	lo, hi uint64 // first and highest accepted (0: none yet)
+	got    uint64 // accepted, distinct
+	base   uint64 // sent and got of the sessions before (cumulative)
+	baseGt uint64
+}
+
+func (q *seqLoss) add(seq uint64) {
+	if q.lo == 0 {
+		q.lo = seq
+	}
+	q.lo, q.hi = min(q.lo, seq), max(q.hi, seq)
+	q.got++
+}
+
+func (q *seqLoss) restart() {
+	if q.lo != 0 {
+		q.base += q.hi - q.lo + 1
+		q.baseGt += q.got
+	}
+	q.lo, q.hi, q.got = 0, 0, 0
+}
+
+// ControlFrames returns how many control frames the peer's sender
+// numbered and how many of them arrived, cumulative over the sessions
+// this Receiver followed (within a session: from the first frame it
+// accepted to the highest): sent − got is what the segment lost, so the
+// difference of two calls is the control-frame loss between them. A
+// frame arriving late after later ones counts as lost until it arrives.
+func (r *Receiver) ControlFrames() (sent, got uint64) {
+	q := &r.seqs
+	sent, got = q.base, q.baseGt
+	if q.lo != 0 {
+		sent += q.hi - q.lo + 1
+		got += q.got
+	}
+	return sent, got
+}
+
 // Session returns the current session id and whether there is one.
 func (r *Receiver) Session() (uint64, bool) { return r.guard.session, r.guard.have }
 
@@ -367,6 +422,7 @@ func (c Counters) Each(fn func(name string, v uint64)) {
 		{"out_of_order", c.OutOfOrder}, {"duplicate", c.Duplicate}, {"late", c.Late},
 		{"unknown_part", c.UnknownPart}, {"inconsistent", c.Inconsistent}, {"oversize", c.Oversize},
 		{"evicted", c.Evicted}, {"timeout", c.Timeout}, {"bundles", c.Bundles}, {"failures", c.Failures}, {"exchanges", c.Exchanges},
+		{"rebuilt", c.Rebuilt}, {"rebuilt_fragments", c.RebuiltFragments},
 		{"peer_insecure", c.PeerInsecure}, {"peer_keyed", c.PeerKeyed},
 	} {
 		fn(x.n, x.v)
@@ -387,6 +443,6 @@ func (r *Receiver) Counters() Counters {
 		Duplicate: c[cDuplicate].Load(), Late: c[cLate].Load(), UnknownPart: c[cUnknownPart].Load(),
 		Inconsistent: c[cInconsistent].Load(), Oversize: c[cOversize].Load(), Evicted: c[cEvicted].Load(),
 		Timeout: c[cTimeout].Load(), Bundles: c[cBundles].Load(), Failures: c[cFailures].Load(),
-		Exchanges: c[cExchanges].Load(), PeerInsecure: c[cPeerInsecure].Load(), PeerKeyed: c[cPeerKeyed].Load(),
+		Exchanges: c[cExchanges].Load(), Rebuilt: c[cRebuilt].Load(), RebuiltFragments: c[cRebuiltFragments].Load(), PeerInsecure: c[cPeerInsecure].Load(), PeerKeyed: c[cPeerKeyed].Load(),
 	}
 }

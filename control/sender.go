@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/klauspost/reedsolomon"
 )
 
 // SenderConfig configures one sending session (one measured direction).
@@ -39,6 +41,11 @@ type Sender struct {
 	seq      atomic.Uint64 // last sequence number handed out; shared with EndWriters
 	fragSize int           // payload bytes per fragment at this MTU
 	scratch  []byte
+	// Parity (parity.go): the loss rate it is sized for, the codes built
+	// and the parity shards' buffer.
+	loss   float64
+	codecs map[[2]int]reedsolomon.Encoder
+	parBuf []byte
 }
 
 // NewSender validates cfg and returns a Sender. A Hello that does not fit
@@ -107,7 +114,9 @@ var ErrPartTooLarge = errors.New("control: payload needs more than 65535 fragmen
 
 // AppendInterval builds the frames that carry interval k after its End
 // markers: a Hello, then every part in order, each cut into fragments of at
-// most FragmentSize bytes (an empty payload is one empty fragment). The
+// most FragmentSize bytes (an empty payload is one empty fragment) and
+// followed by its parity fragments at the loss rate set by SetLoss
+// (parity.go). The
 // frames are written into bufs, reusing each buffer's capacity; the
 // returned slice holds exactly the frames to transmit, in order, and aliases
 // bufs. nowNs stamps the Hello. Parts must be those announced in the Hello.
@@ -117,11 +126,11 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 	}
 	n := 1
 	for _, p := range parts {
-		c := s.fragments(len(p.Payload))
+		c, m, _, _ := s.layout(len(p.Payload))
 		if c > 0xFFFF {
 			return bufs[:0], ErrPartTooLarge
 		}
-		n += c
+		n += c + m
 	}
 	for len(bufs) < n {
 		bufs = append(bufs, nil)
@@ -139,13 +148,29 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 	}
 	i := 1
 	for _, p := range parts {
-		c := s.fragments(len(p.Payload))
+		c, m, chunk, shard := s.layout(len(p.Payload))
 		for f := 0; f < c; f++ {
-			lo := f * s.fragSize
-			hi := min(lo+s.fragSize, len(p.Payload))
+			lo := f * chunk
+			hi := min(lo+chunk, len(p.Payload))
 			h := Header{Type: TypeFragment, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
 				Seq: s.nextSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
 			if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi]); err != nil {
+				return bufs[:0], err
+			}
+			i++
+		}
+		if m == 0 {
+			continue
+		}
+		par, err := s.parityShards(p.Payload, c, m, chunk, shard)
+		if err != nil {
+			return bufs[:0], err
+		}
+		for j, sh := range par {
+			s.scratch = appendParityPayload(s.scratch[:0], m, len(p.Payload), sh)
+			h := Header{Type: TypeParity, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
+				Seq: s.nextSeq(), FragIndex: uint16(j), FragCount: uint16(c), Direction: s.cfg.Direction}
+			if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
 				return bufs[:0], err
 			}
 			i++
@@ -179,25 +204,18 @@ func (s *Sender) checkParts(parts []Part) error {
 	return nil
 }
 
-// fragments is how many fragments a payload of n bytes takes (≥ 1).
-func (s *Sender) fragments(n int) int {
-	if n == 0 {
-		return 1
-	}
-	return (n + s.fragSize - 1) / s.fragSize
-}
-
 // IntervalBytes returns the control bytes one interval costs on the wire
 // (Ethernet frames without FCS, as Overhead counts them) for the given
 // payload sizes and lanes End markers: one Hello, lanes End frames and the
-// fragments. It is computed from the same rules as AppendInterval, and the
-// tests check the two agree; the End frames' per-class counts, whose size
-// depends on the counts, are estimated (EndBytes).
+// fragments, parity included at the loss rate set by SetLoss. It is
+// computed from the same rules as AppendInterval, and the tests check the
+// two agree; the End frames' per-class counts, whose size depends on the
+// counts, are estimated (EndBytes).
 func (s *Sender) IntervalBytes(lanes int, payloadSizes ...int) int {
 	hello, _ := s.cfg.Hello.AppendBinary(nil)
 	total := Overhead + len(hello) + lanes*s.EndBytes()
 	for _, n := range payloadSizes {
-		total += s.fragments(n)*Overhead + n
+		total += s.PartBytes(n)
 	}
 	return total
 }

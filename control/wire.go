@@ -17,7 +17,8 @@ const (
 	// Magic is the first two bytes after the EtherType: "LD".
 	Magic uint16 = 0x4C44
 	// Version is the protocol version this package writes and accepts.
-	Version uint8 = 1
+	// Version 2 added the Parity frame (parity.go).
+	Version uint8 = 2
 
 	// EthHeaderLen is the untagged Ethernet header this package writes:
 	// destination MAC, source MAC, EtherType (bytes).
@@ -84,6 +85,10 @@ const (
 	// direction it travels in.
 	TypeRequest Type = 4
 	TypeReply   Type = 5
+	// TypeParity is one Reed-Solomon parity fragment of a part
+	// (parity.go): any FragCount of the part's data and parity fragments
+	// rebuild it.
+	TypeParity Type = 6
 )
 
 func (t Type) String() string {
@@ -98,6 +103,8 @@ func (t Type) String() string {
 		return "request"
 	case TypeReply:
 		return "reply"
+	case TypeParity:
+		return "parity"
 	}
 	return "unknown"
 }
@@ -134,7 +141,7 @@ func (k Kind) String() string {
 // rejects such frames; see Authenticator.
 const FlagInsecure uint8 = 1 << 0
 
-// knownFlags are the flag bits version 1 defines; any other bit set is a
+// knownFlags are the flag bits this version defines; any other bit set is a
 // malformed header (a later version must bump Version to use them).
 const knownFlags = FlagInsecure
 
@@ -237,13 +244,16 @@ func ParseFrame(b []byte, f *Frame) error {
 	if (f.Type == TypeRequest || f.Type == TypeReply) && f.PayloadLen < ExchangeHeaderLen {
 		return ErrBadPayload
 	}
+	if f.Type == TypeParity && f.PayloadLen <= ParityHeaderLen {
+		return ErrBadPayload
+	}
 	f.Authed = h[:n:n]
 	f.Payload = h[HeaderLen:n:n]
 	f.Tag = h[n : n+TagLen : n+TagLen]
 	return nil
 }
 
-// valid reports whether the fields a version-1 parser can check on their
+// valid reports whether the fields a parser can check on their
 // own are consistent. AppendFrame refuses what ParseFrame would reject, so a
 // sender cannot emit a frame its peer drops as malformed.
 func (h *Header) valid() bool {
@@ -255,6 +265,11 @@ func (h *Header) valid() bool {
 		return h.Kind == KindMeta && h.MEC == 0 && h.FragIndex == 0 && h.FragCount == 1
 	case TypeFragment, TypeRequest, TypeReply:
 		return h.FragCount >= 1 && h.FragIndex < h.FragCount
+	case TypeParity:
+		// FragCount is the part's data fragments k, FragIndex the parity
+		// index j; j < m and k + m ≤ MaxShards are checked with the
+		// payload, which carries m.
+		return h.FragCount >= 1 && int(h.FragCount)+int(h.FragIndex) < MaxShards
 	}
 	return false
 }
@@ -276,7 +291,8 @@ func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload [
 		hh.Flags |= FlagInsecure
 	}
 	if !hh.valid() || (hh.Type == TypeEnd && !validEndLen(len(payload))) ||
-		((hh.Type == TypeRequest || hh.Type == TypeReply) && len(payload) < ExchangeHeaderLen) {
+		((hh.Type == TypeRequest || hh.Type == TypeReply) && len(payload) < ExchangeHeaderLen) ||
+		(hh.Type == TypeParity && len(payload) <= ParityHeaderLen) {
 		return dst, ErrBadHeader
 	}
 	dst = append(dst, DstMAC[:]...)

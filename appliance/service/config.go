@@ -37,7 +37,8 @@ type Config struct {
 	Cores         []int
 	Queues        int
 	Burst         int
-	Copies        int // --control-copies
+	Copies        int     // --control-copies
+	Parity        float64 // --control-parity
 	MTU           int
 	Duration      time.Duration
 	StatsInterval time.Duration
@@ -192,6 +193,9 @@ func (o *Config) Validate() error {
 	}
 	if o.Copies < 1 || o.Copies > appliance.MaxControlCopies {
 		return fmt.Errorf("--control-copies %d: 1..%d", o.Copies, appliance.MaxControlCopies)
+	}
+	if o.Parity > 0.9 || o.Parity != o.Parity {
+		return fmt.Errorf("--control-parity %v: a loss rate up to 0.9, 0 (from the peer's reports) or negative (none)", o.Parity)
 	}
 	if o.Burst < 1 || o.Burst > dataplane.MaxLaneBurst {
 		return fmt.Errorf("--burst %d: want 1..%d", o.Burst, dataplane.MaxLaneBurst)

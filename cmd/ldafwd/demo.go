@@ -41,6 +41,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		synopses           string
 		top                int
 		copies             int
+		parity             float64
 		remarkSpec         string
 		dscpSpec           string
 		linkLocalRate      float64
@@ -69,6 +70,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
+	fs.Float64Var(&parity, "control-parity", 0, "the least frame loss rate (0 … 0.9) the Reed-Solomon parity fragments added to every synopsis part are sized for, so that any k of a part's k+m fragments rebuild it (docs/protocol.md, \"Parity\"); the sender sizes them for the control loss the peer reports when that is higher. 0: from the peer's reports alone; -1: no parity")
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4), the copies of synopsis fragments about 10 ms apart: the segment loses control frames too, and one lost fragment invalidates its interval")
 	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
 	fs.IntVar(&queues, "queues", 1, "queues per appliance port (1..64), steered by flow hash in software as a NIC's RSS does: one sender and one receiver lane, and one worker, per queue pair at each appliance (docs/protocol.md, \"Several lanes\")")
@@ -156,6 +158,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if copies < 1 || copies > 4 {
 		return usageErrorf("demo: --control-copies %d: 1..4", copies)
 	}
+	if parity > 0.9 || parity != parity {
+		return usageErrorf("demo: --control-parity %v: a loss rate up to 0.9, 0 (from the peer's reports) or negative (none)", parity)
+	}
 	if queues < 1 || queues > 64 {
 		return fmt.Errorf("demo: --queues %d: 1..64", queues)
 	}
@@ -186,7 +191,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, Queues: queues,
+		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, ControlParity: parity, Queues: queues,
 		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
 		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
