@@ -1,9 +1,5 @@
 package appliance
 
-import (
-	"math"
-)
-
 // Parity fragments sized from the loss the peer reports back.
 //
 // The sender adds Reed-Solomon parity fragments to every part it ships
@@ -23,8 +19,7 @@ import (
 // The budget (budget.go) counts parity in what a part costs, so under
 // loss the RDA and the LDS shrink, and are left out, before the LDA is
 // touched: the LDA and its parity always go. Replies to the peer's
-// requests are refused when larger than the interval's budget, or when
-// at the measured loss they would more likely be lost than arrive
+// requests are refused when larger than the interval's budget
 // (replyFits).
 
 // lossWindow is how many shipments the control loss reported back is
@@ -127,18 +122,15 @@ func (c *controller) keepBudget(k, budget uint64) {
 
 // replyFits says whether a reply of body bytes about interval k may go:
 // within the interval's control budget (all copies; no bound without
-// one), and, at the loss the parity is sized for, at least as likely to
-// arrive whole as not (a reply is one message of ⌈n / F⌉ frames, each of
-// which must arrive). What it says no to is counted (RepliesOverBudget)
-// and logged: the requester's line keeps the bound it had.
+// one). What it says no to is counted (RepliesOverBudget) and logged:
+// the requester's line keeps the bound it had. Loss does not refuse a
+// reply: the requester retries every 1/16 interval for half an interval,
+// the replier answers each retry, and the fragments of every attempt fill
+// the same slots (control.Exchange), so each fragment has eight chances
+// — a reply is a message sent in copies, which the budget pays for.
 func (c *controller) replyFits(k uint64, body int) (bool, string) {
-	wire := c.a.sender.ExchangeBytes(body)
-	if b := c.fec.budgets[k]; b > 0 && uint64(wire) > b {
+	if b := c.fec.budgets[k]; b > 0 && uint64(c.a.sender.ExchangeBytes(body)) > b {
 		return false, "larger than the interval's control budget"
-	}
-	frames := max(1, (body+c.a.sender.ExchangeFragmentSize()-1)/c.a.sender.ExchangeFragmentSize())
-	if p := c.parityLoss(); p > 0 && math.Pow(1-p, float64(max(frames, 1))) < 0.5 {
-		return false, "more likely lost than not at the control loss the peer reports"
 	}
 	return true, ""
 }

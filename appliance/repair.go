@@ -67,8 +67,7 @@ type RepairCounters struct {
 	RequestsAnswered uint64 // replies sent
 	RequestsRefused  uint64 // requests for another session, an interval no longer kept, not decoding, or over budget
 	// RepliesOverBudget: of RequestsRefused, those whose reply would be
-	// larger than the interval's control budget or, at the control loss
-	// the peer reports, more likely lost than not (fec.go).
+	// larger than the interval's control budget (fec.go).
 	RepliesOverBudget uint64
 	RequestsSent      uint64 // request messages sent, retries included
 	RepliesAccepted   uint64

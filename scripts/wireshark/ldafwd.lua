@@ -1,6 +1,7 @@
 -- Wireshark dissector for ldafwd's in-band control frames (EtherType 0x88B5),
--- protocol version 1 as docs/protocol.md specifies it: Hello, End, Fragment,
--- Request and Reply. Field names follow that document. The HMAC tag is
+-- protocol version 2 as docs/protocol.md specifies it: Hello, End, Fragment,
+-- Request, Reply and Parity. Field names follow that document. Parity
+-- frames are shown, not used to rebuild lost fragments. The HMAC tag is
 -- shown, never verified (the dissector holds no key). Fragments of one part
 -- (session, interval, MEC, kind) or one Request/Reply message are gathered
 -- as the capture is read and shown reassembled in the frame that completes
@@ -17,8 +18,10 @@ local HEADER_LEN = 40
 local TAG_LEN = 16
 local END_LEN = 34
 local EXCHANGE_HEADER_LEN = 12
+local PARITY_HEADER_LEN = 6
+local MAX_SHARDS = 256
 
-local types = { [1] = "Hello", [2] = "End", [3] = "Fragment", [4] = "Request", [5] = "Reply" }
+local types = { [1] = "Hello", [2] = "End", [3] = "Fragment", [4] = "Request", [5] = "Reply", [6] = "Parity" }
 local kinds = { [0] = "meta", [1] = "lda", [2] = "rda", [3] = "lds" }
 
 local f = {
@@ -62,6 +65,9 @@ local f = {
   addressed      = ProtoField.uint64("ldafwd.exchange.addressed_session", "Addressed session", base.HEX),
   request_id     = ProtoField.uint32("ldafwd.exchange.request_id", "Request id"),
   exchange_data  = ProtoField.bytes("ldafwd.exchange.data", "Message data"),
+  parity_count   = ProtoField.uint16("ldafwd.parity.count", "Parity fragments of the part (m)"),
+  parity_length  = ProtoField.uint32("ldafwd.parity.part_length", "Part length (n)"),
+  parity_shard   = ProtoField.bytes("ldafwd.parity.shard", "Parity shard"),
 
   reassembled_in = ProtoField.framenum("ldafwd.reassembled_in", "Reassembled in frame"),
   reassembled    = ProtoField.bytes("ldafwd.reassembled", "Reassembled data"),
@@ -243,8 +249,8 @@ function ldafwd.dissector(tvb, pinfo, root)
     malformed(tree, pinfo, string.format("magic 0x%04X, not 0x4C44", magic))
     return len
   end
-  if version ~= 1 then
-    malformed(tree, pinfo, "version " .. version .. ", this dissector knows 1")
+  if version ~= 2 then
+    malformed(tree, pinfo, "version " .. version .. ", this dissector knows 2")
     return len
   end
   tree:add(f.type, tvb(3, 1))
@@ -278,7 +284,9 @@ function ldafwd.dissector(tvb, pinfo, root)
     malformed(tree, pinfo, "sequence 0")
   elseif (typ == 1 or typ == 2) and (kind ~= 0 or mec ~= 0 or idx ~= 0 or cnt ~= 1) then
     malformed(tree, pinfo, "Hello/End with kind, MEC or fragment fields set")
-  elseif cnt == 0 or idx >= cnt then
+  elseif typ == 6 and (cnt == 0 or cnt + idx >= MAX_SHARDS) then
+    malformed(tree, pinfo, "parity: count 0, or count + index ≥ 256")
+  elseif typ ~= 6 and (cnt == 0 or idx >= cnt) then
     malformed(tree, pinfo, "fragment index not below count")
   end
   if len < HEADER_LEN + plen + TAG_LEN then
@@ -309,6 +317,20 @@ function ldafwd.dissector(tvb, pinfo, root)
       end
       local p = gather(pinfo, key, idx, cnt, data)
       show_reassembly(tvb, tree, pinfo, p, "part " .. part)
+    end
+  elseif typ == 6 then
+    if plen <= PARITY_HEADER_LEN then
+      malformed(tree, pinfo, string.format("Parity payload of %d bytes, not more than %d", plen, PARITY_HEADER_LEN))
+    else
+      pt:add(f.parity_count, tvb(HEADER_LEN, 2))
+      pt:add(f.parity_length, tvb(HEADER_LEN + 2, 4))
+      pt:add(f.parity_shard, tvb(HEADER_LEN + PARITY_HEADER_LEN, plen - PARITY_HEADER_LEN))
+      local m, n, s = tvb(HEADER_LEN, 2):uint(), tvb(HEADER_LEN + 2, 4):uint(), plen - PARITY_HEADER_LEN
+      pinfo.cols.info:append(string.format(" mec%d/%s parity %d/%d of %d fragments", mec, kinds[kind] or "?", idx + 1, m, cnt))
+      -- docs/protocol.md §3.5: 1 ≤ m, j < m, k + m ≤ 256, (k − 1)·S < n ≤ k·S.
+      if m < 1 or idx >= m or cnt + m > MAX_SHARDS or n < 1 or n > cnt * s or n <= (cnt - 1) * s then
+        malformed(tree, pinfo, "parity counts disagree with the header")
+      end
     end
   elseif typ == 4 or typ == 5 then
     if plen < EXCHANGE_HEADER_LEN then
