@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -468,6 +469,16 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	}
 }
 
+// sortedKeys are m's keys in increasing order.
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
 // pairSide pairs each sender interval with the receiver's copy of it, and
 // reports invalid what waited too long for its other half: a bundle
 // without a copy (End marker lost), a copy without a bundle (synopses
@@ -475,12 +486,19 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 func (c *controller) pairSide(now time.Time) {
 	// Bundles without a copy first: one whose End marker was lost needs
 	// the copy after it before that copy pairs (spanning).
-	for k, w := range c.bundles {
+	// In interval order: an interval decided before its predecessor
+	// paired would find no previous evidence (prev_missing), and a map's
+	// order changes from run to run.
+	for _, k := range sortedKeys(c.bundles) {
 		if _, ok := c.rcopies[k]; !ok {
-			c.unpaired(k, w, now)
+			c.unpaired(k, c.bundles[k], now)
 		}
 	}
-	for k, w := range c.bundles {
+	for _, k := range sortedKeys(c.bundles) {
+		w, ok := c.bundles[k]
+		if !ok {
+			continue
+		}
 		if rc, ok := c.rcopies[k]; ok {
 			if !w.asked {
 				w.asked = true
@@ -504,7 +522,11 @@ func (c *controller) pairSide(now time.Time) {
 			delete(c.bundles, k)
 		}
 	}
-	for k, rc := range c.rcopies {
+	for _, k := range sortedKeys(c.rcopies) {
+		rc, ok := c.rcopies[k]
+		if !ok {
+			continue
+		}
 		if c.bundles[k] != nil {
 			// Its bundle is here and fetching more cells (bounded by the
 			// fetch deadline): a partial bundle arrives only at the

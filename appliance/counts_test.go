@@ -12,7 +12,8 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-// TestCountsWhenSynopsesLost: the segment loses every LDA fragment of two
+// TestCountsWhenSynopsesLost: the segment loses every LDA fragment (and
+// parity fragment) of two
 // intervals (a partial bundle each) and every fragment of a third (the
 // reassembly fails), as a congested queue does, while it drops 2 % of the
 // data. Those intervals' End markers arrive with their per-class counts:
@@ -24,11 +25,11 @@ func TestCountsWhenSynopsesLost(t *testing.T) {
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
 		switch lose[f.Interval-first] {
 		case "lda":
-			if f.Type == control.TypeFragment && f.Kind == control.KindLDA {
+			if (f.Type == control.TypeFragment || f.Type == control.TypeParity) && f.Kind == control.KindLDA {
 				return drop
 			}
 		case "all":
-			if f.Type == control.TypeFragment {
+			if f.Type == control.TypeFragment || f.Type == control.TypeParity {
 				return drop
 			}
 		}
