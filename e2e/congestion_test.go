@@ -59,14 +59,20 @@ const congestionStrictEnv = "LDAFWD_CONGESTION_STRICT"
 // appliances ran, ldafwd#2 wrote a line for every interval with traffic,
 // no valid line's counts differ from the captures', nothing panicked.
 //
+// Asserted: every interval with traffic has its loss measured (loss_valid)
+// and exact against the captures — but an interval whose End marker, or
+// the one before it, lost every copy in the segment (the receiver cannot
+// cut it) — and, when no End marker was lost so, the lost counter of
+// /metrics equals the captures' loss.
+//
 // The target, asserted only when LDAFWD_CONGESTION_STRICT=1 (the product
-// does not meet it yet; the default flips when it does): every interval
-// with traffic has its loss measured (loss_valid, or valid where lines
-// do not carry it) and exact against the captures; at least 80 % of the
-// congested intervals carry a delay within its mean_ci_ns of the
-// captured mean; the lost counter of /metrics equals the captures' loss;
-// /healthz says degraded while intervals' loss is reported unmeasured
-// (in at least one poll while such an interval is the latest reported).
+// does not meet it every time: the tbf drops the synopsis fragments' burst
+// after each End marker far more often than the data, up to four in five
+// in a 50 %-loss interval, beyond what parity sized from the reported
+// loss rebuilds): at least 80 % of the congested intervals carry a delay
+// within its mean_ci_ns of the captured mean; /healthz says degraded
+// while intervals' loss is reported unmeasured (in at least one poll
+// while such an interval is the latest reported).
 //
 //	sudo LDAFWD_CONGESTION_STRICT=1 go test -tags dpdk -pgo=off -count=1 -run TestCongestionLab -v ./e2e/
 func TestCongestionLab(t *testing.T) {
@@ -192,6 +198,7 @@ func TestCongestionLab(t *testing.T) {
 
 	type phaseSum struct {
 		intervals, valid, lossMeasured, lossExact, delayOK int
+		endLost                                            int // intervals cut by an End marker lost in every copy
 		sent, lost, reportedLost                           uint64
 		delaySum                                           float64
 		recv                                               uint64
@@ -258,6 +265,12 @@ func TestCongestionLab(t *testing.T) {
 			if !exact {
 				t.Errorf("interval %d is valid and wrong: sent %d lost %d, captures %d/%d (%d crossed an End marker)", k, r.Sent, r.Lost, tr.sent, tr.sent-tr.recv, tr.crossed)
 			}
+		}
+		if ctl.endsOut[uint64(k)] == 0 || ctl.iv[uint64(k)-1] != nil && ctl.endsOut[uint64(k)-1] == 0 {
+			// Every copy of its End marker (or of the one before it,
+			// which starts it) was lost in the segment: the receiver
+			// could not cut it, and no count stands for it alone.
+			s.endLost++
 		}
 		if !lossMeasured {
 			unmeasured = append(unmeasured, k)
@@ -326,21 +339,27 @@ func TestCongestionLab(t *testing.T) {
 		t.Errorf("ldafwd#2 wrote no a>b line for intervals %v, which carried traffic", missing)
 	}
 
+	// Loss is measured through congestion: every interval with traffic
+	// has its loss measured and exact (End markers carry the per-class
+	// counts), but those whose cut was lost with every copy of an End
+	// marker; and the lost counter of /metrics is the captures' loss.
+	for p, s := range sums {
+		if s.lossExact < s.intervals-s.endLost {
+			t.Errorf("%s congestion: %d of %d intervals with traffic have their loss measured and exact (%d cut by a lost End marker)", congestionPhases[p].name, s.lossExact, s.intervals, s.endLost)
+		}
+	}
+	endLost := sums[0].endLost + sums[1].endLost + sums[2].endLost
+	if endLost == 0 && (!haveMetric || uint64(lostMetric) != trueLost) {
+		t.Errorf("ldafwd_lost_packets_total is %v (present %v), the captures lost %d", lostMetric, haveMetric, trueLost)
+	}
+
 	// The target.
 	say := t.Logf
 	if strict {
 		say = t.Errorf
 	}
-	for p, s := range sums {
-		if s.lossExact < s.intervals {
-			say("%s congestion: %d of %d intervals with traffic have their loss measured and exact", congestionPhases[p].name, s.lossExact, s.intervals)
-		}
-	}
 	if need := int(math.Ceil(0.8 * float64(during.intervals))); during.delayOK < need {
 		say("during congestion: %d of %d intervals carry a delay within its bound of the truth, want ≥ %d (80 %%)", during.delayOK, during.intervals, need)
-	}
-	if !haveMetric || uint64(lostMetric) != trueLost {
-		say("ldafwd_lost_packets_total is %v (present %v), the captures lost %d", lostMetric, haveMetric, trueLost)
 	}
 	if len(healthy) > 0 {
 		say("/healthz never said degraded while unmeasured intervals %v were the latest reported", healthy)
@@ -516,13 +535,14 @@ type ctlCount struct{ frames, bytes uint64 }
 // is for, entering the segment ([0]) and leaving it toward ldafwd#2 ([1]).
 type ctlTraffic struct {
 	iv      map[uint64]*[2]ctlCount
+	endsOut map[uint64]int // End marker copies of each interval that left the segment
 	typ     map[ctlKind]*[2]ctlCount
 	in, out ctlCount
 	largest int
 }
 
 func controlTraffic(in, out []pcapRecord) *ctlTraffic {
-	c := &ctlTraffic{iv: map[uint64]*[2]ctlCount{}, typ: map[ctlKind]*[2]ctlCount{}}
+	c := &ctlTraffic{iv: map[uint64]*[2]ctlCount{}, endsOut: map[uint64]int{}, typ: map[ctlKind]*[2]ctlCount{}}
 	var cf control.Frame
 	for side, recs := range [][]pcapRecord{in, out} {
 		for _, r := range recs {
@@ -536,6 +556,9 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 			}
 			c.iv[cf.Interval][side].frames++
 			c.iv[cf.Interval][side].bytes += n
+			if side == 1 && cf.Type == control.TypeEnd {
+				c.endsOut[cf.Interval]++
+			}
 			tk := ctlKind{cf.Type, cf.Kind}
 			if c.typ[tk] == nil {
 				c.typ[tk] = &[2]ctlCount{}

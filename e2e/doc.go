@@ -24,10 +24,11 @@
 // from dumpcap on the bridge's two ports, frames matched by content and
 // cut into intervals at ldafwd#1's End markers (segTruth).
 // TestCongestionLab congests the tbf (40 Mbit/s offered to 20 Mbit/s) and
-// logs how the appliances measured it; its target assertions (every
-// interval's loss measured and exact, congested delays within their
-// bounds, the lost counter, /healthz) are enforced only with
-// LDAFWD_CONGESTION_STRICT=1 until the appliance meets them.
+// logs how the appliances measured it; it requires every interval's loss
+// measured and exact and the lost counter equal to the captures' loss;
+// congested delays within their bounds in 80 % of the intervals and
+// /healthz are enforced only with LDAFWD_CONGESTION_STRICT=1, which the
+// appliance does not meet every run.
 //
 // TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
 // processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
