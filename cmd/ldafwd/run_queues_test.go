@@ -59,24 +59,8 @@ func TestRunQueues(t *testing.T) {
 		errs <- runMain(ctx, append([]string{"--port-a", "ring:" + s + ".b", "--port-b", "ring:" + k + ".a", "--segment-port", "a"}, common...), &out2, &err2)
 	}()
 	var sunk uint64
-	sinkStop, sinkDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sinkDone)
-		pk := make([]*dataplane.Packet, 64)
-		for {
-			n := lk.B().RxBurst(pk)
-			sunk += uint64(n)
-			lk.B().Free(pk[:n])
-			if n == 0 {
-				select {
-				case <-sinkStop:
-					return
-				default:
-					time.Sleep(50 * time.Microsecond)
-				}
-			}
-		}
-	}()
+	sinkStop := make(chan struct{})
+	sinkDone := sinkPort(lk.B(), sinkStop, &sunk)
 	time.Sleep(300 * time.Millisecond) // both appliances up
 	gen := traffic.MustGen(traffic.GenConfig{Flows: 200, Size: 128})
 	sent := sendPaced(lg.A(), gen, 5_000, 3*time.Second, 1) - 1

@@ -64,23 +64,8 @@ func runPair(t *testing.T, tag string, args1, args2 []string, flows int, lossRat
 	}()
 	time.Sleep(100 * time.Millisecond)
 	gen := traffic.MustGen(traffic.GenConfig{Flows: flows, Size: 128})
-	sinkStop, sinkDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sinkDone)
-		pk := make([]*dataplane.Packet, 64)
-		for {
-			n := lk.B().RxBurst(pk)
-			lk.B().Free(pk[:n])
-			if n == 0 {
-				select {
-				case <-sinkStop:
-					return
-				default:
-					time.Sleep(50 * time.Microsecond)
-				}
-			}
-		}
-	}()
+	sinkStop := make(chan struct{})
+	sinkDone := sinkPort(lk.B(), sinkStop, nil)
 	sendPaced(lg.A(), gen, 10_000, dur, 1)
 	time.Sleep(500 * time.Millisecond)
 	stopRunMains(t, cancel, errs)

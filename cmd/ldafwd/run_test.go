@@ -376,24 +376,7 @@ func TestRunTwoAppliances(t *testing.T) {
 	gen := traffic.MustGen(traffic.GenConfig{Flows: 200, Size: 128})
 	var sunk uint64
 	sinkStop := make(chan struct{})
-	sinkDone := make(chan struct{})
-	go func() {
-		defer close(sinkDone)
-		pk := make([]*dataplane.Packet, 64)
-		for {
-			n := lk.B().RxBurst(pk)
-			sunk += uint64(n)
-			lk.B().Free(pk[:n])
-			if n == 0 {
-				select {
-				case <-sinkStop:
-					return
-				default:
-					time.Sleep(50 * time.Microsecond)
-				}
-			}
-		}
-	}()
+	sinkDone := sinkPort(lk.B(), sinkStop, &sunk)
 	sent := sendPaced(lg.A(), gen, 25_000, 2*time.Second, 1) - 1
 	time.Sleep(500 * time.Millisecond) // let the segment drain and two intervals close
 
@@ -719,4 +702,31 @@ func truthByInterval(truth *dataplane.IntervalTruth) map[int64]dataplane.TruthIn
 		}
 		truths[int64(ti.K)] = ti
 	}
+}
+
+// sinkPort drains p on a goroutine, freeing what it receives and counting
+// it in *sunk (nil: not counted), until stop is closed and p is empty; the
+// channel it returns is closed then.
+func sinkPort(p dataplane.Port, stop <-chan struct{}, sunk *uint64) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pk := make([]*dataplane.Packet, 64)
+		for {
+			n := p.RxBurst(pk)
+			if sunk != nil {
+				*sunk += uint64(n)
+			}
+			p.Free(pk[:n])
+			if n == 0 {
+				select {
+				case <-stop:
+					return
+				default:
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+		}
+	}()
+	return done
 }
