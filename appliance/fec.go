@@ -1,5 +1,7 @@
 package appliance
 
+import "fmt"
+
 // Parity fragments sized from the loss the peer reports back.
 //
 // The sender adds Reed-Solomon parity fragments to every part it ships
@@ -121,16 +123,18 @@ func (c *controller) keepBudget(k, budget uint64) {
 }
 
 // replyFits says whether a reply of body bytes about interval k may go:
-// within the interval's control budget (all copies; no bound without
-// one). What it says no to is counted (RepliesOverBudget) and logged:
+// within what the interval's control budget can pay, later intervals'
+// included — the exchanges' debt reaches maxDebtIntervals budgets, which
+// is what a burst of loss's cells on demand take (no bound without a
+// budget). What it says no to is counted (RepliesOverBudget) and logged:
 // the requester's line keeps the bound it had. Loss does not refuse a
 // reply: the requester retries every 1/16 interval for half an interval,
 // the replier answers each retry, and the fragments of every attempt fill
 // the same slots (control.Exchange), so each fragment has eight chances
 // — a reply is a message sent in copies, which the budget pays for.
 func (c *controller) replyFits(k uint64, body int) (bool, string) {
-	if b := c.fec.budgets[k]; b > 0 && uint64(c.a.sender.ExchangeBytes(body)) > b {
-		return false, "larger than the interval's control budget"
+	if b := c.fec.budgets[k]; b > 0 && uint64(c.a.sender.ExchangeBytes(body)) > maxDebtIntervals*b {
+		return false, fmt.Sprintf("larger than %d of the interval's control budgets", maxDebtIntervals)
 	}
 	return true, ""
 }

@@ -82,10 +82,11 @@ func TestLossFeedback(t *testing.T) {
 		t.Errorf("parity sized for %v when off", got)
 	}
 
-	// Replies: within the budget of the interval asked about, whatever
-	// the loss (retries are copies); no bound without a budget.
+	// Replies: within what the budget of the interval asked about pays,
+	// later intervals' included (maxDebtIntervals budgets), whatever the
+	// loss (retries are copies); no bound without a budget.
 	c.fec.peer = []float64{0.35}
-	c.keepBudget(7, 4000)
+	c.keepBudget(7, 4000/maxDebtIntervals)
 	c.keepBudget(8, 0)
 	fs := own.ExchangeFragmentSize()
 	for _, tc := range []struct {
