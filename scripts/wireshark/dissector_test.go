@@ -258,7 +258,7 @@ func TestDissectorFlagsMalformed(t *testing.T) {
 		"truncated":     mut(func(b []byte) []byte { return b[:len(b)-1] }),
 		"short header":  mut(func(b []byte) []byte { return b[:14+20] }),
 		"bad magic":     mut(func(b []byte) []byte { b[14] = 'X'; return b }),
-		"bad version":   mut(func(b []byte) []byte { b[16] = 2; return b }),
+		"bad version":   mut(func(b []byte) []byte { b[16] = control.Version + 1; return b }),
 		"unknown type":  mut(func(b []byte) []byte { b[17] = 9; return b }),
 		"reserved flag": mut(func(b []byte) []byte { b[18] |= 2; return b }),
 		"sequence 0":    mut(func(b []byte) []byte { copy(b[14+24:], make([]byte, 8)); return b }),

@@ -202,21 +202,31 @@ func FuzzParse(f *testing.F) {
 func TestBenignReasons(t *testing.T) {
 	re := regexp.MustCompile("^(?:" + BenignReasons + ")$") // PromQL anchors =~ and !~
 	for _, tc := range []struct {
-		reason string
+		code   report.Code
 		benign bool
 	}{
-		{appliance.ReasonWarmup, true},
-		{appliance.ReasonStopped, true},
-		{"stopped before the receiver cut this interval", true},
-		{"stopped before the sender's synopses for this interval arrived", true},
-		{"no synopses from the sender for this interval (control frames lost or sender stopped)", false},
-		{"end marker lost in the segment: the receiver could not cut this interval", false},
-		{appliance.ReasonNotRunning, false},
-		{appliance.ReasonRecut, false},
+		{report.Warmup, true},
+		{report.Stopped, true},
+		{report.Silent, false},
+		{report.ControlLost, false},
+		{report.SynopsisLost, false},
+		{report.NotRunning, false},
+		{report.Recut, false},
 	} {
-		label := metrics.Reason(&report.Interval{Reason: tc.reason})
+		iv := &report.Interval{}
+		iv.Invalidate(tc.code, "x")
+		label := metrics.Reason(iv)
 		if re.MatchString(label) != tc.benign {
-			t.Errorf("%q (label %s): benign %v, want %v", tc.reason, label, !tc.benign, tc.benign)
+			t.Errorf("%v (label %s): benign %v, want %v", tc.code, label, !tc.benign, tc.benign)
+		}
+	}
+	// The appliance's start and stop lines lead with those codes.
+	for _, line := range []struct {
+		why  string
+		code report.Code
+	}{{appliance.ReasonWarmup, report.Warmup}, {appliance.ReasonStopped, report.Stopped}} {
+		if !re.MatchString(line.code.String()) {
+			t.Errorf("%q: code %v not benign", line.why, line.code)
 		}
 	}
 }

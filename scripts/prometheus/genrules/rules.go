@@ -85,7 +85,7 @@ func pathRec(metric, op, w string) string {
 // cut short): they carried traffic, but say nothing about the segment.
 // The unmeasured-interval ratio and LdafwdLossUnmeasured leave them out,
 // as /healthz's measurement check does (appliance/service/measured.go).
-const BenignReasons = "receiver_started_during_this_interval|stopped_before_.*"
+const BenignReasons = "warmup|stopped"
 
 // Baseline is the recorded delay baseline of each segment and direction.
 func baselineName(c *Config) string {
