@@ -168,7 +168,8 @@ func (s *Sender) PartFrames(n int) (data, parity int) {
 // Sender's loss rate.
 func (s *Sender) PartBytes(n int) int {
 	k, m, _, shard := s.layout(n)
-	return k*Overhead + n + m*(Overhead+ParityHeaderLen+shard)
+	o := s.FragmentOverhead()
+	return k*o + n + m*(o+ParityHeaderLen+shard)
 }
 
 // rsCodec returns the Reed-Solomon code of k data and m parity shards
