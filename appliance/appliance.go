@@ -574,7 +574,7 @@ func (a *Appliance) Start() error {
 	a.state = stateRunning
 	go a.ctl.run()
 	a.cfg.Log.Info().Str("segment", a.cfg.Segment).Dur("interval", a.cfg.Interval).Str("clock", a.cfg.ClockName).
-		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Msg("appliance started")
+		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Stringer("control_priority", a.cfg.ControlPriority).Msg("appliance started")
 	return nil
 }
 

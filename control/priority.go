@@ -80,8 +80,9 @@ func (p *Priority) Set(s string) error {
 	return nil
 }
 
-// Type names the flag value's kind in --help.
-func (*Priority) Type() string { return "0..7|none" }
+// Type names the flag value's kind in --help (pflag): its placeholder,
+// a type name like every other flag's.
+func (*Priority) Type() string { return "string" }
 
 // appendEthHeader appends the Ethernet header of a control frame: DstMAC,
 // src, the priority tag when p is tagged (TPID 0x8100, PCP p, DEI 0,
