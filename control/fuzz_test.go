@@ -271,9 +271,13 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 			pos := int(ops[0]) * 7 % len(g)
 			g[pos] ^= 1 << (ops[0] % 8)
 			ops = ops[1:]
-			// Only a flip in the MAC addresses (not authenticated, not
-			// read) may pass.
-			if err := r.Consume(g, now); err == nil && pos >= 12 {
+			// Only a flip in the MAC addresses or a priority tag's
+			// control information (not authenticated, not read) may pass.
+			open := 12
+			if g[12] == 0x81 && g[13] == 0x00 {
+				open = 16
+			}
+			if err := r.Consume(g, now); err == nil && pos >= open {
 				t.Fatalf("frame with byte %d corrupted accepted", pos)
 			}
 		case 6:
@@ -305,8 +309,10 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 				t.Fatalf("bundle for session %x interval %d that nobody sent", b.Session, b.Interval)
 			}
 			// A partial bundle (fragments lost) lacks the parts Missing
-			// names; every part it has is whole and as sent.
-			if len(b.Payloads)+len(b.Missing) != len(want) || len(b.Payloads) == 0 {
+			// names; every part it has is whole and as sent. It has at
+			// least one, or else the End markers' per-class counts (which
+			// keep the loss measured without any synopsis).
+			if len(b.Payloads)+len(b.Missing) != len(want) || len(b.Payloads) == 0 && b.ClassFrames == nil {
 				t.Fatalf("bundle has %d parts, %d missing, of %d sent", len(b.Payloads), len(b.Missing), len(want))
 			}
 			for _, p := range want {
