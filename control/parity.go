@@ -18,7 +18,8 @@ import (
 // (the code is MDS: every k of them determine the rest).
 //
 // Layout. A part of n bytes that carries parity is cut into
-// k = ⌈n / (F − ParityHeaderLen)⌉ data fragments (F = FragmentPayload(MTU)),
+// k = ⌈n / (F − ParityHeaderLen)⌉ data fragments (F = Sender.FragmentSize:
+// FragmentPayload(MTU), less VLANTagLen with a priority tag),
 // so that a parity fragment — one shard plus its header — fits the same
 // MTU, of S = ⌈n / k⌉ bytes each (the last shorter, at least 1 byte). The
 // data fragments are ordinary Fragment frames (type 3): a receiver that
