@@ -30,6 +30,11 @@ type Config struct {
 	Key          []byte // pre-shared HMAC key; nil with Insecure
 	Insecure     bool
 	MTU          int // segment IP MTU for control frames; 0: 1500
+	// ControlPriority tags the synopsis fragments, parity fragments,
+	// requests and replies this appliance sends with an 802.1p priority
+	// (control.Priority); the zero value sends them untagged. End markers
+	// and Hellos always go untagged, in the data's queue.
+	ControlPriority control.Priority
 	// Bounds are the delays the compact LDA encoding carries (the wire
 	// range, --min-delay/--max-delay): an interval whose buckets leave
 	// them is invalid. Zero: synopsis.DefaultCompactBounds.
@@ -335,7 +340,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Direction: a.sendDir,
+	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {
@@ -569,7 +574,7 @@ func (a *Appliance) Start() error {
 	a.state = stateRunning
 	go a.ctl.run()
 	a.cfg.Log.Info().Str("segment", a.cfg.Segment).Dur("interval", a.cfg.Interval).Str("clock", a.cfg.ClockName).
-		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Msg("appliance started")
+		Uint64("session", a.sender.Session()).Bool("insecure", a.cfg.Insecure).Stringer("control_priority", a.cfg.ControlPriority).Msg("appliance started")
 	return nil
 }
 

@@ -177,7 +177,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		perCopy := float64(perCopyBudget - a.sender.IntervalBytes(1))
 		fs := float64(a.sender.FragmentSize())
 		// Fragment headers cost control.Overhead per FragmentSize bytes.
-		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(control.Overhead))))
+		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(a.sender.FragmentOverhead()))))
 	}
 	// The classes share the LDA's part of the budget by need: the
 	// quietest first, each taking at most an even split of what is still
@@ -407,7 +407,7 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 			return nil, 0, err
 		}
 		// Entries cost about the same each (fragment headers included).
-		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(control.Overhead)/float64(c.a.sender.FragmentSize()))
+		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(c.a.sender.FragmentOverhead())/float64(c.a.sender.FragmentSize()))
 		for n := min(all, int(float64(left-c.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
 			q, err := g.AppendBinaryLimited(prefix, rows, n)
 			if err != nil {
@@ -475,7 +475,7 @@ func (c *controller) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, f
 		return nil, 0, nil
 	}
 	// Cells cost about the same each (fragment headers included).
-	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(control.Overhead)/float64(c.a.sender.FragmentSize()))
+	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(c.a.sender.FragmentOverhead())/float64(c.a.sender.FragmentSize()))
 	for n := min(len(ents), int(float64(left-c.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
 		q, err := enc(n)
 		if err != nil {
@@ -527,7 +527,7 @@ func (c *controller) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens
 			return
 		}
 		body := sizes[m] - hdrLens[m]
-		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(control.Overhead)))
+		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(a.sender.FragmentOverhead())))
 		f := c.adaptLDA(l, limit)
 		shape := ldaShape(f.Config())
 		if shape == rows[m] {

@@ -24,14 +24,22 @@ type countPort struct {
 	mu    sync.Mutex
 	bytes map[uint64]int
 	f     control.Frame
+	// tagged counts the frames with an 802.1Q tag (TPID 0x8100) before the
+	// control EtherType, by type.
+	tagged map[control.Type]int
 }
 
 func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
 	n := p.Port.TxBurst(pkts)
 	p.mu.Lock()
 	for _, q := range pkts[:n] {
-		if len(q.Data) >= 14 && binary.BigEndian.Uint16(q.Data[12:]) == control.EtherType && control.ParseFrame(q.Data, &p.f) == nil {
-			p.bytes[p.f.Interval] += len(q.Data)
+		d := q.Data
+		tagged := len(d) >= 18 && binary.BigEndian.Uint16(d[12:]) == 0x8100 && binary.BigEndian.Uint16(d[16:]) == control.EtherType
+		if (tagged || len(d) >= 14 && binary.BigEndian.Uint16(d[12:]) == control.EtherType) && control.ParseFrame(d, &p.f) == nil {
+			p.bytes[p.f.Interval] += len(d)
+			if tagged {
+				p.tagged[p.f.Type]++
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -43,11 +51,18 @@ func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
 // counted; it stays within the budget; the LDA and the (folded) RDA stay
 // valid and exact; an LDS left out, folded so far that its flows share
 // cells, or carrying only the largest flows' cells (sparse), gives invalid
-// lines that say so.
+// lines that say so. With a control priority the fragments carry a
+// 4-byte tag, End markers and Hellos none, and the bytes still agree.
 func TestControlBudget(t *testing.T) {
 	if raceEnabled {
 		t.Skip("RDA and LDS estimation under -race overrun the intervals")
 	}
+	for _, prio := range []control.Priority{control.NoPriority, control.PCP(5)} {
+		t.Run("priority="+prio.String(), func(t *testing.T) { controlBudget(t, prio) })
+	}
+}
+
+func controlBudget(t *testing.T, prio control.Priority) {
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()
@@ -55,13 +70,13 @@ func TestControlBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &countPort{bytes: map[uint64]int{}}
+	cp := &countPort{bytes: map[uint64]int{}, tagged: map[control.Type]int{}}
 	var mu sync.Mutex
 	var lines []report.Interval
 	_, err = appliance.RunDemo(appliance.DemoConfig{
 		Duration: 3500 * time.Millisecond, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 20_000, Seed: 3,
 		Flows: 2000, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
-		ControlCopies: 2, BudgetFraction: 0.01, TopFlows: 5,
+		ControlCopies: 2, BudgetFraction: 0.01, TopFlows: 5, ControlPriority: prio,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { cp.Port = p; return cp },
 		Reports: func(r *report.Interval) {
 			mu.Lock()
@@ -118,5 +133,10 @@ func TestControlBudget(t *testing.T) {
 	}
 	if checked < 3 || rdaValid < 3 {
 		t.Errorf("%d lda intervals checked, %d valid rda lines", checked, rdaValid)
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.tagged[control.TypeEnd] != 0 || cp.tagged[control.TypeHello] != 0 || prio.Tagged() != (cp.tagged[control.TypeFragment] > 0) {
+		t.Errorf("priority %v: tagged frames by type %v", prio, cp.tagged)
 	}
 }

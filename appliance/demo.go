@@ -60,6 +60,10 @@ type DemoConfig struct {
 	ControlCopies int
 	// ControlParity: see Config.
 	ControlParity float64
+	// ControlPriority: see Config. The demo's segment has one queue, so
+	// the tag changes no frame's fate; it exercises the tagged frames end
+	// to end (sizes, budget, parsing, stripping).
+	ControlPriority control.Priority
 	// BudgetBytes and BudgetFraction: see Config.
 	BudgetBytes    int
 	BudgetFraction float64
@@ -317,7 +321,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		}
 	}
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
-		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity,
+		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity, ControlPriority: cfg.ControlPriority,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
@@ -549,7 +553,7 @@ type lostTimes struct {
 // calls next.
 func (l *lostTimes) hook(next dataplane.TruthFunc, linkLocal bool) dataplane.TruthFunc {
 	return func(frame []byte, r *dataplane.TruthRecord) {
-		if r.Flags&dataplane.TruthLost != 0 && len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) != control.EtherType &&
+		if r.Flags&dataplane.TruthLost != 0 && !control.IsControlFrame(frame) &&
 			!(linkLocal && len(frame) >= 6 && frame[0]&1 == 1) {
 			l.mu.Lock()
 			l.tx = append(l.tx, r.TxNs)

@@ -22,7 +22,11 @@
 //     fragments that fit the port MTU (Sender.AppendInterval), each part
 //     followed by Reed-Solomon parity fragments sized for the frame loss
 //     the caller sets (Sender.SetLoss, parity.go): any k of a part's k+m
-//     fragments rebuild it at the receiver.
+//     fragments rebuild it at the receiver. With a Priority
+//     (SenderConfig.Priority, priority.go) the fragments, parity
+//     fragments, requests and replies carry an 802.1p priority tag, so a
+//     segment that queues by PCP lets them pass congestion; End markers
+//     and Hellos never do: they stay in the data's queue, in order with it.
 //   - The Receiver validates every frame (magic, version, lengths,
 //     HMAC-SHA256 tag, direction, session, replay window), reassembles each
 //     interval and emits either an IntervalBundle with the sender's End

@@ -86,7 +86,7 @@ func (s *Sender) AppendExchange(bufs [][]byte, t Type, k uint64, mec uint16, kin
 		h := Header{Type: t, Kind: kind, MEC: mec, Session: s.cfg.Session, Interval: k, Seq: s.nextSeq(),
 			FragIndex: uint16(i), FragCount: uint16(n), Direction: s.cfg.Direction}
 		var err error
-		if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
+		if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 			return bufs[:0], err
 		}
 	}
@@ -101,7 +101,7 @@ func (s *Sender) ExchangeBytes(n int) int {
 	if n > 0 {
 		c = (n + fs - 1) / fs
 	}
-	return c*(Overhead+ExchangeHeaderLen) + n
+	return c*(s.FragmentOverhead()+ExchangeHeaderLen) + n
 }
 
 type exchangeKey struct {

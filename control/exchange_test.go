@@ -124,6 +124,8 @@ func TestExchangeBounds(t *testing.T) {
 func FuzzExchange(f *testing.F) {
 	f.Add([]byte{4, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 'x'})
 	f.Add([]byte{5, 1, 2, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7})
+	// Priority-tagged (the kind byte's high nibble is the priority).
+	f.Add([]byte{4, 0x60, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 'x'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := newTestSender(t, 300, 1, []PartKey{{0, KindLDA}})
 		r := newTestReceiver(t, nil)
@@ -131,14 +133,15 @@ func FuzzExchange(f *testing.F) {
 		a := mustAuth(t, testKey)
 		seq := uint64(1000)
 		for len(data) >= 5 {
-			typ, kind, idx, cnt, n := Type(4+data[0]%2), Kind(data[1]%4), uint16(data[2]%8), uint16(data[3]%8), int(data[4])
+			prio := Priority(data[1] >> 4 % 9)
+			typ, kind, idx, cnt, n := Type(4+data[0]%2), Kind(data[1]&0x0f%4), uint16(data[2]%8), uint16(data[3]%8), int(data[4])
 			data = data[5:]
 			n = min(n, len(data))
 			p := data[:n]
 			data = data[n:]
 			seq++
 			h := Header{Type: typ, Kind: kind, Session: s.Session(), Interval: 5, Seq: seq, FragIndex: idx, FragCount: cnt, Direction: 1}
-			fr, err := AppendFrame(nil, a, [6]byte{}, &h, p)
+			fr, err := AppendFramePriority(nil, a, [6]byte{}, &h, p, prio)
 			if err != nil {
 				continue
 			}

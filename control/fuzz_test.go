@@ -27,6 +27,18 @@ func FuzzParseFrame(f *testing.F) {
 	for _, fr := range intervalFrames(f, s, 10, makeParts(10, twoParts, 600, 0)) {
 		f.Add(fr)
 	}
+	// Priority-tagged fragments, parity, requests and replies.
+	ts := newTestSenderPriority(f, MinMTU, 2, twoParts, 0, PCP(5))
+	ts.SetLoss(0.35)
+	for _, fr := range intervalFrames(f, ts, 11, makeParts(11, twoParts, 600, 0)) {
+		f.Add(fr)
+	}
+	for _, typ := range []Type{TypeRequest, TypeReply} {
+		frs, _ := ts.AppendExchange(nil, typ, 11, 1, KindRDA, 0xABCD, 3, []byte("body"))
+		for _, fr := range frs {
+			f.Add(fr)
+		}
+	}
 	known := []error{ErrNotControl, ErrTruncated, ErrBadMagic, ErrBadVersion, ErrBadHeader, ErrBadPayload}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame
@@ -92,7 +104,9 @@ func newFuzzWorld(t testing.TB) *fuzzWorld {
 	w := &fuzzWorld{ref: map[[2]uint64][]Part{}}
 	forgerKey := bytes.Repeat([]byte{0x5A}, KeyLen)
 	for si, sess := range []uint64{0xABC, 0xDEF} {
-		s := newTestSenderKey(t, MinMTU, 2, twoParts, testKey, sess)
+		// The second session tags its fragments with a priority: the
+		// receiver must take them as it takes the first's.
+		s := newTestSenderPriority(t, MinMTU, 2, twoParts, sess, Priority(si)*PCP(6))
 		forger := newTestSenderKey(t, MinMTU, 2, twoParts, forgerKey, sess)
 		for k := uint64(1); k <= 3; k++ {
 			// Sizes from 0 to 449 bytes: zero to three fragments' worth.
@@ -257,9 +271,13 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 			pos := int(ops[0]) * 7 % len(g)
 			g[pos] ^= 1 << (ops[0] % 8)
 			ops = ops[1:]
-			// Only a flip in the MAC addresses (not authenticated, not
-			// read) may pass.
-			if err := r.Consume(g, now); err == nil && pos >= 12 {
+			// Only a flip in the MAC addresses or a priority tag's
+			// control information (not authenticated, not read) may pass.
+			open := 12
+			if g[12] == 0x81 && g[13] == 0x00 {
+				open = 16
+			}
+			if err := r.Consume(g, now); err == nil && pos >= open {
 				t.Fatalf("frame with byte %d corrupted accepted", pos)
 			}
 		case 6:
@@ -291,8 +309,10 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 				t.Fatalf("bundle for session %x interval %d that nobody sent", b.Session, b.Interval)
 			}
 			// A partial bundle (fragments lost) lacks the parts Missing
-			// names; every part it has is whole and as sent.
-			if len(b.Payloads)+len(b.Missing) != len(want) || len(b.Payloads) == 0 {
+			// names; every part it has is whole and as sent. It has at
+			// least one, or else the End markers' per-class counts (which
+			// keep the loss measured without any synopsis).
+			if len(b.Payloads)+len(b.Missing) != len(want) || len(b.Payloads) == 0 && b.ClassFrames == nil {
 				t.Fatalf("bundle has %d parts, %d missing, of %d sent", len(b.Payloads), len(b.Missing), len(want))
 			}
 			for _, p := range want {

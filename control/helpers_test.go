@@ -23,6 +23,19 @@ func newTestSenderKey(t testing.TB, mtu, lanes int, parts []PartKey, key []byte,
 	return s
 }
 
+// newTestSenderPriority is newTestSender with session id session (0:
+// random) and priority p.
+func newTestSenderPriority(t testing.TB, mtu, lanes int, parts []PartKey, session uint64, p Priority) *Sender {
+	t.Helper()
+	s, err := NewSender(SenderConfig{Key: testKey, MTU: mtu, Session: session, Direction: 1, Priority: p,
+		Hello: Hello{IntervalNs: 1e9, ConfigHash: 77, Lanes: uint16(lanes), Clock: "CLOCK_REALTIME",
+			MECs: []string{"all", "voice"}, Parts: parts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newTestReceiver(t testing.TB, mod func(*ReceiverConfig)) *Receiver {
 	t.Helper()
 	// Most tests feed frames at made-up receive times: no freshness check

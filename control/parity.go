@@ -18,7 +18,8 @@ import (
 // (the code is MDS: every k of them determine the rest).
 //
 // Layout. A part of n bytes that carries parity is cut into
-// k = ⌈n / (F − ParityHeaderLen)⌉ data fragments (F = FragmentPayload(MTU)),
+// k = ⌈n / (F − ParityHeaderLen)⌉ data fragments (F = Sender.FragmentSize:
+// FragmentPayload(MTU), less VLANTagLen with a priority tag),
 // so that a parity fragment — one shard plus its header — fits the same
 // MTU, of S = ⌈n / k⌉ bytes each (the last shorter, at least 1 byte). The
 // data fragments are ordinary Fragment frames (type 3): a receiver that
@@ -168,7 +169,8 @@ func (s *Sender) PartFrames(n int) (data, parity int) {
 // Sender's loss rate.
 func (s *Sender) PartBytes(n int) int {
 	k, m, _, shard := s.layout(n)
-	return k*Overhead + n + m*(Overhead+ParityHeaderLen+shard)
+	o := s.FragmentOverhead()
+	return k*o + n + m*(o+ParityHeaderLen+shard)
 }
 
 // rsCodec returns the Reed-Solomon code of k data and m parity shards

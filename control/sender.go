@@ -26,6 +26,12 @@ type SenderConfig struct {
 	// SrcMAC is the source address of control frames; the zero value uses
 	// a locally administered unicast address derived from the session id.
 	SrcMAC [6]byte
+	// Priority tags the synopsis fragments, parity fragments, requests
+	// and replies with an 802.1p priority (VLAN id 0); NoPriority, the
+	// zero value, sends them untagged. End markers and Hellos always go
+	// untagged (Priority's comment says why). Tagged frames carry
+	// VLANTagLen bytes fewer payload, so they still fit the MTU.
+	Priority Priority
 	// Hello is the configuration announced to the receiver. SentNs is set
 	// per transmission.
 	Hello Hello
@@ -39,7 +45,7 @@ type Sender struct {
 	cfg      SenderConfig
 	auth     *Authenticator
 	seq      atomic.Uint64 // last sequence number handed out; shared with EndWriters
-	fragSize int           // payload bytes per fragment at this MTU
+	fragSize int           // payload bytes per fragment at this MTU, priority tag counted
 	scratch  []byte
 	// Parity (parity.go): the loss rate it is sized for, the codes built
 	// and the parity shards' buffer.
@@ -80,16 +86,29 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, auth: auth, fragSize: FragmentPayload(cfg.MTU)}
-	if len(p) > s.fragSize {
-		return nil, fmt.Errorf("control: hello is %d bytes, more than one frame holds at MTU %d (%d): fewer or shorter MEC names", len(p), cfg.MTU, s.fragSize)
+	if cfg.Priority > PCP(MaxPCP) {
+		return nil, fmt.Errorf("control: priority %d outside none, 0..%d", int(cfg.Priority)-1, MaxPCP)
+	}
+	s := &Sender{cfg: cfg, auth: auth, fragSize: FragmentPayload(cfg.MTU) - cfg.Priority.TagBytes()}
+	if len(p) > FragmentPayload(cfg.MTU) {
+		return nil, fmt.Errorf("control: hello is %d bytes, more than one frame holds at MTU %d (%d): fewer or shorter MEC names", len(p), cfg.MTU, FragmentPayload(cfg.MTU))
 	}
 	return s, nil
 }
 
-// FragmentPayload is the synopsis bytes one fragment carries at an IP-layer
-// MTU: everything after the Ethernet header but the control header and tag.
+// FragmentPayload is the synopsis bytes one untagged fragment carries at
+// an IP-layer MTU: everything after the Ethernet header but the control
+// header and tag. A priority-tagged fragment carries VLANTagLen bytes
+// fewer (Sender.FragmentSize).
 func FragmentPayload(mtu int) int { return mtu - HeaderLen - TagLen }
+
+// FragmentOverhead is what each fragment, parity fragment, request or
+// reply of this Sender adds to its payload (bytes): Overhead, plus the
+// priority tag when it has one.
+func (s *Sender) FragmentOverhead() int { return Overhead + s.cfg.Priority.TagBytes() }
+
+// Priority returns the priority the Sender tags its fragments with.
+func (s *Sender) Priority() Priority { return s.cfg.Priority }
 
 // Session returns the session id.
 func (s *Sender) Session() uint64 { return s.cfg.Session }
@@ -154,7 +173,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 			hi := min(lo+chunk, len(p.Payload))
 			h := Header{Type: TypeFragment, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
 				Seq: s.nextSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
-			if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi]); err != nil {
+			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi], s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
 			i++
@@ -170,7 +189,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 			s.scratch = appendParityPayload(s.scratch[:0], m, len(p.Payload), sh)
 			h := Header{Type: TypeParity, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
 				Seq: s.nextSeq(), FragIndex: uint16(j), FragCount: uint16(c), Direction: s.cfg.Direction}
-			if bufs[i], err = AppendFrame(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
+			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
 			i++

@@ -281,7 +281,15 @@ func (h *Header) valid() bool {
 // It returns dst unchanged and ErrBadHeader if h is not a valid header or
 // payload is longer than 65535 bytes. a must not be used concurrently.
 func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload []byte) ([]byte, error) {
-	if len(payload) > 0xFFFF {
+	return AppendFramePriority(dst, a, src, h, payload, NoPriority)
+}
+
+// AppendFramePriority is AppendFrame with an 802.1p priority tag (VLAN id
+// 0, PCP p) after the source MAC when p is tagged: VLANTagLen bytes more,
+// outside what the tag authenticates. An End marker is never tagged (it
+// must stay in the data's queue): tagging one is ErrBadHeader.
+func AppendFramePriority(dst []byte, a *Authenticator, src [6]byte, h *Header, payload []byte, p Priority) ([]byte, error) {
+	if len(payload) > 0xFFFF || (p.Tagged() && h.Type == TypeEnd) {
 		return dst, ErrBadHeader
 	}
 	hh := *h
@@ -295,9 +303,7 @@ func AppendFrame(dst []byte, a *Authenticator, src [6]byte, h *Header, payload [
 		(hh.Type == TypeParity && len(payload) <= ParityHeaderLen) {
 		return dst, ErrBadHeader
 	}
-	dst = append(dst, DstMAC[:]...)
-	dst = append(dst, src[:]...)
-	dst = binary.BigEndian.AppendUint16(dst, EtherType)
+	dst = appendEthHeader(dst, src, p)
 	authStart := len(dst)
 	dst = hh.append(dst)
 	dst = append(dst, payload...)

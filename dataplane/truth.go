@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -163,7 +162,7 @@ func (t *IntervalTruth) class(frame []byte, r *TruthRecord) (uint16, bool) {
 
 // Record is a TruthFunc.
 func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
-	isCtl := len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == control.EtherType
+	isCtl := control.IsControlFrame(frame) // priority-tagged ones too
 	if r.Flags&(TruthLost|TruthConsumed) != 0 {
 		if isCtl {
 			return // a lost control frame is not traffic (the interval it carried fails instead)

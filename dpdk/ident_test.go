@@ -72,13 +72,14 @@ func identSeeds() [][]byte {
 		eth(0, 0x0800, v4(6, 84, 0, 5, uni, l4(64, 0))[:30]), // cut header
 		eth(0, 0x86DD, v6(0, 64, 0x20, l4(64, 0))),           // extension header
 		eth(0, 0x8100, append([]byte{0, 5, 0x08, 0}, v4(6, 84, 0, 5, uni, l4(64, 0))...)),
-		eth(0, 0x0806, l4(46, 0)),   // ARP
-		eth(0, 0x88B5, l4(60, 0)),   // control
-		eth(0, 0x88CC, l4(60, 0)),   // LLDP
-		eth(1, 0x0042, l4(60, 0)),   // 802.3 length, group MAC
-		eth(0, 0x1234, l4(60, 0)),   // other EtherType
-		eth(0, 0x1234, l4(20, 0)),   // short other
-		eth(0, 0, make([]byte, 50)), // net_null's frame
+		eth(0, 0x0806, l4(46, 0)),                                            // ARP
+		eth(0, 0x88B5, l4(60, 0)),                                            // control
+		eth(0x03, 0x8100, append([]byte{0xC0, 0, 0x88, 0xB5}, l4(60, 0)...)), // priority-tagged control (PCP 6, VID 0)
+		eth(0, 0x88CC, l4(60, 0)),                                            // LLDP
+		eth(1, 0x0042, l4(60, 0)),                                            // 802.3 length, group MAC
+		eth(0, 0x1234, l4(60, 0)),                                            // other EtherType
+		eth(0, 0x1234, l4(20, 0)),                                            // short other
+		eth(0, 0, make([]byte, 50)),                                          // net_null's frame
 		make([]byte, 64),
 		make([]byte, 13),
 		nil,
@@ -136,5 +137,26 @@ func TestIdentCSeeds(t *testing.T) {
 	}
 	if taken < 8 {
 		t.Errorf("C took %d seed frames, want at least the 8 TCP/UDP ones", taken)
+	}
+}
+
+// TestIdentCTaggedControl: a priority-tagged control frame (802.1Q tag,
+// VLAN id 0, before EtherType 0x88B5) is left to the Go lane by the C fast
+// path, and the Go parser marks it control, so the receiving lane strips
+// it like an untagged one.
+func TestIdentCTaggedControl(t *testing.T) {
+	f := make([]byte, 18, 18+60)
+	f[0], f[6] = 0x03, 0x02
+	binary.BigEndian.PutUint16(f[12:], 0x8100)
+	binary.BigEndian.PutUint16(f[14:], 6<<13)
+	binary.BigEndian.PutUint16(f[16:], 0x88B5)
+	f = append(f, make([]byte, 60)...)
+	if _, ok := cIdent(f); ok {
+		t.Fatal("C fast path took a tagged control frame")
+	}
+	var m classifier.Meta
+	classifier.ParseLevel(f, &m, classifier.LevelIdentity)
+	if m.Flags&classifier.FlagControl == 0 {
+		t.Fatalf("Go parser flags %#x: not control", m.Flags)
 	}
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -145,7 +144,14 @@ func (l *bridgeLab) sh(args ...string) {
 // captures.
 func (l *bridgeLab) capture(ns, ifname string) *capture {
 	l.t.Helper()
-	c := &capture{file: filepath.Join(l.dir, ifname+".pcap")}
+	return l.captureAs(ns, ifname, ifname)
+}
+
+// captureAs is capture into name.pcap: for a test that captures one
+// interface more than once.
+func (l *bridgeLab) captureAs(ns, ifname, name string) *capture {
+	l.t.Helper()
+	c := &capture{file: filepath.Join(l.dir, name+".pcap")}
 	// -B 64: a 64 MiB kernel buffer, so a capture starved of CPU on a
 	// busy machine does not drop frames and leave the truth short.
 	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-q", "-P", "-B", "64", "-i", ifname, "-w", c.file)
@@ -176,6 +182,7 @@ func (l *bridgeLab) stopCaptures() {
 			l.t.Fatalf("dumpcap %s: dropped frames or no statistics (%q): the captured truth is incomplete", c.file, c.err.String())
 		}
 	}
+	l.caps = nil
 }
 
 // startAppliances starts ldafwd#2 (segment → sink) and then ldafwd#1
@@ -299,7 +306,7 @@ func newSegTruth(t *testing.T, in, out []pcapRecord, frames [][]byte, user func(
 		return false
 	}
 	for _, r := range in {
-		if len(r.data) >= 14 && binary.BigEndian.Uint16(r.data[12:14]) == control.EtherType {
+		if control.IsControlFrame(r.data) {
 			// End markers come at least twice: the first cuts. Those of
 			// direction b>a (ldafwd#2's, passing the other way) do not.
 			if control.ParseFrame(r.data, &cf) == nil && cf.Type == control.TypeEnd && cf.Direction == appliance.DirAtoB && cf.Interval > lastEnd {
@@ -457,7 +464,8 @@ func (s *segTruth) flowTruth(k int64, flow string) capTruth {
 func (tr *capTruth) mean() float64 { return tr.sum / float64(max(tr.recv, 1)) }
 
 // isUserFrame says whether a captured frame is a test's: neither one of
-// ldafwd's control frames nor one of the bridge's BPDUs.
+// ldafwd's control frames (priority-tagged or not) nor one of the
+// bridge's BPDUs.
 func isUserFrame(b []byte) bool {
-	return len(b) >= 14 && binary.BigEndian.Uint16(b[12:14]) != control.EtherType && !(b[0] == 0x01 && b[1] == 0x80 && b[2] == 0xc2)
+	return len(b) >= 14 && !control.IsControlFrame(b) && !(b[0] == 0x01 && b[1] == 0x80 && b[2] == 0xc2)
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -546,8 +545,7 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 	var cf control.Frame
 	for side, recs := range [][]pcapRecord{in, out} {
 		for _, r := range recs {
-			if len(r.data) < 14 || binary.BigEndian.Uint16(r.data[12:14]) != control.EtherType ||
-				control.ParseFrame(r.data, &cf) != nil || cf.Direction != appliance.DirAtoB {
+			if !control.IsControlFrame(r.data) || control.ParseFrame(r.data, &cf) != nil || cf.Direction != appliance.DirAtoB {
 				continue
 			}
 			n := uint64(len(r.data))
@@ -581,7 +579,7 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 // synopsis.
 func (c *ctlTraffic) byType() string {
 	var parts []string
-	for _, ty := range []control.Type{control.TypeHello, control.TypeEnd, control.TypeFragment, control.TypeRequest, control.TypeReply} {
+	for _, ty := range []control.Type{control.TypeHello, control.TypeEnd, control.TypeFragment, control.TypeParity, control.TypeRequest, control.TypeReply} {
 		for _, k := range []control.Kind{control.KindMeta, control.KindLDA, control.KindRDA, control.KindLDS} {
 			if x := c.typ[ctlKind{ty, k}]; x != nil {
 				name := ty.String()

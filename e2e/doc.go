@@ -30,6 +30,13 @@
 // /healthz are enforced only with LDAFWD_CONGESTION_STRICT=1, which the
 // appliance does not meet every run.
 //
+// TestControlPriorityLab puts an htb on the bridge's port toward ldafwd#2
+// instead: a class shaped by that tbf by default and an unshaped one for
+// frames of 802.1p PCP ≥ 5 (a classic-BPF tc filter), and runs the same
+// congesting replay with and without --control-priority 6: synopsis
+// frames lost and delayed in the queue without it, none with it, End
+// markers untagged and in order with the data both times.
+//
 // TestPrometheusDelayCounters needs no root: it runs two `ldafwd demo`
 // processes with --metrics-addr on 127.0.0.1 and Debian's prometheus
 // (scripts/deps.sh installs it; without it the test skips, except under

@@ -40,6 +40,7 @@ type Config struct {
 	Copies        int     // --control-copies
 	Parity        float64 // --control-parity
 	MTU           int
+	Priority      control.Priority // --control-priority
 	Duration      time.Duration
 	StatsInterval time.Duration
 	Drain         time.Duration

@@ -22,7 +22,7 @@ type forwardOnly struct {
 // measurementFlags are the run flags that only make sense when measuring;
 // --forward-only refuses them rather than ignore them.
 var measurementFlags = []string{"segment-port", "interval", "mec", "max-delay", "min-delay", "confidence",
-	"key-file", "insecure", "control-copies", "control-parity", "mtu", "drain",
+	"key-file", "insecure", "control-copies", "control-parity", "control-priority", "mtu", "drain",
 	"lda-counters", "lda-expected-packets", "lda-loss-rates", "lda-banks", "lda-digest", "max-stamp-err",
 	"synopsis", "top", "rda-banks", "rda-cells", "rda-cache", "rda-expected-packets", "rda-problem-rate",
 	"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow", "control-budget", "microburst-gap", "microburst-min"}

@@ -70,7 +70,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 	defer stopQueues()
 	a, err := appliance.New(appliance.Config{
 		PortA: ports.a, PortB: ports.b, Segment: o.Segment, Interval: o.Interval, Syn: o.Syn,
-		Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure, MTU: o.MTU, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst,
+		Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure, MTU: o.MTU, ControlPriority: o.Priority, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst,
 		Cores: o.Cores, IdleSleep: o.IdleSleep, Reports: out.interval, Log: log, ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top,
 		BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,
 		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,

@@ -10,6 +10,7 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/spf13/pflag"
@@ -42,6 +43,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		top                int
 		copies             int
 		parity             float64
+		priority           control.Priority
 		remarkSpec         string
 		dscpSpec           string
 		linkLocalRate      float64
@@ -70,6 +72,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "verbose", false, "log the appliances' events on stderr")
 	fs.StringVar(&synopses, "synopsis", "all", "synopses the appliances record and ship: lda, rda, lds, all, or a list (the LDA is always on)")
 	fs.IntVar(&top, "top", 5, "LDS: flows shown per interval, largest first")
+	fs.Var(&priority, "control-priority", "802.1p priority (0..7) of the synopsis fragments, parity fragments, requests and replies, as ldafwd run's (none, the default: untagged). The demo's segment has one queue, so the tag changes no frame's fate; it runs the tagged frames end to end")
 	fs.Float64Var(&parity, "control-parity", 0, "the least frame loss rate (0 … 0.9) the Reed-Solomon parity fragments added to every synopsis part are sized for, so that any k of a part's k+m fragments rebuild it (docs/protocol.md, \"Parity\"); the sender sizes them for the control loss the peer reports when that is higher. 0: from the peer's reports alone; -1: no parity")
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4), the copies of synopsis fragments about 10 ms apart: the segment loses control frames too, and one lost fragment invalidates its interval")
 	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
@@ -191,7 +194,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
-		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, ControlParity: parity, Queues: queues,
+		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, ControlParity: parity, ControlPriority: priority, Queues: queues,
 		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
 		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,

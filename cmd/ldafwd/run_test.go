@@ -53,6 +53,23 @@ func parseAndValidate(args []string) (*runOptions, error) {
 	return &o, o.validate()
 }
 
+// TestRunControlPriority: --control-priority reaches the configuration,
+// untagged (none) by default.
+func TestRunControlPriority(t *testing.T) {
+	base := []string{"--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--insecure"}
+	for _, c := range []struct {
+		args []string
+		want control.Priority
+	}{{nil, control.NoPriority}, {[]string{"--control-priority", "none"}, control.NoPriority},
+		{[]string{"--control-priority=-1"}, control.NoPriority}, {[]string{"--control-priority", "0"}, control.PCP(0)},
+		{[]string{"--control-priority", "6"}, control.PCP(6)}} {
+		o, err := parseAndValidate(append(append([]string(nil), base...), c.args...))
+		if err != nil || o.cfg.Priority != c.want {
+			t.Errorf("%v: priority %v, %v; want %v", c.args, o.cfg.Priority, err, c.want)
+		}
+	}
+}
+
 // TestRunFlagValidation: every bad flag is refused with an error naming it.
 func TestRunFlagValidation(t *testing.T) {
 	base := []string{"--port-a", "ring:v.a", "--port-b", "ring:w.b", "--segment-port", "b", "--insecure"}
@@ -106,6 +123,9 @@ func TestRunFlagValidation(t *testing.T) {
 		{"bad cores", []string{"--cores", "x"}, "cores"},
 		{"burst 0", []string{"--burst", "0"}, "--burst"},
 		{"burst big", []string{"--burst", "1000"}, "--burst"},
+		{"priority 8", []string{"--control-priority", "8"}, "--control-priority"},
+		{"priority word", []string{"--control-priority", "high"}, "--control-priority"},
+		{"forward-only with priority", []string{"!", "--port-a", "ring:v.a", "--port-b", "ring:w.b", "--forward-only", "--control-priority", "6"}, "--control-priority"},
 		{"mtu small", []string{"--mtu", "100"}, "--mtu"},
 		{"mtu big", []string{"--mtu", "9000"}, "--mtu"},
 		{"forward-only with measurement flags", []string{"--forward-only"}, "--forward-only measures nothing: drop --segment-port, --insecure"},
