@@ -86,13 +86,14 @@ func (c *controller) budgetFor(dataBytes uint64) uint64 {
 
 // MinControlBudget is the least a fractional budget allows an interval,
 // all copies counted: enough for the LDA and an RDA of rdaMinCells per
-// bank in two copies. The RDA's decode is what proves an interval's loss
-// (and its neighbours': packets that crossed a boundary), so a quiet or
-// slow interval — the one a stop cuts short, a pause, a link below about
-// 13 Mbit/s at 1 s intervals — still carries one. 16 KB per interval is
-// 128 kbit/s at 1 s intervals; from the rates a 1 % budget is for, 1 % is
-// more.
-const MinControlBudget = 16 << 10
+// bank in two copies, with the parity fragments a lossy segment adds to
+// both and four End markers. The RDA's decode is what proves an
+// interval's loss (and its neighbours': packets that crossed a boundary),
+// so a quiet or slow interval — the one a stop cuts short, a pause, a link
+// below about 16 Mbit/s at 1 s intervals — still carries one. 20 KB per
+// interval is 160 kbit/s at 1 s intervals; from the rates a 1 % budget is
+// for, 1 % is more.
+const MinControlBudget = 20 << 10
 
 // wireOf is what a payload of n bytes costs on the wire, one copy,
 // parity fragments included (fec.go).

@@ -68,7 +68,7 @@ func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Cla
 // controlBudget is --control-budget (service.ControlBudget: Parse).
 type controlBudget struct{ service.ControlBudget }
 
-const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes (at least 16 KB, which carries the LDA and a small RDA), a byte count (k, M suffixes), or off. The LDA always goes (sized per interval, in up to a quarter of it plus what the others leave; at least 16 rows per bank); the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, then only the largest flows' cells, and is left out (reported invalid with this reason). Requests and replies under loss (timestamps, more RDA cells) are paid from what later intervals leave unspent (the LDA's growth, then up to half of the LDS's part), up to 4 budgets carried"
+const controlBudgetHelp = "control bytes per interval, all --control-copies counted: N% of the interval's data bytes (at least 20 KB, which carries the LDA and a small RDA with their parity), a byte count (k, M suffixes), or off. The LDA always goes (sized per interval, in up to a quarter of it plus what the others leave; at least 16 rows per bank); the RDA is folded to fewer cells, then the LDS names fewer flows, ships fewer rows, then only the largest flows' cells, and is left out (reported invalid with this reason). Requests and replies under loss (timestamps, more RDA cells) are paid from what later intervals leave unspent (the LDA's growth, then up to half of the LDS's part), up to 4 budgets carried"
 
 func (b *controlBudget) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.Spec, "control-budget", "1%", controlBudgetHelp)
