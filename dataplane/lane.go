@@ -153,8 +153,12 @@ type Lane struct {
 	// wait, so a port that will not take fragments of some size costs the
 	// users' frames one wait, not one per fragment. It is forgotten when
 	// the port takes an own frame that long.
-	ownRefusedLen       int
-	ownAside            [8]*Packet
+	ownRefusedLen int
+	// ownAside holds the own frames at the front that probeBehindOwn sets
+	// aside: as many as an interval's control frames come in a row (the
+	// End markers, the Hello, each part's fragments and parity), so the
+	// probe reaches the users' frames behind them.
+	ownAside            [64]*Packet
 	closeK              uint64 // the interval clock's value that closes it
 	intStart            uint64
 	intFrames, intBytes uint64
@@ -217,8 +221,8 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		return nil, errLane("a receiver lane needs an End marker reader")
 	}
 	// The tx buffer holds two rx bursts (one waiting out back-pressure, one
-	// new) plus injected control frames and an End marker.
-	txCap := 2*cfg.Burst + cfg.Pace + 1
+	// new) plus injected control frames and every copy of an End marker.
+	txCap := 2*cfg.Burst + cfg.Pace + max(cfg.EndCopies, 1)
 	l := &Lane{
 		cfg:        cfg,
 		rxPkts:     make([]*Packet, cfg.Burst),
