@@ -48,6 +48,8 @@ local f = {
   end_frames     = ProtoField.uint64("ldafwd.end.frames", "Data frames sent and recorded"),
   end_bytes      = ProtoField.uint64("ldafwd.end.bytes", "Their bytes"),
   end_lane       = ProtoField.uint16("ldafwd.end.lane", "Lane"),
+  end_classes    = ProtoField.uint16("ldafwd.end.classes", "Classes with per-class counts"),
+  end_class      = ProtoField.string("ldafwd.end.class", "Class frames"),
 
   hello_sent_at  = ProtoField.int64("ldafwd.hello.sent_at", "Sent at (ns since the Unix epoch, sender clock)"),
   hello_interval = ProtoField.int64("ldafwd.hello.interval_length", "Interval length (ns)"),
@@ -138,9 +140,27 @@ local function show_reassembly(tvb, tree, pinfo, p, name)
   pinfo.cols.info:append(string.format(" [reassembled %d bytes]", ba:len()))
 end
 
+-- uvarint reads a minimal unsigned LEB128 varint at o: its value (a Lua
+-- number: exact below 2^53) and length, or nil when it is cut short,
+-- longer than 10 bytes or not minimal.
+local function uvarint(buf, o)
+  local v, mul, n = 0, 1, 0
+  while o + n < buf:len() and n < 10 do
+    local b = buf(o + n, 1):uint()
+    n = n + 1
+    v = v + (b % 128) * mul
+    if b < 128 then
+      if n > 1 and b == 0 then return nil end
+      return v, n
+    end
+    mul = mul * 128
+  end
+  return nil
+end
+
 local function dissect_end(buf, tree, pinfo)
-  if buf:len() ~= END_LEN then
-    malformed(tree, pinfo, string.format("End payload is %d bytes, not %d", buf:len(), END_LEN))
+  if buf:len() < END_LEN then
+    malformed(tree, pinfo, string.format("End payload is %d bytes, fewer than %d", buf:len(), END_LEN))
     return
   end
   tree:add(f.end_start, buf(0, 8))
@@ -150,6 +170,34 @@ local function dissect_end(buf, tree, pinfo)
   tree:add(f.end_lane, buf(32, 2))
   if buf(8, 8):int64() < buf(0, 8):int64() then
     malformed(tree, pinfo, "interval end before its start")
+  end
+  -- Optional per-class counts: their number, then each class's frames,
+  -- as uvarints filling the payload and adding up to the frame count.
+  if buf:len() > END_LEN then
+    local n, w = uvarint(buf, END_LEN)
+    if n == nil or n == 0 or n > 1024 then
+      malformed(tree, pinfo, "End class count malformed")
+      return
+    end
+    tree:add(f.end_classes, buf(END_LEN, w), n)
+    local o, sum = END_LEN + w, 0
+    for m = 0, n - 1 do
+      local c, cw = uvarint(buf, o)
+      if c == nil then
+        malformed(tree, pinfo, string.format("End count of class %d malformed", m))
+        return
+      end
+      tree:add(f.end_class, buf(o, cw), string.format("MEC %d: %.0f frames", m, c))
+      o, sum = o + cw, sum + c
+    end
+    if o ~= buf:len() then
+      malformed(tree, pinfo, "End payload longer than its class counts")
+      return
+    end
+    if sum ~= buf(16, 8):uint64():tonumber() then
+      malformed(tree, pinfo, "End class counts do not add up to its frames")
+      return
+    end
   end
   pinfo.cols.info:append(string.format(" lane=%d frames=%s", buf(32, 2):uint(), tostring(buf(16, 8):uint64())))
 end
