@@ -268,15 +268,18 @@ func runFuzzReceiver(t *testing.T, w *fuzzWorld, ops []byte) (bundles []*Interva
 				break
 			}
 			g := append([]byte(nil), w.pool[int(arg)%len(w.pool)]...)
-			pos := int(ops[0]) * 7 % len(g)
-			g[pos] ^= 1 << (ops[0] % 8)
-			ops = ops[1:]
-			// Only a flip in the MAC addresses or a priority tag's
-			// control information (not authenticated, not read) may pass.
+			// Only a flip in the MAC addresses or a priority tag (its
+			// TPID and control information: not authenticated; a TPID
+			// flipped to another VLAN TPID, 0x9100, is skipped alike)
+			// may pass. Whether the frame is tagged is the frame's as
+			// sent, before the flip.
 			open := 12
 			if g[12] == 0x81 && g[13] == 0x00 {
 				open = 16
 			}
+			pos := int(ops[0]) * 7 % len(g)
+			g[pos] ^= 1 << (ops[0] % 8)
+			ops = ops[1:]
 			if err := r.Consume(g, now); err == nil && pos >= open {
 				t.Fatalf("frame with byte %d corrupted accepted", pos)
 			}
