@@ -27,6 +27,7 @@ type runOutput struct {
 	m     *metrics.Metrics
 	log   zerolog.Logger
 
+	q        *reportQueue     // interval lines on their way to interval (nil: written by the caller)
 	excluded func() [2]uint64 // per port: link-local frames received there and left unmeasured
 	wd       *watchdog        // the peer watchdog while serving (under mu)
 
@@ -38,6 +39,29 @@ type runOutput struct {
 
 func (r *runOutput) init(o *Config, w *report.Writer, table io.Writer, m *metrics.Metrics, log zerolog.Logger) {
 	r.o, r.w, r.table, r.m, r.log = o, w, table, m, log
+}
+
+// queued starts the report queue: put hands interval lines to a goroutine
+// of their own (see reportQueue), drain writes what is left.
+func (r *runOutput) queued() {
+	r.q = newReportQueue(reportQueueLen, r.interval, r.log)
+}
+
+// put is the appliance's Reports: the line goes through the queue if there
+// is one.
+func (r *runOutput) put(iv *report.Interval) {
+	if r.q == nil {
+		r.interval(iv)
+		return
+	}
+	r.q.put(iv)
+}
+
+// drain writes every queued line; put goes on working after it.
+func (r *runOutput) drain() {
+	if r.q != nil {
+		r.q.close()
+	}
 }
 
 func (r *runOutput) interval(iv *report.Interval) {

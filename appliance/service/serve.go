@@ -42,6 +42,8 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 	m := metrics.New(o.SegmentName, info)
 	var out runOutput
 	out.init(o, w, table, m, log)
+	out.queued()
+	defer out.drain()
 	tapA, tapB, closeTaps, err := o.Capture.Open(o.PortA, o.PortB, log)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -71,7 +73,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 	a, err := appliance.New(appliance.Config{
 		PortA: ports.a, PortB: ports.b, Segment: o.Segment, Interval: o.Interval, Syn: o.Syn,
 		Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure, MTU: o.MTU, ControlPriority: o.Priority, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst,
-		Cores: o.Cores, IdleSleep: o.IdleSleep, Reports: out.interval, Log: log, ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top,
+		Cores: o.Cores, IdleSleep: o.IdleSleep, Reports: out.put, Log: log, ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top,
 		BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,
 		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,
 		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.MaxSkew, MaxStampErr: o.MaxStampErr,
@@ -187,6 +189,7 @@ loop:
 	}
 	m.SetState(metrics.StateStopping)
 	stopErr := a.Stop(o.Drain)
+	out.drain() // every line the appliance reported, before the verdict and the final records
 	if wd := out.watchdog(); wd != nil {
 		wd.check(time.Now(), true)
 	}
