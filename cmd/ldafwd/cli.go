@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ldafwd/ldafwd/flagfile"
 	"github.com/spf13/pflag"
 )
 
@@ -60,9 +61,20 @@ func parseFlags(fs *pflag.FlagSet, name string, args []string) (help bool, err e
 		if errors.Is(err, pflag.ErrHelp) {
 			return true, nil
 		}
-		return false, usageErrorf("%s: %w (ldafwd %s --help lists the flags)", name, err, name)
+		return false, usageErrorf("%s: %w%s (ldafwd %s --help lists the flags)", name, err, didYouMean(fs, err), name)
 	}
 	return false, nil
+}
+
+// didYouMean is the nearest flag's name for pflag's "unknown flag: --x"
+// error, as the end of the message ("" for any other error, or when no
+// flag is near).
+func didYouMean(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	return flagfile.DidYouMean(fs, name)
 }
 
 // commandHelp is what --help prints around a command's flags: the usage

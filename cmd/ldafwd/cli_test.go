@@ -95,6 +95,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"keygen", "--bogus"}, exitUsage, "keygen: unknown flag: --bogus"},
 		{[]string{"version", "--bogus"}, exitUsage, "version: unknown flag: --bogus"},
 		{[]string{"run", "--bogus"}, exitUsage, "run: unknown flag: --bogus"},
+		// A typo names the flag meant.
+		{[]string{"run", "--intervall", "1s"}, exitUsage, `run: unknown flag: --intervall (did you mean "--interval"?)`},
+		{[]string{"demo", "--durration", "1s"}, exitUsage, `demo: unknown flag: --durration (did you mean "--duration"?)`},
 		{[]string{"demo", "--duration", "-1s"}, exitUsage, "--duration"},
 		{[]string{"keygen"}, exitUsage, "--out"},
 		{[]string{"run", "--port-a", "ring:x.a", "--port-b", "ring:x.b", "--segment-port", "b", "--insecure", "--interval", "1ms"}, exitUsage, "--interval"},

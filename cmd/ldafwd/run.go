@@ -101,6 +101,9 @@ func parseRunArgs(o *runOptions, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", stdout)
 	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		if s := didYouMean(fs, err); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
 		return err
 	}
 	rest := fs.Args()
