@@ -195,3 +195,31 @@ const noHugeWarning = "no hugepages were free: the DPDK EAL runs with --no-huge 
 func ealFellBackToNoHuge(argv, user []string) bool {
 	return slices.Contains(argv, "--no-huge") && !slices.Contains(user, "--no-huge")
 }
+
+// CheckPorts is `ldafwd run --check`'s port check: it opens both ports
+// as Run would (the EAL first for dpdk: ports), describes them, and
+// closes them again.
+func CheckPorts(o *Config, log zerolog.Logger) ([2]string, error) {
+	var desc [2]string
+	ps, err := openPorts(o, log)
+	if err != nil {
+		return desc, err
+	}
+	for i, p := range []dataplane.Port{ps.a, ps.b} {
+		desc[i] = []string{o.PortA, o.PortB}[i]
+		if n := p.Name(); n != desc[i] {
+			desc[i] += " (" + n + ")"
+		}
+		desc[i] += " opens"
+		if x, ok := p.(interface {
+			ZeroCopy() bool
+			XDPMode() string
+		}); ok {
+			desc[i] += fmt.Sprintf(", XDP mode %s, zero-copy %v", x.XDPMode(), x.ZeroCopy())
+		}
+	}
+	if err := ps.close(); err != nil {
+		return desc, fmt.Errorf("closing the ports: %w", err)
+	}
+	return desc, nil
+}

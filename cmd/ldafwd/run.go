@@ -51,10 +51,12 @@ type runOptions struct {
 	budget      controlBudget
 	microbursts microburstFlags
 	config      string
+	check       bool
 }
 
 func (o *runOptions) flags(fs *pflag.FlagSet) {
 	def := synopsis.DefaultCompactBounds()
+	fs.BoolVar(&o.check, "check", false, "check the flags, the --config file, the key, the --report file's directory, --metrics-addr and the ports (opened, then closed), print what would run, and exit without forwarding: 0 when all is well, 2 naming what is not")
 	fs.StringVar(&o.config, "config", "", "read flags from FILE (key = value lines, keys are the long flag names, # comments, block lists for repeatable flags; docs/run.md; flags on the command line win)")
 	fs.StringVar(&o.cfg.PortA, "port-a", "", "port a: dpdk:<PCI address or vdev devargs>, afxdp:<ifname>[@queue] or ring:<link>.a|b (required)")
 	fs.StringVar(&o.cfg.PortB, "port-b", "", "port b, same forms as --port-a (required)")
@@ -178,6 +180,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return usageErrorf("run: %w", err)
 	}
 	log := zerolog.New(stderr).Level(o.cfg.Level).With().Timestamp().Str("cmd", "run").Logger()
+	if o.check {
+		if err := checkRun(&o, stdout, log); err != nil {
+			return usageErrorf("run --check: %w", err)
+		}
+		return nil
+	}
 
 	// Before opening it for append: what the last run reported, so a
 	// restart after a kill reports the intervals nobody held.
