@@ -154,7 +154,7 @@ type Status struct {
 
 // StatusProblem is one finding of the watchdog.
 type StatusProblem struct {
-	Check    string   `json:"check"`              // peer_silent, peer_auth, peer_config, clock or measurement
+	Check    string   `json:"check"`              // peer_silent, peer_auth, peer_config, clock, measurement or wiring
 	Reason   string   `json:"reason"`             // what was seen and what to do
 	Settings []string `json:"settings,omitempty"` // peer_config: the settings that differ
 }

@@ -42,6 +42,7 @@ type peerSource interface {
 // the interval lines say which intervals the problem spoiled.
 type watchdog struct {
 	interval time.Duration
+	segment  string // --segment-port: a or b
 	src      peerSource
 	out      *runOutput
 	m        *metrics.Metrics
@@ -52,6 +53,8 @@ type watchdog struct {
 	heard     bool             // anything heard since start
 	agreed    bool             // an interval from the peer completed: its configuration was compared and agrees
 	prev      control.Counters // at the previous check
+	blocked   uint64           // the sender lane's ControlBlocked at the previous check
+	wiredAt   time.Time        // when ControlBlocked last grew (zero: never)
 	atHeard   control.Counters // at lastHeard
 
 	mu    sync.Mutex        // clock and meas are written from the report callback
@@ -63,7 +66,7 @@ type watchdog struct {
 }
 
 func newWatchdog(o *Config, src peerSource, out *runOutput, m *metrics.Metrics, log zerolog.Logger, start time.Time) *watchdog {
-	return &watchdog{interval: o.Interval, src: src, out: out, m: m, log: log, lastHeard: start, clock: map[string]string{}}
+	return &watchdog{interval: o.Interval, segment: o.Segment, src: src, out: out, m: m, log: log, lastHeard: start, clock: map[string]string{}}
 }
 
 // observe takes every interval line the appliance reports: its delays
@@ -121,6 +124,38 @@ func (w *watchdog) observeOffset(iv *report.Interval) {
 		iv.Direction, iv.Interval, ahead, math.Abs(th)/1e3, ci/1e3, half/1e3)
 }
 
+// wiredHold is how long, in intervals, the wiring check stays failed after
+// the last authentic control frame arrived on the wrong port.
+const wiredHold = 3
+
+// wiring is the check "wiring": authentic control frames of this pair
+// (they carry its key) arriving on the port that --segment-port says faces
+// away from the segment. The sender lane drops them (a recording replayed
+// from upstream must never reach the peer), so the watchdog would only
+// see a silent peer; but the usual cause is not a replay, it is this end's
+// --segment-port naming the wrong port (two ends both given the same
+// letter while wired a→b, b→a; swapped cables). The peer whose ports are
+// right sees this end as silent; this end names what to change.
+func (w *watchdog) wiring(now time.Time) (report.StatusProblem, bool) {
+	snd, _ := w.src.Lanes()
+	b := snd.Stats.ControlBlocked.Load()
+	grew := b - w.blocked
+	if b > w.blocked {
+		w.wiredAt = now
+	}
+	w.blocked = b
+	if w.wiredAt.IsZero() || now.Sub(w.wiredAt) > wiredHold*w.interval {
+		return report.StatusProblem{}, false
+	}
+	other := "a"
+	if w.segment == "a" {
+		other = "b"
+	}
+	return report.StatusProblem{Check: "wiring", Reason: fmt.Sprintf(
+		"authentic control frames of this appliance pair arrive on port %s (%d since the last check), which --segment-port %s says faces away from the segment: the segment is on port %s, so give this end --segment-port %s (or swap its cables); a recording of the pair's control frames replayed from that side looks the same, and is dropped",
+		other, grew, w.segment, other, other)}, true
+}
+
 // check runs the checks at now and reports a changed verdict. The final
 // check, after the appliance drained, adds what the drain learned (a
 // configuration mismatch found in the last intervals) but does not judge
@@ -158,6 +193,9 @@ func (w *watchdog) check(now time.Time, final bool) {
 			probs = append(probs, report.StatusProblem{Check: "peer_silent", Reason: fmt.Sprintf(
 				"nothing heard from the peer %s (%d intervals of %v): it is not running, not on this segment, on another --segment-name, or the segment drops control frames", since, int(quiet/w.interval), w.interval)})
 		}
+	}
+	if p, ok := w.wiring(now); ok {
+		probs = append(probs, p)
 	}
 	// The final check reports a mismatch found since the last check
 	// however long the drain took: no later check will.

@@ -185,8 +185,9 @@ func statusProblems(out string) []report.StatusProblem {
 }
 
 // TestRunPeerMismatchNamed: a wrong key, a peer running --insecure
-// against a keyed end, and a different --interval are each reported by
-// name in a status line and in the log — not only as a counter.
+// against a keyed end, a different --interval, and an end whose
+// --segment-port names the wrong port are each reported by name in a
+// status line and in the log — not only as a counter.
 func TestRunPeerMismatchNamed(t *testing.T) {
 	k1, k2 := writeKey(t), writeKey(t)
 	const iv = "100ms"
@@ -199,6 +200,10 @@ func TestRunPeerMismatchNamed(t *testing.T) {
 		{"peer insecure", []string{"--insecure", "--interval", iv}, []string{"--key-file", k2, "--interval", iv}, "peer_auth", "it runs --insecure"},
 		{"we insecure", []string{"--key-file", k1, "--interval", iv}, []string{"--insecure", "--interval", iv}, "peer_auth", "this end runs --insecure"},
 		{"interval differs", []string{"--key-file", k1, "--interval", "200ms"}, []string{"--key-file", k1, "--interval", iv}, "peer_config", "interval: sender 200ms, ours 100ms"},
+		// Both ends given --segment-port b: the second end's port b faces
+		// away from the segment, and the first end's control frames arrive
+		// on its port a. That end names the change.
+		{"both segment b", []string{"--key-file", k1, "--interval", iv}, []string{"--key-file", k1, "--interval", iv, "--segment-port", "b"}, "wiring", "arrive on port a"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, log := runTwoIdle(t, strings.ReplaceAll(c.name, " ", ""), c.args1, c.args2, 900*time.Millisecond)
