@@ -46,7 +46,7 @@
 // window and across both appliances, are those of the demos' JSON lines.
 //
 // TestPrometheusFleet runs three demos (segments east, mid and west) under
-// the same Prometheus with the rules scripts/prometheus/genrules writes for
+// the same Prometheus with the rules `ldafwd rules` writes for
 // the path east → mid → west, and checks that the recorded path mean delay
 // is the sum of the segments' means, both as recorded and as the demos'
 // JSON lines of the same window give them; that an exited appliance is

@@ -33,7 +33,7 @@ path fleet-path east mid west
 // TestPrometheusFleet runs three `ldafwd demo` processes (segments east,
 // mid and west, with different delays) with --metrics-addr on 127.0.0.1,
 // and Debian's prometheus scraping them every second with the rules
-// scripts/prometheus/genrules generates for a path east → mid → west
+// ldafwd rules generates for a path east → mid → west
 // (4 s window, rules evaluated every 700 ms, not in step with the scrapes).
 // Once the demos have exited it checks through Prometheus's HTTP API:
 //
@@ -67,10 +67,9 @@ func TestPrometheusFleet(t *testing.T) {
 	if err := os.WriteFile(pathsFile, []byte(fleetPaths), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gen := exec.Command("go", "run", "./scripts/prometheus/genrules", "-paths", pathsFile, "-out", rulesFile)
-	gen.Dir = ".."
+	gen := exec.Command(bin, "rules", "--paths", pathsFile, "--out", rulesFile)
 	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("genrules: %v\n%s", err, out)
+		t.Fatalf("ldafwd rules: %v\n%s", err, out)
 	}
 
 	segs := []string{"east", "mid", "west"}

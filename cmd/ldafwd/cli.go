@@ -134,6 +134,15 @@ var helps = map[string]commandHelp{
 			"ldafwd keygen --out - | ssh peer 'umask 077; cat > /etc/ldafwd/segment.key'",
 		},
 	},
+	"rules": {
+		usage: "rules --paths FILE [--out FILE|-]",
+		notes: "The paths file names the segments and the paths composed of them, the window and the alert thresholds (docs/fleet.md).\n" +
+			"Check the output with promtool check rules, then load it with Prometheus's rule_files.",
+		examples: []string{
+			"ldafwd rules --paths /etc/ldafwd/paths.conf --out /etc/prometheus/rules/ldafwd-rules.yml",
+			"ldafwd rules --paths paths.conf | promtool check rules /dev/stdin",
+		},
+	},
 	"version": {
 		usage:    "version [--format table|json]",
 		examples: []string{"ldafwd version", "ldafwd --version"},

@@ -27,6 +27,7 @@ var mains = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"sim":     func(a []string, o, e io.Writer) error { return simMain(context.Background(), a, o, e) },
 	"bench":   benchMain,
 	"keygen":  keygenMain,
+	"rules":   func(a []string, o, _ io.Writer) error { return rulesMain(a, o) },
 	"version": func(a []string, o, _ io.Writer) error { return versionMain(a, o) },
 }
 

@@ -1,4 +1,4 @@
-package main
+package rules
 
 import (
 	"bytes"
@@ -42,17 +42,17 @@ func generate(t *testing.T, paths string) []byte {
 
 // The shipped rules are what the shipped paths file generates.
 func TestShippedRulesUpToDate(t *testing.T) {
-	paths, err := os.ReadFile("../paths.conf")
+	paths, err := os.ReadFile("../../scripts/prometheus/paths.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped, err := os.ReadFile("../ldafwd-rules.yml")
+	shipped, err := os.ReadFile("../../scripts/prometheus/ldafwd-rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := generate(t, string(paths)); !bytes.Equal(got, shipped) {
 		t.Fatal("scripts/prometheus/ldafwd-rules.yml is not what paths.conf generates: run\n" +
-			"  go run ./scripts/prometheus/genrules -paths scripts/prometheus/paths.conf -out scripts/prometheus/ldafwd-rules.yml")
+			"  ldafwd rules --paths scripts/prometheus/paths.conf --out scripts/prometheus/ldafwd-rules.yml")
 	}
 }
 
@@ -63,7 +63,7 @@ func TestPromtoolRules(t *testing.T) {
 	pt := promtool(t)
 	for _, args := range [][]string{{"check", "rules", "ldafwd-rules.yml"}, {"test", "rules", "ldafwd-rules_test.yml"}} {
 		cmd := exec.Command(pt, args...)
-		cmd.Dir = ".."
+		cmd.Dir = "../../scripts/prometheus"
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -81,7 +81,7 @@ func TestPromtoolRulesCanFail(t *testing.T) {
 	pt := promtool(t)
 	dir := t.TempDir()
 	for _, f := range []string{"ldafwd-rules.yml", "ldafwd-rules_test.yml"} {
-		b, err := os.ReadFile(filepath.Join("..", f))
+		b, err := os.ReadFile(filepath.Join("../../scripts/prometheus", f))
 		if err != nil {
 			t.Fatal(err)
 		}
