@@ -136,7 +136,10 @@ func (r *runOutput) ports(cur, prev [2]dataplane.Stats, elapsed, tick time.Durat
 		if err := r.w.Write(rec); err != nil {
 			r.sinkFailed(err)
 		}
-		if r.table != nil {
+		// The table shows the port rows at exit, and every
+		// --stats-interval only when that flag was given: one pair a
+		// second would bury the interval rows. JSON keeps every record.
+		if r.table != nil && (final || r.o.Changed["stats-interval"]) {
 			fin := ""
 			if final {
 				fin = " (final)"

@@ -86,7 +86,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.cfg.MTU, "mtu", control.DefaultMTU, fmt.Sprintf("segment IP MTU: control frames are fragmented to it (%d..%d)", control.MinMTU, service.MaxPortFrame-14))
 	fs.Var(&o.cfg.Priority, "control-priority", "802.1p priority (0..7) of the synopsis fragments, parity fragments, requests and replies: an 802.1Q tag with VLAN id 0 and this PCP after the source MAC, so that a segment whose queues honour PCP lets them pass congestion ahead of the data; End markers and Hellos stay untagged, in order with the data. none (or -1), the default, sends every control frame untagged: a port that drops tagged frames (an access port, VLAN filtering) would otherwise lose every synopsis (docs/protocol.md, \"Priority tag\")")
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
-	fs.DurationVar(&o.cfg.StatsInterval, "stats-interval", 0, "cadence of the port records (0: --interval)")
+	fs.DurationVar(&o.cfg.StatsInterval, "stats-interval", 0, "cadence of the port records (0: --interval); --format table shows them at this cadence only when this flag is given, otherwise once at exit")
 	fs.DurationVar(&o.cfg.Drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.cfg.IdleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
 	fs.BoolVar(&o.cfg.ForwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")

@@ -580,8 +580,8 @@ func dataTruth(t *dataplane.IntervalTruth) dataplane.TruthFunc {
 }
 
 // TestRunDurationTable: one appliance on ring ends nobody else drives,
-// --duration stops it, the table has final port records, --insecure
-// warns.
+// --duration stops it, the table has final port records (and only those,
+// unless --stats-interval asks for more), --insecure warns.
 func TestRunDurationTable(t *testing.T) {
 	id := fmt.Sprint(os.Getpid())
 	var out, errb syncBuf
@@ -594,6 +594,18 @@ func TestRunDurationTable(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+	if rows := strings.Count("\n"+out.String(), "\nport "); rows != 2 {
+		t.Errorf("%d port rows in the table, want the 2 final ones:\n%s", rows, out.String())
+	}
+	// Asked for: every --stats-interval.
+	var out2 syncBuf
+	if err := runMain(context.Background(), []string{"--port-a", "ring:DC" + id + ".a", "--port-b", "ring:DD" + id + ".a", "--segment-port", "b",
+		"--insecure", "--interval", "100ms", "--duration", "300ms", "--drain", "200ms", "--idle-sleep", "50us", "--stats-interval", "50ms"}, &out2, &syncBuf{}); err != nil {
+		t.Fatal(err)
+	}
+	if rows := strings.Count("\n"+out2.String(), "\nport "); rows < 4 {
+		t.Errorf("%d port rows with --stats-interval 50ms over 300ms, want several pairs:\n%s", rows, out2.String())
 	}
 	for _, want := range []string{service.InsecureWarning, "duration reached", "appliance stopped"} {
 		if !strings.Contains(errb.String(), want) {
