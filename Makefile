@@ -13,7 +13,14 @@ PKGS     := ./...
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
-.PHONY: all build deps test test-short race fuzz bench accuracy audit demo lint clean pgo
+.PHONY: all build build-afxdp install deb deps test test-short race fuzz bench accuracy audit demo lint clean pgo
+
+# make install: the binary, the systemd unit (its ExecStart under PREFIX),
+# an example config, the Prometheus paths file and rules, the Grafana
+# dashboard and the Wireshark dissector. DESTDIR stages into another root.
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SHARE    := $(DESTDIR)$(PREFIX)/share/ldafwd
 
 all: build
 
@@ -22,6 +29,27 @@ deps:
 
 build:
 	$(GO) build $(GOFLAGS_TAGS) $(LDFLAGS) -o $(BIN) ./cmd/ldafwd
+
+# An AF_XDP-only binary: no cgo, no DPDK libraries, for hosts without
+# libdpdk (dpdk: ports are then refused with a clear error).
+build-afxdp:
+	CGO_ENABLED=0 $(GO) build $(LDFLAGS) -o bin/ldafwd-afxdp ./cmd/ldafwd
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ldafwd
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/local/bin/ldafwd|$(PREFIX)/bin/ldafwd|g' scripts/ldafwd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/ldafwd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/ldafwd.service
+	install -D -m 0644 scripts/ldafwd.conf $(SHARE)/ldafwd.conf.example
+	install -D -m 0644 scripts/prometheus/paths.conf $(SHARE)/prometheus/paths.conf
+	install -D -m 0644 scripts/prometheus/ldafwd-rules.yml $(SHARE)/prometheus/ldafwd-rules.yml
+	install -D -m 0644 scripts/grafana/ldafwd-fleet.json $(SHARE)/grafana/ldafwd-fleet.json
+	install -D -m 0644 scripts/wireshark/ldafwd.lua $(SHARE)/wireshark/ldafwd.lua
+
+# A Debian package of what make install writes (PREFIX=/usr), built with
+# dpkg-deb, its library dependencies from dpkg-shlibdeps.
+deb: build
+	./scripts/deb.sh $(BIN) bin
 
 # The test suite: unit, race, zero-allocation pins, short fuzz passes on every
 # decoder and the end-to-end tests (root-only ones skip with a message).

@@ -3,7 +3,7 @@
 # machine. Idempotent: it does nothing when every package is already present.
 set -euo pipefail
 
-PKGS=(pkg-config gcc make libpcap-dev
+PKGS=(pkg-config gcc make libpcap-dev dpkg-dev
       libdpdk-dev dpdk dpdk-dev
       libxdp-dev libbpf-dev
       iproute2 tshark tcpreplay
