@@ -18,6 +18,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 func tshark(t *testing.T) string {
@@ -144,7 +145,11 @@ func buildFrames(t *testing.T) frameSet {
 		add(frames[4])
 		fs.reassembled[len(fs.frames)] = lds
 		add(frames[5])
-		body := bytes.Repeat([]byte("Q"), 1100) // 3 fragments of 532 bytes
+		ids := make([]uint64, 137)
+		for i := range ids {
+			ids[i] = uint64(i)*0x9E3779B97F4A7C15 + 1
+		}
+		body := synopsis.AppendTimestampRequest(nil, ids) // 1099 bytes: 3 fragments of 532 bytes
 		req, err := s.AppendExchange(nil, control.TypeRequest, k, 1, control.KindRDA, 0x1122334455667788, 7, body)
 		if err != nil || len(req) != 3 {
 			t.Fatalf("request: %d frames, %v", len(req), err)
@@ -158,6 +163,13 @@ func buildFrames(t *testing.T) frameSet {
 		}
 		fs.reassembled[len(fs.frames)] = []byte{'A', 1, 0}
 		add(rep[0])
+		cells := synopsis.AppendCellsRequest(nil, 4096)
+		creq, err := s.AppendExchange(nil, control.TypeRequest, k, 1, control.KindRDA, 0x1122334455667788, 8, cells)
+		if err != nil || len(creq) != 1 {
+			t.Fatalf("cells request: %d frames, %v", len(creq), err)
+		}
+		fs.reassembled[len(fs.frames)] = cells
+		add(creq[0])
 	}
 	// A fragment as a switch in the segment may hand it on: behind an
 	// 802.1Q tag, with its FCS kept.
@@ -171,7 +183,9 @@ var headerFields = []string{"frame.number", "eth.type", "ldafwd.type", "ldafwd.f
 	"ldafwd.interval", "ldafwd.sequence", "ldafwd.fragment_index", "ldafwd.fragment_count", "ldafwd.direction", "ldafwd.payload_length",
 	"ldafwd.end.frames", "ldafwd.end.lane", "ldafwd.hello.lanes", "ldafwd.hello.clock_source", "ldafwd.hello.mec", "ldafwd.hello.part.kind",
 	"ldafwd.hello.configuration", "ldafwd.exchange.addressed_session", "ldafwd.exchange.request_id", "ldafwd.reassembled.length",
-	"ldafwd.reassembled", "ldafwd.trailer", "_ws.expert", "_ws.malformed", "_ws.expert.message"}
+	"ldafwd.reassembled", "ldafwd.trailer", "_ws.expert", "_ws.malformed", "_ws.expert.message",
+	"ldafwd.exchange.message", "ldafwd.exchange.version", "ldafwd.exchange.count", "ldafwd.exchange.cells", "ldafwd.end.start_time", "ldafwd.end.duration",
+	"ldafwd.hello.interval_duration", "_ws.col.Info"}
 
 // TestDissectorDecodesEveryFrameType: tshark with ldafwd.lua decodes each
 // frame of every type (Hello, End, Fragment, Request, Reply; keyed and
@@ -221,6 +235,20 @@ func TestDissectorDecodesEveryFrameType(t *testing.T) {
 		case control.TypeRequest, control.TypeReply:
 			want["ldafwd.exchange.addressed_session"] = fmt.Sprintf("0x%016x", binary.BigEndian.Uint64(f.Payload))
 			want["ldafwd.exchange.request_id"] = strconv.FormatUint(uint64(binary.BigEndian.Uint32(f.Payload[8:])), 10)
+			if f.FragIndex == 0 {
+				// The message's head, decoded from its first fragment.
+				msg := f.Payload[12:]
+				want["ldafwd.exchange.message"] = fmt.Sprintf("0x%02x", msg[0])
+				want["ldafwd.exchange.version"] = strconv.Itoa(int(msg[1]))
+				switch msg[0] {
+				case 'Q':
+					want["ldafwd.exchange.count"] = "137"
+				case 'F':
+					want["ldafwd.exchange.cells"] = "4096"
+				case 'A':
+					want["ldafwd.exchange.count"] = "0"
+				}
+			}
 		}
 		want["ldafwd.reassembled.length"], want["ldafwd.reassembled"] = "", ""
 		if b, ok := fs.reassembled[i]; ok {
@@ -232,6 +260,20 @@ func TestDissectorDecodesEveryFrameType(t *testing.T) {
 			}
 		}
 		seen[f.Type.String()]++
+		if want := "dir=a>b"; !strings.Contains(r["_ws.col.Info"], want) {
+			t.Errorf("frame %d info %q lacks %q", i+1, r["_ws.col.Info"], want)
+		}
+		switch f.Type {
+		case control.TypeEnd:
+			// 1_763_700_000 s since the epoch, one second long.
+			if r["ldafwd.end.start_time"] != "Nov 21, 2025 04:40:00.000000000 UTC" || !strings.HasPrefix(r["ldafwd.end.duration"], "1.000000000") {
+				t.Errorf("frame %d: End start %q, duration %q", i+1, r["ldafwd.end.start_time"], r["ldafwd.end.duration"])
+			}
+		case control.TypeHello:
+			if !strings.HasPrefix(r["ldafwd.hello.interval_duration"], "1.000000000") {
+				t.Errorf("frame %d: Hello interval length %q", i+1, r["ldafwd.hello.interval_duration"])
+			}
+		}
 	}
 	if tr := rows[len(rows)-1]["ldafwd.trailer"]; tr != "deadbeef" && tr != "de:ad:be:ef" {
 		t.Errorf("the tagged frame's trailer: %q", tr)
@@ -275,6 +317,11 @@ func TestDissectorFlagsMalformed(t *testing.T) {
 		frames = append(frames, b)
 	}
 	rows := fields(t, writePcap(t, frames), "frame.protocols", "_ws.expert.group", "_ws.expert.severity", "_ws.expert.message")
+	for i, n := range names {
+		if n == "truncated" && !strings.Contains(rows[i+1]["_ws.expert.message"], "HMAC tag is 15 bytes, not 16") {
+			t.Errorf("a frame one byte short of its tag: expert %q, want the tag's length named", rows[i+1]["_ws.expert.message"])
+		}
+	}
 	if rows[0]["_ws.expert.message"] != "" {
 		t.Errorf("the good frame has expert info %q", rows[0]["_ws.expert.message"])
 	}

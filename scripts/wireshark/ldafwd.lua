@@ -23,6 +23,10 @@ local MAX_SHARDS = 256
 
 local types = { [1] = "Hello", [2] = "End", [3] = "Fragment", [4] = "Request", [5] = "Reply", [6] = "Parity" }
 local kinds = { [0] = "meta", [1] = "lda", [2] = "rda", [3] = "lds" }
+-- Direction ids: data from port a to port b is 1 at both appliances.
+local directions = { [1] = "a>b", [2] = "b>a" }
+local messages = { [0x51] = "timestamp request", [0x46] = "cells request", [0x41] = "timestamp reply" } -- 'Q', 'F', 'A'
+
 
 local f = {
   magic          = ProtoField.uint16("ldafwd.magic", "Magic", base.HEX),
@@ -38,7 +42,7 @@ local f = {
   sequence       = ProtoField.uint64("ldafwd.sequence", "Sequence"),
   fragment_index = ProtoField.uint16("ldafwd.fragment_index", "Fragment index"),
   fragment_count = ProtoField.uint16("ldafwd.fragment_count", "Fragment count"),
-  direction      = ProtoField.uint16("ldafwd.direction", "Direction"),
+  direction      = ProtoField.uint16("ldafwd.direction", "Direction", base.DEC, directions),
   payload_length = ProtoField.uint16("ldafwd.payload_length", "Payload length"),
   tag            = ProtoField.bytes("ldafwd.tag", "Tag (HMAC-SHA256-128, not verified)"),
   trailer        = ProtoField.bytes("ldafwd.trailer", "Padding / FCS (ignored)"),
@@ -48,6 +52,8 @@ local f = {
   end_frames     = ProtoField.uint64("ldafwd.end.frames", "Data frames sent and recorded"),
   end_bytes      = ProtoField.uint64("ldafwd.end.bytes", "Their bytes"),
   end_lane       = ProtoField.uint16("ldafwd.end.lane", "Lane"),
+  end_start_time = ProtoField.absolute_time("ldafwd.end.start_time", "Interval start", base.UTC),
+  end_duration   = ProtoField.relative_time("ldafwd.end.duration", "Interval duration"),
   end_classes    = ProtoField.uint16("ldafwd.end.classes", "Classes with per-class counts"),
   end_class      = ProtoField.string("ldafwd.end.class", "Class frames"),
 
@@ -62,11 +68,18 @@ local f = {
   part_mec       = ProtoField.uint16("ldafwd.hello.part.mec_id", "MEC id"),
   part_kind      = ProtoField.uint8("ldafwd.hello.part.kind", "Kind", base.DEC, kinds),
   hello_config   = ProtoField.string("ldafwd.hello.configuration", "Configuration"),
+  hello_sent_time = ProtoField.absolute_time("ldafwd.hello.sent_time", "Sent at", base.UTC),
+  hello_length   = ProtoField.relative_time("ldafwd.hello.interval_duration", "Interval length"),
 
   fragment_data  = ProtoField.bytes("ldafwd.fragment.data", "Fragment data"),
   addressed      = ProtoField.uint64("ldafwd.exchange.addressed_session", "Addressed session", base.HEX),
   request_id     = ProtoField.uint32("ldafwd.exchange.request_id", "Request id"),
   exchange_data  = ProtoField.bytes("ldafwd.exchange.data", "Message data"),
+  message        = ProtoField.uint8("ldafwd.exchange.message", "Message", base.HEX, messages),
+  msg_version    = ProtoField.uint8("ldafwd.exchange.version", "Message version"),
+  msg_flags      = ProtoField.uint8("ldafwd.exchange.flags", "Reply flags (bit 0: flow hashes)", base.HEX),
+  msg_count      = ProtoField.uint32("ldafwd.exchange.count", "Packet identities"),
+  msg_cells      = ProtoField.uint32("ldafwd.exchange.cells", "Cells per bank asked"),
   parity_count   = ProtoField.uint16("ldafwd.parity.count", "Parity fragments of the part (m)"),
   parity_length  = ProtoField.uint32("ldafwd.parity.part_length", "Part length (n)"),
   parity_shard   = ProtoField.bytes("ldafwd.parity.shard", "Parity shard"),
@@ -82,7 +95,21 @@ local e_malformed = ProtoExpert.new("ldafwd.malformed", "Malformed ldafwd contro
   expert.group.MALFORMED, expert.severity.ERROR)
 local e_insecure = ProtoExpert.new("ldafwd.insecure_tag", "Insecure frame whose tag is not zero",
   expert.group.SECURITY, expert.severity.WARN)
-ldafwd.experts = { e_malformed, e_insecure }
+local e_tag_len = ProtoExpert.new("ldafwd.bad_tag_length", "HMAC tag shorter than 16 bytes",
+  expert.group.MALFORMED, expert.severity.ERROR)
+ldafwd.experts = { e_malformed, e_insecure, e_tag_len }
+
+local NS = Int64(1000000000)
+
+-- nstime turns ns since the Unix epoch (an Int64) into an NSTime, exactly.
+local function nstime(ns)
+  local s = ns / NS
+  local rem = ns - s * NS
+  if rem < Int64(0) then
+    s, rem = s - Int64(1), rem + NS
+  end
+  return NSTime.new(s:tonumber(), rem:tonumber())
+end
 
 -- Fragments by message key, filled on the first pass over the capture.
 local partials = {}
@@ -168,6 +195,8 @@ local function dissect_end(buf, tree, pinfo)
   tree:add(f.end_frames, buf(16, 8))
   tree:add(f.end_bytes, buf(24, 8))
   tree:add(f.end_lane, buf(32, 2))
+  tree:add(f.end_start_time, buf(0, 8), nstime(buf(0, 8):int64())):set_generated()
+  tree:add(f.end_duration, buf(0, 16), nstime(buf(8, 8):int64() - buf(0, 8):int64())):set_generated()
   if buf(8, 8):int64() < buf(0, 8):int64() then
     malformed(tree, pinfo, "interval end before its start")
   end
@@ -209,7 +238,9 @@ local function dissect_hello(buf, tree, pinfo)
     return
   end
   tree:add(f.hello_sent_at, buf(0, 8))
+  tree:add(f.hello_sent_time, buf(0, 8), nstime(buf(0, 8):int64())):set_generated()
   tree:add(f.hello_interval, buf(8, 8))
+  tree:add(f.hello_length, buf(8, 8), nstime(buf(8, 8):int64())):set_generated()
   tree:add(f.hello_hash, buf(16, 8))
   tree:add(f.hello_lanes, buf(24, 2))
   local c = buf(26, 1):uint()
@@ -282,6 +313,37 @@ local function dissect_hello(buf, tree, pinfo)
   pinfo.cols.info:append(" parts=" .. table.concat(parts, ","))
 end
 
+-- dissect_message shows the head of a Request's or Reply's message (its
+-- first fragment): which message, its version and how many identities or
+-- cells it names (docs/protocol.md, "Request and Reply"; docs/rda.md). What
+-- does not parse is left as data: the appliance refuses it, the dissector
+-- only shows it.
+local function dissect_message(buf, tree, pinfo)
+  local m = buf(0, 1):uint()
+  if messages[m] == nil or buf:len() < 2 then
+    return
+  end
+  tree:add(f.message, buf(0, 1))
+  tree:add(f.msg_version, buf(1, 1))
+  local o = 2
+  if m == 0x41 and buf(1, 1):uint() >= 2 then
+    if buf:len() < 3 then return end
+    tree:add(f.msg_flags, buf(2, 1))
+    o = 3
+  end
+  local n, w = uvarint(buf, o)
+  if n == nil then
+    return
+  end
+  if m == 0x46 then
+    tree:add(f.msg_cells, buf(o, w), n)
+    pinfo.cols.info:append(string.format(" cells request: %d cells/bank", n))
+  else
+    tree:add(f.msg_count, buf(o, w), n)
+    pinfo.cols.info:append(string.format(" %s: %d identities", messages[m], n))
+  end
+end
+
 function ldafwd.dissector(tvb, pinfo, root)
   local len = tvb:len()
   pinfo.cols.protocol = "ldafwd"
@@ -319,7 +381,8 @@ function ldafwd.dissector(tvb, pinfo, root)
   local session, interval, seq = tvb(8, 8):uint64(), tvb(16, 8):uint64(), tvb(24, 8):uint64()
   local idx, cnt, plen = tvb(32, 2):uint(), tvb(34, 2):uint(), tvb(38, 2):uint()
   local name = types[typ] or ("type " .. typ)
-  pinfo.cols.info = string.format("%s k=%s seq=%s dir=%d", name, tostring(interval), tostring(seq), tvb(36, 2):uint())
+  local dir = tvb(36, 2):uint()
+  pinfo.cols.info = string.format("%s k=%s seq=%s dir=%s", name, tostring(interval), tostring(seq), directions[dir] or tostring(dir))
 
   -- The header rules of docs/protocol.md §2.2.
   if types[typ] == nil then
@@ -338,6 +401,13 @@ function ldafwd.dissector(tvb, pinfo, root)
     malformed(tree, pinfo, "fragment index not below count")
   end
   if len < HEADER_LEN + plen + TAG_LEN then
+    if len >= HEADER_LEN + plen then
+      -- The payload is whole: what is short is the tag.
+      local t = tree:add(f.tag, tvb(HEADER_LEN + plen))
+      t:add_proto_expert_info(e_tag_len, string.format("HMAC tag is %d bytes, not %d", len - HEADER_LEN - plen, TAG_LEN))
+      pinfo.cols.info:append(string.format(" [malformed: HMAC tag of %d bytes]", len - HEADER_LEN - plen))
+      return len
+    end
     malformed(tree, pinfo, string.format("truncated: %d bytes, header + payload + tag need %d", len, HEADER_LEN + plen + TAG_LEN))
     return len
   end
@@ -388,6 +458,9 @@ function ldafwd.dissector(tvb, pinfo, root)
       pt:add(f.request_id, tvb(HEADER_LEN + 8, 4))
       if plen > EXCHANGE_HEADER_LEN then
         pt:add(f.exchange_data, tvb(HEADER_LEN + EXCHANGE_HEADER_LEN, plen - EXCHANGE_HEADER_LEN))
+      end
+      if idx == 0 and plen > EXCHANGE_HEADER_LEN then
+        dissect_message(tvb(HEADER_LEN + EXCHANGE_HEADER_LEN, plen - EXCHANGE_HEADER_LEN):tvb(), pt, pinfo)
       end
       local id = tvb(HEADER_LEN + 8, 4):uint()
       pinfo.cols.info:append(string.format(" mec%d/%s id=%d fragment %d/%d", mec, kinds[kind] or "?", id, idx + 1, cnt))
