@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/internal/tooltest"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -257,19 +257,8 @@ scrape_configs:
 		at, an, gotCross*1e6, as/an*1e6, worst)
 }
 
-// lookTool finds a program of Debian's prometheus package: skipped
-// without it, except under CI, where scripts/deps.sh installs it.
-func lookTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found under CI: scripts/deps.sh installs Debian's prometheus package", name)
-		}
-		t.Skipf("%s not found (Debian package prometheus; scripts/deps.sh installs it)", name)
-	}
-	return p
-}
+// lookTool finds a program of Debian's prometheus package.
+func lookTool(t *testing.T, name string) string { return tooltest.Require(t, name, "prometheus") }
 
 // freeAddr is a 127.0.0.1 port free a moment ago.
 func freeAddr(t *testing.T) string {

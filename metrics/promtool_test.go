@@ -4,29 +4,16 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/internal/tooltest"
 	"github.com/ldafwd/ldafwd/report"
 )
 
-// promtoolPath returns the path of promtool (Debian's prometheus package,
-// which scripts/deps.sh installs). Without it the test is skipped with a
-// message, except under CI, which installs it and must run the check.
-func promtoolPath(t testing.TB) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool not found under CI: scripts/deps.sh installs Debian's prometheus package: %v", err)
-		}
-		t.Skipf("promtool not found (Debian package prometheus; scripts/deps.sh installs it): %v", err)
-	}
-	return p
-}
+func promtoolPath(t testing.TB) string { return tooltest.Require(t, "promtool", "prometheus") }
 
 // TestPromtoolCheckMetrics scrapes /metrics over HTTP, with every family
 // present (valid and invalid intervals, a negative mean, ports, lanes,

@@ -11,23 +11,12 @@ import (
 	"testing"
 
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/internal/tooltest"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"
 )
 
-// promtool finds Debian's promtool: skipped without it, except under CI,
-// where scripts/deps.sh installs it.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool not found under CI: scripts/deps.sh installs Debian's prometheus package")
-		}
-		t.Skip("promtool not found (Debian package prometheus; scripts/deps.sh installs it)")
-	}
-	return p
-}
+func promtool(t *testing.T) string { return tooltest.Require(t, "promtool", "prometheus") }
 
 func generate(t *testing.T, paths string) []byte {
 	t.Helper()

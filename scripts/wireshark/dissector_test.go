@@ -18,20 +18,11 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/internal/tooltest"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-func tshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark not found under CI: scripts/deps.sh installs it")
-		}
-		t.Skip("tshark not found (Debian package tshark; scripts/deps.sh installs it)")
-	}
-	return p
-}
+func tshark(t *testing.T) string { return tooltest.Require(t, "tshark", "tshark") }
 
 func writePcap(t *testing.T, frames [][]byte) string {
 	t.Helper()
