@@ -25,7 +25,11 @@
 //
 // Lifetimes. The XDP program is attached through a bpf_link, which the
 // kernel destroys when its last file descriptor closes: a crashed ldafwd
-// leaves nothing attached. A program named ProgName attached the old way
+// leaves nothing attached. While the program is attached the interface is
+// promiscuous (a bump in the wire receives frames addressed to other
+// stations), held by a packet socket's membership that the kernel drops
+// with the socket, so a crash does not leave it on either. A program named
+// ProgName attached the old way
 // (netlink) is detached at Open as a leftover. Close removes the socket from
 // the XSKMAP, detaches the program with the interface's last socket and
 // unmaps rings and UMEM.
