@@ -90,6 +90,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 				return nil, fmt.Errorf("--port-b: %w", err)
 			}
 			log.Info().Int("queues", o.Queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+			warnOffloads(log, o.PortA, a.XDPMode())
+			warnOffloads(log, o.PortB, b.XDPMode())
 			ps.a, ps.b = a, b
 			break
 		}
@@ -105,6 +107,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			return nil, fmt.Errorf("--port-b: %w", err)
 		}
 		log.Info().Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+		warnOffloads(log, o.PortA, a.XDPMode())
+		warnOffloads(log, o.PortB, b.XDPMode())
 		ps.a, ps.b = a, b
 	case "dpdk":
 		if !dpdk.Built {
@@ -192,13 +196,39 @@ func afxdpQueueVerdict(flag, spec, ifname string, named bool, q, n, have int, fi
 	if n == 1 {
 		bound = "queue 0 only"
 	}
-	e := fmt.Sprintf("%s %s: %s has %d receive queues but --queues %d binds %s: frames the NIC puts on queues %d..%d would go to this host's network stack, not through the appliance", flag, spec, ifname, have, n, bound, n, have-1)
+	others := fmt.Sprintf("queues %d..%d", n, have-1)
+	if have-1 == n {
+		others = fmt.Sprintf("queue %d", n)
+	}
+	e := fmt.Sprintf("%s %s: %s has %d receive queues but --queues %d binds %s: frames the NIC puts on %s would go to this host's network stack, not through the appliance", flag, spec, ifname, have, n, bound, others)
 	if fix != "" {
 		e += fmt.Sprintf("; leave %d (%s) or bind them all (--queues %d)", n, fix, have)
 	} else {
 		e += fmt.Sprintf("; the driver cannot change its queue count: bind them all (--queues %d)", have)
 	}
 	return "", errors.New(e)
+}
+
+// warnOffloads logs one warning per receive offload of an afxdp: port's
+// interface that changes or drops frames before the XDP program sees them,
+// with the ethtool command that turns it off. Read after the port opened:
+// attaching the program may turn some off. A warning, not a refusal:
+// whether it matters depends on the traffic (no TCP, no VLAN tags).
+func warnOffloads(log zerolog.Logger, spec, xdpMode string) {
+	ifname, _, _ := afxdp.ParseSpec(spec)
+	offs, err := afxdp.CheckOffloads(ifname, xdpMode)
+	if err != nil {
+		log.Warn().Str("port", spec).Err(err).Msg("could not check the interface's offloads")
+		return
+	}
+	for _, o := range offs {
+		ev := log.Warn().Str("port", spec).Str("offload", o.Feature)
+		if o.Fix != "" {
+			ev.Str("fix", o.Fix).Msg(o.Why + ": turn it off with " + o.Fix)
+		} else {
+			ev.Msg(o.Why + "; the driver has it fixed on (ethtool -k says [fixed]), so it cannot be turned off")
+		}
+	}
 }
 
 // afxdpBusyWait is how long openAFXDP retries a queue that is still

@@ -30,6 +30,8 @@ func TestAFXDPQueueVerdict(t *testing.T) {
 			wantInMsg: []string{"4 receive queues", "queue 0 only", "queues 1..3", "ethtool -L eth1 combined 1", "--queues 4"}},
 		{spec: "afxdp:eth1", n: 2, have: 8, fix: "ethtool -L eth1 combined 2", err: true,
 			wantInMsg: []string{"queues 0..1", "queues 2..7", "ethtool -L eth1 combined 2", "--queues 8"}},
+		{spec: "afxdp:eth1", n: 1, have: 2, fix: "ethtool -L eth1 rx 1 tx 1", err: true,
+			wantInMsg: []string{"on queue 1 would", "ethtool -L eth1 rx 1 tx 1", "--queues 2"}},
 		{spec: "afxdp:eth1", n: 1, have: 3, err: true,
 			wantInMsg: []string{"cannot change its queue count", "--queues 3"}, unwantInMsg: []string{"ethtool -L"}},
 		{spec: "afxdp:eth1@0", named: true, n: 1, have: 1},

@@ -53,6 +53,13 @@
 // (bpf_ktime_get_tai_ns, converted to CLOCK_REALTIME); on kernels without
 // that helper the lane stamps each burst at poll time.
 //
+// Preparing the interface. What Open does not set but a transparent bump
+// in the wire needs is read and reported, never changed: RxQueues and
+// QueueFix (every receive queue bound, else frames on the others reach
+// the host stack), CheckOffloads (receive offloads that merge, strip or
+// filter frames before XDP sees them, with the ethtool command that turns
+// each off). ethtool's ioctls are in unsafe.go.
+//
 // Hazards. Packet.Data points into the UMEM; after TxBurst took it or Free
 // returned it the kernel may overwrite it. All unsafe code is in unsafe.go.
 package afxdp
