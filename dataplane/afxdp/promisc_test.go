@@ -102,18 +102,21 @@ func TestPromisc(t *testing.T) {
 		t.Fatal("still promiscuous after the last Close")
 	}
 
-	// The operator's own promiscuous mode survives us.
-	if out, err := exec.Command("ip", "link", "set", v.Host, "promisc", "on").CombinedOutput(); err != nil {
+	// The operator's own promiscuous mode survives us. A fresh pair: the
+	// kernel releases a closed socket's queue asynchronously, so binding
+	// queue 0 again at once may find it busy for a moment.
+	w := nettest.NewVeth(t, nettest.Options{})
+	if out, err := exec.Command("ip", "link", "set", w.Host, "promisc", "on").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	p, err := Open("afxdp:"+v.Host, Config{Index: 30, RingSize: 64})
+	p, err := Open("afxdp:"+w.Host, Config{Index: 30, RingSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !promiscOn(t, v.Host) {
+	if !promiscOn(t, w.Host) {
 		t.Fatal("Close turned off the promiscuous mode the operator had set")
 	}
 }
