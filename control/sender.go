@@ -24,7 +24,7 @@ type SenderConfig struct {
 	Session   uint64
 	Direction uint16
 	// SrcMAC is the source address of control frames; the zero value uses
-	// a locally administered unicast address derived from the session id.
+	// DefaultSrcMAC(Session).
 	SrcMAC [6]byte
 	// Priority tags the synopsis fragments, parity fragments, requests
 	// and replies with an 802.1p priority (VLAN id 0); NoPriority, the
@@ -77,8 +77,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	if cfg.SrcMAC == ([6]byte{}) {
-		// 0x02: locally administered, unicast.
-		cfg.SrcMAC = [6]byte{0x02, byte(cfg.Session >> 32), byte(cfg.Session >> 24), byte(cfg.Session >> 16), byte(cfg.Session >> 8), byte(cfg.Session)}
+		cfg.SrcMAC = DefaultSrcMAC(cfg.Session)
 	}
 	cfg.Hello.MECs = append([]string(nil), cfg.Hello.MECs...)
 	cfg.Hello.Parts = append([]PartKey(nil), cfg.Hello.Parts...)
