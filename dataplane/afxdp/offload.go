@@ -115,13 +115,26 @@ func readFeatures(ifname string) (map[string]feature, error) {
 	if err := ethtool(ifname, st); err != nil {
 		return nil, fmt.Errorf("ETHTOOL_GFEATURES: %w", err)
 	}
+	return decodeFeatures(n, names[12:], st[8:])
+}
+
+// decodeFeatures pairs n feature names (ETH_GSTRING_LEN bytes each,
+// NUL-padded) with their bits in the state blocks (struct
+// ethtool_get_features_block: available, requested, active,
+// never_changed, u32 each, 32 features a block). Lengths are checked,
+// not trusted: a short buffer is an error.
+func decodeFeatures(n uint32, names, blocks []byte) (map[string]feature, error) {
+	const strLen, blkLen = 32, 16
+	if uint64(len(names)) < uint64(n)*strLen || uint64(len(blocks)) < (uint64(n)+31)/32*blkLen {
+		return nil, fmt.Errorf("%d features: %d bytes of names, %d of state", n, len(names), len(blocks))
+	}
 	f := make(map[string]feature, n)
 	for i := uint32(0); i < n; i++ {
-		s := names[12+i*strLen : 12+(i+1)*strLen]
+		s := names[i*strLen : (i+1)*strLen]
 		if z := bytes.IndexByte(s, 0); z >= 0 {
 			s = s[:z]
 		}
-		blk := st[8+(i/32)*16:]
+		blk := blocks[(i/32)*blkLen:]
 		bit := uint32(1) << (i % 32)
 		available := binary.NativeEndian.Uint32(blk[0:])
 		active := binary.NativeEndian.Uint32(blk[8:])
@@ -139,9 +152,13 @@ func driverName(ifname string) (string, error) {
 	if err := ethtool(ifname, b); err != nil {
 		return "", err
 	}
-	d := b[4 : 4+32]
-	if z := bytes.IndexByte(d, 0); z >= 0 {
-		d = d[:z]
+	return cString(b[4 : 4+32]), nil
+}
+
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	if z := bytes.IndexByte(b, 0); z >= 0 {
+		b = b[:z]
 	}
-	return string(d), nil
+	return string(b)
 }

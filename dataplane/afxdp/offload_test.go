@@ -291,3 +291,51 @@ func TestVethChecksumLab(t *testing.T) {
 		v.Delete()
 	}
 }
+
+// FuzzDecodeFeatures: any count and buffers decode or are refused, never
+// panic; a decoded feature's state is its bits'.
+func FuzzDecodeFeatures(f *testing.F) {
+	names := make([]byte, 3*32)
+	copy(names, "rx-lro")
+	copy(names[32:], "rx-gro")
+	copy(names[64:], "rx-vlan-hw-parse")
+	st := make([]byte, 16)
+	binary.NativeEndian.PutUint32(st[0:], 0b011)  // available
+	binary.NativeEndian.PutUint32(st[8:], 0b101)  // active
+	binary.NativeEndian.PutUint32(st[12:], 0b000) // never changed
+	f.Add(uint32(3), names, st)
+	f.Add(uint32(0), []byte{}, []byte{})
+	f.Add(uint32(33), names, st)
+	f.Add(uint32(0xffffffff), names, st)
+	f.Fuzz(func(t *testing.T, n uint32, names, st []byte) {
+		m, err := decodeFeatures(n, names, st)
+		if err != nil {
+			return
+		}
+		for i := uint32(0); i < n && i < 64; i++ {
+			name := cString(names[i*32 : (i+1)*32])
+			if ft, ok := m[name]; !ok {
+				t.Fatalf("feature %d %q not decoded", i, name)
+			} else if last := lastIndex(names, n, name); last == i {
+				blk := st[(i/32)*16:]
+				bit := uint32(1) << (i % 32)
+				on := binary.NativeEndian.Uint32(blk[8:])&bit != 0
+				if ft.on != on {
+					t.Fatalf("feature %d %q: on %v, bit says %v", i, name, ft.on, on)
+				}
+			}
+		}
+	})
+}
+
+// lastIndex is the last of the first n names equal to name (a later
+// duplicate overwrites an earlier one).
+func lastIndex(names []byte, n uint32, name string) uint32 {
+	last := uint32(0)
+	for i := uint32(0); i < n; i++ {
+		if cString(names[i*32:(i+1)*32]) == name {
+			last = i
+		}
+	}
+	return last
+}
