@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Offload is a receive offload found on that changes or drops frames
+// Offload is a receive offload, found on, that changes or drops frames
 // before the XDP program sees them.
 type Offload struct {
 	// Feature is the kernel's name (ethtool -k shows some under longer
@@ -130,16 +130,13 @@ func decodeFeatures(n uint32, names, blocks []byte) (map[string]feature, error) 
 	}
 	f := make(map[string]feature, n)
 	for i := uint32(0); i < n; i++ {
-		s := names[i*strLen : (i+1)*strLen]
-		if z := bytes.IndexByte(s, 0); z >= 0 {
-			s = s[:z]
-		}
+		name := cString(names[i*strLen : (i+1)*strLen])
 		blk := blocks[(i/32)*blkLen:]
 		bit := uint32(1) << (i % 32)
 		available := binary.NativeEndian.Uint32(blk[0:])
 		active := binary.NativeEndian.Uint32(blk[8:])
 		never := binary.NativeEndian.Uint32(blk[12:])
-		f[string(s)] = feature{on: active&bit != 0, fixed: available&bit == 0 || never&bit != 0}
+		f[name] = feature{on: active&bit != 0, fixed: available&bit == 0 || never&bit != 0}
 	}
 	return f, nil
 }
