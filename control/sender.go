@@ -24,7 +24,7 @@ type SenderConfig struct {
 	Session   uint64
 	Direction uint16
 	// SrcMAC is the source address of control frames; the zero value uses
-	// a locally administered unicast address derived from the session id.
+	// DefaultSrcMAC(Session).
 	SrcMAC [6]byte
 	// Priority tags the synopsis fragments, parity fragments, requests
 	// and replies with an 802.1p priority (VLAN id 0); NoPriority, the
@@ -77,11 +77,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	if cfg.SrcMAC == ([6]byte{}) {
-		// 02:4c:44 ("LD", the magic): locally administered, unicast, and
-		// a prefix no vendor or well-known address list names (02:01…
-		// to 02:20… read as Microsoft NLB servers in Wireshark); then 24
-		// bits of the session, so two appliances' frames differ.
-		cfg.SrcMAC = SessionMAC(cfg.Session)
+		cfg.SrcMAC = DefaultSrcMAC(cfg.Session)
 	}
 	cfg.Hello.MECs = append([]string(nil), cfg.Hello.MECs...)
 	cfg.Hello.Parts = append([]PartKey(nil), cfg.Hello.Parts...)
@@ -321,10 +317,4 @@ func (w *EndWriter) AppendEnd(dst []byte, k uint64, e *End) []byte {
 	h := Header{Type: TypeEnd, Session: w.s.cfg.Session, Interval: k, Seq: w.s.nextSeq(), FragCount: 1, Direction: w.s.cfg.Direction}
 	out, _ := AppendFrame(dst, w.auth, w.s.cfg.SrcMAC, &h, p)
 	return out
-}
-
-// SessionMAC is the source address of a session's control frames when
-// SenderConfig.SrcMAC is not set: 02:4c:44 and the session's low 24 bits.
-func SessionMAC(session uint64) [6]byte {
-	return [6]byte{0x02, 0x4c, 0x44, byte(session >> 16), byte(session >> 8), byte(session)}
 }

@@ -71,6 +71,23 @@ const (
 // 01:80:C2:00:00:0x range that 802.1D bridges must not forward.
 var DstMAC = [6]byte{0x03, 0x4C, 0x44, 0x41, 0x00, 0x01}
 
+// SrcMACPrefix is the first three bytes of DefaultSrcMAC: 02 (locally
+// administered, unicast) then 4C:44 ("LD", as in DstMAC). Fixed rather than
+// drawn from the session id: Wireshark's vendor table (manuf) names a few
+// 02:xx:xx prefixes that predate the local bit's meaning (02:60:8C "3Com",
+// 02:A0:C9 "Intel", 19 in all), and a random second and third byte would
+// now and then make a capture call the appliance a 3Com card. 02:4C:44 is
+// not among them.
+var SrcMACPrefix = [3]byte{0x02, 0x4C, 0x44}
+
+// DefaultSrcMAC is the source address of control frames when the sender
+// is given none: SrcMACPrefix then the low 24 bits of the session id, so
+// the two ends of a segment (different sessions) differ, and a restart
+// (a new session) shows as a new address.
+func DefaultSrcMAC(session uint64) [6]byte {
+	return [6]byte{SrcMACPrefix[0], SrcMACPrefix[1], SrcMACPrefix[2], byte(session >> 16), byte(session >> 8), byte(session)}
+}
+
 // Type is the control frame type (header byte 3).
 type Type uint8
 

@@ -66,6 +66,15 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 		}
 		ps.a, ps.b = a, b
 	case "afxdp":
+		for _, p := range [2][2]string{{"--port-a", o.PortA}, {"--port-b", o.PortB}} {
+			warn, err := checkAFXDPQueues(p[0], p[1], o.Queues)
+			if err != nil {
+				return nil, err
+			}
+			if warn != "" {
+				log.Warn().Str("port", p[1]).Msg(warn)
+			}
+		}
 		cfg := afxdp.Config{Burst: o.Burst}
 		if o.Queues > 1 {
 			// One socket per queue: port a's queues take indices
@@ -81,6 +90,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 				return nil, fmt.Errorf("--port-b: %w", err)
 			}
 			log.Info().Int("queues", o.Queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+			warnOffloads(log, o.PortA, a.XDPMode())
+			warnOffloads(log, o.PortB, b.XDPMode())
 			ps.a, ps.b = a, b
 			break
 		}
@@ -96,6 +107,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			return nil, fmt.Errorf("--port-b: %w", err)
 		}
 		log.Info().Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+		warnOffloads(log, o.PortA, a.XDPMode())
+		warnOffloads(log, o.PortB, b.XDPMode())
 		ps.a, ps.b = a, b
 	case "dpdk":
 		if !dpdk.Built {
@@ -130,6 +143,92 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 		return nil, fmt.Errorf("--port-a %q: unknown port kind", o.PortA)
 	}
 	return ps, nil
+}
+
+// checkAFXDPQueues compares the receive queues of an afxdp: port's
+// interface with the ones the port binds (queues 0..n-1, or the one queue
+// spec names); see afxdpQueueVerdict.
+func checkAFXDPQueues(flag, spec string, n int) (warn string, err error) {
+	ifname, q, err := afxdp.ParseSpec(spec)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", flag, spec, err)
+	}
+	named := strings.Contains(spec, "@")
+	bind := n
+	if named {
+		bind = 1
+	}
+	have := afxdp.RxQueues(ifname)
+	fix := ""
+	if have > bind {
+		fix = afxdp.QueueFix(ifname, bind)
+	}
+	return afxdpQueueVerdict(flag, spec, ifname, named, q, n, have, fix)
+}
+
+// afxdpQueueVerdict decides what to do when an interface has more receive
+// queues (have; 0: unknown) than a port binds. The NIC's RSS spreads frames
+// over all its queues, and the XDP program hands a socket only the frames
+// of its own queue: frames on a queue without a socket go to this host's
+// network stack, which drops them (they are addressed to other stations),
+// so the appliance would lose them silently, counted as loss on the
+// segment. The interface form (afxdp:eth1, queues 0..n-1) is refused
+// with the command that leaves n queues and the --queues that binds them
+// all. A named queue (afxdp:eth1@2) is the operator steering on purpose
+// (flow rules, an RSS table of one queue): warned, not refused. fix is the
+// ethtool command that leaves the port's queue count, "" if the driver has
+// none.
+func afxdpQueueVerdict(flag, spec, ifname string, named bool, q, n, have int, fix string) (warn string, err error) {
+	if named {
+		if have <= 1 {
+			return "", nil
+		}
+		w := fmt.Sprintf("%s %s binds queue %d only, but %s has %d receive queues: frames the NIC puts on the others go to this host's network stack, not through the appliance, unless the NIC steers every frame to queue %d (ethtool -N / -X)", flag, spec, q, ifname, have, q)
+		if fix != "" {
+			w += fmt.Sprintf("; or leave one queue (%s) and give afxdp:%s", fix, ifname)
+		}
+		return w, nil
+	}
+	if have <= n {
+		return "", nil
+	}
+	bound := fmt.Sprintf("queues 0..%d", n-1)
+	if n == 1 {
+		bound = "queue 0 only"
+	}
+	others := fmt.Sprintf("queues %d..%d", n, have-1)
+	if have-1 == n {
+		others = fmt.Sprintf("queue %d", n)
+	}
+	e := fmt.Sprintf("%s %s: %s has %d receive queues but --queues %d binds %s: frames the NIC puts on %s would go to this host's network stack, not through the appliance", flag, spec, ifname, have, n, bound, others)
+	if fix != "" {
+		e += fmt.Sprintf("; leave %d (%s) or bind them all (--queues %d)", n, fix, have)
+	} else {
+		e += fmt.Sprintf("; the driver cannot change its queue count: bind them all (--queues %d)", have)
+	}
+	return "", errors.New(e)
+}
+
+// warnOffloads logs one warning per receive offload of an afxdp: port's
+// interface that changes or drops frames before the XDP program sees them,
+// with the ethtool command that turns it off. Read after the port opened:
+// attaching the program may turn some off. A warning, not a refusal:
+// whether it matters depends on the traffic (no TCP, no VLAN tags).
+func warnOffloads(log zerolog.Logger, spec, xdpMode string) {
+	ifname, _, _ := afxdp.ParseSpec(spec)
+	offs, err := afxdp.CheckOffloads(ifname, xdpMode)
+	if err != nil {
+		log.Warn().Str("port", spec).Err(err).Msg("could not check the interface's offloads")
+		return
+	}
+	for _, o := range offs {
+		ev := log.Warn().Str("port", spec).Str("offload", o.Feature)
+		if o.Fix != "" {
+			ev.Str("fix", o.Fix).Msg(o.Why + ": turn it off with " + o.Fix)
+		} else {
+			ev.Msg(o.Why + "; the driver has it fixed on (ethtool -k says [fixed]), so it cannot be turned off")
+		}
+	}
 }
 
 // afxdpBusyWait is how long openAFXDP retries a queue that is still

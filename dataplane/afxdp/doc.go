@@ -25,7 +25,11 @@
 //
 // Lifetimes. The XDP program is attached through a bpf_link, which the
 // kernel destroys when its last file descriptor closes: a crashed ldafwd
-// leaves nothing attached. A program named ProgName attached the old way
+// leaves nothing attached. While the program is attached the interface is
+// promiscuous (a bump in the wire receives frames addressed to other
+// stations), held by a packet socket's membership that the kernel drops
+// with the socket, so a crash does not leave it on either. A program named
+// ProgName attached the old way
 // (netlink) is detached at Open as a leftover. Close removes the socket from
 // the XSKMAP, detaches the program with the interface's last socket and
 // unmaps rings and UMEM.
@@ -48,6 +52,13 @@
 // Timestamps: the XDP program stamps each frame it redirects
 // (bpf_ktime_get_tai_ns, converted to CLOCK_REALTIME); on kernels without
 // that helper the lane stamps each burst at poll time.
+//
+// Preparing the interface. What Open does not set but a transparent bump
+// in the wire needs is read and reported, never changed: RxQueues and
+// QueueFix (every receive queue bound, else frames on the others reach
+// the host stack), CheckOffloads (receive offloads that merge, strip or
+// filter frames before XDP sees them, with the ethtool command that turns
+// each off). ethtool's ioctls are in unsafe.go.
 //
 // Hazards. Packet.Data points into the UMEM; after TxBurst took it or Free
 // returned it the kernel may overwrite it. All unsafe code is in unsafe.go.

@@ -30,6 +30,7 @@ type xdpProg struct {
 	link    link.Link
 	mode    string // "driver" or "generic"
 	stamps  bool   // the program writes an arrival stamp before each frame (stampInsns)
+	promisc int    // packet socket holding the interface promiscuous (enablePromisc)
 }
 
 var progs struct {
@@ -104,7 +105,11 @@ func stampInsns(mapFD int) asm.Instructions {
 }
 
 // acquireProg returns the interface's program, loading and attaching it
-// on first use (driver mode, generic mode when the driver has no XDP).
+// on first use (driver mode, generic mode when the driver has no XDP) and
+// putting the interface in promiscuous mode for as long as the program
+// stays attached: an interface that cannot be made promiscuous is
+// refused, since it would drop the frames a bump in the wire is there to
+// forward.
 func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
 	progs.Lock()
 	defer progs.Unlock()
@@ -154,6 +159,12 @@ func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
 			return nil, fmt.Errorf("afxdp: %s: attach XDP program: driver mode: %v; generic mode: %w", ifname, err, gerr)
 		}
 	}
+	if p.promisc, err = enablePromisc(ifindex); err != nil {
+		p.link.Close()
+		prog.Close()
+		m.Close()
+		return nil, fmt.Errorf("afxdp: %s: promiscuous mode (needed to receive frames addressed to other stations): %w", ifname, err)
+	}
 	if progs.byIf == nil {
 		progs.byIf = map[int]*xdpProg{}
 	}
@@ -161,7 +172,8 @@ func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
 	return p, nil
 }
 
-// release drops one reference and detaches the program with the last.
+// release drops one reference and, with the last, detaches the program
+// and gives up promiscuous mode.
 func (p *xdpProg) release() error {
 	progs.Lock()
 	defer progs.Unlock()
@@ -173,6 +185,9 @@ func (p *xdpProg) release() error {
 	err := p.link.Close()
 	p.prog.Close()
 	p.xsks.Close()
+	if cerr := unix.Close(p.promisc); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("promiscuous mode socket: %w", cerr))
+	}
 	return err
 }
 

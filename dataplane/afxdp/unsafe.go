@@ -19,12 +19,17 @@ package afxdp
 //     stores (load-acquire/store-release on the kernel side); a plain access
 //     would let the compiler or CPU reorder descriptor reads/writes around
 //     them.
+//   - SIOCETHTOOL (ethtool) passes the kernel a pointer to a Go byte slice
+//     inside struct ifreq; the slice is kept alive across the call and the
+//     kernel copies in and out within it, never past its length for the
+//     sizes the command's header announces.
 //   - The slices stay valid only while the mapping is; Close unmaps it after
 //     the socket is closed. A Packet.Data kept after Free or TxBurst points
 //     into a frame the kernel may be writing.
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -121,4 +126,34 @@ func kickRx(fd int) error {
 // umemAddr is the UMEM's virtual address, which XDP_UMEM_REG wants.
 func umemAddr(umem []byte) uint64 {
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(umem))))
+}
+
+// ifreqData is struct ifreq with the ifr_data member of the union, what
+// SIOCETHTOOL takes: the interface name and a pointer to the ethtool
+// command's struct, which the kernel reads and fills in place.
+type ifreqData struct {
+	name [unix.IFNAMSIZ]byte
+	data unsafe.Pointer
+	_    [24 - unsafe.Sizeof(uintptr(0))]byte
+}
+
+// ethtool runs one SIOCETHTOOL command on ifname; cmd is the command's
+// struct as bytes, starting with its u32 command number, and is filled in
+// place. The socket is only the ioctl's way into the interface's
+// namespace (the caller's thread's).
+func ethtool(ifname string, cmd []byte) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var ifr ifreqData
+	copy(ifr.name[:unix.IFNAMSIZ-1], ifname)
+	ifr.data = unsafe.Pointer(unsafe.SliceData(cmd))
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
+	runtime.KeepAlive(cmd)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
