@@ -163,7 +163,10 @@ func QuantileRanks(n int, p, conf float64) (lo, hi int, okLo, okHi bool) {
 	if n < 1 || !(p > 0 && p < 1) || !(conf > 0 && conf < 1) {
 		return 0, 0, false, false
 	}
-	tail := (1 - conf) / 2
+	// A tail within 1e-9 of its share counts as within it: exact ties
+	// (P(B ≥ 1) = 0.05 for n = 1, p = 0.05, conf = 0.9) must not turn on
+	// the last bit of 1 − conf.
+	tail := (1 - conf) / 2 * (1 + 1e-9)
 	b := newBinom(n, p)
 	end := b.start + len(b.pmf) // P(B ≥ end) and P(B < start) are ~0
 	// lo−1 is the largest k with P(B ≤ k) ≤ tail; P(B ≤ start−1) ~ 0.
