@@ -47,7 +47,8 @@ type SampleConfig struct {
 // takes 4 603: docs/sample.md, "Sizing"), 256 KiB per class and end.
 func DefaultSampleConfig() SampleConfig { return SampleConfig{Level: 0, Capacity: 16384} }
 
-func (c SampleConfig) validate() error {
+// Validate says whether NewSample accepts c (errors wrap ErrBadConfig).
+func (c SampleConfig) Validate() error {
 	if c.Level > SampleMaxLevel {
 		return fmt.Errorf("%w: sample level %d above %d", ErrBadConfig, c.Level, SampleMaxLevel)
 	}
@@ -81,7 +82,7 @@ type Sample struct {
 
 // NewSample returns an empty sample with room for cfg.Capacity entries.
 func NewSample(cfg SampleConfig) (*Sample, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Sample{cfg: cfg, level: cfg.Level, ents: make([]sampleEntry, 0, cfg.Capacity)}, nil
@@ -136,6 +137,10 @@ func sampleKept(s uint64, level uint8) bool {
 // identity h: what both ends decide alike, and what a ground truth uses to
 // find the sampled packets.
 func SampleSelected(h uint64, level uint8) bool { return sampleKept(Remix(h, SaltSample), level) }
+
+// SampleDigest is the digest a sample ships for the packet of identity h:
+// the low 32 bits of its remixed identity.
+func SampleDigest(h uint64) uint32 { return uint32(Remix(h, SaltSample)) }
 
 // Add records that packet h (its identity hash, classifier.Meta.Hash) was
 // sent or received at ts (ns), if the level keeps it. It allocates

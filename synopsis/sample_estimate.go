@@ -307,14 +307,21 @@ func EstimateQuantiles(delays []int64, ps []float64, conf float64, errNs uint64)
 			q.Reason = fmt.Sprintf("%d samples cannot bound p%s at %g (%d needed)", n, PercentileName(p), conf, MinSamplesFor(p, conf))
 			continue
 		}
-		k := int(math.Ceil(float64(n)*p - 1e-9))
-		k = min(max(k, 1), n)
+		k := QuantileRank(n, p)
 		q.Valid = true
 		q.LoRank, q.HiRank = lo, hi
 		q.EstimateNs = delays[k-1]
 		q.LoNs, q.HiNs = delays[lo-1]-e, delays[hi-1]+e
 	}
 	return out
+}
+
+// QuantileRank is the rank (1-based) of the p-quantile's estimate among n
+// values: ⌈np⌉, at least 1 (a product within 1e-9 of an integer is that
+// integer: 0.9 × 1000 is 900, not the float's 900.0000000000001).
+func QuantileRank(n int, p float64) int {
+	k := int(math.Ceil(float64(n)*p - 1e-9))
+	return min(max(k, 1), n)
 }
 
 // PercentileName renders p as a percentile without trailing zeros: 0.5
