@@ -180,6 +180,53 @@ func (p *Sample) raise() {
 	p.ents = p.ents[:k]
 }
 
+// Merge adds o's samples of the same interval (another worker's share of
+// the traffic) to p: both are cut to the deeper of their levels, then o's
+// entries are appended, and the level rises further while they do not
+// fit. Counters add up. It allocates nothing; an error (wrapping
+// ErrConfigMismatch) for a decoded sample, which cannot be cut, leaves p
+// unchanged. The merged entries are in p's order then o's, not in stamp
+// order: the encoding stays correct (its deltas are signed), a little
+// larger.
+func (p *Sample) Merge(o *Sample) error {
+	if p.decoded || o.decoded {
+		return fmt.Errorf("%w: a decoded sample cannot be merged (its entries hold only digests)", ErrConfigMismatch)
+	}
+	for p.level < o.level {
+		p.raise()
+	}
+	for _, e := range o.ents {
+		if !sampleKept(e.s, p.level) {
+			continue
+		}
+		for len(p.ents) == cap(p.ents) && p.level < SampleMaxLevel {
+			p.raise()
+		}
+		if !sampleKept(e.s, p.level) {
+			continue
+		}
+		if len(p.ents) == cap(p.ents) {
+			p.overflow++
+			continue
+		}
+		p.ents = append(p.ents, e)
+	}
+	p.offered += o.offered
+	// Every level above the configured one was reached because one of
+	// the shares was full.
+	p.raised = uint32(p.level - min(p.level, p.cfg.Level))
+	p.overflow += o.overflow
+	p.errNs = max(p.errNs, o.errNs)
+	return nil
+}
+
+// Clone returns a copy of p with its own entries (the same capacity).
+func (p *Sample) Clone() *Sample {
+	c := *p
+	c.ents = append(make([]sampleEntry, 0, cap(p.ents)), p.ents...)
+	return &c
+}
+
 // Wire encoding of a Sample (AppendBinary):
 //
 //	magic "SMP", version 1

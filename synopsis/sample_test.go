@@ -3,6 +3,7 @@ package synopsis
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"testing"
@@ -288,5 +289,83 @@ func BenchmarkSampleAdd(b *testing.B) {
 			p.Reset()
 		}
 		p.Add(hs[i&(1<<16-1)], ts[i&(1<<16-1)])
+	}
+}
+
+// TestSampleMerge: two workers' samples of one interval merge into exactly
+// the packets the merged level keeps, within the capacity; a clone is
+// independent of its original; a decoded sample is refused.
+func TestSampleMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, tc := range []struct{ capA, capB, n int }{{1000, 1000, 1500}, {300, 2000, 6000}, {4096, 64, 3000}} {
+		a, _ := NewSample(SampleConfig{Capacity: tc.capA})
+		b, _ := NewSample(SampleConfig{Capacity: tc.capB})
+		hs, ts := samplePkts(rng, tc.n, 1e9, 100)
+		for i := range hs {
+			if i%3 == 0 {
+				b.Add(hs[i], ts[i])
+			} else {
+				a.Add(hs[i], ts[i])
+			}
+		}
+		la, lb := a.Level(), b.Level()
+		c := a.Clone()
+		x := c.Clone()
+		if allocs := testing.AllocsPerRun(3, func() { x.Merge(b) }); allocs != 0 {
+			t.Fatalf("%+v: Merge allocates %v times", tc, allocs)
+		}
+		if err := a.Merge(b); err != nil {
+			t.Fatal(err)
+		}
+		if c.Len() == a.Len() && c.Level() == a.Level() {
+			t.Fatalf("%+v: merge changed nothing", tc)
+		}
+		want := map[sampleEntry]bool{}
+		for i, h := range hs {
+			if SampleSelected(h, a.Level()) {
+				want[sampleEntry{Remix(h, SaltSample), ts[i]}] = true
+			}
+		}
+		got := map[sampleEntry]bool{}
+		for _, e := range a.ents {
+			got[e] = true
+		}
+		if len(got) != len(want) || len(a.ents) != len(want) || a.Len() > tc.capA || a.Offered() != uint64(tc.n) || a.Level() < max(la, lb) {
+			t.Fatalf("%+v: merged %d at level %d (from %d and %d), want %d", tc, a.Len(), a.Level(), la, lb, len(want))
+		}
+		for e := range want {
+			if !got[e] {
+				t.Fatalf("%+v: %v missing", tc, e)
+			}
+		}
+		if b, err := a.AppendBinary(nil); err != nil {
+			t.Fatal(err)
+		} else if d, err := DecodeSample(b); err != nil || d.Len() != a.Len() {
+			t.Fatalf("%+v: merged sample does not decode: %v", tc, err)
+		} else if err := a.Merge(d); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("merging a decoded sample: %v", err)
+		}
+	}
+}
+
+// TestSampleGolden pins the wire encoding: the same sample, the same
+// bytes, in every build (the receiver of a shipped sample may run another
+// version).
+func TestSampleGolden(t *testing.T) {
+	p, _ := NewSample(SampleConfig{Level: 0, Capacity: 4})
+	p.Add(1, 1_000_000)
+	p.Add(2, 1_000_300)
+	p.Add(3, 999_900) // a stamp that goes back
+	p.SetStampErr(25)
+	b, _ := p.AppendBinary(nil)
+	// "SMP" 1, level 0, stamp error 25, offered 3, raised 0, overflow 0,
+	// 3 samples, first stamp 1 000 000; then each digest (the low 32 bits
+	// of the splitmix64 finalizer of h ^ SaltSample, little-endian, as
+	// computed apart from this code) and the zig-zag stamp delta: 0, +300
+	// (d8 04), −400 (9f 06).
+	const want = "534d5001" + "00" + "19" + "03" + "00" + "00" + "03" + "c0843d" +
+		"25cfe346" + "00" + "a19fdd92" + "d804" + "6d05180f" + "9f06"
+	if got := fmt.Sprintf("%x", b); got != want {
+		t.Fatalf("encoding %s, want %s", got, want)
 	}
 }
