@@ -369,3 +369,19 @@ func TestSampleGolden(t *testing.T) {
 		t.Fatalf("encoding %s, want %s", got, want)
 	}
 }
+
+// BenchmarkSampleAddSteady: Add where the level keeps 1 packet in 64 and
+// the sample never fills: the remix and the test, what most packets cost.
+func BenchmarkSampleAddSteady(b *testing.B) {
+	p, _ := NewSample(SampleConfig{Level: 6, Capacity: 1 << 16})
+	rng := rand.New(rand.NewPCG(19, 20))
+	hs, ts := samplePkts(rng, 1<<16, 1e9, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i&(1<<16-1) == 0 {
+			p.Reset()
+		}
+		p.Add(hs[i&(1<<16-1)], ts[i&(1<<16-1)])
+	}
+}
