@@ -313,3 +313,24 @@ func TestSampleCoverage(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQuantileRanks: any sample size, quantile and confidence give ranks
+// within 1..n, lo below hi, or say a side cannot be bounded; never a
+// panic, and the bound exists exactly from MinSamplesFor on.
+func FuzzQuantileRanks(f *testing.F) {
+	f.Add(uint32(1000), 0.99, 0.98)
+	f.Add(uint32(1), 0.5, 0.5)
+	f.Add(uint32(5_000_000), 0.999, 0.999999)
+	f.Fuzz(func(t *testing.T, n uint32, p, conf float64) {
+		n %= 1 << 23
+		lo, hi, okLo, okHi := QuantileRanks(int(n), p, conf)
+		if okLo && (lo < 1 || lo > int(n)) || okHi && (hi < 1 || hi > int(n)) || okLo && okHi && lo >= hi {
+			t.Fatalf("n %d p %v conf %v: %d..%d (%v %v)", n, p, conf, lo, hi, okLo, okHi)
+		}
+		if n > 0 && p >= 0.5 && p < 1 && conf >= 0.5 && conf < 1 {
+			if m := MinSamplesFor(p, conf); int(n) >= m+1 && !(okLo && okHi) {
+				t.Fatalf("n %d ≥ %d samples and no bound (p %v conf %v)", n, m+1, p, conf)
+			}
+		}
+	})
+}

@@ -236,8 +236,16 @@ func FuzzSampleDecode(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", b, b2)
 		}
 		m, err := MatchSamples(q, q)
-		if err == nil && m.Received+m.AmbiguousSent != uint64(q.Len()) {
+		if err != nil {
+			return
+		}
+		if m.Received+m.AmbiguousSent != uint64(q.Len()) {
 			t.Fatalf("a sample against itself: %+v of %d", m, q.Len())
+		}
+		for _, x := range EstimateQuantiles(m.DelaysNs, SampleQuantiles, 0.98, q.StampErrNs()) {
+			if x.Valid && (x.LoNs > x.EstimateNs || x.EstimateNs > x.HiNs || x.EstimateNs != 0) {
+				t.Fatalf("delays all 0: %+v", x)
+			}
 		}
 	})
 }
