@@ -66,5 +66,16 @@
 // decodes — never from the pairing, which stays the truth's alone — so a
 // line shows what an appliance with the same synopses could report.
 //
+// # The trajectory sample
+//
+// --synopsis sample keeps, per class and end, the packets whose identity
+// both ends select alike (synopsis.Sample), ships the sender's through its
+// wire encoding as an appliance would, and pairs the two by digest: exact
+// delays of a uniform sample, from which the line gives p50 … p99.9 with
+// distribution-free bounds, and the exact loss of the sampled packets.
+// With Truth its true_lost is the pairing's loss of the same sampled
+// packets and extra.true_quantiles the quantiles of every delivered packet
+// of the class and interval (docs/sample.md).
+//
 // Nothing here panics on input.
 package analyze

@@ -299,6 +299,14 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 	per := make([]counts, classes)
 	mecTruth := make([]truthAcc, classes)
 	flowTruth := map[uint64]*truthAcc{}
+	// A sample line's truth: every delivered packet's delay by class (its
+	// quantiles), and where the interval's packets are (which of them the
+	// sample selected, and lost).
+	sampleTruth := false
+	for _, f := range cfg.Extra {
+		sampleTruth = sampleTruth || (cfg.Truth && f.Name() == "sample")
+	}
+	mecDelays := make([][]int64, classes)
 
 	si, ri := iLo, 0
 	for si < iHi || ri < len(order) {
@@ -315,6 +323,10 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		clear(per)
 		clear(mecTruth)
 		clear(flowTruth)
+		for i := range mecDelays {
+			mecDelays[i] = mecDelays[i][:0]
+		}
+		sFrom, rFrom := si, ri
 		for ; si < iHi && int32(kOf(s.recs[si].ts)-kBase) == k; si++ {
 			x := &s.recs[si]
 			m := metaOf(s, si)
@@ -337,6 +349,9 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 						continue
 					}
 					a.sent++
+					if j := mt.rOf[si]; j >= 0 && a == accs[0] && sampleTruth {
+						mecDelays[x.mec] = append(mecDelays[x.mec], int64(r.recs[j].ts-x.ts))
+					}
 					if j := mt.rOf[si]; j >= 0 {
 						d := float64(int64(r.recs[j].ts - x.ts))
 						a.matched++
@@ -481,7 +496,15 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 					sd = math.Sqrt(math.Max(acc.sq/float64(acc.matched)-mean*mean, 0))
 				}
 				l.TrueMeanNs, l.TrueStddevNs, l.TrueLost = &mean, &sd, &lost
+				if l.Synopsis == "sample" {
+					mec := mecIndex(names, l.MEC)
+					l.TrueLost = sampleTrueLost(l, s, r, mt, uint16(mec), s.recs[sFrom:si], sFrom, order[rFrom:ri])
+					if q := trueQuantiles(mecDelays[mec]); q != nil {
+						setExtra(l, "true_quantiles", q)
+					}
+				}
 			}
+			withdrawSample(l)
 			emit(l)
 		}
 		st.Intervals++

@@ -87,6 +87,20 @@ type Microburst struct {
 	Losses  int    `json:"losses"`   // lost packets in the burst
 }
 
+// Quantile is one delay quantile of a sample line's extra "quantiles"
+// (docs/reports.md, docs/sample.md): the estimate and the bounds the true
+// quantile lies within at the line's confidence, with the order
+// statistics' ranks they are; or, where the sample cannot bound it or the
+// line is not valid, null numbers and the reason.
+type Quantile struct {
+	EstimateNs *int64 `json:"estimate_ns"`
+	LoNs       *int64 `json:"lo_ns"`
+	HiNs       *int64 `json:"hi_ns"`
+	LoRank     int    `json:"lo_rank,omitempty"`
+	HiRank     int    `json:"hi_rank,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
 // Port is a `"type":"port"` report line.
 type Port struct {
 	Type      string  `json:"type"`              // "port"
@@ -162,15 +176,16 @@ type StatusProblem struct {
 // MarshalJSON writes the line with null, not a number, where there is no
 // estimate: mean_ns, stddev_ns and mean_ci_ns of a line that is not valid
 // or has no delay sample (an average over lines must not take them in),
-// and stddev_ns of an LDS flow line (the LDS estimates no per-flow
-// spread). NaN and ±Inf, which JSON cannot carry, are null as well.
+// of a sample line (its delays are its quantiles: the LDA's line of the
+// class has the mean), and stddev_ns of an LDS flow line (the LDS
+// estimates no per-flow spread). NaN and ±Inf, which JSON cannot carry, are null as well.
 func (iv Interval) MarshalJSON() ([]byte, error) {
 	type plain Interval // no MarshalJSON: no recursion
 	if iv.Valid {
 		// A line built by hand as valid (no verdict) is valid for both.
 		iv.LossValid, iv.DelayValid = true, true
 	}
-	noDelay := !iv.Valid || iv.Samples == 0
+	noDelay := !iv.Valid || iv.Samples == 0 || iv.Synopsis == "sample"
 	num := func(f float64, none bool) *float64 {
 		if none || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil

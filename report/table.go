@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -114,6 +115,25 @@ const (
 	analyzeStart = "2006-01-02 15:04:05.000" // captures may be from any day
 )
 
+// sampleCell is a sample line's quantiles for the table: " p50 23.343
+// [22.506, 24.396]" and so on, µs; "-" for a quantile without a bound.
+func sampleCell(r *Interval) string {
+	qs, _ := r.Extra["quantiles"].(map[string]Quantile)
+	var b strings.Builder
+	for _, k := range []string{"p50", "p90", "p99", "p99.9"} {
+		q, ok := qs[k]
+		if !ok {
+			continue
+		}
+		if q.EstimateNs == nil || q.LoNs == nil || q.HiNs == nil {
+			fmt.Fprintf(&b, " %s -", k)
+			continue
+		}
+		fmt.Fprintf(&b, " %s %.3f [%.3f, %.3f]", k, float64(*q.EstimateNs)/1e3, float64(*q.LoNs)/1e3, float64(*q.HiNs)/1e3)
+	}
+	return b.String()
+}
+
 // AnalyzeHeader is the header of analyze's table; truth adds the columns
 // of the exact truth.
 func AnalyzeHeader(truth bool) string {
@@ -135,8 +155,15 @@ func AnalyzeRow(r *Interval, truth bool) string {
 	if r.Flow != "" {
 		flow = " flow " + r.Flow
 	}
-	noDelay := !r.Valid || r.Samples == 0
-	s := fmt.Sprintf(analyzeCols, time.Unix(0, r.StartNs).UTC().Format(analyzeStart), r.MEC, r.Synopsis,
+	noDelay := !r.Valid || r.Samples == 0 || r.Synopsis == "sample"
+	syn := r.Synopsis
+	if syn == "sample" {
+		// The column holds three letters; a sample line's delays are its
+		// quantiles, written after the columns.
+		syn = "smp"
+		flow = sampleCell(r) + flow
+	}
+	s := fmt.Sprintf(analyzeCols, time.Unix(0, r.StartNs).UTC().Format(analyzeStart), r.MEC, syn,
 		fmt.Sprint(r.Sent), fmt.Sprint(r.Received), fmt.Sprint(r.Lost),
 		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
 		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)

@@ -1,8 +1,9 @@
 // Package synopsis holds the per-interval measurement sketches of ldafwd —
 // the Lossy Difference Aggregator (LDA), the Reconcilable Difference
-// Aggregator (RDA) and the per-flow Lossy Difference Sketch (LDS) — and
-// their estimators of one-way delay (mean, standard deviation, confidence
-// bound) and loss.
+// Aggregator (RDA), the per-flow Lossy Difference Sketch (LDS) and the
+// trajectory Sample — and their estimators of one-way delay (mean,
+// standard deviation, confidence bound; the Sample's quantiles with
+// distribution-free bounds) and loss.
 //
 // # Role
 //

@@ -15,6 +15,10 @@ package synopsis
 //     independent of the LDA's (the papers assume independent hash
 //     functions; reusing LDA's bits would correlate a bucket's loss across
 //     synopses).
+//   - The trajectory Sample keeps a packet when Remix(h, SaltSample) has
+//     its top Level bits zero and ships that value's low 32 bits as the
+//     packet's digest, so its choice is independent of every synopsis
+//     above and the digest independent of the choice.
 
 // Remix derives an independent-looking 64-bit hash from h. It is the
 // splitmix64 finalizer applied to h^salt: a bijection, so distinct packets

@@ -45,7 +45,7 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.sender, "sender", "", "capture taken where the segment starts (pcap or pcapng)")
 	fs.StringVar(&o.receiver, "receiver", "", "capture taken where the segment ends (pcap or pcapng)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "interval length, aligned to multiples since the Unix epoch; 0 = the whole capture as one interval")
-	fs.StringVar(&o.synopsis, "synopsis", "lda", "synopses to compute: lda, rda, lds or all (comma-separated list allowed)")
+	fs.StringVar(&o.synopsis, "synopsis", "lda", "synopses to compute: lda, rda, lds, sample (delay quantiles from a trajectory sample, docs/sample.md) or all (comma-separated list allowed)")
 	fs.StringArrayVar(&o.mec, "mec", nil, "measurement class rule NAME=COND[,COND…] (repeatable; see docs/mec.md); unmatched packets go to class 'all'")
 	fs.BoolVar(&o.truth, "truth", false, "add exact ground truth (true_mean_ns, true_stddev_ns, true_lost) by matching packet identities")
 	fs.Float64Var(&o.conf, "confidence", 0.98, "confidence level of mean_ci_ns (0 < c < 1)")
@@ -96,7 +96,7 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if !(o.conf > 0 && o.conf < 1) {
 		return cfg, fmt.Errorf("--confidence %v: must be between 0 and 1", o.conf)
 	}
-	kinds, err := parseSynopsisList(o.synopsis)
+	kinds, err := parseSynopsisList(o.synopsis, true)
 	if err != nil {
 		return cfg, err
 	}
@@ -131,17 +131,29 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	return cfg, nil
 }
 
-// parseSynopsisList parses --synopsis: lda, rda, lds, all, or a list.
-func parseSynopsisList(s string) (map[string]bool, error) {
+// parseSynopsisList parses --synopsis: lda, rda, lds, all, or a list;
+// with offline (analyze) also sample, which all then includes. A live
+// appliance (run, demo) does not ship the sample yet.
+func parseSynopsisList(s string, offline bool) (map[string]bool, error) {
 	kinds := map[string]bool{}
+	want := "lda, rda, lds or all"
+	if offline {
+		want = "lda, rda, lds, sample or all"
+	}
 	for _, k := range strings.Split(s, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "lda", "rda", "lds":
 			kinds[k] = true
+		case "sample":
+			if !offline {
+				return nil, fmt.Errorf("--synopsis: sample is computed offline only (ldafwd analyze): run and demo do not ship it")
+			}
+			kinds[k] = true
 		case "all":
 			kinds["lda"], kinds["rda"], kinds["lds"] = true, true, true
+			kinds["sample"] = offline
 		default:
-			return nil, fmt.Errorf("--synopsis: unknown synopsis %q (want lda, rda, lds or all)", k)
+			return nil, fmt.Errorf("--synopsis: unknown synopsis %q (want %s)", k, want)
 		}
 	}
 	return kinds, nil

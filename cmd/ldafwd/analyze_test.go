@@ -139,8 +139,27 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 	if tr = tr.Within(sum.RangeStartNs, sum.RangeEndNs); rdaLost != tr.Lost || !rdaValid {
 		t.Errorf("rda line lost %d valid %v, want exact %d", rdaLost, rdaValid, tr.Lost)
 	}
-	if kinds["lda"] != 1 || kinds["rda"] != 1 || kinds["lds"] != 10 {
-		t.Errorf("lines per synopsis %v, want lda 1, rda 1, lds 10 (--top 10)", kinds)
+	if kinds["lda"] != 1 || kinds["rda"] != 1 || kinds["lds"] != 10 || kinds["sample"] != 1 {
+		t.Errorf("lines per synopsis %v, want lda 1, rda 1, lds 10 (--top 10), sample 1", kinds)
+	}
+}
+
+// TestSynopsisListSample: analyze takes sample and all includes it; run
+// and demo, which do not ship a sample, refuse it by name and leave it out
+// of all.
+func TestSynopsisListSample(t *testing.T) {
+	k, err := parseSynopsisList("all", true)
+	if err != nil || !k["sample"] || !k["lda"] {
+		t.Errorf("analyze all: %v %v", k, err)
+	}
+	if k, err = parseSynopsisList("lda,sample", true); err != nil || !k["sample"] || k["rda"] {
+		t.Errorf("analyze lda,sample: %v %v", k, err)
+	}
+	if k, err = parseSynopsisList("all", false); err != nil || k["sample"] {
+		t.Errorf("run all: %v %v", k, err)
+	}
+	if _, err = parseSynopsisList("sample", false); err == nil || !strings.Contains(err.Error(), "offline only") {
+		t.Errorf("run sample: %v", err)
 	}
 }
 
@@ -167,6 +186,8 @@ func TestAnalyzeFlagErrors(t *testing.T) {
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--lds-flows", "0"}, "--lds-flows"},
 		{[]string{"--sender", s, "--receiver", r, "--synopsis", "lds", "--top", "-1"}, "--top"},
 		{[]string{"--sender", s, "--receiver", r, "--damaged", "ignore"}, "--damaged"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "sample", "--sample-capacity", "0"}, "sample capacity"},
+		{[]string{"--sender", s, "--receiver", r, "--synopsis", "sample", "--sample-level", "33"}, "--sample-level 33"},
 	} {
 		var out, errb bytes.Buffer
 		err := analyzeMain(tc.args, &out, &errb)

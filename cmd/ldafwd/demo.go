@@ -151,7 +151,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
-	kinds, err := parseSynopsisList(synopses)
+	kinds, err := parseSynopsisList(synopses, false)
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}

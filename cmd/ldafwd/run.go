@@ -139,7 +139,7 @@ func (o *runOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	kinds, err := parseSynopsisList(o.synopses)
+	kinds, err := parseSynopsisList(o.synopses, false)
 	if err != nil {
 		return err
 	}

@@ -117,11 +117,17 @@ func TestReportSchema(t *testing.T) {
 
 	// What the contract forbids is refused: a number for an invalid
 	// line's mean, an LDS standard deviation, a field nobody documented,
-	// a line without schema.
+	// a sample line's mean or malformed quantiles, a line without schema.
 	for _, bad := range []string{
 		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"lda","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":1,"total_buckets":1,"valid":false,"reason":"x","mean_ns":0,"stddev_ns":null,"mean_ci_ns":null}`,
 		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"lds","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":1,"total_buckets":1,"valid":true,"mean_ns":5,"stddev_ns":0,"mean_ci_ns":1}`,
 		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"lda","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":1,"total_buckets":1,"valid":true,"mean_ns":5,"stddev_ns":0,"mean_ci_ns":1,"undocumented":1}`,
+		// A sample line: a mean, a quantile with a number and no bounds, a
+		// quantile without its reason, quantiles missing.
+		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"sample","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":0,"total_buckets":0,"valid":true,"mean_ns":5,"stddev_ns":null,"mean_ci_ns":null,"extra":{"min_ns":5,"max_ns":5,"quantiles":{"p50":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p90":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99.9":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"}}}}`,
+		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"sample","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":0,"total_buckets":0,"valid":true,"mean_ns":null,"stddev_ns":null,"mean_ci_ns":null,"extra":{"min_ns":5,"max_ns":5,"quantiles":{"p50":{"estimate_ns":5,"lo_ns":null,"hi_ns":null},"p90":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99.9":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"}}}}`,
+		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"sample","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":0,"total_buckets":0,"valid":true,"mean_ns":null,"stddev_ns":null,"mean_ci_ns":null,"extra":{"min_ns":5,"max_ns":5,"quantiles":{"p50":{"estimate_ns":null,"lo_ns":null,"hi_ns":null},"p90":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"},"p99.9":{"estimate_ns":null,"lo_ns":null,"hi_ns":null,"reason":"x"}}}}`,
+		`{"type":"interval","schema":1,"interval":1,"start_ns":0,"end_ns":1,"direction":"a>b","mec":"all","synopsis":"sample","sent":1,"received":1,"lost":0,"samples":1,"usable_buckets":0,"total_buckets":0,"valid":true,"mean_ns":null,"stddev_ns":null,"mean_ci_ns":null,"extra":{"min_ns":5,"max_ns":5}}`,
 		`{"type":"bench","name":"x","mpps":1,"ns_per_pkt":1}`,
 		`{"type":"status","schema":1,"time_ns":1,"status":"degraded","problems":[]}`,
 	} {

@@ -13,19 +13,27 @@ import (
 
 // extraSynopsisFlags are the --rda-* and --lds-* flags
 // (service.SynopsisFlags: RDAConfig, LDSConfig, SynConfig) and analyze's
-// --top.
+// --top and --sample-*.
 type extraSynopsisFlags struct {
 	service.SynopsisFlags
 	top int
+	// sampleLevel, sampleCapacity: analyze's --sample-level and
+	// --sample-capacity (synopsis.SampleConfig).
+	sampleLevel    uint
+	sampleCapacity int
 	// ldsAuto: analyze was given no LDS sizing flag, so each interval's
 	// LDS is sized from the flows the sender saw (analyze.LDSFactory.Auto).
 	ldsAuto bool
 }
 
-// register defines the sizing flags and --top (analyze's meaning).
+// register defines the sizing flags, --top (analyze's meaning) and the
+// trajectory sample's flags (analyze only: run and demo do not ship it).
 func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
 	e.registerSizing(fs)
 	fs.IntVar(&e.top, "top", 0, "LDS: report only the N largest flows per interval (0: every named flow)")
+	d := synopsis.DefaultSampleConfig()
+	fs.UintVar(&e.sampleLevel, "sample-level", uint(d.Level), "sample: start each interval keeping 1 packet in 2^N (0..32) of each class, chosen alike at both ends by the packet's identity")
+	fs.IntVar(&e.sampleCapacity, "sample-capacity", d.Capacity, "sample: most samples per class, interval and end; a fuller interval halves its sampling rate as often as needed (p99.9 needs 4603 samples at --confidence 0.98)")
 }
 
 // registerSizing defines the RDA and LDS sizing flags. analyze, run and
@@ -61,6 +69,16 @@ func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Cla
 			return nil, err
 		}
 		out = append(out, analyze.LDSFactory{Config: cfg, Auto: e.ldsAuto, Classifier: cl, Top: e.top})
+	}
+	if kinds["sample"] {
+		if e.sampleLevel > synopsis.SampleMaxLevel {
+			return nil, fmt.Errorf("--sample-level %d: the sample level is at most %d", e.sampleLevel, synopsis.SampleMaxLevel)
+		}
+		cfg := synopsis.SampleConfig{Level: uint8(e.sampleLevel), Capacity: e.sampleCapacity}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("--sample-level/--sample-capacity: %w", err)
+		}
+		out = append(out, analyze.SampleFactory{Config: cfg})
 	}
 	return out, nil
 }

@@ -2,7 +2,9 @@
 """check.py DIR REPORT.jsonl: every line `ldafwd analyze` marked valid against
 gen.py's per-packet truth (DIR/pk.json), over the line's own measured range:
 loss exactly (LDA, RDA), the mean within the line's mean_ci_ns (every
-synopsis, LDS per flow). EXTLIMIT=N keeps only packets whose identity reads
+synopsis, LDS per flow), a sample line's quantiles within their bounds (at
+least as often as its confidence says: a bound may miss 1 − confidence of
+the time). EXTLIMIT=N keeps only packets whose identity reads
 at most N L3 bytes (what analyze measures under a snap length). Prints the
 counts and the lines that miss; exits 1 if any does."""
 import json, sys, os, bisect, math, collections
@@ -10,6 +12,7 @@ d = sys.argv[1]
 pk = json.load(open(d + '/pk.json'))
 flows = pk['flows']; P = sorted(pk['pk'], key=lambda x: x[0]); clock = pk['clock']
 ts = [p[0] for p in P]
+qchecked = 0; qmiss = 0; qconf = None
 bad = 0; n = 0; valid = collections.Counter(); invalid = collections.Counter(); reasons = collections.Counter()
 worst = []
 for line in open(sys.argv[2]):
@@ -36,7 +39,19 @@ for line in open(sys.argv[2]):
     lost = sum(1 for p in sel if p[1] is None)
     n += 1
     problems = []
-    if syn != 'lds' and r.get('lost') is not None and r['lost'] != lost:
+    if syn == 'sample' and dl:
+        # lost counts the sampled packets only; the quantiles hold the
+        # truth of every delivered packet within lo_ns..hi_ns.
+        dl.sort(); qconf = r['confidence']
+        for k, q in (ex.get('quantiles') or {}).items():
+            if q.get('lo_ns') is None: continue
+            p = float(k[1:]) / 100
+            t = dl[max(math.ceil(len(dl) * p - 1e-9), 1) - 1]
+            qchecked += 1
+            if not (q['lo_ns'] <= t <= q['hi_ns']):
+                qmiss += 1
+                if len(worst) < 12: worst.append((syn, mec, '', r['interval'], ['%s truth %d outside [%d, %d]' % (k, t, q['lo_ns'], q['hi_ns'])]))
+    if syn not in ('lds', 'sample') and r.get('lost') is not None and r['lost'] != lost:
         problems.append('lost %s truth %d (sent %s truth %d)' % (r['lost'], lost, r.get('sent'), len(sel)))
     if dl and r.get('mean_ns') is not None:
         m = sum(dl) / len(dl)
@@ -47,6 +62,12 @@ for line in open(sys.argv[2]):
     if problems:
         bad += 1
         if len(worst) < 12: worst.append((syn, mec, r.get('flow', ''), r['interval'], problems))
+qallowed = 0
+if qchecked:
+    a = 1 - qconf
+    qallowed = qchecked * a + 3 * math.sqrt(qchecked * a * (1 - a))
+    print('sample quantiles: %d bounded, %d missed the truth (%.1f allowed)' % (qchecked, qmiss, qallowed))
+    if qmiss > qallowed: bad += 1
 print('valid', dict(valid), 'invalid', dict(invalid), 'checked', n, 'BAD', bad)
 for w in worst: print('  BAD', w)
 for k, v in reasons.most_common(6): print('  invalid', v, k)
