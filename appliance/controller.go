@@ -1302,7 +1302,9 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 // flow's received packets; and where the counts come from the cells rather
 // than from flow tables at both ends, sent (received) must equal the
 // sender's (receiver's) held count wherever one is held, and a loss needs
-// the sender's count to vouch for it. Sampled rows
+// the sender's count to vouch for it. A repair's listed extras are in the
+// receiver's held count but not in the flow's received packets
+// (synopsis.EstimateLDSFlowsRepaired). Sampled rows
 // scale the counts, so the caller checks only rows that take every packet.
 func countsAgree(f *synopsis.FlowEstimate) bool {
 	if f.Valid && f.Samples > f.Received {
@@ -1316,7 +1318,7 @@ func countsAgree(f *synopsis.FlowEstimate) bool {
 		// lost would show as this flow's loss.
 		return false
 	}
-	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received == f.HeldReceived)
+	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received+uint64(f.RepairedExtra) == f.HeldReceived)
 }
 
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {
