@@ -1153,6 +1153,9 @@ func (c *controller) undecodedMoves(h *heldInterval, prev, next *evidence) {
 			continue
 		}
 		for m := 0; m < classes; m++ {
+			if m < len(n.ev.rcv) && n.ev.rcv[m] != nil && n.ev.rcv[m].Count() == 0 {
+				continue // the receiver recorded nothing in the class there (a quiet class whose RDA the budget left out)
+			}
 			if where[m] == "" && (m >= len(n.ev.rda) || n.ev.rda[m] == nil || !n.ev.rda[m].Complete) {
 				where[m] = n.what
 			}

@@ -100,7 +100,8 @@ func TestUndecodedMovesInvalidate(t *testing.T) {
 // TestUndecodedMovesKept: what the undecoded class cannot hold is kept.
 // A class without loss has nothing to answer for; a class whose own
 // decode alone is incomplete, with every other class decoded in k and
-// its neighbours, has nowhere else to have lost packets to; and where
+// its neighbours, has nowhere else to have lost packets to; a class the
+// receiver recorded nothing in holds nothing, decoded or not; and where
 // the End markers' counts prove the loss (no class recorded more than
 // its sender, here or next door; the segment seen in order) the line
 // keeps it.
@@ -123,6 +124,19 @@ func TestUndecodedMovesKept(t *testing.T) {
 	c.classChanges(h, quiet, quiet)
 	if r := h.lines[1].r; !r.Valid {
 		t.Errorf("only c2's own decode incomplete: %s", r.Reason)
+	}
+
+	// Class all's RDA left out, but its receiver recorded nothing in
+	// it: nothing moved there.
+	c, h, quiet = undecodedInterval(t, nil)
+	empty, err := synopsis.NewLDA(synopsis.DefaultLDAConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ev.rcv = []*synopsis.LDA{empty, nil}
+	c.classChanges(h, quiet, quiet)
+	if r := h.lines[1].r; !r.Valid {
+		t.Errorf("class all undecoded but empty: %s", r.Reason)
 	}
 
 	// The counts prove c2's loss of 120.
