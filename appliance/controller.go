@@ -112,6 +112,10 @@ type heldLine struct {
 	// counts: the line's loss comes from the End markers' per-class
 	// counts (countLine); the neighbours check it when it is decided.
 	counts bool
+	// unseenMove: the line's class change is only possible, not seen (a
+	// class beside it could not be decoded: undecodedMoves); it is no
+	// sign of the segment's disorder (noteOrder).
+	unseenMove bool
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -1179,6 +1183,7 @@ func (c *controller) undecodedMoves(h *heldInterval, prev, next *evidence) {
 		if o < 0 || c.countsProveLoss(h, l, prev, next) {
 			continue
 		}
+		l.unseenMove = true
 		l.r.Invalidate(report.ClassChange, fmt.Sprintf("class %s's RDA decode of %s is missing or incomplete: packets remarked out of class %s inside the segment could be there unseen, and the %d lost here may be among them",
 			names[o], where[o], names[l.mec], l.r.Lost))
 	}

@@ -204,7 +204,7 @@ func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
 			}
 		}
 		v := l.r.Verdict()
-		if v.Has(report.ClassChange) || v.Has(report.ExtrasUnchecked) || (v.Has(report.Extras) && !l.counts) {
+		if (v.Has(report.ClassChange) && !l.unseenMove) || v.Has(report.ExtrasUnchecked) || (v.Has(report.Extras) && !l.counts) {
 			disorder = true
 		}
 	}

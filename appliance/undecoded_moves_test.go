@@ -176,3 +176,30 @@ func TestUndecodedMovesKept(t *testing.T) {
 		t.Errorf("class all recorded more than its sender, c2's loss still claimed")
 	}
 }
+
+// TestUndecodedMovesNoDisorder: a loss left unclaimed only because a
+// class beside it could not be decoded is no sign that the segment
+// remarks: the End markers' counts stay trusted for the intervals after
+// it (noteOrder), as they are where decodes show a real move.
+func TestUndecodedMovesNoDisorder(t *testing.T) {
+	c, h, quiet := undecodedInterval(t, nil)
+	h.lines[1].e.Extra = 0 // no duplicates of its own either
+	c.classChanges(h, quiet, quiet)
+	if r := h.lines[1].r; r.LossValid {
+		t.Fatalf("c2 beside class all undecoded: loss claimed")
+	}
+	c.noteOrder(h, true)
+	if c.disorderSeen || c.orderChecks != 1 {
+		t.Errorf("disorder seen %v, intervals checked in order %d: want false, 1", c.disorderSeen, c.orderChecks)
+	}
+
+	// A move the decodes name is disorder.
+	c, h, quiet = undecodedInterval(t, decoded(nil, []uint64{1000}))
+	h.lines[1].e.Extra = 0
+	h.ev.rda[1] = decoded([]uint64{1000}, nil)
+	c.classChanges(h, quiet, quiet)
+	c.noteOrder(h, true)
+	if !c.disorderSeen {
+		t.Errorf("a named move: no disorder seen")
+	}
+}
