@@ -149,9 +149,14 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 			continue
 		}
 		f.Received, f.Lost = p.Received, p.Lost
-		if f.Valid {
-			f.Valid, f.Code = false, report.Extras
-			f.Reason = fmt.Sprintf("the receiver's flow table counted %d packets of the flow, its sender %d, and the repair listed %d of them as extra: others it did not list may hide this flow's losses, so its loss cannot be counted", f.HeldReceived, f.Sent, c[1])
+		why := fmt.Sprintf("the receiver's flow table counted %d packets of the flow, its sender %d, and the repair listed %d of them as extra: others it did not list may hide this flow's losses, so its loss cannot be counted", f.HeldReceived, f.Sent, c[1])
+		switch {
+		case f.Valid:
+			f.Valid, f.Code, f.Reason = false, report.Extras, why
+		case f.Code.Scope()&report.ScopeLoss == 0:
+			// Invalid for its delay alone, the loss still claimed: one
+			// code must now leave both unknown.
+			f.Code, f.Reason = report.ExtrasUnchecked, why+"; "+f.Reason
 		}
 	}
 	return fixed, nil

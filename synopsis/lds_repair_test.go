@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // TestLDSRemoveInverse: Remove undoes Add exactly, weights and stamp
@@ -295,4 +297,67 @@ func TestLDSRepairLostBesideExtra(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLDSRepairUnlistedExtras: with exact counts, extras the repair did
+// not list (a partial repair) and that no sampled row holds leave the
+// flow's cells clean, but the receiver's table counts them: after the
+// listed extra comes off it still holds more of the flow than was sent.
+// The loss is then not claimed (it was clipped to 0, truth 1, on a valid
+// line).
+func TestLDSRepairUnlistedExtras(t *testing.T) {
+	cfg := LDSConfig{Rows: 4, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 4, RowRates: []float64{0.5, 0.5, 0.5, 0.5}}
+	s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+	r.SetBound(LDSBound{MinDelayNs: 30_000, MaxDelayNs: 50_000})
+	var key FlowKeyBytes
+	const fh = 0x7654321
+	var rep LDSRepair
+	for i := range 40 {
+		p := LDSPacket{FlowHash: fh, Hash: 0x9e3779b97f4a7c15 * uint64(i+1), Ts: ldsBaseNs + uint64(i)*1e6}
+		s.AddFlow(p.FlowHash, p.Hash, p.Ts, 0, 0, &key)
+		switch i {
+		case 3:
+			rep.Lost = append(rep.Lost, p)
+			continue
+		case 9:
+			dup := p
+			dup.Ts += 45_000
+			r.AddFlow(dup.FlowHash, dup.Hash, dup.Ts, 0, 0, &key)
+			rep.Extra = append(rep.Extra, dup)
+		}
+		r.AddFlow(p.FlowHash, p.Hash, p.Ts+40_000, 0, 0, &key)
+	}
+	// Two injected packets no row samples: only the table sees them.
+	injected := 0
+	for h := uint64(1); injected < 2; h++ {
+		px0 := Remix(h, SaltLDSCell)
+		in := false
+		for row := 0; row < r.rows; row++ {
+			in = in || ldsRowHash(px0, row)>>32 < r.thr[row]
+		}
+		if !in {
+			r.AddFlow(fh, h, ldsBaseNs+5e6, 0, 0, &key)
+			injected++
+		}
+	}
+	got, err := EstimateLDSFlowsRepaired(s, r, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		if f.FlowHash != fh {
+			continue
+		}
+		if !f.CountsExact || f.HeldReceived != 42 {
+			t.Fatalf("counts exact %v, held received %d: want true, 42", f.CountsExact, f.HeldReceived)
+		}
+		if (f.Valid || f.Code.Scope()&report.ScopeLoss == 0) && f.Lost != 1 {
+			t.Errorf("loss claimed (valid %v, %s) as %d, true 1", f.Valid, f.Code, f.Lost)
+		}
+		if f.Valid || f.Code != report.Extras {
+			t.Errorf("valid %v code %s (%s), want extras", f.Valid, f.Code, f.Reason)
+		}
+		return
+	}
+	t.Fatal("flow not estimated")
 }
