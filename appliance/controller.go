@@ -112,6 +112,10 @@ type heldLine struct {
 	// counts: the line's loss comes from the End markers' per-class
 	// counts (countLine); the neighbours check it when it is decided.
 	counts bool
+	// unseenMove: the line's class change is only possible, not seen (a
+	// class beside it could not be decoded: undecodedMoves); it is no
+	// sign of the segment's disorder (noteOrder).
+	unseenMove bool
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -1080,19 +1084,22 @@ func classMoves(prev, cur, next *evidence) (out, in []int, known bool) {
 // neighbours is complete, the decodes name each packet that moved
 // (classMoves) and exactly the classes it left and entered are invalid;
 // otherwise the estimates' heuristic (synopsis.ClassChanges) marks every
-// class with extras and every class with loss beside them.
-func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
+// class with extras and every class with loss beside them, and a loss
+// the RDA vouches for is not claimed beside a class whose decode could
+// not show what moved into it (undecodedMoves).
+func (c *controller) classChanges(h *heldInterval, prev, next *evidence) {
 	names := c.a.cfg.Classifier.Names()
 	if len(names) < 2 {
 		return
 	}
+	held, cur := h.lines, &h.ev
 	if out, in, known := classMoves(prev, cur, next); known {
-		for _, h := range held {
-			if h.flow != nil || h.e == nil || h.mec >= len(out) || (h.r.Synopsis != "lda" && h.r.Synopsis != "rda") {
+		for _, l := range held {
+			if l.flow != nil || l.e == nil || l.mec >= len(out) || (l.r.Synopsis != "lda" && l.r.Synopsis != "rda") {
 				continue
 			}
-			if why := movedReason(names, h.mec, out[h.mec], in[h.mec]); why != "" {
-				h.r.Invalidate(report.ClassChange, why)
+			if why := movedReason(names, l.mec, out[l.mec], in[l.mec]); why != "" {
+				l.r.Invalidate(report.ClassChange, why)
 			}
 		}
 		return
@@ -1100,9 +1107,9 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 	for _, kind := range []string{"lda", "rda"} {
 		es := make([]*synopsis.Estimate, len(names))
 		lines := make([]*report.Interval, len(names))
-		for _, h := range held {
-			if h.e != nil && h.r.Synopsis == kind && h.mec < len(es) {
-				es[h.mec], lines[h.mec] = h.e, h.r
+		for _, l := range held {
+			if l.e != nil && l.r.Synopsis == kind && l.mec < len(es) {
+				es[l.mec], lines[l.mec] = l.e, l.r
 			}
 		}
 		for m, why := range synopsis.ClassChanges(es, names) {
@@ -1114,6 +1121,84 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 			}
 		}
 	}
+	c.undecodedMoves(h, prev, next)
+}
+
+// undecodedMoves: the heuristic sees only the extras a decode named. A
+// class whose RDA decode of interval k, k-1 or k+1 is missing or
+// incomplete may hold any number of packets the segment remarked out of
+// another class of k (moved, or moved and reordered past an End marker)
+// without one of them showing: an incomplete decode lists only some of
+// its identities, and a receiver-only packet hides from its residual
+// cells (ResidualExtraCells) wherever it shares a cell with more
+// undecoded lost ones. Those packets are counted lost in the class they
+// left, so a loss the RDA vouches for (an RDA line, or an LDA line whose
+// loss the RDA verified) is not claimed beside such a class, unless the
+// End markers' per-class counts prove it (countProof) and it is theirs.
+// An LDA line that stands on its own checks keeps them: without the RDA
+// it is judged as without it configured.
+func (c *controller) undecodedMoves(h *heldInterval, prev, next *evidence) {
+	if c.a.cfg.Syn.RDA == nil {
+		return
+	}
+	names := c.a.cfg.Classifier.Names()
+	classes := min(len(names), len(h.ev.rda))
+	// where[m]: the first of k, k-1, k+1 in which class m's decode
+	// could not show what moved into it ("" where every one could).
+	where := make([]string, classes)
+	for _, n := range []struct {
+		ev   *evidence
+		what string
+	}{{&h.ev, "this interval"}, {prev, "the previous interval"}, {next, "the next interval"}} {
+		// A neighbour never paired leaves the lines with loss invalid
+		// already (the crossing checks need its decode of the same
+		// class); one where the receiver recorded nothing holds nothing.
+		if n.ev == nil || n.ev.nothing {
+			continue
+		}
+		for m := 0; m < classes; m++ {
+			if m < len(n.ev.rcv) && n.ev.rcv[m] != nil && n.ev.rcv[m].Count() == 0 {
+				continue // the receiver recorded nothing in the class there (a quiet class whose RDA the budget left out)
+			}
+			if where[m] == "" && (m >= len(n.ev.rda) || n.ev.rda[m] == nil || !n.ev.rda[m].Complete) {
+				where[m] = n.what
+			}
+		}
+	}
+	for i := range h.lines {
+		l := &h.lines[i]
+		if l.flow != nil || l.counts || l.e == nil || l.mec >= classes || !l.r.LossValid || l.r.Lost == 0 {
+			continue
+		}
+		if l.r.Synopsis != "rda" && (l.r.Synopsis != "lda" || l.r.Extra["loss_verified_by"] != "rda") {
+			continue
+		}
+		o := -1
+		for m := range where {
+			if m != l.mec && where[m] != "" {
+				o = m
+				break
+			}
+		}
+		if o < 0 || c.countsProveLoss(h, l, prev, next) {
+			continue
+		}
+		l.unseenMove = true
+		l.r.Invalidate(report.ClassChange, fmt.Sprintf("class %s's RDA decode of %s is missing or incomplete: packets remarked out of class %s inside the segment could be there unseen, and the %d lost here may be among them",
+			names[o], where[o], names[l.mec], l.r.Lost))
+	}
+}
+
+// countsProveLoss says whether the End markers' per-class counts prove
+// line l's loss: nothing casts doubt on them (countProof) and l's sent,
+// received and lost are theirs.
+func (c *controller) countsProveLoss(h *heldInterval, l *heldLine, prev, next *evidence) bool {
+	m := l.mec
+	if m >= len(h.ev.sent) || m >= len(h.ev.rcv) || h.ev.rcv[m] == nil || len(c.countProof(h, m, prev, next)) > 0 {
+		return false
+	}
+	sent, recv := h.ev.sent[m], h.ev.rcv[m].Count()
+	return l.r.Sent == sent && l.r.Received == recv && sent >= recv && l.r.Lost == sent-recv
 }
 
 // movedReason is the reason of class m's lines when the RDA decodes
@@ -1225,7 +1310,9 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 // flow's received packets; and where the counts come from the cells rather
 // than from flow tables at both ends, sent (received) must equal the
 // sender's (receiver's) held count wherever one is held, and a loss needs
-// the sender's count to vouch for it. Sampled rows
+// the sender's count to vouch for it. A repair's listed extras are in the
+// receiver's held count but not in the flow's received packets
+// (synopsis.EstimateLDSFlowsRepaired). Sampled rows
 // scale the counts, so the caller checks only rows that take every packet.
 func countsAgree(f *synopsis.FlowEstimate) bool {
 	if f.Valid && f.Samples > f.Received {
@@ -1239,7 +1326,7 @@ func countsAgree(f *synopsis.FlowEstimate) bool {
 		// lost would show as this flow's loss.
 		return false
 	}
-	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received == f.HeldReceived)
+	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received+uint64(f.RepairedExtra) == f.HeldReceived)
 }
 
 func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {

@@ -187,7 +187,8 @@ func onlyCrossingDoubt(v report.Verdict) bool {
 // noteOrder remembers what decided interval h showed of the segment's
 // order, for the loss from counts (countProof): a sign of disorder in any
 // of its lines (packets found crossing an End marker, duplicates, extra
-// packets, a class change), or, where its crossing checks ran for every
+// packets, a class change seen rather than only suspected beside a class
+// that could not be decoded), or, where its crossing checks ran for every
 // class (inOrder) and found none, one more interval checked in order.
 func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
 	disorder := false
@@ -204,7 +205,7 @@ func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
 			}
 		}
 		v := l.r.Verdict()
-		if v.Has(report.ClassChange) || v.Has(report.ExtrasUnchecked) || (v.Has(report.Extras) && !l.counts) {
+		if (v.Has(report.ClassChange) && !l.unseenMove) || v.Has(report.ExtrasUnchecked) || (v.Has(report.Extras) && !l.counts) {
 			disorder = true
 		}
 	}

@@ -261,7 +261,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	}
 	c.crossedInto(h)
 	c.receiverDropped(h)
-	c.classChanges(h.lines, prev, &h.ev, next)
+	c.classChanges(h, prev, next)
 	c.noteOrder(h, next != nil && allKnown && all.Crossed == 0)
 	c.countsLoss(h, prev, next)
 }

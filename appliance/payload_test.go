@@ -54,6 +54,10 @@ func TestCountsAgree(t *testing.T) {
 		f.Sent, f.Received, f.Lost, f.Samples, f.Valid = sent, recv, sent-recv, samples, true
 		return f
 	}
+	repaired := func(f synopsis.FlowEstimate, extra int) synopsis.FlowEstimate {
+		f.RepairedExtra = extra
+		return f
+	}
 	for _, c := range []struct {
 		f    synopsis.FlowEstimate
 		want bool
@@ -65,6 +69,11 @@ func TestCountsAgree(t *testing.T) {
 		{est(20, 19, 19, 20, 19, false), true},  // named at both ends, a real loss
 		{est(20, 19, 30, 20, 19, true), false},  // exact counts, but the delay samples hold others' packets
 		{est(20, 19, 19, 20, 19, true), true},
+		// A repair listed one extra of the flow (a copy the segment made):
+		// the receiver's table holds it, the flow's received packets not.
+		{repaired(est(20, 19, 19, 20, 20, false), 1), true},
+		{repaired(est(20, 19, 19, 20, 21, false), 1), false}, // one more the repair did not list
+		{est(20, 19, 19, 20, 20, false), false},              // received short of the table's count, nothing listed
 	} {
 		if got := countsAgree(&c.f); got != c.want {
 			t.Errorf("%+v: countsAgree %v, want %v", c.f, got, c.want)

@@ -16,8 +16,12 @@ import "strconv"
 // (it may be duplication or injection); loss elsewhere in the same
 // interval may be those very packets, so every class showing loss is
 // invalid too, with a reason naming remarking, and the class with extras
-// gets the same reason instead of a bare "extra packets". With a single
-// class, or extras and no loss anywhere else, nothing changes.
+// gets the same reason instead of a bare "extra packets". Extras an
+// estimate proves without counting them (ExtraBuckets: an RDA decode's
+// residual cells that hold receiver-only packets, none of them decoded)
+// count as extras too: the packets remarked into a class are what leaves
+// its decode incomplete. With a single class, or extras and no loss
+// anywhere else, nothing changes.
 //
 // Pure over its arguments: the appliance's controller and analyze call it
 // on the lines they are about to report.
@@ -33,10 +37,24 @@ func ClassChanges(es []*Estimate, names []string) []string {
 		}
 		return strconv.Itoa(m)
 	}
+	// extras is what e proves it holds beyond its sender's packets: its
+	// counted extras, else at least one for cells that prove uncounted
+	// ones.
+	extras := func(e *Estimate) uint64 {
+		switch {
+		case e == nil:
+			return 0
+		case e.Extra > 0:
+			return e.Extra
+		case e.ExtraBuckets > 0:
+			return 1
+		}
+		return 0
+	}
 	// The class with the most extras names the move in every reason.
 	into := -1
 	for m, e := range es {
-		if e != nil && e.Extra > 0 && (into < 0 || e.Extra > es[into].Extra) {
+		if extras(e) > 0 && (into < 0 || extras(e) > extras(es[into])) {
 			into = m
 		}
 	}
@@ -49,7 +67,7 @@ func ClassChanges(es []*Estimate, names []string) []string {
 	// most extras, its own duplicates.)
 	extraElsewhere := func(m int) bool {
 		for o, e := range es {
-			if o != m && e != nil && e.Extra > 0 {
+			if o != m && extras(e) > 0 {
 				return true
 			}
 		}
@@ -67,11 +85,11 @@ func ClassChanges(es []*Estimate, names []string) []string {
 	}
 	why = make([]string, len(es))
 	moved := "packets changed class inside the segment (DSCP remarked, VLAN retagged?): " +
-		strconv.FormatUint(es[into].Extra, 10) + "+ in class " + name(into) + " that the sender classed elsewhere"
+		strconv.FormatUint(extras(es[into]), 10) + "+ in class " + name(into) + " that the sender classed elsewhere"
 	for m, e := range es {
 		switch {
 		case e == nil:
-		case e.Extra > 0:
+		case extras(e) > 0:
 			why[m] = moved
 		case lossy(e) && extraElsewhere(m):
 			why[m] = moved + "; the " + strconv.FormatUint(lossOf(e), 10) + " lost here may be among them"

@@ -115,4 +115,19 @@ func TestClassChangesPure(t *testing.T) {
 	if len(w) != 2 || w[0] == "" || w[1] == "" {
 		t.Fatalf("lossy class with the most extras: reasons %q", w)
 	}
+	// An RDA decode left incomplete by the packets remarked into its
+	// class: none decoded, its residual cells prove them. The class they
+	// left counts them lost.
+	all := &Estimate{Synopsis: "rda", Sent: 4000, Received: 4104, ExtraBuckets: 5}
+	c2 = &Estimate{Synopsis: "rda", Sent: 4000, Received: 3888, Lost: 120, Extra: 8}
+	w = ClassChanges([]*Estimate{all, c2}, []string{"all", "c2"})
+	if len(w) != 2 || w[0] == "" || w[1] == "" {
+		t.Fatalf("extras proven by an incomplete decode's cells: reasons %q", w)
+	}
+	// Without its own duplicates c2's reason names its loss.
+	c2.Extra = 0
+	w = ClassChanges([]*Estimate{all, c2}, []string{"all", "c2"})
+	if len(w) != 2 || !strings.Contains(w[0], "1+ in class all") || !strings.Contains(w[1], "lost here may be among them") {
+		t.Errorf("reasons %q", w)
+	}
 }

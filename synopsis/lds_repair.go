@@ -77,10 +77,18 @@ type LDSRepair struct {
 // usable; undecoded extras still invalidate the sketch.
 //
 // Sizes and losses (Sent, Received, Lost, CountsExact) come from the
-// sketches as recorded, except that with exact counts the listed extras
-// are taken off the flow's received packets (the receiver's table counted
-// them): otherwise the repair changes only which cells the mean may use. FlowEstimate.RepairedLost and RepairedExtra count the flow's
-// packets the repair took out. Neither LDS is changed.
+// sketches as recorded, except that the listed extras are not the flow's
+// packets: with exact counts they come off the flow's received packets
+// (the receiver's table counted them), and without, Received and Lost are
+// the count-min estimates against the receiver's sketch without them. A
+// listed extra is a duplicate, an injected packet or a neighbouring
+// interval's, never the packet the flow lost: counted as received, it
+// would cancel that loss in the flow's cells and the repaired line would
+// claim lost 0, its cells now clean. Where the receiver's table still
+// holds more of the flow than its sender sent, extras the repair did not
+// list are left in it: the loss is not claimed (Extras).
+// FlowEstimate.RepairedLost and RepairedExtra count the flow's packets
+// the repair took out. Neither LDS is changed.
 func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstimate, error) {
 	plain, err := EstimateLDSFlows(sender, receiver)
 	if err != nil || len(rep.Lost)+len(rep.Extra) == 0 {
@@ -109,20 +117,46 @@ func EstimateLDSFlowsRepaired(sender, receiver *LDS, rep LDSRepair) ([]FlowEstim
 	if len(fixed) != len(plain) {
 		return nil, fmt.Errorf("%w: repaired LDS lists %d flows, the recorded one %d", ErrBadConfig, len(fixed), len(plain))
 	}
+	// The count-min sizes and losses: the sender's sketch as recorded
+	// against the receiver's without the listed extras.
+	counted := plain
+	if len(rep.Extra) > 0 {
+		if counted, err = estimateLDSFlows(sender, rr, func(h uint64) uint64 { return uint64(perFlow[h][1]) }); err != nil {
+			return nil, err
+		}
+		if len(counted) != len(plain) {
+			return nil, fmt.Errorf("%w: repaired LDS lists %d flows, the recorded one %d", ErrBadConfig, len(counted), len(plain))
+		}
+	}
 	for i := range plain {
 		p, f := &plain[i], &fixed[i]
 		if f.Sent == 0 && !f.Valid && p.Sent > 0 {
 			// The repair took out every packet the flow sent: all lost.
 			f.Reason, f.Code = "every packet of the flow lost: no delay to measure", report.AllLost
 		}
-		f.Sent, f.Received, f.Lost, f.CountsExact = p.Sent, p.Received, p.Lost, p.CountsExact
+		q := &counted[i]
+		f.Sent, f.Received, f.Lost, f.CountsExact = q.Sent, q.Received, q.Lost, p.CountsExact
 		c := perFlow[f.FlowHash]
 		f.RepairedLost, f.RepairedExtra = c[0], c[1]
-		if f.CountsExact && uint64(c[1]) <= f.HeldReceived {
+		if !f.CountsExact {
+			continue
+		}
+		f.Sent = p.Sent
+		if left := f.HeldReceived - min(f.HeldReceived, uint64(c[1])); left <= f.Sent && uint64(c[1]) <= f.HeldReceived {
 			// The listed extras are not the flow's traffic: the
 			// receiver's table counted them as received.
-			f.Received = min(f.HeldReceived-uint64(c[1]), f.Sent)
-			f.Lost = f.Sent - f.Received
+			f.Received, f.Lost = left, f.Sent-left
+			continue
+		}
+		f.Received, f.Lost = p.Received, p.Lost
+		why := fmt.Sprintf("the receiver's flow table counted %d packets of the flow, its sender %d, and the repair listed %d of them as extra: others it did not list may hide this flow's losses, so its loss cannot be counted", f.HeldReceived, f.Sent, c[1])
+		switch {
+		case f.Valid:
+			f.Valid, f.Code, f.Reason = false, report.Extras, why
+		case f.Code.Scope()&report.ScopeLoss == 0:
+			// Invalid for its delay alone, the loss still claimed: one
+			// code must now leave both unknown.
+			f.Code, f.Reason = report.ExtrasUnchecked, why+"; "+f.Reason
 		}
 	}
 	return fixed, nil

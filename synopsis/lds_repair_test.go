@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // TestLDSRemoveInverse: Remove undoes Add exactly, weights and stamp
@@ -208,4 +210,154 @@ func TestLDSRemoveFolded(t *testing.T) {
 			t.Fatalf("cell %d: removed then folded %+v, folded then removed %+v", i, want.cells[i], f2.cells[i])
 		}
 	}
+}
+
+// TestLDSRepairLostBesideExtra: a flow that lost one packet and whose
+// receiver also recorded a copy of another (the segment duplicated it) has
+// as many packets at both ends: its cell counts agree, and only the
+// digest shows the difference. The repair takes the lost packet out of the
+// sender's sketch and the copy out of the receiver's, the cells are clean
+// and the flow is valid; its loss must be the one packet it lost, not
+// the lost one netted against the copy (it was 0, a valid wrong line) —
+// whether the flow tables count exactly or not. Then an extra the repair
+// did not list: the loss is not claimed.
+func TestLDSRepairLostBesideExtra(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		exact bool
+	}{{"exact counts", true}, {"count-min counts", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := LDSConfig{Rows: 4, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 4}
+			s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+			var key FlowKeyBytes
+			const fh = 0x1234567
+			var rep LDSRepair
+			var dup LDSPacket
+			for i := range 20 {
+				p := LDSPacket{FlowHash: fh, Hash: 0x9e3779b97f4a7c15 * uint64(i+1), Ts: ldsBaseNs + uint64(i)*1e6}
+				s.AddFlow(p.FlowHash, p.Hash, p.Ts, 0, 0, &key)
+				switch i {
+				case 3:
+					rep.Lost = append(rep.Lost, p)
+					continue
+				case 9:
+					// The copy the segment made: the same identity, later.
+					dup = p
+					dup.Ts += 50_000
+					r.AddFlow(dup.FlowHash, dup.Hash, dup.Ts, 0, 0, &key)
+					rep.Extra = append(rep.Extra, dup)
+				}
+				r.AddFlow(p.FlowHash, p.Hash, p.Ts+40_000, 0, 0, &key)
+			}
+			if !tc.exact {
+				// More flows than the tables hold: a refused flow leaves
+				// every count a count-min estimate.
+				for f := range 6 {
+					var k FlowKeyBytes
+					k[0] = byte(f + 1)
+					h := uint64(0xabc0000 + f)
+					s.AddFlow(h, h*31, ldsBaseNs, 0, 0, &k)
+					r.AddFlow(h, h*31, ldsBaseNs+40_000, 0, 0, &k)
+				}
+			}
+			rep.Complete = true
+			flow := func(rep LDSRepair) FlowEstimate {
+				t.Helper()
+				got, err := EstimateLDSFlowsRepaired(s, r, rep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range got {
+					if f.FlowHash == fh {
+						return f
+					}
+				}
+				t.Fatal("flow not estimated")
+				return FlowEstimate{}
+			}
+			f := flow(rep)
+			if f.CountsExact != tc.exact {
+				t.Fatalf("counts exact %v, want %v", f.CountsExact, tc.exact)
+			}
+			if !f.Valid || f.Sent != 20 || f.Lost != 1 || f.Received != 19 || f.RepairedLost != 1 || f.RepairedExtra != 1 {
+				t.Errorf("valid %v (%s) sent %d received %d lost %d repaired %d+%d, want valid 20 19 1 1+1",
+					f.Valid, f.Reason, f.Sent, f.Received, f.Lost, f.RepairedLost, f.RepairedExtra)
+			}
+			if math.Abs(f.MeanNs-40_000) > 1e-6 {
+				t.Errorf("mean %.3f, want 40000", f.MeanNs)
+			}
+
+			// A second extra, injected and not listed: the receiver
+			// holds 21 of the flow, the repair names one.
+			inj := LDSPacket{FlowHash: fh, Hash: 0x5151, Ts: ldsBaseNs + 7e6}
+			r.AddFlow(inj.FlowHash, inj.Hash, inj.Ts, 0, 0, &key)
+			rep.Complete = false
+			if f := flow(rep); f.Valid && f.Lost != 1 {
+				t.Errorf("an unlisted extra: valid with lost %d, true 1", f.Lost)
+			}
+		})
+	}
+}
+
+// TestLDSRepairUnlistedExtras: with exact counts, extras the repair did
+// not list (a partial repair) and that no sampled row holds leave the
+// flow's cells clean, but the receiver's table counts them: after the
+// listed extra comes off it still holds more of the flow than was sent.
+// The loss is then not claimed (it was clipped to 0, truth 1, on a valid
+// line).
+func TestLDSRepairUnlistedExtras(t *testing.T) {
+	cfg := LDSConfig{Rows: 4, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 4, RowRates: []float64{0.5, 0.5, 0.5, 0.5}}
+	s, r := mustLDS(t, cfg), mustLDS(t, cfg)
+	r.SetBound(LDSBound{MinDelayNs: 30_000, MaxDelayNs: 50_000})
+	var key FlowKeyBytes
+	const fh = 0x7654321
+	var rep LDSRepair
+	for i := range 40 {
+		p := LDSPacket{FlowHash: fh, Hash: 0x9e3779b97f4a7c15 * uint64(i+1), Ts: ldsBaseNs + uint64(i)*1e6}
+		s.AddFlow(p.FlowHash, p.Hash, p.Ts, 0, 0, &key)
+		switch i {
+		case 3:
+			rep.Lost = append(rep.Lost, p)
+			continue
+		case 9:
+			dup := p
+			dup.Ts += 45_000
+			r.AddFlow(dup.FlowHash, dup.Hash, dup.Ts, 0, 0, &key)
+			rep.Extra = append(rep.Extra, dup)
+		}
+		r.AddFlow(p.FlowHash, p.Hash, p.Ts+40_000, 0, 0, &key)
+	}
+	// Two injected packets no row samples: only the table sees them.
+	injected := 0
+	for h := uint64(1); injected < 2; h++ {
+		px0 := Remix(h, SaltLDSCell)
+		in := false
+		for row := 0; row < r.rows; row++ {
+			in = in || ldsRowHash(px0, row)>>32 < r.thr[row]
+		}
+		if !in {
+			r.AddFlow(fh, h, ldsBaseNs+5e6, 0, 0, &key)
+			injected++
+		}
+	}
+	got, err := EstimateLDSFlowsRepaired(s, r, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		if f.FlowHash != fh {
+			continue
+		}
+		if !f.CountsExact || f.HeldReceived != 42 {
+			t.Fatalf("counts exact %v, held received %d: want true, 42", f.CountsExact, f.HeldReceived)
+		}
+		if (f.Valid || f.Code.Scope()&report.ScopeLoss == 0) && f.Lost != 1 {
+			t.Errorf("loss claimed (valid %v, %s) as %d, true 1", f.Valid, f.Code, f.Lost)
+		}
+		if f.Valid || f.Code != report.Extras {
+			t.Errorf("valid %v code %s (%s), want extras", f.Valid, f.Code, f.Reason)
+		}
+		return
+	}
+	t.Fatal("flow not estimated")
 }
