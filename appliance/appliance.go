@@ -49,6 +49,12 @@ type Config struct {
 	IdleSleep time.Duration
 	Clock     func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
 	ClockName string        // reported; "CLOCK_REALTIME" by default
+	// Now is the control side's clock: its timers (pairing and repair
+	// timeouts, Stop's waits, the pacing of End markers) and the times
+	// it records. nil: time.Now. A run on simulated time sets it and
+	// Clock from the same simulated clock, so the control side and the
+	// lanes agree on what time it is.
+	Now func() time.Time
 	// Reports receive every report line the appliance produces.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
@@ -242,6 +248,9 @@ func New(cfg Config) (*Appliance, error) {
 		if cfg.ClockName == "" {
 			cfg.ClockName = "CLOCK_REALTIME"
 		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Bounds == (synopsis.CompactBounds{}) {
 		cfg.Bounds = synopsis.DefaultCompactBounds()
@@ -609,13 +618,13 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// it, and collects the peer's; it reports what is still missing as
 		// invalid. Each wait is a message to the control goroutine, which
 		// ends it when its condition holds after a step.
-		deadline := time.Now().Add(drain)
-		a.ctl.finish(deadline)
-		a.ctl.awaitPeerEnd(deadline)
+		deadline := a.now().Add(drain)
+		a.ctl.await(a.ctl.finish(deadline))
+		a.ctl.await(a.ctl.awaitPeerEnd(deadline))
 		for _, w := range a.workers {
 			w.EndInterval()
 		}
-		a.ctl.awaitIntervalsEnded()
+		a.ctl.await(a.ctl.awaitIntervalsEnded())
 		for _, w := range a.workers {
 			if err := w.Close(); err != nil && a.stopErr == nil {
 				a.stopErr = err
@@ -663,3 +672,12 @@ const cacheStartPackets = 16384
 // endCopies is how many times a sender lane sends each End marker for
 // Config.ControlCopies copies of the other control frames.
 func endCopies(controlCopies int) int { return max(controlCopies, MinEndCopies) }
+
+// now is the control side's clock (Config.Now). An appliance built
+// without New (unit tests of the control side) has none: the wall clock.
+func (a *Appliance) now() time.Time {
+	if a.cfg.Now == nil {
+		return time.Now()
+	}
+	return a.cfg.Now()
+}

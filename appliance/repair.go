@@ -297,7 +297,7 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 		c.repairs = map[repairKey]*repair{}
 	}
 	c.reqID++
-	now := time.Now()
+	now := c.a.now()
 	ids := append([]uint64(nil), st.MissingSender...)
 	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, first: now}
