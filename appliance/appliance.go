@@ -180,6 +180,9 @@ type Appliance struct {
 	state      lifeState
 	stopOnce   sync.Once
 	stopErr    error
+	// sim: the appliance runs on simulated time, driven by its caller
+	// (simulated.go); nil: its own workers and control goroutine.
+	sim *simDrive
 }
 
 // Limits New enforces, for a command to validate its flags against.
@@ -602,6 +605,9 @@ func (a *Appliance) Start() error {
 // appliance has stopped, with the same error); Stop before Start (or after
 // a failed Start) returns at once, and the appliance then never starts.
 func (a *Appliance) Stop(drain time.Duration) error {
+	if a.sim != nil {
+		return errSimStop
+	}
 	a.stopOnce.Do(func() {
 		a.life.Lock()
 		was := a.state
@@ -634,27 +640,32 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// active copy.
 		close(a.stop)
 		<-a.done
-		s, r := a.laneTotals()
-		cc := a.receiver.Counters()
-		rc := a.RepairCounters()
-		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
-			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
-			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
-			Uint64("control_passed", s.ControlPassed.Load()+r.ControlPassed.Load()).Uint64("control_blocked", s.ControlBlocked.Load()).
-			Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
-			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
-			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
-			Uint64("sender_fast_bursts", s.FastBursts.Load()).
-			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
-			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
-			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
-			Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
-			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
-			Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
-			Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
-			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
+		a.logStopped()
 	})
 	return a.stopErr
+}
+
+// logStopped logs the appliance's counters once it has stopped.
+func (a *Appliance) logStopped() {
+	s, r := a.laneTotals()
+	cc := a.receiver.Counters()
+	rc := a.RepairCounters()
+	a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
+		Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
+		Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
+		Uint64("control_passed", s.ControlPassed.Load()+r.ControlPassed.Load()).Uint64("control_blocked", s.ControlBlocked.Load()).
+		Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+		Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
+		Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
+		Uint64("sender_fast_bursts", s.FastBursts.Load()).
+		Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
+		Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
+		Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
+		Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
+		Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
+		Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
+		Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
+		Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
 }
 
 // cacheStartPackets sizes the RDA timestamp caches at start, shared by
