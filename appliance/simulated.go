@@ -6,25 +6,44 @@ import (
 )
 
 // SimClock is a simulated clock: time moves only when its driver moves
-// it. Its Clock and Now feed an appliance's Config.Clock and Config.Now
-// (and a ring link's LinkConfig.Clock) so that lanes, links and control
-// sides read one time. One goroutine owns it: whoever drives the
-// simulation.
-type SimClock struct{ ns uint64 }
+// it, and by one nanosecond at every Clock reading. Its Clock and Now feed
+// an appliance's Config.Clock and Config.Now (and a ring link's
+// LinkConfig.Clock) so that lanes, links and control sides read one time.
+// One goroutine owns it: whoever drives the simulation.
+//
+// Why a reading moves it: two readings of a real clock are never equal,
+// and what is done after a reading is stamped later. The impairment
+// stage's truth places a frame before or after an End marker by their
+// transmit times; a sender lane sends an interval's last frames and then
+// its End marker in two transmit calls, and on a clock that stood still
+// through a tick both would read the same time, putting the frames after
+// the marker.
+type SimClock struct {
+	ns   uint64 // the latest reading
+	tick uint64 // where the driver has moved the clock to
+}
 
 // NewSimClock starts a simulated clock at startNs (ns since the Unix
 // epoch, as the wall clock's readings are).
-func NewSimClock(startNs uint64) *SimClock { return &SimClock{ns: startNs} }
+func NewSimClock(startNs uint64) *SimClock { return &SimClock{ns: startNs, tick: startNs} }
 
-// Clock is the time in ns since the Unix epoch.
-func (c *SimClock) Clock() uint64 { return c.ns }
+// Clock is the time in ns since the Unix epoch; each reading is 1 ns
+// later than the one before.
+func (c *SimClock) Clock() uint64 {
+	c.ns++
+	return c.ns
+}
 
 // Now is the time as a time.Time (no monotonic reading: there is no
-// other clock to be monotonic against).
+// other clock to be monotonic against). It does not move the clock.
 func (c *SimClock) Now() time.Time { return time.Unix(0, int64(c.ns)) }
 
-// Advance moves the clock d forward.
-func (c *SimClock) Advance(d time.Duration) { c.ns += uint64(d) }
+// Advance moves the clock d on from where the driver last moved it (or
+// to the latest reading, if the readings have run past that).
+func (c *SimClock) Advance(d time.Duration) {
+	c.tick += uint64(d)
+	c.ns = max(c.ns, c.tick)
+}
 
 // simDrive is the state of an appliance driven on simulated time: its
 // workers are never started (the driver calls Worker.Turn), its control
