@@ -3,6 +3,8 @@ package appliance
 import (
 	"testing"
 
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -62,5 +64,46 @@ func TestClassMovesExact(t *testing.T) {
 	cur = &evidence{rda: []*synopsis.RDADecoding{decoded(nil, []uint64{r1}), decoded([]uint64{r1}, nil)}}
 	if out, in, known := classMoves(quiet, cur, &evidence{nothing: true}); !known || out[1] != 1 || in[0] != 1 {
 		t.Errorf("nothing after k: out %v in %v known %v", out, in, known)
+	}
+}
+
+// TestClassChangesOtherKind: the shape of a simulated-time property
+// failure (a valid c2 RDA line with loss 64, truth 30: 34 packets
+// remarked into class all). The RDA part of class all was lost on the
+// segment, so no decode names the moves and the RDA's heuristic sees no
+// class with extras; the LDA of class all shows them. The class's
+// packets are suspect whichever synopsis shows it: the c2 RDA line is
+// invalid with the LDA's reason, and the all LDA line (its own extras)
+// too.
+func TestClassChangesOtherKind(t *testing.T) {
+	cl, err := classifier.NewClassifierFromSpecs([]string{"c2=dscp:cs2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &controller{a: &Appliance{cfg: Config{Classifier: cl}}}
+	line := func(syn, mec string) *report.Interval {
+		r := &report.Interval{Synopsis: syn, MEC: mec}
+		r.SetVerdict(report.Verdict{}) // valid, as its estimate says
+		return r
+	}
+	allLDA, c2LDA, c2RDA := line("lda", "all"), line("lda", "c2"), line("rda", "c2")
+	held := []heldLine{
+		{r: allLDA, e: &synopsis.Estimate{Valid: true, Sent: 1000, Received: 1034, Extra: 34}, mec: 0},
+		{r: c2LDA, e: &synopsis.Estimate{Valid: true, Sent: 1500, Received: 1436, Lost: 64}, mec: 1},
+		{r: c2RDA, e: &synopsis.Estimate{Valid: true, Sent: 1500, Received: 1436, Lost: 64}, mec: 1},
+		// No all RDA line's estimate: its part was lost.
+	}
+	if !c2RDA.Valid {
+		t.Fatal("a line with an empty verdict is not valid: the test cannot tell the fix")
+	}
+	if !c2RDA.Valid {
+		t.Fatal("a line with an empty verdict is not valid: the test cannot tell the fix")
+	}
+	cur := &evidence{rda: []*synopsis.RDADecoding{nil, decoded(make([]uint64, 64), nil)}}
+	c.classChanges(held, nil, cur, nil)
+	for _, r := range []*report.Interval{allLDA, c2LDA, c2RDA} {
+		if r.Valid || !r.Verdict().Has(report.ClassChange) {
+			t.Errorf("%s/%s: valid %v, reason %q: want invalid for a class change", r.MEC, r.Synopsis, r.Valid, r.Reason)
+		}
 	}
 }

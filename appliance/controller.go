@@ -1113,6 +1113,7 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 		}
 		return
 	}
+	whys := map[string][]string{}
 	for _, kind := range []string{"lda", "rda"} {
 		es := make([]*synopsis.Estimate, len(names))
 		lines := make([]*report.Interval, len(names))
@@ -1121,13 +1122,34 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 				es[h.mec], lines[h.mec] = h.e, h.r
 			}
 		}
-		for m, why := range synopsis.ClassChanges(es, names) {
+		whys[kind] = synopsis.ClassChanges(es, names)
+		for m, why := range whys[kind] {
 			// Another cause already named (a session's partial interval)
 			// leads; the estimator's own (extra packets) and the crossing
 			// checks' follow the cause found (report.Code's precedence).
 			if r := lines[m]; why != "" && r != nil {
 				r.Invalidate(report.ClassChange, why)
 			}
+		}
+	}
+	// The suspicion is about the class's packets, not about one
+	// synopsis: where one kind shows the extras another class's loss may
+	// be and the other kind cannot (its part of that class was lost on
+	// the segment, so its heuristic saw no extras there), the class's
+	// lines of both kinds are suspect. Without this an RDA line of a
+	// class that lost packets to remarking stayed valid, its loss counting
+	// the remarked packets, whenever the RDA of the class they moved into
+	// was lost.
+	for _, h := range held {
+		if h.flow != nil || h.e == nil || (h.r.Synopsis != "lda" && h.r.Synopsis != "rda") || h.r.Verdict().Has(report.ClassChange) {
+			continue
+		}
+		other := "rda"
+		if h.r.Synopsis == "rda" {
+			other = "lda"
+		}
+		if w := whys[other]; h.mec < len(w) && w[h.mec] != "" {
+			h.r.Invalidate(report.ClassChange, w[h.mec])
 		}
 	}
 }
