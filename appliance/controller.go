@@ -1152,6 +1152,33 @@ func (c *controller) classChanges(held []heldLine, prev, cur, next *evidence) {
 			h.r.Invalidate(report.ClassChange, w[h.mec])
 		}
 	}
+	// A class whose synopses were all lost shows its extras to neither
+	// heuristic; its End-marker count does: more packets recorded in it
+	// than its sender sent may be another class's loss, moved.
+	if cur == nil || cur.sent == nil {
+		return
+	}
+	seen := make([]bool, len(names))
+	for _, h := range held {
+		if h.flow == nil && h.e != nil && h.mec < len(seen) {
+			seen[h.mec] = true
+		}
+	}
+	for o, sent := range cur.sent {
+		if o >= len(seen) || seen[o] || o >= len(cur.rcv) || cur.rcv[o] == nil || cur.rcv[o].Count() <= sent {
+			continue
+		}
+		why := fmt.Sprintf("the receiver recorded %d packets of class %s in this interval, its sender %d (its synopses were lost): packets may have changed class inside the segment, this class's loss among them",
+			cur.rcv[o].Count(), names[o], sent)
+		for _, h := range held {
+			if h.flow != nil || h.e == nil || h.mec == o || (h.r.Synopsis != "lda" && h.r.Synopsis != "rda") {
+				continue
+			}
+			if h.e.Lost > 0 || h.e.Sent > h.e.Received {
+				h.r.Invalidate(report.ClassChange, why)
+			}
+		}
+	}
 }
 
 // movedReason is the reason of class m's lines when the RDA decodes
