@@ -55,6 +55,10 @@ type Config struct {
 	// Clock from the same simulated clock, so the control side and the
 	// lanes agree on what time it is.
 	Now func() time.Time
+	// Session is the sending session's id; 0 (the normal case) draws a
+	// random one. A run on simulated time gives one drawn from its seed:
+	// every random choice of such a run comes from the seed.
+	Session uint64
 	// Reports receive every report line the appliance produces.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
@@ -352,7 +356,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
+	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {

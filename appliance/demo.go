@@ -370,10 +370,12 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
+	c1, c2 := common, common
 	if clk != nil {
 		common.Clock, common.Now, common.ClockName = clk.Clock, clk.Now, "simulated"
+		c1, c2 = common, common
+		c1.Session, c2.Session = simSession(cfg.Seed, 1), simSession(cfg.Seed, 2)
 	}
-	c1, c2 := common, common
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {
 		seg1 = cfg.WrapSegment(seg1)

@@ -155,3 +155,14 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 	w.lines(true)
 	return nil, nil, nil
 }
+
+// simSession is appliance #n's session id on simulated time, drawn from
+// the seed (splitmix64): the session is in every control frame, and every
+// random choice of a simulated run comes from its seed. Never 0, which
+// would draw a random one.
+func simSession(seed uint64, n uint64) uint64 {
+	z := seed + n*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return (z ^ z>>31) | 1
+}
