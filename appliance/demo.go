@@ -313,9 +313,15 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				}
 			}
 		}
-		if ok && ct.Delivered > 0 && r.Flow == "" {
-			mean, sd, lost := ct.Mean(), ct.Stddev(), ct.Lost
-			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
+		if ok && r.Flow == "" {
+			// The loss is known whatever was delivered (an interval that
+			// sent nothing lost nothing); the delays only of what was.
+			lost := ct.Lost
+			r.TrueLost = &lost
+			if ct.Delivered > 0 {
+				mean, sd := ct.Mean(), ct.Stddev()
+				r.TrueMeanNs, r.TrueStddevNs = &mean, &sd
+			}
 			if t.Crossed+t.Remarked+t.Dups+t.Excluded+t.Injected > 0 {
 				if r.Extra == nil {
 					r.Extra = map[string]any{}
