@@ -49,6 +49,16 @@ type Config struct {
 	IdleSleep time.Duration
 	Clock     func() uint64 // ns since the Unix epoch; nil: CLOCK_REALTIME
 	ClockName string        // reported; "CLOCK_REALTIME" by default
+	// Now is the control side's clock: its timers (pairing and repair
+	// timeouts, Stop's waits, the pacing of End markers) and the times
+	// it records. nil: time.Now. A run on simulated time sets it and
+	// Clock from the same simulated clock, so the control side and the
+	// lanes agree on what time it is.
+	Now func() time.Time
+	// Session is the sending session's id; 0 (the normal case) draws a
+	// random one. A run on simulated time gives one drawn from its seed:
+	// every random choice of such a run comes from the seed.
+	Session uint64
 	// Reports receive every report line the appliance produces.
 	Reports func(*report.Interval)
 	Log     zerolog.Logger
@@ -174,6 +184,9 @@ type Appliance struct {
 	state      lifeState
 	stopOnce   sync.Once
 	stopErr    error
+	// sim: the appliance runs on simulated time, driven by its caller
+	// (simulated.go); nil: its own workers and control goroutine.
+	sim *simDrive
 }
 
 // Limits New enforces, for a command to validate its flags against.
@@ -242,6 +255,9 @@ func New(cfg Config) (*Appliance, error) {
 		if cfg.ClockName == "" {
 			cfg.ClockName = "CLOCK_REALTIME"
 		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Bounds == (synopsis.CompactBounds{}) {
 		cfg.Bounds = synopsis.DefaultCompactBounds()
@@ -340,7 +356,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	scfg := control.SenderConfig{Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
+	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {
@@ -593,6 +609,9 @@ func (a *Appliance) Start() error {
 // appliance has stopped, with the same error); Stop before Start (or after
 // a failed Start) returns at once, and the appliance then never starts.
 func (a *Appliance) Stop(drain time.Duration) error {
+	if a.sim != nil {
+		return errSimStop
+	}
 	a.stopOnce.Do(func() {
 		a.life.Lock()
 		was := a.state
@@ -609,13 +628,13 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// it, and collects the peer's; it reports what is still missing as
 		// invalid. Each wait is a message to the control goroutine, which
 		// ends it when its condition holds after a step.
-		deadline := time.Now().Add(drain)
-		a.ctl.finish(deadline)
-		a.ctl.awaitPeerEnd(deadline)
+		deadline := a.now().Add(drain)
+		a.ctl.await(a.ctl.finish(deadline))
+		a.ctl.await(a.ctl.awaitPeerEnd(deadline))
 		for _, w := range a.workers {
 			w.EndInterval()
 		}
-		a.ctl.awaitIntervalsEnded()
+		a.ctl.await(a.ctl.awaitIntervalsEnded())
 		for _, w := range a.workers {
 			if err := w.Close(); err != nil && a.stopErr == nil {
 				a.stopErr = err
@@ -625,27 +644,32 @@ func (a *Appliance) Stop(drain time.Duration) error {
 		// active copy.
 		close(a.stop)
 		<-a.done
-		s, r := a.laneTotals()
-		cc := a.receiver.Counters()
-		rc := a.RepairCounters()
-		a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
-			Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
-			Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
-			Uint64("control_passed", s.ControlPassed.Load()+r.ControlPassed.Load()).Uint64("control_blocked", s.ControlBlocked.Load()).
-			Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
-			Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
-			Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
-			Uint64("sender_fast_bursts", s.FastBursts.Load()).
-			Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
-			Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
-			Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
-			Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
-			Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
-			Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
-			Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
-			Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
+		a.logStopped()
 	})
 	return a.stopErr
+}
+
+// logStopped logs the appliance's counters once it has stopped.
+func (a *Appliance) logStopped() {
+	s, r := a.laneTotals()
+	cc := a.receiver.Counters()
+	rc := a.RepairCounters()
+	a.cfg.Log.Info().Uint64("sent_recorded", s.Recorded.Load()).Uint64("received_recorded", r.Recorded.Load()).
+		Uint64("tx_dropped", s.TxDropped.Load()+r.TxDropped.Load()).
+		Uint64("sender_tx_dropped", s.TxDropped.Load()).Uint64("receiver_tx_dropped", r.TxDropped.Load()).
+		Uint64("control_passed", s.ControlPassed.Load()+r.ControlPassed.Load()).Uint64("control_blocked", s.ControlBlocked.Load()).
+		Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
+		Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
+		Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
+		Uint64("sender_fast_bursts", s.FastBursts.Load()).
+		Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
+		Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
+		Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
+		Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
+		Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
+		Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
+		Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
+		Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
 }
 
 // cacheStartPackets sizes the RDA timestamp caches at start, shared by
@@ -663,3 +687,12 @@ const cacheStartPackets = 16384
 // endCopies is how many times a sender lane sends each End marker for
 // Config.ControlCopies copies of the other control frames.
 func endCopies(controlCopies int) int { return max(controlCopies, MinEndCopies) }
+
+// now is the control side's clock (Config.Now). An appliance built
+// without New (unit tests of the control side) has none: the wall clock.
+func (a *Appliance) now() time.Time {
+	if a.cfg.Now == nil {
+		return time.Now()
+	}
+	return a.cfg.Now()
+}

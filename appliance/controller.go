@@ -179,6 +179,8 @@ const minFlipGap = 20 * time.Millisecond
 
 // run is the control goroutine: a step every ms, Stop's phases between
 // steps, and the final report when a.stop closes (the workers are gone).
+// A run on simulated time has no control goroutine: its driver calls
+// step and advance itself (simulated.go).
 func (c *controller) run() {
 	defer close(c.a.done)
 	tick := time.NewTicker(time.Millisecond)
@@ -187,20 +189,16 @@ func (c *controller) run() {
 	for {
 		select {
 		case <-c.a.stop:
-			c.step(time.Now())
+			c.step(c.a.now())
 			c.final()
 			return
 		case p := <-c.phases:
 			cur = p
 		case <-tick.C:
-			c.step(time.Now())
+			c.step(c.a.now())
 		}
-		if cur != nil {
-			now := time.Now()
-			if late := !now.Before(cur.deadline); cur.next(now, late) || late {
-				close(cur.reply)
-				cur = nil
-			}
+		if cur != nil && cur.advance(c.a.now()) {
+			cur = nil
 		}
 	}
 }
@@ -215,21 +213,38 @@ type phase struct {
 	reply    chan struct{}
 }
 
+// advance runs the phase's next once at now and reports whether the
+// phase has ended (its reply is then closed).
+func (p *phase) advance(now time.Time) bool {
+	if late := !now.Before(p.deadline); p.next(now, late) || late {
+		close(p.reply)
+		return true
+	}
+	return false
+}
+
 // await hands a phase to the control goroutine and waits for it to end.
-func (c *controller) await(deadline time.Time, next func(now time.Time, late bool) bool) {
-	p := &phase{deadline: deadline, next: next, reply: make(chan struct{})}
+// A nil phase has nothing to wait for.
+func (c *controller) await(p *phase) {
+	if p == nil {
+		return
+	}
 	c.phases <- p
 	<-p.reply
+}
+
+func newPhase(deadline time.Time, next func(now time.Time, late bool) bool) *phase {
+	return &phase{deadline: deadline, next: next, reply: make(chan struct{})}
 }
 
 // finish freezes the interval clock one interval ahead, so the sender
 // closes the current interval now, and ends once that interval is shipped
 // and the peer's intervals are paired, or at the deadline.
-func (c *controller) finish(deadline time.Time) {
+func (c *controller) finish(deadline time.Time) *phase {
 	var last uint64
 	stage := 0
 	var quiet time.Time
-	c.await(deadline, func(now time.Time, late bool) bool {
+	return newPhase(deadline, func(now time.Time, late bool) bool {
 		switch stage {
 		case 0:
 			c.frozen = true
@@ -268,17 +283,18 @@ func (c *controller) finish(deadline time.Time) {
 // awaitPeerEnd lets the receiver's interval in progress end the normal
 // way, so it can be reported valid: while the peer is sending End markers,
 // it waits (up to the deadline, and one interval and a grace at most) for
-// the next one, then for its synopses to pair.
-func (c *controller) awaitPeerEnd(deadline time.Time) {
+// the next one, then for its synopses to pair. nil: no peer ever cut an
+// interval here, nothing to wait for.
+func (c *controller) awaitPeerEnd(deadline time.Time) *phase {
 	flips := &c.a.lanes[1].Stats.Flips
 	f0 := flips.Load()
 	if f0 == 0 {
-		return // no peer ever cut an interval here
+		return nil
 	}
-	limit := time.Now().Add(c.a.cfg.Interval + endGrace)
+	limit := c.a.now().Add(c.a.cfg.Interval + endGrace)
 	ended := false
 	var quiet time.Time
-	c.await(deadline, func(now time.Time, late bool) bool {
+	return newPhase(deadline, func(now time.Time, late bool) bool {
 		if !ended {
 			if flips.Load() == f0 {
 				return now.After(limit) // the peer is gone or stopping too
@@ -292,8 +308,8 @@ func (c *controller) awaitPeerEnd(deadline time.Time) {
 // awaitIntervalsEnded waits, up to closeWait, until every worker has ended
 // its lanes' interval (Worker.EndInterval) and the controller has nothing
 // left to send or pair.
-func (c *controller) awaitIntervalsEnded() {
-	c.await(time.Now().Add(closeWait), func(time.Time, bool) bool {
+func (c *controller) awaitIntervalsEnded() *phase {
+	return newPhase(c.a.now().Add(closeWait), func(time.Time, bool) bool {
 		for _, w := range c.a.workers {
 			if !w.IntervalEnded() {
 				return false
@@ -812,7 +828,7 @@ func (c *controller) failureReason(f *control.IntervalFailure) report.Cause {
 		return report.Cause{Code: report.ControlLost, Why: f.Reason.String()}
 	}
 	why := report.Cause{Code: report.PeerMismatch, Why: f.Reason.String() + ": " + f.Detail}
-	pm := &PeerMismatch{At: time.Now(), Interval: f.Interval, Detail: f.Detail}
+	pm := &PeerMismatch{At: c.a.now(), Interval: f.Interval, Detail: f.Detail}
 	for _, item := range strings.Split(f.Detail, "; ") {
 		if name, _, ok := strings.Cut(item, ": sender "); ok {
 			pm.Settings = append(pm.Settings, name)
@@ -981,7 +997,7 @@ func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
 // synopses (crossing.go), then for the cross-class pass (classChanges).
 func (c *controller) release(k uint64) {
 	c.pairing = false
-	h := &heldInterval{k: k, lines: c.held, ev: c.ev, at: time.Now()}
+	h := &heldInterval{k: k, lines: c.held, ev: c.ev, at: c.a.now()}
 	c.held, c.ev = nil, evidence{}
 	c.waits[k] = h
 	if p := c.waits[k-1]; p != nil && !p.decided {
@@ -1104,6 +1120,7 @@ func (c *controller) classChanges(h *heldInterval, prev, next *evidence) {
 		}
 		return
 	}
+	whys := map[string][]string{}
 	for _, kind := range []string{"lda", "rda"} {
 		es := make([]*synopsis.Estimate, len(names))
 		lines := make([]*report.Interval, len(names))
@@ -1112,7 +1129,8 @@ func (c *controller) classChanges(h *heldInterval, prev, next *evidence) {
 				es[l.mec], lines[l.mec] = l.e, l.r
 			}
 		}
-		for m, why := range synopsis.ClassChanges(es, names) {
+		whys[kind] = synopsis.ClassChanges(es, names)
+		for m, why := range whys[kind] {
 			// Another cause already named (a session's partial interval)
 			// leads; the estimator's own (extra packets) and the crossing
 			// checks' follow the cause found (report.Code's precedence).
@@ -1121,7 +1139,58 @@ func (c *controller) classChanges(h *heldInterval, prev, next *evidence) {
 			}
 		}
 	}
+	// The suspicion is about the class's packets, not about one
+	// synopsis: where one kind shows the extras another class's loss may
+	// be and the other kind cannot (its part of that class was lost on
+	// the segment, so its heuristic saw no extras there), the class's
+	// lines of both kinds are suspect. Without this an RDA line of a
+	// class that lost packets to remarking stayed valid, its loss counting
+	// the remarked packets, whenever the RDA of the class they moved into
+	// was lost.
+	for _, l := range held {
+		if l.flow != nil || l.e == nil || (l.r.Synopsis != "lda" && l.r.Synopsis != "rda") || l.r.Verdict().Has(report.ClassChange) {
+			continue
+		}
+		other := "rda"
+		if l.r.Synopsis == "rda" {
+			other = "lda"
+		}
+		if w := whys[other]; l.mec < len(w) && w[l.mec] != "" {
+			l.r.Invalidate(report.ClassChange, w[l.mec])
+		}
+	}
+	c.unsentExtras(held, cur, names)
 	c.undecodedMoves(h, prev, next)
+}
+
+// unsentExtras: a class whose synopses were all lost shows its extras to
+// neither heuristic; its End-marker count does: more packets recorded in it
+// than its sender sent may be another class's loss, moved.
+func (c *controller) unsentExtras(held []heldLine, cur *evidence, names []string) {
+	if cur == nil || cur.sent == nil {
+		return
+	}
+	seen := make([]bool, len(names))
+	for _, l := range held {
+		if l.flow == nil && l.e != nil && l.mec < len(seen) {
+			seen[l.mec] = true
+		}
+	}
+	for o, sent := range cur.sent {
+		if o >= len(seen) || seen[o] || o >= len(cur.rcv) || cur.rcv[o] == nil || cur.rcv[o].Count() <= sent {
+			continue
+		}
+		why := fmt.Sprintf("the receiver recorded %d packets of class %s in this interval, its sender %d (its synopses were lost): packets may have changed class inside the segment, this class's loss among them",
+			cur.rcv[o].Count(), names[o], sent)
+		for _, l := range held {
+			if l.flow != nil || l.e == nil || l.mec == o || (l.r.Synopsis != "lda" && l.r.Synopsis != "rda") {
+				continue
+			}
+			if l.e.Lost > 0 || l.e.Sent > l.e.Received {
+				l.r.Invalidate(report.ClassChange, why)
+			}
+		}
+	}
 }
 
 // undecodedMoves: the heuristic sees only the extras a decode named. A

@@ -91,8 +91,8 @@ type heldInterval struct {
 func (c *controller) overdue(now time.Time) {
 	limit := c.a.cfg.PairTimeout + c.a.cfg.Interval
 	late := false
-	for _, h := range c.waits {
-		if !h.decided && now.Sub(h.at) > limit {
+	for _, k := range sortedKeys(c.waits) {
+		if h := c.waits[k]; !h.decided && now.Sub(h.at) > limit {
 			c.decide(h, nil)
 			late = true
 		}
@@ -582,7 +582,8 @@ func (c *controller) nextCopy(k uint64, rc *rcopy) {
 // End marker.
 func (c *controller) decideAtStop(act *rcopy) {
 	lastK := c.a.rbuf.Active().FirstK // the interval after the last End marker
-	for _, h := range c.waits {
+	for _, k := range sortedKeys(c.waits) {
+		h := c.waits[k]
 		if h.decided {
 			continue
 		}

@@ -107,6 +107,13 @@ type DemoConfig struct {
 	// receives instead of dataplane.SteerQueue (a test hook: steering
 	// gone wrong).
 	SteerReceiver func(frame []byte, n int) int
+	// SimulatedTime runs the demo on simulated time (simdemo.go): one
+	// goroutine moves a simulated clock and drives the generator, the
+	// links, every lane and both control sides, so a seed and the flags
+	// decide every report byte for byte, whatever the host's load.
+	// RestartAt, Taps, Traffic, Queues > 1 and Rate 0 are refused
+	// with it.
+	SimulatedTime bool
 }
 
 // DemoSummary is what the demo saw from end to end.
@@ -148,6 +155,13 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 128
 	}
+	var clk *SimClock
+	if cfg.SimulatedTime {
+		if err := simUnsupported(&cfg); err != nil {
+			return sum, err
+		}
+		clk = NewSimClock(simStartNs)
+	}
 	// The range the per-flow bounds assume before an interval shows a
 	// wider one (Assumed): the demo's workers share the machine with
 	// everything else, and on a busy 2-CPU machine a frame has waited over
@@ -186,7 +200,20 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.LinkLocalRate > 0 {
 		injectEvery = uint64(1e9 / cfg.LinkLocalRate)
 	}
+	// The links' pools hold what a descheduled worker leaves queued on
+	// the wall clock (seconds of traffic at 20 kpps). On simulated time
+	// nothing is descheduled: a quarter of that (no less than a ring's
+	// slots) holds every frame in flight, and a property run of a
+	// thousand demos in one process clears a quarter of the memory.
+	poolDiv := 1
+	if clk != nil {
+		poolDiv = 4
+	}
 	mk := func(name string, c dataplane.LinkConfig) (*dataplane.RingLink, error) {
+		if clk != nil {
+			c.Clock = clk.Clock
+		}
+		c.Pool = max(c.Pool/poolDiv, c.Size)
 		return dataplane.NewRingLink(name, c)
 	}
 	l0, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 16384})
@@ -222,9 +249,40 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	waited := map[uint64]bool{}
 	var ctlBytes, ctlIntervals float64
 	names := cfg.Classifier.Names()
+	// lookup takes the truth published so far and returns r's interval's;
+	// ok false: not (yet) there.
+	lookup := func(r *report.Interval) (dataplane.TruthInterval, bool) {
+		for {
+			ti, got := truth.Next()
+			if !got {
+				break
+			}
+			ti.Classes = append([]dataplane.ClassTruth(nil), ti.Classes...)
+			if _, dup := truths[ti.K]; dup {
+				recuts[ti.K] = ti
+			} else {
+				truths[ti.K] = ti
+			}
+		}
+		src := truths
+		if r.Verdict().Lead().Code == report.Recut {
+			src = recuts
+		}
+		t, ok := src[uint64(r.Interval)]
+		return t, ok
+	}
+	// On simulated time a line waits for its truth in a queue the driver
+	// looks at after every tick (simdemo.go), in order, up to
+	// truthWait of simulated time: the driver cannot sleep.
+	var simLines []simLine
+	var deliver func(r *report.Interval, t dataplane.TruthInterval, ok bool)
 	onReport := func(r *report.Interval) {
 		if r.Direction != DirectionName(DirAtoB) {
 			return // the generator sends a→b only; b→a carries control frames alone
+		}
+		if clk != nil {
+			simLines = append(simLines, simLine{r: r, at: clk.Clock()})
+			return
 		}
 		mu.Lock()
 		// The truth of an interval is final a few frames after its End
@@ -233,23 +291,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		var t dataplane.TruthInterval
 		var ok bool
 		for wait := 0; ; wait++ {
-			for {
-				ti, got := truth.Next()
-				if !got {
-					break
-				}
-				ti.Classes = append([]dataplane.ClassTruth(nil), ti.Classes...)
-				if _, dup := truths[ti.K]; dup {
-					recuts[ti.K] = ti
-				} else {
-					truths[ti.K] = ti
-				}
-			}
-			src := truths
-			if r.Verdict().Lead().Code == report.Recut {
-				src = recuts
-			}
-			if t, ok = src[uint64(r.Interval)]; ok || wait == 100 || waited[uint64(r.Interval)] {
+			if t, ok = lookup(r); ok || wait == int(truthWait/time.Millisecond) || waited[uint64(r.Interval)] {
 				if !ok {
 					waited[uint64(r.Interval)] = true
 				}
@@ -258,6 +300,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			time.Sleep(time.Millisecond)
 		}
 		mu.Unlock()
+		deliver(r, t, ok)
+	}
+	deliver = func(r *report.Interval, t dataplane.TruthInterval, ok bool) {
 		// The link's truth is per interval and class (the sender's), not
 		// per flow: flow lines get none.
 		var ct dataplane.ClassTruth
@@ -268,9 +313,15 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				}
 			}
 		}
-		if ok && ct.Delivered > 0 && r.Flow == "" {
-			mean, sd, lost := ct.Mean(), ct.Stddev(), ct.Lost
-			r.TrueMeanNs, r.TrueStddevNs, r.TrueLost = &mean, &sd, &lost
+		if ok && r.Flow == "" {
+			// The loss is known whatever was delivered (an interval that
+			// sent nothing lost nothing); the delays only of what was.
+			lost := ct.Lost
+			r.TrueLost = &lost
+			if ct.Delivered > 0 {
+				mean, sd := ct.Mean(), ct.Stddev()
+				r.TrueMeanNs, r.TrueStddevNs = &mean, &sd
+			}
 			if t.Crossed+t.Remarked+t.Dups+t.Excluded+t.Injected > 0 {
 				if r.Extra == nil {
 					r.Extra = map[string]any{}
@@ -326,6 +377,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
+	if clk != nil {
+		common.Clock, common.Now, common.ClockName = clk.Clock, clk.Now, "simulated"
+		c1, c2 = common, common
+		c1.Session, c2.Session = simSession(cfg.Seed, 1), simSession(cfg.Seed, 2)
+	}
 	seg1 := dataplane.Port(l1.A())
 	if cfg.WrapSegment != nil {
 		seg1 = cfg.WrapSegment(seg1)
@@ -356,41 +412,29 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		t.Start()
 		defer t.Close() // after the appliances' Stop (deferred below or done at the end)
 	}
-	a2.Start()
-	a1.Start()
-
 	var sunk, flowReordered atomic.Uint64
 	lastID := make([]uint64, cfg.Flows) // per flow: the latest frame id sunk
-	stopSink := make(chan struct{})
-	sinkDone := make(chan struct{})
-	go func() {
-		defer close(sinkDone)
-		pk := make([]*dataplane.Packet, 64)
-		for {
-			n := l2.B().RxBurst(pk)
-			if n > 0 {
-				for _, p := range pk[:n] {
-					if id, ok := traffic.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
-						f := id % uint64(len(lastID))
-						if id < lastID[f] {
-							flowReordered.Add(1)
-						} else {
-							lastID[f] = id
-						}
-					}
+	sinkPk := make([]*dataplane.Packet, 64)
+	// sinkBurst takes one burst off the downstream link and counts it.
+	sinkBurst := func() int {
+		n := l2.B().RxBurst(sinkPk)
+		if n == 0 {
+			return 0
+		}
+		for _, p := range sinkPk[:n] {
+			if id, ok := traffic.FrameID(p.Data); ok && id > 0 && id < 1<<40 {
+				f := id % uint64(len(lastID))
+				if id < lastID[f] {
+					flowReordered.Add(1)
+				} else {
+					lastID[f] = id
 				}
-				sunk.Add(uint64(n))
-				l2.B().Free(pk[:n])
-				continue
-			}
-			select {
-			case <-stopSink:
-				return
-			default:
-				time.Sleep(20 * time.Microsecond)
 			}
 		}
-	}()
+		sunk.Add(uint64(n))
+		l2.B().Free(sinkPk[:n])
+		return n
+	}
 
 	// Generator: distinct IDs, many flows, paced to Rate when set.
 	gen, err := traffic.NewGen(traffic.GenConfig{Flows: cfg.Flows, Size: cfg.Size})
@@ -398,60 +442,12 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		return sum, err
 	}
 	pk := make([]*dataplane.Packet, 32)
-	origin := time.Now() // the hooks' clock; start moves past pauses for the rate schedule
-	start := origin
-	end := start.Add(cfg.Duration)
 	id := uint64(1)
-	restarted := cfg.RestartAt <= 0
-	var junk uint64
-	for now := time.Now(); now.Before(end); now = time.Now() {
-		if !restarted && now.Sub(origin) >= cfg.RestartAt {
-			// The sender appliance dies without a graceful stop of its
-			// interval (its control side is gone), and comes back.
-			restarted = true
-			a1.Stop(0)
-			if a1, err = New(c1); err != nil {
-				return sum, fmt.Errorf("demo: restarting appliance #1: %w", err)
-			}
-			a1.Start()
-		}
-		if cfg.Traffic != nil {
-			pause, bad := cfg.Traffic(now.Sub(origin))
-			if pause {
-				// The schedule skips the pause: no backlog burst after it.
-				time.Sleep(200 * time.Microsecond)
-				start = start.Add(time.Since(now))
-				continue
-			}
-			if bad {
-				// Malformed frames: IPv4 headers with an impossible IHL,
-				// truncated IPv6, random bytes. Forwarded and counted,
-				// never measured wrong.
-				n := l0.A().Alloc(pk[:8])
-				for i := 0; i < n; i++ {
-					junk++
-					pk[i].Data = malformedFrame(pk[i].Data[:cap(pk[i].Data)], junk)
-				}
-				if m := l0.A().TxBurst(pk[:n]); m < n {
-					l0.A().Free(pk[m:n])
-				}
-				sum.Malformed += uint64(n)
-				time.Sleep(50 * time.Microsecond)
-				continue
-			}
-		}
-		want := len(pk)
-		if cfg.Rate > 0 {
-			due := uint64(cfg.Rate*now.Sub(start).Seconds()) + 1
-			if due <= id-1 {
-				time.Sleep(50 * time.Microsecond)
-				continue
-			}
-			want = int(min(uint64(len(pk)), due-(id-1)))
-		}
-		if cfg.LinkLocalRate > 0 && float64(sum.LinkLocalSent) < cfg.LinkLocalRate*now.Sub(start).Seconds() {
-			// A host's (or the upstream switch's) own link-local frame:
-			// the segment consumes it, the appliances forward it unmeasured.
+	// linkLocal sends the link-local frames due after elapsed of the
+	// rate schedule: a host's (or the upstream switch's) own frames, which
+	// the segment consumes and the appliances forward unmeasured.
+	linkLocal := func(elapsed time.Duration) {
+		if cfg.LinkLocalRate > 0 && float64(sum.LinkLocalSent) < cfg.LinkLocalRate*elapsed.Seconds() {
 			if l0.A().Alloc(pk[:1]) == 1 {
 				pk[0].Data = dataplane.LinkLocalFrame(pk[0].Data[:cap(pk[0].Data)], 1<<40+sum.LinkLocalSent)
 				if l0.A().TxBurst(pk[:1]) == 1 {
@@ -461,6 +457,10 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				}
 			}
 		}
+	}
+	// frames sends up to want generated frames (as many as the pool has
+	// buffers for) and reports whether the link refused some of them.
+	frames := func(want int) (refused bool) {
 		n := l0.A().Alloc(pk[:want])
 		for i := 0; i < n; i++ {
 			pk[i].Data = gen.Frame(pk[i].Data[:cap(pk[i].Data)], id+uint64(i))
@@ -471,27 +471,125 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		m := l0.A().TxBurst(pk[:n])
 		if m < n {
 			l0.A().Free(pk[m:n])
-			time.Sleep(20 * time.Microsecond)
 		}
 		id += uint64(m)
+		return m < n
+	}
+	// drained reports whether every frame sent has left the segment
+	// (Lost includes control frames, sunk duplicates and injected frames:
+	// at worst the wait is shorter).
+	imp := l1.B().Impairer()
+	drained := func() bool {
+		st := imp.Stats()
+		return sunk.Load()+st.Lost+st.Consumed >= id-1+sum.LinkLocalSent
+	}
+	// The sender of the measured direction stops first, so its last
+	// interval is on the wire before the receiver settles.
+	drain := cfg.Interval + time.Second
+	var err1, err2 error
+	if clk != nil {
+		if err1, err2, err = simulateDemo(&cfg, clk, a1, a2, simWorld{
+			linkLocal: linkLocal, frames: frames, generated: func() uint64 { return id - 1 }, sink: sinkBurst, drained: drained, drain: drain,
+			lines: func(final bool) {
+				for len(simLines) > 0 {
+					l := simLines[0]
+					t, ok := lookup(l.r)
+					k := uint64(l.r.Interval)
+					if !ok && !final && !waited[k] && time.Duration(clk.Clock()-l.at) < truthWait {
+						return // its truth may still come: the lines after it wait too, in order
+					}
+					if !ok {
+						waited[k] = true
+					}
+					simLines = simLines[1:]
+					deliver(l.r, t, ok)
+				}
+			}}); err != nil {
+			return sum, err
+		}
+	} else {
+		a2.Start()
+		a1.Start()
+		stopSink := make(chan struct{})
+		sinkDone := make(chan struct{})
+		go func() {
+			defer close(sinkDone)
+			for {
+				if sinkBurst() > 0 {
+					continue
+				}
+				select {
+				case <-stopSink:
+					return
+				default:
+					time.Sleep(20 * time.Microsecond)
+				}
+			}
+		}()
+		origin := time.Now() // the hooks' clock; start moves past pauses for the rate schedule
+		start := origin
+		end := start.Add(cfg.Duration)
+		restarted := cfg.RestartAt <= 0
+		var junk uint64
+		for now := time.Now(); now.Before(end); now = time.Now() {
+			if !restarted && now.Sub(origin) >= cfg.RestartAt {
+				// The sender appliance dies without a graceful stop of its
+				// interval (its control side is gone), and comes back.
+				restarted = true
+				a1.Stop(0)
+				if a1, err = New(c1); err != nil {
+					return sum, fmt.Errorf("demo: restarting appliance #1: %w", err)
+				}
+				a1.Start()
+			}
+			if cfg.Traffic != nil {
+				pause, bad := cfg.Traffic(now.Sub(origin))
+				if pause {
+					// The schedule skips the pause: no backlog burst after it.
+					time.Sleep(200 * time.Microsecond)
+					start = start.Add(time.Since(now))
+					continue
+				}
+				if bad {
+					// Malformed frames: IPv4 headers with an impossible IHL,
+					// truncated IPv6, random bytes. Forwarded and counted,
+					// never measured wrong.
+					n := l0.A().Alloc(pk[:8])
+					for i := 0; i < n; i++ {
+						junk++
+						pk[i].Data = malformedFrame(pk[i].Data[:cap(pk[i].Data)], junk)
+					}
+					if m := l0.A().TxBurst(pk[:n]); m < n {
+						l0.A().Free(pk[m:n])
+					}
+					sum.Malformed += uint64(n)
+					time.Sleep(50 * time.Microsecond)
+					continue
+				}
+			}
+			want := len(pk)
+			if cfg.Rate > 0 {
+				due := uint64(cfg.Rate*now.Sub(start).Seconds()) + 1
+				if due <= id-1 {
+					time.Sleep(50 * time.Microsecond)
+					continue
+				}
+				want = int(min(uint64(len(pk)), due-(id-1)))
+			}
+			linkLocal(now.Sub(start))
+			if frames(want) {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		// Let the segment drain, then stop both appliances gracefully.
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !drained(); time.Sleep(time.Millisecond) {
+		}
+		err1 = a1.Stop(drain)
+		err2 = a2.Stop(drain)
+		close(stopSink)
+		<-sinkDone
 	}
 	sum.Generated = id - 1
-	// Let the segment drain, then stop both appliances gracefully.
-	imp := l1.B().Impairer()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		// (Lost includes control frames, sunk duplicates and injected
-		// frames: at worst we wait less.)
-		if st := imp.Stats(); sunk.Load()+st.Lost+st.Consumed >= sum.Generated+sum.LinkLocalSent {
-			break
-		}
-	}
-	// The sender of the measured direction first, so its last interval is
-	// on the wire before the receiver settles.
-	drain := cfg.Interval + time.Second
-	err1 := a1.Stop(drain)
-	err2 := a2.Stop(drain)
-	close(stopSink)
-	<-sinkDone
 	sum.Sunk = sunk.Load()
 	sum.FlowReordered = flowReordered.Load()
 	sum.ImpairLost = truth.LostData() // data frames only: a lost control frame is no traffic

@@ -46,6 +46,11 @@
 //
 // RunDemo wires two appliances over an impaired ring link with a generator,
 // a sink and the link's exact truth; `ldafwd demo` and the fault tests use it.
+// With DemoConfig.SimulatedTime it runs them on one goroutine and one
+// simulated clock (SimClock; simdemo.go, simulated.go): the workers are
+// never started (the driver calls Worker.Turn), the controller has no
+// goroutine (the driver calls step, and advances Stop's phases itself),
+// and a seed replays bit for bit.
 //
 // # Lifetimes and concurrency
 //

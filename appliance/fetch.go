@@ -190,8 +190,8 @@ func fetching(w *waiting) bool {
 // their deadline; it says whether an interval may now pair.
 func (c *controller) fetchTick(now time.Time) bool {
 	ready := false
-	for _, w := range c.bundles {
-		for _, f := range w.fetches {
+	for _, k := range sortedKeys(c.bundles) {
+		for _, f := range c.bundles[k].fetches {
 			switch {
 			case f.done:
 			case now.Sub(f.first) >= c.repairDeadline():
@@ -374,8 +374,8 @@ func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsi
 	if c.fulls == nil {
 		c.fulls = map[uint64][]*synopsis.RDA{}
 	}
-	for j, rs := range c.fulls {
-		if j+repairKeepIntervals < k || j > k+64 {
+	for _, j := range sortedKeys(c.fulls) {
+		if rs := c.fulls[j]; j+repairKeepIntervals < k || j > k+64 {
 			for _, r := range rs {
 				if r != nil && len(c.fullSpares) < 2*len(rdas) {
 					c.fullSpares = append(c.fullSpares, r)

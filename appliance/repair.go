@@ -1,8 +1,10 @@
 package appliance
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -159,8 +161,8 @@ func (c *controller) keepCaches(set *dataplane.SynSet) {
 	}
 	c.tscaches[k] = kept
 	c.keepCells(k, set.RDA, kept)
-	for j, cs := range c.tscaches {
-		if j+repairKeepIntervals < k || j > k+64 {
+	for _, j := range sortedKeys(c.tscaches) {
+		if cs := c.tscaches[j]; j+repairKeepIntervals < k || j > k+64 {
 			for _, t := range cs {
 				if t != nil && len(c.spares) < 2*len(set.RDA) {
 					c.spares = append(c.spares, t)
@@ -297,7 +299,7 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 		c.repairs = map[repairKey]*repair{}
 	}
 	c.reqID++
-	now := time.Now()
+	now := c.a.now()
 	ids := append([]uint64(nil), st.MissingSender...)
 	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, first: now}
@@ -338,7 +340,8 @@ func (c *controller) sendRequest(rp *repair, now time.Time) {
 // deadline; it says whether any line was finished.
 func (c *controller) repairTick(now time.Time) bool {
 	done := false
-	for key, rp := range c.repairs {
+	for _, key := range c.repairKeys() {
+		rp := c.repairs[key]
 		switch {
 		case now.Sub(rp.first) >= c.repairDeadline():
 			c.rc.givenUp.Add(1)
@@ -354,7 +357,8 @@ func (c *controller) repairTick(now time.Time) bool {
 
 // abandonRepairs gives up every pending request (the appliance stops).
 func (c *controller) abandonRepairs() {
-	for key, rp := range c.repairs {
+	for _, key := range c.repairKeys() {
+		rp := c.repairs[key]
 		c.rc.givenUp.Add(1)
 		c.finishRepair(rp, nil, 0, 0, "no reply")
 		delete(c.repairs, key)
@@ -624,4 +628,22 @@ func (c *controller) unrepair(rp *repair) {
 			rp.e.Valid, rp.e.Reason, rp.e.Code = false, ReasonExactCrossed, report.ExactCrossed
 		}
 	}
+}
+
+// repairKeys is c.repairs' keys by interval, then class: requests retried
+// and lines given up in one step go in that order, not the map's (a run
+// on simulated time replays bit for bit; live, the frames' order on the
+// wire is the same from run to run too).
+func (c *controller) repairKeys() []repairKey {
+	ks := make([]repairKey, 0, len(c.repairs))
+	for k := range c.repairs {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b repairKey) int {
+		if a.k != b.k {
+			return cmp.Compare(a.k, b.k)
+		}
+		return cmp.Compare(a.mec, b.mec)
+	})
+	return ks
 }

@@ -54,7 +54,9 @@
 // arrives on it and flips at End markers). A Worker is a goroutine locked
 // to an OS thread, optionally pinned to a core, polling its lanes
 // run-to-completion; each lane's synopses are double-buffered (SynSet,
-// SynBuffer) so the control side reads an idle copy without locks.
+// SynBuffer) so the control side reads an idle copy without locks. A
+// caller that drives the lanes itself on simulated time never starts the
+// Worker: it calls Turn, the loop's body, and Finish, its end.
 // IntervalTruth cuts an impaired link's TruthRecords at the sender's End
 // markers into the exact per-interval truth. See their doc comments for
 // the epoch protocol and the stop sequence.

@@ -164,23 +164,10 @@ func (w *Worker) run() error {
 	if w.cfg.OnExit != nil {
 		defer w.cfg.OnExit()
 	}
-	lanes := w.cfg.Lanes
-	wait := idleWaiter(lanes, w.cfg.IdleSleep)
+	wait := idleWaiter(w.cfg.Lanes, w.cfg.IdleSleep)
 	emptyRun := 0
 	for !w.quit.Load() {
-		if w.ending.Load() && !w.ended.Load() {
-			for _, l := range lanes {
-				l.CloseInterval()
-			}
-			w.ended.Store(true)
-		}
-		work := false
-		for _, l := range lanes {
-			if l.Poll() {
-				work = true
-			}
-		}
-		if work {
+		if w.Turn() {
 			emptyRun = 0
 		} else {
 			emptyRun++
@@ -192,7 +179,38 @@ func (w *Worker) run() error {
 			}
 		}
 	}
-	// Forward what is still in flight, then flush.
+	w.Finish()
+	return nil
+}
+
+// Turn is one iteration of the worker's loop: the interval EndInterval
+// asked for is ended, then every lane is polled once. It reports whether
+// any lane had work. The loop calls it; so does a caller that drives the
+// worker itself on simulated time (a worker never Started), which must
+// then end with Finish. Nothing here allocates, locks or sleeps.
+func (w *Worker) Turn() bool {
+	lanes := w.cfg.Lanes
+	if w.ending.Load() && !w.ended.Load() {
+		for _, l := range lanes {
+			l.CloseInterval()
+		}
+		w.ended.Store(true)
+	}
+	work := false
+	for _, l := range lanes {
+		if l.Poll() {
+			work = true
+		}
+	}
+	return work
+}
+
+// Finish is the end of the worker's loop: what is still in flight is
+// forwarded (a bounded number of polls), then the tx buffers are
+// flushed. The loop calls it as it stops; a caller driving the worker
+// with Turn calls it once, instead of Close's stop.
+func (w *Worker) Finish() {
+	lanes := w.cfg.Lanes
 	for i := 0; i < 64; i++ {
 		work := false
 		for _, l := range lanes {
@@ -207,7 +225,6 @@ func (w *Worker) run() error {
 	for _, l := range lanes {
 		l.Drain()
 	}
-	return nil
 }
 
 // idleWait is how an idle worker waits: ppoll(2) on its lanes' rx

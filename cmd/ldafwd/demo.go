@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -51,6 +53,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		metricsAddr        string
 		queues             int
 		capture            service.Capture
+		simulated          bool
 	)
 	fs := newFlagSet("demo", stdout)
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long the generator runs")
@@ -77,6 +80,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&copies, "control-copies", 2, "send every control frame this many times (1..4), the copies of synopsis fragments about 10 ms apart: the segment loses control frames too, and one lost fragment invalidates its interval")
 	fs.StringVar(&segmentName, "segment-name", "demo", "name of the measured segment: the label segment on every metric and the field segment of every report line (1..64 printable characters)")
 	fs.IntVar(&queues, "queues", 1, "queues per appliance port (1..64), steered by flow hash in software as a NIC's RSS does: one sender and one receiver lane, and one worker, per queue pair at each appliance (docs/protocol.md, \"Several lanes\")")
+	fs.BoolVar(&simulated, "simulated-time", false, "run on simulated time: one thread drives the generator, the segment, both appliances' lanes and control sides in 10 µs steps of a simulated clock, so the same --seed and flags print the same reports byte for byte, whatever the machine's load (not with --queues > 1, --capture-*, --rate 0)")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on host:port while the demo runs: the measured direction's interval metrics, as ldafwd run exports them (empty: off)")
 	lda.register(fs)
 	extra.registerSizing(fs)
@@ -170,6 +174,18 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err := budget.Parse(); err != nil {
 		return usageErrorf("demo: %w", err)
 	}
+	if simulated {
+		// Refused before any capture file is created (RunDemo refuses
+		// them too).
+		switch {
+		case queues > 1:
+			return usageErrorf("demo: --simulated-time: not with --queues %d (their steering runs on threads of its own)", queues)
+		case capture.A != "" || capture.B != "":
+			return usageErrorf("demo: --simulated-time: not with --capture-sender/--capture-receiver (their writers run on threads of their own)")
+		case rate == 0:
+			return usageErrorf("demo: --simulated-time: not with --rate 0 (on simulated time forwarding takes no time: give a rate)")
+		}
+	}
 	if err := microbursts.validate(); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -185,6 +201,9 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if simulated {
+		key = simulatedKey(seed)
+	}
 	w, closeReport, err := out.open(stdout)
 	if err != nil {
 		return err
@@ -197,7 +216,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, ControlParity: parity, ControlPriority: priority, Queues: queues,
 		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
 		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
-		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min,
+		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min, SimulatedTime: simulated,
 	}
 	if maxDelay > 0 {
 		cfg.Bounds = appliance.DemoBounds(maxDelay)
@@ -214,4 +233,14 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 // frames like a real deployment does, without a key file.
 func demoKey() ([]byte, error) {
 	return controlGenerateKey()
+}
+
+// simulatedKey is the demo's key on simulated time, where every random
+// choice comes from --seed: the key too. It authenticates nothing outside
+// this one process, as the throw-away key does not either.
+func simulatedKey(seed uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seed)
+	k := sha256.Sum256(append([]byte("ldafwd demo --simulated-time key "), b[:]...))
+	return k[:]
 }

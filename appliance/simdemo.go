@@ -1,0 +1,168 @@
+package appliance
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// The demo on simulated time (DemoConfig.SimulatedTime). One goroutine
+// moves a SimClock in fixed ticks and, every tick, in a fixed order: the
+// generator sends the frames its rate schedule has due, every worker of
+// both appliances runs one turn of its loop (Worker.Turn: each lane
+// polled once), the sink takes what reached it, every simControlEvery the
+// two control sides step (as their goroutines' tickers make them live),
+// and the report lines whose truth has come are handed on. Stop's phases
+// run on the same ticks. There is no other goroutine, no sleep, no wall
+// clock read and no random choice not drawn from the seed (the impairment
+// stage's, the sessions' ids): the same seed and configuration give the
+// same reports, byte for byte.
+//
+// Fixed ticks rather than an event queue: the lanes, the ring links and
+// the control side are written as pollers (they look at their rings and
+// the clock whenever they are called), so the simulation calls them as a
+// busy worker would. The tick does not quantise any measured delay: the
+// generator's frames leave at the tick they are due and the sender lane
+// forwards them in the same tick (its transmit stamp is that time), and
+// the impairment stage stamps each arrival with its exact due time, not
+// the tick it is read in. What the tick sets is how often the lanes look
+// at their rings, as a live worker's idle sleep (20 µs in the demo) does:
+// 10 µs keeps the simulated polls at least as frequent as live ones; a
+// simulated second is 100 000 turns of four lanes, and TestSimProperty's
+// thousand runs of four or five short intervals take 80–90 s of CPU.
+const (
+	simTick         = 10 * time.Microsecond
+	simControlEvery = time.Millisecond // the control goroutine's ticker
+	// simStartNs is where simulated time starts: a fixed date
+	// (2026-01-01T00:00:00Z, a whole second, so intervals of whole
+	// milliseconds start on a boundary), so that report times are the
+	// same from run to run.
+	simStartNs uint64 = 1_767_225_600_000_000_000
+	// truthWait bounds how long a report line waits for its interval's
+	// truth, which is final only a few frames after its End marker (a
+	// packet held back across it may still come).
+	truthWait = 100 * time.Millisecond
+)
+
+// simLine is a report line waiting for its interval's truth, since at
+// (simulated ns).
+type simLine struct {
+	r  *report.Interval
+	at uint64
+}
+
+// simWorld is what RunDemo's setup gives the simulation to drive.
+type simWorld struct {
+	linkLocal func(elapsed time.Duration) // send the link-local frames due
+	frames    func(want int) bool         // send up to want frames; true: the link refused some
+	generated func() uint64               // frames sent so far
+	sink      func() int                  // take one burst off the downstream link
+	drained   func() bool                 // every frame sent has left the segment
+	lines     func(final bool)            // hand on the lines whose truth has come (final: all)
+	drain     time.Duration               // Stop's drain
+}
+
+// simUnsupported names what the simulated demo does not do: it is refused,
+// never ignored.
+func simUnsupported(cfg *DemoConfig) error {
+	var no []string
+	if cfg.RestartAt > 0 {
+		no = append(no, "a restart (RestartAt)")
+	}
+	if cfg.Traffic != nil {
+		no = append(no, "a traffic hook (pauses, malformed frames)")
+	}
+	if cfg.Queues > 1 {
+		no = append(no, fmt.Sprintf("%d queues (their steering runs on goroutines of its own)", cfg.Queues))
+	}
+	for _, p := range cfg.Taps {
+		if p[0] != nil || p[1] != nil {
+			no = append(no, "captures (their writers run on goroutines of their own)")
+			break
+		}
+	}
+	if cfg.Rate <= 0 {
+		no = append(no, "rate 0 (as fast as the appliances forward: on simulated time forwarding takes no time)")
+	}
+	if len(no) > 0 {
+		return fmt.Errorf("demo: on simulated time: not supported: %s", strings.Join(no, "; "))
+	}
+	return nil
+}
+
+// simulateDemo runs the started-to-stopped part of RunDemo on simulated
+// time: the generator for cfg.Duration, the drain of the segment (2 s at
+// most, as live), then Stop of ldafwd#1 and of ldafwd#2 in turn. It
+// returns the two stops' errors (none on simulated time: the workers
+// never start, so none fails to) and its own.
+func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld) (err1, err2, err error) {
+	if err := a2.startSim(); err != nil {
+		return nil, nil, fmt.Errorf("demo: appliance #2: %w", err)
+	}
+	if err := a1.startSim(); err != nil {
+		return nil, nil, fmt.Errorf("demo: appliance #1: %w", err)
+	}
+	origin := clk.Clock()
+	end := origin + uint64(cfg.Duration)
+	nextCtl := origin + uint64(simControlEvery)
+	tick := func() {
+		now := clk.Clock()
+		if now < end {
+			// The rate schedule, as live: frame n is due at n/Rate.
+			elapsed := time.Duration(now - origin)
+			due := uint64(cfg.Rate*elapsed.Seconds()) + 1
+			w.linkLocal(elapsed)
+			for sent := w.generated(); sent < due; {
+				// A full link or an empty pool: the rest goes next tick.
+				if w.frames(int(min(due-sent, 32))) || w.generated() == sent {
+					break
+				}
+				sent = w.generated()
+			}
+		}
+		a1.simTurn()
+		a2.simTurn()
+		for w.sink() > 0 {
+		}
+		if now >= nextCtl {
+			nextCtl += uint64(simControlEvery)
+			t := clk.Now()
+			a1.simStep(t)
+			a2.simStep(t)
+		}
+		w.lines(false)
+		clk.Advance(simTick)
+	}
+	for clk.Clock() < end {
+		tick()
+	}
+	// Let the segment drain, then stop both appliances gracefully.
+	for deadline := clk.Clock() + uint64(2*time.Second); clk.Clock() < deadline && !w.drained(); {
+		tick()
+	}
+	limit := clk.Clock() + uint64(4*w.drain+10*time.Second) // Stop's phases all have deadlines well inside
+	for _, a := range []*Appliance{a1, a2} {
+		a.simStop(w.drain)
+		for !a.simStopped() {
+			if clk.Clock() > limit {
+				return nil, nil, fmt.Errorf("demo: on simulated time: an appliance's stop did not end by %v", time.Duration(limit-origin))
+			}
+			tick()
+		}
+	}
+	w.lines(true)
+	return nil, nil, nil
+}
+
+// simSession is appliance #n's session id on simulated time, drawn from
+// the seed (splitmix64): the session is in every control frame, and every
+// random choice of a simulated run comes from its seed. Never 0, which
+// would draw a random one.
+func simSession(seed uint64, n uint64) uint64 {
+	z := seed + n*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return (z ^ z>>31) | 1
+}
