@@ -52,8 +52,9 @@ type Exchange struct {
 }
 
 // ExchangeFragmentSize is the message bytes one Request or Reply fragment
-// carries.
-func (s *Sender) ExchangeFragmentSize() int { return s.fragSize - ExchangeHeaderLen }
+// carries: less while the Sender is told of loss, as a part's fragments
+// (SenderConfig.LossyFragment).
+func (s *Sender) ExchangeFragmentSize() int { return s.partSize - ExchangeHeaderLen }
 
 // AppendExchange builds the frames of one Request or Reply (t) about
 // interval k, class mec, synopsis kind, addressed to session to with

@@ -462,3 +462,66 @@ func TestParityVersusCopies(t *testing.T) {
 	}
 	t.Log(b.String())
 }
+
+// TestLossyFragment: with SenderConfig.LossyFragment, a Sender told of
+// a loss of LossyFrom or more cuts parts, requests and replies into fragments of at most that
+// many bytes, counts them so (IntervalBytes, PartFrames, FragmentSize,
+// ExchangeFragmentSize), and a receiver of the default configuration
+// rebuilds the part from any k of them; told of less, it cuts at the MTU.
+// A size below MinLossyFragment is refused.
+func TestLossyFragment(t *testing.T) {
+	const lossy = 344
+	cfg := SenderConfig{Key: testKey, Direction: 1, LossyFragment: lossy, LossyFrom: 0.05,
+		Hello: Hello{IntervalNs: 1e9, ConfigHash: 77, Lanes: 1, Clock: "CLOCK_REALTIME", MECs: []string{"all", "voice"}, Parts: ldaOnly}}
+	s, err := NewSender(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := FragmentPayload(DefaultMTU)
+	for _, p := range []float64{0, 0.01, 0.05, 0.5} {
+		s.SetLoss(p)
+		want := full
+		if p >= cfg.LossyFrom {
+			want = lossy
+		}
+		if s.FragmentSize() != want || s.ExchangeFragmentSize() != want-ExchangeHeaderLen {
+			t.Errorf("p=%v: FragmentSize %d ExchangeFragmentSize %d, want %d and %d", p, s.FragmentSize(), s.ExchangeFragmentSize(), want, want-ExchangeHeaderLen)
+		}
+		const n = 9000
+		payload, fixed, frags := parityInterval(t, s, 1, n, p)
+		data, par := s.PartFrames(n)
+		if len(frags) != data+par || par != ParityFor(data, p) {
+			t.Fatalf("p=%v: %d fragment frames, PartFrames %d+%d", p, len(frags), data, par)
+		}
+		total := 0
+		for _, f := range append(append([][]byte(nil), fixed...), frags...) {
+			total += len(f)
+		}
+		for _, f := range frags {
+			if len(f) > Overhead+want {
+				t.Errorf("p=%v: a fragment frame of %d bytes, want ≤ %d", p, len(f), Overhead+want)
+			}
+		}
+		ends := len(fixed[0]) // intervalFrames: the End marker first
+		if got := s.IntervalBytes(1, n) - s.EndBytes(); total-ends != got {
+			t.Errorf("p=%v: frames hold %d bytes besides the End marker, IntervalBytes says %d", p, total-ends, got)
+		}
+		// Any data-many of them, the last ones first, rebuild the part.
+		r := newTestReceiver(t, nil)
+		consumeAll(t, r, fixed, 0)
+		for i := len(frags) - 1; i >= len(frags)-data; i-- {
+			if err := r.Consume(frags[i], 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Expire(math.MaxInt64)
+		res := r.Results(nil)
+		if len(res) != 1 || res[0].Bundle == nil || !bytes.Equal(res[0].Bundle.Payloads[ldaOnly[0]], payload) {
+			t.Fatalf("p=%v: the part was not rebuilt from %d of its %d fragments: %+v", p, data, len(frags), res)
+		}
+	}
+	cfg.LossyFragment = MinLossyFragment - 1
+	if _, err := NewSender(cfg); err == nil {
+		t.Errorf("LossyFragment %d accepted", cfg.LossyFragment)
+	}
+}
