@@ -76,15 +76,24 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			}
 		}
 		cfg := afxdp.Config{Burst: o.Burst}
+		cfgA, cfgB := cfg, cfg
+		if o.FailOpen {
+			// Each interface's program sends what no socket takes to
+			// the other: the wire stays up without this process.
+			ifA, _, _ := afxdp.ParseSpec(o.PortA)
+			ifB, _, _ := afxdp.ParseSpec(o.PortB)
+			cfgA.Bypass, cfgB.Bypass = ifB, ifA
+			log.Info().Str("a", ifA).Str("b", ifB).Msg("fail-open: the XDP programs forward between the interfaces whenever no socket is bound (also after this process exits or dies; --fail-open=false removes them)")
+		}
 		if o.Queues > 1 {
 			// One socket per queue: port a's queues take indices
 			// 0..n-1, port b's n..2n-1.
-			a, err := openAFXDPQueues(o.PortA, o.Queues, cfg, log)
+			a, err := openAFXDPQueues(o.PortA, o.Queues, cfgA, log)
 			if err != nil {
 				return nil, fmt.Errorf("--port-a: %w", err)
 			}
-			cfg.Index = uint8(o.Queues)
-			b, err := openAFXDPQueues(o.PortB, o.Queues, cfg, log)
+			cfgB.Index = uint8(o.Queues)
+			b, err := openAFXDPQueues(o.PortB, o.Queues, cfgB, log)
 			if err != nil {
 				a.Close()
 				return nil, fmt.Errorf("--port-b: %w", err)
@@ -95,13 +104,12 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			ps.a, ps.b = a, b
 			break
 		}
-		cfg.Index = 0
-		a, err := openAFXDP(o.PortA, cfg, log)
+		cfgA.Index, cfgB.Index = 0, 1
+		a, err := openAFXDP(o.PortA, cfgA, log)
 		if err != nil {
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
-		cfg.Index = 1
-		b, err := openAFXDP(o.PortB, cfg, log)
+		b, err := openAFXDP(o.PortB, cfgB, log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
