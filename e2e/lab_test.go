@@ -653,9 +653,9 @@ func fetchURL(u string) (int, string, error) {
 }
 
 // TestLabPeerRestart kills ldafwd#1 with SIGKILL in the middle of the
-// traffic (no clean stop: its XDP programs stay attached, its session
-// ends mid-interval) and starts it again. The new process's afxdp ports
-// clean up the stale programs, ldafwd#2 keeps running and reports the gap
+// traffic (no clean stop: its fail-open XDP programs stay attached, its
+// session ends mid-interval) and starts it again. The new process's afxdp
+// ports replace those programs with their own, ldafwd#2 keeps running and reports the gap
 // and the new session's partial first interval as invalid, and is valid
 // again within two intervals of the restart; valid intervals stay exact.
 func TestLabPeerRestart(t *testing.T) {

@@ -6,11 +6,13 @@ import (
 	"github.com/ldafwd/ldafwd/appliance"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/afxdp"
 	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 )
@@ -48,6 +50,7 @@ type Config struct {
 	LogLevel      string
 	EAL           []string // after "--"
 	ForwardOnly   bool
+	FailOpen      bool              // --fail-open: afxdp: ports keep the wire up without the process (afxdp.Config.Bypass)
 	Capture       Capture           // --capture-a, --capture-b and their limits
 	Changed       map[string]bool   // flags set on the command line or in --config
 	Origin        map[string]string // "flag\x00value" → "--config PATH:LINE", for values the file set
@@ -181,6 +184,9 @@ func (o *Config) Validate() error {
 	if err := checkQueues(o); err != nil {
 		return err
 	}
+	if err := checkFailOpen(o); err != nil {
+		return err
+	}
 	if len(o.Cores) > 2 && o.Queues == 1 {
 		return fmt.Errorf("--cores %v: at most two (one worker per direction)", o.Cores)
 	}
@@ -227,6 +233,33 @@ func (o *Config) Validate() error {
 	}
 	if o.Drain == 0 {
 		o.Drain = o.Interval + 2*time.Second
+	}
+	return nil
+}
+
+// checkFailOpen refuses --fail-open where it cannot hold. Only afxdp:
+// ports can fail open: their XDP program stays in the kernel without the
+// process. A DPDK port's NIC belongs to the process (nothing forwards
+// when it dies: that takes the NIC's hardware bypass, docs/deploy.md),
+// and ring: ports have no wire. The flag is on by default, so only an
+// explicit --fail-open with those kinds is an error. Both afxdp: ports on
+// one interface would make the bypass send frames back where they came
+// from.
+func checkFailOpen(o *Config) error {
+	if !o.FailOpen {
+		return nil
+	}
+	kind, _, _ := strings.Cut(o.PortA, ":")
+	if kind != "afxdp" {
+		if o.Changed["fail-open"] {
+			return fmt.Errorf("--fail-open: only afxdp: ports can fail open in software; %s: ports cannot (for dpdk: use the NIC's hardware bypass, docs/deploy.md)", kind)
+		}
+		return nil
+	}
+	ia, _, _ := afxdp.ParseSpec(o.PortA)
+	ib, _, _ := afxdp.ParseSpec(o.PortB)
+	if ia == ib {
+		return fmt.Errorf("--fail-open: --port-a and --port-b are both on %s: the bypass needs two interfaces (or --fail-open=false)", ia)
 	}
 	return nil
 }

@@ -76,15 +76,24 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			}
 		}
 		cfg := afxdp.Config{Burst: o.Burst}
+		cfgA, cfgB := cfg, cfg
+		if o.FailOpen {
+			// Each interface's program sends what no socket takes to
+			// the other: the wire stays up without this process.
+			ifA, _, _ := afxdp.ParseSpec(o.PortA)
+			ifB, _, _ := afxdp.ParseSpec(o.PortB)
+			cfgA.Bypass, cfgB.Bypass = ifB, ifA
+			log.Info().Str("a", ifA).Str("b", ifB).Msg("fail-open: the XDP programs forward between the interfaces whenever no socket is bound (also after this process exits or dies; --fail-open=false removes them)")
+		}
 		if o.Queues > 1 {
 			// One socket per queue: port a's queues take indices
 			// 0..n-1, port b's n..2n-1.
-			a, err := openAFXDPQueues(o.PortA, o.Queues, cfg, log)
+			a, err := openAFXDPQueues(o.PortA, o.Queues, cfgA, log)
 			if err != nil {
 				return nil, fmt.Errorf("--port-a: %w", err)
 			}
-			cfg.Index = uint8(o.Queues)
-			b, err := openAFXDPQueues(o.PortB, o.Queues, cfg, log)
+			cfgB.Index = uint8(o.Queues)
+			b, err := openAFXDPQueues(o.PortB, o.Queues, cfgB, log)
 			if err != nil {
 				a.Close()
 				return nil, fmt.Errorf("--port-b: %w", err)
@@ -95,13 +104,12 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			ps.a, ps.b = a, b
 			break
 		}
-		cfg.Index = 0
-		a, err := openAFXDP(o.PortA, cfg, log)
+		cfgA.Index, cfgB.Index = 0, 1
+		a, err := openAFXDP(o.PortA, cfgA, log)
 		if err != nil {
 			return nil, fmt.Errorf("--port-a: %w", err)
 		}
-		cfg.Index = 1
-		b, err := openAFXDP(o.PortB, cfg, log)
+		b, err := openAFXDP(o.PortB, cfgB, log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
@@ -169,10 +177,11 @@ func checkAFXDPQueues(flag, spec string, n int) (warn string, err error) {
 // afxdpQueueVerdict decides what to do when an interface has more receive
 // queues (have; 0: unknown) than a port binds. The NIC's RSS spreads frames
 // over all its queues, and the XDP program hands a socket only the frames
-// of its own queue: frames on a queue without a socket go to this host's
-// network stack, which drops them (they are addressed to other stations),
-// so the appliance would lose them silently, counted as loss on the
-// segment. The interface form (afxdp:eth1, queues 0..n-1) is refused
+// of its own queue: frames on a queue without a socket cross unmeasured
+// through the fail-open bypass, or (--fail-open=false) go to this host's
+// network stack, which drops them (they are addressed to other stations);
+// either way the appliance misses them and the segment is charged with
+// their loss or misses traffic. The interface form (afxdp:eth1, queues 0..n-1) is refused
 // with the command that leaves n queues and the --queues that binds them
 // all. A named queue (afxdp:eth1@2) is the operator steering on purpose
 // (flow rules, an RSS table of one queue): warned, not refused. fix is the
@@ -183,7 +192,7 @@ func afxdpQueueVerdict(flag, spec, ifname string, named bool, q, n, have int, fi
 		if have <= 1 {
 			return "", nil
 		}
-		w := fmt.Sprintf("%s %s binds queue %d only, but %s has %d receive queues: frames the NIC puts on the others go to this host's network stack, not through the appliance, unless the NIC steers every frame to queue %d (ethtool -N / -X)", flag, spec, q, ifname, have, q)
+		w := fmt.Sprintf("%s %s binds queue %d only, but %s has %d receive queues: frames the NIC puts on the others do not go through the appliance (they cross unmeasured with --fail-open, or go to this host's network stack), unless the NIC steers every frame to queue %d (ethtool -N / -X)", flag, spec, q, ifname, have, q)
 		if fix != "" {
 			w += fmt.Sprintf("; or leave one queue (%s) and give afxdp:%s", fix, ifname)
 		}
@@ -200,7 +209,7 @@ func afxdpQueueVerdict(flag, spec, ifname string, named bool, q, n, have int, fi
 	if have-1 == n {
 		others = fmt.Sprintf("queue %d", n)
 	}
-	e := fmt.Sprintf("%s %s: %s has %d receive queues but --queues %d binds %s: frames the NIC puts on %s would go to this host's network stack, not through the appliance", flag, spec, ifname, have, n, bound, others)
+	e := fmt.Sprintf("%s %s: %s has %d receive queues but --queues %d binds %s: frames the NIC puts on %s would not go through the appliance (they cross unmeasured with --fail-open, or go to this host's network stack)", flag, spec, ifname, have, n, bound, others)
 	if fix != "" {
 		e += fmt.Sprintf("; leave %d (%s) or bind them all (--queues %d)", n, fix, have)
 	} else {

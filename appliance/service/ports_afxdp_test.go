@@ -95,3 +95,29 @@ func TestAFXDPQueuesLive(t *testing.T) {
 		t.Fatalf("after %s: %v", fix, err)
 	}
 }
+
+// TestCheckFailOpen: --fail-open is refused only where it cannot hold — an
+// explicit one with dpdk: or ring: ports, and afxdp: ports on a single
+// interface; the default (on, not given) passes with every kind.
+func TestCheckFailOpen(t *testing.T) {
+	for _, c := range []struct {
+		a, b      string
+		on, given bool
+		err       string
+	}{
+		{a: "afxdp:eth1", b: "afxdp:eth2", on: true},
+		{a: "afxdp:eth1", b: "afxdp:eth2", on: true, given: true},
+		{a: "afxdp:eth1@0", b: "afxdp:eth1@1", on: true, err: "both on eth1"},
+		{a: "afxdp:eth1@0", b: "afxdp:eth1@1", on: false},
+		{a: "dpdk:0000:01:00.0", b: "dpdk:0000:01:00.1", on: true},
+		{a: "dpdk:0000:01:00.0", b: "dpdk:0000:01:00.1", on: true, given: true, err: "hardware bypass"},
+		{a: "dpdk:0000:01:00.0", b: "dpdk:0000:01:00.1", on: false, given: true},
+		{a: "ring:l.a", b: "ring:m.b", on: true, given: true, err: "ring: ports cannot"},
+	} {
+		o := &Config{PortA: c.a, PortB: c.b, FailOpen: c.on, Changed: map[string]bool{"fail-open": c.given}}
+		err := checkFailOpen(o)
+		if (err != nil) != (c.err != "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s %s fail-open=%v given=%v: %v, want error %q", c.a, c.b, c.on, c.given, err, c.err)
+		}
+	}
+}

@@ -90,6 +90,7 @@ func (o *runOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.cfg.Drain, "drain", 0, "on stop, how long to wait for the last interval's synopses (0: --interval + 2s)")
 	fs.DurationVar(&o.cfg.IdleSleep, "idle-sleep", 0, "sleep this long when a worker finds no frames for a while (0: spin, lowest latency, a core per worker at 100%; 20us-100us on shared machines and labs)")
 	fs.BoolVar(&o.cfg.ForwardOnly, "forward-only", false, "forward both directions without measuring (no synopses, no control frames): the baseline for what measuring costs; measurement flags are refused")
+	fs.BoolVar(&o.cfg.FailOpen, "fail-open", true, "afxdp: ports: the interfaces' XDP programs forward frames between the two interfaces in the kernel whenever no socket of this process is bound, so the wire stays up (unmeasured) while ldafwd starts, after it stops and when it dies; the next run takes over. false: no bypass, the wire goes down with the process, and a bypass left by an earlier run is removed (docs/afxdp.md, \"Fail-open\"). dpdk: ports cannot fail open in software (the NIC's hardware bypass, docs/deploy.md)")
 	registerCapture(fs, &o.cfg.Capture, [2]string{"a", "b"},
 		"write what port a receives to this pcapng file (ns timestamps: the receive times the appliance measures with), off the packet path; --capture-max-bytes bounds its size",
 		"write what port b receives to this pcapng file, as --capture-a")

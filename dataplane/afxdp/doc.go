@@ -23,16 +23,23 @@
 // Packets. Every UMEM frame has one dataplane.Packet, owned by the port;
 // RxBurst and Alloc point the caller's slice at them.
 //
-// Lifetimes. The XDP program is attached through a bpf_link, which the
-// kernel destroys when its last file descriptor closes: a crashed ldafwd
-// leaves nothing attached. While the program is attached the interface is
-// promiscuous (a bump in the wire receives frames addressed to other
-// stations), held by a packet socket's membership that the kernel drops
-// with the socket, so a crash does not leave it on either. A program named
-// ProgName attached the old way
-// (netlink) is detached at Open as a leftover. Close removes the socket from
-// the XSKMAP, detaches the program with the interface's last socket and
-// unmaps rings and UMEM.
+// Lifetimes. Config.Bypass (the pair's other interface) makes the
+// interface fail open: the program sends a frame whose queue has no socket
+// out of the other interface (a DEVMAP) and is attached through netlink,
+// so it outlives Close and the process; the kernel takes a closed socket
+// out of the XSKMAP, so when the process dies the pair keeps forwarding
+// in the kernel. The next Open replaces that program in one netlink
+// request; the interface's IFF_PROMISC flag is set and stays, for the
+// bypass. Without Bypass the program is attached through a bpf_link,
+// which the kernel destroys when its last file descriptor closes: a
+// crashed ldafwd leaves nothing attached, and a program named ProgName
+// attached through netlink (a bypass) is detached at Open. While the
+// program is attached by this process the interface is also promiscuous
+// through a packet socket's membership, which the kernel drops with the
+// socket. Sockets are bound before the program is touched, so a queue
+// held by another process fails Open without disturbing its program.
+// Close removes the socket from the XSKMAP, detaches a bpf_link program
+// with the interface's last socket and unmaps rings and UMEM.
 //
 // Concurrency. A port's rx side (fill + rx ring, rx frames) belongs to the
 // worker calling RxBurst; its tx side (tx + completion ring, tx frames) to
@@ -49,7 +56,7 @@
 // arrived on another queue, so steering is the NIC's RSS (or, over veth,
 // the queue the peer sent on).
 //
-// Timestamps: the XDP program stamps each frame it redirects
+// Timestamps: the XDP program stamps each frame it sees
 // (bpf_ktime_get_tai_ns, converted to CLOCK_REALTIME); on kernels without
 // that helper the lane stamps each burst at poll time.
 //

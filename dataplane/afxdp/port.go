@@ -31,6 +31,16 @@ type Config struct {
 	FrameSize int
 	// NoZeroCopy binds in copy mode without trying zero-copy first.
 	NoZeroCopy bool
+	// Bypass, when not "", is the other interface of a bump in the wire
+	// (port b's for port a's, and the reverse): the interface fails open.
+	// Its XDP program sends a frame whose queue has no socket out of
+	// Bypass instead of to the kernel stack, and is attached through
+	// netlink so that it stays after Close and after the process dies:
+	// the pair keeps forwarding, unmeasured, until a run binds its
+	// sockets again. Every port on one interface must give the same
+	// Bypass. "" is a bpf_link attachment that goes with the process and
+	// removes a bypass left by an earlier run (docs/afxdp.md, "Fail-open").
+	Bypass string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -191,9 +201,10 @@ func (p *Port) open(ifindex int, cfg Config) error {
 			return err
 		}
 	}
-	if p.prog, err = acquireProg(ifindex, p.ifname); err != nil {
-		return err
-	}
+	// Bind before touching the interface's program: a queue another
+	// process is bound to refuses the bind (EBUSY), so a second ldafwd on
+	// the same interface fails here instead of replacing the running one's
+	// fail-open program (which netlink would let it do).
 	sa := &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(p.queue)}
 	zerr := errors.New("not tried (NoZeroCopy)")
 	if !cfg.NoZeroCopy {
@@ -205,6 +216,9 @@ func (p *Port) open(ifindex int, cfg Config) error {
 		if err := unix.Bind(p.fd, sa); err != nil {
 			return fmt.Errorf("bind to queue %d: zero-copy: %v; copy: %w", p.queue, zerr, err)
 		}
+	}
+	if p.prog, err = acquireProg(ifindex, p.ifname, cfg.Bypass); err != nil {
+		return err
 	}
 	if err := p.prog.xsks.Update(uint32(p.queue), uint32(p.fd), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("insert socket into XSKMAP: %w", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,6 +32,11 @@ type xdpProg struct {
 	mode    string // "driver" or "generic"
 	stamps  bool   // the program writes an arrival stamp before each frame (stampInsns)
 	promisc int    // packet socket holding the interface promiscuous (enablePromisc)
+	// bypass is the other interface of the pair (Config.Bypass), "" for
+	// none; peer is then the DEVMAP holding its ifindex, and the program
+	// is attached through netlink (link stays nil) so that it outlives us.
+	bypass string
+	peer   *ebpf.Map
 }
 
 var progs struct {
@@ -38,23 +44,64 @@ var progs struct {
 	byIf map[int]*xdpProg
 }
 
-// redirectInsns is the whole XDP program, written with cilium/ebpf's asm so
-// no clang or object file is needed:
+// redirectInsns is the XDP program without stamps, written with
+// cilium/ebpf's asm so no clang or object file is needed:
 //
 //	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 //
 // The low bits of the flags argument are the action when the queue has no
 // socket in the map (kernel ≥ 5.3): such frames go on to the kernel stack.
-func redirectInsns(mapFD int) asm.Instructions {
-	const rxQueueIndexOff = 16 // offsetof(struct xdp_md, rx_queue_index)
-	const xdpPass = 2
-	return asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R1, rxQueueIndexOff, asm.Word),
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Imm(asm.R3, xdpPass),
-		asm.FnRedirectMap.Call(),
-		asm.Return(),
+// With a bypass map (peerFD ≥ 0) the tail is bypassTail instead.
+func redirectInsns(xsksFD, peerFD int) asm.Instructions {
+	return append(asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}, redirectTail(xsksFD, peerFD, "")...)
+}
+
+// redirectTail hands the frame in R6 (the xdp_md) to the socket of its
+// arrival queue. Without a bypass (peerFD < 0) a queue without a socket
+// passes its frames to the kernel stack. With one:
+//
+//	if (bpf_redirect_map(&xsks, ctx->rx_queue_index, 0) == XDP_REDIRECT)
+//		return XDP_REDIRECT;
+//	return bpf_redirect_map(&peer, 0, XDP_PASS);
+//
+// so a frame whose queue has no socket — no ldafwd running, or one that
+// died, whose sockets the kernel took out of the XSKMAP when it closed
+// them — is sent out of the other interface of the pair from inside the
+// driver: the wire stays up (fail-open). XDP_PASS when the DEVMAP has no
+// entry. A failed transmit on the other interface (a veth whose peer has
+// neither XDP nor GRO, docs/afxdp.md) is a drop the kernel counts, not
+// something the program can see.
+func redirectTail(xsksFD, peerFD int, sym string) asm.Instructions {
+	const (
+		rxQueueIndexOff = 16 // offsetof(struct xdp_md, rx_queue_index)
+		xdpPass         = 2
+		xdpRedirect     = 4
+	)
+	miss := int32(xdpPass)
+	if peerFD >= 0 {
+		miss = 0 // XDP_ABORTED: told apart from XDP_REDIRECT below
 	}
+	first := asm.LoadMem(asm.R2, asm.R6, rxQueueIndexOff, asm.Word)
+	if sym != "" {
+		first = first.WithSymbol(sym)
+	}
+	insns := asm.Instructions{
+		first,
+		asm.LoadMapPtr(asm.R1, xsksFD),
+		asm.Mov.Imm(asm.R3, miss),
+		asm.FnRedirectMap.Call(),
+	}
+	if peerFD >= 0 {
+		insns = append(insns,
+			asm.JEq.Imm(asm.R0, xdpRedirect, "out"),
+			asm.LoadMapPtr(asm.R1, peerFD),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.Mov.Imm(asm.R3, xdpPass),
+			asm.FnRedirectMap.Call(),
+		)
+		return append(insns, asm.Return().WithSymbol("out"))
+	}
+	return append(insns, asm.Return())
 }
 
 // metaLen is the metadata the stamping program puts before each frame it
@@ -68,6 +115,8 @@ const metaLen = 8
 //		*(u64 *)ctx->data_meta = t;
 //	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 //
+// (the last line is redirectTail's, with the bypass when peerFD ≥ 0).
+//
 // The clock is read first, as early as the frame's processing can: this is
 // when the driver's NAPI poll handed the frame to XDP. CLOCK_TAI rather
 // than CLOCK_MONOTONIC (bpf_ktime_get_ns): the kernel's TAI is its
@@ -76,13 +125,9 @@ const metaLen = 8
 // with no offset to sample and no drift between refreshes. A driver that
 // cannot give metadata room (adjust_meta fails) still gets its frame
 // redirected; the receive path then sees no stamp and stamps in software.
-func stampInsns(mapFD int) asm.Instructions {
-	const (
-		dataOff, dataMetaOff = 0, 8 // offsetof(struct xdp_md, data), (…, data_meta)
-		rxQueueIndexOff      = 16
-		xdpPass              = 2
-	)
-	return asm.Instructions{
+func stampInsns(xsksFD, peerFD int) asm.Instructions {
+	const dataOff, dataMetaOff = 0, 8 // offsetof(struct xdp_md, data), (…, data_meta)
+	return append(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnKtimeGetTaiNs.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0),
@@ -96,12 +141,7 @@ func stampInsns(mapFD int) asm.Instructions {
 		asm.Add.Imm(asm.R4, metaLen),
 		asm.JGT.Reg(asm.R4, asm.R3, "redirect"),
 		asm.StoreMem(asm.R2, 0, asm.R7, asm.DWord),
-		asm.LoadMem(asm.R2, asm.R6, rxQueueIndexOff, asm.Word).WithSymbol("redirect"),
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Imm(asm.R3, xdpPass),
-		asm.FnRedirectMap.Call(),
-		asm.Return(),
-	}
+	}, redirectTail(xsksFD, peerFD, "redirect")...)
 }
 
 // acquireProg returns the interface's program, loading and attaching it
@@ -109,61 +149,88 @@ func stampInsns(mapFD int) asm.Instructions {
 // putting the interface in promiscuous mode for as long as the program
 // stays attached: an interface that cannot be made promiscuous is
 // refused, since it would drop the frames a bump in the wire is there to
-// forward.
-func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
+// forward. bypass is the other interface of the pair for fail-open
+// (Config.Bypass), "" for none; every port of the process on one
+// interface must agree on it.
+func acquireProg(ifindex int, ifname, bypass string) (*xdpProg, error) {
 	progs.Lock()
 	defer progs.Unlock()
 	if p := progs.byIf[ifindex]; p != nil {
+		if p.bypass != bypass {
+			return nil, fmt.Errorf("afxdp: %s: already open with bypass %q, not %q", ifname, p.bypass, bypass)
+		}
 		p.refs++
 		return p, nil
 	}
-	if err := detachStale(ifindex, ifname); err != nil {
-		return nil, err
+	if bypass == "" {
+		if err := detachStale(ifindex, ifname); err != nil {
+			return nil, err
+		}
 	}
 	entries := max(rxQueues(ifname), 64)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ldafwd_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(entries)})
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: %s: create XSKMAP: %w", ifname, err)
 	}
+	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, bypass: bypass, promisc: -1}
+	fail := func(err error) (*xdpProg, error) {
+		p.close()
+		return nil, err
+	}
+	peerFD := -1
+	if bypass != "" {
+		peer, err := net.InterfaceByName(bypass)
+		if err != nil {
+			return fail(fmt.Errorf("afxdp: %s: bypass interface: %w", ifname, err))
+		}
+		if peer.Index == ifindex {
+			return fail(fmt.Errorf("afxdp: %s: bypass to itself: fail-open needs the pair's other interface", ifname))
+		}
+		if p.peer, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ldafwd_bypass", Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+			return fail(fmt.Errorf("afxdp: %s: create DEVMAP: %w", ifname, err))
+		}
+		if err := p.peer.Update(uint32(0), uint32(peer.Index), ebpf.UpdateAny); err != nil {
+			return fail(fmt.Errorf("afxdp: %s: bypass to %s in the DEVMAP: %w", ifname, bypass, err))
+		}
+		peerFD = p.peer.FD()
+	}
 	// The stamping program needs bpf_ktime_get_tai_ns (Linux ≥ 6.1);
 	// an older kernel refuses it and gets the plain redirect.
-	stamps := true
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: stampInsns(m.FD()),
+	p.stamps = true
+	p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: stampInsns(m.FD(), peerFD),
 	})
 	if err != nil {
-		stamps = false
-		prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-			Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD()),
+		p.stamps = false
+		p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD(), peerFD),
 		})
 	}
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("afxdp: %s: load XDP program: %w", ifname, err)
+		return fail(fmt.Errorf("afxdp: %s: load XDP program: %w", ifname, err))
 	}
-	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, prog: prog, stamps: stamps}
-	// A bpf_link dies with its last file descriptor: if this process
-	// crashes the kernel detaches the program by itself.
-	p.link, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})
-	p.mode = "driver"
+	if bypass != "" {
+		err = p.attachNetlink(ifname)
+	} else {
+		err = p.attachLink(ifname)
+	}
 	if err != nil {
-		var gerr error
-		p.link, gerr = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
-		p.mode = "generic"
-		if gerr != nil {
-			prog.Close()
-			m.Close()
-			if errors.Is(gerr, unix.EBUSY) || errors.Is(err, unix.EBUSY) {
-				return nil, fmt.Errorf("afxdp: %s: another XDP program is attached (in use by another process?): %w", ifname, gerr)
-			}
-			return nil, fmt.Errorf("afxdp: %s: attach XDP program: driver mode: %v; generic mode: %w", ifname, err, gerr)
-		}
+		return fail(err)
 	}
-	if p.promisc, err = enablePromisc(ifindex); err != nil {
-		p.link.Close()
-		prog.Close()
-		m.Close()
-		return nil, fmt.Errorf("afxdp: %s: promiscuous mode (needed to receive frames addressed to other stations): %w", ifname, err)
+	if p.promisc, err = enablePromisc(ifindex); err == nil && bypass != "" {
+		// The bypass outlives the process, and so must promiscuity:
+		// the interface flag (ip link set … promisc on), which stays.
+		err = setPromiscFlag(ifname)
+	}
+	if err != nil {
+		if p.link != nil {
+			p.link.Close()
+			p.link = nil
+		}
+		if p.promisc >= 0 {
+			unix.Close(p.promisc)
+		}
+		return fail(fmt.Errorf("afxdp: %s: promiscuous mode (needed to receive frames addressed to other stations): %w", ifname, err))
 	}
 	if progs.byIf == nil {
 		progs.byIf = map[int]*xdpProg{}
@@ -172,8 +239,92 @@ func acquireProg(ifindex int, ifname string) (*xdpProg, error) {
 	return p, nil
 }
 
+// attachLink attaches through a bpf_link, which dies with its last file
+// descriptor: if this process crashes the kernel detaches the program by
+// itself (and the wire between the pair is cut until a restart).
+func (p *xdpProg) attachLink(ifname string) error {
+	var err error
+	p.link, err = link.AttachXDP(link.XDPOptions{Program: p.prog, Interface: p.ifindex, Flags: link.XDPDriverMode})
+	p.mode = "driver"
+	if err != nil {
+		var gerr error
+		p.link, gerr = link.AttachXDP(link.XDPOptions{Program: p.prog, Interface: p.ifindex, Flags: link.XDPGenericMode})
+		p.mode = "generic"
+		if gerr != nil {
+			p.link = nil
+			if errors.Is(gerr, unix.EBUSY) || errors.Is(err, unix.EBUSY) {
+				return fmt.Errorf("afxdp: %s: another XDP program is attached (in use by another process?): %w", ifname, gerr)
+			}
+			return fmt.Errorf("afxdp: %s: attach XDP program: driver mode: %v; generic mode: %w", ifname, err, gerr)
+		}
+	}
+	return nil
+}
+
+// attachNetlink attaches the bypass program through netlink (IFLA_XDP),
+// the attachment that stays after the process exits: the program, and the
+// maps it refers to, live on in the kernel, so a killed or stopped ldafwd
+// leaves the pair forwarding. A program of ours already there (the bypass
+// of an earlier run) is replaced in one netlink request, in its own mode,
+// so no frame finds the interface without a program. Anything else
+// attached is refused; a program of ours held by a bpf_link belongs to a
+// running ldafwd without fail-open, and netlink refuses to replace it.
+func (p *xdpProg) attachNetlink(ifname string) error {
+	id, flags, err := xdpAttached(p.ifindex)
+	if err != nil {
+		return fmt.Errorf("afxdp: %s: read the attached XDP program: %w", ifname, err)
+	}
+	modes := []uint32{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE}
+	if id != 0 {
+		name := ""
+		if old, err := ebpf.NewProgramFromID(ebpf.ProgramID(id)); err == nil {
+			if info, err := old.Info(); err == nil {
+				name = info.Name
+			}
+			old.Close()
+		}
+		if name != ProgName {
+			return fmt.Errorf("afxdp: %s: another XDP program is attached (%q, id %d): remove it first (ip link set dev %s xdp off)", ifname, name, id, ifname)
+		}
+		if flags != 0 {
+			modes = []uint32{flags} // the other mode is refused while one is attached
+		}
+	}
+	var errs []error
+	for _, f := range modes {
+		err := xdpSetFD(p.ifindex, p.prog.FD(), f)
+		if err == nil {
+			p.mode = "driver"
+			if f == unix.XDP_FLAGS_SKB_MODE {
+				p.mode = "generic"
+			}
+			return nil
+		}
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("afxdp: %s: XDP program %s (id %d) is held by a bpf_link of a running process (an ldafwd with --fail-open=false?): %w", ifname, ProgName, id, err)
+		}
+		errs = append(errs, fmt.Errorf("mode flags %#x: %w", f, err))
+	}
+	return fmt.Errorf("afxdp: %s: attach XDP program: %w", ifname, errors.Join(errs...))
+}
+
+// close drops this process's descriptors of the program and its maps.
+// A netlink attachment (the bypass) keeps them alive in the kernel.
+func (p *xdpProg) close() {
+	if p.prog != nil {
+		p.prog.Close()
+	}
+	if p.peer != nil {
+		p.peer.Close()
+	}
+	p.xsks.Close()
+}
+
 // release drops one reference and, with the last, detaches the program
-// and gives up promiscuous mode.
+// and gives up the promiscuity the packet socket held — except a bypass
+// (fail-open), which stays attached and keeps forwarding between the
+// pair with no process, until the next run replaces it or the operator
+// removes it (ip link set dev X xdp off).
 func (p *xdpProg) release() error {
 	progs.Lock()
 	defer progs.Unlock()
@@ -182,9 +333,11 @@ func (p *xdpProg) release() error {
 		return nil
 	}
 	delete(progs.byIf, p.ifindex)
-	err := p.link.Close()
-	p.prog.Close()
-	p.xsks.Close()
+	var err error
+	if p.link != nil {
+		err = p.link.Close()
+	}
+	p.close()
 	if cerr := unix.Close(p.promisc); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("promiscuous mode socket: %w", cerr))
 	}
@@ -197,9 +350,11 @@ func rxQueues(ifname string) int {
 }
 
 // detachStale removes a program named ProgName attached to ifindex through
-// netlink — what an ldafwd that attached without bpf_link would leave after
-// a crash. A program held by a bpf_link belongs to a live process: netlink
-// refuses to detach it and the caller gets an error saying so.
+// netlink when this run does not fail open (Config.Bypass ""): the bypass
+// a fail-open run left, or what an older ldafwd that attached without
+// bpf_link left after a crash. A program held by a bpf_link belongs to a
+// live process: netlink refuses to detach it and the caller gets an error
+// saying so.
 func detachStale(ifindex int, ifname string) error {
 	id, flags, err := xdpAttached(ifindex)
 	if err != nil || id == 0 {
@@ -220,7 +375,7 @@ func detachStale(ifindex int, ifname string) error {
 		}
 		return fmt.Errorf("afxdp: %s: detach stale XDP program id %d: %w", ifname, id, err)
 	}
-	fmt.Fprintf(os.Stderr, "afxdp: %s: detached stale XDP program %s (id %d) left by an earlier run\n", ifname, ProgName, id)
+	fmt.Fprintf(os.Stderr, "afxdp: %s: detached XDP program %s (id %d) left by an earlier run (its fail-open bypass): the wire between the pair now goes through this run only\n", ifname, ProgName, id)
 	return nil
 }
 

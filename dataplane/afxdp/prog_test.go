@@ -19,7 +19,7 @@ func TestStaleProgramDetached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD())})
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: redirectInsns(m.FD(), -1)})
 	if err != nil {
 		t.Fatal(err)
 	}

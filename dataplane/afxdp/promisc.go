@@ -34,3 +34,32 @@ func enablePromisc(ifindex int) (int, error) {
 	}
 	return fd, nil
 }
+
+// setPromiscFlag sets the interface's own IFF_PROMISC flag, what `ip link
+// set <ifname> promisc on` sets. Unlike enablePromisc's membership it stays
+// when the process exits: a fail-open interface (Config.Bypass) forwards
+// with no process, and a NIC that is not promiscuous would drop, before
+// XDP, the unicast frames the bypass is there to carry. Removing the
+// bypass by hand is therefore `ip link set dev <ifname> xdp off promisc
+// off` (docs/afxdp.md, "Fail-open").
+func setPromiscFlag(ifname string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket for SIOCSIFFLAGS: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(ifname)
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS: %w", err)
+	}
+	if f := ifr.Uint16(); f&unix.IFF_PROMISC == 0 {
+		ifr.SetUint16(f | unix.IFF_PROMISC)
+		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+			return fmt.Errorf("SIOCSIFFLAGS: %w", err)
+		}
+	}
+	return nil
+}

@@ -47,8 +47,8 @@ func TestPromisc(t *testing.T) {
 	if !promiscOn(t, v.Host) {
 		t.Fatal("not promiscuous with a socket open")
 	}
-	// A second socket on the same queue fails to bind after it shared the
-	// program: its error path must not give up the first one's mode.
+	// A second socket on the same queue fails to bind: its error path
+	// must not give up the first one's mode.
 	if p, err := Open("afxdp:"+v.Host+"@0", Config{Index: 31, RingSize: 64}); err == nil {
 		p.Close()
 		t.Fatal("two sockets bound to queue 0")
