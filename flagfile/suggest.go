@@ -40,6 +40,16 @@ func DidYouMean(fs *pflag.FlagSet, name string) string {
 	return ""
 }
 
+// ForError is DidYouMean for pflag's error about an unknown long flag
+// ("unknown flag: --x"); "" for any other error, or when no flag is near.
+func ForError(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	return DidYouMean(fs, name)
+}
+
 // editDistance is the optimal-string-alignment distance of a and b
 // (Damerau–Levenshtein without repeated edits of one substring): the
 // edits of a mistyped flag name.

@@ -61,20 +61,9 @@ func parseFlags(fs *pflag.FlagSet, name string, args []string) (help bool, err e
 		if errors.Is(err, pflag.ErrHelp) {
 			return true, nil
 		}
-		return false, usageErrorf("%s: %w%s (ldafwd %s --help lists the flags)", name, err, didYouMean(fs, err), name)
+		return false, usageErrorf("%s: %w%s (ldafwd %s --help lists the flags)", name, err, flagfile.ForError(fs, err), name)
 	}
 	return false, nil
-}
-
-// didYouMean is the nearest flag's name for pflag's "unknown flag: --x"
-// error, as the end of the message ("" for any other error, or when no
-// flag is near).
-func didYouMean(fs *pflag.FlagSet, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return ""
-	}
-	return flagfile.DidYouMean(fs, name)
 }
 
 // commandHelp is what --help prints around a command's flags: the usage
@@ -136,8 +125,7 @@ var helps = map[string]commandHelp{
 	},
 	"rules": {
 		usage: "rules --paths FILE [--out FILE|-]",
-		notes: "The paths file names the segments and the paths composed of them, the window and the alert thresholds (docs/fleet.md).\n" +
-			"Check the output with promtool check rules, then load it with Prometheus's rule_files.",
+		notes: "The paths file names the segments, the paths composed of them, the window and the alert thresholds (docs/fleet.md); check the output with promtool check rules.",
 		examples: []string{
 			"ldafwd rules --paths /etc/ldafwd/paths.conf --out /etc/prometheus/rules/ldafwd-rules.yml",
 			"ldafwd rules --paths paths.conf | promtool check rules /dev/stdin",

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +15,8 @@ func init() {
 
 func runRules(args []string) error { return rulesMain(args, os.Stdout) }
 
-// rulesMain writes the Prometheus rules that a paths file (segments, paths
-// of segments, window, alert thresholds: docs/fleet.md) generates, to
-// stdout or --out: the binary carries the generator, so a deployment needs
-// neither Go nor the source tree.
+// rulesMain writes the Prometheus rules of a paths file (docs/fleet.md) to stdout or --out, so
+// a deployment needs neither Go nor the source tree. A paths file that does not parse exits 2.
 func rulesMain(args []string, stdout io.Writer) error {
 	fs := newFlagSet("rules", stdout)
 	paths := fs.String("paths", "", "the paths file the rules are generated from (required; docs/fleet.md)")
@@ -32,20 +30,9 @@ func rulesMain(args []string, stdout io.Writer) error {
 	if *paths == "" {
 		return usageErrorf("rules: --paths FILE is required (docs/fleet.md shows the format)")
 	}
-	var b bytes.Buffer
-	if err := rules.GenerateFile(&b, *paths); err != nil {
-		// A paths file that does not parse is the user's to fix: 2, as a
-		// bad --config is.
-		if _, statErr := os.Stat(*paths); statErr == nil {
-			return usageErrorf("rules: %w", err)
-		}
-		return fmt.Errorf("rules: %w", err)
-	}
-	if *out == "-" {
-		_, err := stdout.Write(b.Bytes())
-		return err
-	}
-	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
+	if err := rules.WriteFile(*paths, *out, stdout); errors.Is(err, rules.ErrPaths) {
+		return usageErrorf("rules: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
 	return nil

@@ -104,7 +104,7 @@ func parseRunArgs(o *runOptions, args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", stdout)
 	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
-		if s := didYouMean(fs, err); s != "" {
+		if s := flagfile.ForError(fs, err); s != "" {
 			return fmt.Errorf("%w%s", err, s)
 		}
 		return err
@@ -182,7 +182,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	log := zerolog.New(stderr).Level(o.cfg.Level).With().Timestamp().Str("cmd", "run").Logger()
 	if o.check {
-		if err := checkRun(&o, stdout, log); err != nil {
+		if err := service.Check(&o.cfg, o.out.report, o.synopses, stdout, log); err != nil {
 			return usageErrorf("run --check: %w", err)
 		}
 		return nil

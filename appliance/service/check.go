@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -7,49 +7,48 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
-// checkRun is `ldafwd run --check`, after the flags, the --config file and
+// Check is `ldafwd run --check`, after the flags, the --config file and
 // the key have been validated: it checks what a start would need next —
-// the --report file's directory is writable, --metrics-addr can be bound,
-// the ports open (and are closed again at once) — and prints what would
-// run. Nothing is forwarded and no file is created, so a unit's
-// ExecStartPre or an operator can run it beside a running appliance, as
-// long as the ports are not in use (an AF_XDP queue or a DPDK device is
-// held by one process at a time: check it before the start).
-func checkRun(o *runOptions, stdout io.Writer, log zerolog.Logger) error {
-	if p := o.out.report; p != "" {
-		if err := writableFile(p); err != nil {
+// the report file (report: --report, "" none) can be appended to, the
+// metrics address can be bound, the ports open (and are closed again at
+// once) — and prints what would run; synopses is the --synopsis list as
+// given. Nothing is forwarded and no file is created. Run it before a
+// start, not beside a running appliance: an AF_XDP queue or a DPDK device
+// is held by one process at a time.
+func Check(o *Config, report, synopses string, stdout io.Writer, log zerolog.Logger) error {
+	if report != "" {
+		if err := writableFile(report); err != nil {
 			return fmt.Errorf("--report: %w", err)
 		}
 	}
-	if a := o.cfg.MetricsAddr; a != "" {
+	if a := o.MetricsAddr; a != "" {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		l.Close()
 	}
-	desc, err := service.CheckPorts(&o.cfg, log)
+	desc, err := CheckPorts(o, log)
 	if err != nil {
 		return err
 	}
-	mode := "measuring (segment on port " + o.cfg.Segment + ")"
-	if o.cfg.ForwardOnly {
+	mode := "measuring (segment on port " + o.Segment + ")"
+	if o.ForwardOnly {
 		mode = "forwarding only"
 	}
-	auth := "control frames authenticated with the key of " + o.cfg.KeyFile
+	auth := "control frames authenticated with the key of " + o.KeyFile
 	switch {
-	case o.cfg.ForwardOnly:
+	case o.ForwardOnly:
 		auth = "no control frames"
-	case o.cfg.Insecure:
+	case o.Insecure:
 		auth = "control frames NOT authenticated (--insecure)"
 	}
 	fmt.Fprintf(stdout, "ok: %s, segment %q, interval %s, synopses %s, %d queue(s); %s\n",
-		mode, o.cfg.SegmentName, o.cfg.Interval, o.synopses, o.cfg.Queues, auth)
+		mode, o.SegmentName, o.Interval, synopses, o.Queues, auth)
 	fmt.Fprintf(stdout, "ok: port a %s\nok: port b %s\n", desc[0], desc[1])
 	return nil
 }
