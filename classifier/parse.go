@@ -34,6 +34,7 @@ const (
 //	  [8:40]   source, destination address
 //	  [40:46]  fragment header: offset + M flag, identification (0 if none)
 //	  [48:80]  L4 window
+//	tunneled (GRE, VXLAN, Geneve, MPLS): tunnel.go
 //	non-IP (8 words, 64 bytes):
 //	  [0]      tagNonIP
 //	  [1:3]    EtherType after the VLAN tags

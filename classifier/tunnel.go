@@ -260,3 +260,51 @@ func tunnelHash(et uint16, proto uint8, l4 []byte, outer uint64) (uint64, bool) 
 	}
 	return sum64v4(tagTunnel|uint64(enc)<<8, outer, sum64Words(&id, n), 0, 0, 0), true
 }
+
+// InnerAt is where, in frame, the inner IP header starts that Parse reads
+// through (tunnel.go), with its EtherType; at is 0 when Parse keeps the
+// frame's outer identity. cut is true when the frame ends (shorter than
+// its IP length says, or an MPLS frame, which has no length) inside a
+// header that would have told: a capture that kept more of the same
+// packet could read through where this copy could not. For offline
+// consumers (analyze's snap-length rule); not for the hot path.
+func InnerAt(frame []byte) (at int, et uint16, cut bool) {
+	if len(frame) < 14 {
+		return 0, 0, false
+	}
+	off := 12
+	et = binary.BigEndian.Uint16(frame[12:])
+	for tags := 0; et == tpid8021Q || et == tpid8021AD || et == tpidQinQ; tags++ {
+		if tags == maxVLANTags || off+6 > len(frame) {
+			return 0, 0, false
+		}
+		et = binary.BigEndian.Uint16(frame[off+4:])
+		off += 4
+	}
+	l3 := frame[off+2:]
+	var m Meta
+	var id ident
+	var f uint16
+	var l4 []byte
+	switch et {
+	case etherTypeIPv4:
+		f, l4 = parseIPv4(l3, &m, &id)
+	case etherTypeIPv6:
+		f, l4 = parseIPv6(l3, &m, &id)
+	case etherTypeMPLS, etherTypeMPLSMulti:
+		l4, f = l3, FlagTruncated
+	default:
+		return 0, 0, false
+	}
+	if l4 == nil || f&FlagMalformed != 0 {
+		return 0, 0, false
+	}
+	enc, o, iet, c := InnerL3(et, m.Proto, l4)
+	if c {
+		return 0, 0, f&FlagTruncated != 0
+	}
+	if enc == 0 {
+		return 0, 0, false
+	}
+	return cap(frame) - cap(l4) + o, iet, false
+}
