@@ -154,6 +154,7 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 	if err != nil {
 		return fail(err)
 	}
+	synopsis.ApplyFragments(flows)
 	if f.Top > 0 {
 		flows = synopsis.TopFlows(flows, f.Top, synopsis.ByPackets)
 	}

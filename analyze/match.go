@@ -203,28 +203,33 @@ func (m *matching) groups(s, r *endData, f func(gs, gr []int32)) {
 
 // splitAmbiguous returns the intervals (by kOf) of the uncertain
 // identities whose sender copies in [iLo, iHi) fall in more than one
-// interval: first-in-first-out pairing may have put the loss (or the
-// extra) in the wrong one.
-func (m *matching) splitAmbiguous(s *endData, iLo, iHi int, kOf func(uint64) int32) []int32 {
-	var out []int32
+// interval (split), or that also have sender copies outside [iLo, iHi)
+// (edge: before or after the captures' common range): first-in-first-out
+// pairing may have put the loss (or the extra) in the wrong interval, or
+// inside the range when it was outside (or the reverse).
+func (m *matching) splitAmbiguous(s *endData, iLo, iHi int, kOf func(uint64) int32) (split, edge []int32) {
 	for _, g := range m.uncertain {
-		first, split := int32(-1), false
+		first, across, outside := int32(-1), false, false
 		var ks []int32
 		for _, i := range g {
 			if int(i) < iLo || int(i) >= iHi {
+				outside = true
 				continue
 			}
 			k := kOf(s.recs[i].ts)
 			if first < 0 {
 				first = k
 			} else if k != first {
-				split = true
+				across = true
 			}
 			ks = append(ks, k)
 		}
-		if split {
-			out = append(out, ks...)
+		switch {
+		case across:
+			split = append(split, ks...)
+		case outside:
+			edge = append(edge, ks...)
 		}
 	}
-	return out
+	return split, edge
 }

@@ -182,6 +182,11 @@ func sortByTime(e *endData) {
 // frame: both ends compute the same value whatever VLAN tags were pushed
 // on the way, as long as the bytes that tell are in the frame; when they
 // are not (a capture's snap length cut them) the extent is unknown.
+//
+// A packet the classifier reads through to an inner packet (a tunnel,
+// classifier.InnerAt) reaches as far as the inner packet's identity does;
+// when the frame ends inside the tunnel headers, before it can tell where
+// the inner packet starts, the extent is unknown.
 func identityExtent(f []byte) int {
 	if len(f) < 14 {
 		return extentUnknown
@@ -195,7 +200,24 @@ func identityExtent(f []byte) int {
 		et = binary.BigEndian.Uint16(f[off+4:])
 		off += 4
 	}
-	l3 := f[off+2:]
+	e := extentL3(f[off+2:], et)
+	at, iet, cut := classifier.InnerAt(f)
+	switch {
+	case cut:
+		return extentUnknown
+	case at == 0 || e == extentUnknown:
+		return e
+	}
+	ie := extentL3(f[at:], iet)
+	if ie == extentUnknown {
+		return extentUnknown
+	}
+	return max(e, at-(off+2)+ie)
+}
+
+// extentL3 is identityExtent of the packet at l3 of EtherType et, not
+// reading through tunnels.
+func extentL3(l3 []byte, et uint16) int {
 	switch et {
 	case 0x0800:
 		if len(l3) < 4 {

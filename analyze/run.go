@@ -260,9 +260,15 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 			markFrom(k, true, why)
 		}
 	}
-	for _, k := range mt.splitAmbiguous(s, iLo, iHi, func(ts uint64) int32 { return int32(kOf(ts) - kBase) }) {
+	split, edge := mt.splitAmbiguous(s, iLo, iHi, func(ts uint64) int32 { return int32(kOf(ts) - kBase) })
+	for _, k := range split {
 		if _, ok := bad[k]; !ok {
 			bad[k] = "bit-identical packets on both sides of the interval boundary, and one of them lost: which interval lost it cannot be told"
+		}
+	}
+	for _, k := range edge {
+		if _, ok := bad[k]; !ok {
+			bad[k] = "bit-identical packets on both sides of the captures' overlap edge, and one of them unpaired: whether the one inside was lost cannot be told"
 		}
 	}
 

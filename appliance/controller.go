@@ -1336,6 +1336,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not match ours: %v", err)})
 		return
 	}
+	synopsis.ApplyFragments(flows)
 	why := sessionReason(h.Flags, rc)
 	// The largest flows by the sketch's counts are also the ones other
 	// flows' packets inflate: rank those whose counts are their own first,

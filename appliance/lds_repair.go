@@ -207,6 +207,7 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 		if err != nil {
 			status, f.rep.Complete = "none: "+err.Error(), false
 		} else {
+			synopsis.ApplyFragments(flows)
 			byFlow = make(map[uint64]*synopsis.FlowEstimate, len(flows))
 			for i := range flows {
 				byFlow[flows[i].FlowHash] = &flows[i]

@@ -14,8 +14,11 @@
 //     field, IPv6 payload length and flow label, and a 32-byte window of
 //     the L4 header and payload with the L4 checksum zeroed. Never MAC
 //     addresses, VLAN tags, TTL/hop limit, DSCP/ECN or the IPv4 header
-//     checksum. The exact byte layout is in parse.go; it is a contract
-//     between two appliances.
+//     checksum. Through one level of GRE, VXLAN, Geneve or MPLS it also
+//     covers the inner IPv4/IPv6 packet's identity (tunnel.go): tunnel
+//     endpoints often write a constant outer IP identification. The exact
+//     byte layout is in parse.go and tunnel.go; it is a contract between
+//     two appliances.
 //   - Meta.FlowHash hashes the 5-tuple for per-flow synopses (LDS); it is
 //     0 for frames that are not IP.
 //   - FlagLinkLocal marks frames a segment's own devices originate or

@@ -54,6 +54,16 @@ var goldenFrames = []struct {
 	{"ipv6 tcp", goldenFrame(nil, 0x86dd, goldenIPv6TCP()), 0xd297ca70edc9a5f4},
 	{"arp-like non-ip", goldenFrame(nil, 0x0806, []byte("who has 10.0.0.2? tell 10.0.0.1, padded out")), 0x009df9bf4d2db21d},
 	{"control ethertype", goldenFrame(nil, 0x88b5, []byte("LD\x01\x02 a control frame's first bytes......")), 0xada514b2ad4d5080},
+	// Tunnels (tunnel.go): the outer identity and the inner packet's,
+	// outer IP identification 0 (encapsulate, tunnel_test.go).
+	{"gre (key) over ipv4 carrying ipv4 udp", encapsulate(encGRE, false, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0))), 0xf827cec63b777157},
+	{"gre (key) over ipv6 carrying ipv6 tcp", encapsulate(encGRE, true, goldenFrame(nil, 0x86dd, goldenIPv6TCP())), 0xe96938782c1d014c},
+	{"vxlan over ipv4 carrying ipv4 udp", encapsulate(encVXLAN, false, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0))), 0xd2860fc6b25074da},
+	{"vxlan over ipv6 carrying ipv6 tcp", encapsulate(encVXLAN, true, goldenFrame(nil, 0x86dd, goldenIPv6TCP())), 0x8341e484f674bd28},
+	{"geneve (one option) over ipv4 carrying ipv6 tcp", encapsulate(encGeneve, false, goldenFrame(nil, 0x86dd, goldenIPv6TCP())), 0x644196c3c1ff48c3},
+	{"geneve (one option) over ipv6 carrying ipv4 udp", encapsulate(encGeneve, true, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0))), 0x5e30e560a2fce3ab},
+	{"mpls (two labels) carrying ipv4 udp", encapsulate(encMPLS, false, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0))), 0xfb09b5870cc52231},
+	{"mpls (two labels) carrying ipv6 tcp", encapsulate(encMPLS, false, goldenFrame(nil, 0x86dd, goldenIPv6TCP())), 0xcef41763302b8113},
 }
 
 func TestGoldenIdentityHash(t *testing.T) {

@@ -223,6 +223,9 @@ func FuzzParse(f *testing.F) {
 	for _, name := range sortedNames(basePkts()) {
 		f.Add(basePkts()[name].frame(f))
 	}
+	for _, s := range tunnelSeeds(f) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var a Meta
 		Parse(frame, &a)

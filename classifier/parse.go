@@ -34,6 +34,7 @@ const (
 //	  [8:40]   source, destination address
 //	  [40:46]  fragment header: offset + M flag, identification (0 if none)
 //	  [48:80]  L4 window
+//	tunneled (GRE, VXLAN, Geneve, MPLS): tunnel.go
 //	non-IP (8 words, 64 bytes):
 //	  [0]      tagNonIP
 //	  [1:3]    EtherType after the VLAN tags
@@ -176,9 +177,9 @@ const (
 // parseGeneral and fills m exactly as parseGeneral would
 // (TestParseFastIsGeneral, FuzzParse): untagged IPv4 with a 20-byte header,
 // not a fragment, or IPv6 without extension headers, carrying TCP or UDP
-// with at least l4Window bytes of L4 inside the IP length, the frame at
+// (not to the VXLAN or Geneve port: tunnel.go) with at least l4Window bytes of L4 inside the IP length, the frame at
 // least as long as that length (and, through parseRaw, untagged non-IP
-// frames). Every other frame it declines: with general set the general
+// frames other than MPLS). Every other frame it declines: with general set the general
 // path parses it, without it reports false having written nothing. On the
 // IP path it writes what level says (Level): two well-predicted
 // branches, as parseFast is a call (too big to inline) whose level is a
@@ -205,6 +206,9 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		l4 := h[20:]
 		w0, w1, w2, w3 := binary.LittleEndian.Uint64(l4[0:]), binary.LittleEndian.Uint64(l4[8:]), binary.LittleEndian.Uint64(l4[16:]), binary.LittleEndian.Uint64(l4[24:])
 		if proto == protoUDP {
+			if d := uint16(w0 >> 16); d == portVXLANLE || d == portGeneveLE {
+				return decline(frame, m, general) // a tunnel (tunnel.go)
+			}
 			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 { // TCP SYN (the window is longer than 20 bytes here)
 			w2 &= maskTCPSyn
@@ -257,6 +261,9 @@ func parseFast(frame []byte, m *Meta, level Level, general bool) bool {
 		l4 := h[40:]
 		w0, w1, w2, w3 := binary.LittleEndian.Uint64(l4[0:]), binary.LittleEndian.Uint64(l4[8:]), binary.LittleEndian.Uint64(l4[16:]), binary.LittleEndian.Uint64(l4[24:])
 		if nh == protoUDP {
+			if d := uint16(w0 >> 16); d == portVXLANLE || d == portGeneveLE {
+				return decline(frame, m, general) // a tunnel (tunnel.go)
+			}
 			w0 &= maskUDPCsum
 		} else if l4[13]&0x02 != 0 {
 			w2 &= maskTCPSyn
@@ -338,7 +345,8 @@ func parseRaw(frame []byte, m *Meta, general bool) bool {
 		}
 	} else {
 		switch et {
-		case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ:
+		case etherTypeIPv4, etherTypeIPv6, tpid8021Q, tpid8021AD, tpidQinQ,
+			etherTypeMPLS, etherTypeMPLSMulti: // MPLS: a tunnel (tunnel.go)
 			return decline(frame, m, general)
 		}
 		if linkLocalEtherType(et) {
@@ -417,16 +425,21 @@ func parseGeneral(frame []byte, m *Meta) {
 	l3 := frame[off:]
 
 	var n int
+	var l4 []byte // the L4 bytes of an IP packet that has them (tunnel.go)
 	switch {
 	case flags&(FlagTruncated|FlagMalformed) != 0:
 		n = gatherRaw(l3, et, &id)
 		flags |= FlagNonIP
 	case et == etherTypeIPv4:
 		n = v4Words
-		flags |= parseIPv4(l3, m, &id)
+		var f uint16
+		f, l4 = parseIPv4(l3, m, &id)
+		flags |= f
 	case et == etherTypeIPv6:
 		n = v6Words
-		flags |= parseIPv6(l3, m, &id)
+		var f uint16
+		f, l4 = parseIPv6(l3, m, &id)
+		flags |= f
 	default:
 		if et == ControlEtherType {
 			flags |= FlagControl
@@ -440,10 +453,18 @@ func parseGeneral(frame []byte, m *Meta) {
 		}
 		n = gatherRaw(l3, et, &id)
 		flags |= FlagNonIP
+		if et == etherTypeMPLS || et == etherTypeMPLSMulti {
+			l4 = l3
+		}
 	}
 	flags |= linkLocalGeneral(frame, m, flags)
 	m.Flags = flags
 	m.Hash = sum64Words(&id, n)
+	if l4 != nil && flags&FlagMalformed == 0 {
+		if h, ok := tunnelHash(et, m.Proto, l4, m.Hash); ok {
+			m.Hash = h
+		}
+	}
 	if flags&(FlagIPv4|FlagIPv6) != 0 {
 		m.FlowHash = flowHash(&m.Flow)
 	}
@@ -483,8 +504,10 @@ func gatherRaw(b []byte, et uint16, id *ident) int {
 }
 
 // parseIPv4 gathers an IPv4 packet's invariant words; b starts at the IP
-// header and runs to the end of the frame.
-func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
+// header and runs to the end of the frame. l4 is the L4 header and payload
+// (bounded by the total length) when the packet has them whole enough to
+// gather, for tunnelHash; nil otherwise.
+func parseIPv4(b []byte, m *Meta, id *ident) (f uint16, l4 []byte) {
 	if len(b) < 20 {
 		// Truncated header: the invariant fields that are present,
 		// zero for the rest. No flow key.
@@ -492,7 +515,7 @@ func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
 		copy(pad[:], b)
 		gatherIPv4Header(pad[:], id)
 		f |= FlagTruncated
-		return f
+		return f, nil
 	}
 	h := b[:20]
 	gatherIPv4Header(h, id)
@@ -513,7 +536,7 @@ func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
 	total := int(binary.BigEndian.Uint16(h[2:]))
 	if ihl < 20 || total < ihl {
 		f |= FlagMalformed
-		return f
+		return f, nil
 	}
 	end := total
 	if end > len(b) {
@@ -522,7 +545,7 @@ func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
 	}
 	if ihl > end {
 		// Options cut off by the end of the frame.
-		return f
+		return f, nil
 	}
 	frag := binary.BigEndian.Uint16(h[6:]) & 0x3fff
 	if frag != 0 {
@@ -531,9 +554,10 @@ func parseIPv4(b []byte, m *Meta, id *ident) (f uint16) {
 	if frag&0x1fff != 0 {
 		// Not the first fragment: no L4 header in it.
 		load4(id[2:6], b[ihl:end])
-		return f
+		return f, nil
 	}
-	return f | gatherL4(proto, b[ihl:end], id[2:6], m)
+	l4 = b[ihl:end]
+	return f | gatherL4(proto, l4, id[2:6], m), l4
 }
 
 // gatherIPv4Header gathers the invariant fields of a 20-byte IPv4 header:
@@ -546,14 +570,14 @@ func gatherIPv4Header(h []byte, id *ident) {
 }
 
 // parseIPv6 gathers an IPv6 packet's invariant words; b starts at the IP
-// header and runs to the end of the frame.
-func parseIPv6(b []byte, m *Meta, id *ident) (f uint16) {
+// header and runs to the end of the frame. l4 is as parseIPv4's.
+func parseIPv6(b []byte, m *Meta, id *ident) (f uint16, l4 []byte) {
 	if len(b) < 40 {
 		var pad [40]byte
 		copy(pad[:], b)
 		gatherIPv6Header(pad[:], pad[6], id)
 		f |= FlagTruncated
-		return f
+		return f, nil
 	}
 	h := b[:40]
 	f |= FlagIPv6
@@ -626,20 +650,21 @@ stop:
 	m.Proto = nh
 	m.Flow.Proto = nh
 	if off > end {
-		return f
+		return f, nil
 	}
 	if !first {
 		load4(id[6:10], b[off:end])
-		return f
+		return f, nil
 	}
 	if isExtHeader(nh) {
 		// The chain was cut off or abandoned: no L4 header.
 		if f&(FlagTruncated|FlagMalformed) == 0 {
 			f |= FlagMalformed
 		}
-		return f
+		return f, nil
 	}
-	return f | gatherL4(nh, b[off:end], id[6:10], m)
+	l4 = b[off:end]
+	return f | gatherL4(nh, l4, id[6:10], m), l4
 }
 
 func isExtHeader(nh uint8) bool {

@@ -53,6 +53,9 @@ func fastCases(tb testing.TB) (take, leave [][]byte) {
 	long := cloneB(v4)
 	binary.BigEndian.PutUint16(long[14+2:], uint16(len(v4)-14+1))
 	leave = append(leave, frag, opts, short, long)
+	// Tunnels (VXLAN and Geneve are UDP the fast path would otherwise
+	// take, MPLS a non-IP EtherType): the general path reads through them.
+	leave = append(leave, tunnelSeeds(tb)...)
 	return take, leave
 }
 

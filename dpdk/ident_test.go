@@ -84,6 +84,20 @@ func identSeeds() [][]byte {
 		make([]byte, 13),
 		nil,
 	)
+	// Tunnels the Go parser reads through (classifier/tunnel.go): UDP to
+	// the VXLAN and Geneve ports, GRE, MPLS. C leaves them all to Go.
+	for _, port := range []uint16{4789, 6081} {
+		u := l4(64, 0)
+		binary.BigEndian.PutUint16(u[2:], port)
+		binary.BigEndian.PutUint16(u[4:], 64)
+		u[8] = 0x08
+		out = append(out, eth(0, 0x0800, v4(17, 84, 0, 5, uni, u)), eth(0, 0x86DD, v6(17, 64, 0x20, u)))
+	}
+	gre := append([]byte{0, 0, 0x08, 0}, v4(17, 84, 0, 5, uni, l4(64, 0))...)
+	out = append(out, eth(0, 0x0800, v4(47, 20+len(gre), 0, 5, uni, gre)))
+	for _, et := range []uint16{0x8847, 0x8848} {
+		out = append(out, eth(0, et, append([]byte{0, 1, 1, 64}, v4(17, 84, 0, 5, uni, l4(64, 0))...)))
+	}
 	stp := eth(1, 0x0026, l4(50, 0))
 	copy(stp, []byte{0x01, 0x80, 0xC2, 0, 0, 0})
 	out = append(out, stp)
@@ -158,5 +172,37 @@ func TestIdentCTaggedControl(t *testing.T) {
 	classifier.ParseLevel(f, &m, classifier.LevelIdentity)
 	if m.Flags&classifier.FlagControl == 0 {
 		t.Fatalf("Go parser flags %#x: not control", m.Flags)
+	}
+}
+
+// TestIdentCLeavesTunnels: UDP to the VXLAN or Geneve port and MPLS
+// frames, which the Go parser reads through to the inner packet, are left
+// to the Go lane by the C fast path (as GRE, never TCP or UDP, always was).
+func TestIdentCLeavesTunnels(t *testing.T) {
+	n := 0
+	for _, s := range identSeeds() {
+		if len(s) < 14 {
+			continue
+		}
+		et := binary.BigEndian.Uint16(s[12:])
+		tunnel := et == 0x8847 || et == 0x8848
+		if et == 0x0800 && len(s) >= 14+24 && s[14+9] == 17 {
+			p := binary.BigEndian.Uint16(s[14+22:])
+			tunnel = p == 4789 || p == 6081
+		}
+		if et == 0x86DD && len(s) >= 14+44 && s[14+6] == 17 {
+			p := binary.BigEndian.Uint16(s[14+42:])
+			tunnel = p == 4789 || p == 6081
+		}
+		if !tunnel {
+			continue
+		}
+		n++
+		if _, ok := cIdent(s); ok {
+			t.Errorf("C fast path took tunnel frame %x", s)
+		}
+	}
+	if n != 6 {
+		t.Fatalf("%d tunnel seeds, want 6", n)
 	}
 }

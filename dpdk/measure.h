@@ -106,6 +106,17 @@ static inline int ldaf_mac_linklocal(const uint8_t *f) {
 	return (d & ~0xfull) == 0x0180C2000000ull || (d & ~1ull) == 0x01000CCCCCCCull;
 }
 
+// ldaf_tunnel_port: the UDP destination port in the L4 window's first
+// word (big-endian on the wire) is VXLAN's (4789) or Geneve's (6081).
+// The Go parser reads through those tunnels to the inner packet
+// (classifier/tunnel.go); this loop leaves such frames to the Go lane
+// rather than repeat that walk, as it leaves GRE (never protocol 6 or 17)
+// and MPLS.
+static inline int ldaf_tunnel_port(uint64_t w0) {
+	uint16_t d = (uint16_t)(w0 >> 16);
+	return d == 0xB512 || d == 0xC117;
+}
+
 // LDAF_MIN_FAST_LEN is classifier.MinFastLen (14 + 40 + the 32-byte L4 window).
 #define LDAF_MIN_FAST_LEN 86
 
@@ -128,6 +139,8 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 			const uint8_t *l4 = h + 20;
 			uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
 			if (proto == 17) {
+				if (unlikely(ldaf_tunnel_port(w0)))
+					return 0;
 				w0 &= LDAF_MASK_UDP_CSUM;
 			} else if (l4[13] & 0x02) {
 				w2 &= LDAF_MASK_TCP_SYN;
@@ -154,6 +167,8 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 			const uint8_t *l4 = h + 40;
 			uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
 			if (nh == 17) {
+				if (unlikely(ldaf_tunnel_port(w0)))
+					return 0;
 				w0 &= LDAF_MASK_UDP_CSUM;
 			} else if (l4[13] & 0x02) {
 				w2 &= LDAF_MASK_TCP_SYN;
@@ -183,6 +198,7 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 	} else {
 		switch (et) {
 		case 0x0800: case 0x86DD: case 0x8100: case 0x88A8: case 0x9100: // the general path's
+		case 0x8847: case 0x8848: // MPLS: the Go path reads through it (classifier/tunnel.go)
 		case 0x0806: case 0x8808: case 0x8809: case 0x888E: case 0x88CC: // link-local EtherTypes
 		case 0x88B5: // control
 			return 0;

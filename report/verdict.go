@@ -49,6 +49,7 @@ const (
 	LossUnverified
 	ExactCrossed
 	ReceiverDrops
+	IPFragments
 	numCodes
 )
 
@@ -119,6 +120,7 @@ var codeTable = [numCodes]codeInfo{
 	LossUnverified:  {"loss_unverified", ScopeLoss, "an extra packet could hide in the synopsis's lossy buckets with more than the allowed probability"},
 	ExactCrossed:    {"exact_crossed", ScopeDelay, "the RDA's exact mean leaves out the packets that crossed the interval's boundary, and has no bound for them"},
 	ReceiverDrops:   {"receiver_drops", ScopeLoss, "the receiving appliance's port dropped frames around this interval: they would count as loss"},
+	IPFragments:     {"ip_fragments", ScopeLoss, "later IP fragments between an LDS flow's hosts, counted apart in their ports-0 flow, were lost: some may be of this flow's datagrams"},
 }
 
 // Codes is every code, in precedence order.

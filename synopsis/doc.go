@@ -49,6 +49,10 @@
 //     intervals at the two ends looks like a loss in one and an extra
 //     packet in the next: MatchLDACrossing and ApplyRDACrossing find such
 //     packets across two consecutive intervals.
+//   - An IP datagram's later fragments have no ports: they count in the
+//     LDS flow of their hosts with ports 0, not in their datagram's flow.
+//     ApplyFragments makes the flow lines of hosts whose later fragments
+//     were lost invalid for loss (docs/lds.md, "IP fragments").
 //   - Packets the receiver recorded and the sender did not (duplicated,
 //     injected or remarked inside the segment) hide losses from
 //     Sent − Received. The per-bucket digests (LDAConfig.Digest, on by

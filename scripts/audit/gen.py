@@ -11,8 +11,12 @@ reordering, duplication inside the segment, a receiver clock offset,
 link-local frames only the sender sees and ARP only the receiver sees,
 bit-identical frames from the source, DSCP remarking, a VLAN tag pushed,
 routed frames (TTL and MACs rewritten), IPv6 with a hop-by-hop header, a snap
-length, and captures of different traffic (--disjoint)."""
-import struct, random, json, sys, math, argparse
+length, captures of different traffic (--disjoint), tunnels (GRE, VXLAN,
+Geneve, MPLS; constant outer IP identification 0: a packet's flow is then the
+outer packet's, none for MPLS) and IPv4/IPv6 fragments (each fragment its own
+packet, lost or delayed on its own; a later fragment's flow is its hosts' with
+ports 0, where ldafwd's LDS counts it)."""
+import struct, random, json, sys, math, argparse, zlib
 p = argparse.ArgumentParser()
 p.add_argument('--n', type=int, default=300000)
 p.add_argument('--rate', type=float, default=100000)
@@ -35,6 +39,12 @@ p.add_argument('--routed', action='store_true')
 p.add_argument('--flows', type=int, default=1000)
 p.add_argument('--seed', type=int, default=1)
 p.add_argument('--disjoint', action='store_true')
+p.add_argument('--gre', type=float, default=0.0)  # fraction of packets in GRE (key) over IPv4
+p.add_argument('--vxlan', type=float, default=0.0)  # ... in VXLAN over IPv4
+p.add_argument('--geneve', type=float, default=0.0)  # ... in Geneve (one option) over IPv6
+p.add_argument('--mpls', type=float, default=0.0)  # ... behind two MPLS labels
+p.add_argument('--frag4', type=float, default=0.0)  # fraction of IPv4 packets (not tunneled) fragmented
+p.add_argument('--frag6', type=float, default=0.0)  # fraction of IPv6 packets (not tunneled) fragmented
 p.add_argument('--out', default='.')
 a = p.parse_args()
 rnd = random.Random(a.seed)
@@ -84,13 +94,86 @@ def frame(f, seq, dscp, ttl, ipid, payload, vlan=False, macs=(MAC_B, MAC_A)):
     eth = macs[0] + macs[1]
     if vlan: eth += struct.pack('!HH', 0x8100, 100)
     return eth + struct.pack('!H', et) + ip
+TUN_A4, TUN_B4 = bytes([172, 16, 0, 1]), bytes([172, 16, 0, 2])
+TUN_A6, TUN_B6 = bytes.fromhex('fd000000000000000000000000000001'), bytes.fromhex('fd000000000000000000000000000002')
+def ip4(proto, ipid, payload, src, dst, ttl=64, dscp=0, frag=0):
+    hdr = struct.pack('!BBHHHBBH4s4s', 0x45, dscp << 2, 20 + len(payload), ipid, frag, ttl, proto, 0, src, dst)
+    return hdr[:10] + struct.pack('!H', csum(hdr)) + hdr[12:] + payload
+def ip6(nh, payload, src, dst, hl=64, flow=0):
+    return struct.pack('!IHBB', (6 << 28) | flow, len(payload), nh, hl) + src + dst + payload
+def entropy_port(fl):
+    v6, proto, src, dst, sp, dp = fl
+    return 49152 + (zlib.crc32(src + dst + struct.pack('!HH', sp, dp)) & 0x3fff)
+def encap(kind, fl, inner_et, inner_ip, ttl, macs):
+    """The tunneled frame of an inner IP packet: outer IPv4 identification
+    always 0; the outer UDP source port is the endpoint's per-flow entropy."""
+    eth = macs[0] + macs[1]
+    sport = entropy_port(fl)
+    inner_eth = MAC_B + MAC_A + struct.pack('!H', inner_et) + inner_ip
+    if kind == 'gre':
+        g = struct.pack('!HHI', 0x2000, inner_et, 0x1234) + inner_ip
+        return eth + b'\x08\x00' + ip4(47, 0, g, TUN_A4, TUN_B4, ttl=ttl, frag=0x4000)
+    if kind == 'vxlan':
+        body = struct.pack('!BBHI', 0x08, 0, 0, 0x001020 << 8) + inner_eth
+        u = struct.pack('!HHHH', sport, 4789, 8 + len(body), 0xbeef) + body
+        return eth + b'\x08\x00' + ip4(17, 0, u, TUN_A4, TUN_B4, ttl=ttl, frag=0x4000)
+    if kind == 'geneve':
+        body = struct.pack('!BBHI', 0x01, 0, 0x6558, 0x001020 << 8) + bytes([1, 2, 3, 0]) + inner_eth
+        u = struct.pack('!HHHH', sport, 6081, 8 + len(body), 0xbeef) + body
+        return eth + b'\x86\xdd' + ip6(17, u, TUN_A6, TUN_B6, hl=ttl)
+    if kind == 'mpls':
+        return eth + b'\x88\x47' + struct.pack('!II', (16 << 12) | ttl, (32 << 12) | 0x100 | ttl) + inner_ip
+    raise SystemExit('bad tunnel')
+def tunnel_flow(kind, fl):
+    """The LDS flow name of a tunneled packet: the outer packet's."""
+    if kind == 'gre': return '47 172.16.0.1:0>172.16.0.2:0'
+    sport = entropy_port(fl)
+    if kind == 'vxlan': return '17 172.16.0.1:%d>172.16.0.2:4789' % sport
+    if kind == 'geneve': return '17 [fd00::1]:%d>[fd00::2]:6081' % sport
+    return None  # MPLS: not IP at L2, no flow
+def l4_of(f, seq, payload):
+    v6, proto, src, dst, sp, dp = f
+    if proto == 17:
+        return struct.pack('!HHHH', sp, dp, 8 + len(payload), 0) + payload
+    return struct.pack('!HHIIBBHHH', sp, dp, seq & 0xffffffff, 0, 5 << 4, 0x18, 65535, 0, 0) + payload
+def fragments(f, seq, dscp, ttl, ipid, payload, macs, size=48):
+    """A datagram cut into fragments of size bytes of L4 data (the first
+    carrying the L4 header); IPv6 with a fragment header, no other."""
+    v6, proto, src, dst, sp, dp = f
+    l4 = l4_of(f, seq, payload)
+    out = []
+    for off in range(0, len(l4), size):
+        part = l4[off:off + size]
+        more = off + size < len(l4)
+        if v6:
+            fh = struct.pack('!BBHI', proto, 0, (off // 8) << 3 | int(more), ipid)
+            ip = ip6(44, fh + part, src, dst, hl=ttl, flow=dscp << 22)
+            et = 0x86dd
+        else:
+            ip = ip4(proto, ipid & 0xffff, part, src, dst, ttl=ttl, dscp=dscp, frag=(off // 8) | (0x2000 if more else 0))
+            et = 0x0800
+        out.append(macs[0] + macs[1] + struct.pack('!H', et) + ip)
+    return out
 def ext_of(f, payload):
     l4 = (8 if f[1] == 17 else 20) + len(payload)
     if f[0]:
         return min(40 + 8 + l4, 48 + 32)
     return min(20 + l4, 20 + 32)
+import ipaddress
+def fname(f):
+    v6, proto, src, dst, sp, dp = f
+    if v6:
+        return '%d [%s]:%d>[%s]:%d' % (proto, ipaddress.IPv6Address(src), sp, ipaddress.IPv6Address(dst), dp)
+    return '%d %s:%d>%s:%d' % (proto, ipaddress.IPv4Address(src), sp, ipaddress.IPv4Address(dst), dp)
+NAMES = [fname(f) for f in flows]; NI = {n: i for i, n in enumerate(NAMES)}
+def FL(name):
+    """The index of a flow name in pk.json's flows (None: no flow)."""
+    if name is None: return None
+    if name not in NI:
+        NI[name] = len(NAMES); NAMES.append(name)
+    return NI[name]
 S = []  # (ts, bytes)
-PK = []  # per sent packet: (ts, delay or None, flow index, DSCP at the receiver, identity's L3 extent, DSCP sent)
+PK = []  # per sent packet: (ts, delay or None, flow index, DSCP at the receiver, identity's L3 extent, DSCP sent, its datagram's flow index)
 FI = {id(f): i for i, f in enumerate(flows)}
 R = []
 truth = {}
@@ -103,38 +186,69 @@ for i in range(a.n):
     dscp = 16 if rnd.random() < a.cs2 else rnd.choice([0, 0, 0, 46, 10])
     ipid = rnd.getrandbits(16)
     payload = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(16, 90)))
-    b = frame(f, i, dscp, 64, ipid, payload)
-    copies = [b]
-    if rnd.random() < a.identical:
+    # Tunnels and fragments: the frames as sent, each with how the
+    # receiver's copy is built (routed, remarked, tagged), its flow name
+    # and its identity's extent.
+    # (No extra draws without these options: the other scenarios' captures
+    # stay as they were.)
+    u = rnd.random() if (a.gre or a.vxlan or a.geneve or a.mpls) else 1.0; kind = None
+    for k, frac in (('gre', a.gre), ('vxlan', a.vxlan), ('geneve', a.geneve), ('mpls', a.mpls)):
+        if u < frac:
+            kind = k; break
+        u -= frac
+    fname_ = fname(f)
+    if kind:
+        v6, proto, src, dst, sp, dp = f
+        inner = ip6(proto, l4_of(f, i, payload), src, dst, flow=dscp << 22) if v6 else ip4(proto, ipid, l4_of(f, i, payload), src, dst, dscp=dscp)
+        iet = 0x86dd if v6 else 0x0800
+        mk = lambda rd, ttl, macs, vlan, inner=inner, iet=iet, kind=kind, f=f: encap(kind, f, iet, inner, ttl, macs)
+        units = [(mk, tunnel_flow(kind, f), 1000)]
+    elif (a.frag6 if f[0] else a.frag4) and rnd.random() < (a.frag6 if f[0] else a.frag4):
+        payload = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(100, 200)))
+        n = len(fragments(f, i, dscp, 64, ipid, payload, (MAC_B, MAC_A)))
+        v6, proto, src, dst, sp, dp = f
+        rest = fname((v6, proto, src, dst, 0, 0))
+        units = [((lambda rd, ttl, macs, vlan, k=k, f=f, ipid=ipid, payload=payload: fragments(f, i, rd, ttl, ipid, payload, macs)[k]),
+                  fname_ if k == 0 else rest, 1000) for k in range(n)]
+    else:
+        units = [((lambda rd, ttl, macs, vlan, f=f, ipid=ipid, payload=payload: frame(f, i, rd, ttl, ipid, payload, vlan=vlan, macs=macs)),
+                  fname_, ext_of(f, payload))]
+    # A fragment's datagram flow is the flow of its first fragment: where a
+    # user counts it, and what a valid LDS line's loss must agree with.
+    dgram_flow = units[0][1]
+    for mk, flow_name, ext in units:
+      b = mk(dscp, 64, (MAC_B, MAC_A), False)
+      copies = [b]
+      if rnd.random() < a.identical:
         copies.append(b)  # the source sends the very same frame twice
-    for c in copies:
-        ts = int(t); t += 50
-        S.append((ts, c))
-        iv = ts // 1_000_000_000
-        tr = truth.setdefault(iv, {'sent': 0, 'lost': 0, 'd': []})
-        tr['sent'] += 1
-        if lost_run > 0:
-            lost = True; lost_run -= 1
-        elif rnd.random() < a.loss / a.burst:
-            lost = True; lost_run = a.burst - 1
-        else:
-            lost = False
-        if lost or a.disjoint:
-            tr['lost'] += 1
-            PK.append((ts, None, FI[id(f)], dscp, ext_of(f, payload), dscp))
-            continue
-        d = delay()
-        if rnd.random() < a.reorder: d += a.reorder_ns
-        rd = dscp
-        if dscp == 16 and rnd.random() < a.remark: rd = 0
-        rb = frame(f, i, rd, 63 if a.routed else 64, ipid, payload, vlan=a.vlanpush, macs=((MAC_C, MAC_A) if a.routed else (MAC_B, MAC_A))) if (rd != dscp or a.routed or a.vlanpush) else c
-        rts = ts + d + a.clock
-        R.append((int(rts), rb))
-        d = int(rts) - ts - a.clock
-        tr['d'].append(d)
-        PK.append((ts, d, FI[id(f)], rd, ext_of(f, payload), dscp))
-        if rnd.random() < a.dup:
-            R.append((int(rts + rnd.uniform(100, 5000)), rb))
+      for c in copies:
+          ts = int(t); t += 50
+          S.append((ts, c))
+          iv = ts // 1_000_000_000
+          tr = truth.setdefault(iv, {'sent': 0, 'lost': 0, 'd': []})
+          tr['sent'] += 1
+          if lost_run > 0:
+              lost = True; lost_run -= 1
+          elif rnd.random() < a.loss / a.burst:
+              lost = True; lost_run = a.burst - 1
+          else:
+              lost = False
+          if lost or a.disjoint:
+              tr['lost'] += 1
+              PK.append((ts, None, FL(flow_name), dscp, ext, dscp, FL(dgram_flow)))
+              continue
+          d = delay()
+          if rnd.random() < a.reorder: d += a.reorder_ns
+          rd = dscp
+          if dscp == 16 and rnd.random() < a.remark: rd = 0
+          rb = mk(rd, 63 if a.routed else 64, ((MAC_C, MAC_A) if a.routed else (MAC_B, MAC_A)), a.vlanpush) if (rd != dscp or a.routed or a.vlanpush) else c
+          rts = ts + d + a.clock
+          R.append((int(rts), rb))
+          d = int(rts) - ts - a.clock
+          tr['d'].append(d)
+          PK.append((ts, d, FL(flow_name), rd, ext, dscp, FL(dgram_flow)))
+          if rnd.random() < a.dup:
+              R.append((int(rts + rnd.uniform(100, 5000)), rb))
 if a.disjoint:
     for (ts, c) in list(S):
         R.append((ts + 30000, c[:26] + bytes([c[26] ^ 0x5a]) + c[27:]))  # a header byte: another packet
@@ -166,11 +280,5 @@ for iv, tr in truth.items():
     sd = math.sqrt(sum((x-m)**2 for x in d)/n) if n > 1 else None
     out[str(iv)] = {'sent': tr['sent'], 'lost': tr['lost'], 'mean_ns': m, 'sd_ns': sd}
 json.dump(out, open(a.out + '/truth.json', 'w'), indent=1)
-import ipaddress
-def fname(f):
-    v6, proto, src, dst, sp, dp = f
-    if v6:
-        return '%d [%s]:%d>[%s]:%d' % (proto, ipaddress.IPv6Address(src), sp, ipaddress.IPv6Address(dst), dp)
-    return '%d %s:%d>%s:%d' % (proto, ipaddress.IPv4Address(src), sp, ipaddress.IPv4Address(dst), dp)
-json.dump({'flows': [fname(f) for f in flows], 'pk': PK, 'clock': a.clock}, open(a.out + '/pk.json', 'w'))
+json.dump({'flows': NAMES, 'pk': PK, 'clock': a.clock}, open(a.out + '/pk.json', 'w'))
 print('wrote', len(S), len(R))

@@ -28,6 +28,8 @@ declare -A SC=(
   [remark]="--cs2 0.3 --remark 0.05"
   [snap]="--snap 96 --vlanpush --ipv6 0.5 --routed --loss 0.003"
   [disjoint]="--disjoint"
+  [tunnels]="--gre 0.3 --vxlan 0.3 --geneve 0.1 --mpls 0.1 --ipv6 0.3 --loss 0.003"
+  [fragments]="--frag4 0.1 --frag6 0.05 --ipv6 0.3 --loss 0.002"
 )
 fail=0
 for sc in ${SCEN:-${!SC[@]}}; do
