@@ -520,6 +520,9 @@ func describeConfig(cfg *Config) string {
 	} else {
 		b.WriteString("off")
 	}
+	// Last, so that a peer from before it was named sees one extra
+	// setting: "identity: sender none, ours 2".
+	fmt.Fprintf(&b, " identity=%d", classifier.IdentityRevision)
 	return b.String()
 }
 

@@ -93,7 +93,10 @@
 //     rewrites them.
 //   - The identity layout and the flow hash are part of the wire contract
 //     between two ldafwd appliances: changing either makes appliances of
-//     different versions disagree on every packet.
+//     different versions disagree on every packet. IdentityRevision names
+//     the layout; the appliances compare it in their configuration, so a
+//     pair that computes identities differently reports a configuration
+//     mismatch naming "identity", never a loss that did not happen.
 //   - FlowHash is fast, not keyed: an adversary who can choose flows can
 //     make them collide.
 package classifier

@@ -60,3 +60,9 @@ type Meta struct {
 	Flags     uint16
 	Len       uint32 // frame length in bytes
 }
+
+// IdentityRevision names the packet identity's layout (which bytes Meta.Hash
+// covers): 2 reads through GRE, VXLAN, Geneve and MPLS to the inner packet
+// (tunnel.go); 1 stopped at the outer header. It changes whenever Hash of
+// any frame would.
+const IdentityRevision = 2
