@@ -2,7 +2,6 @@ package analyze_test
 
 import (
 	"bytes"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -26,16 +25,7 @@ import (
 // why; none reports the loss valid. A lone packet lost inside the range
 // (the control) is reported valid with lost 1.
 func TestIdenticalPairAcrossOverlapEdge(t *testing.T) {
-	frame := func(id uint16, payload byte) []byte {
-		buf := gopacket.NewSerializeBuffer()
-		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Id: id, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
-		udp := &layers.UDP{SrcPort: 1000, DstPort: 2000}
-		udp.SetNetworkLayerForChecksum(ip)
-		gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-			&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4},
-			ip, udp, gopacket.Payload([]byte{payload, 1, 2, 3, 4, 5, 6, 7}))
-		return append([]byte(nil), buf.Bytes()...)
-	}
+	frame := twinFrame
 	for _, twin := range []bool{true, false} {
 		type pkt struct {
 			ts int64
