@@ -356,7 +356,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir, LossyFragment: lossyFragment, LossyFrom: lossyFrom,
+	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {

@@ -44,7 +44,7 @@ func TestCountsWhenSynopsesLost(t *testing.T) {
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
 		Duration: 11 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
 		DSCP: []uint8{0, 16}, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
-		Classifier: cl, Insecure: true, ControlCopies: 1,
+		Classifier: cl, Insecure: true, ControlCopies: 1, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
 	})
 	if len(fp.faulted) == 0 {

@@ -24,30 +24,6 @@ import "fmt"
 // requests are refused when larger than the interval's budget
 // (replyFits).
 
-// lossyFragment is the most payload a fragment carries while parity is
-// sized for a loss of lossyFrom or more (control.SenderConfig.
-// LossyFragment): frames of at most 414 bytes instead of 1514. A queue that overflows drops by
-// bytes (Linux's tbf and bfifo, most switch buffers): a frame gets in
-// when that much room has come free since the last one was taken, which
-// a full-size frame waits for far longer than the users' frames around
-// it. Measured through a 20 Mbit/s tbf offered 40, about half the users'
-// frames lost (TestCongestionLab): of the control frames of the
-// congested intervals, 1001–1514-byte ones were lost three or four in
-// five, 414-byte ones (paced, budget.go) one in ten. The price is a
-// fragment header (control.Overhead, 70 bytes) per 344 bytes rather than
-// per 1444, paid only under loss, which the budget counts (wireOf).
-const lossyFragment = 344
-
-// lossyFrom is the parity loss from which fragments are cut to
-// lossyFragment: the loss a queue overflowing by bytes shows (in the
-// lab's congested intervals the users' frames lost 20–50 %, full-size
-// control frames 27–80 %). Below it loss is taken to be frame by frame
-// (a link's errors, a queue counting frames), where small fragments buy
-// nothing and their headers take the budget's room. With every loss
-// above 0 cutting them, TestRDAFetchCells (1–2 % bursty loss, 16 KB an
-// interval) fetched no cells at all in one run in three.
-const lossyFrom = 0.05
-
 // lossWindow is how many shipments the control loss reported back is
 // measured over: about 200 control frames at one LDA of two fragments,
 // so that a loss of 1 % shows (over 8 shipments, 56 frames, it was

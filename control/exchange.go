@@ -52,9 +52,8 @@ type Exchange struct {
 }
 
 // ExchangeFragmentSize is the message bytes one Request or Reply fragment
-// carries: less while the Sender is told of loss, as a part's fragments
-// (SenderConfig.LossyFragment).
-func (s *Sender) ExchangeFragmentSize() int { return s.partSize - ExchangeHeaderLen }
+// carries.
+func (s *Sender) ExchangeFragmentSize() int { return s.fragSize - ExchangeHeaderLen }
 
 // AppendExchange builds the frames of one Request or Reply (t) about
 // interval k, class mec, synopsis kind, addressed to session to with

@@ -125,19 +125,13 @@ func ParityFor(k int, p float64) int {
 func meetsTarget(f float64) bool { return f <= ParityTarget*(1+1e-9) }
 
 // SetLoss sets the frame loss rate the Sender sizes parity for (0 … 0.9;
-// 0, the start, sends none) and, from SenderConfig.LossyFrom on, cuts
-// parts, requests and replies into fragments of at most
-// SenderConfig.LossyFragment bytes. It applies to the frames built from then on
-// and to PartBytes, PartFrames, FragmentSize and IntervalBytes.
+// 0, the start, sends none). It applies to the frames built from then on
+// and to PartBytes and IntervalBytes.
 func (s *Sender) SetLoss(p float64) {
 	if math.IsNaN(p) || p < 0 {
 		p = 0
 	}
 	s.loss = min(p, 0.9)
-	s.partSize = s.fragSize
-	if s.loss > 0 && s.loss >= s.cfg.LossyFrom && s.cfg.LossyFragment > 0 {
-		s.partSize = min(s.fragSize, s.cfg.LossyFragment)
-	}
 }
 
 // Loss returns the rate set by SetLoss.
@@ -151,12 +145,12 @@ func (s *Sender) Loss() float64 { return s.loss }
 // does not pay full-size parity shards for a short last fragment.
 func (s *Sender) layout(n int) (k, m, chunk, shard int) {
 	if n == 0 {
-		return 1, 0, s.partSize, 0
+		return 1, 0, s.fragSize, 0
 	}
-	chunk = s.partSize - ParityHeaderLen
+	chunk = s.fragSize - ParityHeaderLen
 	k = (n + chunk - 1) / chunk
 	if m = ParityFor(k, s.loss); m == 0 {
-		chunk = s.partSize
+		chunk = s.fragSize
 		return (n + chunk - 1) / chunk, 0, chunk, 0
 	}
 	chunk = (n + k - 1) / k

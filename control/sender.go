@@ -32,24 +32,10 @@ type SenderConfig struct {
 	// untagged (Priority's comment says why). Tagged frames carry
 	// VLANTagLen bytes fewer payload, so they still fit the MTU.
 	Priority Priority
-	// LossyFragment, when above 0, is the most payload a fragment of a
-	// part, a request or a reply carries while SetLoss is at least
-	// LossyFrom and above 0 (not less than MinLossyFragment): under loss
-	// the frames are cut smaller than the MTU allows, at the cost of more
-	// fragment headers, because a queue that overflows by bytes finds
-	// room for a small frame more often than for a full one. The receiver
-	// takes fragments of any size up to the MTU. 0: always the MTU's.
-	LossyFragment int
-	LossyFrom     float64
 	// Hello is the configuration announced to the receiver. SentNs is set
 	// per transmission.
 	Hello Hello
 }
-
-// MinLossyFragment is the least SenderConfig.LossyFragment: a parity
-// fragment's header and a request's or reply's header must leave room
-// for data.
-const MinLossyFragment = 64
 
 // Sender builds the control frames of one session: a Hello and the
 // synopsis fragments per interval (AppendInterval, control goroutine), and
@@ -60,7 +46,6 @@ type Sender struct {
 	auth     *Authenticator
 	seq      atomic.Uint64 // last sequence number handed out; shared with EndWriters
 	fragSize int           // payload bytes per fragment at this MTU, priority tag counted
-	partSize int           // payload bytes per fragment of a part, request or reply: fragSize, at most cfg.LossyFragment under loss (SetLoss)
 	scratch  []byte
 	// Parity (parity.go): the loss rate it is sized for, the codes built
 	// and the parity shards' buffer.
@@ -103,11 +88,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	if cfg.Priority > PCP(MaxPCP) {
 		return nil, fmt.Errorf("control: priority %d outside none, 0..%d", int(cfg.Priority)-1, MaxPCP)
 	}
-	if cfg.LossyFragment != 0 && cfg.LossyFragment < MinLossyFragment {
-		return nil, fmt.Errorf("control: lossy fragment size %d below %d", cfg.LossyFragment, MinLossyFragment)
-	}
 	s := &Sender{cfg: cfg, auth: auth, fragSize: FragmentPayload(cfg.MTU) - cfg.Priority.TagBytes()}
-	s.partSize = s.fragSize
 	if len(p) > FragmentPayload(cfg.MTU) {
 		return nil, fmt.Errorf("control: hello is %d bytes, more than one frame holds at MTU %d (%d): fewer or shorter MEC names", len(p), cfg.MTU, FragmentPayload(cfg.MTU))
 	}
@@ -131,9 +112,8 @@ func (s *Sender) Priority() Priority { return s.cfg.Priority }
 // Session returns the session id.
 func (s *Sender) Session() uint64 { return s.cfg.Session }
 
-// FragmentSize returns the payload bytes per fragment of a part: at
-// most SenderConfig.LossyFragment while SetLoss has set a loss.
-func (s *Sender) FragmentSize() int { return s.partSize }
+// FragmentSize returns the payload bytes per fragment.
+func (s *Sender) FragmentSize() int { return s.fragSize }
 
 // nextSeq hands out the next frame sequence number. It is shared by the
 // control goroutine and every EndWriter, hence atomic (one add per frame,

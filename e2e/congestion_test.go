@@ -65,12 +65,10 @@ const congestionStrictEnv = "LDAFWD_CONGESTION_STRICT"
 // /metrics equals the captures' loss.
 //
 // The target, asserted only when LDAFWD_CONGESTION_STRICT=1 (the product
-// does not meet it every time: the tbf drops the synopsis fragments after
-// each End marker more often than the data, full-size frames up to four in
-// five in a 50 %-loss interval, 414-byte ones, which the sender cuts under
-// a reported loss of 5 % or more, one in three; and parity follows the
-// loss reported for earlier intervals, so the first congested intervals
-// go without it): at least 80 % of the congested intervals carry a delay
+// does not meet it every time: the tbf drops the synopsis fragments' burst
+// after each End marker far more often than the data, up to four in five
+// in a 50 %-loss interval, beyond what parity sized from the reported
+// loss rebuilds): at least 80 % of the congested intervals carry a delay
 // within its mean_ci_ns of the captured mean; /healthz says degraded
 // while intervals' loss is reported unmeasured (in at least one poll
 // while such an interval is the latest reported).
