@@ -78,7 +78,7 @@ func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
 		Duration: time.Duration(intervals) * faultInterval, Interval: faultInterval, Delay: delay, Loss: lm, Rate: 5_000, Seed: seed, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
-		ControlCopies: copies, ControlParity: parity, AdaptLDA: true,
+		ControlCopies: copies, ControlParity: parity, AdaptLDA: true, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { bp.Port = p; return bp },
 	})
 	var run parityRun

@@ -41,7 +41,7 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 	cfg := appliance.DemoConfig{
 		Duration: 3 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
-		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, BudgetBytes: 16 << 10, AdaptLDA: true, AdaptRDA: true,
+		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, BudgetBytes: 16 << 10, AdaptLDA: true, AdaptRDA: true, SimulatedTime: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 		Reports: func(r *report.Interval) {
 			if r.Synopsis == "rda" && r.Direction == "a>b" {
