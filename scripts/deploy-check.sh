@@ -9,8 +9,8 @@
 #   <!-- deploy-check: afxdp dpdk -->
 #
 # run in order, in one `bash -euo pipefail` from the repository's root
-# (the guide's commands start from a checkout), inside a mount and network
-# namespace of their own:
+# (the guide's commands start from a checkout), inside mount, network and
+# PID namespaces of their own (what the blocks start dies with them):
 #
 # * /etc, /usr/local and /var/log are overlays whose writes go to a
 #   scratch directory: `make install`, useradd, /etc/ldafwd and
@@ -151,7 +151,7 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["panels
 EOF
 	} >"$scratch/blocks.sh"
 	echo "deploy-check: $kind: $(grep -c '^echo "deploy-check' "$scratch/blocks.sh") blocks of $doc" >&2
-	SCRATCH=$scratch LDAFWD_CHECK_PORTS=$ports unshare --mount --net --fork \
+	SCRATCH=$scratch LDAFWD_CHECK_PORTS=$ports unshare --mount --net --pid --fork --kill-child \
 		bash -c "$(declare -f inner); inner $kind $scratch"
 	rm -rf "$scratch"
 	trap - EXIT
