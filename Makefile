@@ -13,7 +13,7 @@ PKGS     := ./...
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
-.PHONY: all build build-afxdp install deb deps test test-short race fuzz bench accuracy audit demo lint clean pgo
+.PHONY: all build build-afxdp install deb deploy-check deps test test-short race fuzz bench accuracy audit demo lint clean pgo
 
 # make install: the binary, the systemd unit (its ExecStart under PREFIX),
 # an example config, the Prometheus paths file and rules, the Grafana
@@ -50,6 +50,14 @@ install: build
 # dpkg-deb, its library dependencies from dpkg-shlibdeps.
 deb: build
 	./scripts/deb.sh $(BIN) bin
+
+# Runs docs/deploy.md's walk-through, its commands as written, in a scratch
+# root (overlays on /etc, /usr/local and /var/log, a network namespace with
+# veth eth1 and eth2, DPDK's net_null for the PCI NICs): install, keygen,
+# the config, run --check, the unit (systemd-analyze verify), the rules
+# (promtool check rules), /healthz and metrics. Root.
+deploy-check:
+	./scripts/deploy-check.sh
 
 # The test suite: unit, race, zero-allocation pins, short fuzz passes on every
 # decoder and the end-to-end tests (root-only ones skip with a message).
