@@ -188,6 +188,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	} else {
 		truth, err = dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
 	}
+	if err == nil {
+		err = truth.Authenticate(cfg.Key) // it cuts where the receiver does: at authentic End markers only
+	}
 	if err != nil {
 		return sum, err
 	}

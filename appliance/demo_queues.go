@@ -51,6 +51,7 @@ type demoTruth interface {
 	Record(frame []byte, r *dataplane.TruthRecord)
 	Next() (dataplane.TruthInterval, bool)
 	LostData() uint64
+	Authenticate(key []byte) error
 }
 
 // laneTruth is the truth of an n-lane pair of appliances: one
@@ -79,6 +80,15 @@ func newLaneTruth(n int, direction uint16, cl *classifier.Classifier) (*laneTrut
 
 func (t *laneTruth) Record(frame []byte, r *dataplane.TruthRecord) {
 	t.lanes[dataplane.SteerQueue(frame, len(t.lanes))].Record(frame, r)
+}
+
+func (t *laneTruth) Authenticate(key []byte) error {
+	for _, l := range t.lanes {
+		if err := l.Authenticate(key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *laneTruth) LostData() uint64 {

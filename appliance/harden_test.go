@@ -70,6 +70,9 @@ func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair
 	if p.truth, err = dataplane.NewIntervalTruth(appliance.DirAtoB); err != nil {
 		t.Fatal(err)
 	}
+	if err = p.truth.Authenticate(p.key); err != nil {
+		t.Fatal(err)
+	}
 	var delay model.Delay = o.delay
 	if delay == nil {
 		delay, _ = model.NewWeibull(30_000, 0.7)
@@ -129,6 +132,10 @@ func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair
 		if tr, ok := p.truths[uint64(r.Interval)]; ok && tr.Delivered > 0 {
 			mean, lost := tr.Mean(), tr.Lost
 			r.TrueMeanNs, r.TrueLost = &mean, &lost
+			if r.Extra == nil {
+				r.Extra = map[string]any{}
+			}
+			r.Extra["true_delivered"] = tr.Delivered
 		}
 		p.lines = append(p.lines, *r)
 	}
@@ -281,7 +288,7 @@ func (p *pair) checkLines() map[int64]bool {
 		}
 	}
 	for _, r := range p.lines {
-		p.t.Logf("%d valid=%v sent=%d lost=%d true_lost=%v mean=%.0f±%.0f %s", r.Interval, r.Valid, r.Sent, r.Lost, deref(r.TrueLost), r.MeanNs, r.MeanCINs, r.Reason)
+		p.t.Logf("%d valid=%v sent=%d recv=%d samples=%d lost=%d true_lost=%v mean=%.0f±%.0f true_mean=%s stamp_err=%.0f %s %v", r.Interval, r.Valid, r.Sent, r.Received, r.Samples, r.Lost, deref(r.TrueLost), r.MeanNs, r.MeanCINs, derefF(r.TrueMeanNs), r.StampErrNs, r.Reason, r.Extra)
 		if !r.Valid {
 			continue
 		}
@@ -295,6 +302,11 @@ func (p *pair) checkLines() map[int64]bool {
 		}
 		if r.Lost != *r.TrueLost {
 			p.t.Errorf("interval %d valid with lost %d, true %d", r.Interval, r.Lost, *r.TrueLost)
+		}
+		if d := r.Extra["true_delivered"]; d != r.Sent-r.Lost {
+			// The same packets, not just as many lost: the truth cut
+			// where the appliances did.
+			p.t.Errorf("interval %d valid with %d sent − %d lost, the link delivered %v of it", r.Interval, r.Sent, r.Lost, d)
 		}
 		if abs(r.MeanNs-*r.TrueMeanNs) > 3*r.MeanCINs {
 			p.t.Errorf("interval %d valid with mean %.0f ± %.0f, true %.0f", r.Interval, r.MeanNs, r.MeanCINs, *r.TrueMeanNs)

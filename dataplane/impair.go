@@ -40,8 +40,13 @@ const (
 // direction. Records come in delivery order for delivered packets and at
 // admission for lost ones.
 type TruthRecord struct {
-	ID        uint64 // 8 bytes little-endian at ImpairConfig.IDOffset, 0 when not configured
-	TxNs      uint64 // when the frame was handed to TxBurst, ns on the link clock
+	ID   uint64 // 8 bytes little-endian at ImpairConfig.IDOffset, 0 when not configured
+	TxNs uint64 // when the frame was handed to TxBurst, ns on the link clock
+	// Seq is the frame's place in the order the sender put frames on the
+	// link (1 for the first admitted; an injected frame takes the last
+	// admitted one's, a duplicate its original's). A transmit burst
+	// stamps all its frames with one TxNs: Seq is what orders them.
+	Seq       uint64
 	DeliverNs uint64 // when it became receivable (its rx timestamp), ns; 0 if lost
 	Len       uint32 // frame length, bytes
 	Flags     uint8
@@ -123,6 +128,7 @@ type ImpairStats struct {
 type entry struct {
 	p       *Packet
 	tx      uint64
+	seq     uint64 // TruthRecord.Seq
 	deliver uint64
 	flags   uint8
 	orig    uint8 // DSCP before a remark
@@ -302,7 +308,7 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 			if classifier.Parse(p.Data, &im.meta); im.meta.Flags&classifier.FlagLinkLocal != 0 {
 				im.st.Consumed++
 				if im.cfg.Truth != nil {
-					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Len: uint32(len(p.Data)), Flags: TruthConsumed}
+					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Seq: im.st.Admitted, Len: uint32(len(p.Data)), Flags: TruthConsumed}
 					im.cfg.Truth(p.Data, &im.rec)
 				}
 				im.one[0] = p
@@ -313,7 +319,7 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 		if im.cfg.Loss != nil && im.lost[i] {
 			im.st.Lost++
 			if im.cfg.Truth != nil {
-				im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Len: uint32(len(p.Data)), Flags: TruthLost}
+				im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Seq: im.st.Admitted, Len: uint32(len(p.Data)), Flags: TruthLost}
 				im.cfg.Truth(p.Data, &im.rec)
 			}
 			im.one[0] = p
@@ -324,7 +330,7 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 		if im.cfg.Delay != nil {
 			d = nanos(im.delays[i])
 		}
-		e := entry{p: p, tx: p.TS, deliver: p.TS + d}
+		e := entry{p: p, tx: p.TS, seq: im.st.Admitted, deliver: p.TS + d}
 		if im.remarking {
 			if orig, ok := im.remarkFrame(p.Data); ok {
 				e.flags, e.orig = TruthRemarked, orig
@@ -358,7 +364,7 @@ func (im *Impairer) duplicate(e entry) {
 	c.Data = c.Data[:copy(c.Data, e.p.Data)]
 	c.TS = e.tx
 	im.st.Duplicated++
-	im.push(entry{p: c, tx: e.tx, deliver: e.deliver, flags: TruthDuplicate | e.flags&TruthRemarked, orig: e.orig})
+	im.push(entry{p: c, tx: e.tx, seq: e.seq, deliver: e.deliver, flags: TruthDuplicate | e.flags&TruthRemarked, orig: e.orig})
 }
 
 // remarkFrame applies the remark rule for the frame's DSCP, if any and if
@@ -497,7 +503,7 @@ func (im *Impairer) Release(out []*Packet, now uint64) int {
 				im.st.Injected++
 				im.st.Delivered++
 				if im.cfg.Truth != nil {
-					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: now, DeliverNs: now, Len: uint32(len(p.Data)), Flags: TruthInjected}
+					im.rec = TruthRecord{ID: im.id(p.Data), TxNs: now, Seq: im.st.Admitted, DeliverNs: now, Len: uint32(len(p.Data)), Flags: TruthInjected}
 					im.cfg.Truth(p.Data, &im.rec)
 				}
 			}
@@ -521,7 +527,7 @@ func (im *Impairer) Release(out []*Packet, now uint64) int {
 			im.st.Reordered++
 		}
 		if im.cfg.Truth != nil {
-			im.rec = TruthRecord{ID: im.id(p.Data), TxNs: e.tx, DeliverNs: e.deliver, Len: uint32(len(p.Data)), Flags: e.flags, OrigDSCP: e.orig}
+			im.rec = TruthRecord{ID: im.id(p.Data), TxNs: e.tx, Seq: e.seq, DeliverNs: e.deliver, Len: uint32(len(p.Data)), Flags: e.flags, OrigDSCP: e.orig}
 			im.cfg.Truth(p.Data, &im.rec)
 		}
 		*e = entry{}

@@ -11,8 +11,10 @@ import (
 // IntervalTruth turns an impaired link direction's TruthRecords into the
 // exact truth per sender interval, the way the synopses cut the stream: the
 // End markers the sender puts on the link. A packet belongs to interval k
-// when it was sent after End(k−1) and before End(k) (by tx time, the one
-// clock both have), wherever the segment delivered it:
+// when it was sent after End(k−1) and before End(k) — by its place in the
+// order the sender put frames on the link (TruthRecord.Seq), not by tx
+// time: one transmit burst stamps all its frames alike, End marker
+// included — wherever the segment delivered it:
 //
 //   - lost records come at admission, before End(k) is delivered: they
 //     wait in a small list and are placed by tx time when End(k) arrives;
@@ -43,8 +45,8 @@ type IntervalTruth struct {
 	cur      TruthInterval // packets sent after the last End marker delivered
 	pend     TruthInterval // ended, waiting until no late packet can come
 	pending  bool
-	endTx    uint64        // tx time of the End marker that closed pend (the last one delivered)
-	prevTx   uint64        // tx time of the End marker before it: older packets are too late
+	endSeq   uint64        // link order (Seq) of the End marker that closed pend (the last one delivered)
+	prevSeq  uint64        // Seq of the End marker before it: older packets are too late
 	endAt    uint64        // its delivery time
 	after    int           // records delivered since it
 	lostTx   []lostRec     // lost frames not yet placed
@@ -61,18 +63,21 @@ type IntervalTruth struct {
 	classBuf [][]ClassTruth // per-class slices handed out with published intervals, reused round-robin
 	classAt  int
 
+	auth *control.Authenticator // when set, End markers must authenticate under it
+
 	Overflow uint64 // lost frames beyond the list's capacity (then counted in the current interval)
+	Forged   uint64 // End markers that did not authenticate (Authenticate): no cut
 	TooLate  uint64 // packets delivered after their interval was published (none with Depth ≥ the stage's ReorderDepth)
 	lostData uint64 // data frames lost in all, placed or not
 }
 
 type lostRec struct {
-	tx  uint64
+	seq uint64
 	mec uint16
 }
 
 type recentRec struct {
-	tx  uint64
+	seq uint64
 	d   float64
 	mec uint16
 	dup bool
@@ -144,6 +149,21 @@ func NewIntervalTruthClasses(direction uint16, cl *classifier.Classifier, depth 
 	return t, nil
 }
 
+// Authenticate makes the truth cut only at End markers whose tag verifies
+// under key (an empty key: only unkeyed, insecure-mode markers), as the
+// appliances' receiver does. Without it any frame that parses as an End
+// of the direction cuts — a frame of another session or a user's frame
+// laid out like one would cut the truth where the appliances do not.
+// Call before the first Record.
+func (t *IntervalTruth) Authenticate(key []byte) error {
+	a, err := control.NewAuthenticator(key)
+	if err != nil {
+		return err
+	}
+	t.auth = a
+	return nil
+}
+
 func (t *IntervalTruth) nextClasses() []ClassTruth {
 	c := t.classBuf[t.classAt]
 	t.classAt = (t.classAt + 1) % len(t.classBuf)
@@ -177,7 +197,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		t.lostData++
 		if len(t.lostTx) < cap(t.lostTx) {
-			t.lostTx = append(t.lostTx, lostRec{tx: r.TxNs, mec: mec})
+			t.lostTx = append(t.lostTx, lostRec{seq: r.Seq, mec: mec})
 		} else {
 			t.Overflow++
 			t.cur.Lost++
@@ -194,10 +214,16 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 	if isCtl {
 		// Like the receiver's EndReader: a duplicated or replayed End does
 		// not cut again, but a new session (sender restart) starts afresh.
-		if control.ParseFrame(frame, &t.f) == nil && t.f.Type == control.TypeEnd && t.f.Direction == t.direction &&
-			(!t.seen || t.f.Session != t.session || t.f.Interval > t.lastK) {
+		if control.ParseFrame(frame, &t.f) != nil || t.f.Type != control.TypeEnd || t.f.Direction != t.direction {
+			return
+		}
+		if t.auth != nil && !t.auth.Verify(&t.f) {
+			t.Forged++
+			return
+		}
+		if !t.seen || t.f.Session != t.session || t.f.Interval > t.lastK {
 			t.session = t.f.Session
-			t.endOf(t.f.Interval, r.TxNs, r.DeliverNs)
+			t.endOf(t.f.Interval, r.Seq, r.DeliverNs)
 		}
 		return // control frames are not traffic
 	}
@@ -212,9 +238,9 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 	}
 	d := float64(r.DeliverNs - r.TxNs)
 	dup := r.Flags&TruthDuplicate != 0
-	if t.seen && r.TxNs < t.endTx {
+	if t.seen && r.Seq < t.endSeq {
 		// Sent before the last End marker, delivered after it.
-		if !t.pending || r.TxNs < t.prevTx {
+		if !t.pending || r.Seq < t.prevSeq {
 			t.TooLate++
 			return
 		}
@@ -232,7 +258,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 	if r.Flags&TruthRemarked != 0 && !dup {
 		t.cur.Remarked++
 	}
-	t.recent[t.recentAt] = recentRec{tx: r.TxNs, d: d, mec: mec, dup: dup}
+	t.recent[t.recentAt] = recentRec{seq: r.Seq, d: d, mec: mec, dup: dup}
 	t.recentAt = (t.recentAt + 1) % len(t.recent)
 	t.nRecent = min(t.nRecent+1, len(t.recent))
 }
@@ -266,17 +292,17 @@ func sub(ti *TruthInterval, mec uint16, d float64, dup bool) {
 	c.SqNs -= d * d
 }
 
-// endOf closes interval k at its End marker (sent at endTx, delivered at
-// at): the lost frames sent before it are placed, packets of the next
+// endOf closes interval k at its End marker (endSeq in link order,
+// delivered at at): the lost frames sent before it are placed, packets of the next
 // interval that overtook the marker move there, and the interval waits
 // for late packets before it is published.
-func (t *IntervalTruth) endOf(k, endTx, at uint64) {
+func (t *IntervalTruth) endOf(k, endSeq, at uint64) {
 	if t.pending {
 		t.publish()
 	}
 	next := TruthInterval{Classes: t.nextClasses()}
 	for _, r := range t.recent[:t.nRecent] { // order does not matter: sums
-		if r.tx >= endTx {
+		if r.seq > endSeq {
 			sub(&t.cur, r.mec, r.d, r.dup)
 			add(&next, r.mec, r.d, r.dup)
 		}
@@ -284,7 +310,7 @@ func (t *IntervalTruth) endOf(k, endTx, at uint64) {
 	t.nRecent, t.recentAt = 0, 0
 	keep := t.lostTx[:0]
 	for _, l := range t.lostTx {
-		if l.tx < endTx {
+		if l.seq < endSeq {
 			t.cur.Lost++
 			t.cur.Classes[l.mec].Lost++
 		} else {
@@ -293,7 +319,7 @@ func (t *IntervalTruth) endOf(k, endTx, at uint64) {
 	}
 	t.lostTx = keep
 	t.cur.K = k
-	t.pend, t.pending, t.prevTx, t.endTx, t.endAt, t.after = t.cur, true, t.endTx, endTx, at, 0
+	t.pend, t.pending, t.prevSeq, t.endSeq, t.endAt, t.after = t.cur, true, t.endSeq, endSeq, at, 0
 	t.cur = next
 	t.seen, t.lastK = true, k
 }
