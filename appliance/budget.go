@@ -314,6 +314,7 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 	for i := range parts {
 		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(frames))
 	}
+	c.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
 	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
 		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).Float64("parity_loss", a.sender.Loss()).
 			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).

@@ -98,8 +98,9 @@ type controller struct {
 	xs              []control.Exchange
 	xbufs           [][]byte
 	rc              repairCounters
-	clk             clockState // the two directions' means for the clock offset (clock.go)
-	fec             fecState   // the control loss reported both ways, sizing parity (fec.go)
+	clk             clockState     // the two directions' means for the clock offset (clock.go)
+	pf              partFetchState // lost LDA parts fetched on demand (partfetch.go)
+	fec             fecState       // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -344,7 +345,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = len(c.pending) == 0 && len(c.later) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = len(c.pending) == 0 && len(c.later) == 0 && len(c.pf.paced) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -377,6 +378,7 @@ func (c *controller) sendSide(nowNs uint64) {
 		a.sbuf.Release()
 	}
 	c.dueCopies(nowNs)
+	c.duePaced(nowNs)
 	if len(c.pending) > 0 {
 		n := a.inject.EnqueueBurst(c.pending)
 		for i := 0; i < n; i++ {
@@ -509,6 +511,7 @@ func (c *controller) pairSide(now time.Time) {
 	// In interval order: an interval decided before its predecessor
 	// paired would find no previous evidence (prev_missing), and a map's
 	// order changes from run to run.
+	c.askParts(now)
 	for _, k := range sortedKeys(c.bundles) {
 		if _, ok := c.rcopies[k]; !ok {
 			c.unpaired(k, c.bundles[k], now)
@@ -524,7 +527,7 @@ func (c *controller) pairSide(now time.Time) {
 				w.asked = true
 				c.startFetches(w, rc, now)
 			}
-			if fetching(w) {
+			if fetching(w) || c.partFetching(k) {
 				continue
 			}
 			c.applyFetches(w, rc)
@@ -723,6 +726,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
+		c.partFields(b.Interval, m, r)
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
 			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")

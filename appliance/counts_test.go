@@ -1,6 +1,7 @@
 package appliance_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/appliance"
@@ -12,17 +13,18 @@ import (
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
-// TestCountsWhenSynopsesLost: the segment loses every LDA fragment (and
-// parity fragment) of two
-// intervals (a partial bundle each) and every fragment of a third (the
-// reassembly fails), as a congested queue does, while it drops 2 % of the
-// data. Those intervals' End markers arrive with their per-class counts:
-// each class's line has no delay (synopsis_lost) but its sent, received and
-// lost, exact against the stage's truth (loss_valid), and the other
-// intervals are measured as before.
-func TestCountsWhenSynopsesLost(t *testing.T) {
+// synopsesLost runs the demo on simulated time while the segment loses
+// every LDA fragment (and parity fragment) of two intervals (a partial
+// bundle each) and every fragment of a third, as a congested queue does,
+// and 2 % of the data; with dropReplies it loses the LDA parts fetched on
+// demand too (their replies). It returns the lines, what was lost and
+// the intervals it hit.
+func synopsesLost(t *testing.T, dropReplies bool) ([]report.Interval, map[uint64]string, *faultPort) {
 	lose := map[uint64]string{4: "lda", 5: "lda", 7: "all"}
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
+		if dropReplies && lose[f.Interval-first] != "" && f.Type == control.TypeReply && f.Kind == control.KindLDA {
+			return drop
+		}
 		switch lose[f.Interval-first] {
 		case "lda":
 			if (f.Type == control.TypeFragment || f.Type == control.TypeParity) && f.Kind == control.KindLDA {
@@ -50,6 +52,18 @@ func TestCountsWhenSynopsesLost(t *testing.T) {
 	if len(fp.faulted) == 0 {
 		t.Fatal("no control frame dropped: the test shows nothing")
 	}
+	return lines, lose, fp
+}
+
+// TestCountsWhenSynopsesLost: every LDA fragment of two intervals and
+// every fragment of a third are lost, and so is every reply that would
+// bring their LDA parts on demand. Those intervals' End markers arrive
+// with their per-class counts: each class's line has no delay
+// (synopsis_lost) but its sent, received and lost, exact against the
+// stage's truth (loss_valid), and the other intervals are measured as
+// before.
+func TestCountsWhenSynopsesLost(t *testing.T) {
+	lines, lose, fp := synopsesLost(t, true)
 	counted := map[string]int{}
 	for _, r := range lines {
 		if r.Synopsis != "lda" || r.Flow != "" {
@@ -97,4 +111,40 @@ func fmtU(v uint64) string {
 		b = append([]byte{digits[v%10]}, b...)
 	}
 	return string(b)
+}
+
+// TestLDAPartFetchedWhenLost: the same losses, but the receiver's requests
+// for the lost LDA parts are answered: every class's line of the three
+// intervals has its delay again (lda_fetch complete), held to the truth
+// like any other line, and so valid as often as the intervals around.
+func TestLDAPartFetchedWhenLost(t *testing.T) {
+	lines, _, fp := synopsesLost(t, false)
+	fetched := 0
+	for _, r := range lines {
+		if r.Synopsis != "lda" || r.Flow != "" {
+			continue
+		}
+		k := uint64(r.Interval)
+		t.Logf("%d %s: valid %v delay_valid %v lost %d mean %.0f ± %.0f (true %s) lda_fetch %v tries %v: %s", k, r.MEC, r.Valid, r.DelayValid, r.Lost, r.MeanNs, r.MeanCINs,
+			derefF(r.TrueMeanNs), r.Extra["lda_fetch"], r.Extra["lda_fetch_tries"], r.Reason)
+		if (r.Valid || r.LossValid) && (r.TrueLost == nil || r.Lost != *r.TrueLost) {
+			t.Errorf("%d %s: loss marked exact, lost %d, true %v", k, r.MEC, r.Lost, deref(r.TrueLost))
+		}
+		if (r.Valid || r.DelayValid) && (r.TrueMeanNs == nil || math.Abs(r.MeanNs-*r.TrueMeanNs) > r.MeanCINs+1e-6**r.TrueMeanNs) {
+			t.Errorf("%d %s: delay marked valid, mean %.0f ± %.0f, true %s", k, r.MEC, r.MeanNs, r.MeanCINs, derefF(r.TrueMeanNs))
+		}
+		if !fp.faulted[k] {
+			continue
+		}
+		if r.Extra["lda_fetch"] != "complete" {
+			t.Errorf("%d %s: its LDA part was lost and not fetched (lda_fetch %v): %s", k, r.MEC, r.Extra["lda_fetch"], r.Reason)
+			continue
+		}
+		if r.DelayValid {
+			fetched++
+		}
+	}
+	if fetched < 2*len(fp.faulted)-1 {
+		t.Errorf("%d of the %d lost LDA parts fetched carry a valid delay", fetched, 2*len(fp.faulted))
+	}
 }

@@ -146,18 +146,21 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		name string
 		// decide places the fault; mustFail lists intervals (relative to X)
-		// that must be invalid.
+		// that must be invalid — but a line whose LDA part was fetched on
+		// demand (lda_fetch complete): fetched says X's LDA part is lost
+		// as shipped and must come that way.
 		decide    func(f *control.Frame, first uint64) fault
 		mustFail  []int
+		fetched   bool
 		traffic   func(time.Duration) (bool, bool)
 		restartAt time.Duration
 	}{
-		{name: "drop-fragment", decide: atX(func(f *control.Frame) bool { return isFrag(f) && f.FragIndex == 0 }, drop), mustFail: []int{0}},
+		{name: "drop-fragment", decide: atX(func(f *control.Frame) bool { return isFrag(f) && f.FragIndex == 0 }, drop), mustFail: []int{0}, fetched: true},
 		{name: "drop-end", decide: atX(isEnd, drop), mustFail: []int{0, 1}},
 		{name: "duplicate", decide: atX(nil, duplicate)},
 		{name: "reorder", decide: atX(func(f *control.Frame) bool { return !isEnd(f) }, hold)},
-		{name: "truncate", decide: atX(isFrag, truncate), mustFail: []int{0}},
-		{name: "forge-fragment", decide: atX(isFrag, forge), mustFail: []int{0}},
+		{name: "truncate", decide: atX(isFrag, truncate), mustFail: []int{0}, fetched: true},
+		{name: "forge-fragment", decide: atX(isFrag, forge), mustFail: []int{0}, fetched: true},
 		{name: "forge-end", decide: atX(isEnd, forge), mustFail: []int{0, 1}},
 		{name: "replay", decide: func(f *control.Frame, first uint64) fault {
 			switch {
@@ -227,9 +230,18 @@ func TestFaults(t *testing.T) {
 			}
 			for _, d := range tc.mustFail {
 				for _, r := range lines {
-					if r.Interval == x+int64(d) && r.Valid {
+					if r.Interval == x+int64(d) && r.Valid && r.Extra["lda_fetch"] != "complete" {
 						t.Errorf("interval X%+d reported valid despite the fault", d)
 					}
+				}
+			}
+			if tc.fetched {
+				got := false
+				for _, r := range lines {
+					got = got || r.Interval == x && r.Synopsis == "lda" && r.Extra["lda_fetch"] == "complete"
+				}
+				if !got {
+					t.Errorf("interval X's LDA part was not fetched on demand")
 				}
 			}
 			// Recovery within 2 intervals: X+2 or X+3 (X+3 when the fault
@@ -392,7 +404,8 @@ func TestControlCopies(t *testing.T) {
 
 // TestPartialBundle: at one control copy, the segment loses every
 // fragment of interval X's RDA, the first copy of interval X+1's End
-// marker and every fragment of X+2's LDA. X goes out partial: its LDA
+// marker and every fragment of X+2's LDA, and the reply that would bring
+// that LDA part on demand. X goes out partial: its LDA
 // line is measured and valid, its RDA line is invalid naming the lost
 // part; X+1 is cut by the End marker's second copy (End markers go at
 // least twice) and is valid; X+2's RDA line stands without its LDA.
@@ -410,7 +423,7 @@ func TestPartialBundle(t *testing.T) {
 		case f.Interval == first+4 && f.Type == control.TypeEnd && droppedEnd == 0:
 			droppedEnd++
 			return drop
-		case f.Interval == first+5 && f.Type == control.TypeFragment && f.Kind == control.KindLDA:
+		case f.Interval == first+5 && (f.Type == control.TypeFragment || f.Type == control.TypeReply) && f.Kind == control.KindLDA:
 			droppedLDA++
 			return drop
 		}
@@ -483,9 +496,6 @@ const faultInterval = 300 * time.Millisecond
 // end, or overtake X+2's start?), so their loss is exact and their lines
 // stay valid.
 func TestEndLostSpanEvidence(t *testing.T) {
-	if raceEnabled {
-		t.Skip("judges timing")
-	}
 	rda := synopsis.DefaultRDAConfig()
 	dropped := 0
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
@@ -501,7 +511,8 @@ func TestEndLostSpanEvidence(t *testing.T) {
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
 		Duration: 8 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 7, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, ControlCopies: 2,
-		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		WrapSegment:   func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
+		SimulatedTime: true, // when the spanning copy comes is the point: not the host's load
 	})
 	if dropped == 0 {
 		t.Fatal("the End marker was not dropped")

@@ -55,6 +55,7 @@ func (p *bytePort) TxBurst(pkts []*dataplane.Packet) int {
 // control fragment was lost), how many were valid, and the bytes.
 type parityRun struct {
 	intervals, ldaArrived, valid int
+	fetched                      int // LDA parts lost as shipped and fetched on demand
 	ctlBytes, dataBytes          int
 	ctlFrames, parityFrames      int
 	shipped                      int // intervals that carried control frames
@@ -94,7 +95,10 @@ func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity
 			continue
 		}
 		run.intervals++
-		if !strings.HasPrefix(r.Reason, control.ReasonFragmentLost.String()) {
+		switch {
+		case r.Extra["lda_fetch"] == "complete":
+			run.fetched++ // lost as shipped
+		case !strings.HasPrefix(r.Reason, control.ReasonFragmentLost.String()):
 			run.ldaArrived++
 		}
 		if r.Valid {
@@ -130,8 +134,11 @@ func TestParityLDAUnderLoss(t *testing.T) {
 	}{{0.10, 11}, {0.35, 12}} {
 		before := runParityDemo(t, 14, c.loss, 1, -1, c.seed)
 		after := runParityDemo(t, 14, c.loss, 1, 0, c.seed)
-		t.Logf("loss %.0f %%: LDA part arrived in %d of %d intervals without parity (%d valid), %d of %d with (%d valid); parity frames %d of %d control frames",
-			100*c.loss, before.ldaArrived, before.intervals, before.valid, after.ldaArrived, after.intervals, after.valid, after.parityFrames, after.ctlFrames)
+		t.Logf("loss %.0f %%: LDA part arrived in %d of %d intervals without parity (%d more fetched; %d valid), %d of %d with (%d more fetched; %d valid); parity frames %d of %d control frames",
+			100*c.loss, before.ldaArrived, before.intervals, before.fetched, before.valid, after.ldaArrived, after.intervals, after.fetched, after.valid, after.parityFrames, after.ctlFrames)
+		if before.ldaArrived+before.fetched < before.intervals-2 {
+			t.Errorf("loss %v: without parity the LDA part arrived or was fetched in %d of %d intervals", c.loss, before.ldaArrived+before.fetched, before.intervals)
+		}
 		if after.intervals < 8 || before.intervals < 8 {
 			t.Fatalf("too few intervals: %d, %d", before.intervals, after.intervals)
 		}

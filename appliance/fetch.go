@@ -306,10 +306,11 @@ func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
 	for k, w := range c.bundles {
-		if _, ok := c.rcopies[k]; ok && w.fetches != nil {
+		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.partFetching(k)) {
 			ks = append(ks, k)
 		}
 	}
+	c.stopPartFetches()
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	for _, k := range ks {
 		w := c.bundles[k]

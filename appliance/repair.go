@@ -225,19 +225,22 @@ func (c *controller) exchanges(now time.Time) {
 		x := &c.xs[i]
 		switch x.Type {
 		case control.TypeRequest:
-			if synopsis.IsCellsRequest(x.Body) {
+			if x.Kind == control.KindLDA {
+				c.answerPart(x, c.a.cfg.Clock())
+			} else if synopsis.IsCellsRequest(x.Body) {
 				c.answerCells(x)
 			} else {
 				c.answer(x)
 			}
 		case control.TypeReply:
-			if !c.onFetchReply(x, now) {
+			if !c.onPartReply(x) && !c.onFetchReply(x, now) {
 				changed = c.onReply(x) || changed
 			}
 		}
 		x.Body = nil
 	}
 	c.fetchTick(now)
+	c.partTick(now)
 	if c.repairTick(now) || changed {
 		c.flush()
 	}

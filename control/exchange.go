@@ -62,10 +62,23 @@ func (s *Sender) ExchangeFragmentSize() int { return s.fragSize - ExchangeHeader
 // this session. Frames are written into bufs like AppendInterval. A retry
 // is the same call again: new sequence numbers, the same content.
 func (s *Sender) AppendExchange(bufs [][]byte, t Type, k uint64, mec uint16, kind Kind, to uint64, id uint32, body []byte) ([][]byte, error) {
+	return s.AppendExchangeSized(bufs, t, k, mec, kind, to, id, body, 0)
+}
+
+// AppendExchangeSized is AppendExchange with at most frag body bytes per
+// fragment (frag ≤ 0 or above ExchangeFragmentSize: ExchangeFragmentSize).
+// Short frames cross a congested byte-limited queue where full-size ones
+// are refused: a queue kept full by small frames rarely has a whole MTU
+// free. Every try of one message must use the same frag, so that its
+// fragments fill the same slots at the receiver.
+func (s *Sender) AppendExchangeSized(bufs [][]byte, t Type, k uint64, mec uint16, kind Kind, to uint64, id uint32, body []byte, frag int) ([][]byte, error) {
 	if t != TypeRequest && t != TypeReply {
 		return bufs[:0], ErrBadHeader
 	}
 	fs := s.ExchangeFragmentSize()
+	if frag > 0 && frag < fs {
+		fs = frag
+	}
 	n := 1
 	if len(body) > 0 {
 		n = (len(body) + fs - 1) / fs
@@ -95,8 +108,14 @@ func (s *Sender) AppendExchange(bufs [][]byte, t Type, k uint64, mec uint16, kin
 
 // ExchangeBytes is what one message of n body bytes costs on the wire
 // (Ethernet frames without FCS), as AppendExchange builds it.
-func (s *Sender) ExchangeBytes(n int) int {
+func (s *Sender) ExchangeBytes(n int) int { return s.ExchangeBytesSized(n, 0) }
+
+// ExchangeBytesSized is ExchangeBytes for AppendExchangeSized's frag.
+func (s *Sender) ExchangeBytesSized(n, frag int) int {
 	fs := s.ExchangeFragmentSize()
+	if frag > 0 && frag < fs {
+		fs = frag
+	}
 	c := 1
 	if n > 0 {
 		c = (n + fs - 1) / fs

@@ -122,6 +122,11 @@ type partState struct {
 	pgot        int
 	par         [][]byte
 	broken      bool // a data fragment disagrees with the parity's shard size
+
+	// supplied: the whole part came by other means (Receiver.SupplyPart,
+	// fetched from its sender) and sits in frags[0]; late fragments of
+	// it are duplicates, whatever their count.
+	supplied bool
 }
 
 // intervalState is one interval in flight.
@@ -308,6 +313,10 @@ func (a *reassembler) part(f *Frame, nowNs int64, frameLen int) (*intervalState,
 	}
 	a.note(st, frameLen)
 	ps := st.parts[key]
+	if ps != nil && ps.supplied {
+		a.c.inc(cDuplicate)
+		return nil, nil
+	}
 	if ps == nil {
 		if len(st.parts) >= a.cfg.MaxParts || int(f.FragCount) > a.cfg.MaxFragments {
 			a.c.inc(cOversize)
@@ -594,5 +603,48 @@ func (h *Hello) sameConfig(o *Hello) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// incomplete appends to dst the announced parts of interval k not yet
+// whole; ok is false unless k is in flight with the Hello and every
+// lane's End marker, and a frame of a later interval has arrived: the
+// sender put every copy of k's fragments on its one control lane before
+// any frame of a later interval, so what k still lacks then was lost (or
+// reordered), not merely slow.
+func (a *reassembler) incomplete(k uint64, dst []PartKey) ([]PartKey, bool) {
+	st := a.inflight[k]
+	h := a.hello
+	if st == nil || h == nil || a.mismatch || !a.any || a.highest <= k {
+		return dst, false
+	}
+	for l := uint16(0); l < h.Lanes; l++ {
+		if _, ok := st.ends[l]; !ok {
+			return dst, false
+		}
+	}
+	for _, p := range h.Parts {
+		if ps := st.parts[p]; ps == nil || ps.got < int(ps.count) {
+			dst = append(dst, p)
+		}
+	}
+	return dst, true
+}
+
+// supply completes part key of interval k in flight with payload and
+// emits the interval if that made it whole.
+func (a *reassembler) supply(k uint64, key PartKey, payload []byte) bool {
+	st := a.inflight[k]
+	if st == nil || a.hello == nil || !a.hello.hasPart(key) {
+		return false
+	}
+	if ps := st.parts[key]; ps != nil && ps.got >= int(ps.count) {
+		return false
+	}
+	if !a.charge(st, len(payload)+sliceCost) {
+		return false
+	}
+	st.parts[key] = &partState{count: 1, got: 1, have: []bool{true}, frags: [][]byte{append([]byte(nil), payload...)}, supplied: true}
+	a.check(st)
 	return true
 }

@@ -446,3 +446,24 @@ func (r *Receiver) Counters() Counters {
 		Exchanges: c[cExchanges].Load(), Rebuilt: c[cRebuilt].Load(), RebuiltFragments: c[cRebuiltFragments].Load(), PeerInsecure: c[cPeerInsecure].Load(), PeerKeyed: c[cPeerKeyed].Load(),
 	}
 }
+
+// Incomplete appends to dst the parts of interval k that have not arrived
+// whole, while k is being reassembled with the Hello and every lane's End
+// marker and a frame of a later interval has arrived (ok false otherwise:
+// not in flight, already emitted or failed, an End marker still missing,
+// or what is missing may still be on its way). A receiver that can fetch a part from its
+// sender by other means (an exchange) asks for these.
+func (r *Receiver) Incomplete(k uint64, dst []PartKey) ([]PartKey, bool) {
+	return r.asm.incomplete(k, dst)
+}
+
+// SupplyPart completes part key of interval k, still in flight, with its
+// payload obtained from the sender by other means (the caller has
+// authenticated it: an exchange reply of the live session). The interval
+// is emitted, in Results, once that makes it whole; fragments of the
+// part that arrive later count as duplicates. It reports whether the part
+// was taken (false: k not in flight, the part whole already, not
+// announced, or over the memory limit).
+func (r *Receiver) SupplyPart(k uint64, key PartKey, payload []byte) bool {
+	return r.asm.supply(k, key, payload)
+}

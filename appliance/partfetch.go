@@ -1,0 +1,364 @@
+package appliance
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// Fetching a lost LDA part (docs/protocol.md, "LDA part on demand"). An
+// interval's LDA goes once per --control-copies right after its End
+// marker, with parity sized from the control loss the peer reported for
+// earlier intervals. When a segment turns congested the first intervals
+// into it are shipped with too little parity, and a queue kept full by
+// small frames refuses a burst of full-size fragments far more often
+// than the traffic: the interval's loss is still exact (the End markers'
+// counts) but its delay is lost with the part. The receiver therefore
+// asks for the part itself, in-band, once the interval's End markers are
+// all in and the part is still not whole:
+//
+//   - Asked for each class's LDA the control.Receiver lists as incomplete
+//     (Receiver.Incomplete: every End marker of the interval is in, and a
+//     frame of a later interval, which the sender sent after every copy
+//     of the part), or the moment a partial bundle lacks it.
+//     The request (a control.TypeRequest of kind LDA) names the fragment
+//     size of the reply: partFetchFrag bytes, short frames that a full
+//     queue of small frames still takes.
+//   - The sender keeps the payload it shipped for each class's LDA for
+//     partKeepIntervals intervals and answers with those bytes, paced
+//     evenly over half the retry period so that the reply is not one
+//     burst into the queue that lost the part.
+//   - The requester retries every repairRetry; the fragments of every try
+//     fill the same slots (control.Exchange), so each has several chances.
+//     It gives up at repairDeadline after the first try; the interval's
+//     lines wait for the next interval in any case (crossing.go).
+//   - A reply is accepted once, only from the sender session asked, for
+//     our session and the request's id, and only if it parses as a
+//     payload. It completes the part in the reassembly (SupplyPart), or in
+//     the partial bundle when that was already out.
+//
+// The line says what the fetch did: lda_fetch (complete, no reply,
+// stopped), lda_fetch_tries and lda_fetch_reply_bytes.
+
+// partKeepIntervals is how many newer intervals the sender ships while it
+// still answers a request for interval k's LDA: the request comes
+// partFetchGrace after k's End marker, retried for half an interval.
+const partKeepIntervals = 4
+
+// partFetchFrag is the body bytes per fragment of a part reply: frames of
+// about 330 bytes on the wire.
+const partFetchFrag = 256
+
+// partRequestMagic and partRequestVersion open a part request's body.
+const (
+	partRequestMagic   = 0xA7
+	partRequestVersion = 1
+)
+
+var errPartRequest = errors.New("part request does not parse")
+
+// appendPartRequest is the body of a request for a part, replied in
+// fragments of frag body bytes: magic, version, frag (uvarint).
+func appendPartRequest(dst []byte, frag int) []byte {
+	dst = append(dst, partRequestMagic, partRequestVersion)
+	return binary.AppendUvarint(dst, uint64(frag))
+}
+
+// parsePartRequest returns the reply fragment size a part request asks
+// for: 64 … 65535 bytes in its shortest uvarint, nothing after it (one
+// encoding per request).
+func parsePartRequest(b []byte) (int, error) {
+	if len(b) < 3 || b[0] != partRequestMagic || b[1] != partRequestVersion {
+		return 0, errPartRequest
+	}
+	v, n := binary.Uvarint(b[2:])
+	if n <= 0 || 2+n != len(b) || n != len(binary.AppendUvarint(nil, v)) || v < 64 || v > 65535 {
+		return 0, errPartRequest
+	}
+	return int(v), nil
+}
+
+// partFetch is one class's request for interval k's LDA part.
+type partFetch struct {
+	key      repairKey
+	peer     uint64 // the sender session asked
+	id       uint32
+	body     []byte
+	first    time.Time
+	last     time.Time
+	tries    int
+	reqBytes int
+	repBytes int
+	done     bool
+	status   string // complete, no reply, stopped
+}
+
+// pacedFrame is a reply fragment due at a time (ns, the control clock).
+type pacedFrame struct {
+	at    uint64
+	frame []byte
+}
+
+// partFetchState is the LDA part exchange at one appliance: as the
+// sender, the payloads shipped; as the receiver, the fetches of the
+// intervals still open and what they did for the lines.
+type partFetchState struct {
+	kept    map[uint64]map[uint16][]byte // sender: interval → class → LDA payload shipped
+	fetches map[repairKey]*partFetch     // receiver: by interval and class
+	paced   []pacedFrame                 // sender: reply fragments not yet due, in due order
+	scratch []control.PartKey
+}
+
+// keepParts keeps interval k's shipped LDA payloads for requests.
+func (c *controller) keepParts(k uint64, parts []control.Part) {
+	s := &c.pf
+	if s.kept == nil {
+		s.kept = map[uint64]map[uint16][]byte{}
+	}
+	m := map[uint16][]byte{}
+	for _, p := range parts {
+		if p.Kind == control.KindLDA {
+			m[p.MEC] = p.Payload
+		}
+	}
+	s.kept[k] = m
+	for j := range s.kept {
+		if j+partKeepIntervals < k || j > k+64 {
+			delete(s.kept, j)
+		}
+	}
+}
+
+// answerPart replies to a request for interval x.Interval's LDA of class
+// x.MEC with the payload shipped, its fragments paced.
+func (c *controller) answerPart(x *control.Exchange, nowNs uint64) {
+	a := c.a
+	payload, ok := c.pf.kept[x.Interval][x.MEC]
+	frag, err := parsePartRequest(x.Body)
+	if x.Kind != control.KindLDA || x.To != a.sender.Session() || !ok || err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == a.sender.Session()).Bool("kept", ok).
+			AnErr("request", err).Msg("LDA part request refused: not our session, the part is no longer kept, or the request does not parse")
+		return
+	}
+	if ok, why := c.replyFits(x.Interval, len(payload)); !ok {
+		c.rc.refused.Add(1)
+		c.rc.overBudget.Add(1)
+		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(payload)).Msg("LDA part reply not sent: " + why)
+		return
+	}
+	frames, err := a.sender.AppendExchangeSized(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindLDA, x.Session, x.ID, payload, frag)
+	if err != nil {
+		c.rc.refused.Add(1)
+		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("LDA part reply not sent")
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	// Paced over half a retry period: the next try's reply follows.
+	gap := uint64(c.repairRetry()) / 2 / uint64(len(frames))
+	at := nowNs
+	if n := len(c.pf.paced); n > 0 {
+		at = max(at, c.pf.paced[n-1].at+gap)
+	}
+	for i, f := range frames {
+		c.pf.paced = append(c.pf.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...)})
+		c.exchanged += len(f)
+	}
+	c.rc.answered.Add(1)
+}
+
+// duePaced hands the paced reply fragments that are due to the inject
+// queue.
+func (c *controller) duePaced(nowNs uint64) {
+	n := 0
+	for n < len(c.pf.paced) && c.pf.paced[n].at <= nowNs {
+		c.pending = append(c.pending, c.pf.paced[n].frame)
+		n++
+	}
+	if n > 0 {
+		clear(c.pf.paced[:n])
+		c.pf.paced = c.pf.paced[n:]
+	}
+}
+
+// startPartFetch asks for class mec's LDA of interval k from peer, once.
+func (c *controller) startPartFetch(k uint64, mec uint16, peer uint64, now time.Time) {
+	if c.pf.fetches == nil {
+		c.pf.fetches = map[repairKey]*partFetch{}
+	}
+	key := repairKey{k: k, mec: mec}
+	if c.pf.fetches[key] != nil || peer == 0 {
+		return
+	}
+	f := &partFetch{key: key, peer: peer, first: now, body: appendPartRequest(nil, partFetchFrag)}
+	c.reqID++
+	f.id = c.reqID
+	c.pf.fetches[key] = f
+	c.sendPartFetch(f, now)
+}
+
+func (c *controller) sendPartFetch(f *partFetch, now time.Time) {
+	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, f.key.k, f.key.mec, control.KindLDA, f.peer, f.id, f.body)
+	if err != nil {
+		c.a.cfg.Log.Warn().Err(err).Uint64("interval", f.key.k).Msg("LDA part request not sent")
+		f.done, f.status = true, "not sent"
+		return
+	}
+	c.xbufs = frames[:cap(frames)]
+	for _, fr := range frames {
+		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.exchanged += len(fr)
+		f.reqBytes += len(fr)
+	}
+	f.tries++
+	f.last = now
+	c.rc.sent.Add(1)
+}
+
+// askParts starts the fetches of the LDA parts still missing from the
+// intervals whose End markers are all in, partFetchGrace after the
+// receiver's copy of each was cut, and of the partial bundles.
+func (c *controller) askParts(now time.Time) {
+	peer, ok := c.a.receiver.Session()
+	if !ok {
+		return
+	}
+	// In interval and class order: on simulated time a run replays
+	// byte for byte.
+	for _, k := range sortedKeys(c.rcopies) {
+		rc := c.rcopies[k]
+		if rc.warmup || c.bundles[k] != nil {
+			continue
+		}
+		var ok bool
+		if c.pf.scratch, ok = c.a.receiver.Incomplete(k, c.pf.scratch[:0]); !ok {
+			continue
+		}
+		for _, p := range c.pf.scratch {
+			if p.Kind == control.KindLDA {
+				c.startPartFetch(k, p.MEC, peer, now)
+			}
+		}
+	}
+	for _, k := range sortedKeys(c.bundles) {
+		w := c.bundles[k]
+		if rc := c.rcopies[k]; w.b.Session != peer || rc != nil && rc.warmup {
+			continue
+		}
+		c.pf.scratch = c.pf.scratch[:0]
+		for p := range w.b.Missing {
+			if p.Kind == control.KindLDA {
+				c.pf.scratch = append(c.pf.scratch, p)
+			}
+		}
+		slices.SortFunc(c.pf.scratch, func(x, y control.PartKey) int { return int(x.MEC) - int(y.MEC) })
+		for _, p := range c.pf.scratch {
+			c.startPartFetch(k, p.MEC, peer, now)
+		}
+	}
+}
+
+// partTick retries the fetches still open and gives up those past their
+// deadline; it forgets the records of intervals long reported.
+func (c *controller) partTick(now time.Time) {
+	keys := make([]repairKey, 0, len(c.pf.fetches))
+	for key := range c.pf.fetches {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(x, y repairKey) int {
+		if x.k != y.k {
+			return cmp.Compare(x.k, y.k)
+		}
+		return cmp.Compare(x.mec, y.mec)
+	})
+	for _, key := range keys {
+		f := c.pf.fetches[key]
+		switch {
+		case f.done:
+			if now.Sub(f.first) > 4*c.a.cfg.PairTimeout {
+				delete(c.pf.fetches, key) // its interval was reported long ago
+			}
+		case now.Sub(f.first) >= c.repairDeadline():
+			c.rc.givenUp.Add(1)
+			f.done, f.status = true, "no reply"
+		case now.Sub(f.last) >= c.repairRetry():
+			c.sendPartFetch(f, now)
+		}
+	}
+}
+
+// onPartReply takes a reply to one of our part requests; it says whether
+// x was one (a reply of kind LDA).
+func (c *controller) onPartReply(x *control.Exchange) bool {
+	if x.Kind != control.KindLDA {
+		return false
+	}
+	f := c.pf.fetches[repairKey{k: x.Interval, mec: x.MEC}]
+	if f == nil || f.done || f.id != x.ID || x.Session != f.peer || x.To != c.a.sender.Session() {
+		c.rc.stray.Add(1)
+		return true
+	}
+	if _, _, err := parsePayload(x.Body); err != nil {
+		c.rc.bad.Add(1)
+		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("LDA part reply does not parse")
+		return true
+	}
+	c.rc.accepted.Add(1)
+	f.repBytes += x.Bytes
+	f.done, f.status = true, "complete"
+	key := control.PartKey{MEC: x.MEC, Kind: control.KindLDA}
+	if w := c.bundles[x.Interval]; w != nil {
+		// The interval went out partial meanwhile: complete its bundle.
+		if _, missing := w.b.Missing[key]; missing && w.b.Session == f.peer {
+			w.b.Payloads[key] = x.Body
+			delete(w.b.Missing, key)
+			if len(w.b.Missing) == 0 {
+				w.b.Missing = nil
+			}
+		}
+		return true
+	}
+	c.a.receiver.SupplyPart(x.Interval, key, x.Body)
+	return true
+}
+
+// partFetching says whether interval k still waits for an LDA part.
+func (c *controller) partFetching(k uint64) bool {
+	for key, f := range c.pf.fetches {
+		if key.k == k && !f.done {
+			return true
+		}
+	}
+	return false
+}
+
+// stopPartFetches ends the open fetches at stop.
+func (c *controller) stopPartFetches() {
+	for _, f := range c.pf.fetches {
+		if !f.done {
+			f.done, f.status = true, "stopped"
+			c.rc.givenUp.Add(1)
+		}
+	}
+}
+
+// partFields adds what fetching class m's LDA part of interval k did to
+// its line.
+func (c *controller) partFields(k uint64, m int, r *report.Interval) {
+	f := c.pf.fetches[repairKey{k: k, mec: uint16(m)}]
+	if f == nil {
+		return
+	}
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	r.Extra["lda_fetch"] = f.status
+	r.Extra["lda_fetch_tries"] = f.tries
+	r.Extra["lda_fetch_request_bytes"] = f.reqBytes
+	r.Extra["lda_fetch_reply_bytes"] = f.repBytes
+}
