@@ -35,8 +35,11 @@ import (
 //     burst into the queue that lost the part.
 //   - The requester retries every repairRetry; the fragments of every try
 //     fill the same slots (control.Exchange), so each has several chances.
-//     It gives up at repairDeadline after the first try; the interval's
-//     lines wait for the next interval in any case (crossing.go).
+//     It gives up an interval after the first try (16 tries: at 40 %
+//     frame loss a fragment then fails every one of them with
+//     probability 4·10⁻⁷), sooner at stop; the interval's lines wait for
+//     the next interval in any case (crossing.go), and for the part only
+//     when its fragments were lost.
 //   - A reply is accepted once, only from the sender session asked, for
 //     our session and the request's id, and only if it parses as a
 //     payload. It completes the part in the reassembly (SupplyPart), or in
@@ -47,7 +50,7 @@ import (
 
 // partKeepIntervals is how many newer intervals the sender ships while it
 // still answers a request for interval k's LDA: the request comes
-// partFetchGrace after k's End marker, retried for half an interval.
+// once a frame of interval k+1 came, retried for an interval.
 const partKeepIntervals = 4
 
 // partFetchFrag is the body bytes per fragment of a part reply: frames of
@@ -283,7 +286,7 @@ func (c *controller) partTick(now time.Time) {
 			if now.Sub(f.first) > 4*c.a.cfg.PairTimeout {
 				delete(c.pf.fetches, key) // its interval was reported long ago
 			}
-		case now.Sub(f.first) >= c.repairDeadline():
+		case now.Sub(f.first) >= c.a.cfg.Interval:
 			c.rc.givenUp.Add(1)
 			f.done, f.status = true, "no reply"
 		case now.Sub(f.last) >= c.repairRetry():

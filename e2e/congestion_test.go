@@ -62,16 +62,17 @@ const congestionStrictEnv = "LDAFWD_CONGESTION_STRICT"
 // and exact against the captures — but an interval whose End marker, or
 // the one before it, lost every copy in the segment (the receiver cannot
 // cut it) — and, when no End marker was lost so, the lost counter of
-// /metrics equals the captures' loss.
+// /metrics equals the captures' loss; at least 80 % of the congested
+// intervals carry a delay within its mean_ci_ns of the captured mean (the
+// tbf drops most of the full-size synopsis fragments after each End
+// marker: their LDA parts come on demand, in short paced frames). A
+// bound holds at its confidence, 98 %: of five congested intervals two
+// miss by chance about once in 250 runs.
 //
-// The target, asserted only when LDAFWD_CONGESTION_STRICT=1 (the product
-// does not meet it every time: the tbf drops the synopsis fragments' burst
-// after each End marker far more often than the data, up to four in five
-// in a 50 %-loss interval, beyond what parity sized from the reported
-// loss rebuilds): at least 80 % of the congested intervals carry a delay
-// within its mean_ci_ns of the captured mean; /healthz says degraded
-// while intervals' loss is reported unmeasured (in at least one poll
-// while such an interval is the latest reported).
+// Asserted only when LDAFWD_CONGESTION_STRICT=1 (it depends on when the
+// test happens to poll): /healthz says degraded while intervals' loss is
+// reported unmeasured (in at least one poll while such an interval is the
+// latest reported).
 //
 //	sudo LDAFWD_CONGESTION_STRICT=1 go test -tags dpdk -pgo=off -count=1 -run TestCongestionLab -v ./e2e/
 func TestCongestionLab(t *testing.T) {
@@ -355,13 +356,12 @@ func TestCongestionLab(t *testing.T) {
 		t.Errorf("ldafwd_lost_packets_total is %v (present %v), the captures lost %d", lostMetric, haveMetric, trueLost)
 	}
 
-	// The target.
+	if need := int(math.Ceil(0.8 * float64(during.intervals))); during.delayOK < need {
+		t.Errorf("during congestion: %d of %d intervals carry a delay within its bound of the truth, want ≥ %d (80 %%)", during.delayOK, during.intervals, need)
+	}
 	say := t.Logf
 	if strict {
 		say = t.Errorf
-	}
-	if need := int(math.Ceil(0.8 * float64(during.intervals))); during.delayOK < need {
-		say("during congestion: %d of %d intervals carry a delay within its bound of the truth, want ≥ %d (80 %%)", during.delayOK, during.intervals, need)
 	}
 	if len(healthy) > 0 {
 		say("/healthz never said degraded while unmeasured intervals %v were the latest reported", healthy)
