@@ -3,7 +3,6 @@ package appliance
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,7 +123,7 @@ type Config struct {
 	// MicroburstGap > 0 reports the microbursts of every interval
 	// (microburst.go): its losses with a send time, those closer than
 	// MicroburstGap grouped, groups of at least MicroburstMin (0: 5)
-	// listed. 0: off.
+	// listed. 0: DefaultMicroburstGap; negative: off.
 	MicroburstGap time.Duration
 	MicroburstMin int
 
@@ -225,86 +224,16 @@ const (
 // ErrStopped is Start's error for an appliance already stopped.
 var ErrStopped = errors.New("appliance: stopped")
 
-// New validates cfg and builds the appliance (ports are opened by the
-// caller; the appliance does not close them).
+// New builds the appliance from cfg: defaults first (WithDefaults), then
+// validation (Validate), then construction — so a library caller that
+// leaves a setting zero gets what `ldafwd run` gets without its flag. Ports
+// are opened by the caller; the appliance does not close them.
 func New(cfg Config) (*Appliance, error) {
-	if cfg.PortA == nil || cfg.PortB == nil {
-		return nil, errors.New("appliance: two ports are required")
-	}
-	if cfg.Segment != "a" && cfg.Segment != "b" {
-		return nil, fmt.Errorf("appliance: segment port %q: want a or b", cfg.Segment)
-	}
-	if cfg.Interval < MinInterval {
-		return nil, fmt.Errorf("appliance: interval %v: at least %v", cfg.Interval, MinInterval)
-	}
-	if cfg.Classifier == nil {
-		return nil, errors.New("appliance: no classifier")
-	}
-	nq, err := queueCount(&cfg)
-	if err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if nq == 1 && len(cfg.Cores) > 2 {
-		return nil, fmt.Errorf("appliance: %d cores: one worker per direction at most (see docs/performance.md)", len(cfg.Cores))
-	}
-	if cfg.Conf == 0 {
-		cfg.Conf = 0.98
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = dataplane.RealtimeClock
-		if cfg.ClockName == "" {
-			cfg.ClockName = "CLOCK_REALTIME"
-		}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Bounds == (synopsis.CompactBounds{}) {
-		cfg.Bounds = synopsis.DefaultCompactBounds()
-	}
-	if cfg.Assumed == (DelayRange{}) {
-		cfg.Assumed = DefaultAssumedDelay.within(cfg.Bounds)
-	}
-	if cfg.PairTimeout == 0 {
-		cfg.PairTimeout = cfg.Interval + 2*time.Second
-	}
-	if cfg.TopFlows == 0 {
-		cfg.TopFlows = 10
-	}
-	if cfg.ControlCopies == 0 {
-		cfg.ControlCopies = 1
-	}
-	if cfg.MicroburstMin == 0 {
-		cfg.MicroburstMin = 5
-	}
-	if cfg.MicroburstGap < 0 || cfg.MicroburstMin < 1 {
-		return nil, fmt.Errorf("appliance: microburst gap %v and minimum %d: want ≥ 0 and ≥ 1", cfg.MicroburstGap, cfg.MicroburstMin)
-	}
-	if cfg.ControlParity > 0.9 || math.IsNaN(cfg.ControlParity) {
-		return nil, fmt.Errorf("appliance: control parity for %v loss: at most 0.9 (negative: none)", cfg.ControlParity)
-	}
-	if cfg.ControlCopies < 1 || cfg.ControlCopies > MaxControlCopies {
-		return nil, fmt.Errorf("appliance: %d control copies: 1..%d", cfg.ControlCopies, MaxControlCopies)
-	}
-	cfg.Syn.Classes = cfg.Classifier.NumClasses()
-	if cfg.Syn.Weights == nil {
-		for i := 0; i < cfg.Syn.Classes; i++ {
-			cfg.Syn.Weights = append(cfg.Syn.Weights, cfg.Classifier.Weight(uint16(i)))
-		}
-	}
-	// (Before a takes its copy of cfg: defaulted after, the limit's fixed
-	// part stayed 0 for every caller but run, which sets its flag.)
-	if cfg.MaxStampErr < 0 {
-		return nil, fmt.Errorf("appliance: max stamp error %v must be ≥ 0", cfg.MaxStampErr)
-	}
-	if cfg.MaxStampErr == 0 {
-		cfg.MaxStampErr = DefaultMaxStampErr
-	}
-	if cfg.RDAProblemRate == 0 {
-		// Before a takes its copy of cfg: the control side sizes the RDA
-		// from a.cfg.
-		cfg.RDAProblemRate = DefaultRDAProblemRate
-	}
+	nq, _ := queueCount(&cfg) // validated
 	a := &Appliance{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	segPort, otherPort := cfg.PortB, cfg.PortA
 	a.sendDir, a.recvDir = DirAtoB, DirBtoA
@@ -313,9 +242,6 @@ func New(cfg Config) (*Appliance, error) {
 		a.sendDir, a.recvDir = DirBtoA, DirAtoB
 	}
 	a.segPort = segPort
-	if cfg.BudgetBytes < 0 || !(cfg.BudgetFraction >= 0 && cfg.BudgetFraction <= 1) {
-		return nil, fmt.Errorf("appliance: control budget %d bytes / %v of the data: want ≥ 0 / in [0, 1]", cfg.BudgetBytes, cfg.BudgetFraction)
-	}
 	// Memory follows the traffic: flow tables and timestamp caches start
 	// small and grow between intervals (ReserveFlows, ReserveCache). The
 	// sender's RDA keeps a timestamp cache like the receiver's: the
@@ -367,9 +293,6 @@ func New(cfg Config) (*Appliance, error) {
 		if a.sender, err = control.NewSender(scfg); err != nil {
 			return nil, err
 		}
-	}
-	if cfg.MaxClockSkew < 0 {
-		return nil, fmt.Errorf("appliance: max clock skew %v must be > 0", cfg.MaxClockSkew)
 	}
 	rcfg := control.ReceiverConfig{Key: cfg.Key, Insecure: cfg.Insecure, Direction: a.recvDir,
 		ConfigHash: hash, Config: desc, Timeout: cfg.PairTimeout.Nanoseconds(), MaxClockSkew: cfg.MaxClockSkew.Nanoseconds()}

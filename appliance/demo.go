@@ -378,7 +378,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity, ControlPriority: cfg.ControlPriority,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
-		MicroburstGap: cfg.MicroburstGap, MicroburstMin: cfg.MicroburstMin}
+		MicroburstGap: MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
 	if clk != nil {
 		common.Clock, common.Now, common.ClockName = clk.Clock, clk.Now, "simulated"

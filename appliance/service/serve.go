@@ -70,16 +70,11 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 		return fmt.Errorf("run: %w", err)
 	}
 	defer stopQueues()
-	a, err := appliance.New(appliance.Config{
-		PortA: ports.a, PortB: ports.b, Segment: o.Segment, Interval: o.Interval, Syn: o.Syn,
-		Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure, MTU: o.MTU, ControlPriority: o.Priority, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst,
-		Cores: o.Cores, IdleSleep: o.IdleSleep, Reports: out.put, Log: log, ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top,
-		BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,
-		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,
-		OnWorkerStart: ports.onWorkerStart, OnWorkerExit: ports.onWorkerExit, MaxClockSkew: o.MaxSkew, MaxStampErr: o.MaxStampErr,
-		LastReported: last, MicroburstGap: o.MicroburstGap, MicroburstMin: o.MicroburstMin, QueuesA: qa, QueuesB: qb,
-		TapA: tapA, TapB: tapB,
-	})
+	ac := o.Appliance()
+	ac.PortA, ac.PortB, ac.QueuesA, ac.QueuesB, ac.TapA, ac.TapB = ports.a, ports.b, qa, qb, tapA, tapB
+	ac.Reports, ac.Log, ac.LastReported = out.put, log, last
+	ac.OnWorkerStart, ac.OnWorkerExit = ports.onWorkerStart, ports.onWorkerExit
+	a, err := appliance.New(ac)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -200,4 +195,17 @@ loop:
 		return fmt.Errorf("run: %w", stopErr)
 	}
 	return out.err()
+}
+
+// Appliance is the appliance configuration o's flags give: every setting,
+// none of a run's pieces (ports, queues, taps, report sink, log, worker
+// hooks, what an earlier run reported), which Run fills in.
+func (o *Config) Appliance() appliance.Config {
+	return appliance.Config{
+		Segment: o.Segment, Interval: o.Interval, Syn: o.Syn, Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure,
+		MTU: o.MTU, ControlPriority: o.Priority, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst, Cores: o.Cores, IdleSleep: o.IdleSleep,
+		ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top, BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,
+		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,
+		MaxClockSkew: o.MaxSkew, MaxStampErr: o.MaxStampErr, MicroburstGap: appliance.MicroburstGapOff(o.MicroburstGap), MicroburstMin: o.MicroburstMin,
+	}
 }
