@@ -34,6 +34,17 @@
 //     over the peer's, assuming both paths have the same mean delay
 //     (clock.go).
 //
+// A lost LDA part is asked for again in-band (partfetch.go): the
+// receiver requests it once a frame of a later interval shows it lost,
+// and the sender answers with the bytes it shipped, in short paced
+// frames that a congested queue still takes.
+//
+// # Configuration
+//
+// New applies Config.WithDefaults (every optional zero setting becomes
+// what `ldafwd run` takes without its flag), then Config.Validate, then
+// builds. service.Config.Appliance maps run's flags onto a Config.
+//
 // Every way an interval can go wrong ends as valid:false with a reason —
 // a lost or forged control frame, a lost End marker, a merged copy (overrun,
 // receiver started mid-interval), a sender restart, a stop — never as a
