@@ -353,18 +353,7 @@ func (c *controller) answerCells(x *control.Exchange) {
 		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("RDA cells reply not sent: " + why)
 		return
 	}
-	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
-	if err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply not sent")
-		return
-	}
-	c.xbufs = frames[:cap(frames)]
-	for _, fr := range frames {
-		c.pending = append(c.pending, append([]byte(nil), fr...))
-		c.exchanged += len(fr)
-	}
-	c.rc.answered.Add(1)
+	c.sendReply(x, control.KindRDA, body, c.replyFrag(x), a.cfg.Clock(), "RDA cells reply")
 }
 
 // keepCells keeps the sender's recorded RDA cells of interval k (with

@@ -114,6 +114,7 @@ type partFetchState struct {
 	kept    map[uint64]map[uint16][]byte // sender: interval → class → LDA payload shipped
 	fetches map[repairKey]*partFetch     // receiver: by interval and class
 	paced   []pacedFrame                 // sender: reply fragments not yet due, in due order
+	fragOf  map[[2]uint64]replyCut       // sender: the fragment size of each request's replies (session, id)
 	scratch []control.PartKey
 }
 
@@ -155,14 +156,28 @@ func (c *controller) answerPart(x *control.Exchange, nowNs uint64) {
 		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(payload)).Msg("LDA part reply not sent: " + why)
 		return
 	}
-	frames, err := a.sender.AppendExchangeSized(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindLDA, x.Session, x.ID, payload, frag)
+	c.sendReply(x, control.KindLDA, payload, frag, nowNs, "LDA part reply")
+}
+
+// sendReply sends body as the reply to x, in fragments of frag message
+// bytes (0: full size) paced evenly over half a retry period behind the
+// replies already waiting, so that a reply is never one burst into the
+// queue that lost what it answers (the requester's next try comes after
+// it). Every try of one request is cut alike: its fragments fill the same
+// slots at the requester.
+func (c *controller) sendReply(x *control.Exchange, kind control.Kind, body []byte, frag int, nowNs uint64, what string) {
+	a := c.a
+	if frag > 0 {
+		// At most MaxExchangeFragments fragments.
+		frag = max(frag, (len(body)+control.MaxExchangeFragments-1)/control.MaxExchangeFragments)
+	}
+	frames, err := a.sender.AppendExchangeSized(c.xbufs, control.TypeReply, x.Interval, x.MEC, kind, x.Session, x.ID, body, frag)
 	if err != nil {
 		c.rc.refused.Add(1)
-		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("LDA part reply not sent")
+		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg(what + " not sent")
 		return
 	}
 	c.xbufs = frames[:cap(frames)]
-	// Paced over half a retry period: the next try's reply follows.
 	gap := uint64(c.repairRetry()) / 2 / uint64(len(frames))
 	at := nowNs
 	if n := len(c.pf.paced); n > 0 {
@@ -173,6 +188,40 @@ func (c *controller) answerPart(x *control.Exchange, nowNs uint64) {
 		c.exchanged += len(f)
 	}
 	c.rc.answered.Add(1)
+}
+
+// lossyReplyLoss is the control loss (the peer's reports, parityLoss) from
+// which the RDA's replies go in short frames, as LDA parts always do.
+const lossyReplyLoss = 0.05
+
+// replyFrag is the fragment size of the reply to request x: short frames
+// while the peer reports lossy control frames. The first try's choice
+// holds for every retry of the request (kept with its interval).
+func (c *controller) replyFrag(x *control.Exchange) int {
+	key := [2]uint64{x.Session, uint64(x.ID)}
+	if f, ok := c.pf.fragOf[key]; ok {
+		return f.frag
+	}
+	frag := 0
+	if c.parityLoss() >= lossyReplyLoss {
+		frag = partFetchFrag
+	}
+	if c.pf.fragOf == nil {
+		c.pf.fragOf = map[[2]uint64]replyCut{}
+	}
+	c.pf.fragOf[key] = replyCut{k: x.Interval, frag: frag}
+	for k, f := range c.pf.fragOf {
+		if f.k+partKeepIntervals < x.Interval || f.k > x.Interval+64 {
+			delete(c.pf.fragOf, k)
+		}
+	}
+	return frag
+}
+
+// replyCut is the fragment size chosen for one request's replies.
+type replyCut struct {
+	k    uint64
+	frag int
 }
 
 // duePaced hands the paced reply fragments that are due to the inject

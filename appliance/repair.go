@@ -277,18 +277,7 @@ func (c *controller) answer(x *control.Exchange) {
 		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("timestamp reply not sent: " + why)
 		return
 	}
-	frames, err := a.sender.AppendExchange(c.xbufs, control.TypeReply, x.Interval, x.MEC, control.KindRDA, x.Session, x.ID, body)
-	if err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply not sent")
-		return
-	}
-	c.xbufs = frames[:cap(frames)]
-	for _, f := range frames {
-		c.pending = append(c.pending, append([]byte(nil), f...))
-		c.exchanged += len(f)
-	}
-	c.rc.answered.Add(1)
+	c.sendReply(x, control.KindRDA, body, c.replyFrag(x), a.cfg.Clock(), "timestamp reply")
 }
 
 // askRepair starts the exchange for the RDA line r (estimate e) of

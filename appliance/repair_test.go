@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -81,6 +82,7 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 	}
 	x := control.Exchange{Type: control.TypeRequest, Session: peer, To: ours, ID: 9, Interval: k, Kind: control.KindRDA, Body: req}
 	c.answer(&x)
+	c.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
 	if len(c.pending) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
 		t.Fatalf("%d frames, counters %+v", len(c.pending), a.RepairCounters())
 	}
