@@ -108,7 +108,6 @@ func demoProperty(t *testing.T, withRDA bool) {
 }
 
 func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
-	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	var valid, inBound, lines, crossedLines, earlyValid int
 	var wrongLoss, rdaVerified, lossLines atomic.Int64
@@ -137,7 +136,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 				Duration: 2 * time.Second, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: sc.seed,
 				DupProb: sc.dup, ReorderProb: sc.reorder, LinkLocalRate: sc.linkLocal, DSCP: []uint8{0, 16}, ControlCopies: 2,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
-				Classifier: cl, Insecure: true, Conf: 0.98,
+				Classifier: cl, Insecure: true, Conf: 0.98, SimulatedTime: true,
 				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 			}
 			if sc.rda {

@@ -22,7 +22,6 @@ import (
 // stage's exact per-interval mean. Some line must have been repaired
 // (else the property is vacuous), and the exchange's cost is reported.
 func TestDemoRDARepairExact(t *testing.T) {
-	skipSlowedByRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	uniform, _ := model.NewUniformLoss(0.001)
 	bursty, _ := model.NewBurstyLoss(0.002, 4)
@@ -48,7 +47,7 @@ func TestDemoRDARepairExact(t *testing.T) {
 			cfg := appliance.DemoConfig{
 				Duration: 2 * time.Second, Interval: sc.iv, Delay: delay, Loss: sc.loss, Rate: 20_000, Seed: uint64(31 + i), ReorderProb: sc.reorder,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
-				Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2,
+				Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, SimulatedTime: true,
 				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 			}
 			var got []report.Interval

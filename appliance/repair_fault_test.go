@@ -92,7 +92,7 @@ func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDrop
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 		// Two copies of the interval frames: the segment's loss rarely
 		// fails an interval (which would leave its neighbours unchecked).
-		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2,
+		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, SimulatedTime: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
 	if lds != nil {
