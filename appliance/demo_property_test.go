@@ -25,6 +25,8 @@ import (
 // lies within mean_ci_ns — allowing only the misses the stated confidence
 // allows over all lines. Each scenario also checks that it did what it
 // claims (the impairment counters), so the property is never vacuous.
+// Every scenario runs on simulated time: a seed gives the same lines
+// whatever the host's load, and a failure replays exactly.
 func TestDemoProperty(t *testing.T) {
 	demoProperty(t, false)
 }
