@@ -124,9 +124,9 @@ func (p *faultPort) TxBurst(pkts []*dataplane.Packet) int {
 
 // TestFaults is the fault list, end to end through two appliances:
 // no crash, no wrong number reported as valid, recovery within 2 intervals.
-// The faults on control frames run on simulated time, where recovery time
-// is the appliances' and not the host's; the sender's restart and the
-// traffic hooks need the wall clock (the simulated demo refuses them).
+// The cases run on simulated time, where recovery time is the appliances'
+// and not the host's, but the sender's restart and the malformed frames,
+// which need the wall clock (the simulated demo refuses them).
 func TestFaults(t *testing.T) {
 	const iv = 300 * time.Millisecond
 	// Faults hit interval X = first + 3 (the first few are warm-up).
@@ -154,6 +154,7 @@ func TestFaults(t *testing.T) {
 		fetched   bool
 		traffic   func(time.Duration) (bool, bool)
 		restartAt time.Duration
+		wall      bool // on the wall clock: the simulated demo refuses it
 	}{
 		{name: "drop-fragment", decide: atX(func(f *control.Frame) bool { return isFrag(f) && f.FragIndex == 0 }, drop), mustFail: []int{0}, fetched: true},
 		{name: "drop-end", decide: atX(isEnd, drop), mustFail: []int{0, 1}},
@@ -171,10 +172,10 @@ func TestFaults(t *testing.T) {
 			}
 			return pass
 		}},
-		{name: "peer-restart", decide: func(*control.Frame, uint64) fault { return pass }, restartAt: 5 * iv / 2},
+		{name: "peer-restart", decide: func(*control.Frame, uint64) fault { return pass }, restartAt: 5 * iv / 2, wall: true},
 		{name: "traffic-pause", decide: func(*control.Frame, uint64) fault { return pass },
 			traffic: func(e time.Duration) (bool, bool) { return e > 4*iv && e < 6*iv, false }},
-		{name: "malformed-burst", decide: func(*control.Frame, uint64) fault { return pass },
+		{name: "malformed-burst", decide: func(*control.Frame, uint64) fault { return pass }, wall: true,
 			traffic: func(e time.Duration) (bool, bool) { return false, e > 4*iv && e < 5*iv }},
 	}
 	for _, tc := range cases {
@@ -182,8 +183,7 @@ func TestFaults(t *testing.T) {
 		// generators on 2 cores, and the starved control goroutines lose
 		// frames that no fault touched.
 		t.Run(tc.name, func(t *testing.T) {
-			live := tc.traffic != nil || tc.restartAt > 0
-			if live && raceEnabled {
+			if tc.wall && raceEnabled {
 				t.Skip("judges recovery time on the wall clock; under -race the appliances run 5–10× slower")
 			}
 			delay, _ := model.NewWeibull(30_000, 0.7)
@@ -200,7 +200,7 @@ func TestFaults(t *testing.T) {
 				// loss of the lossy intervals around a fault.
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Key: key,
 				WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
-				Traffic:     tc.traffic, RestartAt: tc.restartAt, SimulatedTime: !live,
+				Traffic:     tc.traffic, RestartAt: tc.restartAt, SimulatedTime: !tc.wall,
 				Reports: func(r *report.Interval) {
 					mu.Lock()
 					lines = append(lines, *r)
