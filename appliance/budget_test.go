@@ -56,6 +56,7 @@ func (p *countPort) TxBurst(pkts []*dataplane.Packet) int {
 // bytes still agree. On simulated time: no estimation overruns an
 // interval and no transmit call is preempted, whatever the host's load.
 func TestControlBudget(t *testing.T) {
+	skipSimSlowUnderRace(t)
 	for _, prio := range []control.Priority{control.NoPriority, control.PCP(5)} {
 		t.Run("priority="+prio.String(), func(t *testing.T) { controlBudget(t, prio) })
 	}

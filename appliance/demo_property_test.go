@@ -110,6 +110,7 @@ func demoProperty(t *testing.T, withRDA bool) {
 }
 
 func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
+	skipSimSlowUnderRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	var valid, inBound, lines, crossedLines, earlyValid int
 	var wrongLoss, rdaVerified, lossLines atomic.Int64

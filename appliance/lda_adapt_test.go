@@ -24,6 +24,7 @@ import (
 // control bytes must stay within the budget. On simulated time: the
 // pauses and the interval ends fall where the scenario puts them.
 func TestAdaptLDA(t *testing.T) {
+	skipSimSlowUnderRace(t)
 	const iv = 400 * time.Millisecond
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)

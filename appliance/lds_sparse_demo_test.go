@@ -32,6 +32,7 @@ import (
 // each control frame leave about 10 ms apart, so that one burst of loss
 // does not take them all.
 func TestDemoLDSSparseDefaults(t *testing.T) {
+	skipSimSlowUnderRace(t)
 	uniform, _ := model.NewUniformLoss(0.001)
 	bursty, _ := model.NewBurstyLoss(0.01, 100)
 	remark, err := dataplane.ParseRemarks("cs2:0.05")

@@ -23,6 +23,7 @@ import (
 // exchange miss its deadline: every lossy line is valid and repaired
 // completely. The exchange's cost is reported.
 func TestDemoRDARepairExact(t *testing.T) {
+	skipSimSlowUnderRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	uniform, _ := model.NewUniformLoss(0.001)
 	bursty, _ := model.NewBurstyLoss(0.002, 4)

@@ -26,6 +26,7 @@ import (
 // and such lines exist among those invalid for their loss. On simulated
 // time, so the lines are the scenario's, not the host's load's.
 func TestLossValidDelayValid(t *testing.T) {
+	skipSimSlowUnderRace(t)
 	t.Run("max-delay below the tail", func(t *testing.T) {
 		b := synopsis.DefaultCompactBounds()
 		b.MinDelayNs, b.MaxDelayNs = -10_000_000, 150_000
