@@ -16,9 +16,9 @@ import (
 )
 
 // TestCrossingNextMissing: an interval whose next one has no synopses
-// (every synopsis fragment of every third interval, and every reply that
-// would bring its LDA part on demand, is dropped in the
-// segment, which also reorders) cannot be checked for packets reordered
+// (every synopsis fragment and parity fragment of every third interval,
+// and every reply that would bring its LDA part on demand, is dropped in
+// the segment, which also reorders) cannot be checked for packets reordered
 // past its End marker by the synopses; the next interval's End marker
 // counts can, alone, only while no reordering across End markers has been
 // seen. Its
@@ -34,8 +34,10 @@ func TestCrossingNextMissing(t *testing.T) {
 	loss, _ := model.NewUniformLoss(0.001)
 	cl, _ := classifier.NewClassifier(nil)
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
-		if (f.Type == control.TypeFragment || f.Type == control.TypeReply) && f.Interval > first && (f.Interval-first)%3 == 0 {
-			// (The replies that would bring the LDA part on demand too.)
+		if (f.Type == control.TypeFragment || f.Type == control.TypeParity || f.Type == control.TypeReply) && f.Interval > first && (f.Interval-first)%3 == 0 {
+			// (The parity that would rebuild the part, once the peer
+			// reports the first victim's loss, and the replies that would
+			// bring the LDA part on demand too.)
 			return drop
 		}
 		return pass
