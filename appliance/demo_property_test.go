@@ -25,6 +25,8 @@ import (
 // lies within mean_ci_ns — allowing only the misses the stated confidence
 // allows over all lines. Each scenario also checks that it did what it
 // claims (the impairment counters), so the property is never vacuous.
+// Every scenario runs on simulated time: a seed gives the same lines
+// whatever the host's load, and a failure replays exactly.
 func TestDemoProperty(t *testing.T) {
 	demoProperty(t, false)
 }
@@ -108,7 +110,7 @@ func demoProperty(t *testing.T, withRDA bool) {
 }
 
 func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
-	skipSlowedByRace(t)
+	skipSimSlowUnderRace(t)
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	var valid, inBound, lines, crossedLines, earlyValid int
 	var wrongLoss, rdaVerified, lossLines atomic.Int64
@@ -137,7 +139,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 				Duration: 2 * time.Second, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: sc.seed,
 				DupProb: sc.dup, ReorderProb: sc.reorder, LinkLocalRate: sc.linkLocal, DSCP: []uint8{0, 16}, ControlCopies: 2,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
-				Classifier: cl, Insecure: true, Conf: 0.98,
+				Classifier: cl, Insecure: true, Conf: 0.98, SimulatedTime: true,
 				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 			}
 			if sc.rda {

@@ -125,9 +125,7 @@ func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity
 // from packets that crossed the interval's boundary once both
 // neighbours lose packets too ("loss not verifiable", --synopsis all).
 func TestParityLDAUnderLoss(t *testing.T) {
-	if raceEnabled {
-		t.Skip("judges timing")
-	}
+	skipSimSlowUnderRace(t)
 	for _, c := range []struct {
 		loss float64
 		seed uint64

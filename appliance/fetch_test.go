@@ -85,9 +85,7 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 // shipped copy ("no reply"): never an exact claim that is wrong, the
 // dataplane unaffected (runFetchDemo checks both).
 func TestRDAFetchCells(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the appliances slowed 5-10× merge intervals under -race")
-	}
+	skipSimSlowUnderRace(t)
 	t.Run("answered", func(t *testing.T) {
 		exact := 0
 		// 2 % in bursts of 100: about 160 lost an interval, past what the

@@ -21,9 +21,10 @@ import (
 // shapes and the crossing check compares them folded to a common one.
 // Every full interval's lda line must be valid with the exact loss, its
 // config must name the shape shipped (smaller than recorded), and the
-// control bytes must stay within the budget.
+// control bytes must stay within the budget. On simulated time: the
+// pauses and the interval ends fall where the scenario puts them.
 func TestAdaptLDA(t *testing.T) {
-	skipSlowedByRace(t)
+	skipSimSlowUnderRace(t)
 	const iv = 400 * time.Millisecond
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)
@@ -37,7 +38,7 @@ func TestAdaptLDA(t *testing.T) {
 	_, err := appliance.RunDemo(appliance.DemoConfig{
 		Duration: 16 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ReorderProb: 0.02,
 		Syn: dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true,
-		ControlCopies: 2, BudgetFraction: 0.01, AdaptLDA: true,
+		ControlCopies: 2, BudgetFraction: 0.01, AdaptLDA: true, SimulatedTime: true,
 		// Quiet for most of every other 700 ms: interval sizes differ.
 		Traffic: func(el time.Duration) (bool, bool) { return el%(1400*time.Millisecond) > 900*time.Millisecond, false },
 		Reports: func(r *report.Interval) {
@@ -64,6 +65,12 @@ func TestAdaptLDA(t *testing.T) {
 			// buckets can prove is honestly invalid too, and so is one a
 			// reordered packet crossed into (its own extra: "receiver saw",
 			// or, with no loss to hide it, more packets received than sent).
+			// An interval the pause covers all but its edge of (a packet or
+			// a few: under 1 % of a full one's 8 000) has too few samples
+			// for a bound.
+			if r.ReasonCode == report.FewSamples.String() && r.Sent < 80 {
+				continue
+			}
 			if r.Reason != appliance.ReasonWarmup && !strings.HasPrefix(r.Reason, appliance.ReasonNextMissing) && !strings.HasPrefix(r.Reason, "stopped") &&
 				!strings.HasPrefix(r.Reason, "loss not verifiable") && !strings.HasPrefix(r.Reason, "receiver saw") &&
 				!strings.Contains(r.Reason, "reordering across the interval boundary") {

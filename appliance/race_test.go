@@ -3,6 +3,6 @@
 package appliance_test
 
 // raceEnabled: the race detector slows the appliances 5–10×, so tests that
-// judge timing (every interval valid, recovery within 2 intervals) relax or
-// skip; TestDemo still runs every code path under it.
+// judge timing on the wall clock relax or skip; TestDemoLive still runs
+// the live pipeline under it. (Tests on simulated time need neither.)
 const raceEnabled = true

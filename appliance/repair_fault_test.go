@@ -69,7 +69,9 @@ func (p *exchangeDropper) LastTxNs() uint64 { return p.Port.(dataplane.TxStamper
 
 // runRepairDemo runs the demo with uniform loss and the RDA, wrapping #1's
 // segment port (its replies) with replies and #2's (its requests) with
-// requests (nil: untouched). It returns #2's a>b RDA lines.
+// requests (nil: untouched), on simulated time: which interval's exchange
+// a dropper hits, and whether its retries fit the deadline, is the
+// scenario's, not the host's load's. It returns #2's a>b RDA lines.
 func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper) (lines []report.Interval, sum appliance.DemoSummary) {
 	t.Helper()
 	return runRepairDemoLDS(t, seed, replies, requests, nil, nil)
@@ -92,7 +94,7 @@ func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDrop
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 		// Two copies of the interval frames: the segment's loss rarely
 		// fails an interval (which would leave its neighbours unchecked).
-		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2,
+		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, SimulatedTime: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
 	if lds != nil {

@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,11 +11,12 @@ import (
 
 // The demo on simulated time (DemoConfig.SimulatedTime). One goroutine
 // moves a SimClock in fixed ticks and, every tick, in a fixed order: the
-// generator sends the frames its rate schedule has due, every worker of
-// both appliances runs one turn of its loop (Worker.Turn: each lane
-// polled once), the sink takes what reached it, every simControlEvery the
-// two control sides step (as their goroutines' tickers make them live),
-// and the report lines whose truth has come are handed on. Stop's phases
+// generator sends the frames its rate schedule has due (none while a
+// traffic hook pauses it), every worker of both appliances runs one turn
+// of its loop (Worker.Turn: each lane polled once), the sink takes what
+// reached it, every simControlEvery the two control sides step (as their
+// goroutines' tickers make them live), and the report lines whose truth
+// has come are handed on. Stop's phases
 // run on the same ticks. There is no other goroutine, no sleep, no wall
 // clock read and no random choice not drawn from the seed (the impairment
 // stage's, the sessions' ids): the same seed and configuration give the
@@ -65,14 +67,13 @@ type simWorld struct {
 }
 
 // simUnsupported names what the simulated demo does not do: it is refused,
-// never ignored.
+// never ignored. (A traffic hook's pauses it does; the malformed frames a
+// hook asks for it refuses when asked, in simulateDemo: which elapsed
+// times ask for them is the hook's to say.)
 func simUnsupported(cfg *DemoConfig) error {
 	var no []string
 	if cfg.RestartAt > 0 {
 		no = append(no, "a restart (RestartAt)")
-	}
-	if cfg.Traffic != nil {
-		no = append(no, "a traffic hook (pauses, malformed frames)")
 	}
 	if cfg.Queues > 1 {
 		no = append(no, fmt.Sprintf("%d queues (their steering runs on goroutines of its own)", cfg.Queues))
@@ -107,11 +108,26 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 	origin := clk.Clock()
 	end := origin + uint64(cfg.Duration)
 	nextCtl := origin + uint64(simControlEvery)
+	// paused is how long the traffic hook has paused the generator: the
+	// rate schedule skips it, as live (no backlog burst after a pause).
+	var paused time.Duration
+	var hookErr error
 	tick := func() {
 		now := clk.Clock()
-		if now < end {
+		pause := false
+		if now < end && cfg.Traffic != nil {
+			var bad bool
+			pause, bad = cfg.Traffic(time.Duration(now - origin))
+			if bad && hookErr == nil {
+				hookErr = errors.New("demo: on simulated time: not supported: malformed frames (a traffic hook asked for them)")
+			}
+			if pause {
+				paused += simTick
+			}
+		}
+		if now < end && !pause {
 			// The rate schedule, as live: frame n is due at n/Rate.
-			elapsed := time.Duration(now - origin)
+			elapsed := time.Duration(now-origin) - paused
 			due := uint64(cfg.Rate*elapsed.Seconds()) + 1
 			w.linkLocal(elapsed)
 			for sent := w.generated(); sent < due; {
@@ -137,6 +153,9 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 	}
 	for clk.Clock() < end {
 		tick()
+		if hookErr != nil {
+			return nil, nil, hookErr
+		}
 	}
 	// Let the segment drain, then stop both appliances gracefully.
 	for deadline := clk.Clock() + uint64(2*time.Second); clk.Clock() < deadline && !w.drained(); {

@@ -86,8 +86,8 @@ func TestSimDemoIdentical(t *testing.T) {
 func TestSimDemoRefuses(t *testing.T) {
 	for name, edit := range map[string]func(*appliance.DemoConfig){
 		"restart": func(c *appliance.DemoConfig) { c.RestartAt = 100 * time.Millisecond },
-		"traffic": func(c *appliance.DemoConfig) {
-			c.Traffic = func(time.Duration) (bool, bool) { return false, false }
+		"malformed frames": func(c *appliance.DemoConfig) {
+			c.Traffic = func(e time.Duration) (bool, bool) { return false, e > 100*time.Millisecond }
 		},
 		"queues": func(c *appliance.DemoConfig) { c.Queues = 2 },
 		"rate 0": func(c *appliance.DemoConfig) { c.Rate = 0 },

@@ -23,9 +23,10 @@ import (
 // segment's exact loss (the demo's truth), and such lines exist among
 // those invalid for their delay; every line that says delay_valid has the
 // true mean within its bound, as a valid one does (at the confidence),
-// and such lines exist among those invalid for their loss.
+// and such lines exist among those invalid for their loss. On simulated
+// time, so the lines are the scenario's, not the host's load's.
 func TestLossValidDelayValid(t *testing.T) {
-	skipSlowedByRace(t)
+	skipSimSlowUnderRace(t)
 	t.Run("max-delay below the tail", func(t *testing.T) {
 		b := synopsis.DefaultCompactBounds()
 		b.MinDelayNs, b.MaxDelayNs = -10_000_000, 150_000
@@ -55,7 +56,7 @@ func verdictDemo(t *testing.T, bounds synopsis.CompactBounds, dup float64) (dela
 	var lines []report.Interval
 	_, err := appliance.RunDemo(appliance.DemoConfig{
 		Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ReorderProb: 0.02, DupProb: dup,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2, Bounds: bounds,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2, Bounds: bounds, SimulatedTime: true,
 		Reports: func(r *report.Interval) {
 			mu.Lock()
 			lines = append(lines, *r)
