@@ -111,8 +111,9 @@ type DemoConfig struct {
 	// goroutine moves a simulated clock and drives the generator, the
 	// links, every lane and both control sides, so a seed and the flags
 	// decide every report byte for byte, whatever the host's load.
-	// RestartAt, Taps, Traffic, Queues > 1 and Rate 0 are refused
-	// with it.
+	// RestartAt, Taps, Queues > 1 and Rate 0 are refused with it; a
+	// Traffic hook's pauses run, the malformed frames it asks for are
+	// refused when asked.
 	SimulatedTime bool
 }
 
