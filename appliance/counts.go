@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/ldafwd/ldafwd/control"
@@ -43,23 +42,9 @@ import (
 // counts alone are not trusted.
 const orderMemory = 64
 
-// orderChecksNeeded is how many intervals in a row, since the start or
-// the last sign of disorder, the crossing checks must have found in order
-// before counts alone vouch for a loss at confidence conf. A packet that
-// crossed an End marker into an interval with a loss of its own leaves
-// the counts as they would be without it, so the counts vouch only for a
-// segment that keeps order: N intervals seen in order exclude, at
-// confidence conf, that the segment lets a packet cross in more than a
-// share 1 − conf of its intervals when conf^N ≤ 1 − conf (194 at 0.98,
-// 3¼ minutes of 1 s intervals; 8 at 0.8). Fewer checks would trust a
-// segment that reorders across an End marker in one interval in twenty
-// after a handful of lucky ones.
-func orderChecksNeeded(conf float64) int {
-	if !(conf > 0 && conf < 1) {
-		return 1
-	}
-	return max(1, int(math.Ceil(math.Log(1-conf)/math.Log(conf)-1e-9)))
-}
+// minOrderChecks is how many intervals the crossing checks must have found
+// in order before counts alone are trusted.
+const minOrderChecks = 1
 
 // countsUsable says whether rc is exactly one interval's copy whose class
 // counts can stand against one interval's End markers.
@@ -142,8 +127,8 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 	switch {
 	case c.disorderSeen && (c.lastDisorder >= h.k || h.k-c.lastDisorder < orderMemory):
 		add(report.Crossing, "the segment reordered, duplicated or remarked packets within the last %d intervals (last in interval %d): packets that crossed this interval's End markers could hide behind losses", orderMemory, c.lastDisorder)
-	case c.orderChecks < orderChecksNeeded(c.a.cfg.Conf):
-		add(report.Crossing, "too few intervals in a row have been found in order since the start or the last sign of disorder (%d of the %d the confidence needs): packets that crossed this interval's End markers could hide behind losses", c.orderChecks, orderChecksNeeded(c.a.cfg.Conf))
+	case c.orderChecks < minOrderChecks:
+		add(report.Crossing, "too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", c.orderChecks, minOrderChecks)
 	}
 	if rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]; rx > 0 {
 		add(report.ReceiverDrops, "the receiving appliance's segment port dropped %d frames around this interval (its receive ring was full: the worker fell behind); they would count as the segment's loss", rx)
@@ -227,7 +212,6 @@ func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
 	switch {
 	case disorder:
 		c.disorderSeen, c.lastDisorder = true, max(c.lastDisorder, h.k)
-		c.orderChecks = 0 // in a row: the order is judged since the last disorder
 	case inOrder:
 		c.orderChecks++
 	}

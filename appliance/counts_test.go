@@ -3,7 +3,6 @@ package appliance_test
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
@@ -18,11 +17,10 @@ import (
 // every LDA fragment (and parity fragment) of two intervals (a partial
 // bundle each) and every fragment of a third, as a congested queue does,
 // and 2 % of the data; with dropReplies it loses the LDA parts fetched on
-// demand too (their replies). The losses hit intervals base, base+1 and
-// base+3 of the run. It returns the lines, what was lost and the
-// intervals it hit.
-func synopsesLost(t *testing.T, dropReplies bool, base uint64) ([]report.Interval, map[uint64]string, *faultPort) {
-	lose := map[uint64]string{base: "lda", base + 1: "lda", base + 3: "all"}
+// demand too (their replies). It returns the lines, what was lost and
+// the intervals it hit.
+func synopsesLost(t *testing.T, dropReplies bool) ([]report.Interval, map[uint64]string, *faultPort) {
+	lose := map[uint64]string{4: "lda", 5: "lda", 7: "all"}
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
 		if dropReplies && lose[f.Interval-first] != "" && f.Type == control.TypeReply && f.Kind == control.KindLDA {
 			return drop
@@ -46,7 +44,7 @@ func synopsesLost(t *testing.T, dropReplies bool, base uint64) ([]report.Interva
 		t.Fatal(err)
 	}
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
-		Duration: time.Duration(base+7) * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
+		Duration: 11 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
 		DSCP: []uint8{0, 16}, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, ControlCopies: 1, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
@@ -59,17 +57,13 @@ func synopsesLost(t *testing.T, dropReplies bool, base uint64) ([]report.Interva
 
 // TestCountsWhenSynopsesLost: every LDA fragment of two intervals and
 // every fragment of a third are lost, and so is every reply that would
-// bring their LDA parts on demand — after the 194 intervals in order that
-// counts need at the default confidence of 0.98 (orderChecksNeeded).
-// Those intervals' End markers arrive with their per-class counts: each
-// class's line has no delay (synopsis_lost) but its sent, received and
-// lost, exact against the stage's truth (loss_valid), and the other
-// intervals are measured as before.
+// bring their LDA parts on demand. Those intervals' End markers arrive
+// with their per-class counts: each class's line has no delay
+// (synopsis_lost) but its sent, received and lost, exact against the
+// stage's truth (loss_valid), and the other intervals are measured as
+// before.
 func TestCountsWhenSynopsesLost(t *testing.T) {
-	if raceEnabled {
-		t.Skip("200 simulated intervals: slow under -race, and on one goroutine it has no race to find")
-	}
-	lines, lose, fp := synopsesLost(t, true, 200)
+	lines, lose, fp := synopsesLost(t, true)
 	counted := map[string]int{}
 	for _, r := range lines {
 		if r.Synopsis != "lda" || r.Flow != "" {
@@ -124,7 +118,7 @@ func fmtU(v uint64) string {
 // intervals has its delay again (lda_fetch complete), held to the truth
 // like any other line, and so valid as often as the intervals around.
 func TestLDAPartFetchedWhenLost(t *testing.T) {
-	lines, _, fp := synopsesLost(t, false, 4)
+	lines, _, fp := synopsesLost(t, false)
 	fetched := 0
 	for _, r := range lines {
 		if r.Synopsis != "lda" || r.Flow != "" {
