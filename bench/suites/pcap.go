@@ -1,0 +1,273 @@
+package suites
+
+// forward-dpdk-pcap: `ldafwd run` itself — the product's command, its
+// defaults and its control goroutine — forwarding realistic traffic
+// against dpdk-testpmd on the same vdevs and core.
+//
+// Port a is DPDK's net_pcap replaying a capture this suite writes at run
+// time (mix.go: IMIX sizes, IPv4/IPv6 × TCP/UDP flows, some tagged) in a
+// loop (infinite_rx=1: the PMD loads the whole capture into mbufs of the
+// port's pool and copies each frame into a fresh mbuf as it receives it);
+// port b is net_null with no-rx=1, which frees what it is given and
+// receives nothing, so the traffic is the capture's alone, a → b. (The
+// pcap PMD drops what is sent to port a, which has no tx_pcap.)
+//
+// Every round runs, one after the other: dpdk-testpmd
+// --forward-mode=macswap (the baseline), `ldafwd run --forward-only`,
+// `ldafwd run --synopsis lda` and `ldafwd run` with the default synopses
+// (all), each a child process with its forwarding worker pinned to the
+// same core (--cores, testpmd's forwarding lcore). ldafwd's rate is taken
+// from its own port records (--stats-interval) between the first one
+// after a warm-up and the last before it stops, so start-up and shutdown
+// are not counted; its CPU time per frame from /proc over the same span:
+// the busiest thread (the pinned worker, which spins) for the headline,
+// like testpmd's rte-worker thread, and all of the process's threads
+// (control, reports, Go runtime) in extra.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ldafwd/ldafwd/bench"
+	"github.com/ldafwd/ldafwd/dpdk"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+func init() { register("forward-dpdk-pcap", benchForwardDPDKPcap) }
+
+// pcapCase is one `ldafwd run` configuration of the suite.
+type pcapCase struct {
+	name string
+	args []string
+}
+
+// pcapCases are measured in this order every round, after testpmd.
+var pcapCases = []pcapCase{
+	{"run-pcap-forward-only", []string{"--forward-only"}},
+	{"run-pcap-lda", []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
+	{"run-pcap-all", []string{"--segment-port", "b", "--insecure"}},
+}
+
+// pcapWarmup is how long a child runs before its rate is counted.
+const pcapWarmup = 750 * time.Millisecond
+
+func benchForwardDPDKPcap(o *Options, emit func(report.Bench)) error {
+	if !dpdk.Built {
+		return fmt.Errorf("this ldafwd was built without DPDK (make build adds -tags dpdk when libdpdk-dev is installed): %w", dpdk.ErrNotBuilt)
+	}
+	mainCore, fwd, err := nicCores()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "ldafwd-bench-pcap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	frames, st, err := genMix(defaultMix)
+	if err != nil {
+		return err
+	}
+	capture := filepath.Join(dir, "mix.pcap")
+	if err := writePcap(capture, frames); err != nil {
+		return err
+	}
+	vdevA := "net_pcap0,rx_pcap=" + capture + ",infinite_rx=1"
+	vdevB := "net_null0,no-rx=1"
+	per := nicRunTime(o)
+	var pmd nicSamples
+	ours := make([]nicSamples, len(pcapCases))
+	procNs := make([][]float64, len(pcapCases))
+	fast := make([][]float64, len(pcapCases))
+	for r := 0; r < o.Rounds; r++ {
+		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
+			Vdevs: []string{vdevA, vdevB}, MainCore: mainCore, FwdCore: fwd,
+			ForwardMode: "macswap", Duration: per})
+		if err != nil {
+			return fmt.Errorf("testpmd-macswap-pcap: %w", err)
+		}
+		cpuM := 0.0
+		if res.CPUNsPerPkt > 0 {
+			cpuM = 1e3 / res.CPUNsPerPkt
+		}
+		pmd.add(res.Mpps, cpuM)
+		for i, c := range pcapCases {
+			args := append([]string{"run", "--port-a", "dpdk:" + vdevA, "--port-b", "dpdk:" + vdevB,
+				"--cores", strconv.Itoa(fwd)}, c.args...)
+			run, err := runChild(exe, args, per)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			ours[i].add(run.wallMpps(), run.cpuMpps())
+			if run.frames > 0 {
+				procNs[i] = append(procNs[i], float64(run.procCPU.Nanoseconds())/float64(run.frames))
+				if run.sentRecorded > 0 {
+					fast[i] = append(fast[i], float64(run.fastBursts))
+				}
+			}
+		}
+	}
+	capExtra := map[string]any{
+		"frames": st.Frames, "flows": st.Flows, "ipv6_frames": st.IPv6, "udp_frames": st.UDP,
+		"vlan_frames": st.VLANFrames, "vlan_flows": st.VLANFlows,
+		"imix_small_medium_large": []int{st.Small, st.Medium, st.Large},
+		"mean_wire_bytes":         st.MeanWire(), // FCS, preamble and gap included
+		"core":                    fwd, "hugepages": hugeInUse(),
+		"port_a": "net_pcap,infinite_rx=1", "port_b": "net_null,no-rx=1",
+	}
+	emitNIC(emit, "testpmd-macswap-pcap", &pmd, nil, "", true, capExtra)
+	for i, c := range pcapCases {
+		extra := map[string]any{"args": strings.Join(c.args, " "), "core": fwd,
+			"process_cpu_ns_per_pkt": median(procNs[i])}
+		if len(fast[i]) > 0 {
+			extra["sender_fast_bursts"] = median(fast[i])
+		}
+		emitNIC(emit, c.name, &ours[i], &pmd, "testpmd-macswap-pcap", true, extra)
+	}
+	return nil
+}
+
+// childRun is what one `ldafwd run` child forwarded over its counted span.
+type childRun struct {
+	frames       uint64        // transmitted on both ports
+	wall         time.Duration // between the port records that bound the span
+	workerCPU    time.Duration // the busiest thread's CPU time over the span
+	procCPU      time.Duration // every thread's
+	fastBursts   uint64        // sender_fast_bursts of the final log record
+	sentRecorded uint64
+}
+
+func (r childRun) wallMpps() float64 { return float64(r.frames) / r.wall.Seconds() / 1e6 }
+
+func (r childRun) cpuMpps() float64 {
+	if r.workerCPU <= 0 {
+		return 0
+	}
+	return float64(r.frames) / r.workerCPU.Seconds() / 1e6
+}
+
+// portSample is one tick of a child's port records with its threads' CPU
+// times read as the tick's last record arrived.
+type portSample struct {
+	elapsed time.Duration
+	tx      uint64
+	cpu     map[string]time.Duration // by thread id
+}
+
+// runChild runs `exe args` (an `ldafwd run`) for pcapWarmup + d with
+// port records every 100 ms and measures the span between the first
+// record after the warm-up and the last one before the end.
+func runChild(exe string, args []string, d time.Duration) (childRun, error) {
+	var r childRun
+	const tick = 100 * time.Millisecond
+	args = append(args, "--duration", (pcapWarmup + d + tick).String(),
+		"--stats-interval", tick.String(), "--format", "json")
+	cmd := exec.Command(exe, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return r, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	pid := cmd.Process.Pid
+	var samples []portSample
+	var pending *portSample // port a's record of this tick; b's completes it
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<16), 1<<22)
+	for sc.Scan() {
+		var p report.Port
+		if !strings.Contains(sc.Text(), `"type":"port"`) || json.Unmarshal(sc.Bytes(), &p) != nil || p.Final {
+			continue
+		}
+		el := time.Duration(p.ElapsedS * float64(time.Second))
+		if pending == nil || pending.elapsed != el {
+			pending = &portSample{elapsed: el}
+		}
+		pending.tx += p.TxPackets
+		if p.Port == "b" {
+			pending.cpu = threadCPUs(pid)
+			if el >= pcapWarmup {
+				samples = append(samples, *pending)
+			}
+			pending = nil
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return r, fmt.Errorf("%v: %s", err, tail(stderr.String(), 800))
+	}
+	if len(samples) < 2 {
+		return r, fmt.Errorf("%d port records after the warm-up: %s", len(samples), tail(stderr.String(), 800))
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	r.frames, r.wall = last.tx-first.tx, last.elapsed-first.elapsed
+	for tid, c := range last.cpu {
+		dc := c - first.cpu[tid]
+		r.procCPU += dc
+		r.workerCPU = max(r.workerCPU, dc)
+	}
+	if r.frames == 0 || r.wall <= 0 {
+		return r, errors.New("forwarded nothing")
+	}
+	// The final log record's fast-path counters (measuring runs only).
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if !strings.Contains(l, `"appliance stopped"`) {
+			continue
+		}
+		var m struct {
+			Fast uint64 `json:"sender_fast_bursts"`
+			Sent uint64 `json:"sent_recorded"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil {
+			r.fastBursts, r.sentRecorded = m.Fast, m.Sent
+		}
+	}
+	return r, nil
+}
+
+// threadCPUs is every thread's user+system CPU time of process pid, from
+// /proc (10 ms resolution), by thread id.
+func threadCPUs(pid int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, t := range tasks {
+		stat, err := os.ReadFile(t + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		st, _ := strconv.ParseUint(f[12], 10, 64)
+		out[filepath.Base(t)] = time.Duration(ut+st) * (time.Second / 100)
+	}
+	return out
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
