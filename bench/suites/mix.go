@@ -23,6 +23,7 @@ type mixConfig struct {
 	IPv6Share float64 // share of the flows that are IPv6
 	UDPShare  float64 // share of the flows that are UDP (the rest TCP)
 	VLANShare float64 // share of the flows whose frames carry an 802.1Q tag
+	MinLen    int     // captured frames are at least this long (0: only their headers bound them)
 	Seed      int64
 }
 
@@ -149,7 +150,7 @@ func genMix(c mixConfig) ([][]byte, mixStats, error) {
 		if f.vlan != 0 {
 			hdr += 4
 		}
-		size := max(imixWire[class].size-4, hdr)
+		size := max(imixWire[class].size-4, hdr, c.MinLen)
 		// A distinct payload per frame: the packet identities differ.
 		pl := payload[:size-hdr]
 		for k := range pl {

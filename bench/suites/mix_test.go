@@ -137,3 +137,23 @@ func TestGenMix(t *testing.T) {
 		t.Errorf("mean wire size %.1f B, want about IMIX's 362 + 20", m)
 	}
 }
+
+// TestFastPathMix checks the second capture: the same flows, no tag, no
+// frame shorter than the measuring fast path takes.
+func TestFastPathMix(t *testing.T) {
+	frames, st, err := genMix(fastPathMix(defaultMix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.VLANFrames != 0 || st.VLANFlows != 0 || st.Flows != defaultMix.Flows || len(frames) != defaultMix.Frames {
+		t.Fatalf("stats %+v", st)
+	}
+	for i, f := range frames {
+		if len(f) < 86 {
+			t.Fatalf("frame %d is %d bytes", i, len(f))
+		}
+		if et := uint16(f[12])<<8 | uint16(f[13]); et != 0x0800 && et != 0x86DD {
+			t.Fatalf("frame %d: EtherType %#x", i, et)
+		}
+	}
+}

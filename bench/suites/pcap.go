@@ -15,8 +15,10 @@ package suites
 // Every round runs, one after the other: dpdk-testpmd
 // --forward-mode=macswap (the baseline), `ldafwd run --forward-only`,
 // `ldafwd run --synopsis lda` and `ldafwd run` with the default synopses
-// (all), each a child process with its forwarding worker pinned to the
-// same core (--cores, testpmd's forwarding lcore). ldafwd's rate is taken
+// (all) as the sender, the last two again as the receiver, then testpmd
+// and `--synopsis lda` on the capture the fast path takes (pcapCases), each a
+// child process with its forwarding worker pinned to the same core
+// (--cores, testpmd's forwarding lcore). ldafwd's rate is taken
 // from its own port records (--stats-interval) between the first one
 // after a warm-up and the last before it stops, so start-up and shutdown
 // are not counted; its CPU time per frame from /proc over the same span:
@@ -45,17 +47,45 @@ import (
 
 func init() { register("forward-dpdk-pcap", benchForwardDPDKPcap) }
 
-// pcapCase is one `ldafwd run` configuration of the suite.
+// pcapCase is one `ldafwd run` configuration of the suite, on one of
+// the two captures (pcapCaptures).
 type pcapCase struct {
-	name string
-	args []string
+	name    string
+	capture int
+	args    []string
 }
 
-// pcapCases are measured in this order every round, after testpmd.
+// pcapCaptures are the replayed captures: the mix, and the same flows
+// untagged with no frame shorter than 86 bytes (90 on the wire), the
+// frames a sender lane recording the LDA alone can measure on its fast
+// path: the fast path hands back every burst that holds a tagged frame or
+// one shorter than that (docs/dpdk.md), and in the mix nearly every burst
+// of 32 holds both. Each capture has its own testpmd baseline in every
+// round.
+var pcapCaptures = []struct {
+	baseline string
+	mix      mixConfig
+}{
+	{"testpmd-macswap-pcap", defaultMix},
+	{"testpmd-macswap-pcap-fastpath", fastPathMix(defaultMix)},
+}
+
+// fastPathMix is c without tags and with its smallest frames raised to
+// the fast path's 86 bytes (dpdk/measure.h, LDAF_MIN_FAST_LEN).
+func fastPathMix(c mixConfig) mixConfig { c.VLANShare, c.MinLen = 0, 86; return c }
+
+// pcapCases are measured in this order every round, each capture's after
+// its testpmd baseline. With --segment-port b the a → b lanes are sender
+// lanes (recording before the segment), with a receiver lanes (recording
+// what the segment delivered; no peer runs, so no interval pairs and the
+// control goroutine only ships this end's own End markers).
 var pcapCases = []pcapCase{
-	{"run-pcap-forward-only", []string{"--forward-only"}},
-	{"run-pcap-lda", []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
-	{"run-pcap-all", []string{"--segment-port", "b", "--insecure"}},
+	{"run-pcap-forward-only", 0, []string{"--forward-only"}},
+	{"run-pcap-lda", 0, []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
+	{"run-pcap-all", 0, []string{"--segment-port", "b", "--insecure"}},
+	{"run-pcap-lda-rx", 0, []string{"--segment-port", "a", "--insecure", "--synopsis", "lda"}},
+	{"run-pcap-all-rx", 0, []string{"--segment-port", "a", "--insecure"}},
+	{"run-pcap-lda-fastpath", 1, []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
 }
 
 // pcapWarmup is how long a child runs before its rate is counted.
@@ -78,77 +108,91 @@ func benchForwardDPDKPcap(o *Options, emit func(report.Bench)) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	frames, st, err := genMix(defaultMix)
-	if err != nil {
-		return err
+	vdevA := make([]string, len(pcapCaptures))
+	stats := make([]mixStats, len(pcapCaptures))
+	for i, c := range pcapCaptures {
+		frames, st, err := genMix(c.mix)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("mix%d.pcap", i))
+		if err := writePcap(path, frames); err != nil {
+			return err
+		}
+		vdevA[i], stats[i] = "net_pcap0,rx_pcap="+path+",infinite_rx=1", st
 	}
-	capture := filepath.Join(dir, "mix.pcap")
-	if err := writePcap(capture, frames); err != nil {
-		return err
-	}
-	vdevA := "net_pcap0,rx_pcap=" + capture + ",infinite_rx=1"
-	vdevB := "net_null0,no-rx=1"
+	const vdevB = "net_null0,no-rx=1"
 	per := nicRunTime(o)
-	var pmd nicSamples
+	pmd := make([]nicSamples, len(pcapCaptures))
 	ours := make([]nicSamples, len(pcapCases))
 	procNs := make([][]float64, len(pcapCases))
-	fast := make([][]float64, len(pcapCases))
+	fastShare := make([][]float64, len(pcapCases))
+	recShare := make([][]float64, len(pcapCases))
 	for r := 0; r < o.Rounds; r++ {
-		res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
-			Vdevs: []string{vdevA, vdevB}, MainCore: mainCore, FwdCore: fwd,
-			ForwardMode: "macswap", Duration: per})
-		if err != nil {
-			return fmt.Errorf("testpmd-macswap-pcap: %w", err)
-		}
-		cpuM := 0.0
-		if res.CPUNsPerPkt > 0 {
-			cpuM = 1e3 / res.CPUNsPerPkt
-		}
-		pmd.add(res.Mpps, cpuM)
-		for i, c := range pcapCases {
-			args := append([]string{"run", "--port-a", "dpdk:" + vdevA, "--port-b", "dpdk:" + vdevB,
-				"--cores", strconv.Itoa(fwd)}, c.args...)
-			run, err := runChild(exe, args, per)
+		for ci, capt := range pcapCaptures {
+			res, err := bench.RunTestpmd(context.Background(), bench.TestpmdConfig{
+				Vdevs: []string{vdevA[ci], vdevB}, MainCore: mainCore, FwdCore: fwd,
+				ForwardMode: "macswap", Duration: per})
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+				return fmt.Errorf("%s: %w", capt.baseline, err)
 			}
-			ours[i].add(run.wallMpps(), run.cpuMpps())
-			if run.frames > 0 {
+			cpuM := 0.0
+			if res.CPUNsPerPkt > 0 {
+				cpuM = 1e3 / res.CPUNsPerPkt
+			}
+			pmd[ci].add(res.Mpps, cpuM)
+			for i, c := range pcapCases {
+				if c.capture != ci {
+					continue
+				}
+				args := append([]string{"run", "--port-a", "dpdk:" + vdevA[ci], "--port-b", "dpdk:" + vdevB,
+					"--cores", strconv.Itoa(fwd)}, c.args...)
+				run, err := runChild(exe, args, per)
+				if err != nil {
+					return fmt.Errorf("%s: %w", c.name, err)
+				}
+				ours[i].add(run.wallMpps(), run.cpuMpps())
 				procNs[i] = append(procNs[i], float64(run.procCPU.Nanoseconds())/float64(run.frames))
-				if run.sentRecorded > 0 {
-					fast[i] = append(fast[i], float64(run.fastBursts))
+				if run.finalTx > 0 && run.recorded > 0 {
+					recShare[i] = append(recShare[i], float64(run.recorded)/float64(run.finalTx))
+					fastShare[i] = append(fastShare[i], min(1, float64(run.fastBursts)*32/float64(run.finalTx)))
 				}
 			}
 		}
 	}
-	capExtra := map[string]any{
-		"frames": st.Frames, "flows": st.Flows, "ipv6_frames": st.IPv6, "udp_frames": st.UDP,
-		"vlan_frames": st.VLANFrames, "vlan_flows": st.VLANFlows,
-		"imix_small_medium_large": []int{st.Small, st.Medium, st.Large},
-		"mean_wire_bytes":         st.MeanWire(), // FCS, preamble and gap included
-		"core":                    fwd, "hugepages": hugeInUse(),
-		"port_a": "net_pcap,infinite_rx=1", "port_b": "net_null,no-rx=1",
+	for ci, capt := range pcapCaptures {
+		st := stats[ci]
+		emitNIC(emit, capt.baseline, &pmd[ci], nil, "", true, map[string]any{
+			"frames": st.Frames, "flows": st.Flows, "ipv6_frames": st.IPv6, "udp_frames": st.UDP,
+			"vlan_frames": st.VLANFrames, "vlan_flows": st.VLANFlows,
+			"imix_small_medium_large": []int{st.Small, st.Medium, st.Large},
+			"mean_wire_bytes":         st.MeanWire(), // FCS, preamble and gap included
+			"core":                    fwd, "hugepages": hugeInUse(),
+			"port_a": "net_pcap,infinite_rx=1", "port_b": "net_null,no-rx=1"})
 	}
-	emitNIC(emit, "testpmd-macswap-pcap", &pmd, nil, "", true, capExtra)
 	for i, c := range pcapCases {
 		extra := map[string]any{"args": strings.Join(c.args, " "), "core": fwd,
 			"process_cpu_ns_per_pkt": median(procNs[i])}
-		if len(fast[i]) > 0 {
-			extra["sender_fast_bursts"] = median(fast[i])
+		if len(recShare[i]) > 0 {
+			extra["recorded_share"] = median(recShare[i])
+			// Full bursts of 32 assumed: an estimate of the frames the
+			// measuring fast path took.
+			extra["fast_path_share"] = median(fastShare[i])
 		}
-		emitNIC(emit, c.name, &ours[i], &pmd, "testpmd-macswap-pcap", true, extra)
+		emitNIC(emit, c.name, &ours[i], &pmd[c.capture], pcapCaptures[c.capture].baseline, true, extra)
 	}
 	return nil
 }
 
 // childRun is what one `ldafwd run` child forwarded over its counted span.
 type childRun struct {
-	frames       uint64        // transmitted on both ports
-	wall         time.Duration // between the port records that bound the span
-	workerCPU    time.Duration // the busiest thread's CPU time over the span
-	procCPU      time.Duration // every thread's
-	fastBursts   uint64        // sender_fast_bursts of the final log record
-	sentRecorded uint64
+	frames     uint64        // transmitted on both ports
+	wall       time.Duration // between the port records that bound the span
+	workerCPU  time.Duration // the busiest thread's CPU time over the span
+	procCPU    time.Duration // every thread's
+	fastBursts uint64        // sender_fast_bursts of the final log record
+	recorded   uint64        // sent_recorded + received_recorded of the same record
+	finalTx    uint64        // transmitted on both ports over the whole run (final port records)
 }
 
 func (r childRun) wallMpps() float64 { return float64(r.frames) / r.wall.Seconds() / 1e6 }
@@ -193,7 +237,11 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 	sc.Buffer(make([]byte, 1<<16), 1<<22)
 	for sc.Scan() {
 		var p report.Port
-		if !strings.Contains(sc.Text(), `"type":"port"`) || json.Unmarshal(sc.Bytes(), &p) != nil || p.Final {
+		if !strings.Contains(sc.Text(), `"type":"port"`) || json.Unmarshal(sc.Bytes(), &p) != nil {
+			continue
+		}
+		if p.Final {
+			r.finalTx += p.TxPackets
 			continue
 		}
 		el := time.Duration(p.ElapsedS * float64(time.Second))
@@ -234,9 +282,10 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 		var m struct {
 			Fast uint64 `json:"sender_fast_bursts"`
 			Sent uint64 `json:"sent_recorded"`
+			Recv uint64 `json:"received_recorded"`
 		}
 		if json.Unmarshal([]byte(l), &m) == nil {
-			r.fastBursts, r.sentRecorded = m.Fast, m.Sent
+			r.fastBursts, r.recorded = m.Fast, m.Sent+m.Recv
 		}
 	}
 	return r, nil
