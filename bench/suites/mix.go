@@ -24,6 +24,7 @@ type mixConfig struct {
 	UDPShare  float64 // share of the flows that are UDP (the rest TCP)
 	VLANShare float64 // share of the flows whose frames carry an 802.1Q tag
 	MinLen    int     // captured frames are at least this long (0: only their headers bound them)
+	Small     bool    // every frame of IMIX's smallest class (64 bytes on the wire, or its headers)
 	Seed      int64
 }
 
@@ -136,7 +137,7 @@ func genMix(c mixConfig) ([][]byte, mixStats, error) {
 	for n, fi := range order {
 		f := &flows[fi]
 		class, r := 0, rng.Intn(weights)
-		for r >= imixWire[class].weight {
+		for !c.Small && r >= imixWire[class].weight {
 			r -= imixWire[class].weight
 			class++
 		}

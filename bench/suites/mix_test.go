@@ -157,3 +157,20 @@ func TestFastPathMix(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallMix checks the 64-byte capture: every frame 60 bytes captured
+// (64 on the wire) or as short as its headers allow.
+func TestSmallMix(t *testing.T) {
+	frames, st, err := genMix(smallMix(defaultMix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Small != st.Frames || st.Flows != defaultMix.Flows {
+		t.Fatalf("stats %+v", st)
+	}
+	for i, f := range frames {
+		if len(f) != 60 && len(f) > 78 {
+			t.Fatalf("frame %d is %d bytes", i, len(f))
+		}
+	}
+}

@@ -15,8 +15,9 @@ package suites
 // Every round runs, one after the other: dpdk-testpmd
 // --forward-mode=macswap (the baseline), `ldafwd run --forward-only`,
 // `ldafwd run --synopsis lda` and `ldafwd run` with the default synopses
-// (all) as the sender, the last two again as the receiver, then testpmd
-// and `--synopsis lda` on the capture the fast path takes (pcapCases), each a
+// (all) as the sender, the last two again as the receiver; testpmd and
+// the three sender configurations on the 64-byte capture; testpmd and
+// `--synopsis lda` on the capture the fast path takes (pcapCases), each a
 // child process with its forwarding worker pinned to the same core
 // (--cores, testpmd's forwarding lcore). ldafwd's rate is taken
 // from its own port records (--stats-interval) between the first one
@@ -55,7 +56,9 @@ type pcapCase struct {
 	args    []string
 }
 
-// pcapCaptures are the replayed captures: the mix, and the same flows
+// pcapCaptures are the replayed captures: the mix; the same flows with
+// every frame 64 bytes on the wire (60 captured; IPv6 and tagged frames
+// as short as their headers allow, up to 78); and the same flows
 // untagged with no frame shorter than 86 bytes (90 on the wire), the
 // frames a sender lane recording the LDA alone can measure on its fast
 // path: the fast path hands back every burst that holds a tagged frame or
@@ -67,8 +70,12 @@ var pcapCaptures = []struct {
 	mix      mixConfig
 }{
 	{"testpmd-macswap-pcap", defaultMix},
+	{"testpmd-macswap-pcap64", smallMix(defaultMix)},
 	{"testpmd-macswap-pcap-fastpath", fastPathMix(defaultMix)},
 }
+
+// smallMix is c with every frame of IMIX's smallest class.
+func smallMix(c mixConfig) mixConfig { c.Small = true; return c }
 
 // fastPathMix is c without tags and with its smallest frames raised to
 // the fast path's 86 bytes (dpdk/measure.h, LDAF_MIN_FAST_LEN).
@@ -85,7 +92,10 @@ var pcapCases = []pcapCase{
 	{"run-pcap-all", 0, []string{"--segment-port", "b", "--insecure"}},
 	{"run-pcap-lda-rx", 0, []string{"--segment-port", "a", "--insecure", "--synopsis", "lda"}},
 	{"run-pcap-all-rx", 0, []string{"--segment-port", "a", "--insecure"}},
-	{"run-pcap-lda-fastpath", 1, []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
+	{"run-pcap64-forward-only", 1, []string{"--forward-only"}},
+	{"run-pcap64-lda", 1, []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
+	{"run-pcap64-all", 1, []string{"--segment-port", "b", "--insecure"}},
+	{"run-pcap-lda-fastpath", 2, []string{"--segment-port", "b", "--insecure", "--synopsis", "lda"}},
 }
 
 // pcapWarmup is how long a child runs before its rate is counted.
