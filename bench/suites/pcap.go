@@ -189,7 +189,21 @@ func benchForwardDPDKPcap(o *Options, emit func(report.Bench)) error {
 			// measuring fast path took.
 			extra["fast_path_share"] = median(fastShare[i])
 		}
-		emitNIC(emit, c.name, &ours[i], &pmd[c.capture], pcapCaptures[c.capture].baseline, true, extra)
+		// Each round's ratio to the same round's testpmd (ratio is the
+		// medians' ratio, as in the other suites).
+		var rr, wr []float64
+		base := &pmd[c.capture]
+		for r := range ours[i].cpu {
+			if r < len(base.cpu) && base.cpu[r] > 0 {
+				rr = append(rr, ours[i].cpu[r]/base.cpu[r])
+			}
+			if r < len(base.wall) && base.wall[r] > 0 {
+				wr = append(wr, ours[i].wall[r]/base.wall[r])
+			}
+		}
+		extra["round_ratios"], extra["median_round_ratio"] = rr, median(rr)
+		extra["wall_round_ratios"], extra["median_wall_round_ratio"] = wr, median(wr)
+		emitNIC(emit, c.name, &ours[i], base, pcapCaptures[c.capture].baseline, true, extra)
 	}
 	return nil
 }
