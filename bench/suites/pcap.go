@@ -49,7 +49,7 @@ import (
 func init() { register("forward-dpdk-pcap", benchForwardDPDKPcap) }
 
 // pcapCase is one `ldafwd run` configuration of the suite, on one of
-// the two captures (pcapCaptures).
+// the captures (pcapCaptures).
 type pcapCase struct {
 	name    string
 	capture int
@@ -62,8 +62,8 @@ type pcapCase struct {
 // untagged with no frame shorter than 86 bytes (90 on the wire), the
 // frames a sender lane recording the LDA alone can measure on its fast
 // path: the fast path hands back every burst that holds a tagged frame or
-// one shorter than that (docs/dpdk.md), and in the mix nearly every burst
-// of 32 holds both. Each capture has its own testpmd baseline in every
+// one shorter than that (docs/dpdk.md), and in the mix every burst of
+// 32 holds a short frame. Each capture has its own testpmd baseline in every
 // round.
 var pcapCaptures = []struct {
 	baseline string
