@@ -13,7 +13,7 @@ PKGS     := ./...
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
-.PHONY: all build build-afxdp install deb deploy-check deps test test-short race fuzz bench accuracy audit demo lint clean pgo
+.PHONY: all build build-afxdp install deb deploy-check deps test test-short race fuzz bench bench-pcap accuracy audit demo lint clean pgo
 
 # make install: the binary, the systemd unit (its ExecStart under PREFIX),
 # an example config, the Prometheus paths file and rules, the Grafana
@@ -83,6 +83,12 @@ fuzz:
 bench: deps build
 	$(GO) test $(GOFLAGS_TAGS) -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 	./$(BIN) bench --format json
+
+# ldafwd run itself on realistic traffic (an IMIX capture of IPv4/IPv6
+# TCP/UDP flows replayed by DPDK's net_pcap) against dpdk-testpmd on the
+# same vdevs and core (docs/performance.md). Root, a -tags dpdk build.
+bench-pcap: build
+	./$(BIN) bench --only '^forward-dpdk-pcap$$' --rounds 5 --duration 10s --format json
 
 # Long accuracy sweeps reproducing the papers' figures (docs/accuracy.md).
 accuracy: build

@@ -4,10 +4,13 @@
 // package bench), forward-ring (one lane between ring ports, measurement
 // off, LDA, all synopses), forward-dpdk-null and forward-afxdp (our lanes
 // on real DPDK and AF_XDP ports against dpdk-testpmd on the same devices
-// and core), and scale-dpdk-null (1 queue on 1 core against 2 on 2).
+// and core), forward-dpdk-pcap (`ldafwd run` itself on generated IMIX
+// captures replayed by net_pcap, against dpdk-testpmd on the same vdevs
+// and core) and scale-dpdk-null (1 queue on 1 core against 2 on 2).
 //
 // The real-port suites need root, two CPUs and, for DPDK, a build with
 // -tags dpdk; one that cannot run returns an error saying why. DPDK's EAL
 // starts once per process, so scale-dpdk-null re-runs the ldafwd binary
-// (os.Executable) as a child with LDAFWD_BENCH_SCALE_CHILD set.
+// (os.Executable) as a child with LDAFWD_BENCH_SCALE_CHILD set, and
+// forward-dpdk-pcap runs `ldafwd run` as children.
 package suites
