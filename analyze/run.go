@@ -21,25 +21,31 @@ const matchSlack = 100_000 // ns
 // Run analyzes the sender and receiver captures and calls emit for every
 // report line, in interval order.
 //
-// Both captures are read first into compact records (timestamp, identity,
-// class). Receiver packets are then paired with sender packets by identity,
-// first in first out per identity; the pairs give the common time range
-// and each receiver packet its interval (see the package comment). An
-// error is returned, and nothing emitted, for captures that cannot be
-// compared: damaged (unless cfg.InvalidateDamaged), out of time order
-// beyond MaxBackStep, without a common time range, or sharing less than
+// Captures that can be read twice (files) are analyzed as streams: both
+// are read in time order, copies of an identity are paired within
+// cfg.MaxDelay of each other, and each interval is reported as soon as
+// no packet still to be read can belong to it, so memory holds the
+// packets of the window and of the intervals in flight, not the captures
+// (see stream.go). Others, and cfg.WholeCapture, are read whole into
+// compact records first. Both give the same lines.
+//
+// Receiver packets are paired with sender packets by identity, first in
+// first out per identity; the pairs give the common time range and each
+// receiver packet its interval (see the package comment). An error is
+// returned, and nothing emitted, for captures that cannot be compared:
+// damaged (unless cfg.InvalidateDamaged), out of time order beyond
+// MaxBackStep, without a common time range, or sharing less than
 // MinMatchedShare of their packets.
 func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
-	var st Stats
 	if cfg.Classifier == nil {
 		c, err := classifier.NewClassifier(nil)
 		if err != nil {
-			return st, err
+			return Stats{}, err
 		}
 		cfg.Classifier = c
 	}
 	if !cfg.UseLDA && len(cfg.Extra) == 0 {
-		return st, errors.New("no synopsis selected")
+		return Stats{}, errors.New("no synopsis selected")
 	}
 	if cfg.Conf <= 0 || cfg.Conf >= 1 {
 		cfg.Conf = 0.98
@@ -51,13 +57,31 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 	for _, f := range cfg.Extra {
 		keepFlows = keepFlows || !f.PerMEC()
 	}
+	var prog Progress
+	if sender.Size() > 0 && receiver.Size() > 0 {
+		prog.TotalBytes = sender.Size() + receiver.Size()
+	}
+	stream := !cfg.WholeCapture && sender.CanRewind() && receiver.CanRewind()
+	if oracle != nil && stream {
+		return oracle(sender, receiver, cfg, keepFlows, emit)
+	}
+	if stream {
+		return runStream(sender, receiver, cfg, keepFlows, emit, &prog)
+	}
+	return runWhole(sender, receiver, cfg, keepFlows, emit, &prog)
+}
+
+// oracle, when set (by the package's tests), runs both analyses on every
+// pair of captures that can stream, holds them to each other and emits
+// the whole-capture analysis's lines.
+var oracle func(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval)) (Stats, error)
+
+// runWhole is Run reading both captures whole first.
+func runWhole(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval), prog *Progress) (Stats, error) {
+	var st Stats
 	keys := map[uint64]classifier.FlowKey{}
 	var tick func(*Capture)
-	var prog Progress
 	if cfg.Progress != nil {
-		if sender.Size() > 0 && receiver.Size() > 0 {
-			prog.TotalBytes = sender.Size() + receiver.Size()
-		}
 		tick = func(c *Capture) {
 			prog.Phase, prog.Frames, prog.Bytes = "sender", c.Frames, c.BytesRead()
 			if c == receiver {
@@ -65,7 +89,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				prog.Frames += sender.Frames
 				prog.Bytes += sender.BytesRead()
 			}
-			cfg.Progress(prog)
+			cfg.Progress(*prog)
 		}
 	}
 	s, err := load(sender, cfg.Classifier, keepFlows, keys, tick)
@@ -325,7 +349,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		st.Intervals++
 		if cfg.Progress != nil {
 			prog.Phase, prog.Intervals = "intervals", uint64(st.Intervals)
-			cfg.Progress(prog)
+			cfg.Progress(*prog)
 		}
 	}
 	return st, nil

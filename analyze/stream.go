@@ -1,0 +1,1083 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/report"
+)
+
+// DefaultMaxDelay is Config.MaxDelay when it is not set.
+const DefaultMaxDelay = 1_000_000_000 // ns
+
+// The streaming analysis reads both captures in time order, merged, and
+// pairs copies of an identity that lie within the window of each other
+// (the largest one-way delay, clock offset included, plus matchSlack):
+// what it holds is the packets of that window and of the intervals not
+// yet estimated, not the captures.
+//
+// It reads the captures twice. The first pass (the survey) learns what
+// the whole-capture analysis knows before it reports anything: the
+// counts, the damage, the smallest and largest delays, hence the common
+// time range, and the share of sender packets found at the receiver.
+// The second pass pairs again with those known and estimates each
+// interval as soon as no packet still to be read can belong to it. A
+// survey whose pairing depended on what it was learning (a receiver clock
+// behind the sender's, non-IP frames paired by the delays IP packets
+// show) or that must leave snap-cut packets out is repeated with what it
+// learnt, so that the numbers are exact, not estimates.
+
+// srec is a record in flight.
+type srec struct {
+	rec
+	seq    uint64 // file order, so that equal timestamps keep it
+	flow   uint64
+	key    classifier.FlowKey // only with per-flow synopses
+	grp    *group
+	paired bool
+	peerTs uint64 // the paired copy's timestamp
+	k      int32  // pending receiver: the interval it goes to
+}
+
+// group is the copies of one identity at both ends within the window of
+// its first copy, each end's in time order.
+type group struct {
+	hash   uint64
+	first  int64
+	s, r   []*srec
+	closed bool
+}
+
+// endStream reads one capture's records in time order: a record is handed
+// out once no record still to be read can be stamped before it (disorder
+// is bounded by MaxBackStep, larger steps back are refused by the loader).
+type endStream struct {
+	l        *loader
+	heap     []*srec
+	seq      uint64
+	eof      bool
+	limit    int // identity extent past which a record is left out (snap length)
+	excluded uint64
+	maxExt   int // largest identity extent of a record read
+	keepFlow bool
+	pool     *srecPool
+	n        uint64 // records handed out
+	err      error  // sticky: the loader's refusal
+}
+
+func (e *endStream) less(a, b *srec) bool {
+	return a.ts < b.ts || (a.ts == b.ts && a.seq < b.seq)
+}
+
+// peek returns the next record in time order (nil at the end).
+func (e *endStream) peek() (*srec, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	for {
+		if len(e.heap) > 0 && (e.eof || e.heap[0].ts+MaxBackStep < e.l.maxTS) {
+			return e.heap[0], nil
+		}
+		if e.eof {
+			return nil, nil
+		}
+		r, fh, key, ok, err := e.l.next()
+		if err != nil {
+			e.err = err
+			return nil, err
+		}
+		if !ok {
+			e.eof = true
+			e.l.finish()
+			continue
+		}
+		e.maxExt = max(e.maxExt, int(r.ext))
+		if int(r.ext) > e.limit {
+			e.excluded++
+			continue
+		}
+		x := e.pool.get()
+		x.rec, x.seq, x.flow = r, e.seq, fh
+		if e.keepFlow {
+			x.key = *key
+		}
+		e.seq++
+		e.push(x)
+	}
+}
+
+func (e *endStream) push(x *srec) {
+	h := append(e.heap, x)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !e.less(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	e.heap = h
+}
+
+func (e *endStream) pop() *srec {
+	h := e.heap
+	x := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = nil
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && e.less(h[l], h[m]) {
+			m = l
+		}
+		if l+1 < n && e.less(h[l+1], h[m]) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	e.heap = h
+	e.n++
+	return x
+}
+
+// srecPool recycles records: a long capture allocates only what is in
+// flight at once. held counts the records out of the pool, peak its
+// largest value.
+type srecPool struct {
+	free       []*srec
+	held, peak int
+}
+
+func (p *srecPool) get() *srec {
+	p.held++
+	p.peak = max(p.peak, p.held)
+	if n := len(p.free); n > 0 {
+		x := p.free[n-1]
+		p.free = p.free[:n-1]
+		return x
+	}
+	return &srec{}
+}
+
+func (p *srecPool) put(x *srec) {
+	p.held--
+	*x = srec{}
+	p.free = append(p.free, x)
+}
+
+// fifo is a queue of records in the order they were fed.
+type fifo struct {
+	q    []*srec
+	head int
+}
+
+func (f *fifo) push(x *srec) { f.q = append(f.q, x) }
+func (f *fifo) len() int     { return len(f.q) - f.head }
+func (f *fifo) front() *srec { return f.q[f.head] }
+func (f *fifo) pop() *srec {
+	x := f.q[f.head]
+	f.q[f.head] = nil
+	f.head++
+	if f.head > 1024 && f.head*2 > len(f.q) {
+		n := copy(f.q, f.q[f.head:])
+		clear(f.q[n:])
+		f.q, f.head = f.q[:n], 0
+	}
+	return x
+}
+
+// pairing is what the pairing of copies within an identity needs to know
+// of the whole captures: the tolerance for a receiver copy stamped before
+// its sender copy, and for non-IP frames the largest delay IP packets show
+// (known false: none seen, pair without it).
+type pairing struct {
+	tol   int64
+	dmax  int64
+	known bool
+}
+
+// delayStats are the delays the groups show, as match computes them.
+type delayStats struct {
+	dmin, dmax int64 // unambiguous IP pairs
+	umin, umax int64 // unambiguous pairs of any kind
+	fmin       int64 // first copy against first copy
+	pmin, pmax int64 // every pair made
+}
+
+func newDelayStats() delayStats {
+	return delayStats{dmin: math.MaxInt64, dmax: math.MinInt64, umin: math.MaxInt64, umax: math.MinInt64,
+		fmin: math.MaxInt64, pmin: math.MaxInt64, pmax: math.MinInt64}
+}
+
+// streamer merges the two ends, groups copies by identity within the
+// window and hands records on in time order once their group is closed.
+type streamer struct {
+	w        int64
+	snd, rcv *endStream
+	pool     srecPool
+	groups   map[uint64]*group
+	gq       []*group
+	gqHead   int
+	sq, rq   fifo
+	// lastS, lastR: the timestamp of the last record fed from each end.
+	lastS, lastR int64
+	fedS, fedR   bool
+	par          pairing
+	ds           delayStats
+	matched      uint64
+	ambS, ambR   uint64
+	nonIPPairs   bool // a non-IP group had copies at both ends
+
+	onGroup    func(g *group, uncertain bool)
+	onSender   func(x *srec) (keep bool)
+	onReceiver func(x *srec) (keep bool)
+	afterFeed  func() error
+}
+
+func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, tick func(*Capture)) *streamer {
+	s := &streamer{w: w, groups: map[uint64]*group{}, par: par, ds: newDelayStats()}
+	s.snd = &endStream{l: newLoader(sender, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
+	s.rcv = &endStream{l: newLoader(receiver, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
+	return s
+}
+
+// run feeds every record. A refusal of the sender's capture (disorder)
+// comes first, as in the whole-capture analysis, which reads it first.
+func (s *streamer) run() error {
+	var rErr error
+	for {
+		xs, err := s.snd.peek()
+		if err != nil {
+			return err
+		}
+		var xr *srec
+		if rErr == nil {
+			if xr, err = s.rcv.peek(); err != nil {
+				rErr = err
+				xr = nil
+			}
+		}
+		if rErr != nil {
+			// The receiver is refused; the sender's own refusal, if any,
+			// is the one to report.
+			for {
+				_, _, _, ok, err := s.snd.l.next()
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return rErr
+				}
+			}
+		}
+		if xs == nil && xr == nil {
+			break
+		}
+		if xs != nil && (xr == nil || xs.ts <= xr.ts) {
+			s.feed(s.snd.pop(), true)
+		} else {
+			s.feed(s.rcv.pop(), false)
+		}
+		if s.afterFeed != nil {
+			if err := s.afterFeed(); err != nil {
+				return err
+			}
+		}
+	}
+	for s.gqHead < len(s.gq) {
+		s.closeGroup()
+	}
+	s.drain()
+	if s.afterFeed != nil {
+		return s.afterFeed()
+	}
+	return nil
+}
+
+func (s *streamer) feed(x *srec, sender bool) {
+	t := int64(x.ts)
+	for s.gqHead < len(s.gq) && s.gq[s.gqHead].first+s.w < t {
+		s.closeGroup()
+	}
+	g := s.groups[x.hash]
+	if g == nil {
+		g = &group{hash: x.hash, first: t}
+		s.groups[x.hash] = g
+		s.gq = append(s.gq, g)
+	}
+	x.grp = g
+	if sender {
+		g.s = append(g.s, x)
+		s.sq.push(x)
+		s.lastS, s.fedS = t, true
+	} else {
+		g.r = append(g.r, x)
+		s.rq.push(x)
+		s.lastR, s.fedR = t, true
+	}
+	s.drain()
+}
+
+// drain hands on the records at the front of each end whose group is closed.
+func (s *streamer) drain() {
+	for s.sq.len() > 0 && s.sq.front().grp.closed {
+		x := s.sq.pop()
+		x.grp = nil
+		if !s.onSender(x) {
+			s.pool.put(x)
+		}
+	}
+	for s.rq.len() > 0 && s.rq.front().grp.closed {
+		x := s.rq.pop()
+		x.grp = nil
+		if !s.onReceiver(x) {
+			s.pool.put(x)
+		}
+	}
+}
+
+// closeGroup pairs the oldest open group's copies as match does: the
+// first walk's ambiguity and delays, then first in first out.
+func (s *streamer) closeGroup() {
+	g := s.gq[s.gqHead]
+	s.gq[s.gqHead] = nil
+	s.gqHead++
+	if s.gqHead > 1024 && s.gqHead*2 > len(s.gq) {
+		n := copy(s.gq, s.gq[s.gqHead:])
+		clear(s.gq[n:])
+		s.gq, s.gqHead = s.gq[:n], 0
+	}
+	if s.groups[g.hash] == g {
+		delete(s.groups, g.hash)
+	}
+	g.closed = true
+	gs, gr := g.s, g.r
+	if len(gs) > 1 {
+		for _, x := range gs {
+			x.flags |= recAmbiguous
+		}
+		s.ambS += uint64(len(gs))
+	}
+	if len(gr) > 1 {
+		for _, x := range gr {
+			x.flags |= recAmbiguous
+		}
+		s.ambR += uint64(len(gr))
+	}
+	if len(gs) == 0 || len(gr) == 0 {
+		if s.onGroup != nil {
+			s.onGroup(g, false)
+		}
+		return
+	}
+	ds := &s.ds
+	d := int64(gr[0].ts) - int64(gs[0].ts)
+	ds.fmin = min(ds.fmin, d)
+	if len(gs) == 1 && len(gr) == 1 {
+		ds.umin, ds.umax = min(ds.umin, d), max(ds.umax, d)
+		if gs[0].flags&recNonIP == 0 {
+			ds.dmin, ds.dmax = min(ds.dmin, d), max(ds.dmax, d)
+		}
+	}
+	nonIP := gs[0].flags&recNonIP != 0
+	s.nonIPPairs = s.nonIPPairs || nonIP
+	p := 0
+	for _, j := range gr {
+		for nonIP && s.par.known && p < len(gs) && int64(j.ts)-int64(gs[p].ts) > s.par.dmax+matchSlack {
+			p++ // too old to be this copy, or any later one
+		}
+		if p == len(gs) {
+			break
+		}
+		i := gs[p]
+		if int64(i.ts) > int64(j.ts)+s.par.tol {
+			continue // sent after it was received: not this copy
+		}
+		i.paired, i.peerTs = true, j.ts
+		j.paired, j.peerTs = true, i.ts
+		d := int64(j.ts) - int64(i.ts)
+		ds.pmin, ds.pmax = min(ds.pmin, d), max(ds.pmax, d)
+		s.matched++
+		p++
+	}
+	uncertain := false
+	if len(gs) > 1 && p > 0 {
+		for _, x := range gs {
+			uncertain = uncertain || !x.paired
+		}
+		for _, x := range gr {
+			uncertain = uncertain || !x.paired
+		}
+	}
+	if s.onGroup != nil {
+		s.onGroup(g, uncertain)
+	}
+}
+
+// final is the pairing and delays the whole captures give, as match
+// settles them: unambiguous IP pairs, else unambiguous pairs of any kind,
+// else (known false) every pair made with the first copies' tolerance.
+func (ds delayStats) final() (dmin, dmax int64, par pairing) {
+	known := true
+	switch {
+	case ds.dmin <= ds.dmax:
+		dmin, dmax = ds.dmin, ds.dmax
+	case ds.umin <= ds.umax:
+		dmin, dmax = ds.umin, ds.umax
+	default:
+		dmin, dmax, known = ds.fmin, math.MaxInt64/4, false
+	}
+	par = pairing{tol: max(0, -dmin) + matchSlack, dmax: dmax, known: known}
+	if !known {
+		dmin, dmax = ds.pmin, ds.pmax
+	}
+	return dmin, dmax, par
+}
+
+// rangeCount counts the sender's packets (and those paired) inside the
+// common range [lo, hi] before lo and hi are known: lo lies within the
+// window around the receiver's first record and hi within the window
+// before its last, so only the records near those two are kept, each
+// with whether it paired; the others are counted.
+type rangeCount struct {
+	w              int64
+	r0             int64
+	haveR0         bool
+	sent, paired   uint64 // surely inside
+	head, tail     []tsPaired
+	rEnded, rEmpty bool
+}
+
+type tsPaired struct {
+	ts     int64
+	paired bool
+}
+
+func (c *rangeCount) add(ts int64, paired bool, rLast int64, haveRLast bool) {
+	switch {
+	case c.rEmpty:
+		return // nothing to compare: refused anyway
+	case !c.haveR0:
+		c.head = append(c.head, tsPaired{ts, paired})
+		return
+	case ts < c.r0-c.w:
+		return // before lo, surely
+	case ts <= c.r0+c.w:
+		c.head = append(c.head, tsPaired{ts, paired})
+		return
+	case c.rEnded && ts > rLast+c.w:
+		return // after hi, surely
+	}
+	c.tail = append(c.tail, tsPaired{ts, paired})
+	c.settle(rLast, haveRLast)
+}
+
+// settle counts the kept records that are surely before hi now that the
+// receiver has been read up to rLast.
+func (c *rangeCount) settle(rLast int64, haveRLast bool) {
+	if !haveRLast {
+		return
+	}
+	n := 0
+	for n < len(c.tail) && c.tail[n].ts <= rLast-c.w {
+		c.sent++
+		if c.tail[n].paired {
+			c.paired++
+		}
+		n++
+	}
+	if n > 0 {
+		c.tail = c.tail[:copy(c.tail, c.tail[n:])]
+	}
+}
+
+// share counts inside [lo, hi].
+func (c *rangeCount) share(lo, hi int64) (in, paired uint64) {
+	in, paired = c.sent, c.paired
+	for _, l := range [][]tsPaired{c.head, c.tail} {
+		for _, x := range l {
+			if x.ts >= lo && x.ts <= hi {
+				in++
+				if x.paired {
+					paired++
+				}
+			}
+		}
+	}
+	return in, paired
+}
+
+// survey is what the first pass learns.
+type survey struct {
+	s, r           *endData // counts and damage; no records
+	sN, rN         uint64   // measured records (after snap exclusion)
+	s0, s1, r0, r1 int64
+	ds             delayStats
+	matched        uint64
+	ambS, ambR     uint64
+	nonIPPairs     bool
+	maxExt         int
+	sExcl, rExcl   uint64
+	rc             rangeCount
+	peak           int
+}
+
+func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int, w int64, par pairing, tick func(*Capture)) (*survey, error) {
+	if err := sender.Rewind(); err != nil {
+		return nil, err
+	}
+	if err := receiver.Rewind(); err != nil {
+		return nil, err
+	}
+	sv := &survey{rc: rangeCount{w: w}}
+	st := newStreamer(sender, receiver, cfg.Classifier, false, limit, w, par, tick)
+	st.onSender = func(x *srec) bool {
+		if sv.sN == 0 {
+			sv.s0 = int64(x.ts)
+		}
+		sv.sN++
+		sv.s1 = int64(x.ts)
+		sv.rc.add(int64(x.ts), x.paired, st.lastR, st.fedR)
+		return false
+	}
+	st.onReceiver = func(x *srec) bool {
+		if sv.rN == 0 {
+			sv.r0 = int64(x.ts)
+		}
+		sv.rN++
+		sv.r1 = int64(x.ts)
+		return false
+	}
+	st.afterFeed = func() error {
+		if st.rcv.eof && len(st.rcv.heap) == 0 {
+			sv.rc.rEnded = true
+		}
+		sv.rc.settle(st.lastR, st.fedR)
+		return nil
+	}
+	// The receiver's first record is known before any sender record is
+	// handed on: ask for it before the first feed.
+	if x, err := st.rcv.peek(); err == nil {
+		if x != nil {
+			sv.rc.r0, sv.rc.haveR0 = int64(x.ts), true
+		} else {
+			sv.rc.rEmpty = true
+		}
+	}
+	if err := st.run(); err != nil {
+		return nil, err
+	}
+	sv.s, sv.r = st.snd.l.e, st.rcv.l.e
+	sv.ds, sv.matched, sv.ambS, sv.ambR, sv.nonIPPairs = st.ds, st.matched, st.ambS, st.ambR, st.nonIPPairs
+	sv.maxExt = max(st.snd.maxExt, st.rcv.maxExt)
+	sv.sExcl, sv.rExcl = st.snd.excluded, st.rcv.excluded
+	sv.peak = st.pool.peak
+	return sv, nil
+}
+
+// snapLimit is excludeSnapped's limit: the identity extent past which a
+// record is left out at both ends (math.MaxInt: none).
+func snapLimit(s, r *endData, snapS, snapR uint32) int {
+	if s.snapped == 0 && r.snapped == 0 {
+		return math.MaxInt
+	}
+	limit := math.MaxInt
+	for _, l := range []int{int(snapS), int(snapR), s.minSnap, r.minSnap} {
+		if l > 0 {
+			limit = min(limit, l)
+		}
+	}
+	return limit - (14 + 8)
+}
+
+// runStream is Run reading the captures as streams (see above).
+func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval), prog *Progress) (Stats, error) {
+	var st Stats
+	w := cfg.MaxDelay.Nanoseconds()
+	if w <= 0 {
+		w = DefaultMaxDelay
+	}
+	w += matchSlack
+	pass := 0
+	var readBefore uint64 // frames of the passes before this one
+	var tick func(*Capture)
+	if cfg.Progress != nil {
+		prog.Passes = 2
+		tick = func(c *Capture) {
+			prog.Pass = pass
+			prog.Phase = "survey"
+			if pass >= prog.Passes {
+				prog.Phase = "report"
+			}
+			prog.Frames = sender.Frames + receiver.Frames
+			prog.Read = readBefore + prog.Frames
+			prog.Bytes = sender.BytesRead() + receiver.BytesRead()
+			cfg.Progress(*prog)
+		}
+	}
+	nextPass := func() {
+		readBefore += sender.Frames + receiver.Frames
+		pass++
+		prog.Passes = max(prog.Passes, pass+1)
+	}
+
+	// The survey, repeated while what it learnt changes how it pairs.
+	limit := math.MaxInt
+	par := pairing{tol: matchSlack, dmax: math.MaxInt64 / 4}
+	var sv *survey
+	for {
+		if pass > 0 {
+			nextPass()
+		} else {
+			pass = 1
+		}
+		var err error
+		if sv, err = runSurvey(sender, receiver, &cfg, keepFlows, limit, w, par, tick); err != nil {
+			return Stats{}, err
+		}
+		if pass == 1 {
+			st.SenderFrames, st.ReceiverFrames = sv.s.frames, sv.r.frames
+			st.SenderControl, st.ReceiverControl = sv.s.control, sv.r.control
+			st.SenderLinkLocal, st.ReceiverLinkLocal = sv.s.linkLocal, sv.r.linkLocal
+			st.SenderMalformed, st.ReceiverMalformed = sv.s.malformed, sv.r.malformed
+			st.SenderSnapped, st.ReceiverSnapped = sv.s.snapped, sv.r.snapped
+			st.SenderDisordered, st.ReceiverDisordered = sv.s.disordered, sv.r.disordered
+			st.MaxBackStepNs = max(sv.s.maxBackNs, sv.r.maxBackNs)
+			st.Damage = append(append([]*DamageError(nil), sv.s.damage...), sv.r.damage...)
+			for _, e := range []*endData{sv.s, sv.r} {
+				if e.disordered > 0 {
+					st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %d records stamped before an earlier record (at most %.3f ms back): sorted by time",
+						e.name, e.disordered, float64(e.maxBackNs)/1e6))
+				}
+				if e.endedEarly != nil && len(e.damage) == 0 {
+					return st, e.endedEarly
+				}
+			}
+			if len(st.Damage) > 0 {
+				if !cfg.InvalidateDamaged {
+					more := ""
+					if len(st.Damage) > 1 {
+						more = fmt.Sprintf(" (and %d more damaged records)", len(st.Damage)-1)
+					}
+					return st, fmt.Errorf("%w%s", st.Damage[0], more)
+				}
+				for _, d := range st.Damage {
+					st.Warnings = append(st.Warnings, d.Error()+": intervals it touches are reported invalid")
+				}
+			}
+			if l := snapLimit(sv.s, sv.r, sender.SnapLen(), receiver.SnapLen()); l < sv.maxExt {
+				limit = l
+				continue
+			}
+		}
+		if sv.sN == 0 || sv.rN == 0 {
+			break // refused below
+		}
+		_, _, want := sv.ds.final()
+		if want == par || (want.tol == par.tol && (!want.known || !sv.nonIPPairs)) {
+			break
+		}
+		par = want
+	}
+	st.SenderSnapExcluded, st.ReceiverSnapExcluded = sv.sExcl, sv.rExcl
+	if n := st.SenderSnapExcluded + st.ReceiverSnapExcluded; n > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%d sender and %d receiver frames left out: their identity reaches past the snap length (%d and %d bytes) and the two ends could hash different bytes",
+			st.SenderSnapExcluded, st.ReceiverSnapExcluded, sender.SnapLen(), receiver.SnapLen()))
+	}
+	if sv.sN == 0 || sv.rN == 0 {
+		return st, fmt.Errorf("nothing to compare: %s has %d measured frames, %s %d", sv.s.name, sv.sN, sv.r.name, sv.rN)
+	}
+	st.SenderAmbiguous, st.ReceiverAmbiguous = sv.ambS, sv.ambR
+	st.TruthAmbiguous = st.SenderAmbiguous
+	st.Matched = sv.matched
+	dmin, dmax, par := sv.ds.final()
+	notSame := func(share float64) error {
+		return fmt.Errorf("these captures do not see the same traffic: %.1f %% of sender packets found at the receiver (%s, %s; at least %.0f %% needed)",
+			100*share, sv.s.name, sv.r.name, 100*MinMatchedShare)
+	}
+	if sv.matched == 0 {
+		return st, notSame(0)
+	}
+	s0, s1, r0, r1 := sv.s0, sv.s1, sv.r0, sv.r1
+	lo, hi := max(s0, r0-dmin), min(s1, r1-dmax)
+	if lo > hi {
+		return st, fmt.Errorf("these captures share no time range: %s spans %s, %s %s (receiver clock), and delays run %.3f..%.3f ms",
+			sv.s.name, span(s0, s1), sv.r.name, span(r0, r1), float64(dmin)/1e6, float64(dmax)/1e6)
+	}
+	in, paired := sv.rc.share(lo, hi)
+	st.MatchedShare = float64(paired) / float64(max(in, 1))
+	if st.MatchedShare < MinMatchedShare {
+		return st, notSame(st.MatchedShare)
+	}
+	st.RangeStartNs, st.RangeEndNs = uint64(lo), uint64(hi)
+	peak := sv.peak
+
+	// The pass that reports.
+	nextPass()
+	prog.Passes = pass
+	if err := sender.Rewind(); err != nil {
+		return st, err
+	}
+	if err := receiver.Rewind(); err != nil {
+		return st, err
+	}
+	a := newAnalysis(&cfg, &st, keepFlows, lo, hi, dmin, dmax, w, sv, emit, prog)
+	a.st = newStreamer(sender, receiver, cfg.Classifier, keepFlows, limit, w, par, tick)
+	a.st.onGroup, a.st.onSender, a.st.onReceiver, a.st.afterFeed = a.group, a.sender, a.receiver, a.closeReady
+	if err := a.st.run(); err != nil {
+		return st, err
+	}
+	if err := a.finish(); err != nil {
+		return st, err
+	}
+	st.PeakHeld = max(peak, a.st.pool.peak)
+	if t := st.TrimmedSenderBefore + st.TrimmedSenderAfter + st.TrimmedReceiverBefore + st.TrimmedReceiverAfter; t > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("measured only where both captures overlap (%s in the sender's clock): left out %d sender packets before and %d after, %d receiver packets before and %d after",
+			span(lo, hi), st.TrimmedSenderBefore, st.TrimmedSenderAfter, st.TrimmedReceiverBefore, st.TrimmedReceiverAfter))
+	}
+	return st, nil
+}
+
+// badMark says that intervals from..to cannot be trusted and why; of two
+// marks on one interval the one of lower rank wins, as the first reason
+// set does in the whole-capture analysis (sender damage, receiver damage,
+// then bit-identical packets, each in its order).
+type badMark struct {
+	from, to int32
+	rank     uint64
+	why      string
+}
+
+const (
+	rankSenderDamage uint64 = iota << 40
+	rankReceiverDamage
+	rankSplit
+	rankEdge
+)
+
+// analysis is the reporting pass's state.
+type analysis struct {
+	cfg        *Config
+	stats      *Stats
+	st         *streamer
+	lm         *lineMaker
+	lo, hi     int64
+	dmin, dmax int64
+	w          int64
+	nK         int32
+	open       []*intervalAcc // by interval, ascending
+	free       []*intervalAcc
+	cursor     int32
+	pending    []*srec // unmatched receiver packets waiting for a later paired one
+	rDamage    []rDamage
+	rDone      bool
+	marks      []badMark
+	prog       *Progress
+	err        error // the first error of a callback that cannot return one
+}
+
+type rDamage struct {
+	d    *DamageError
+	rank uint64
+}
+
+func newAnalysis(cfg *Config, st *Stats, keepFlows bool, lo, hi, dmin, dmax, w int64, sv *survey, emit func(*report.Interval), prog *Progress) *analysis {
+	a := &analysis{cfg: cfg, stats: st, lo: lo, hi: hi, dmin: dmin, dmax: dmax, w: w, cursor: -1, prog: prog}
+	a.lm = newLineMaker(cfg, keepFlows, lo, hi, emit)
+	a.nK = a.lm.k(uint64(hi))
+	for i, d := range sv.s.damage {
+		k := a.lm.k(uint64(min(max(int64(d.AfterNs), lo), hi)))
+		a.markDamage(k, d, "sender capture damaged: ", rankSenderDamage+uint64(i))
+	}
+	for i, d := range sv.r.damage {
+		a.rDamage = append(a.rDamage, rDamage{d, rankReceiverDamage + uint64(i)})
+	}
+	slices.SortStableFunc(a.rDamage, func(x, y rDamage) int {
+		switch {
+		case x.d.AfterNs < y.d.AfterNs:
+			return -1
+		case x.d.AfterNs > y.d.AfterNs:
+			return 1
+		}
+		return 0
+	})
+	return a
+}
+
+func (a *analysis) markDamage(k int32, d *DamageError, prefix string, rank uint64) {
+	why := prefix + d.Error()
+	if d.Local {
+		a.mark(k, k, rank, why)
+		a.mark(k+1, k+1, rank, why)
+	} else {
+		a.mark(k, a.nK, rank, why)
+	}
+}
+
+func (a *analysis) mark(from, to int32, rank uint64, why string) {
+	from = max(from, 0)
+	if from > to {
+		return
+	}
+	a.marks = append(a.marks, badMark{from, to, rank, why})
+}
+
+// bad is why interval k cannot be trusted, if it cannot.
+func (a *analysis) bad(k int32) (string, bool) {
+	best := -1
+	for i, m := range a.marks {
+		if k >= m.from && k <= m.to && (best < 0 || m.rank < a.marks[best].rank) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return a.marks[best].why, true
+}
+
+func (a *analysis) inRange(ts uint64) bool { return int64(ts) >= a.lo && int64(ts) <= a.hi }
+
+func (a *analysis) group(g *group, uncertain bool) {
+	if !uncertain {
+		return
+	}
+	first, across, outside := int32(-1), false, false
+	var ks []int32
+	for _, x := range g.s {
+		if !a.inRange(x.ts) {
+			outside = true
+			continue
+		}
+		k := a.lm.k(x.ts)
+		if first < 0 {
+			first = k
+		} else if k != first {
+			across = true
+		}
+		ks = append(ks, k)
+	}
+	switch {
+	case across:
+		for _, k := range ks {
+			a.mark(k, k, rankSplit, "bit-identical packets on both sides of the interval boundary, and one of them lost: which interval lost it cannot be told")
+		}
+	case outside:
+		for _, k := range ks {
+			a.mark(k, k, rankEdge, "bit-identical packets on both sides of the captures' overlap edge, and one of them unpaired: whether the one inside was lost cannot be told")
+		}
+	}
+}
+
+// acc is interval k's accumulator, opened when its first packet comes.
+func (a *analysis) acc(k int32) (*intervalAcc, error) {
+	i, found := slices.BinarySearchFunc(a.open, k, func(x *intervalAcc, k int32) int { return int(x.k) - int(k) })
+	if found {
+		return a.open[i], nil
+	}
+	var x *intervalAcc
+	if n := len(a.free); n > 0 {
+		x, a.free = a.free[n-1], a.free[:n-1]
+	} else {
+		var err error
+		if x, err = a.lm.newAcc(); err != nil {
+			return nil, err
+		}
+	}
+	x.reset(k)
+	a.open = slices.Insert(a.open, i, x)
+	return x, nil
+}
+
+func (a *analysis) sender(x *srec) bool {
+	st := a.stats
+	switch {
+	case int64(x.ts) < a.lo:
+		st.TrimmedSenderBefore++
+		return false
+	case int64(x.ts) > a.hi:
+		st.TrimmedSenderAfter++
+		return false
+	}
+	acc, err := a.acc(a.lm.k(x.ts))
+	if err != nil {
+		a.fail(err)
+		return false
+	}
+	a.lm.addSender(acc, &x.rec, x.flow, &x.key, x.paired, x.peerTs)
+	return false
+}
+
+func (a *analysis) receiver(x *srec) bool {
+	st := a.stats
+	for len(a.rDamage) > 0 && a.rDamage[0].d.AfterNs < x.ts {
+		a.receiverDamage()
+	}
+	ts := int64(x.ts)
+	switch {
+	case x.paired && a.inRange(x.peerTs):
+		k := a.lm.k(x.peerTs)
+		a.resolve(true)
+		if k < a.cursor {
+			x.flags |= recCrossed
+			st.Crossed++
+		}
+		a.cursor = max(a.cursor, k)
+		a.add(x, k)
+	case x.paired:
+		if int64(x.peerTs) < a.lo {
+			st.TrimmedReceiverBefore++
+		} else {
+			st.TrimmedReceiverAfter++
+		}
+	case a.cursor >= 0 && ts-a.dmax >= a.lo && ts-a.dmin <= a.hi:
+		// Unmatched, and sent (if it was) inside the common range
+		// whatever its delay: it goes where the latest packets went,
+		// once a later packet shows the range goes on.
+		x.k = a.cursor
+		a.pending = append(a.pending, x)
+		return true
+	default:
+		if a.cursor < 0 || ts-a.dmax < a.lo {
+			st.TrimmedReceiverBefore++
+		} else {
+			st.TrimmedReceiverAfter++
+		}
+	}
+	return false
+}
+
+func (a *analysis) add(x *srec, k int32) {
+	acc, err := a.acc(k)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	a.lm.addReceiver(acc, &x.rec, x.flow, &x.key)
+}
+
+// resolve settles the pending unmatched receiver packets: into their
+// interval as extra when a paired packet inside the range follows them
+// (in), left out after the range otherwise.
+func (a *analysis) resolve(in bool) {
+	st := a.stats
+	for _, x := range a.pending {
+		if in {
+			x.flags |= recExtra
+			st.ExtraReceived++
+			a.add(x, x.k)
+		} else if a.cursor < 0 || int64(x.ts)-a.dmax < a.lo {
+			st.TrimmedReceiverBefore++
+		} else {
+			st.TrimmedReceiverAfter++
+		}
+		a.st.pool.put(x)
+	}
+	clear(a.pending)
+	a.pending = a.pending[:0]
+}
+
+// receiverDamage marks the intervals the first remaining receiver damage
+// touches: the one the receiver's packets were going to when it happened.
+func (a *analysis) receiverDamage() {
+	d := a.rDamage[0]
+	a.rDamage = a.rDamage[1:]
+	a.markDamage(max(a.cursor, 0), d.d, "receiver capture damaged: ", d.rank)
+}
+
+func (a *analysis) fail(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+}
+
+// closeReady estimates the intervals no packet still to come can belong
+// to: every sender packet of theirs handed on, the receiver read past
+// them by the window, and a later interval's packets received (an
+// unmatched packet goes to the latest interval seen).
+func (a *analysis) closeReady() error {
+	if a.err != nil {
+		return a.err
+	}
+	s := a.st
+	sDone := s.snd.eof && len(s.snd.heap) == 0 && s.sq.len() == 0
+	rDone := s.rcv.eof && len(s.rcv.heap) == 0 && s.rq.len() == 0
+	if rDone && !a.rDone {
+		a.rDone = true
+		a.resolve(false)
+		for len(a.rDamage) > 0 {
+			a.receiverDamage()
+		}
+	}
+	for len(a.open) > 0 {
+		x := a.open[0]
+		k := x.k
+		if !sDone || !a.rDone {
+			if !sDone {
+				minS := s.lastS
+				if s.sq.len() > 0 {
+					minS = int64(s.sq.front().ts)
+				}
+				if !s.fedS || a.lm.k(uint64(max(minS, 0))) <= k {
+					return nil
+				}
+			}
+			if !a.rDone {
+				if a.lm.width == 0 || a.cursor <= k {
+					return nil
+				}
+				minR := s.lastR
+				if s.rq.len() > 0 {
+					minR = int64(s.rq.front().ts)
+				}
+				if !s.fedR || minR-a.w < a.endOf(k) {
+					return nil
+				}
+			}
+		}
+		why, bad := a.bad(k)
+		if err := a.lm.finish(x, why, bad); err != nil {
+			return err
+		}
+		a.open = a.open[1:]
+		a.free = append(a.free, x)
+		a.stats.Intervals++
+		if a.cfg.Progress != nil {
+			a.prog.Intervals = uint64(a.stats.Intervals)
+			a.prog.Frames = a.st.snd.l.c.Frames + a.st.rcv.l.c.Frames
+			a.cfg.Progress(*a.prog)
+		}
+	}
+	return nil
+}
+
+// endOf is where interval k ends (sender clock, ns).
+func (a *analysis) endOf(k int32) int64 {
+	return (int64(k) + a.lm.kBase + 1) * int64(a.lm.width)
+}
+
+// finish estimates what is left once both captures are read.
+func (a *analysis) finish() error {
+	if a.err != nil {
+		return a.err
+	}
+	if !a.rDone {
+		a.rDone = true
+		a.resolve(false)
+		for len(a.rDamage) > 0 {
+			a.receiverDamage()
+		}
+	}
+	st := a.st
+	if st.sq.len() > 0 || st.rq.len() > 0 {
+		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", st.sq.len(), st.rq.len())
+	}
+	return a.closeReady()
+}
