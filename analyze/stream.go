@@ -48,14 +48,88 @@ type group struct {
 	first  int64
 	s, r   []*srec
 	closed bool
+	refs   int // copies not yet handed on: the group is reused after
+}
+
+// groupTable maps an identity to its open group: open addressing on the
+// identity (already a uniform hash), deletion by moving back the entries
+// after it, so that a table that sees every packet inserted and deleted
+// never fills with tombstones as a Go map's probe sequences do.
+type groupTable struct {
+	slots []gslot
+	n     int
+}
+
+// gslot holds the identity beside its group, so that a probe reads one
+// cache line rather than a group per step.
+type gslot struct {
+	h uint64
+	g *group
+}
+
+func (t *groupTable) get(h uint64) *group {
+	if t.n == 0 {
+		return nil
+	}
+	m := uint64(len(t.slots) - 1)
+	for i := h & m; ; i = (i + 1) & m {
+		sl := &t.slots[i]
+		if sl.g == nil || sl.h == h {
+			return sl.g
+		}
+	}
+}
+
+func (t *groupTable) put(g *group) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots, t.n = make([]gslot, max(1024, 2*len(old))), 0
+		for _, x := range old {
+			if x.g != nil {
+				t.put(x.g)
+			}
+		}
+	}
+	m := uint64(len(t.slots) - 1)
+	i := g.hash & m
+	for t.slots[i].g != nil {
+		i = (i + 1) & m
+	}
+	t.slots[i] = gslot{g.hash, g}
+	t.n++
+}
+
+// del removes g if it is the open group of its identity.
+func (t *groupTable) del(g *group) {
+	m := uint64(len(t.slots) - 1)
+	i := g.hash & m
+	for t.slots[i].g != g {
+		if t.slots[i].g == nil {
+			return
+		}
+		i = (i + 1) & m
+	}
+	t.slots[i] = gslot{}
+	t.n--
+	// Move back the entries that probed past the freed slot.
+	for j := (i + 1) & m; t.slots[j].g != nil; j = (j + 1) & m {
+		home := t.slots[j].h & m
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.slots[i], t.slots[j] = t.slots[j], gslot{}
+			i = j
+		}
+	}
 }
 
 // endStream reads one capture's records in time order: a record is handed
 // out once no record still to be read can be stamped before it (disorder
 // is bounded by MaxBackStep, larger steps back are refused by the loader).
+// Records wait in a ring sorted by time: in a capture in time order each
+// goes at the end, and a late one moves back only past the few it is
+// late for.
 type endStream struct {
 	l        *loader
-	heap     []*srec
+	wait     ring[*srec]
 	seq      uint64
 	eof      bool
 	limit    int // identity extent past which a record is left out (snap length)
@@ -63,13 +137,15 @@ type endStream struct {
 	maxExt   int // largest identity extent of a record read
 	keepFlow bool
 	pool     *srecPool
-	n        uint64 // records handed out
-	err      error  // sticky: the loader's refusal
+	err      error // sticky: the loader's refusal
 }
 
-func (e *endStream) less(a, b *srec) bool {
+func srecLess(a, b *srec) bool {
 	return a.ts < b.ts || (a.ts == b.ts && a.seq < b.seq)
 }
+
+// done says the capture is read and every record handed out.
+func (e *endStream) done() bool { return e.eof && e.wait.n == 0 }
 
 // peek returns the next record in time order (nil at the end).
 func (e *endStream) peek() (*srec, error) {
@@ -77,8 +153,8 @@ func (e *endStream) peek() (*srec, error) {
 		return nil, e.err
 	}
 	for {
-		if len(e.heap) > 0 && (e.eof || e.heap[0].ts+MaxBackStep < e.l.maxTS) {
-			return e.heap[0], nil
+		if e.wait.n > 0 && (e.eof || e.wait.front().ts+MaxBackStep < e.l.maxTS) {
+			return e.wait.front(), nil
 		}
 		if e.eof {
 			return nil, nil
@@ -104,46 +180,50 @@ func (e *endStream) peek() (*srec, error) {
 			x.key = *key
 		}
 		e.seq++
-		e.push(x)
+		e.wait.push(x)
+		for i := e.wait.n - 1; i > 0 && srecLess(e.wait.at(i), e.wait.at(i-1)); i-- {
+			e.wait.swap(i, i-1)
+		}
 	}
 }
 
-func (e *endStream) push(x *srec) {
-	h := append(e.heap, x)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !e.less(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	e.heap = h
+func (e *endStream) pop() *srec { return e.wait.pop() }
+
+// ring is a FIFO queue that grows by doubling and never moves what it
+// holds otherwise.
+type ring[T any] struct {
+	buf     []T
+	head, n int
 }
 
-func (e *endStream) pop() *srec {
-	h := e.heap
-	x := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = nil
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && e.less(h[l], h[m]) {
-			m = l
+func (r *ring[T]) push(x T) {
+	if r.n == len(r.buf) {
+		nb := make([]T, max(64, 2*len(r.buf)))
+		for i := 0; i < r.n; i++ {
+			nb[i] = r.at(i)
 		}
-		if l+1 < n && e.less(h[l+1], h[m]) {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+		r.buf, r.head = nb, 0
 	}
-	e.heap = h
-	e.n++
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = x
+	r.n++
+}
+
+func (r *ring[T]) at(i int) T { return r.buf[(r.head+i)&(len(r.buf)-1)] }
+
+func (r *ring[T]) swap(i, j int) {
+	m := len(r.buf) - 1
+	a, b := &r.buf[(r.head+i)&m], &r.buf[(r.head+j)&m]
+	*a, *b = *b, *a
+}
+
+func (r *ring[T]) front() T { return r.buf[r.head] }
+
+func (r *ring[T]) pop() T {
+	var zero T
+	x := r.buf[r.head]
+	r.buf[r.head] = zero
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
 	return x
 }
 
@@ -170,27 +250,6 @@ func (p *srecPool) put(x *srec) {
 	p.held--
 	*x = srec{}
 	p.free = append(p.free, x)
-}
-
-// fifo is a queue of records in the order they were fed.
-type fifo struct {
-	q    []*srec
-	head int
-}
-
-func (f *fifo) push(x *srec) { f.q = append(f.q, x) }
-func (f *fifo) len() int     { return len(f.q) - f.head }
-func (f *fifo) front() *srec { return f.q[f.head] }
-func (f *fifo) pop() *srec {
-	x := f.q[f.head]
-	f.q[f.head] = nil
-	f.head++
-	if f.head > 1024 && f.head*2 > len(f.q) {
-		n := copy(f.q, f.q[f.head:])
-		clear(f.q[n:])
-		f.q, f.head = f.q[:n], 0
-	}
-	return x
 }
 
 // pairing is what the pairing of copies within an identity needs to know
@@ -222,10 +281,10 @@ type streamer struct {
 	w        int64
 	snd, rcv *endStream
 	pool     srecPool
-	groups   map[uint64]*group
-	gq       []*group
-	gqHead   int
-	sq, rq   fifo
+	groups   groupTable
+	gq       ring[*group]
+	gfree    []*group
+	sq, rq   ring[*srec]
 	// lastS, lastR: the timestamp of the last record fed from each end.
 	lastS, lastR int64
 	fedS, fedR   bool
@@ -242,7 +301,7 @@ type streamer struct {
 }
 
 func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, tick func(*Capture)) *streamer {
-	s := &streamer{w: w, groups: map[uint64]*group{}, par: par, ds: newDelayStats()}
+	s := &streamer{w: w, par: par, ds: newDelayStats()}
 	s.snd = &endStream{l: newLoader(sender, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
 	s.rcv = &endStream{l: newLoader(receiver, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
 	return s
@@ -291,7 +350,7 @@ func (s *streamer) run() error {
 			}
 		}
 	}
-	for s.gqHead < len(s.gq) {
+	for s.gq.n > 0 {
 		s.closeGroup()
 	}
 	s.drain()
@@ -303,15 +362,21 @@ func (s *streamer) run() error {
 
 func (s *streamer) feed(x *srec, sender bool) {
 	t := int64(x.ts)
-	for s.gqHead < len(s.gq) && s.gq[s.gqHead].first+s.w < t {
+	for s.gq.n > 0 && s.gq.front().first+s.w < t {
 		s.closeGroup()
 	}
-	g := s.groups[x.hash]
+	g := s.groups.get(x.hash)
 	if g == nil {
-		g = &group{hash: x.hash, first: t}
-		s.groups[x.hash] = g
-		s.gq = append(s.gq, g)
+		if n := len(s.gfree); n > 0 {
+			g, s.gfree = s.gfree[n-1], s.gfree[:n-1]
+		} else {
+			g = &group{}
+		}
+		g.hash, g.first = x.hash, t
+		s.groups.put(g)
+		s.gq.push(g)
 	}
+	g.refs++
 	x.grp = g
 	if sender {
 		g.s = append(g.s, x)
@@ -327,15 +392,17 @@ func (s *streamer) feed(x *srec, sender bool) {
 
 // drain hands on the records at the front of each end whose group is closed.
 func (s *streamer) drain() {
-	for s.sq.len() > 0 && s.sq.front().grp.closed {
+	for s.sq.n > 0 && s.sq.front().grp.closed {
 		x := s.sq.pop()
+		s.release(x.grp)
 		x.grp = nil
 		if !s.onSender(x) {
 			s.pool.put(x)
 		}
 	}
-	for s.rq.len() > 0 && s.rq.front().grp.closed {
+	for s.rq.n > 0 && s.rq.front().grp.closed {
 		x := s.rq.pop()
+		s.release(x.grp)
 		x.grp = nil
 		if !s.onReceiver(x) {
 			s.pool.put(x)
@@ -343,20 +410,23 @@ func (s *streamer) drain() {
 	}
 }
 
+// release is one copy of a closed group handed on; the last makes the
+// group free for another identity.
+func (s *streamer) release(g *group) {
+	g.refs--
+	if g.refs == 0 {
+		clear(g.s)
+		clear(g.r)
+		g.s, g.r, g.closed = g.s[:0], g.r[:0], false
+		s.gfree = append(s.gfree, g)
+	}
+}
+
 // closeGroup pairs the oldest open group's copies as match does: the
 // first walk's ambiguity and delays, then first in first out.
 func (s *streamer) closeGroup() {
-	g := s.gq[s.gqHead]
-	s.gq[s.gqHead] = nil
-	s.gqHead++
-	if s.gqHead > 1024 && s.gqHead*2 > len(s.gq) {
-		n := copy(s.gq, s.gq[s.gqHead:])
-		clear(s.gq[n:])
-		s.gq, s.gqHead = s.gq[:n], 0
-	}
-	if s.groups[g.hash] == g {
-		delete(s.groups, g.hash)
-	}
+	g := s.gq.pop()
+	s.groups.del(g)
 	g.closed = true
 	gs, gr := g.s, g.r
 	if len(gs) > 1 {
@@ -556,7 +626,7 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 		return false
 	}
 	st.afterFeed = func() error {
-		if st.rcv.eof && len(st.rcv.heap) == 0 {
+		if st.rcv.done() {
 			sv.rc.rEnded = true
 		}
 		sv.rc.settle(st.lastR, st.fedR)
@@ -1007,8 +1077,8 @@ func (a *analysis) closeReady() error {
 		return a.err
 	}
 	s := a.st
-	sDone := s.snd.eof && len(s.snd.heap) == 0 && s.sq.len() == 0
-	rDone := s.rcv.eof && len(s.rcv.heap) == 0 && s.rq.len() == 0
+	sDone := s.snd.done() && s.sq.n == 0
+	rDone := s.rcv.done() && s.rq.n == 0
 	if rDone && !a.rDone {
 		a.rDone = true
 		a.resolve(false)
@@ -1022,7 +1092,7 @@ func (a *analysis) closeReady() error {
 		if !sDone || !a.rDone {
 			if !sDone {
 				minS := s.lastS
-				if s.sq.len() > 0 {
+				if s.sq.n > 0 {
 					minS = int64(s.sq.front().ts)
 				}
 				if !s.fedS || a.lm.k(uint64(max(minS, 0))) <= k {
@@ -1034,7 +1104,7 @@ func (a *analysis) closeReady() error {
 					return nil
 				}
 				minR := s.lastR
-				if s.rq.len() > 0 {
+				if s.rq.n > 0 {
 					minR = int64(s.rq.front().ts)
 				}
 				if !s.fedR || minR-a.w < a.endOf(k) {
@@ -1076,8 +1146,8 @@ func (a *analysis) finish() error {
 		}
 	}
 	st := a.st
-	if st.sq.len() > 0 || st.rq.len() > 0 {
-		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", st.sq.len(), st.rq.len())
+	if st.sq.n > 0 || st.rq.n > 0 {
+		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", st.sq.n, st.rq.n)
 	}
 	return a.closeReady()
 }
