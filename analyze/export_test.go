@@ -40,6 +40,7 @@ func init() {
 		if a, b := streamed.String(), whole.String(); a != b {
 			panic(fmt.Sprintf("streaming and whole-capture lines differ:\n--- streaming\n%s\n--- whole\n%s", firstDiff(a, b), firstDiff(b, a)))
 		}
+		peak := stS.PeakHeld
 		stS.PeakHeld = 0
 		if !reflect.DeepEqual(stS, stW) {
 			panic(fmt.Sprintf("statistics differ:\nstreaming %+v\nwhole     %+v", stS, stW))
@@ -47,6 +48,7 @@ func init() {
 		for _, l := range lines {
 			emit(l)
 		}
+		stW.PeakHeld = peak
 		return stW, errW
 	}
 }
