@@ -138,6 +138,128 @@ type endStream struct {
 	keepFlow bool
 	pool     *srecPool
 	err      error // sticky: the loader's refusal
+
+	// The capture is read and parsed ahead, on its own goroutine, in
+	// batches: reading and parsing take a core of their own while the
+	// pairing runs on another.
+	ahead        chan *batch
+	free         chan *batch
+	stop         chan struct{}
+	cur          *batch
+	at           int
+	maxTS        uint64 // the loader's largest timestamp as of the last record taken
+	frames       uint64 // the capture's frames and bytes read, as of the last batch
+	bytes        int64
+	onBatch      func()
+	readerExited chan struct{}
+}
+
+// loaded is one record as the reader hands it over.
+type loaded struct {
+	r     rec
+	flow  uint64
+	key   classifier.FlowKey
+	maxTS uint64
+}
+
+type batch struct {
+	recs   []loaded
+	frames uint64
+	bytes  int64
+	end    bool  // the capture is read (and the loader finished)
+	err    error // the loader's refusal
+}
+
+const (
+	batchLen   = 4096
+	batchAhead = 4
+)
+
+// start reads ahead on a goroutine until the capture ends, the loader
+// refuses it, or close.
+func (e *endStream) start() {
+	if e.ahead != nil {
+		return
+	}
+	e.ahead, e.free = make(chan *batch, batchAhead), make(chan *batch, batchAhead+2)
+	e.stop, e.readerExited = make(chan struct{}), make(chan struct{})
+	for range batchAhead + 2 {
+		e.free <- &batch{recs: make([]loaded, 0, batchLen)}
+	}
+	go func() {
+		defer close(e.readerExited)
+		for {
+			var b *batch
+			select {
+			case b = <-e.free:
+			case <-e.stop:
+				return
+			}
+			b.recs, b.end, b.err = b.recs[:0], false, nil
+			for len(b.recs) < batchLen {
+				r, fh, key, ok, err := e.l.next()
+				if err != nil {
+					b.err = err
+					break
+				}
+				if !ok {
+					e.l.finish()
+					b.end = true
+					break
+				}
+				x := loaded{r: r, flow: fh, maxTS: e.l.maxTS}
+				if e.keepFlow {
+					x.key = *key
+				}
+				b.recs = append(b.recs, x)
+			}
+			b.frames, b.bytes = e.l.c.Frames, e.l.c.BytesRead()
+			select {
+			case e.ahead <- b:
+			case <-e.stop:
+				return
+			}
+			if b.end || b.err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// close stops the reader and waits for it: the capture is then the
+// caller's again (to rewind it).
+func (e *endStream) close() {
+	if e.stop == nil {
+		return
+	}
+	close(e.stop)
+	<-e.readerExited
+	e.stop = nil
+}
+
+// next is the loader's next record, from the batches read ahead; ok is
+// false at the end of the capture.
+func (e *endStream) next() (x *loaded, ok bool, err error) {
+	for e.cur == nil || e.at == len(e.cur.recs) {
+		if e.cur != nil {
+			if e.cur.err != nil {
+				return nil, false, e.cur.err
+			}
+			if e.cur.end {
+				return nil, false, nil
+			}
+			e.free <- e.cur
+		}
+		e.cur, e.at = <-e.ahead, 0
+		e.frames, e.bytes = e.cur.frames, e.cur.bytes
+		if e.onBatch != nil {
+			e.onBatch()
+		}
+	}
+	x = &e.cur.recs[e.at]
+	e.at++
+	e.maxTS = x.maxTS
+	return x, true, nil
 }
 
 func srecLess(a, b *srec) bool {
@@ -153,31 +275,30 @@ func (e *endStream) peek() (*srec, error) {
 		return nil, e.err
 	}
 	for {
-		if e.wait.n > 0 && (e.eof || e.wait.front().ts+MaxBackStep < e.l.maxTS) {
+		if e.wait.n > 0 && (e.eof || e.wait.front().ts+MaxBackStep < e.maxTS) {
 			return e.wait.front(), nil
 		}
 		if e.eof {
 			return nil, nil
 		}
-		r, fh, key, ok, err := e.l.next()
+		l, ok, err := e.next()
 		if err != nil {
 			e.err = err
 			return nil, err
 		}
 		if !ok {
 			e.eof = true
-			e.l.finish()
 			continue
 		}
-		e.maxExt = max(e.maxExt, int(r.ext))
-		if int(r.ext) > e.limit {
+		e.maxExt = max(e.maxExt, int(l.r.ext))
+		if int(l.r.ext) > e.limit {
 			e.excluded++
 			continue
 		}
 		x := e.pool.get()
-		x.rec, x.seq, x.flow = r, e.seq, fh
+		x.rec, x.seq, x.flow = l.r, e.seq, l.flow
 		if e.keepFlow {
-			x.key = *key
+			x.key = l.key
 		}
 		e.seq++
 		e.wait.push(x)
@@ -300,16 +421,25 @@ type streamer struct {
 	afterFeed  func() error
 }
 
-func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, tick func(*Capture)) *streamer {
+func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, tick func(frames uint64, bytes int64)) *streamer {
 	s := &streamer{w: w, par: par, ds: newDelayStats()}
-	s.snd = &endStream{l: newLoader(sender, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
-	s.rcv = &endStream{l: newLoader(receiver, cl, tick), limit: limit, keepFlow: keepFlows, pool: &s.pool}
+	s.snd = &endStream{l: newLoader(sender, cl, nil), limit: limit, keepFlow: keepFlows, pool: &s.pool}
+	s.rcv = &endStream{l: newLoader(receiver, cl, nil), limit: limit, keepFlow: keepFlows, pool: &s.pool}
+	if tick != nil {
+		on := func() { tick(s.snd.frames+s.rcv.frames, s.snd.bytes+s.rcv.bytes) }
+		s.snd.onBatch, s.rcv.onBatch = on, on
+	}
 	return s
 }
 
 // run feeds every record. A refusal of the sender's capture (disorder)
 // comes first, as in the whole-capture analysis, which reads it first.
+// Both captures are the caller's again when it returns.
 func (s *streamer) run() error {
+	s.snd.start()
+	s.rcv.start()
+	defer s.snd.close()
+	defer s.rcv.close()
 	var rErr error
 	for {
 		xs, err := s.snd.peek()
@@ -327,7 +457,7 @@ func (s *streamer) run() error {
 			// The receiver is refused; the sender's own refusal, if any,
 			// is the one to report.
 			for {
-				_, _, _, ok, err := s.snd.l.next()
+				_, ok, err := s.snd.next()
 				if err != nil {
 					return err
 				}
@@ -599,7 +729,7 @@ type survey struct {
 	peak           int
 }
 
-func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int, w int64, par pairing, tick func(*Capture)) (*survey, error) {
+func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int, w int64, par pairing, tick func(uint64, int64)) (*survey, error) {
 	if err := sender.Rewind(); err != nil {
 		return nil, err
 	}
@@ -634,6 +764,8 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 	}
 	// The receiver's first record is known before any sender record is
 	// handed on: ask for it before the first feed.
+	st.snd.start()
+	st.rcv.start()
 	if x, err := st.rcv.peek(); err == nil {
 		if x != nil {
 			sv.rc.r0, sv.rc.haveR0 = int64(x.ts), true
@@ -677,18 +809,17 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 	w += matchSlack
 	pass := 0
 	var readBefore uint64 // frames of the passes before this one
-	var tick func(*Capture)
+	var tick func(uint64, int64)
 	if cfg.Progress != nil {
 		prog.Passes = 2
-		tick = func(c *Capture) {
+		tick = func(frames uint64, bytes int64) {
 			prog.Pass = pass
 			prog.Phase = "survey"
 			if pass >= prog.Passes {
 				prog.Phase = "report"
 			}
-			prog.Frames = sender.Frames + receiver.Frames
+			prog.Frames, prog.Bytes = frames, bytes
 			prog.Read = readBefore + prog.Frames
-			prog.Bytes = sender.BytesRead() + receiver.BytesRead()
 			cfg.Progress(*prog)
 		}
 	}
@@ -1121,7 +1252,7 @@ func (a *analysis) closeReady() error {
 		a.stats.Intervals++
 		if a.cfg.Progress != nil {
 			a.prog.Intervals = uint64(a.stats.Intervals)
-			a.prog.Frames = a.st.snd.l.c.Frames + a.st.rcv.l.c.Frames
+			a.prog.Frames = a.st.snd.frames + a.st.rcv.frames
 			a.cfg.Progress(*a.prog)
 		}
 	}
