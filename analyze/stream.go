@@ -32,23 +32,23 @@ const DefaultMaxDelay = 1_000_000_000 // ns
 // srec is a record in flight.
 type srec struct {
 	rec
-	seq    uint64 // file order, so that equal timestamps keep it
-	flow   uint64
-	key    classifier.FlowKey // only with per-flow synopses
-	grp    *group
-	paired bool
-	peerTs uint64 // the paired copy's timestamp
-	k      int32  // pending receiver: the interval it goes to
+	flow uint64
+	key  classifier.FlowKey // only with per-flow synopses
+	// closeAt is when its group closes (the group's first copy plus the
+	// window): once a later record is fed the record can be handed on,
+	// with no need to look at the group again.
+	closeAt int64
+	paired  bool
+	peerTs  uint64 // the paired copy's timestamp
+	k       int32  // pending receiver: the interval it goes to
 }
 
 // group is the copies of one identity at both ends within the window of
 // its first copy, each end's in time order.
 type group struct {
-	hash   uint64
-	first  int64
-	s, r   []*srec
-	closed bool
-	refs   int // copies not yet handed on: the group is reused after
+	hash  uint64
+	first int64
+	s, r  []*srec
 }
 
 // groupTable maps an identity to its open group: open addressing on the
@@ -130,7 +130,6 @@ func (t *groupTable) del(g *group) {
 type endStream struct {
 	l        *loader
 	wait     ring[*srec]
-	seq      uint64
 	eof      bool
 	limit    int // identity extent past which a record is left out (snap length)
 	excluded uint64
@@ -262,10 +261,6 @@ func (e *endStream) next() (x *loaded, ok bool, err error) {
 	return x, true, nil
 }
 
-func srecLess(a, b *srec) bool {
-	return a.ts < b.ts || (a.ts == b.ts && a.seq < b.seq)
-}
-
 // done says the capture is read and every record handed out.
 func (e *endStream) done() bool { return e.eof && e.wait.n == 0 }
 
@@ -296,13 +291,13 @@ func (e *endStream) peek() (*srec, error) {
 			continue
 		}
 		x := e.pool.get()
-		x.rec, x.seq, x.flow = l.r, e.seq, l.flow
+		x.rec, x.flow = l.r, l.flow
 		if e.keepFlow {
 			x.key = l.key
 		}
-		e.seq++
 		e.wait.push(x)
-		for i := e.wait.n - 1; i > 0 && srecLess(e.wait.at(i), e.wait.at(i-1)); i-- {
+		// Only past strictly later records: equal stamps keep file order.
+		for i := e.wait.n - 1; i > 0 && x.ts < e.wait.at(i-1).ts; i-- {
 			e.wait.swap(i, i-1)
 		}
 	}
@@ -409,6 +404,8 @@ type streamer struct {
 	// lastS, lastR: the timestamp of the last record fed from each end.
 	lastS, lastR int64
 	fedS, fedR   bool
+	now          int64 // the last record fed: groups that closed before it are closed
+	ended        bool  // every record fed and every group closed
 	par          pairing
 	ds           delayStats
 	matched      uint64
@@ -483,6 +480,7 @@ func (s *streamer) run() error {
 	for s.gq.n > 0 {
 		s.closeGroup()
 	}
+	s.ended = true
 	s.drain()
 	if s.afterFeed != nil {
 		return s.afterFeed()
@@ -492,6 +490,7 @@ func (s *streamer) run() error {
 
 func (s *streamer) feed(x *srec, sender bool) {
 	t := int64(x.ts)
+	s.now = t
 	for s.gq.n > 0 && s.gq.front().first+s.w < t {
 		s.closeGroup()
 	}
@@ -506,8 +505,7 @@ func (s *streamer) feed(x *srec, sender bool) {
 		s.groups.put(g)
 		s.gq.push(g)
 	}
-	g.refs++
-	x.grp = g
+	x.closeAt = g.first + s.w
 	if sender {
 		g.s = append(g.s, x)
 		s.sq.push(x)
@@ -522,33 +520,17 @@ func (s *streamer) feed(x *srec, sender bool) {
 
 // drain hands on the records at the front of each end whose group is closed.
 func (s *streamer) drain() {
-	for s.sq.n > 0 && s.sq.front().grp.closed {
+	for s.sq.n > 0 && (s.ended || s.sq.front().closeAt < s.now) {
 		x := s.sq.pop()
-		s.release(x.grp)
-		x.grp = nil
 		if !s.onSender(x) {
 			s.pool.put(x)
 		}
 	}
-	for s.rq.n > 0 && s.rq.front().grp.closed {
+	for s.rq.n > 0 && (s.ended || s.rq.front().closeAt < s.now) {
 		x := s.rq.pop()
-		s.release(x.grp)
-		x.grp = nil
 		if !s.onReceiver(x) {
 			s.pool.put(x)
 		}
-	}
-}
-
-// release is one copy of a closed group handed on; the last makes the
-// group free for another identity.
-func (s *streamer) release(g *group) {
-	g.refs--
-	if g.refs == 0 {
-		clear(g.s)
-		clear(g.r)
-		g.s, g.r, g.closed = g.s[:0], g.r[:0], false
-		s.gfree = append(s.gfree, g)
 	}
 }
 
@@ -557,7 +539,17 @@ func (s *streamer) release(g *group) {
 func (s *streamer) closeGroup() {
 	g := s.gq.pop()
 	s.groups.del(g)
-	g.closed = true
+	s.pair(g)
+	// Its copies know when it closed (closeAt): the group is free for
+	// another identity.
+	clear(g.s)
+	clear(g.r)
+	g.s, g.r = g.s[:0], g.r[:0]
+	s.gfree = append(s.gfree, g)
+}
+
+// pair pairs a closed group's copies.
+func (s *streamer) pair(g *group) {
 	gs, gr := g.s, g.r
 	if len(gs) > 1 {
 		for _, x := range gs {
