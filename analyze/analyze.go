@@ -111,7 +111,8 @@ type Stats struct {
 	Damage                               []*DamageError
 	Warnings                             []string
 	// PeakHeld is the most packet records the streaming analysis held at
-	// once (0 for the whole-capture analysis, which holds them all).
+	// once, in either pass (0 for the whole-capture analysis, which holds
+	// them all).
 	PeakHeld int
 }
 

@@ -645,6 +645,7 @@ type rangeCount struct {
 	sent, paired   uint64 // surely inside
 	head, tail     []tsPaired
 	rEnded, rEmpty bool
+	peak           int // most records kept at once
 }
 
 type tsPaired struct {
@@ -663,11 +664,13 @@ func (c *rangeCount) add(ts int64, paired bool, rLast int64, haveRLast bool) {
 		return // before lo, surely
 	case ts <= c.r0+c.w:
 		c.head = append(c.head, tsPaired{ts, paired})
+		c.peak = max(c.peak, len(c.head)+len(c.tail))
 		return
 	case c.rEnded && ts > rLast+c.w:
 		return // after hi, surely
 	}
 	c.tail = append(c.tail, tsPaired{ts, paired})
+	c.peak = max(c.peak, len(c.head)+len(c.tail))
 	c.settle(rLast, haveRLast)
 }
 
@@ -730,13 +733,23 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 	}
 	sv := &survey{rc: rangeCount{w: w}}
 	st := newStreamer(sender, receiver, cfg.Classifier, false, limit, w, par, tick)
+	// rSeen is the latest receiver timestamp read: its last record is
+	// stamped no earlier. A record waiting to be fed counts, so that a gap
+	// in the receiver's capture does not keep the sender's records.
+	rSeen := func() (int64, bool) {
+		if st.rcv.wait.n > 0 {
+			return max(st.lastR, int64(st.rcv.wait.at(st.rcv.wait.n-1).ts)), true
+		}
+		return st.lastR, st.fedR
+	}
 	st.onSender = func(x *srec) bool {
 		if sv.sN == 0 {
 			sv.s0 = int64(x.ts)
 		}
 		sv.sN++
 		sv.s1 = int64(x.ts)
-		sv.rc.add(int64(x.ts), x.paired, st.lastR, st.fedR)
+		rl, ok := rSeen()
+		sv.rc.add(int64(x.ts), x.paired, rl, ok)
 		return false
 	}
 	st.onReceiver = func(x *srec) bool {
@@ -751,7 +764,8 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 		if st.rcv.done() {
 			sv.rc.rEnded = true
 		}
-		sv.rc.settle(st.lastR, st.fedR)
+		rl, ok := rSeen()
+		sv.rc.settle(rl, ok)
 		return nil
 	}
 	// The receiver's first record is known before any sender record is
@@ -772,7 +786,7 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 	sv.ds, sv.matched, sv.ambS, sv.ambR, sv.nonIPPairs = st.ds, st.matched, st.ambS, st.ambR, st.nonIPPairs
 	sv.maxExt = max(st.snd.maxExt, st.rcv.maxExt)
 	sv.sExcl, sv.rExcl = st.snd.excluded, st.rcv.excluded
-	sv.peak = st.pool.peak
+	sv.peak = st.pool.peak + sv.rc.peak
 	return sv, nil
 }
 
@@ -1241,6 +1255,9 @@ func (a *analysis) closeReady() error {
 		}
 		a.open = a.open[1:]
 		a.free = append(a.free, x)
+		// Marks of intervals reported are done with: bit-identical
+		// packets across boundaries recur through a long capture.
+		a.marks = slices.DeleteFunc(a.marks, func(m badMark) bool { return m.to <= k })
 		a.stats.Intervals++
 		if a.cfg.Progress != nil {
 			a.prog.Intervals = uint64(a.stats.Intervals)
