@@ -9,7 +9,8 @@ import (
 )
 
 // rec is what analyze keeps of one measured frame: 24 bytes instead of the
-// frame, so that both captures of ~10 M packets fit in memory together.
+// frame, so that the whole-capture analysis fits both captures of ~10 M
+// packets in memory together, and the streaming analysis its window.
 type rec struct {
 	ts    uint64 // ns since the Unix epoch, this end's clock
 	hash  uint64 // identity (classifier.Meta.Hash)
