@@ -13,7 +13,7 @@ PKGS     := ./...
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.stampedRevision=$(REVISION)",)
 
-.PHONY: all build build-afxdp install deb deploy-check deps test test-short race fuzz bench bench-pcap accuracy audit demo lint clean pgo
+.PHONY: all build build-afxdp install deb deploy-check deps test test-short race fuzz bench bench-pcap accuracy audit analyze-scale demo lint clean pgo
 
 # make install: the binary, the systemd unit (its ExecStart under PREFIX),
 # an example config, the Prometheus paths file and rules, the Grafana
@@ -98,6 +98,17 @@ accuracy: build
 # generator (docs/analyze.md, "Tests").
 audit: build
 	./scripts/audit/run.sh out/audit
+
+# What `ldafwd analyze` costs at capture scale (docs/analyze.md, "Cost"):
+# writes SCALE_PACKETS packets a side with genscale, times capinfos on the
+# pair as the I/O baseline, then analyze streaming on 1 and 2 cores (peak
+# RSS from /usr/bin/time -v, rate against capinfos). SCALE_WHOLE=1 adds
+# the whole-capture analysis. Not part of make test: it writes 2 x 82 bytes
+# a packet to SCALE_DIR and takes minutes.
+SCALE_PACKETS ?= 10000000
+SCALE_DIR     ?= out/scale
+analyze-scale: build
+	./scripts/analyze-scale.sh $(SCALE_DIR) $(SCALE_PACKETS)
 
 demo: deps build
 	./$(BIN) demo

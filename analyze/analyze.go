@@ -27,6 +27,15 @@ type Config struct {
 	// the damage and the intervals it touches are reported valid:false
 	// naming it. Otherwise (the default) damage is an error.
 	InvalidateDamaged bool
+	// MaxDelay bounds the one-way delay, clock offset between the two
+	// captures included, that the streaming analysis pairs across: copies
+	// of an identity further apart are different packets. 0:
+	// DefaultMaxDelay.
+	MaxDelay time.Duration
+	// WholeCapture reads both captures whole into memory before pairing
+	// instead of streaming them (as Run does anyway with captures that
+	// cannot be read twice).
+	WholeCapture bool
 	// Progress, if set, is called from Run's goroutine every
 	// ProgressEvery frames read and once per interval reported, so that a
 	// command can show how far a long analysis is (see Progress).
@@ -36,13 +45,23 @@ type Config struct {
 // ProgressEvery is how many frames Run reads between two Progress calls.
 const ProgressEvery = 1 << 14
 
-// Progress is how far Run is: reading the two captures (Phase "sender",
-// then "receiver"; Bytes of TotalBytes of both files read, TotalBytes 0
-// when a size is unknown), then estimating ("intervals": Intervals
-// reported so far).
+// Progress is how far Run is.
+//
+// The streaming analysis reads both captures in passes (Pass counts
+// from 1; Passes is how many it expects, 2 unless a survey has to be
+// repeated): Frames and Bytes (of TotalBytes, both files' sizes, 0 when a
+// size is unknown; compressed bytes for a compressed capture) are how far
+// the current pass is, Read the frames of every pass so far, and
+// Intervals the intervals reported, which the last pass does as it
+// reads. Phase is "survey" or "report".
+//
+// The whole-capture analysis (Pass 0) reads the sender's capture (Phase
+// "sender"), then the receiver's ("receiver"), then estimates
+// ("intervals").
 type Progress struct {
 	Phase             string
-	Frames            uint64 // frames read from both captures
+	Pass, Passes      int
+	Frames, Read      uint64 // frames read from both captures: this pass, all passes
 	Bytes, TotalBytes int64
 	Intervals         uint64
 }
@@ -91,6 +110,10 @@ type Stats struct {
 	MaxBackStepNs                        uint64
 	Damage                               []*DamageError
 	Warnings                             []string
+	// PeakHeld is the most packet records the streaming analysis held at
+	// once, in either pass (0 for the whole-capture analysis, which holds
+	// them all).
+	PeakHeld int
 }
 
 // side is one end's synopses for one interval: one set per MEC.

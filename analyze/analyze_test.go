@@ -197,14 +197,22 @@ func TestBadCaptures(t *testing.T) {
 	}
 }
 
-// FuzzCapture: arbitrary bytes as a capture file never panic, frames stay
-// within the record bound, and damage names its record and file.
+// FuzzCapture: arbitrary bytes as a capture file (compressed or not)
+// never panic, frames stay within the record bound, damage names its
+// record and file, and a capture read again reads the same.
 func FuzzCapture(f *testing.F) {
 	var sb, rb bytes.Buffer
 	analyzetest.Write(analyzetest.Config{Packets: 5, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 1, PcapNG: true}, &sb, &rb)
 	f.Add(sb.Bytes())
 	f.Add(rb.Bytes())
 	f.Add([]byte{0xd4, 0xc3, 0xb2, 0xa1})
+	for _, b := range [][]byte{gzipped(f, sb.Bytes()), zstded(f, rb.Bytes())} {
+		f.Add(b)
+		f.Add(b[:len(b)*2/3])
+	}
+	var cb, cr bytes.Buffer
+	analyzetest.Write(analyzetest.Config{Packets: 5, Rate: 1000, Start: time.Unix(1_700_000_000, 0), MeanDelay: time.Microsecond, Seed: 2}, &cb, &cr)
+	f.Add(multiInterface(f, cb.Bytes()))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := analyze.NewCapture("fuzz", bytes.NewReader(b))
 		if err != nil {
@@ -228,6 +236,18 @@ func FuzzCapture(f *testing.F) {
 			if !d.Local && c.EndedEarly == nil {
 				t.Fatalf("damage %v ended the stream but EndedEarly is nil", d)
 			}
+		}
+		frames, damage := c.Frames, len(c.Damage)
+		if err := c.Rewind(); err != nil {
+			t.Fatalf("rewind: %v", err)
+		}
+		for i := 0; i < 10000; i++ {
+			if _, _, ok := c.Next(); !ok {
+				break
+			}
+		}
+		if c.Frames != frames || len(c.Damage) != damage {
+			t.Fatalf("read again: %d frames and %d damaged records, first %d and %d", c.Frames, len(c.Damage), frames, damage)
 		}
 	})
 }

@@ -1,11 +1,15 @@
 package analyze
 
 import (
+	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 )
@@ -16,7 +20,11 @@ type DamageError = pcapfile.DamageError
 
 // Capture reads one pcap or pcapng file frame by frame and hands out
 // Ethernet frames with absolute ns timestamps. Frames of raw-IP link types
-// get a synthetic Ethernet header so the classifier sees one framing.
+// get a synthetic Ethernet header so the classifier sees one framing. A
+// gzip- or zstd-compressed capture is decompressed as it is read (told by
+// its first bytes, not by its name). A capture read from a file (or any
+// io.ReadSeeker) can be read again from its start (Rewind): the streaming
+// analysis reads each capture more than once instead of holding it.
 //
 // Damage is recorded, never hidden: a record whose timestamp is impossible
 // is skipped and kept in Damage (the rest of the file is still read); a
@@ -26,9 +34,14 @@ type DamageError = pcapfile.DamageError
 type Capture struct {
 	name string
 	f    *os.File
-	rd   *pcapfile.Reader
-	cnt  *countingReader // bytes read from the file so far
-	size int64           // the file's size; 0: unknown (not a regular file)
+	src  io.Reader
+	// rewind seeks src back to where the capture starts; nil when src
+	// cannot seek (a pipe).
+	rewind func() error
+	rd     *pcapfile.Reader
+	cnt    *countingReader // bytes read from the file so far (compressed bytes, when compressed)
+	unz    *unzReader      // the decompressor, when compressed
+	size   int64           // the file's size; 0: unknown (not a regular file)
 	// Two record buffers (pcapfile.MaxRecord + room for a synthetic Ethernet
 	// header): the frame handed out lives in one while the lookahead is read
 	// into the other.
@@ -52,8 +65,9 @@ type Capture struct {
 	EndedEarly error
 }
 
-// OpenCapture opens a pcap or pcapng file. A file that is neither gives a
-// clear error naming it, never a panic.
+// OpenCapture opens a pcap or pcapng file, gzip- or zstd-compressed or
+// not. A file that is neither gives a clear error naming it, never a
+// panic.
 func OpenCapture(path string) (*Capture, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -71,17 +85,108 @@ func OpenCapture(path string) (*Capture, error) {
 	return c, nil
 }
 
-// NewCapture reads a capture from r; name is used in errors.
+// NewCapture reads a capture from r; name is used in errors. When r is an
+// io.ReadSeeker the capture can be rewound (Rewind).
 func NewCapture(name string, r io.Reader) (*Capture, error) {
-	cnt := &countingReader{r: r}
-	rd, err := pcapfile.NewReader(cnt)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	c := &Capture{name: name, src: r}
+	if s, ok := r.(io.ReadSeeker); ok {
+		if at, err := s.Seek(0, io.SeekCurrent); err == nil {
+			c.rewind = func() error {
+				_, err := s.Seek(at, io.SeekStart)
+				return err
+			}
+		}
 	}
-	c := &Capture{name: name, rd: rd, cnt: cnt}
 	c.bufs[0], c.bufs[1] = make([]byte, pcapfile.MaxRecord+14), make([]byte, pcapfile.MaxRecord+14)
-	c.advance()
+	if err := c.start(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// Compression magics: a capture starting with one is decompressed.
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// maxZstdWindow bounds the memory a zstd frame may ask for: a forged
+// header cannot make the reader allocate gigabytes. zstd's own command
+// line writes windows of at most 128 MiB unless told --long=31.
+const maxZstdWindow = 128 << 20
+
+// start reads the capture's header from where src is now and readies the
+// first frame.
+func (c *Capture) start() error {
+	c.cnt = &countingReader{r: c.src}
+	br := bufio.NewReaderSize(c.cnt, 64<<10)
+	var in io.Reader = br
+	head, _ := br.Peek(4)
+	switch {
+	case len(head) >= 2 && head[0] == gzipMagic[0] && head[1] == gzipMagic[1]:
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("%s: gzip-compressed, but %v", c.name, err)
+		}
+		c.unz = &unzReader{r: z, kind: "gzip"}
+		in = c.unz
+	case len(head) == 4 && string(head) == string(zstdMagic):
+		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow))
+		if err != nil {
+			return fmt.Errorf("%s: zstd-compressed, but %v", c.name, err)
+		}
+		c.unz = &unzReader{r: z, kind: "zstd", close: z.Close}
+		in = c.unz
+	}
+	rd, err := pcapfile.NewReader(in)
+	if err != nil {
+		if c.unz != nil && c.unz.err != nil {
+			return fmt.Errorf("%s: %s stream damaged: %v", c.name, c.unz.kind, c.unz.err)
+		}
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	c.rd = rd
+	c.cur, c.valid, c.err, c.prevTS = 0, false, nil, 0
+	c.Frames, c.Truncated, c.Damage, c.EndedEarly = 0, 0, nil, nil
+	c.advance()
+	return nil
+}
+
+// unzReader is a decompressor that remembers why it failed, so that
+// damage found in the compressed stream is named as such rather than as
+// a capture that ends inside a record.
+type unzReader struct {
+	r     io.Reader
+	kind  string
+	close func()
+	err   error
+}
+
+func (u *unzReader) Read(b []byte) (int, error) {
+	n, err := u.r.Read(b)
+	if err != nil && err != io.EOF && u.err == nil {
+		u.err = err
+	}
+	return n, err
+}
+
+// CanRewind says whether Rewind can read the capture again.
+func (c *Capture) CanRewind() bool { return c.rewind != nil }
+
+// Rewind starts the capture again from its first frame, as if newly
+// opened: counts and damage start again too.
+func (c *Capture) Rewind() error {
+	if c.rewind == nil {
+		return fmt.Errorf("%s: cannot be read twice (not a file)", c.name)
+	}
+	if c.unz != nil && c.unz.close != nil {
+		c.unz.close()
+	}
+	c.unz = nil
+	if err := c.rewind(); err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	return c.start()
 }
 
 // Name is the capture's path.
@@ -113,6 +218,10 @@ func (c *countingReader) Read(b []byte) (int, error) {
 
 // Close closes the underlying file, if any.
 func (c *Capture) Close() error {
+	if c.unz != nil && c.unz.close != nil {
+		c.unz.close()
+		c.unz = nil
+	}
 	if c.f != nil {
 		return c.f.Close()
 	}
@@ -152,6 +261,9 @@ func (c *Capture) advance() {
 			var d *DamageError
 			if errors.As(err, &d) {
 				d.File, d.AfterNs = c.name, c.prevTS
+				if c.unz != nil && c.unz.err != nil {
+					d.What += fmt.Sprintf(" (%s stream damaged: %v)", c.unz.kind, c.unz.err)
+				}
 				c.Damage = append(c.Damage, d)
 				if d.Local {
 					continue

@@ -3,15 +3,29 @@
 //
 // # How a pair of captures is compared
 //
-// Both captures are read first into compact records (timestamp, identity,
-// measurement class: 24 bytes a frame, not the frame), so memory grows with
-// the packets, about 60 bytes per packet of both captures together with the
-// pairing's indices. Receiver packets are then paired with sender packets by
+// Each frame is reduced to a compact record (timestamp, identity,
+// measurement class). Receiver packets are paired with sender packets by
 // identity, first in first out per identity: a receiver copy takes the
 // earliest unpaired sender copy stamped no later than its receive time plus
 // the clock offset unambiguous pairs show. A duplicate made inside the
 // segment pairs with nothing; it is counted as extra, never as a second
 // reception.
+//
+// Captures that can be read twice (files, compressed or not) are analyzed
+// as streams (stream.go): both are read in time order, merged, and the
+// copies of an identity within Config.MaxDelay of its first copy (the
+// largest one-way delay, clock offset included) are paired as one group;
+// copies further apart are different packets. A first pass learns what
+// must be known before any line is reported (counts, damage, refusals,
+// the delays and so the common time range, the share of packets found);
+// the second pass reports each interval as soon as no packet still to be
+// read can belong to it. Memory is the packets of the window and of the
+// intervals not yet reported, not the captures. Captures that cannot be
+// read twice, and Config.WholeCapture, are read whole into records first
+// (about 60 bytes per packet of both captures) and paired by sorting their
+// identities. On captures whose copies of an identity lie within the
+// window of each other the two give the same lines, byte for byte; the
+// package's tests hold every pair they analyze to that.
 //
 // Intervals are multiples of the interval width since the Unix epoch in the
 // sender's clock. A sender packet belongs to the interval it was sent in; a
@@ -34,7 +48,9 @@
 // # Damage and snap length
 //
 // The captures are read by the strict pcap/pcapng reader of package
-// dataplane/pcapfile (the one the pcap port replays with): a
+// dataplane/pcapfile (the one the pcap port replays with; pcapng with any
+// number of interfaces, each with its own timestamp resolution and
+// offset), through gzip or zstd when the file starts with their magic: a
 // block whose lengths disagree, a file that ends inside a record, an unknown
 // block type, an impossible timestamp (a microsecond field ≥ 10⁶, a
 // nanosecond field ≥ 10⁹, a record far outside its neighbours) is a

@@ -28,6 +28,10 @@ type matching struct {
 // matchSlack). A duplicate made inside the segment thus pairs with nothing
 // (it is extra, not a second reception), and of two bit-identical packets
 // of which one was lost, the survivor pairs with the first.
+//
+// The streaming analysis pairs each window's group of copies with the
+// same two walks (streamer.pair, delayStats.final); the package's tests
+// hold the two analyses to the same lines.
 func match(s, r *endData) *matching {
 	m := &matching{sOf: make([]int32, len(r.recs)), rOf: make([]int32, len(s.recs))}
 	for i := range m.sOf {

@@ -9,7 +9,8 @@ import (
 )
 
 // rec is what analyze keeps of one measured frame: 24 bytes instead of the
-// frame, so that both captures of ~10 M packets fit in memory together.
+// frame, so that the whole-capture analysis fits both captures of ~10 M
+// packets in memory together, and the streaming analysis its window.
 type rec struct {
 	ts    uint64 // ns since the Unix epoch, this end's clock
 	hash  uint64 // identity (classifier.Meta.Hash)
@@ -57,21 +58,63 @@ const MaxBackStep = 10_000_000 // ns
 // timestamps are damage (kept in the result); disorder beyond MaxBackStep
 // is an error.
 func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64]classifier.FlowKey, tick func(*Capture)) (*endData, error) {
-	e := &endData{name: c.Name()}
-	if tick != nil {
-		defer tick(c)
-	}
-	var m classifier.Meta
-	var maxTS uint64   // largest timestamp so far
-	var haveMax bool   // whether maxTS is set
-	var lastRec uint64 // record number of the frame that set maxTS
+	l := newLoader(c, cl, tick)
 	for {
-		frame, ts, orig, recno, ok := c.next()
+		r, fh, key, ok, err := l.next()
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			break
 		}
-		if tick != nil && c.Frames%ProgressEvery == 0 {
-			tick(c)
+		l.e.recs = append(l.e.recs, r)
+		if keepFlows {
+			l.e.flows = append(l.e.flows, fh)
+			if fh != 0 {
+				if _, ok := keys[fh]; !ok {
+					keys[fh] = *key
+				}
+			}
+		}
+	}
+	l.finish()
+	if l.e.disordered > 0 {
+		sortByTime(l.e)
+	}
+	return l.e, nil
+}
+
+// loader reads one capture's measured frames in file order, counting
+// what it leaves out and checking timestamps as it goes. Both analyses
+// read through it, so they count and refuse alike.
+type loader struct {
+	c       *Capture
+	e       *endData // counts, damage; recs and flows are the caller's
+	cl      *classifier.Classifier
+	tick    func(*Capture)
+	m       classifier.Meta
+	maxTS   uint64 // largest timestamp so far
+	haveMax bool   // whether maxTS is set
+	lastRec uint64 // record number of the frame that set maxTS
+}
+
+func newLoader(c *Capture, cl *classifier.Classifier, tick func(*Capture)) *loader {
+	return &loader{c: c, e: &endData{name: c.Name()}, cl: cl, tick: tick}
+}
+
+// next returns the next measured frame's record, flow hash and flow key
+// (the key is valid until the following call); ok is false at the end
+// of the capture. Impossible or far-off timestamps are damage (kept in
+// l.e); disorder beyond MaxBackStep is an error.
+func (l *loader) next() (r rec, flowHash uint64, key *classifier.FlowKey, ok bool, err error) {
+	e, c, m := l.e, l.c, &l.m
+	for {
+		frame, ts, orig, recno, ok := c.next()
+		if !ok {
+			return rec{}, 0, nil, false, nil
+		}
+		if l.tick != nil && c.Frames%ProgressEvery == 0 {
+			l.tick(c)
 		}
 		if len(frame) < orig {
 			e.snapped++
@@ -82,31 +125,31 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 		// Timestamp sanity: a record far behind or far ahead of its
 		// neighbours, while the next record agrees with the ones before,
 		// has a damaged timestamp; disorder that persists is refused.
-		if haveMax {
+		if l.haveMax {
 			next, nok := c.Peek()
 			switch {
-			case ts+MaxBackStep < maxTS:
-				if nok && next+MaxBackStep >= maxTS {
-					e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: maxTS,
-						What: fmt.Sprintf("timestamp %d ns is %.3f s before the records around it", ts, float64(maxTS-ts)/1e9)})
+			case ts+MaxBackStep < l.maxTS:
+				if nok && next+MaxBackStep >= l.maxTS {
+					e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: l.maxTS,
+						What: fmt.Sprintf("timestamp %d ns is %.3f s before the records around it", ts, float64(l.maxTS-ts)/1e9)})
 					continue
 				}
-				return nil, fmt.Errorf("%s: timestamps go back by %.3f s at packet record %d (after record %d): not one capture in time order (at most %d ms of disorder is sorted)",
-					e.name, float64(maxTS-ts)/1e9, recno, lastRec, MaxBackStep/1_000_000)
-			case ts > maxTS+MaxBackStep && nok && next+MaxBackStep < ts && next+MaxBackStep >= maxTS:
-				e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: maxTS,
-					What: fmt.Sprintf("timestamp %d ns is %.3f s after the records around it", ts, float64(ts-maxTS)/1e9)})
+				return rec{}, 0, nil, false, fmt.Errorf("%s: timestamps go back by %.3f s at packet record %d (after record %d): not one capture in time order (at most %d ms of disorder is sorted)",
+					e.name, float64(l.maxTS-ts)/1e9, recno, l.lastRec, MaxBackStep/1_000_000)
+			case ts > l.maxTS+MaxBackStep && nok && next+MaxBackStep < ts && next+MaxBackStep >= l.maxTS:
+				e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: l.maxTS,
+					What: fmt.Sprintf("timestamp %d ns is %.3f s after the records around it", ts, float64(ts-l.maxTS)/1e9)})
 				continue
 			}
 		}
-		if !haveMax || ts >= maxTS {
-			maxTS, haveMax, lastRec = ts, true, recno
+		if !l.haveMax || ts >= l.maxTS {
+			l.maxTS, l.haveMax, l.lastRec = ts, true, recno
 		} else {
 			e.disordered++
-			e.maxBackNs = max(e.maxBackNs, maxTS-ts)
+			e.maxBackNs = max(e.maxBackNs, l.maxTS-ts)
 		}
 
-		classifier.Parse(frame, &m)
+		classifier.Parse(frame, m)
 		e.frames++
 		if m.Flags&classifier.FlagControl != 0 {
 			e.control++
@@ -116,7 +159,7 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 		if m.Flags&classifier.FlagMalformed != 0 || (m.Flags&classifier.FlagTruncated != 0 && !snapped) {
 			e.malformed++
 		}
-		mec, measured := cl.Measure(&m)
+		mec, measured := l.cl.Measure(m)
 		if !measured { // a link-local frame no MEC claims: the segment's own traffic
 			e.linkLocal++
 			continue
@@ -125,23 +168,18 @@ func load(c *Capture, cl *classifier.Classifier, keepFlows bool, keys map[uint64
 		if m.Flags&(classifier.FlagIPv4|classifier.FlagIPv6) == 0 {
 			r.flags = recNonIP
 		}
-		e.recs = append(e.recs, r)
-		if keepFlows {
-			e.flows = append(e.flows, m.FlowHash)
-			if m.FlowHash != 0 {
-				if _, ok := keys[m.FlowHash]; !ok {
-					keys[m.FlowHash] = m.Flow
-				}
-			}
-		}
+		return r, m.FlowHash, &m.Flow, true, nil
 	}
-	e.damage = append(c.Damage, e.damage...)
-	slices.SortStableFunc(e.damage, func(a, b *DamageError) int { return int(a.Record) - int(b.Record) })
-	e.endedEarly = c.EndedEarly
-	if e.disordered > 0 {
-		sortByTime(e)
+}
+
+// finish files the reader's damage with the loader's, in record order.
+func (l *loader) finish() {
+	if l.tick != nil {
+		l.tick(l.c)
 	}
-	return e, nil
+	l.e.damage = append(l.c.Damage, l.e.damage...)
+	slices.SortStableFunc(l.e.damage, func(a, b *DamageError) int { return int(a.Record) - int(b.Record) })
+	l.e.endedEarly = l.c.EndedEarly
 }
 
 // sortByTime sorts a capture's records by timestamp, stably: frames with

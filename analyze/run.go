@@ -21,25 +21,31 @@ const matchSlack = 100_000 // ns
 // Run analyzes the sender and receiver captures and calls emit for every
 // report line, in interval order.
 //
-// Both captures are read first into compact records (timestamp, identity,
-// class). Receiver packets are then paired with sender packets by identity,
-// first in first out per identity; the pairs give the common time range
-// and each receiver packet its interval (see the package comment). An
-// error is returned, and nothing emitted, for captures that cannot be
-// compared: damaged (unless cfg.InvalidateDamaged), out of time order
-// beyond MaxBackStep, without a common time range, or sharing less than
+// Captures that can be read twice (files) are analyzed as streams: both
+// are read in time order, copies of an identity are paired within
+// cfg.MaxDelay of each other, and each interval is reported as soon as
+// no packet still to be read can belong to it, so memory holds the
+// packets of the window and of the intervals in flight, not the captures
+// (see stream.go). Others, and cfg.WholeCapture, are read whole into
+// compact records first. Both give the same lines.
+//
+// Receiver packets are paired with sender packets by identity, first in
+// first out per identity; the pairs give the common time range and each
+// receiver packet its interval (see the package comment). An error is
+// returned, and nothing emitted, for captures that cannot be compared:
+// damaged (unless cfg.InvalidateDamaged), out of time order beyond
+// MaxBackStep, without a common time range, or sharing less than
 // MinMatchedShare of their packets.
 func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
-	var st Stats
 	if cfg.Classifier == nil {
 		c, err := classifier.NewClassifier(nil)
 		if err != nil {
-			return st, err
+			return Stats{}, err
 		}
 		cfg.Classifier = c
 	}
 	if !cfg.UseLDA && len(cfg.Extra) == 0 {
-		return st, errors.New("no synopsis selected")
+		return Stats{}, errors.New("no synopsis selected")
 	}
 	if cfg.Conf <= 0 || cfg.Conf >= 1 {
 		cfg.Conf = 0.98
@@ -51,13 +57,31 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 	for _, f := range cfg.Extra {
 		keepFlows = keepFlows || !f.PerMEC()
 	}
+	var prog Progress
+	if sender.Size() > 0 && receiver.Size() > 0 {
+		prog.TotalBytes = sender.Size() + receiver.Size()
+	}
+	stream := !cfg.WholeCapture && sender.CanRewind() && receiver.CanRewind()
+	if oracle != nil && stream {
+		return oracle(sender, receiver, cfg, keepFlows, emit)
+	}
+	if stream {
+		return runStream(sender, receiver, cfg, keepFlows, emit, &prog)
+	}
+	return runWhole(sender, receiver, cfg, keepFlows, emit, &prog)
+}
+
+// oracle, when set (by the package's tests), runs both analyses on every
+// pair of captures that can stream, holds them to each other and emits
+// the whole-capture analysis's lines.
+var oracle func(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval)) (Stats, error)
+
+// runWhole is Run reading both captures whole first.
+func runWhole(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval), prog *Progress) (Stats, error) {
+	var st Stats
 	keys := map[uint64]classifier.FlowKey{}
 	var tick func(*Capture)
-	var prog Progress
 	if cfg.Progress != nil {
-		if sender.Size() > 0 && receiver.Size() > 0 {
-			prog.TotalBytes = sender.Size() + receiver.Size()
-		}
 		tick = func(c *Capture) {
 			prog.Phase, prog.Frames, prog.Bytes = "sender", c.Frames, c.BytesRead()
 			if c == receiver {
@@ -65,7 +89,7 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 				prog.Frames += sender.Frames
 				prog.Bytes += sender.BytesRead()
 			}
-			cfg.Progress(prog)
+			cfg.Progress(*prog)
 		}
 	}
 	s, err := load(sender, cfg.Classifier, keepFlows, keys, tick)
@@ -281,242 +305,51 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return int(rk[a]) - int(rk[b]) })
 
-	classes := cfg.Classifier.NumClasses()
-	names := cfg.Classifier.Names()
-	snd, err := newSide(&cfg, classes)
+	est := newLineMaker(&cfg, keepFlows, lo, hi, emit)
+	acc, err := est.newAcc()
 	if err != nil {
 		return st, err
 	}
-	rcv, err := newSide(&cfg, classes)
-	if err != nil {
-		return st, err
-	}
-	var meta classifier.Meta
-	metaOf := func(e *endData, i int) *classifier.Meta {
-		x := &e.recs[i]
-		meta.Hash = x.hash
-		if e.flows != nil {
-			meta.FlowHash = e.flows[i]
-			meta.Flow = keys[meta.FlowHash]
+	flowOf := func(e *endData, i int) (uint64, *classifier.FlowKey) {
+		if e.flows == nil {
+			return 0, nil
 		}
-		return &meta
+		key := keys[e.flows[i]]
+		return e.flows[i], &key
 	}
-	type counts struct{ crossed, extra, ambS, ambR uint64 }
-	per := make([]counts, classes)
-	mecTruth := make([]truthAcc, classes)
-	flowTruth := map[uint64]*truthAcc{}
-	// A sample line's truth: every delivered packet's delay by class (its
-	// quantiles), and where the interval's packets are (which of them the
-	// sample selected, and lost).
-	sampleTruth := false
-	for _, f := range cfg.Extra {
-		sampleTruth = sampleTruth || (cfg.Truth && f.Name() == "sample")
-	}
-	mecDelays := make([][]int64, classes)
-
 	si, ri := iLo, 0
 	for si < iHi || ri < len(order) {
 		// The next interval either end has packets in.
 		k := int32(math.MaxInt32)
 		if si < iHi {
-			k = int32(kOf(s.recs[si].ts) - kBase)
+			k = est.k(s.recs[si].ts)
 		}
 		if ri < len(order) {
 			k = min(k, rk[order[ri]])
 		}
-		snd.reset()
-		rcv.reset()
-		clear(per)
-		clear(mecTruth)
-		clear(flowTruth)
-		for i := range mecDelays {
-			mecDelays[i] = mecDelays[i][:0]
-		}
-		sFrom, rFrom := si, ri
-		for ; si < iHi && int32(kOf(s.recs[si].ts)-kBase) == k; si++ {
-			x := &s.recs[si]
-			m := metaOf(s, si)
-			snd.add(m, x.mec, x.ts)
-			if x.flags&recAmbiguous != 0 {
-				per[x.mec].ambS++
+		acc.reset(k)
+		for ; si < iHi && est.k(s.recs[si].ts) == k; si++ {
+			fh, key := flowOf(s, si)
+			j := mt.rOf[si]
+			var rts uint64
+			if j >= 0 {
+				rts = r.recs[j].ts
 			}
-			if cfg.Truth {
-				accs := [2]*truthAcc{&mecTruth[x.mec], nil}
-				if s.flows != nil {
-					fa := flowTruth[m.FlowHash]
-					if fa == nil {
-						fa = &truthAcc{}
-						flowTruth[m.FlowHash] = fa
-					}
-					accs[1] = fa
-				}
-				for _, a := range accs {
-					if a == nil {
-						continue
-					}
-					a.sent++
-					if j := mt.rOf[si]; j >= 0 && a == accs[0] && sampleTruth {
-						mecDelays[x.mec] = append(mecDelays[x.mec], int64(r.recs[j].ts-x.ts))
-					}
-					if j := mt.rOf[si]; j >= 0 {
-						d := float64(int64(r.recs[j].ts - x.ts))
-						a.matched++
-						a.sum += d
-						a.sq += d * d
-					}
-				}
-			}
+			est.addSender(acc, &s.recs[si], fh, key, j >= 0, rts)
 		}
 		for ; ri < len(order) && rk[order[ri]] == k; ri++ {
 			i := int(order[ri])
-			x := &r.recs[i]
-			rcv.add(metaOf(r, i), x.mec, x.ts)
-			c := &per[x.mec]
-			if x.flags&recCrossed != 0 {
-				c.crossed++
-			}
-			if x.flags&recExtra != 0 {
-				c.extra++
-			}
-			if x.flags&recAmbiguous != 0 {
-				c.ambR++
-			}
+			fh, key := flowOf(r, i)
+			est.addReceiver(acc, &r.recs[i], fh, key)
 		}
-
-		abs := int64(k) + kBase
-		start, end := abs*int64(width), (abs+1)*int64(width)
-		if width == 0 {
-			start, end = lo, hi+1
-		}
-		var total counts
-		for _, c := range per {
-			total.crossed += c.crossed
-			total.extra += c.extra
-			total.ambS += c.ambS
-			total.ambR += c.ambR
-		}
-		var lines []*report.Interval
-		// Per synopsis kind, each class's estimate and line: packets that
-		// changed class inside the segment show only across classes.
-		perKind := map[string]*classLines{}
-		kindOf := func(kind string) *classLines {
-			if perKind[kind] == nil {
-				perKind[kind] = &classLines{es: make([]*synopsis.Estimate, classes), lines: make([]*report.Interval, classes)}
-			}
-			return perKind[kind]
-		}
-		for mec := 0; mec < classes; mec++ {
-			base := report.Interval{Interval: abs, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
-			c := per[mec]
-			if cfg.UseLDA {
-				e, err := synopsis.EstimateLDA(snd.lda[mec], rcv.lda[mec], cfg.Conf)
-				if err != nil {
-					return st, err
-				}
-				l := base
-				fill(&l, e)
-				if cfg.MicroburstGapNs > 0 && e.Valid && e.Lost > 0 {
-					mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(snd.lda[mec]), synopsis.LDABuckets(rcv.lda[mec]),
-						e.MeanNs, cfg.MicroburstGapNs, max(cfg.MicroburstMin, 1))
-					if err == nil {
-						l.Extra = map[string]any{"microbursts": microbursts(mb)}
-					}
-				}
-				for k, v := range e.IntegrityFields() {
-					if l.Extra == nil {
-						l.Extra = map[string]any{}
-					}
-					l.Extra[k] = v
-				}
-				addCounts(&l, c.crossed, c.extra, c.ambS, c.ambR)
-				unseenExtras(&l, c.extra)
-				lines = append(lines, &l)
-				cl := kindOf("lda")
-				cl.es[mec], cl.lines[mec] = &e, &l
-			}
-			for i, f := range cfg.Extra {
-				if !f.PerMEC() && mec != 0 {
-					continue // one sketch for all traffic: estimated once
-				}
-				cc := c
-				if !f.PerMEC() {
-					cc = total
-				}
-				xs, es := estimateLines(f, snd.extra[mec][i], rcv.extra[mec][i], cfg.Conf)
-				for j, x := range xs {
-					l := x
-					if f.PerMEC() && es != nil && len(xs) == 1 {
-						cl := kindOf(f.Name())
-						cl.es[mec], cl.lines[mec] = &es[j], &l
-					}
-					l.Interval, l.StartNs, l.EndNs, l.Direction = base.Interval, base.StartNs, base.EndNs, base.Direction
-					if l.MEC == "" {
-						l.MEC = base.MEC
-					}
-					addCounts(&l, cc.crossed, cc.extra, cc.ambS, cc.ambR)
-					if done, _ := l.Extra["repair_complete"].(bool); l.Synopsis == "lds" && !done {
-						// A complete repair decoded and took out every
-						// extra packet: none is left to hide a loss.
-						unseenExtras(&l, cc.extra)
-					}
-					lines = append(lines, &l)
-				}
-			}
-		}
-		for _, cl := range perKind {
-			for m, why := range synopsis.ClassChanges(cl.es, names) {
-				// Another cause the line has leads or follows by the
-				// precedence of its code (report.Code).
-				if l := cl.lines[m]; why != "" && l != nil {
-					l.Invalidate(report.ClassChange, why)
-				}
-			}
-		}
-		for _, l := range lines {
-			// An interval the common range cuts says which part was measured.
-			if width > 0 && start < lo {
-				setExtra(l, "measured_from_ns", lo)
-			}
-			if width > 0 && end > hi+1 {
-				setExtra(l, "measured_to_ns", hi+1)
-			}
-			if why, ok := bad[k]; ok {
-				if !l.Valid { // the damage leads; the sentence keeps the line's own
-					why += "; " + l.Reason
-				}
-				l.Invalidate(report.CaptureDamage, why)
-			}
-			if cfg.Truth {
-				acc := mecTruth[mecIndex(names, l.MEC)]
-				if fh, ok := l.Extra["flow_hash"].(uint64); ok && l.Flow != "" {
-					if fa := flowTruth[fh]; fa != nil {
-						acc = *fa
-					} else {
-						acc = truthAcc{}
-					}
-				}
-				lost := acc.sent - acc.matched
-				var mean, sd float64
-				if acc.matched > 0 {
-					mean = acc.sum / float64(acc.matched)
-					sd = math.Sqrt(math.Max(acc.sq/float64(acc.matched)-mean*mean, 0))
-				}
-				l.TrueMeanNs, l.TrueStddevNs, l.TrueLost = &mean, &sd, &lost
-				if l.Synopsis == "sample" {
-					mec := mecIndex(names, l.MEC)
-					l.TrueLost = sampleTrueLost(l, s, r, mt, uint16(mec), s.recs[sFrom:si], sFrom, order[rFrom:ri])
-					if q := trueQuantiles(mecDelays[mec]); q != nil {
-						setExtra(l, "true_quantiles", q)
-					}
-				}
-			}
-			withdrawSample(l)
-			emit(l)
+		why, isBad := bad[k]
+		if err := est.finish(acc, why, isBad); err != nil {
+			return st, err
 		}
 		st.Intervals++
 		if cfg.Progress != nil {
 			prog.Phase, prog.Intervals = "intervals", uint64(st.Intervals)
-			cfg.Progress(prog)
+			cfg.Progress(*prog)
 		}
 	}
 	return st, nil

@@ -138,13 +138,13 @@ func withdrawSample(l *report.Interval) {
 }
 
 // sampleTrueLost is the exact truth of a sample line's lost: of the
-// sender's packets of the line's class and interval (sent, the first at
-// index from) that the line's level selects, those the pairing found no
-// receiver copy for — counting, as the line does, only packets whose
-// digest no other selected packet shares at the sender and at most one
-// selected receiver packet of the class and interval (rcv, indices into
-// r.recs) holds. nil when the line has no level (it did not estimate).
-func sampleTrueLost(l *report.Interval, s, r *endData, mt *matching, mec uint16, sent []rec, from int, rcv []int32) *uint64 {
+// sender's packets of the line's class and interval (sent, in time order)
+// that the line's level selects, those the pairing found no receiver copy
+// for — counting, as the line does, only packets whose digest no other
+// selected packet shares at the sender and at most one selected receiver
+// packet of the class and interval (rcv) holds. nil when the line has no
+// level (it did not estimate).
+func sampleTrueLost(l *report.Interval, mec uint16, sent, rcv []sampleRec) *uint64 {
 	level, ok := l.Extra["sample_level"].(uint8)
 	if !ok {
 		return nil
@@ -155,17 +155,17 @@ func sampleTrueLost(l *report.Interval, s, r *endData, mt *matching, mec uint16,
 			sc[synopsis.SampleDigest(x.hash)]++
 		}
 	}
-	for _, i := range rcv {
-		if x := &r.recs[i]; x.mec == mec && synopsis.SampleSelected(x.hash, level) {
+	for _, x := range rcv {
+		if x.mec == mec && synopsis.SampleSelected(x.hash, level) {
 			rc[synopsis.SampleDigest(x.hash)]++
 		}
 	}
 	var lost uint64
-	for i, x := range sent {
+	for _, x := range sent {
 		if x.mec != mec || !synopsis.SampleSelected(x.hash, level) {
 			continue
 		}
-		if d := synopsis.SampleDigest(x.hash); sc[d] == 1 && rc[d] <= 1 && mt.rOf[from+i] < 0 {
+		if d := synopsis.SampleDigest(x.hash); sc[d] == 1 && rc[d] <= 1 && !x.matched {
 			lost++
 		}
 	}

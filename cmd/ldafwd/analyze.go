@@ -35,6 +35,8 @@ type analyzeOptions struct {
 	mbMin     int
 	damaged   string
 	quiet     bool
+	maxDelay  time.Duration
+	whole     bool
 }
 
 func runAnalyze(args []string) error { return analyzeMain(args, os.Stdout, os.Stderr) }
@@ -53,6 +55,8 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.mbGap, "microburst-gap", time.Millisecond, "group losses recovered from single-loss LDA buckets closer than this into microbursts (0: off)")
 	fs.IntVar(&o.mbMin, "microburst-min", 5, "losses a microburst needs to be reported")
 	fs.StringVar(&o.damaged, "damaged", "error", "a damaged capture (truncated, corrupt block, impossible timestamp): error = refuse it naming the file and record; invalidate = analyze around the damage and report the intervals it touches valid:false")
+	fs.DurationVar(&o.maxDelay, "max-delay", analyze.DefaultMaxDelay*time.Nanosecond, "largest one-way delay, clock offset between the two captures included: copies of a packet further apart are different packets; memory grows with it")
+	fs.BoolVar(&o.whole, "whole-capture", false, "read both captures whole into memory before pairing instead of streaming them (memory grows with the captures)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
 	o.lda.register(fs)
 	o.extra.register(fs)
@@ -90,6 +94,9 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if o.interval < 0 {
 		return cfg, fmt.Errorf("--interval %v: must be ≥ 0", o.interval)
 	}
+	if o.maxDelay <= 0 {
+		return cfg, fmt.Errorf("--max-delay %v: must be > 0", o.maxDelay)
+	}
 	if o.mbGap < 0 || o.mbMin < 1 {
 		return cfg, fmt.Errorf("--microburst-gap must be ≥ 0 and --microburst-min ≥ 1")
 	}
@@ -116,7 +123,8 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 		return cfg, fmt.Errorf("--damaged %q: want error or invalidate", o.damaged)
 	}
 	cfg = analyze.Config{Interval: o.interval, Classifier: cl, Truth: o.truth, Conf: o.conf, Direction: o.direction,
-		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate"}
+		MicroburstGapNs: uint64(o.mbGap.Nanoseconds()), MicroburstMin: o.mbMin, InvalidateDamaged: o.damaged == "invalidate",
+		MaxDelay: o.maxDelay, WholeCapture: o.whole}
 	if kinds["lda"] {
 		cfg.UseLDA = true
 		if cfg.LDA, err = o.lda.Config(); err != nil {

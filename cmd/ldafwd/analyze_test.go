@@ -301,7 +301,8 @@ type fakeTTY struct{ bytes.Buffer }
 func (*fakeTTY) IsTerminal() bool { return true }
 
 // TestAnalyzeProgress: on a terminal stderr analyze draws its progress
-// (packets read, rate, share of the files and ETA, then intervals); with
+// (the pass, packets read, rate, share of the files and ETA, and the
+// intervals reported as the last pass reads); with
 // --quiet or a stderr that is not a terminal it writes no progress line.
 // The table's rows are fixed-width (they are printed as intervals close),
 // so every row has its columns where the header has them.
@@ -313,8 +314,8 @@ func TestAnalyzeProgress(t *testing.T) {
 	if err := analyzeMain([]string{"--sender", s, "--receiver", r, "--synopsis", "lda,lds", "--truth"}, &out, &tty); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\r\x1b[Kanalyze: reading sender capture: 16384 packets", "Mpkt/s", "% of ", "ETA ",
-		"analyze: 1 intervals reported"} {
+	for _, want := range []string{"\r\x1b[Kanalyze: pass 1 of 2 (survey): ", "\r\x1b[Kanalyze: pass 2 of 2 (report): ", "Mpkt/s", "% of ", "ETA ",
+		"; 1 intervals reported"} {
 		if !strings.Contains(tty.String(), want) {
 			t.Errorf("progress lacks %q:\n%q", want, tty.String())
 		}

@@ -1,0 +1,69 @@
+package analyze_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/analyze/analyzetest"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// TestStreamMemoryBounded: the streaming analysis holds the packets of
+// its window and of the intervals in flight, not the captures. The same
+// traffic four times as long holds no more records at its peak (counted,
+// Stats.PeakHeld: not timed, not RSS), and the peak stays within what a
+// few windows (--max-delay plus the disorder sorted away) hold at the
+// traffic's rate.
+func TestStreamMemoryBounded(t *testing.T) {
+	const rate = 20_000.0
+	maxDelay := 20 * time.Millisecond
+	peakOf := func(packets int, write func(packets int, s, r *bytes.Buffer) error) int {
+		var sb, rb bytes.Buffer
+		if err := write(packets, &sb, &rb); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := analyze.NewCapture("s.pcap", bytes.NewReader(sb.Bytes()))
+		r, _ := analyze.NewCapture("r.pcap", bytes.NewReader(rb.Bytes()))
+		n := 0
+		st, err := analyze.Run(s, r, analyze.Config{Interval: 100 * time.Millisecond, UseLDA: true, LDA: synopsis.DefaultLDAConfig(),
+			Truth: true, MaxDelay: maxDelay}, func(*report.Interval) { n++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 || st.PeakHeld == 0 {
+			t.Fatalf("%d packets: %d lines, %d records held at the peak", packets, n, st.PeakHeld)
+		}
+		return st.PeakHeld
+	}
+	window := (maxDelay + analyze.MaxBackStep*time.Nanosecond).Seconds()
+	// Both ends' window in flight, plus the sender's records the first
+	// pass keeps near the common range's start and end (a window either
+	// side of each), a half more for Poisson bursts.
+	bound := int((2 + 3) * rate * window * 1.5)
+	for _, tc := range []struct {
+		name  string
+		write func(packets int, s, r *bytes.Buffer) error
+	}{
+		{"routed", func(packets int, s, r *bytes.Buffer) error {
+			_, err := analyzetest.Write(analyzetest.Config{Packets: packets, Rate: rate, Start: time.Unix(1_700_000_000, 0),
+				MeanDelay: 50 * time.Microsecond, Loss: 0.01, Seed: 3}, s, r)
+			return err
+		}},
+		// The receiver's capture starts late and stops early: what lies
+		// outside the common range is counted, not kept.
+		{"partial-overlap", func(packets int, s, r *bytes.Buffer) error {
+			_, err := analyzetest.Scenario{Seed: 4, Packets: packets, Rate: rate, Start: time.Unix(1_700_000_000, 0),
+				MeanDelay: 50 * time.Microsecond, Loss: 0.01, ReceiverFrom: 0.3, ReceiverTo: 0.8}.Write(s, r)
+			return err
+		}},
+	} {
+		small, large := peakOf(20_000, tc.write), peakOf(80_000, tc.write)
+		t.Logf("%s: peak records held: %d for 20 000 packets, %d for 80 000 (bound %d)", tc.name, small, large, bound)
+		if large > small*11/10 || large > bound {
+			t.Errorf("%s: peak records held: %d for 20 000 packets, %d for 80 000: want no growth and at most %d", tc.name, small, large, bound)
+		}
+	}
+}
