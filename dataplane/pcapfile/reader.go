@@ -10,7 +10,8 @@ import (
 )
 
 // Reader reads classic pcap (µs or ns timestamps, either byte order) and
-// pcapng (SHB, IDB, EPB, obsolete PB; other known blocks skipped) into
+// pcapng (SHB, IDB, EPB, obsolete PB; other known blocks skipped; a block
+// reserved for local use skipped as a local damage) into
 // caller buffers and checks every record as it goes: a record that cannot
 // be what it claims is a *DamageError naming the record, never a silent end
 // of the stream. It is ours rather than gopacket's pcapgo readers because
@@ -362,14 +363,21 @@ func (r *Reader) Next(dst []byte) (frame []byte, link uint32, ts uint64, origLen
 				return nil, 0, 0, 0, damaged("%v", err)
 			}
 		default:
-			if typ&0x80000000 != 0 { // reserved for local use: skip
+			if typ&0x80000000 != 0 {
+				// Reserved for local use: skipped, but reported as a
+				// local damage. Capture tools do not write such blocks,
+				// and one bit flipped in a packet block's type makes one
+				// (0x80000006): what it held is unknown, and a packet that
+				// silently vanished would count as a loss.
 				if err := r.skip(body); err != nil {
 					return nil, 0, 0, 0, damaged("file ends inside a block")
 				}
 				if err := r.trailer(total); err != nil {
 					return nil, 0, 0, 0, damaged("%v", err)
 				}
-				continue
+				r.record++
+				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true,
+					What: fmt.Sprintf("pcapng block %d: type %#x is reserved for local use: skipped, and it may have been a damaged packet block", r.block, typ)}
 			}
 			return nil, 0, 0, 0, damaged("unknown block type %#x", typ)
 		}

@@ -139,3 +139,47 @@ func TestSeeds(t *testing.T) {
 		t.Errorf("impossible timestamp: %+v", bad)
 	}
 }
+
+// TestLocalUseBlockIsDamage: a pcapng block reserved for local use — what
+// one flipped bit makes of an enhanced packet block's type — is skipped
+// and reported as a local damage (the rest of the file reads on): the
+// packet it may have held must not vanish unnoticed.
+func TestLocalUseBlockIsDamage(t *testing.T) {
+	var ng bytes.Buffer
+	nw, _ := pcapgo.NewNgWriter(&ng, layers.LinkTypeRaw)
+	for i := range 3 {
+		d := bytes.Repeat([]byte{byte(i)}, 60)
+		nw.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(2, int64(i)), CaptureLength: len(d), Length: len(d)}, d)
+	}
+	nw.Flush()
+	b := ng.Bytes()
+	// The second enhanced packet block (type 6), found by scanning blocks.
+	off, epb := 0, 0
+	for off+8 <= len(b) {
+		typ, n := binary.LittleEndian.Uint32(b[off:]), int(binary.LittleEndian.Uint32(b[off+4:]))
+		if typ == 6 {
+			if epb++; epb == 2 {
+				break
+			}
+		}
+		off += n
+	}
+	b[off+3] ^= 0x80
+	recs, err := readAll(t, b, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var good, local int
+	for _, r := range recs {
+		var d *DamageError
+		switch {
+		case r.err == nil:
+			good++
+		case errors.As(r.err, &d) && d.Local:
+			local++
+		}
+	}
+	if good != 2 || local != 1 {
+		t.Fatalf("%d packets and %d local damages, want 2 and 1: %+v", good, local, recs)
+	}
+}
