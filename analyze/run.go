@@ -100,34 +100,8 @@ func runWhole(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*
 	if err != nil {
 		return st, err
 	}
-	st.SenderFrames, st.ReceiverFrames = s.frames, r.frames
-	st.SenderControl, st.ReceiverControl = s.control, r.control
-	st.SenderLinkLocal, st.ReceiverLinkLocal = s.linkLocal, r.linkLocal
-	st.SenderMalformed, st.ReceiverMalformed = s.malformed, r.malformed
-	st.SenderSnapped, st.ReceiverSnapped = s.snapped, r.snapped
-	st.SenderDisordered, st.ReceiverDisordered = s.disordered, r.disordered
-	st.MaxBackStepNs = max(s.maxBackNs, r.maxBackNs)
-	st.Damage = append(append([]*DamageError(nil), s.damage...), r.damage...)
-	for _, e := range []*endData{s, r} {
-		if e.disordered > 0 {
-			st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %d records stamped before an earlier record (at most %.3f ms back): sorted by time",
-				e.name, e.disordered, float64(e.maxBackNs)/1e6))
-		}
-		if e.endedEarly != nil && len(e.damage) == 0 {
-			return st, e.endedEarly
-		}
-	}
-	if len(st.Damage) > 0 {
-		if !cfg.InvalidateDamaged {
-			more := ""
-			if len(st.Damage) > 1 {
-				more = fmt.Sprintf(" (and %d more damaged records)", len(st.Damage)-1)
-			}
-			return st, fmt.Errorf("%w%s", st.Damage[0], more)
-		}
-		for _, d := range st.Damage {
-			st.Warnings = append(st.Warnings, d.Error()+": intervals it touches are reported invalid")
-		}
+	if err := endStats(&st, s, r, cfg.InvalidateDamaged); err != nil {
+		return st, err
 	}
 
 	st.SenderSnapExcluded, st.ReceiverSnapExcluded = excludeSnapped(s, r, sender.SnapLen(), receiver.SnapLen())
@@ -446,4 +420,41 @@ func excludeSnapped(s, r *endData, snapS, snapR uint32) (ns, nr uint64) {
 		return n
 	}
 	return drop(s), drop(r)
+}
+
+// endStats fills st with what reading the two captures found (counts,
+// damage, disorder warnings), as both the whole-capture and the streaming
+// path report it; an error ends the analysis: a capture that ended early,
+// or damage without invalidate.
+func endStats(st *Stats, s, r *endData, invalidate bool) error {
+	st.SenderFrames, st.ReceiverFrames = s.frames, r.frames
+	st.SenderControl, st.ReceiverControl = s.control, r.control
+	st.SenderLinkLocal, st.ReceiverLinkLocal = s.linkLocal, r.linkLocal
+	st.SenderMalformed, st.ReceiverMalformed = s.malformed, r.malformed
+	st.SenderSnapped, st.ReceiverSnapped = s.snapped, r.snapped
+	st.SenderDisordered, st.ReceiverDisordered = s.disordered, r.disordered
+	st.MaxBackStepNs = max(s.maxBackNs, r.maxBackNs)
+	st.Damage = append(append([]*DamageError(nil), s.damage...), r.damage...)
+	for _, e := range []*endData{s, r} {
+		if e.disordered > 0 {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %d records stamped before an earlier record (at most %.3f ms back): sorted by time",
+				e.name, e.disordered, float64(e.maxBackNs)/1e6))
+		}
+		if e.endedEarly != nil && len(e.damage) == 0 {
+			return e.endedEarly
+		}
+	}
+	if len(st.Damage) > 0 {
+		if !invalidate {
+			more := ""
+			if len(st.Damage) > 1 {
+				more = fmt.Sprintf(" (and %d more damaged records)", len(st.Damage)-1)
+			}
+			return fmt.Errorf("%w%s", st.Damage[0], more)
+		}
+		for _, d := range st.Damage {
+			st.Warnings = append(st.Warnings, d.Error()+": intervals it touches are reported invalid")
+		}
+	}
+	return nil
 }

@@ -850,34 +850,8 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 			return Stats{}, err
 		}
 		if pass == 1 {
-			st.SenderFrames, st.ReceiverFrames = sv.s.frames, sv.r.frames
-			st.SenderControl, st.ReceiverControl = sv.s.control, sv.r.control
-			st.SenderLinkLocal, st.ReceiverLinkLocal = sv.s.linkLocal, sv.r.linkLocal
-			st.SenderMalformed, st.ReceiverMalformed = sv.s.malformed, sv.r.malformed
-			st.SenderSnapped, st.ReceiverSnapped = sv.s.snapped, sv.r.snapped
-			st.SenderDisordered, st.ReceiverDisordered = sv.s.disordered, sv.r.disordered
-			st.MaxBackStepNs = max(sv.s.maxBackNs, sv.r.maxBackNs)
-			st.Damage = append(append([]*DamageError(nil), sv.s.damage...), sv.r.damage...)
-			for _, e := range []*endData{sv.s, sv.r} {
-				if e.disordered > 0 {
-					st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %d records stamped before an earlier record (at most %.3f ms back): sorted by time",
-						e.name, e.disordered, float64(e.maxBackNs)/1e6))
-				}
-				if e.endedEarly != nil && len(e.damage) == 0 {
-					return st, e.endedEarly
-				}
-			}
-			if len(st.Damage) > 0 {
-				if !cfg.InvalidateDamaged {
-					more := ""
-					if len(st.Damage) > 1 {
-						more = fmt.Sprintf(" (and %d more damaged records)", len(st.Damage)-1)
-					}
-					return st, fmt.Errorf("%w%s", st.Damage[0], more)
-				}
-				for _, d := range st.Damage {
-					st.Warnings = append(st.Warnings, d.Error()+": intervals it touches are reported invalid")
-				}
+			if err := endStats(&st, sv.s, sv.r, cfg.InvalidateDamaged); err != nil {
+				return st, err
 			}
 			if l := snapLimit(sv.s, sv.r, sender.SnapLen(), receiver.SnapLen()); l < sv.maxExt {
 				limit = l

@@ -19,8 +19,7 @@ import (
 // control budget (1 % of the data), so its RDA still ships and proves the
 // LDA's loss: every one of its lines with traffic is valid, as without
 // rules. (Split evenly, ten quiet classes left the busy RDA out and every
-// lossy line invalid.) On simulated time, so that no line depends on the
-// host's load; the run's wall time still bounds what eleven classes cost.
+// lossy line invalid.) On simulated time: every line is the seed's.
 func TestQuietClassesLeaveTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 2.5 s demo")

@@ -33,11 +33,11 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestDemoLive is TestDemo on the wall clock: the appliances' workers and
-// control sides on goroutines of their own, which is what the race
-// detector checks (simulated time runs everything on one goroutine). How
-// the host's load places the intervals is not the test's to judge (a
-// starved worker merges two, reported invalid): what is valid is right.
+// TestDemoLive runs TestDemo's pipeline with the workers and control
+// sides on goroutines of their own, for the race detector (simulated time
+// runs everything on one goroutine). It checks what concurrency could
+// break — every valid line's loss exact, every frame accounted for at the
+// sink — while TestDemo, on simulated time, holds every interval.
 func TestDemoLive(t *testing.T) {
 	_, sum := demoRun(t, false)
 	if sum.Valid == 0 {

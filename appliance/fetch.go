@@ -158,19 +158,13 @@ func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 		f.id = c.reqID
 		f.body = synopsis.AppendCellsRequest(nil, f.target)
 	}
-	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, f.key.k, f.key.mec, control.KindRDA, f.peer, f.id, f.body)
-	if err != nil {
-		c.a.cfg.Log.Warn().Err(err).Uint64("interval", f.key.k).Msg("RDA cells request not sent")
+	n, bytes, ok := c.sendExchangeRequest(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
+	if !ok {
 		f.done, f.status = true, "not sent"
 		return
 	}
-	c.xbufs = frames[:cap(frames)]
-	for _, fr := range frames {
-		c.pending = append(c.pending, append([]byte(nil), fr...))
-		c.exchanged += len(fr)
-		f.reqBytes += len(fr)
-	}
-	f.frames += len(frames)
+	f.reqBytes += bytes
+	f.frames += n
 	f.tries++
 	f.last = now
 	c.rc.sent.Add(1)
@@ -395,4 +389,23 @@ func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsi
 		kept[m] = r.CopyCells(dst, cache)
 	}
 	c.fulls[k] = kept
+}
+
+// sendExchangeRequest queues a Request of kind about key's interval and
+// class to the peer's session, under request id, and counts its bytes as
+// exchanged (paid from later shipments, budget.go); it returns the frames
+// and bytes it took, ok false (logged as what) when it cannot be built.
+func (c *controller) sendExchangeRequest(key repairKey, kind control.Kind, peer uint64, id uint32, body []byte, what string) (frames, bytes int, ok bool) {
+	fs, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, key.k, key.mec, kind, peer, id, body)
+	if err != nil {
+		c.a.cfg.Log.Warn().Err(err).Uint64("interval", key.k).Msg(what + " not sent")
+		return 0, 0, false
+	}
+	c.xbufs = fs[:cap(fs)]
+	for _, fr := range fs {
+		c.pending = append(c.pending, append([]byte(nil), fr...))
+		bytes += len(fr)
+	}
+	c.exchanged += bytes
+	return len(fs), bytes, true
 }

@@ -255,18 +255,12 @@ func (c *controller) startPartFetch(k uint64, mec uint16, peer uint64, now time.
 }
 
 func (c *controller) sendPartFetch(f *partFetch, now time.Time) {
-	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, f.key.k, f.key.mec, control.KindLDA, f.peer, f.id, f.body)
-	if err != nil {
-		c.a.cfg.Log.Warn().Err(err).Uint64("interval", f.key.k).Msg("LDA part request not sent")
+	_, bytes, ok := c.sendExchangeRequest(f.key, control.KindLDA, f.peer, f.id, f.body, "LDA part request")
+	if !ok {
 		f.done, f.status = true, "not sent"
 		return
 	}
-	c.xbufs = frames[:cap(frames)]
-	for _, fr := range frames {
-		c.pending = append(c.pending, append([]byte(nil), fr...))
-		c.exchanged += len(fr)
-		f.reqBytes += len(fr)
-	}
+	f.reqBytes += bytes
 	f.tries++
 	f.last = now
 	c.rc.sent.Add(1)

@@ -311,18 +311,12 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 }
 
 func (c *controller) sendRequest(rp *repair, now time.Time) {
-	frames, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, rp.key.k, rp.key.mec, control.KindRDA, rp.peer, rp.id, rp.body)
-	if err != nil {
-		c.a.cfg.Log.Warn().Err(err).Uint64("interval", rp.key.k).Msg("timestamp request not sent")
+	n, bytes, ok := c.sendExchangeRequest(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
+	if !ok {
 		return
 	}
-	c.xbufs = frames[:cap(frames)]
-	for _, f := range frames {
-		c.pending = append(c.pending, append([]byte(nil), f...))
-		c.exchanged += len(f)
-		rp.reqBytes += len(f)
-	}
-	rp.reqFrames += len(frames)
+	rp.reqBytes += bytes
+	rp.reqFrames += n
 	rp.tries++
 	rp.last = now
 	c.rc.sent.Add(1)
