@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ldafwd/ldafwd/control"
@@ -28,8 +29,9 @@ import (
 //     that crossed shows there as an extra one, unless a loss hides it);
 //   - no interval in the last orderMemory intervals showed a packet
 //     crossing an End marker, a duplicate, extra packets or a class
-//     change, and at least minOrderChecks intervals were checked since the
-//     receiver started (the segment keeps order, as a queue does);
+//     change, and at least orderChecksNeeded(conf) intervals were checked
+//     since the receiver started (the segment keeps order, as a queue
+//     does);
 //   - the receiving port dropped nothing around the interval.
 //
 // Otherwise the loss is reported with a cause of loss scope (crossing,
@@ -42,9 +44,29 @@ import (
 // counts alone are not trusted.
 const orderMemory = 64
 
-// minOrderChecks is how many intervals the crossing checks must have found
-// in order before counts alone are trusted.
-const minOrderChecks = 1
+// orderChecksNeeded is how many intervals the crossing checks must have
+// found in order before counts alone are trusted at confidence conf.
+//
+// A segment that puts a packet across an End marker with probability p
+// per interval passes n checks in a row and then crosses the interval
+// whose loss rests on counts alone with probability (1−p)^n·p, which is
+// largest at p = 1/(n+1), where it is n^n/(n+1)^(n+1) (a little above
+// 1/(e·(n+1))). Holding that to 1 − conf, whatever p the segment has,
+// takes the smallest such n: 18 intervals at the default 0.98, 36 at 0.99.
+// (Each check is taken as seeing a crossing when there is one: a check
+// counts only where it ran for every class.) One check let a segment
+// reordering 5 % of its packets through: a packet crossed into the next
+// interval, whose own loss hid it, and the line said lost 8 where 7 were.
+func orderChecksNeeded(conf float64) int {
+	if conf <= 0 || conf >= 1 {
+		return 1
+	}
+	n := 1
+	for n < 1<<20 && math.Exp(float64(n)*math.Log(float64(n))-float64(n+1)*math.Log(float64(n+1))) > 1-conf {
+		n++
+	}
+	return n
+}
 
 // countsUsable says whether rc is exactly one interval's copy whose class
 // counts can stand against one interval's End markers.
@@ -82,7 +104,7 @@ func (c *controller) countLine(r *report.Interval, k uint64, sent []uint64, rc *
 // bucket where the neighbour's LDA arrived, else in total, in the class
 // in a neighbouring interval (a packet that crossed an End marker); the
 // segment showed disorder within the last orderMemory intervals or has
-// not been checked in order minOrderChecks times; the receiving port
+// not been checked in order orderChecksNeeded times; the receiving port
 // dropped frames around it.
 func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []report.Cause {
 	ev := &h.ev
@@ -127,8 +149,8 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 	switch {
 	case c.disorderSeen && (c.lastDisorder >= h.k || h.k-c.lastDisorder < orderMemory):
 		add(report.Crossing, "the segment reordered, duplicated or remarked packets within the last %d intervals (last in interval %d): packets that crossed this interval's End markers could hide behind losses", orderMemory, c.lastDisorder)
-	case c.orderChecks < minOrderChecks:
-		add(report.Crossing, "too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", c.orderChecks, minOrderChecks)
+	case c.orderChecks < orderChecksNeeded(c.a.cfg.Conf):
+		add(report.Crossing, "too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", c.orderChecks, orderChecksNeeded(c.a.cfg.Conf))
 	}
 	if rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]; rx > 0 {
 		add(report.ReceiverDrops, "the receiving appliance's segment port dropped %d frames around this interval (its receive ring was full: the worker fell behind); they would count as the segment's loss", rx)

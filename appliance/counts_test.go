@@ -18,9 +18,13 @@ import (
 // bundle each) and every fragment of a third, as a congested queue does,
 // and 2 % of the data; with dropReplies it loses the LDA parts fetched on
 // demand too (their replies). It returns the lines, what was lost and
-// the intervals it hit.
+// the intervals it hit. The losses come after countsCalm intervals in
+// order: the loss from the End markers' counts alone stands only once the
+// receiver has checked enough intervals for packets crossing their End
+// markers (18 at the default confidence).
 func synopsesLost(t *testing.T, dropReplies bool) ([]report.Interval, map[uint64]string, *faultPort) {
-	lose := map[uint64]string{4: "lda", 5: "lda", 7: "all"}
+	const countsCalm = 22
+	lose := map[uint64]string{countsCalm + 4: "lda", countsCalm + 5: "lda", countsCalm + 7: "all"}
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
 		if dropReplies && lose[f.Interval-first] != "" && f.Type == control.TypeReply && f.Kind == control.KindLDA {
 			return drop
@@ -44,7 +48,7 @@ func synopsesLost(t *testing.T, dropReplies bool) ([]report.Interval, map[uint64
 		t.Fatal(err)
 	}
 	lines, _ := demoLinesSum(t, appliance.DemoConfig{
-		Duration: 11 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
+		Duration: (countsCalm + 11) * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
 		DSCP: []uint8{0, 16}, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, ControlCopies: 1, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },

@@ -34,7 +34,7 @@ func TestCrossingNextMissing(t *testing.T) {
 	loss, _ := model.NewUniformLoss(0.001)
 	cl, _ := classifier.NewClassifier(nil)
 	fp := &faultPort{decide: func(f *control.Frame, first uint64) fault {
-		if (f.Type == control.TypeFragment || f.Type == control.TypeReply) && f.Interval > first && (f.Interval-first)%3 == 0 {
+		if (f.Type == control.TypeFragment || f.Type == control.TypeReply || f.Type == control.TypeParity) && f.Interval > first && (f.Interval-first)%3 == 0 {
 			// (The replies that would bring the LDA part on demand too.)
 			return drop
 		}

@@ -160,7 +160,7 @@ func TestUndecodedMovesKept(t *testing.T) {
 	c2 := h.lines[1]
 	c2.r.Received, c2.e.Received = 3880, 3880
 	prev, next := counted([]uint64{10, 10}, []uint64{10, 10}), counted([]uint64{10, 10}, []uint64{9, 10})
-	c.orderChecks = minOrderChecks
+	c.orderChecks = orderChecksNeeded(c.a.cfg.Conf)
 	c.classChanges(h, prev, next)
 	if r := c2.r; !r.Valid {
 		t.Errorf("c2's loss proven by the counts: %s", r.Reason)
@@ -170,7 +170,7 @@ func TestUndecodedMovesKept(t *testing.T) {
 	ev = counted([]uint64{4000, 4000}, []uint64{4104, 3880})
 	h.ev.sent, h.ev.rcv = ev.sent, ev.rcv
 	h.lines[1].r.Received = 3880
-	c.orderChecks = minOrderChecks
+	c.orderChecks = orderChecksNeeded(c.a.cfg.Conf)
 	c.classChanges(h, prev, next)
 	if r := h.lines[1].r; r.LossValid {
 		t.Errorf("class all recorded more than its sender, c2's loss still claimed")

@@ -22,12 +22,15 @@ import (
 )
 
 // congestionPhases is TestCongestionLab's replay: tcpreplay --mbps for
-// each phase in turn, frames of congestionFrameSize bytes on average.
+// each phase in turn, frames of congestionFrameSize bytes on average. The
+// calm phase is long enough for the receiver to check 18 intervals for
+// packets crossing their End markers: at the default confidence the loss
+// from the End markers' counts alone stands only after that many.
 var congestionPhases = []struct {
 	name    string
 	mbps    int
 	seconds float64
-}{{"before", 8, 3}, {"during", 40, 4}, {"after", 8, 3}}
+}{{"before", 8, 21}, {"during", 40, 4}, {"after", 8, 3}}
 
 const congestionFrameSize = 250 // bytes, the mean of 150..350
 
@@ -40,8 +43,8 @@ const congestionStrictEnv = "LDAFWD_CONGESTION_STRICT"
 //
 // Two `ldafwd run` with afxdp: ports and the default flags but a key,
 // JSON lines, --idle-sleep 50us and --min-delay -50ms (a shared host, as
-// the other labs) and --metrics-addr on ldafwd#2. tcpreplay sends 8 Mbit/s for 3 s, 40 Mbit/s for 4 s, then 8
-// Mbit/s for 3 s (≈104 000 frames): in the middle phase the tbf queues
+// the other labs) and --metrics-addr on ldafwd#2. tcpreplay sends 8 Mbit/s for 21 s, 40 Mbit/s for 4 s, then 8
+// Mbit/s for 3 s (≈176 000 frames): in the middle phase the tbf queues
 // ~50 ms and drops about half of what it is offered, control frames too.
 // Truth is dumpcap on the bridge's two ports (segTruth: frames matched by
 // content, cut into ldafwd#1's intervals at its End markers).
