@@ -99,6 +99,7 @@ type controller struct {
 	xbufs           [][]byte
 	rc              repairCounters
 	clk             clockState     // the two directions' means for the clock offset (clock.go)
+	steps           clockSteps     // this end's clock steps and the peer's (clockstep.go)
 	pf              partFetchState // lost LDA parts fetched on demand (partfetch.go)
 	fec             fecState       // the control loss reported both ways, sizing parity (fec.go)
 }
@@ -338,6 +339,7 @@ func (c *controller) quietFor(now time.Time, since *time.Time, cond bool) bool {
 // sender's side, the receiver's, the pairing of the two, and the liveness
 // checks.
 func (c *controller) step(now time.Time) {
+	c.watchClock() // before moveClock: a step is known before its interval ships
 	nowNs := c.a.cfg.Clock()
 	c.moveClock(now, nowNs)
 	c.sendSide(nowNs)
@@ -455,6 +457,7 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 	c.noteRxDrops(rc.k)
+	c.steps.lastCopyK = max(c.steps.lastCopyK, rc.k)
 	for _, l := range set.LDA {
 		rc.lda = append(rc.lda, l.Clone())
 	}
@@ -1571,6 +1574,7 @@ func (c *controller) emit(r *report.Interval) {
 func (c *controller) out(r *report.Interval) {
 	delete(c.repaired, r)
 	c.rdaMicrobursts(r)
+	c.clockStepLine(r)
 	c.clockLine(r)
 	if c.a.cfg.Insecure {
 		// Anyone on the segment could have forged this line's inputs.

@@ -83,6 +83,16 @@ type DemoConfig struct {
 	WrapReceiver func(dataplane.Port) dataplane.Port
 	Traffic      func(elapsed time.Duration) (pause, malformed bool)
 	RestartAt    time.Duration
+	// ClockStepAt > 0 steps appliance #1's clock (its stamps and the
+	// interval clock its lanes cut by; not its control side's monotonic
+	// clock) by ClockStepBy, forward or back, that far into the run, as
+	// an NTP daemon's step would. The truth follows the delays the
+	// appliances then see. Simulated time only.
+	ClockStepAt time.Duration
+	ClockStepBy time.Duration
+	// LastReported is appliance #2's Config.LastReported: where an
+	// earlier run's reports ended, per direction.
+	LastReported map[string]uint64
 	// Taps capture what the appliances' ports receive: [0] is ldafwd#1,
 	// [1] ldafwd#2, each {port a, port b} (nil: none). RunDemo starts
 	// them and closes them once the appliances have stopped.
@@ -111,7 +121,7 @@ type DemoConfig struct {
 	// goroutine moves a simulated clock and drives the generator, the
 	// links, every lane and both control sides, so a seed and the flags
 	// decide every report byte for byte, whatever the host's load.
-	// RestartAt, Taps, Queues > 1 and Rate 0 are refused with it; a
+	// Taps, Queues > 1 and Rate 0 are refused with it; a
 	// Traffic hook's pauses run, the malformed frames it asks for are
 	// refused when asked.
 	SimulatedTime bool
@@ -157,11 +167,14 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		cfg.Size = 128
 	}
 	var clk *SimClock
+	if cfg.ClockStepAt > 0 && !cfg.SimulatedTime {
+		return sum, errors.New("demo: a clock step (ClockStepAt) needs simulated time")
+	}
 	if cfg.SimulatedTime {
 		if err := simUnsupported(&cfg); err != nil {
 			return sum, err
 		}
-		clk = NewSimClock(simStartNs)
+		clk = NewSimClock(SimStartNs)
 	}
 	// The range the per-flow bounds assume before an interval shows a
 	// wider one (Assumed): the demo's workers share the machine with
@@ -381,12 +394,36 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
+	var stepOff func(ns uint64) int64 // what ClockStepBy adds to #1's clock at a time
 	if clk != nil {
 		common.Clock, common.Now, common.ClockName = clk.Clock, clk.Now, "simulated"
 		c1, c2 = common, common
 		c1.Session, c2.Session = simSession(cfg.Seed, 1), simSession(cfg.Seed, 2)
+		if cfg.ClockStepAt > 0 {
+			at, by := SimStartNs+uint64(cfg.ClockStepAt), int64(cfg.ClockStepBy)
+			stepOff = func(ns uint64) int64 {
+				if ns >= at {
+					return by
+				}
+				return 0
+			}
+			c1.Clock = func() uint64 {
+				t := clk.Clock()
+				return uint64(int64(t) + stepOff(t))
+			}
+			if it, ok := truth.(*dataplane.IntervalTruth); ok {
+				// The sender's stamps run ahead by what the step added.
+				it.ClockOffset = func(txNs, _ uint64) int64 { return -stepOff(txNs) }
+			}
+		}
 	}
 	seg1 := dataplane.Port(l1.A())
+	if cfg.ClockStepAt > 0 {
+		// The link stamps what ldafwd#1 transmits (as a NIC stamps on its
+		// own clock): that clock steps with the system's, as one kept in
+		// step by a daemon does.
+		seg1 = steppedStamps(seg1, stepOff)
+	}
 	if cfg.WrapSegment != nil {
 		seg1 = cfg.WrapSegment(seg1)
 	}
@@ -396,6 +433,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		seg2 = cfg.WrapReceiver(seg2)
 	}
 	c2.PortA, c2.PortB, c2.Segment, c2.Log = seg2, l2.A(), "a", cfg.Log.With().Str("appliance", "#2").Logger()
+	c2.LastReported = cfg.LastReported
 	if cfg.Queues > 1 {
 		stopQ, err := splitQueues(cfg.Queues, cfg.SteerReceiver, &c1, &c2)
 		if err != nil {
@@ -491,9 +529,18 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	// interval is on the wire before the receiver settles.
 	drain := cfg.Interval + time.Second
 	var err1, err2 error
+	var gone []*Appliance // appliance #1 before a restart: its counters count too
 	if clk != nil {
 		if err1, err2, err = simulateDemo(&cfg, clk, a1, a2, simWorld{
 			linkLocal: linkLocal, frames: frames, generated: func() uint64 { return id - 1 }, sink: sinkBurst, drained: drained, drain: drain,
+			restart: func() (*Appliance, error) {
+				gone = append(gone, a1)
+				c := c1
+				c.Session = simSession(cfg.Seed, 3)
+				var err error
+				a1, err = New(c)
+				return a1, err
+			},
 			lines: func(final bool) {
 				for len(simLines) > 0 {
 					l := simLines[0]
@@ -541,6 +588,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				// interval (its control side is gone), and comes back.
 				restarted = true
 				a1.Stop(0)
+				gone = append(gone, a1)
 				if a1, err = New(c1); err != nil {
 					return sum, fmt.Errorf("demo: restarting appliance #1: %w", err)
 				}
@@ -597,13 +645,16 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	sum.Sunk = sunk.Load()
 	sum.FlowReordered = flowReordered.Load()
 	sum.ImpairLost = truth.LostData() // data frames only: a lost control frame is no traffic
-	for _, a := range []*Appliance{a1, a2} {
+	for _, a := range append(gone, a1, a2) {
 		s, r := a.LaneTotals()
 		sum.ApplianceTxDropped += s.TxDropped.Load() + r.TxDropped.Load()
 	}
-	s1, _ := a1.LaneTotals()
+	for _, a := range append(gone, a1) {
+		s1, _ := a.LaneTotals()
+		sum.ExcludedSent += s1.Excluded.Load()
+	}
 	_, r2 := a2.LaneTotals()
-	sum.ExcludedSent, sum.ExcludedReceived = s1.Excluded.Load(), r2.Excluded.Load()
+	sum.ExcludedReceived = r2.Excluded.Load()
 	sum.EndsMisrouted = r2.EndsMisrouted.Load()
 	for _, p := range a2.QueueLanes() {
 		sum.QueueRecorded = append(sum.QueueRecorded, p[1].Stats.Recorded.Load())

@@ -34,8 +34,8 @@ var simKnownBad = map[uint64]string{}
 // simPropScenario draws one seed's segment and appliance settings from
 // the seed: uniform or bursty loss (bursts long enough to take all
 // copies of an End marker, and synopsis fragments), duplicates,
-// reordering (now and then heavy), DSCP remarking, link-local frames, one
-// or two classes, the RDA or not, one or two control copies, and a short
+// reordering (now and then heavy), DSCP remarking, link-local frames, a
+// sender restart, a step of the sender's clock, one or two classes, the RDA or not, one or two control copies, and a short
 // run (four or five intervals of 50 to 150 ms) so a thousand seeds take
 // minutes.
 func simPropScenario(seed uint64) (appliance.DemoConfig, string) {
@@ -75,6 +75,18 @@ func simPropScenario(seed uint64) (appliance.DemoConfig, string) {
 	if cfg.ReorderProb > 0 {
 		desc = append(desc, fmt.Sprintf("reorder %.4f", cfg.ReorderProb))
 	}
+	if r.IntN(8) == 0 {
+		// The sender dies (no graceful end of its interval) and comes
+		// back with a new session, somewhere after its first interval.
+		cfg.RestartAt = iv + time.Duration(r.Int64N(int64(cfg.Duration-2*iv)))
+		desc = append(desc, fmt.Sprintf("sender restart at %v", cfg.RestartAt))
+	}
+	if r.IntN(8) == 0 {
+		// The sender's clock steps, forward or back, by 0.2 to 5 ms.
+		cfg.ClockStepAt = iv/2 + time.Duration(r.Int64N(int64(cfg.Duration-iv)))
+		cfg.ClockStepBy = time.Duration(200_000+r.Int64N(4_800_000)) * time.Duration(1-2*r.IntN(2))
+		desc = append(desc, fmt.Sprintf("clock step %v at %v", cfg.ClockStepBy, cfg.ClockStepAt))
+	}
 	if r.IntN(4) == 0 {
 		cfg.LinkLocalRate = float64(50 + r.IntN(250))
 		desc = append(desc, fmt.Sprintf("link-local %g/s", cfg.LinkLocalRate))
@@ -106,7 +118,8 @@ type simPropTally struct {
 	seeds                               int
 	lines, meanIn, lossLines, lossyLine int
 	crossed, rdaProved, dups, remarked  int
-	remarkSeeds                         int
+	remarkSeeds, restartSeeds           int
+	afterRestart                        int // valid lines of a restarted sender's new session
 	reasons                             map[string]int
 }
 
@@ -160,7 +173,8 @@ func TestSimProperty(t *testing.T) {
 	for what, got := range map[string]int{
 		"valid lines with loss": tally.lossyLine, "LDA lines proven by the RDA": tally.rdaProved,
 		"valid lines with a crossing": tally.crossed, "valid lines with duplicates": tally.dups,
-		"seeds whose segment remarked": tally.remarkSeeds, "lines invalid for a class change": tally.reasons[report.ClassChange.String()],
+		"seeds whose segment remarked": tally.remarkSeeds, "seeds whose sender restarted": tally.restartSeeds,
+		"valid lines after a sender's restart": tally.afterRestart, "lines invalid for a clock step": tally.reasons[report.ClockStep.String()], "lines invalid for a class change": tally.reasons[report.ClassChange.String()],
 		"lines with synopsis fragments lost":                                          tally.reasons[report.FragmentLost.String()],
 		"lines with every copy of an End marker lost (a copy spanning two intervals)": tally.reasons[report.Session.String()],
 	} {
@@ -198,8 +212,18 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked int
+	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked, afterRestart int
 	reasons := map[string]int{}
+	// The intervals after the one a restart fell in are the new
+	// session's (simulated time starts on an interval boundary).
+	restartK := int64(math.MaxInt64)
+	if cfg.RestartAt > 0 && len(got) > 0 {
+		k0 := got[0].Interval
+		for _, r := range got {
+			k0 = min(k0, r.Interval)
+		}
+		restartK = k0 + int64(cfg.RestartAt/cfg.Interval)
+	}
 	for _, r := range got {
 		if r.Synopsis != "lda" && r.Synopsis != "rda" || r.Flow != "" {
 			continue
@@ -218,6 +242,9 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 			continue
 		}
 		lines++
+		if r.Interval > restartK {
+			afterRestart++
+		}
 		if r.TrueLost == nil || r.TrueMeanNs == nil {
 			fail("interval %d %s/%s valid without truth (sent %d received %d)", r.Interval, r.MEC, r.Synopsis, r.Sent, r.Received)
 			continue
@@ -244,7 +271,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 			fail("interval %d %s/%s claims the exact mean %.1f, true %.1f (samples %d of %d received; %v)",
 				r.Interval, r.MEC, r.Synopsis, r.MeanNs, *r.TrueMeanNs, r.Samples, r.Received, r.Extra)
 		default:
-			t.Logf("interval %d %s/%s mean %.1f ± %.1f, true %.1f (a miss)", r.Interval, r.MEC, r.Synopsis, r.MeanNs, r.MeanCINs, *r.TrueMeanNs)
+			t.Logf("interval %d %s/%s mean %.1f ± %.1f, true %.1f (a miss; %s)", r.Interval, r.MEC, r.Synopsis, r.MeanNs, r.MeanCINs, *r.TrueMeanNs, desc)
 		}
 	}
 	// The scenario did what it draws.
@@ -271,6 +298,10 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	if sum.Remarked > 0 {
 		tally.remarkSeeds++
 	}
+	if cfg.RestartAt > 0 {
+		tally.restartSeeds++
+	}
+	tally.afterRestart += afterRestart
 	for k, v := range reasons {
 		tally.reasons[k] += v
 	}

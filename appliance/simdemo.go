@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -37,11 +38,12 @@ import (
 const (
 	simTick         = 10 * time.Microsecond
 	simControlEvery = time.Millisecond // the control goroutine's ticker
-	// simStartNs is where simulated time starts: a fixed date
+	// SimStartNs is where simulated time starts (ns since the Unix
+	// epoch; tests place intervals by it): a fixed date
 	// (2026-01-01T00:00:00Z, a whole second, so intervals of whole
 	// milliseconds start on a boundary), so that report times are the
 	// same from run to run.
-	simStartNs uint64 = 1_767_225_600_000_000_000
+	SimStartNs uint64 = 1_767_225_600_000_000_000
 	// truthWait bounds how long a report line waits for its interval's
 	// truth, which is final only a few frames after its End marker (a
 	// packet held back across it may still come).
@@ -64,6 +66,9 @@ type simWorld struct {
 	drained   func() bool                 // every frame sent has left the segment
 	lines     func(final bool)            // hand on the lines whose truth has come (final: all)
 	drain     time.Duration               // Stop's drain
+	// restart builds appliance #1 anew, as after a crash (a new session,
+	// the same configuration), and hands it to RunDemo too.
+	restart func() (*Appliance, error)
 }
 
 // simUnsupported names what the simulated demo does not do: it is refused,
@@ -71,10 +76,10 @@ type simWorld struct {
 // hook asks for it refuses when asked, in simulateDemo: which elapsed
 // times ask for them is the hook's to say.)
 func simUnsupported(cfg *DemoConfig) error {
-	var no []string
-	if cfg.RestartAt > 0 {
-		no = append(no, "a restart (RestartAt)")
+	if cfg.ClockStepAt > 0 && cfg.Queues > 1 {
+		return errors.New("demo: a clock step with several queues is not supported (the lanes' truths do not follow it)")
 	}
+	var no []string
 	if cfg.Queues > 1 {
 		no = append(no, fmt.Sprintf("%d queues (their steering runs on goroutines of its own)", cfg.Queues))
 	}
@@ -111,6 +116,7 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 	// paused is how long the traffic hook has paused the generator: the
 	// rate schedule skips it, as live (no backlog burst after a pause).
 	var paused time.Duration
+	restarted := cfg.RestartAt <= 0
 	var hookErr error
 	tick := func() {
 		now := clk.Clock()
@@ -151,7 +157,25 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 		w.lines(false)
 		clk.Advance(simTick)
 	}
-	for clk.Clock() < end {
+	for now := clk.Clock(); now < end; now = clk.Clock() {
+		if !restarted && time.Duration(now-origin) >= cfg.RestartAt {
+			// The sender appliance dies without a graceful stop of its
+			// interval (Stop with no drain, as live), and comes back with
+			// a new session; the generator goes on meanwhile.
+			restarted = true
+			a1.simStop(0)
+			for !a1.simStopped() {
+				tick()
+			}
+			var err error
+			if a1, err = w.restart(); err != nil {
+				return nil, nil, fmt.Errorf("demo: restarting appliance #1: %w", err)
+			}
+			if err := a1.startSim(); err != nil {
+				return nil, nil, fmt.Errorf("demo: restarting appliance #1: %w", err)
+			}
+			continue
+		}
 		tick()
 		if hookErr != nil {
 			return nil, nil, hookErr
@@ -184,4 +208,27 @@ func simSession(seed uint64, n uint64) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return (z ^ z>>31) | 1
+}
+
+// stampedPort is a port whose transmit stamps (dataplane.TxStamper) are
+// moved by what a stepped clock adds at that time.
+type stampedPort struct {
+	dataplane.Port
+	st  dataplane.TxStamper
+	off func(ns uint64) int64
+}
+
+func (p *stampedPort) LastTxNs() uint64 {
+	ns := p.st.LastTxNs()
+	return uint64(int64(ns) + p.off(ns))
+}
+
+// steppedStamps wraps p, when it stamps what it transmits, so that its
+// stamps carry what off says a stepped clock adds at their time.
+func steppedStamps(p dataplane.Port, off func(ns uint64) int64) dataplane.Port {
+	st, ok := p.(dataplane.TxStamper)
+	if !ok {
+		return p
+	}
+	return &stampedPort{Port: p, st: st, off: off}
 }

@@ -85,7 +85,6 @@ func TestSimDemoIdentical(t *testing.T) {
 // error, never silently ignored.
 func TestSimDemoRefuses(t *testing.T) {
 	for name, edit := range map[string]func(*appliance.DemoConfig){
-		"restart": func(c *appliance.DemoConfig) { c.RestartAt = 100 * time.Millisecond },
 		"malformed frames": func(c *appliance.DemoConfig) {
 			c.Traffic = func(e time.Duration) (bool, bool) { return false, e > 100*time.Millisecond }
 		},

@@ -65,6 +65,13 @@ type IntervalTruth struct {
 
 	auth *control.Authenticator // when set, End markers must authenticate under it
 
+	// ClockOffset, when set, is what the two ends' clocks add to a
+	// frame's delay as the appliances measure it: the receiver's clock's
+	// offset at delivery minus the sender's at transmit (both on the link
+	// clock). A simulated clock step on one end makes the delays the
+	// appliances see differ from the link's; the truth follows them.
+	ClockOffset func(txNs, deliverNs uint64) int64
+
 	Overflow uint64 // lost frames beyond the list's capacity (then counted in the current interval)
 	Forged   uint64 // End markers that did not authenticate (Authenticate): no cut
 	TooLate  uint64 // packets delivered after their interval was published (none with Depth ≥ the stage's ReorderDepth)
@@ -237,6 +244,9 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		return
 	}
 	d := float64(r.DeliverNs - r.TxNs)
+	if t.ClockOffset != nil {
+		d += float64(t.ClockOffset(r.TxNs, r.DeliverNs))
+	}
 	dup := r.Flags&TruthDuplicate != 0
 	if t.seen && r.Seq < t.endSeq {
 		// Sent before the last End marker, delivered after it.

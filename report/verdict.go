@@ -38,6 +38,7 @@ const (
 	Extras
 	DelayBelowMin
 	DelayAboveMax
+	ClockStep
 	FlowShared
 	LossyCells
 	FewSamples
@@ -109,6 +110,7 @@ var codeTable = [numCodes]codeInfo{
 	Extras:          {"extras", ScopeLoss, "the receiver recorded packets the sender did not (duplicated, injected, remarked, crossed in): each may hide a loss; the delay rests on buckets none entered"},
 	DelayBelowMin:   {"delay_below_min", ScopeDelay, "delays below --min-delay (the receiver's clock is behind the sender's)"},
 	DelayAboveMax:   {"delay_above_max", ScopeDelay, "delays above --max-delay"},
+	ClockStep:       {"clock_step", ScopeDelay, "the sender's or the receiver's clock stepped during the interval: the stamps before and after the step are on different time bases"},
 	FlowShared:      {"flow_shared", ScopeBoth, "an LDS flow's cells hold other flows' packets: its counts and delay are not its own"},
 	LossyCells:      {"lossy_cells", ScopeBoth, "every cell of an LDS flow lost or reordered packets: nothing to measure it by"},
 	FewSamples:      {"few_samples", ScopeDelay, "too few usable buckets or cells for a mean with a bound (loss too high for the synopsis), or too few samples for any quantile with one"},
