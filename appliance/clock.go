@@ -197,6 +197,9 @@ func (c *controller) clockPayload(hdr []byte) []byte {
 func (c *controller) peerClock(b *control.IntervalBundle) {
 	payload, ok := b.Payloads[clockPart]
 	if !ok {
+		if _, lost := b.Missing[clockPart]; lost {
+			c.steps.unreported(b.Session, b.Interval)
+		}
 		return
 	}
 	_, body, err := parsePayload(payload)

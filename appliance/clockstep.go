@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -42,11 +43,11 @@ import (
 //     between them is taken as touched.
 //
 // Steps smaller than stepMinNs are not seen: they stay inside the stamp
-// uncertainty each line already carries. A line is released once its
-// interval's clock part is in (it comes with the synopses the line is
-// paired from); an interval whose clock part was lost with every copy,
-// released before a later one arrives, learns of a step in it only
-// through the later count, after its line went out.
+// uncertainty each line already carries. An interval whose clock part
+// was lost with every copy (its other parts arrived) learns of a step in
+// it from the next clock part's count; a line of it that goes out before
+// any later clock part has arrived cannot rule a step out and has no
+// delay.
 const (
 	stepMinNs       = 50_000
 	stepReadSlackNs = 20_000
@@ -80,6 +81,7 @@ type clockSteps struct {
 	peerK        uint64 // the latest interval whose clock part arrived
 	peerSession  uint64
 	touched      []stepRange
+	lost         []uint64 // intervals of the peer's session whose clock part was lost
 	ownSteps     uint64
 	lastStepByNs int64
 	lastCopyK    uint64 // the receiver's latest copy's interval (for arrival stamps)
@@ -142,7 +144,7 @@ func (c *controller) peerSteps(session, k uint64, r stepReport) {
 	s := &c.steps
 	if session != s.peerSession {
 		// A new session counts its steps afresh.
-		s.peerSession, s.peerN, s.peerK = session, 0, 0
+		s.peerSession, s.peerN, s.peerK, s.lost = session, 0, 0, s.lost[:0]
 	}
 	if r.n > s.peerN {
 		s.mark(stepRange{first: r.first, last: r.last, peer: true})
@@ -156,13 +158,29 @@ func (c *controller) peerSteps(session, k uint64, r stepReport) {
 	s.peerK = max(s.peerK, k)
 }
 
+// unreported notes that interval k's clock part was lost.
+func (s *clockSteps) unreported(session, k uint64) {
+	if session != s.peerSession {
+		s.peerSession, s.peerN, s.peerK, s.lost = session, 0, 0, s.lost[:0]
+	}
+	s.lost = append(s.lost, k)
+	if len(s.lost) > stepMemory {
+		s.lost = s.lost[1:]
+	}
+}
+
 // clockStepLine takes the delay from a line whose interval a clock step
-// touched.
+// touched, or whose interval's step report was lost with no later one in
+// yet.
 func (c *controller) clockStepLine(r *report.Interval) {
 	if r.Interval < 0 || !r.DelayValid {
 		return
 	}
 	k := uint64(r.Interval)
+	if c.steps.peerK < k && slices.Contains(c.steps.lost, k) {
+		r.Invalidate(report.ClockStep, "the sender's clock part of this interval was lost and no later one has arrived: a step of its clock in this interval cannot be ruled out")
+		return
+	}
 	for _, t := range c.steps.touched {
 		if k < t.first || k > t.last {
 			continue

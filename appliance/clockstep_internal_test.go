@@ -90,4 +90,24 @@ func TestPeerSteps(t *testing.T) {
 	if got := c.steps.touched; len(got) != 4 || got[3] != (stepRange{first: 29, last: 30, peer: true}) {
 		t.Fatalf("new session: %+v", got)
 	}
+
+	// Interval 31's clock part lost: its line has no delay until a later
+	// clock part's count rules a step out.
+	c.steps.unreported(2, 31)
+	delayValid := func(k int64) bool {
+		r := &report.Interval{Interval: k}
+		r.SetVerdict(report.Verdict{})
+		c.clockStepLine(r)
+		return r.DelayValid
+	}
+	if delayValid(31) {
+		t.Error("interval 31's clock part lost, no later one: delay claimed")
+	}
+	c.peerSteps(2, 32, stepReport{n: 1, first: 29, last: 30})
+	if !delayValid(31) {
+		t.Error("interval 32's clock part says no step since: 31's delay refused")
+	}
+	if delayValid(30) {
+		t.Error("interval 30 touched by the step: delay claimed")
+	}
 }
