@@ -99,7 +99,9 @@ func TestDebPackage(t *testing.T) {
 	}
 	root := t.TempDir()
 	repoCmd(t, nil, "dpkg", "-x", deb, root)
-	for _, f := range []string{"usr/bin/ldafwd", "usr/lib/systemd/system/ldafwd.service", "usr/share/ldafwd/ldafwd.conf.example", "usr/share/ldafwd/wireshark/ldafwd.lua"} {
+	for _, f := range []string{"usr/bin/ldafwd", "usr/lib/systemd/system/ldafwd.service", "usr/share/ldafwd/ldafwd.conf.example",
+		"usr/share/ldafwd/prometheus/paths.conf", "usr/share/ldafwd/prometheus/ldafwd-rules.yml",
+		"usr/share/ldafwd/grafana/ldafwd-fleet.json", "usr/share/ldafwd/wireshark/ldafwd.lua"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("the package lacks %s: %v", f, err)
 		}
