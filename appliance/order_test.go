@@ -1,7 +1,6 @@
 package appliance_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -30,21 +29,11 @@ func TestLinesInIntervalOrder(t *testing.T) {
 		}
 		return pass
 	}}
-	var mu sync.Mutex
-	var lines []report.Interval
-	_, err := appliance.RunDemo(appliance.DemoConfig{
+	lines := demoLines(t, appliance.DemoConfig{
 		Duration: 30 * iv, Interval: iv, Delay: delay, Rate: 5_000, Seed: 5,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
-		Reports: func(r *report.Interval) {
-			mu.Lock()
-			lines = append(lines, *r)
-			mu.Unlock()
-		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(fp.faulted) == 0 {
 		t.Fatal("no control frame was dropped: the fault went untested")
 	}
