@@ -39,8 +39,10 @@ func vethLabBlock(t *testing.T) string {
 // appliances, and from the second interval on each appliance's report
 // file holds lines that count the ping traffic, none invalid for delays
 // below --min-delay (copy-mode transmit stamps on veth are taken after
-// the peer's receive stamp; the default range must admit them) and none
-// with a loss the segment did not have.
+// the peer's receive stamp; the default range must admit them), none
+// with a loss the segment did not have, and each direction's lines in
+// interval order (ldafwd#2 starts first: the intervals before ldafwd#1's
+// first are declared silent after later ones have paired).
 func TestVethLabQuickstart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two appliances for five seconds")
@@ -94,6 +96,7 @@ func checkVethLabReports(t *testing.T, n int, file string) {
 	t.Helper()
 	var first int64
 	counted := 0
+	last := map[string]int64{} // each direction's, class's and synopsis's lines in interval order
 	sc := bufio.NewScanner(strings.NewReader(file))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -104,6 +107,11 @@ func checkVethLabReports(t *testing.T, n int, file string) {
 		if first == 0 {
 			first = r.Interval
 		}
+		key := r.Direction + " " + r.MEC + " " + r.Synopsis
+		if k, ok := last[key]; ok && r.Interval <= k && r.ReasonCode != report.Recut.String() {
+			t.Errorf("ldafwd#%d: %s line of interval %d after interval %d's (%s)", n, key, r.Interval, k, r.ReasonCode)
+		}
+		last[key] = max(last[key], r.Interval)
 		if r.ReasonCode == report.DelayBelowMin.String() || strings.Contains(r.Reason, "min-delay") {
 			t.Errorf("ldafwd#%d: interval %d %s line invalid for its delay range with default flags: %s", n, r.Interval, r.Synopsis, r.Reason)
 		}
