@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ldafwd/ldafwd/internal/tooltest"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -50,10 +51,8 @@ func TestVethLabQuickstart(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and AF_XDP")
 	}
-	for _, tool := range []string{"unshare", "ip", "ethtool", "ping"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s", tool)
-		}
+	for _, tool := range [][2]string{{"unshare", "util-linux"}, {"ip", "iproute2"}, {"ethtool", "ethtool"}, {"ping", "iputils-ping"}} {
+		tooltest.Require(t, tool[0], tool[1])
 	}
 	bin := ldafwdBinary(t, false)
 	block := vethLabBlock(t)
