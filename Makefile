@@ -18,9 +18,12 @@ LDFLAGS  := $(if $(REVISION),-ldflags "-X github.com/ldafwd/ldafwd/buildinfo.sta
 # make install: the binary, the systemd unit (its ExecStart under PREFIX),
 # an example config, the Prometheus paths file and rules, the Grafana
 # dashboard and the Wireshark dissector. DESTDIR stages into another root.
+# BIN=bin/ldafwd-afxdp installs (and make deb packages) the AF_XDP-only
+# binary instead, built by build-afxdp.
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 SHARE    := $(DESTDIR)$(PREFIX)/share/ldafwd
+BUILD_BIN := $(if $(filter bin/ldafwd-afxdp,$(BIN)),build-afxdp,build)
 
 all: build
 
@@ -35,7 +38,7 @@ build:
 build-afxdp:
 	CGO_ENABLED=0 $(GO) build $(LDFLAGS) -o bin/ldafwd-afxdp ./cmd/ldafwd
 
-install: build
+install: $(BUILD_BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ldafwd
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/local/bin/ldafwd|$(PREFIX)/bin/ldafwd|g' scripts/ldafwd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/ldafwd.service
@@ -48,7 +51,7 @@ install: build
 
 # A Debian package of what make install writes (PREFIX=/usr), built with
 # dpkg-deb, its library dependencies from dpkg-shlibdeps.
-deb: build
+deb: $(BUILD_BIN)
 	./scripts/deb.sh $(BIN) bin
 
 # Runs docs/deploy.md's walk-through, its commands as written, in a scratch

@@ -1649,6 +1649,9 @@ func (c *controller) final() {
 	c.silentAtStop()
 	c.abandonRepairs()
 	c.stopping = false
+	// Nothing is declared silent after this: no line waits for an
+	// interval to be (silentHole).
+	c.nextDue = math.MaxUint64
 	c.flush()
 }
 

@@ -630,6 +630,29 @@ func senderless(h *heldInterval, act *rcopy) *evidence {
 	return ev
 }
 
+// silentHole is the oldest interval below lim that nothing claimed and
+// no half of which is waiting (those hold the lines after them already):
+// the liveness check will declare it silent (controller.silent), a
+// pairing timeout and two intervals after it ended, and the lines of
+// later intervals wait for that line, so that each direction's lines stay
+// in interval order. Lines numbered from top on are not held: only
+// numbers our own clock could give count (as in silentAtStop), and a
+// peer of another --interval numbers its intervals far beyond ours.
+// hole is math.MaxUint64 when there is none.
+func (c *controller) silentHole(lim uint64) (hole, top uint64) {
+	iv := uint64(c.a.cfg.Interval.Nanoseconds())
+	top = c.a.cfg.Clock()/iv + 2 + uint64(c.a.cfg.MaxClockSkew.Nanoseconds())/iv
+	if c.nextDue == 0 {
+		return math.MaxUint64, top
+	}
+	for k := c.nextDue; k < min(lim, top) && k < c.nextDue+claimMemory; k++ {
+		if !c.done[k] && c.rcopies[k] == nil && c.bundles[k] == nil && c.waits[k] == nil {
+			return k, top
+		}
+	}
+	return math.MaxUint64, top
+}
+
 // flush reports, in interval order, the decided intervals and the queued
 // lines older than the oldest interval still waiting for its next.
 func (c *controller) flush() {
@@ -658,6 +681,10 @@ func (c *controller) flush() {
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
 	lim = c.repairsBefore(lim)
+	// An interval nothing came for goes out when the liveness check
+	// declares it silent: the lines after it wait for it.
+	hole, top := c.silentHole(lim)
+	held := func(k uint64) bool { return k > hole && k < top }
 	type item struct {
 		k uint64
 		h *heldInterval
@@ -665,7 +692,7 @@ func (c *controller) flush() {
 	}
 	var items []item
 	for k, h := range c.waits {
-		if h.decided && k < lim {
+		if h.decided && k < lim && !held(k) {
 			items = append(items, item{k: k, h: h})
 			delete(c.waits, k)
 			c.recent[k] = &h.ev
@@ -674,7 +701,7 @@ func (c *controller) flush() {
 	sort.Slice(items, func(i, j int) bool { return items[i].k < items[j].k })
 	rest := c.queued[:0]
 	for _, r := range c.queued {
-		if k := uint64(r.Interval); k < lim {
+		if k := uint64(r.Interval); k < lim && !held(k) {
 			items = append(items, item{k: k, r: r})
 		} else {
 			rest = append(rest, r)

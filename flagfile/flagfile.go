@@ -74,7 +74,7 @@ func Apply(fs *pflag.FlagSet, path string) (map[string]string, error) {
 		case key == "":
 			return nil, fmt.Errorf("%s: %q is not key = value", where, line)
 		case f == nil:
-			return nil, fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)%s", where, key, DidYouMean(fs, key))
+			return nil, fmt.Errorf("%s: unknown key %q (keys are the long flag names of ldafwd run)%s", where, key, didYouMeanKey(fs, key))
 		case key == "config":
 			return nil, fmt.Errorf("%s: a config file cannot name another", where)
 		case ok && val == "" && strings.HasSuffix(line, ":") && isListFlag(f):

@@ -40,6 +40,15 @@ func DidYouMean(fs *pflag.FlagSet, name string) string {
 	return ""
 }
 
+// didYouMeanKey is DidYouMean for a config file's key, which is written
+// without dashes: ` (did you mean "interval"?)`.
+func didYouMeanKey(fs *pflag.FlagSet, key string) string {
+	if s := Suggest(fs, key); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
 // ForError is DidYouMean for pflag's error about an unknown long flag
 // ("unknown flag: --x"); "" for any other error, or when no flag is near.
 func ForError(fs *pflag.FlagSet, err error) string {

@@ -66,7 +66,7 @@ func TestApplySuggestsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Apply(suggestFlags(), p)
-	if err == nil || !strings.Contains(err.Error(), `did you mean "--interval"?`) {
-		t.Fatalf("err = %v, want a suggestion of --interval", err)
+	if err == nil || !strings.Contains(err.Error(), `unknown key "intervall" (keys are the long flag names of ldafwd run) (did you mean "interval"?)`) {
+		t.Fatalf("err = %v, want a suggestion of the key interval", err)
 	}
 }

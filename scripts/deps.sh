@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(pkg-config gcc make libpcap-dev dpkg-dev
       libdpdk-dev dpdk dpdk-dev
       libxdp-dev libbpf-dev
-      iproute2 ethtool tshark tcpreplay
+      iproute2 ethtool iputils-ping tshark tcpreplay
       prometheus) # promtool and the server the metrics tests scrape with
 
 missing=()

@@ -191,7 +191,7 @@ func (w *watchdog) check(now time.Time, final bool) {
 				"%d control frames from the peer failed authentication, nothing accepted %s: the two ends have different --key-file keys (or something corrupts or forges control frames)", refused, since)})
 		default:
 			probs = append(probs, report.StatusProblem{Check: "peer_silent", Reason: fmt.Sprintf(
-				"nothing heard from the peer %s (%d intervals of %v): it is not running, not on this segment, on another --segment-name, or the segment drops control frames", since, int(quiet/w.interval), w.interval)})
+				"nothing heard from the peer %s (%d intervals of %v): it is not running, not on this segment, on another --segment-name, the segment drops control frames, or an end's --segment-port names its port away from the segment (an end that receives the pair's frames on that port reports wiring; if both ends name theirs, each sends toward its own side and neither hears the other: give each the port cabled to the segment)", since, int(quiet/w.interval), w.interval)})
 		}
 	}
 	if p, ok := w.wiring(now); ok {

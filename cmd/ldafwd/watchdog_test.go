@@ -135,6 +135,13 @@ func runTwoIdleWithin(t *testing.T, tag string, args1, args2 []string, limit tim
 	t.Helper()
 	id := fmt.Sprintf("%s%dx%d", tag, os.Getpid(), idleRuns.Add(1))
 	g, s, k := "G"+id, "S"+id, "K"+id
+	// {g}, {s} and {k} in the arguments name the three links.
+	names := strings.NewReplacer("{g}", g, "{s}", s, "{k}", k)
+	for _, args := range [][]string{args1, args2} {
+		for i := range args {
+			args[i] = names.Replace(args[i])
+		}
+	}
 	for _, name := range []string{g, s, k} {
 		l, err := dataplane.NewRingLink(name, dataplane.LinkConfig{Size: 1024, Pool: 4096})
 		if err != nil {
@@ -204,6 +211,15 @@ func TestRunPeerMismatchNamed(t *testing.T) {
 		// away from the segment, and the first end's control frames arrive
 		// on its port a. That end names the change.
 		{"both segment b", []string{"--key-file", k1, "--interval", iv}, []string{"--key-file", k1, "--interval", iv, "--segment-port", "b"}, "wiring", "arrive on port a"},
+		// The second end's ports swapped (its port b on the segment, as
+		// --segment-port a says of port a): the same, named the same way.
+		{"swapped ports", []string{"--key-file", k1, "--interval", iv}, []string{"--key-file", k1, "--interval", iv, "--port-a", "ring:{k}.a", "--port-b", "ring:{s}.b"}, "wiring", "give this end --segment-port b"},
+		// The end whose ports are right hears nothing and says what may
+		// be wrong at the other end.
+		{"peer's segment port wrong", []string{"--key-file", k1, "--interval", iv, "--segment-port", "a"}, []string{"--key-file", k1, "--interval", iv}, "peer_silent", "--segment-port names its port away from the segment"},
+		// Both ends' --segment-port name the port facing their own users:
+		// each sends toward its own side, neither hears the other.
+		{"both segment ports wrong", []string{"--key-file", k1, "--interval", iv, "--segment-port", "a"}, []string{"--key-file", k1, "--interval", iv, "--segment-port", "b"}, "peer_silent", "if both ends name theirs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, log := runTwoIdle(t, strings.ReplaceAll(c.name, " ", ""), c.args1, c.args2, 900*time.Millisecond)
