@@ -107,7 +107,8 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 // Record adds one packet: its identity, class, timestamp (ns) and how far
 // that timestamp may be off (ns, 0 for a port's own stamp). Only the LDS
 // keeps the uncertainty per packet (a flow's stamps may be worse than the
-// interval's average, StampErrNs, which the caller keeps); the LDA and RDA
+// interval's average, StampErrNs, which the caller keeps) and the sample
+// its largest (a quantile is one packet's delay); the LDA and RDA
 // estimate interval-wide means, which the average bounds.
 func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 	s.LDA[mec].Add(m.Hash, ts)
@@ -115,7 +116,11 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 		s.RDA[mec].AddFlow(m.Hash, m.FlowHash, ts)
 	}
 	if s.Sample != nil {
-		s.Sample[mec].Add(m.Hash, ts)
+		// The sample keeps the largest uncertainty: it bounds each
+		// sampled delay, which the quantiles' bounds widen by.
+		p := s.Sample[mec]
+		p.Add(m.Hash, ts)
+		p.SetStampErr(errNs)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (docs/reports.md).
