@@ -301,7 +301,7 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 				}
 			}
 		}
-		withdrawSample(l)
+		WithdrawSample(l)
 		e.emit(l)
 	}
 	return nil
