@@ -72,6 +72,8 @@ type DemoConfig struct {
 	RDAProblemRate               float64
 	Key                          []byte
 	Insecure                     bool
+	// AdaptSample: see Config.
+	AdaptSample bool
 	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
 	// what it transmits). Traffic says, per generator burst, whether to pause
 	// and whether to send malformed frames instead. RestartAt > 0 stops
@@ -378,7 +380,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity, ControlPriority: cfg.ControlPriority,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
-		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
+		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, AdaptSample: cfg.AdaptSample, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
 	if clk != nil {
