@@ -193,10 +193,10 @@ func sampleTrueLost(l *report.Interval, mec uint16, sent, rcv []sampleRec) *uint
 	return &lost
 }
 
-// trueQuantiles are the exact p50 … p99.9 of delays (every delivered
+// TrueQuantiles are the exact p50 … p99.9 of delays (every delivered
 // packet of a line's class and interval): the ⌈NP⌉-th smallest, as the
 // sample's estimate is of its own. It sorts delays; nil when empty.
-func trueQuantiles(delays []int64) map[string]int64 {
+func TrueQuantiles(delays []int64) map[string]int64 {
 	if len(delays) == 0 {
 		return nil
 	}

@@ -194,6 +194,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if err == nil {
 		err = truth.Authenticate(cfg.Key) // it cuts where the receiver does: at authentic End markers only
 	}
+	if err == nil && cfg.Syn.Sample != nil {
+		truth.KeepDelays() // the sample lines' true quantiles (sample.go)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -334,6 +337,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				}
 				r.Extra["true_crossed"], r.Extra["true_dups"], r.Extra["true_remarked"] = ct.Crossed, t.Dups, t.Remarked
 				r.Extra["true_excluded"], r.Extra["true_injected"] = t.Excluded, t.Injected
+			}
+			if r.Synopsis == "sample" {
+				sampleTruth(r, &ct)
 			}
 		}
 		if _, listed := r.Extra["microbursts"]; listed && ok && len(names) == 1 {
