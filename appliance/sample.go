@@ -40,9 +40,9 @@ func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags u
 	a := c.a
 	n := len(set.Sample)
 	parts, hdrLens = make([][]byte, n), make([]int, n)
-	share := left
+	share := math.MaxInt // fixed by the flags: as recorded, whatever it costs
 	if a.cfg.AdaptSample && left != math.MaxInt {
-		share = min(left, int(sampleBudgetShare*float64(perCopy)))
+		share = max(0, min(left, int(sampleBudgetShare*float64(perCopy))))
 	}
 	for i, m := range byPackets(n, func(m int) uint64 { return set.Sample[m].Offered() }) {
 		p := set.Sample[m]
