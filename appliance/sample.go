@@ -3,7 +3,6 @@ package appliance
 import (
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/control"
@@ -93,8 +92,8 @@ func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) 
 		fixed := c.wireOf(len(prefix)) + 16
 		want := max(limit-fixed, 1)
 		steps := 1
-		if over := (w - fixed) / want; over > 1 {
-			steps = bits.Len(uint(over))
+		if ratio := float64(w-fixed) / float64(want); ratio > 2 {
+			steps = int(math.Ceil(math.Log2(ratio)))
 		}
 		if err := p.RaiseTo(uint8(min(int(p.Level())+steps, synopsis.SampleMaxLevel))); err != nil {
 			return nil, err
