@@ -22,9 +22,10 @@ import (
 // sampleBudgetShare is the part of one copy's control budget the
 // samples of all classes may take (Config.AdaptSample), after the LDA and
 // the RDA, before the LDS, which gets what they leave. A quarter, as the
-// LDA's: at 20 kpps of the demo's mix (about 2.1 MB an interval, a 1 %
-// budget of 21 KB in two copies) it carries about 370 samples, enough
-// for the p90 and, from about 460, the p99; at 100 kpps about 1 800.
+// LDA's. Measured on the demo's mix (docs/sample.md, "Sizing live"): at
+// 20 kpps the 1 % budget is at its 20 KB floor and what the RDA leaves
+// carries about 300 samples an interval (p50 and p90 bounded, not the
+// p99); at 100 kpps about 800 (the p99 too).
 const sampleBudgetShare = 0.25
 
 // sampleParts encodes each class's sample (set.Sample) for one copy
