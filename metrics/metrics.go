@@ -237,8 +237,12 @@ func (m *Metrics) Observe(r *report.Interval) {
 		m.ctlBytesTotal.With(d).Add(float64(r.ControlBytes))
 	}
 	m.observed.Add(1)
-	m.lastIv.Store(r.Interval)
-	m.lastValid.Store(r.Valid)
+	if syn != "sample" {
+		// A sample line too sparse for any bound (a quiet interval, a
+		// small budget) says nothing of whether the interval was measured.
+		m.lastIv.Store(r.Interval)
+		m.lastValid.Store(r.Valid)
+	}
 }
 
 // observeClock sets the clock offset gauges from a line's extra
