@@ -37,16 +37,20 @@ func MicroburstRows(r *Interval) []string {
 // "-" where the JSON line has null, the LDS flow (up to 97 characters
 // for IPv6) after the fixed columns so that rows align, then the reason.
 func RunRow(iv *Interval) string {
-	noDelay := !iv.Valid || iv.Samples == 0
+	noDelay := !iv.Valid || iv.Samples == 0 || iv.Synopsis == "sample"
 	ok, why := "yes", ""
 	if !iv.Valid {
 		ok, why = "no", ": "+iv.Reason
 	}
-	flow := ""
+	flow, syn := "", iv.Synopsis
 	if iv.Flow != "" {
 		flow = " flow " + iv.Flow
 	}
-	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
+	if syn == "sample" {
+		// As analyze's table: the quantiles after the columns.
+		syn, flow = "smp", sampleCell(iv)
+	}
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, syn,
 		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
 		iv.Samples, ok, flow, why)
 }
