@@ -296,12 +296,12 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 			if l.Synopsis == "sample" {
 				mec := mecIndex(names, l.MEC)
 				l.TrueLost = sampleTrueLost(l, uint16(mec), a.sampleSent, a.sampleRcv)
-				if q := trueQuantiles(mecDelays[mec]); q != nil {
+				if q := TrueQuantiles(mecDelays[mec]); q != nil {
 					setExtra(l, "true_quantiles", q)
 				}
 			}
 		}
-		withdrawSample(l)
+		WithdrawSample(l)
 		e.emit(l)
 	}
 	return nil

@@ -55,27 +55,45 @@ func sampleQuantiles(qs []synopsis.Quantile) map[string]report.Quantile {
 // and extras, for the check across classes).
 func (f SampleFactory) EstimateWith(sender, receiver SideSynopsis, conf float64) ([]report.Interval, []synopsis.Estimate) {
 	snd, rcv := sender.(*sampleSide).p, receiver.(*sampleSide).p
-	r := report.Interval{Synopsis: "sample", Conf: conf}
-	e := synopsis.Estimate{Synopsis: "sample", Conf: conf}
-	fail := func(err error) ([]report.Interval, []synopsis.Estimate) {
-		r.Invalidate(report.Decode, err.Error())
-		r.Extra = map[string]any{"quantiles": map[string]report.Quantile{}, "min_ns": nil, "max_ns": nil}
-		withdrawSample(&r)
-		e.Reason, e.Code = r.Reason, report.Decode
+	wire, err := snd.AppendBinary(nil)
+	var shipped *synopsis.Sample
+	if err == nil {
+		shipped, err = synopsis.DecodeSample(wire)
+	}
+	if err != nil {
+		r, e := SampleFailed(report.Interval{}, conf, report.Cause{Code: report.Decode, Why: err.Error()})
 		return []report.Interval{r}, []synopsis.Estimate{e}
 	}
-	wire, err := snd.AppendBinary(nil)
+	r, e := SampleLine(report.Interval{}, shipped, rcv, len(wire), conf)
+	return []report.Interval{r}, []synopsis.Estimate{e}
+}
+
+// SampleFailed is the line of a sample that could not be matched (it
+// does not decode, does not match the other end's; live, it was lost or
+// left out): invalid for why, its quantiles null. r carries the line's
+// interval, class and the like; the synopsis, confidence and verdict are
+// set here.
+func SampleFailed(r report.Interval, conf float64, why report.Cause) (report.Interval, synopsis.Estimate) {
+	r.Synopsis, r.Conf = "sample", conf
+	r.Invalidate(why.Code, why.Why)
+	r.Extra = map[string]any{"quantiles": map[string]report.Quantile{}, "min_ns": nil, "max_ns": nil}
+	WithdrawSample(&r)
+	return r, synopsis.Estimate{Synopsis: "sample", Conf: conf, Reason: r.Reason, Code: why.Code}
+}
+
+// SampleLine matches the sender's sample as shipped (decoded from its
+// wire encoding, wireBytes long) with the receiver's own and builds the
+// sample line on r: counts, the quantiles with their bounds at conf,
+// the smallest and largest sampled delay, the sample's loss rate and the
+// verdict (docs/sample.md). Offline analyze and the live appliance both
+// report through it.
+func SampleLine(r report.Interval, shipped, own *synopsis.Sample, wireBytes int, conf float64) (report.Interval, synopsis.Estimate) {
+	r.Synopsis, r.Conf = "sample", conf
+	m, err := synopsis.MatchSamples(shipped, own)
 	if err != nil {
-		return fail(err)
+		return SampleFailed(r, conf, report.Cause{Code: report.Decode, Why: err.Error()})
 	}
-	shipped, err := synopsis.DecodeSample(wire)
-	if err != nil {
-		return fail(err)
-	}
-	m, err := synopsis.MatchSamples(shipped, rcv)
-	if err != nil {
-		return fail(err)
-	}
+	e := synopsis.Estimate{Synopsis: "sample", Conf: conf}
 	r.Sent, r.Received, r.Lost = m.Sent, m.Received, m.Lost
 	r.Samples = uint64(len(m.DelaysNs))
 	r.StampErrNs = float64(m.StampErrNs)
@@ -84,7 +102,7 @@ func (f SampleFactory) EstimateWith(sender, receiver SideSynopsis, conf float64)
 	r.Extra = map[string]any{
 		"quantiles":        sampleQuantiles(qs),
 		"sample_level":     m.Level,
-		"sample_bytes":     len(wire),
+		"sample_bytes":     wireBytes,
 		"sample_extra":     m.Extra,
 		"offered_sent":     m.OfferedSent,
 		"offered_received": m.OfferedReceived,
@@ -101,6 +119,7 @@ func (f SampleFactory) EstimateWith(sender, receiver SideSynopsis, conf float64)
 	if n := len(m.DelaysNs); n > 0 {
 		r.Extra["min_ns"], r.Extra["max_ns"] = m.DelaysNs[0], m.DelaysNs[n-1]
 	}
+	r.SampleDelaysNs = m.DelaysNs
 	var v report.Verdict
 	bounded := slices.ContainsFunc(qs, func(q synopsis.Quantile) bool { return q.Valid })
 	switch {
@@ -117,18 +136,20 @@ func (f SampleFactory) EstimateWith(sender, receiver SideSynopsis, conf float64)
 	}
 	r.SetVerdict(v)
 	e.Valid, e.Reason, e.Code = r.Valid, r.Reason, v.Lead().Code
-	return []report.Interval{r}, []synopsis.Estimate{e}
+	return r, e
 }
 
-// withdrawSample nulls a sample line's quantiles and its smallest and
-// largest delay when the line ends up not valid (a cause Run added after the
-// estimate: capture damage, class change): like mean_ns, no delay is
-// written where the line cannot be trusted. Each quantile's reason points
-// to the line's.
-func withdrawSample(l *report.Interval) {
-	if l.Synopsis != "sample" || l.Valid {
+// WithdrawSample nulls a sample line's quantiles and its smallest and
+// largest delay when the line ends up with its delay not valid (a cause
+// added after the estimate: capture damage, class change; live, the
+// interval's session or the next interval's evidence): like mean_ns, no
+// delay is written where the line cannot be trusted. Each quantile's
+// reason points to the line's.
+func WithdrawSample(l *report.Interval) {
+	if l.Synopsis != "sample" || l.Valid || l.DelayValid {
 		return
 	}
+	l.SampleDelaysNs = nil
 	if qs, ok := l.Extra["quantiles"].(map[string]report.Quantile); ok {
 		for _, p := range synopsis.SampleQuantiles {
 			qs["p"+synopsis.PercentileName(p)] = report.Quantile{Reason: "the line is not valid: " + l.Reason}
@@ -172,10 +193,10 @@ func sampleTrueLost(l *report.Interval, mec uint16, sent, rcv []sampleRec) *uint
 	return &lost
 }
 
-// trueQuantiles are the exact p50 … p99.9 of delays (every delivered
+// TrueQuantiles are the exact p50 … p99.9 of delays (every delivered
 // packet of a line's class and interval): the ⌈NP⌉-th smallest, as the
 // sample's estimate is of its own. It sorts delays; nil when empty.
-func trueQuantiles(delays []int64) map[string]int64 {
+func TrueQuantiles(delays []int64) map[string]int64 {
 	if len(delays) == 0 {
 		return nil
 	}

@@ -14,12 +14,12 @@ func TestWithdrawSample(t *testing.T) {
 	l := report.Interval{Synopsis: "sample", Valid: true, Extra: map[string]any{
 		"quantiles": map[string]report.Quantile{"p50": {EstimateNs: &est, LoNs: &est, HiNs: &est, LoRank: 1, HiRank: 2}},
 		"min_ns":    int64(1), "max_ns": int64(9)}}
-	withdrawSample(&l)
+	WithdrawSample(&l)
 	if l.Extra["min_ns"] != int64(1) {
 		t.Fatal("a valid line withdrawn")
 	}
 	l.Invalidate(report.ClassChange, "moved")
-	withdrawSample(&l)
+	WithdrawSample(&l)
 	qs := l.Extra["quantiles"].(map[string]report.Quantile)
 	if len(qs) != 4 || l.Extra["min_ns"] != nil || l.Extra["max_ns"] != nil {
 		t.Fatalf("withdrawn: %v", l.Extra)

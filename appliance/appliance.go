@@ -91,6 +91,10 @@ type Config struct {
 	// shapes are shipped (the budget may still shrink them).
 	AdaptRDA, AdaptLDS bool
 	RDAProblemRate     float64
+	// AdaptSample ships each class's trajectory sample (Syn.Sample) cut
+	// to the level whose encoding fits its share of the control budget
+	// (sample.go); off, the sample goes as recorded, whatever it costs.
+	AdaptSample bool
 	// AdaptLDA ships each interval's LDA of each class folded to the rows
 	// its banks' packets fill (synopsis.LDA.ShipRows: a power of two
 	// about the packets a bank recorded, at least LDAShipFloorRows, at
@@ -278,6 +282,11 @@ func New(cfg Config) (*Appliance, error) {
 			parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindRDA})
 		}
 	}
+	if cfg.Syn.Sample != nil {
+		for m := 0; m < cfg.Syn.Classes; m++ {
+			parts = append(parts, control.PartKey{MEC: uint16(m), Kind: control.KindSample})
+		}
+	}
 	parts = append(parts, clockPart) // this end's mean of the direction it receives (clock.go)
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
@@ -407,6 +416,7 @@ func configHash(cfg *Config) uint64 {
 		rda = &r
 	}
 	s := fmt.Sprintf("%s|%+v|%+v|%+v", describeConfig(cfg), cfg.Syn.LDA, rda, cfg.Syn.LDS)
+
 	return xxhash.Sum64String(s) | 1
 }
 
@@ -442,6 +452,12 @@ func describeConfig(cfg *Config) string {
 		}
 	} else {
 		b.WriteString("off")
+	}
+	// Only when on, so that a configuration without it is described as
+	// before. The two ends' levels and capacities may differ: matching
+	// cuts both samples to the deeper level.
+	if cfg.Syn.Sample != nil {
+		b.WriteString(" sample=on")
 	}
 	// Last, so that a peer from before it was named sees one extra
 	// setting: "identity: sender none, ours 2".

@@ -265,6 +265,17 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
 		}
 	}
+	if set.Sample != nil {
+		// After the RDA, before the LDS: the sample's own share of the
+		// budget, cut to a deeper level to fit (sample.go).
+		smp, smpHdr, spent := c.sampleParts(set, hdr, flags, left, perCopyBudget, &got.omitted)
+		for m := range smp {
+			add(m, control.KindSample, smp[m], smpHdr[m])
+		}
+		if left != math.MaxInt {
+			left -= spent
+		}
+	}
 	if c.debt > int(budget) && left != math.MaxInt {
 		// The LDS pays, but keeps ldsDebtFloor of its part: the intervals
 		// that owe are the lossy ones, where the per-flow view matters

@@ -126,8 +126,9 @@ type rcopy struct {
 	k              uint64
 	firstK         uint64 // the first interval it holds (< k: an End marker was lost, or an overrun)
 	lda            []*synopsis.LDA
-	rda            []*synopsis.RDA // nil without RDA
-	lds            *synopsis.LDS   // nil without LDS
+	rda            []*synopsis.RDA    // nil without RDA
+	lds            *synopsis.LDS      // nil without LDS
+	sample         []*synopsis.Sample // per MEC; nil without a sample
 	merged         bool
 	misrouted      uint64 // sampled frames the receiver's lanes got on the wrong queue
 	steerWhy       string // why the per-lane cut cannot be trusted (queues.go), or ""
@@ -471,6 +472,9 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		rc.lds = set.LDS.Clone()
 		set.LDS.ReserveFlows()
 	}
+	for _, p := range set.Sample {
+		rc.sample = append(rc.sample, p.Clone())
+	}
 	if rc.firstK < rc.k && !rc.warmup {
 		c.spans[rc.firstK] = rc
 	}
@@ -788,6 +792,9 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		if rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
+	}
+	for m := range rc.sample {
+		c.pairSample(b, rc, m) // sample.go
 	}
 	c.ev.delay = c.confidenceRange(seen)
 	if rc.lds != nil {
@@ -1573,6 +1580,7 @@ func (c *controller) emit(r *report.Interval) {
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
 	delete(c.repaired, r)
+	analyze.WithdrawSample(r) // a cause decide found may have made its quantiles untrusted
 	c.rdaMicrobursts(r)
 	c.clockStepLine(r)
 	c.clockLine(r)

@@ -264,6 +264,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	c.classChanges(h, prev, next)
 	c.noteOrder(h, next != nil && allKnown && all.Crossed == 0)
 	c.countsLoss(h, prev, next)
+	c.sampleLoss(h) // sample.go
 }
 
 // receiverDropped makes h's lines with loss invalid when the

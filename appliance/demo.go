@@ -72,6 +72,8 @@ type DemoConfig struct {
 	RDAProblemRate               float64
 	Key                          []byte
 	Insecure                     bool
+	// AdaptSample: see Config.
+	AdaptSample bool
 	// Test hooks. WrapSegment wraps appliance #1's segment port (faults on
 	// what it transmits). Traffic says, per generator burst, whether to pause
 	// and whether to send malformed frames instead. RestartAt > 0 stops
@@ -204,6 +206,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	}
 	if err == nil {
 		err = truth.Authenticate(cfg.Key) // it cuts where the receiver does: at authentic End markers only
+	}
+	if err == nil && cfg.Syn.Sample != nil {
+		truth.KeepDelays() // the sample lines' true quantiles (sample.go)
 	}
 	if err != nil {
 		return sum, err
@@ -346,6 +351,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				r.Extra["true_crossed"], r.Extra["true_dups"], r.Extra["true_remarked"] = ct.Crossed, t.Dups, t.Remarked
 				r.Extra["true_excluded"], r.Extra["true_injected"] = t.Excluded, t.Injected
 			}
+			if r.Synopsis == "sample" {
+				sampleTruth(r, &ct)
+			}
 		}
 		if _, listed := r.Extra["microbursts"]; listed && ok && len(names) == 1 {
 			// The stage lost these packets at these send times: the
@@ -391,7 +399,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity, ControlPriority: cfg.ControlPriority,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
-		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
+		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, AdaptSample: cfg.AdaptSample, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
 		MicroburstGap: MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
 	var stepOff func(ns uint64) int64 // what ClockStepBy adds to #1's clock at a time

@@ -52,6 +52,7 @@ type demoTruth interface {
 	Next() (dataplane.TruthInterval, bool)
 	LostData() uint64
 	Authenticate(key []byte) error
+	KeepDelays()
 }
 
 // laneTruth is the truth of an n-lane pair of appliances: one
@@ -80,6 +81,12 @@ func newLaneTruth(n int, direction uint16, cl *classifier.Classifier) (*laneTrut
 
 func (t *laneTruth) Record(frame []byte, r *dataplane.TruthRecord) {
 	t.lanes[dataplane.SteerQueue(frame, len(t.lanes))].Record(frame, r)
+}
+
+func (t *laneTruth) KeepDelays() {
+	for _, l := range t.lanes {
+		l.KeepDelays()
+	}
 }
 
 func (t *laneTruth) Authenticate(key []byte) error {
@@ -145,6 +152,7 @@ func sumTruth(ps []dataplane.TruthInterval) dataplane.TruthInterval {
 				c.Crossed += p.Classes[m].Crossed
 				c.SumNs += p.Classes[m].SumNs
 				c.SqNs += p.Classes[m].SqNs
+				c.Delays = append(c.Delays, p.Classes[m].Delays...)
 			}
 		}
 	}

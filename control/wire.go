@@ -136,7 +136,11 @@ const (
 	KindLDA  Kind = 1
 	KindRDA  Kind = 2
 	KindLDS  Kind = 3
-	maxKind       = KindLDS
+	// KindSample: a class's trajectory sample (docs/sample.md). A sender
+	// announces it only when it records one, so a build without it still
+	// pairs with configurations that leave it out.
+	KindSample Kind = 4
+	maxKind         = KindSample
 )
 
 func (k Kind) String() string {
@@ -149,6 +153,8 @@ func (k Kind) String() string {
 		return "rda"
 	case KindLDS:
 		return "lds"
+	case KindSample:
+		return "sample"
 	}
 	return "unknown"
 }

@@ -147,7 +147,7 @@ func malformedFrames(t testing.TB) []struct {
 		{"type 7", mod(h+3, 7), ErrBadHeader},
 		{"request shorter than its prefix", mod(h+3, byte(TypeRequest)), ErrBadPayload},
 		{"unknown flag", mod(h+4, 0x02), ErrBadHeader},
-		{"kind 4", mod(h+5, 4), ErrBadHeader},
+		{"kind 5", mod(h+5, 5), ErrBadHeader},
 		{"seq 0", func() []byte { b := append([]byte(nil), good...); clear(b[h+24 : h+32]); return b }(), ErrBadHeader},
 		{"index = count", setU16(h+32, 3), ErrBadHeader},
 		{"count 0", setU16(h+34, 0), ErrBadHeader},

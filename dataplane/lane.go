@@ -264,7 +264,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 // else: all a SenderFastPath records.
 func ldaOnly(b *SynBuffer) bool {
 	for _, s := range b.Sets {
-		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil {
+		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil || s.Sample != nil {
 			return false
 		}
 	}

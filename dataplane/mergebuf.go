@@ -206,7 +206,7 @@ func (m *MergedBuffer) Overruns() uint64 {
 
 // mergeSets adds o's synopses and counters into a (same configuration).
 func mergeSets(a, o *SynSet) error {
-	if len(a.LDA) != len(o.LDA) || len(a.RDA) != len(o.RDA) || (a.LDS == nil) != (o.LDS == nil) {
+	if len(a.LDA) != len(o.LDA) || len(a.RDA) != len(o.RDA) || len(a.Sample) != len(o.Sample) || (a.LDS == nil) != (o.LDS == nil) {
 		return fmt.Errorf("dataplane: merging synopsis sets of different shapes")
 	}
 	for i, l := range a.LDA {
@@ -216,6 +216,11 @@ func mergeSets(a, o *SynSet) error {
 	}
 	for i, r := range a.RDA {
 		if err := r.Merge(o.RDA[i]); err != nil {
+			return err
+		}
+	}
+	for i, p := range a.Sample {
+		if err := p.Merge(o.Sample[i]); err != nil {
 			return err
 		}
 	}

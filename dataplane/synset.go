@@ -13,10 +13,11 @@ import (
 // config hash checks it).
 type SynConfig struct {
 	LDA     synopsis.LDAConfig
-	RDA     *synopsis.RDAConfig // nil: no RDA
-	LDS     *synopsis.LDSConfig // nil: no LDS
-	Classes int                 // MECs; index 0 is "all"
-	Weights []uint32            // LDS flow weight per MEC (nil: all 1)
+	RDA     *synopsis.RDAConfig    // nil: no RDA
+	LDS     *synopsis.LDSConfig    // nil: no LDS
+	Sample  *synopsis.SampleConfig // each class's trajectory sample (docs/sample.md); nil: none
+	Classes int                    // MECs; index 0 is "all"
+	Weights []uint32               // LDS flow weight per MEC (nil: all 1)
 }
 
 // SynSet is one copy of a lane's synopses for one interval: an LDA (and
@@ -26,6 +27,7 @@ type SynSet struct {
 	LDA     []*synopsis.LDA
 	RDA     []*synopsis.RDA
 	LDS     *synopsis.LDS
+	Sample  []*synopsis.Sample // per MEC; nil without a sample
 	weights []uint32
 	Frames  uint64 // data frames recorded
 	Bytes   uint64
@@ -84,6 +86,13 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 			}
 			s.RDA = append(s.RDA, r)
 		}
+		if cfg.Sample != nil {
+			p, err := synopsis.NewSample(*cfg.Sample)
+			if err != nil {
+				return nil, err
+			}
+			s.Sample = append(s.Sample, p)
+		}
 	}
 	if cfg.LDS != nil {
 		l, err := synopsis.NewLDS(*cfg.LDS)
@@ -98,12 +107,20 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 // Record adds one packet: its identity, class, timestamp (ns) and how far
 // that timestamp may be off (ns, 0 for a port's own stamp). Only the LDS
 // keeps the uncertainty per packet (a flow's stamps may be worse than the
-// interval's average, StampErrNs, which the caller keeps); the LDA and RDA
+// interval's average, StampErrNs, which the caller keeps) and the sample
+// its largest (a quantile is one packet's delay); the LDA and RDA
 // estimate interval-wide means, which the average bounds.
 func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 	s.LDA[mec].Add(m.Hash, ts)
 	if s.RDA != nil {
 		s.RDA[mec].AddFlow(m.Hash, m.FlowHash, ts)
+	}
+	if s.Sample != nil {
+		// The sample keeps the largest uncertainty: it bounds each
+		// sampled delay, which the quantiles' bounds widen by.
+		p := s.Sample[mec]
+		p.Add(m.Hash, ts)
+		p.SetStampErr(errNs)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {
 		// The flow table names flows for per-flow reports (docs/reports.md).
@@ -124,7 +141,7 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 // nothing but the LDA cells and keeps the counters in registers.
 func (s *SynSet) recordTx(ms []classifier.Meta, mecs []uint16, rec []bool, ts, errNs uint64) (n, bytes uint64) {
 	mecs, rec = mecs[:len(ms)], rec[:len(ms)]
-	if s.RDA != nil || s.LDS != nil {
+	if s.RDA != nil || s.LDS != nil || s.Sample != nil {
 		for i := range ms {
 			if rec[i] {
 				s.Record(&ms[i], mecs[i], ts, errNs)
@@ -177,6 +194,9 @@ func (s *SynSet) Reset() {
 	}
 	if s.LDS != nil {
 		s.LDS.Reset()
+	}
+	for _, p := range s.Sample {
+		p.Reset()
 	}
 	s.Frames, s.Bytes, s.StampErrNs, s.PollStamped, s.Misrouted = 0, 0, 0, 0, 0
 	s.FirstK, s.LastK, s.StartNs, s.EndNs, s.Merged = 0, 0, 0, 0, false

@@ -64,6 +64,7 @@ type IntervalTruth struct {
 	classAt  int
 
 	auth *control.Authenticator // when set, End markers must authenticate under it
+	keep bool                   // ClassTruth.Delays is kept (KeepDelays)
 
 	// ClockOffset, when set, is what the two ends' clocks add to a
 	// frame's delay as the appliances measure it: the receiver's clock's
@@ -114,7 +115,16 @@ type TruthInterval struct {
 type ClassTruth struct {
 	Delivered, Lost, Crossed uint64
 	SumNs, SqNs              float64
+	// Delays: each delivered packet's delay, ns, in no order; nil unless
+	// the truth keeps them (KeepDelays). The exact quantiles a trajectory
+	// sample estimates are order statistics of these.
+	Delays []int64
 }
+
+// KeepDelays makes the truth keep every delivered packet's delay
+// (ClassTruth.Delays), for the exact quantiles: memory per packet, for
+// the demo's sample lines.
+func (t *IntervalTruth) KeepDelays() { t.keep = true }
 
 // Mean and Stddev of the delivered frames' delays, ns.
 func (t *TruthInterval) Mean() float64 { return t.SumNs / float64(t.Delivered) }
@@ -254,7 +264,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 			t.TooLate++
 			return
 		}
-		add(&t.pend, mec, d, dup)
+		add(&t.pend, mec, d, dup, t.keep)
 		if !dup {
 			t.pend.Crossed++
 			t.pend.Classes[mec].Crossed++
@@ -264,7 +274,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		return
 	}
-	add(&t.cur, mec, d, dup)
+	add(&t.cur, mec, d, dup, t.keep)
 	if r.Flags&TruthRemarked != 0 && !dup {
 		t.cur.Remarked++
 	}
@@ -273,8 +283,9 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 	t.nRecent = min(t.nRecent+1, len(t.recent))
 }
 
-// add counts one delivered packet (or duplicate) of class mec in ti.
-func add(ti *TruthInterval, mec uint16, d float64, dup bool) {
+// add counts one delivered packet (or duplicate) of class mec in ti,
+// and keeps its delay with keep.
+func add(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
 	if dup {
 		ti.Dups++
 		return
@@ -286,9 +297,12 @@ func add(ti *TruthInterval, mec uint16, d float64, dup bool) {
 	c.Delivered++
 	c.SumNs += d
 	c.SqNs += d * d
+	if keep {
+		c.Delays = append(c.Delays, int64(d))
+	}
 }
 
-func sub(ti *TruthInterval, mec uint16, d float64, dup bool) {
+func sub(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
 	if dup {
 		ti.Dups--
 		return
@@ -300,6 +314,15 @@ func sub(ti *TruthInterval, mec uint16, d float64, dup bool) {
 	c.Delivered--
 	c.SumNs -= d
 	c.SqNs -= d * d
+	if keep {
+		// The packets sub moves were added last: look from the end.
+		for i := len(c.Delays) - 1; i >= 0; i-- {
+			if c.Delays[i] == int64(d) {
+				c.Delays = append(c.Delays[:i], c.Delays[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // endOf closes interval k at its End marker (endSeq in link order,
@@ -313,8 +336,8 @@ func (t *IntervalTruth) endOf(k, endSeq, at uint64) {
 	next := TruthInterval{Classes: t.nextClasses()}
 	for _, r := range t.recent[:t.nRecent] { // order does not matter: sums
 		if r.seq > endSeq {
-			sub(&t.cur, r.mec, r.d, r.dup)
-			add(&next, r.mec, r.d, r.dup)
+			sub(&t.cur, r.mec, r.d, r.dup, t.keep)
+			add(&next, r.mec, r.d, r.dup, t.keep)
 		}
 	}
 	t.nRecent, t.recentAt = 0, 0

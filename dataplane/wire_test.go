@@ -379,11 +379,15 @@ func TestLaneZeroAllocs(t *testing.T) {
 	// records into one as the receiver does (the RDA repair exchange).
 	rda := synopsis.DefaultRDAConfig()
 	rda.CacheBudget = 1 << 20
+	// With a trajectory sample small enough that the polls fill it and
+	// raise its level in place: that allocates nothing either.
+	smp := synopsis.SampleConfig{Capacity: 64}
 	for _, syn := range []dataplane.SynConfig{
 		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
 		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1},
+		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Sample: &smp, Classes: 1},
 	} {
-		t.Run(fmt.Sprintf("rda=%v", syn.RDA != nil), func(t *testing.T) { laneZeroAllocs(t, syn, false) })
+		t.Run(fmt.Sprintf("rda=%v/sample=%v", syn.RDA != nil, syn.Sample != nil), func(t *testing.T) { laneZeroAllocs(t, syn, false) })
 	}
 	// With capture taps on both lanes: the copy into the ring and, once it
 	// is full, the count of skipped frames allocate nothing either.

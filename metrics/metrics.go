@@ -65,6 +65,8 @@ type Metrics struct {
 	// Microbursts the lines list (observeMicrobursts).
 	mbTotal, mbLost *prometheus.CounterVec
 	mbDur           *prometheus.HistogramVec
+	// The sampled one-way delays of valid sample lines (observeSample).
+	sampled *prometheus.HistogramVec
 
 	// obs makes a report line's counters change together: Observe holds
 	// it while it adds a line, and the /metrics handler while it gathers,
@@ -130,6 +132,14 @@ func New(segment string, info map[string]string) *Metrics {
 		Help:    "Send time from the first to the last loss of each microburst of ldafwd_microbursts_total, seconds.",
 		Buckets: []float64{0, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1}}, ivLabels)
 	r.MustRegister(m.mbDur)
+	m.sampled = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "sampled_delay_seconds",
+		Help:                            "One-way delay of each packet the trajectory sample paired (synopsis sample, valid lines): a uniform sample of the delivered packets, so histogram_quantile over it estimates the delay percentiles of any window (docs/sample.md). Native histogram, and classic buckets from 1 us to 10 s.",
+		Buckets:                         SampledDelayBuckets,
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	}, []string{"direction", "mec"})
+	r.MustRegister(m.sampled)
 	m.ctlBytesTotal = c("control_bytes_total", "Control bytes of all reported intervals (counted once per interval, not per MEC).", "direction")
 	labels := prometheus.Labels{}
 	for k, v := range info {
@@ -201,14 +211,19 @@ func (m *Metrics) Observe(r *report.Interval) {
 	if r.Sent > 0 || r.Received > 0 {
 		m.traffic.With(il).Inc()
 	}
-	if r.Valid || r.LossValid {
+	if (r.Valid || r.LossValid) && syn != "sample" {
 		// Loss counts wherever it is exact, also on a line whose delay is
 		// unknown (its synopsis lost: loss from the End markers' counts).
+		// A sample line's counts are of its sampled packets, not the
+		// class's traffic: it adds its histogram only.
 		m.lostTotal.With(l).Add(float64(r.Lost))
 		m.sentTotal.With(l).Add(float64(r.Sent))
 		m.recvTotal.With(l).Add(float64(r.Received))
 	}
-	if r.Valid {
+	switch {
+	case syn == "sample":
+		m.observeSample(r)
+	case r.Valid:
 		m.observeDelay(l, r)
 	}
 	m.observeMicrobursts(l, r)
@@ -222,8 +237,12 @@ func (m *Metrics) Observe(r *report.Interval) {
 		m.ctlBytesTotal.With(d).Add(float64(r.ControlBytes))
 	}
 	m.observed.Add(1)
-	m.lastIv.Store(r.Interval)
-	m.lastValid.Store(r.Valid)
+	if syn != "sample" {
+		// A sample line too sparse for any bound (a quiet interval, a
+		// small budget) says nothing of whether the interval was measured.
+		m.lastIv.Store(r.Interval)
+		m.lastValid.Store(r.Valid)
+	}
 }
 
 // observeClock sets the clock offset gauges from a line's extra
@@ -270,6 +289,29 @@ func (m *Metrics) observeDelay(l prometheus.Labels, r *report.Interval) {
 	}
 	m.delaySq.With(l).Add(sq)
 	m.delayPkts.With(l).Add(n)
+}
+
+// SampledDelayBuckets are ldafwd_sampled_delay_seconds' classic buckets:
+// 1, 2, 5 steps from 1 µs to 10 s (a scraper without native histograms
+// reads these).
+var SampledDelayBuckets = func() []float64 {
+	var b []float64
+	for e := 1e-6; e < 10; e *= 10 {
+		b = append(b, e, 2*e, 5*e)
+	}
+	return append(b, 10)
+}()
+
+// observeSample adds a sample line's paired delays to its class's
+// histogram, where the line's delay is valid.
+func (m *Metrics) observeSample(r *report.Interval) {
+	if !r.DelayValid && !r.Valid || len(r.SampleDelaysNs) == 0 {
+		return
+	}
+	h := m.sampled.With(prometheus.Labels{"direction": r.Direction, "mec": r.MEC})
+	for _, d := range r.SampleDelaysNs {
+		h.Observe(float64(d) / 1e9)
+	}
 }
 
 // observeMicrobursts counts the microbursts a line lists (extra

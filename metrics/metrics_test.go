@@ -497,3 +497,40 @@ func TestClockOffsetGauge(t *testing.T) {
 		t.Errorf("bound %v s, want 1.5e-6", got)
 	}
 }
+
+// TestSampledDelay: a sample line whose delay is valid adds each paired
+// delay to its class's histogram (classic buckets and native); one whose
+// delay is not adds nothing, and neither counts its sampled packets as
+// the class's traffic.
+func TestSampledDelay(t *testing.T) {
+	m := New("lab", nil)
+	ok := &report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "sample", Sent: 4, Received: 3, Lost: 1,
+		SampleDelaysNs: []int64{1500, 30_000, 30_000}}
+	ok.Invalidate(report.Crossing, "the loss is in doubt, not the delay")
+	m.Observe(ok)
+	bad := &report.Interval{Interval: 2, Direction: "a>b", MEC: "all", Synopsis: "sample", SampleDelaysNs: []int64{7}}
+	bad.Invalidate(report.Session, "spans two intervals")
+	m.Observe(bad)
+	h := m.sampled.With(prometheus.Labels{"direction": "a>b", "mec": "all"}).(prometheus.Histogram)
+	var d dto.Metric
+	if err := h.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	hg := d.GetHistogram()
+	if hg.GetSampleCount() != 3 || math.Abs(hg.GetSampleSum()-61.5e-6) > 1e-12 {
+		t.Errorf("histogram count %d sum %g, want 3 and 61.5e-6", hg.GetSampleCount(), hg.GetSampleSum())
+	}
+	if hg.GetSchema() == 0 && len(hg.GetPositiveSpan()) == 0 {
+		t.Error("no native histogram")
+	}
+	for _, b := range hg.GetBucket() {
+		want := map[float64]uint64{1e-6: 0, 2e-6: 1, 5e-5: 3}[b.GetUpperBound()]
+		if v := b.GetUpperBound(); (v == 1e-6 || v == 2e-6 || v == 5e-5) && b.GetCumulativeCount() != want {
+			t.Errorf("bucket le=%g: %d, want %d", v, b.GetCumulativeCount(), want)
+		}
+	}
+	l := prometheus.Labels{"direction": "a>b", "mec": "all", "synopsis": "sample"}
+	if got := testutil.ToFloat64(m.lostTotal.With(l)); got != 0 {
+		t.Errorf("a sample line added %v lost packets", got)
+	}
+}

@@ -38,6 +38,8 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	m.Observe(lost)
 	m.Observe(&report.Interval{Interval: 4, Direction: "a>b", MEC: "all", Synopsis: "rda", Valid: true, Sent: 100, Received: 90, Lost: 10,
 		Extra: map[string]any{"microbursts": []report.Microburst{{StartNs: 1e9, EndNs: 1e9 + 3e6, Losses: 10}}}})
+	m.Observe(&report.Interval{Interval: 4, Direction: "a>b", MEC: "all", Synopsis: "sample", Valid: true, Sent: 3, Received: 3,
+		SampleDelaysNs: []int64{20e3, 25e3, 90e3}})
 	s, err := m.Serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %v %v", resp.Status, err)
 	}
 	for _, want := range []string{"ldafwd_delay_seconds_total{", "ldafwd_delay_negative_seconds_total{", "ldafwd_delay_seconds_squared_total{",
-		"ldafwd_delay_packets_total{", "ldafwd_traffic_intervals_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_clock_offset_seconds{", "ldafwd_clock_offset_bound_seconds{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
+		"ldafwd_delay_packets_total{", "ldafwd_traffic_intervals_total{", "ldafwd_microbursts_total{", "ldafwd_microburst_duration_seconds_bucket{", "ldafwd_sampled_delay_seconds_bucket{", "ldafwd_port_rx_packets_total{", "ldafwd_clock_offset_seconds{", "ldafwd_clock_offset_bound_seconds{", "ldafwd_control_accepted_total{", "go_goroutines{segment=\"lab-1\"}"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("scrape lacks %s", want)
 		}

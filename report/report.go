@@ -75,6 +75,11 @@ type Interval struct {
 	// Extra carries synopsis-specific fields (RDA decode, LDS weights…).
 	Extra map[string]any `json:"extra,omitempty"`
 
+	// SampleDelaysNs: a sample line's sampled one-way delays, ascending,
+	// for the metrics' histograms; nil where the line's delay is not
+	// valid. Not written: the quantiles are the line's record of them.
+	SampleDelaysNs []int64 `json:"-"`
+
 	verdict Verdict // the causes the line is not valid for (verdict.go)
 }
 

@@ -37,16 +37,20 @@ func MicroburstRows(r *Interval) []string {
 // "-" where the JSON line has null, the LDS flow (up to 97 characters
 // for IPv6) after the fixed columns so that rows align, then the reason.
 func RunRow(iv *Interval) string {
-	noDelay := !iv.Valid || iv.Samples == 0
+	noDelay := !iv.Valid || iv.Samples == 0 || iv.Synopsis == "sample"
 	ok, why := "yes", ""
 	if !iv.Valid {
 		ok, why = "no", ": "+iv.Reason
 	}
-	flow := ""
+	flow, syn := "", iv.Synopsis
 	if iv.Flow != "" {
 		flow = " flow " + iv.Flow
 	}
-	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, iv.Synopsis,
+	if syn == "sample" {
+		// As analyze's table: the quantiles after the columns.
+		syn, flow = "smp", sampleCell(iv)
+	}
+	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, syn,
 		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
 		iv.Samples, ok, flow, why)
 }
@@ -96,6 +100,12 @@ func DemoRow(r *Interval) string {
 		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
 			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
 	}
+	if r.Synopsis == "sample" {
+		// The quantiles with their bounds, each beside its true value
+		// where the truth is known.
+		return fmt.Sprintf("%-12s %-10s %10d %10d %8d %s  %s", startCell(r.StartNs, r.Interval), r.MEC+"/smp", r.Sent, r.Received, r.Samples,
+			sampleCellTrue(r), valid)
+	}
 	ci := "      " // no "±" without a mean
 	if !noDelay {
 		ci = fmt.Sprintf("±%-5.2f", r.MeanCINs/1e3)
@@ -117,8 +127,15 @@ const (
 
 // sampleCell is a sample line's quantiles for the table: " p50 23.343
 // [22.506, 24.396]" and so on, µs; "-" for a quantile without a bound.
-func sampleCell(r *Interval) string {
+func sampleCell(r *Interval) string { return quantileCells(r, false) }
+
+// sampleCellTrue is sampleCell with each quantile's true value after it,
+// in parentheses, where the line has true_quantiles (the demo).
+func sampleCellTrue(r *Interval) string { return quantileCells(r, true) }
+
+func quantileCells(r *Interval, truth bool) string {
 	qs, _ := r.Extra["quantiles"].(map[string]Quantile)
+	tq, _ := r.Extra["true_quantiles"].(map[string]int64)
 	var b strings.Builder
 	for _, k := range []string{"p50", "p90", "p99", "p99.9"} {
 		q, ok := qs[k]
@@ -127,9 +144,12 @@ func sampleCell(r *Interval) string {
 		}
 		if q.EstimateNs == nil || q.LoNs == nil || q.HiNs == nil {
 			fmt.Fprintf(&b, " %s -", k)
-			continue
+		} else {
+			fmt.Fprintf(&b, " %s %.3f [%.3f, %.3f]", k, float64(*q.EstimateNs)/1e3, float64(*q.LoNs)/1e3, float64(*q.HiNs)/1e3)
 		}
-		fmt.Fprintf(&b, " %s %.3f [%.3f, %.3f]", k, float64(*q.EstimateNs)/1e3, float64(*q.LoNs)/1e3, float64(*q.HiNs)/1e3)
+		if t, ok := tq[k]; ok && truth {
+			fmt.Fprintf(&b, " (%.3f)", float64(t)/1e3)
+		}
 	}
 	return b.String()
 }

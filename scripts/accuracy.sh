@@ -18,8 +18,9 @@
 #     (0.005, 0.1) and alternatives, seeds 2 and 3, 100 runs each; ends with
 #     the probe/LDA error ratio per point.
 #
-# Then the analyze property sweep and the LDS under loss through `ldafwd
-# analyze` (analyze-property.txt, lds-loss.txt).
+# Then the analyze property sweep, the live sample's property sweep and the
+# LDS under loss through `ldafwd analyze` (analyze-property.txt,
+# sample-property.txt, lds-loss.txt).
 #
 # Prints which claims fail in the 100-run precision sweeps (step 2); with
 # STRICT=1 it then exits 1. (Two of the paper's claims sit at their limits
@@ -78,6 +79,14 @@ fi
 echo "accuracy: analyze property sweep (200 seeds)" >&2
 ANALYZE_PROPERTY_SEEDS=200 go test -count=1 -run TestPropertyValidLinesHoldTheTruth -timeout 30m ./analyze/ | tee "$OUT/analyze-property.txt" ||
 	fails="$fails analyze-property "
+
+# The live trajectory sample over many simulated demos (Weibull, Pareto and
+# bimodal delays, 0-20 % loss, reordering, duplicates): every bounded
+# quantile of a valid line holds the stage's exact truth, within the misses
+# 98 % confidence allows (docs/sample.md, "Accuracy live").
+echo "accuracy: live sample property sweep (400 seeds)" >&2
+SAMPLE_PROPERTY_SEEDS=400 go test -count=1 -v -run 'TestSampleProperty$' -timeout 30m ./appliance/ |
+	grep -v -e '^=== ' -e '--- PASS: TestSampleProperty/seeds/' | tee "$OUT/sample-property.txt" || fails="$fails sample-property "
 
 # The LDS per flow under loss through `ldafwd analyze --synopsis lds
 # --interval 0` with default flags (docs/lds.md, "Accuracy under loss"):

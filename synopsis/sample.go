@@ -180,6 +180,30 @@ func (p *Sample) raise() {
 	p.ents = p.ents[:k]
 }
 
+// RaiseTo deepens the sample to level (nothing when it is there or
+// deeper), dropping in place the entries the deeper level does not keep:
+// what a sender ships when its whole sample does not fit its share of the
+// control budget. The sample stays the packets of the whole interval that
+// level keeps. It allocates nothing; a decoded sample, which knows only
+// digests, cannot be cut (an error wrapping ErrConfigMismatch).
+func (p *Sample) RaiseTo(level uint8) error {
+	if level > SampleMaxLevel {
+		return fmt.Errorf("%w: sample level %d above %d", ErrBadConfig, level, SampleMaxLevel)
+	}
+	if p.level >= level {
+		return nil
+	}
+	if p.decoded {
+		return fmt.Errorf("%w: a decoded sample cannot be cut (its entries hold only digests)", ErrConfigMismatch)
+	}
+	raised := p.raised // a cut is not the sample filling up
+	for p.level < level {
+		p.raise()
+	}
+	p.raised = raised
+	return nil
+}
+
 // Merge adds o's samples of the same interval (another worker's share of
 // the traffic) to p: both are cut to the deeper of their levels, then o's
 // entries are appended, and the level rises further while they do not

@@ -393,3 +393,30 @@ func BenchmarkSampleAddSteady(b *testing.B) {
 		p.Add(hs[i&(1<<16-1)], ts[i&(1<<16-1)])
 	}
 }
+
+// TestSampleRaiseTo: a sample cut to a deeper level holds exactly the
+// packets that level keeps, in order, as if recorded there; a decoded one
+// refuses.
+func TestSampleRaiseTo(t *testing.T) {
+	p, _ := NewSample(SampleConfig{Capacity: 1 << 12})
+	q, _ := NewSample(SampleConfig{Level: 3, Capacity: 1 << 12})
+	for i := uint64(0); i < 3000; i++ {
+		p.Add(i*0x9E3779B97F4A7C15, 1000+i)
+		q.Add(i*0x9E3779B97F4A7C15, 1000+i)
+	}
+	if err := p.RaiseTo(3); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.AppendBinary(nil)
+	b, _ := q.AppendBinary(nil)
+	if p.Level() != 3 || p.Raised() != 0 || string(a) != string(b) {
+		t.Errorf("cut to level 3: level %d, raised %d, %d samples; recorded at 3: %d samples", p.Level(), p.Raised(), p.Len(), q.Len())
+	}
+	if err := p.RaiseTo(2); err != nil || p.Level() != 3 {
+		t.Errorf("RaiseTo a shallower level: %v, level %d", err, p.Level())
+	}
+	d, _ := DecodeSample(a)
+	if err := d.RaiseTo(4); err == nil {
+		t.Error("a decoded sample was cut")
+	}
+}

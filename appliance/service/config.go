@@ -59,6 +59,7 @@ type Config struct {
 	// --control-budget, --microburst-*).
 	Syn                          dataplane.SynConfig
 	AdaptLDA, AdaptRDA, AdaptLDS bool
+	AdaptSample                  bool // Adaptive.Sample
 	RDAProblemRate               float64
 	BudgetBytes                  int
 	BudgetFraction               float64

@@ -25,7 +25,7 @@ var measurementFlags = []string{"segment-port", "interval", "mec", "max-delay", 
 	"key-file", "insecure", "control-copies", "control-parity", "control-priority", "mtu", "drain",
 	"lda-counters", "lda-expected-packets", "lda-loss-rates", "lda-banks", "lda-digest", "max-stamp-err",
 	"synopsis", "top", "rda-banks", "rda-cells", "rda-cache", "rda-expected-packets", "rda-problem-rate",
-	"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow", "control-budget", "microburst-gap", "microburst-min"}
+	"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow", "sample-level", "sample-capacity", "control-budget", "microburst-gap", "microburst-min"}
 
 // checkForwardOnly rejects measurement flags given with --forward-only.
 func checkForwardOnly(changed map[string]bool) error {

@@ -205,7 +205,7 @@ func (o *Config) Appliance() appliance.Config {
 		Segment: o.Segment, Interval: o.Interval, Syn: o.Syn, Classifier: o.Classifier, Key: o.Key, Insecure: o.Insecure,
 		MTU: o.MTU, ControlPriority: o.Priority, Bounds: o.Bounds, Conf: o.Conf, Burst: o.Burst, Cores: o.Cores, IdleSleep: o.IdleSleep,
 		ControlCopies: o.Copies, ControlParity: o.Parity, TopFlows: o.Top, BudgetBytes: o.BudgetBytes, BudgetFraction: o.BudgetFraction,
-		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, RDAProblemRate: o.RDAProblemRate,
+		AdaptLDA: o.AdaptLDA, AdaptRDA: o.AdaptRDA, AdaptLDS: o.AdaptLDS, AdaptSample: o.AdaptSample, RDAProblemRate: o.RDAProblemRate,
 		MaxClockSkew: o.MaxSkew, MaxStampErr: o.MaxStampErr, MicroburstGap: appliance.MicroburstGapOff(o.MicroburstGap), MicroburstMin: o.MicroburstMin,
 	}
 }

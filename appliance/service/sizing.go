@@ -85,6 +85,23 @@ type SynopsisFlags struct {
 	LDSFlows           int
 	LDSK               int
 	LDSMaxLoss         int
+	// SampleLevel, SampleCapacity: --sample-level and --sample-capacity
+	// (synopsis.SampleConfig).
+	SampleLevel    uint
+	SampleCapacity int
+}
+
+// SampleConfig is the trajectory sample's configuration from
+// --sample-level and --sample-capacity.
+func (e *SynopsisFlags) SampleConfig() (synopsis.SampleConfig, error) {
+	if e.SampleLevel > synopsis.SampleMaxLevel {
+		return synopsis.SampleConfig{}, fmt.Errorf("--sample-level %d: the sample level is at most %d", e.SampleLevel, synopsis.SampleMaxLevel)
+	}
+	cfg := synopsis.SampleConfig{Level: uint8(e.SampleLevel), Capacity: e.SampleCapacity}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--sample-level/--sample-capacity: %w", err)
+	}
+	return cfg, nil
 }
 
 func (e *SynopsisFlags) RDAConfig() (synopsis.RDAConfig, error) {
@@ -127,8 +144,9 @@ func (e *SynopsisFlags) LDSConfig() (synopsis.LDSConfig, error) {
 // live appliance refuses them when their synopsis is off rather than
 // ignore them.
 var (
-	RDAFlagNames = []string{"rda-banks", "rda-cells", "rda-cache", "rda-expected-packets", "rda-problem-rate"}
-	LDSFlagNames = []string{"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow"}
+	RDAFlagNames    = []string{"rda-banks", "rda-cells", "rda-cache", "rda-expected-packets", "rda-problem-rate"}
+	LDSFlagNames    = []string{"lds-flows", "lds-cells-per-flow", "lds-max-losses-per-flow"}
+	SampleFlagNames = []string{"sample-level", "sample-capacity"}
 )
 
 // LDSAutoFlows is the flows a live appliance's LDS is recorded for when
@@ -142,7 +160,10 @@ const LDSAutoFlows = 1 << 16
 // the traffic: those whose size flags the user left alone.
 type Adaptive struct {
 	LDA, RDA, LDS bool
-	Problem       float64
+	// Sample: the shipped sample's level follows its share of the control
+	// budget (neither --sample-level nor --sample-capacity given).
+	Sample  bool
+	Problem float64
 }
 
 // SynConfig is the appliance's synopsis configuration for the synopses in
@@ -168,14 +189,18 @@ func (e *SynopsisFlags) SynConfig(kinds, changed map[string]bool, lda synopsis.L
 	if kinds["lds"] && !changed["lds-flows"] {
 		e.LDSFlows, ad.LDS = LDSAutoFlows, true
 	}
-	for i, names := range [][]string{RDAFlagNames, LDSFlagNames} {
-		kind := []string{"rda", "lds"}[i]
+	for i, names := range [][]string{RDAFlagNames, LDSFlagNames, SampleFlagNames} {
+		kind := []string{"rda", "lds", "sample"}[i]
 		if kinds[kind] {
 			continue
 		}
 		for _, n := range names {
 			if changed[n] {
-				return syn, ad, fmt.Errorf("--%s sizes the %s, which --synopsis leaves off", n, strings.ToUpper(kind))
+				what := strings.ToUpper(kind)
+				if kind == "sample" {
+					what = "trajectory sample"
+				}
+				return syn, ad, fmt.Errorf("--%s sizes the %s, which --synopsis leaves off", n, what)
 			}
 		}
 	}
@@ -192,6 +217,14 @@ func (e *SynopsisFlags) SynConfig(kinds, changed map[string]bool, lda synopsis.L
 			return syn, ad, err
 		}
 		syn.LDS = &c
+	}
+	if kinds["sample"] {
+		c, err := e.SampleConfig()
+		if err != nil {
+			return syn, ad, err
+		}
+		syn.Sample = &c
+		ad.Sample = !changed["sample-level"] && !changed["sample-capacity"]
 	}
 	return syn, ad, nil
 }

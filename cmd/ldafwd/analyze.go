@@ -103,7 +103,7 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	if !(o.conf > 0 && o.conf < 1) {
 		return cfg, fmt.Errorf("--confidence %v: must be between 0 and 1", o.conf)
 	}
-	kinds, err := parseSynopsisList(o.synopsis, true)
+	kinds, err := parseSynopsisList(o.synopsis)
 	if err != nil {
 		return cfg, err
 	}
@@ -139,27 +139,17 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 	return cfg, nil
 }
 
-// parseSynopsisList parses --synopsis: lda, rda, lds, all, or a list;
-// with offline (analyze) also sample, which all then includes. A live
-// appliance (run, demo) does not ship the sample yet.
-func parseSynopsisList(s string, offline bool) (map[string]bool, error) {
+// parseSynopsisList parses --synopsis: lda, rda, lds, sample, all, or a
+// list (the same for analyze, run and demo).
+func parseSynopsisList(s string) (map[string]bool, error) {
 	kinds := map[string]bool{}
-	want := "lda, rda, lds or all"
-	if offline {
-		want = "lda, rda, lds, sample or all"
-	}
+	want := "lda, rda, lds, sample or all"
 	for _, k := range strings.Split(s, ",") {
 		switch k = strings.TrimSpace(k); k {
-		case "lda", "rda", "lds":
-			kinds[k] = true
-		case "sample":
-			if !offline {
-				return nil, fmt.Errorf("--synopsis: sample is computed offline only (ldafwd analyze): run and demo do not ship it")
-			}
+		case "lda", "rda", "lds", "sample":
 			kinds[k] = true
 		case "all":
-			kinds["lda"], kinds["rda"], kinds["lds"] = true, true, true
-			kinds["sample"] = offline
+			kinds["lda"], kinds["rda"], kinds["lds"], kinds["sample"] = true, true, true, true
 		default:
 			return nil, fmt.Errorf("--synopsis: unknown synopsis %q (want %s)", k, want)
 		}

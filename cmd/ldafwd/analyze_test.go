@@ -144,22 +144,18 @@ func TestAnalyzeAllSynopses(t *testing.T) {
 	}
 }
 
-// TestSynopsisListSample: analyze takes sample and all includes it; run
-// and demo, which do not ship a sample, refuse it by name and leave it out
-// of all.
+// TestSynopsisListSample: every command takes sample, and all includes
+// it.
 func TestSynopsisListSample(t *testing.T) {
-	k, err := parseSynopsisList("all", true)
-	if err != nil || !k["sample"] || !k["lda"] {
-		t.Errorf("analyze all: %v %v", k, err)
+	k, err := parseSynopsisList("all")
+	if err != nil || !k["sample"] || !k["lda"] || !k["rda"] || !k["lds"] {
+		t.Errorf("all: %v %v", k, err)
 	}
-	if k, err = parseSynopsisList("lda,sample", true); err != nil || !k["sample"] || k["rda"] {
-		t.Errorf("analyze lda,sample: %v %v", k, err)
+	if k, err = parseSynopsisList("lda,sample"); err != nil || !k["sample"] || k["rda"] {
+		t.Errorf("lda,sample: %v %v", k, err)
 	}
-	if k, err = parseSynopsisList("all", false); err != nil || k["sample"] {
-		t.Errorf("run all: %v %v", k, err)
-	}
-	if _, err = parseSynopsisList("sample", false); err == nil || !strings.Contains(err.Error(), "offline only") {
-		t.Errorf("run sample: %v", err)
+	if _, err = parseSynopsisList("lda,quantiles"); err == nil || !strings.Contains(err.Error(), "sample") {
+		t.Errorf("an unknown synopsis: %v", err)
 	}
 }
 

@@ -26,6 +26,7 @@ func TestLibraryDefaultsAreRunDefaults(t *testing.T) {
 	lib := appliance.Config{Segment: "b", Insecure: true}.WithDefaults()
 	// The caller's own choices, equal by construction.
 	lib.Syn, lib.AdaptLDA, lib.AdaptRDA, lib.AdaptLDS, lib.BudgetBytes, lib.BudgetFraction = run.Syn, run.AdaptLDA, run.AdaptRDA, run.AdaptLDS, run.BudgetBytes, run.BudgetFraction
+	lib.AdaptSample = run.AdaptSample
 	// Functions do not compare: the same clock, named alike.
 	if run.ClockName != lib.ClockName || run.Clock == nil || lib.Clock == nil || run.Now == nil || lib.Now == nil {
 		t.Fatalf("clocks: run %q, library %q", run.ClockName, lib.ClockName)

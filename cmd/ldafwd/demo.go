@@ -155,7 +155,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
-	kinds, err := parseSynopsisList(synopses, false)
+	kinds, err := parseSynopsisList(synopses)
 	if err != nil {
 		return usageErrorf("demo: %w", err)
 	}
@@ -215,7 +215,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
 		Conf: conf, Key: key, TopFlows: top, ControlCopies: copies, ControlParity: parity, ControlPriority: priority, Queues: queues,
 		BudgetBytes: budget.Bytes, BudgetFraction: budget.Fraction,
-		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, RDAProblemRate: adapt.Problem,
+		AdaptLDA: adapt.LDA, AdaptRDA: adapt.RDA, AdaptLDS: adapt.LDS, AdaptSample: adapt.Sample, RDAProblemRate: adapt.Problem,
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min, SimulatedTime: simulated,
 	}
 	if maxDelay > 0 {

@@ -140,7 +140,7 @@ func (o *runOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	kinds, err := parseSynopsisList(o.synopses, false)
+	kinds, err := parseSynopsisList(o.synopses)
 	if err != nil {
 		return err
 	}
@@ -149,6 +149,7 @@ func (o *runOptions) validate() error {
 		return err
 	}
 	o.cfg.AdaptLDA, o.cfg.AdaptRDA, o.cfg.AdaptLDS, o.cfg.RDAProblemRate = adapt.LDA, adapt.RDA, adapt.LDS, adapt.Problem
+	o.cfg.AdaptSample = adapt.Sample
 	if o.cfg.Top < 1 {
 		return fmt.Errorf("--top %d: must be ≥ 1", o.cfg.Top)
 	}

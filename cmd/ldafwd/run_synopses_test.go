@@ -87,7 +87,7 @@ func TestRunAllSynopses(t *testing.T) {
 	args := []string{"--synopsis", "all", "--top", "40", "--control-copies", "2", "--control-budget", "off"}
 	ivs, log, truths := runPair(t, "AS", args, args, 40, 0.005, 1500*time.Millisecond)
 	lda := map[int64]report.Interval{}
-	var rdaValid, ldsChecked int
+	var rdaValid, ldsChecked, smpValid int
 	type sums struct {
 		sent, lost  uint64
 		lines, cols int
@@ -115,6 +115,14 @@ func TestRunAllSynopses(t *testing.T) {
 			rdaValid++
 			if !ok || r.Lost != ti.Lost {
 				t.Errorf("rda interval %d: lost %d, exact %d (truth known %v)", r.Interval, r.Lost, ti.Lost, ok)
+			}
+		case "sample":
+			if !r.Valid {
+				continue
+			}
+			smpValid++
+			if r.Samples == 0 || r.Extra["quantiles"] == nil || ok && r.Lost > ti.Lost {
+				t.Errorf("sample interval %d: %d samples, %d lost (class lost %d), quantiles %v", r.Interval, r.Samples, r.Lost, ti.Lost, r.Extra["quantiles"])
 			}
 		case "lds":
 			s := lds[r.Interval]
@@ -157,9 +165,9 @@ func TestRunAllSynopses(t *testing.T) {
 			t.Errorf("lds interval %d: %d flows, Σ sent %d, Σ lost %d; LDA sent %d, exact loss %d", k, s.lines, s.sent, s.lost, l.Sent, truths[k].Lost)
 		}
 	}
-	t.Logf("%d valid rda intervals, %d lds intervals checked against the truth", rdaValid, ldsChecked)
-	if rdaValid < 3 || ldsChecked < 3 {
-		t.Errorf("%d valid rda and %d checked lds intervals in 1.5 s of 200 ms intervals:\n%s", rdaValid, ldsChecked, log)
+	t.Logf("%d valid rda intervals, %d lds intervals checked against the truth, %d valid sample lines", rdaValid, ldsChecked, smpValid)
+	if rdaValid < 3 || ldsChecked < 3 || smpValid < 3 {
+		t.Errorf("%d valid rda, %d checked lds intervals and %d valid sample lines in 1.5 s of 200 ms intervals:\n%s", rdaValid, ldsChecked, smpValid, log)
 	}
 }
 
@@ -201,8 +209,13 @@ func TestRunSynopsisFlags(t *testing.T) {
 	if o.cfg.Syn.RDA == nil || o.cfg.Syn.RDA.Cells != 4096 || o.cfg.Syn.LDS == nil || o.cfg.Syn.LDS.CellsPerFlow != 2 || o.cfg.Top != 10 {
 		t.Errorf("syn %+v / %+v, top %d", o.cfg.Syn.RDA, o.cfg.Syn.LDS, o.cfg.Top)
 	}
-	if o, err = parseAndValidate(base); err != nil || o.cfg.Syn.RDA == nil || o.cfg.Syn.LDS == nil {
-		t.Errorf("default: rda %v lds %v (%v), want every synopsis", o.cfg.Syn.RDA, o.cfg.Syn.LDS, err)
+	if o, err = parseAndValidate(base); err != nil || o.cfg.Syn.RDA == nil || o.cfg.Syn.LDS == nil || o.cfg.Syn.Sample == nil || !o.cfg.AdaptSample {
+		t.Errorf("default: rda %v lds %v sample %v adapt %v (%v), want every synopsis, the sample sized by the budget", o.cfg.Syn.RDA, o.cfg.Syn.LDS, o.cfg.Syn.Sample, o.cfg.AdaptSample, err)
+	}
+	// A sample flag fixes the rate shipped.
+	if o, err = parseAndValidate(append(append([]string{}, base...), "--synopsis", "lda,sample", "--sample-level", "3")); err != nil ||
+		o.cfg.Syn.Sample == nil || o.cfg.Syn.Sample.Level != 3 || o.cfg.AdaptSample || o.cfg.Syn.RDA != nil {
+		t.Errorf("lda,sample --sample-level 3: %+v adapt %v (%v)", o.cfg.Syn.Sample, o.cfg.AdaptSample, err)
 	}
 	for _, c := range []struct {
 		args []string
@@ -213,6 +226,9 @@ func TestRunSynopsisFlags(t *testing.T) {
 		{[]string{"--synopsis", "nope"}, "--synopsis"},
 		{[]string{"--synopsis", "all", "--top", "0"}, "--top"},
 		{[]string{"--synopsis", "lds", "--lds-flows", "0"}, "--lds-flows"},
+		{[]string{"--synopsis", "lda,rda,lds", "--sample-capacity", "100"}, "--sample-capacity"},
+		{[]string{"--synopsis", "sample", "--sample-level", "33"}, "--sample-level"},
+		{[]string{"--synopsis", "sample", "--sample-capacity", "0"}, "--sample-capacity"},
 	} {
 		if _, err := parseAndValidate(append(append([]string{}, base...), c.args...)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)

@@ -17,23 +17,15 @@ import (
 type extraSynopsisFlags struct {
 	service.SynopsisFlags
 	top int
-	// sampleLevel, sampleCapacity: analyze's --sample-level and
-	// --sample-capacity (synopsis.SampleConfig).
-	sampleLevel    uint
-	sampleCapacity int
 	// ldsAuto: analyze was given no LDS sizing flag, so each interval's
 	// LDS is sized from the flows the sender saw (analyze.LDSFactory.Auto).
 	ldsAuto bool
 }
 
-// register defines the sizing flags, --top (analyze's meaning) and the
-// trajectory sample's flags (analyze only: run and demo do not ship it).
+// register defines the sizing flags and --top (analyze's meaning).
 func (e *extraSynopsisFlags) register(fs *pflag.FlagSet) {
 	e.registerSizing(fs)
 	fs.IntVar(&e.top, "top", 0, "LDS: report only the N largest flows per interval (0: every named flow)")
-	d := synopsis.DefaultSampleConfig()
-	fs.UintVar(&e.sampleLevel, "sample-level", uint(d.Level), "sample: start each interval keeping 1 packet in 2^N (0..32) of each class, chosen alike at both ends by the packet's identity")
-	fs.IntVar(&e.sampleCapacity, "sample-capacity", d.Capacity, "sample: most samples per class, interval and end; a fuller interval halves its sampling rate as often as needed (p99.9 needs 4603 samples at --confidence 0.98)")
 }
 
 // registerSizing defines the RDA and LDS sizing flags. analyze, run and
@@ -49,6 +41,9 @@ func (e *extraSynopsisFlags) registerSizing(fs *pflag.FlagSet) {
 	fs.IntVar(&e.LDSFlows, "lds-flows", 10000, "expected flows per interval, for LDS dimensioning (about 2 flows per counter, 4 rows; without any --lds-* flag analyze sizes each interval's LDS for the flows its sender saw, and run and demo record for 65536 flows and ship each interval sized to the flows it saw)")
 	fs.IntVar(&e.LDSK, "lds-cells-per-flow", 1, "LDS virtual-LDA cells per flow k (>1 under loss where the sketch is not repaired: run and demo; analyze repairs it)")
 	fs.IntVar(&e.LDSMaxLoss, "lds-max-losses-per-flow", 0, "LDS per-row sampling tuned for up to this many losses per flow (0: every row samples all)")
+	d := synopsis.DefaultSampleConfig()
+	fs.UintVar(&e.SampleLevel, "sample-level", uint(d.Level), "sample: start each interval keeping 1 packet in 2^N (0..32) of each class, chosen alike at both ends by the packet's identity (run and demo without --sample-level/--sample-capacity ship each interval's sample at the rate its share of --control-budget carries)")
+	fs.IntVar(&e.SampleCapacity, "sample-capacity", d.Capacity, "sample: most samples per class, interval and end; a fuller interval halves its sampling rate as often as needed (p99.9 needs 4603 samples at --confidence 0.98)")
 }
 
 func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Classifier) ([]analyze.SynopsisFactory, error) {
@@ -71,12 +66,9 @@ func (e *extraSynopsisFlags) factories(kinds map[string]bool, cl *classifier.Cla
 		out = append(out, analyze.LDSFactory{Config: cfg, Auto: e.ldsAuto, Classifier: cl, Top: e.top})
 	}
 	if kinds["sample"] {
-		if e.sampleLevel > synopsis.SampleMaxLevel {
-			return nil, fmt.Errorf("--sample-level %d: the sample level is at most %d", e.sampleLevel, synopsis.SampleMaxLevel)
-		}
-		cfg := synopsis.SampleConfig{Level: uint8(e.sampleLevel), Capacity: e.sampleCapacity}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("--sample-level/--sample-capacity: %w", err)
+		cfg, err := e.SampleConfig()
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, analyze.SampleFactory{Config: cfg})
 	}

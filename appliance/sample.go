@@ -1,0 +1,208 @@
+package appliance
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/report"
+	"github.com/ldafwd/ldafwd/synopsis"
+)
+
+// The trajectory sample live (docs/sample.md): each lane records every
+// class's sample at both ends (dataplane.SynSet.Sample); the sender ships
+// it each interval as a part of kind control.KindSample, cut to a deeper
+// level when it does not fit its share of the control budget; the
+// receiver matches it with its own copy (analyze.SampleLine, the code
+// offline analyze reports through) and reports one "sample" line per
+// class with the delay quantiles and their bounds.
+
+// sampleBudgetShare is the part of one copy's control budget the
+// samples of all classes may take (Config.AdaptSample), after the LDA and
+// the RDA, before the LDS, which gets what they leave. A quarter, as the
+// LDA's. Measured on the demo's mix (docs/sample.md, "Sizing live"): at
+// 20 kpps the 1 % budget is at its 20 KB floor and what the RDA leaves
+// carries about 300 samples an interval (p50 and p90 bounded, not the
+// p99); at 100 kpps about 800 (the p99 too).
+const sampleBudgetShare = 0.25
+
+// sampleParts encodes each class's sample (set.Sample) for one copy
+// within left wire bytes (math.MaxInt: no limit): with AdaptSample the
+// samples take at most sampleBudgetShare of perCopy, the quietest class
+// first, each at most an even split of what is still unspent, and a
+// sample that does not fit is cut to the shallowest deeper level whose
+// encoding does; without it they go as recorded. A sample whose header
+// alone does not fit is left out (payloadOmitted). It returns each
+// class's payload and header length and the wire bytes spent.
+func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
+	a := c.a
+	n := len(set.Sample)
+	parts, hdrLens = make([][]byte, n), make([]int, n)
+	share := math.MaxInt // fixed by the flags: as recorded, whatever it costs
+	if a.cfg.AdaptSample && left != math.MaxInt {
+		share = max(0, min(left, int(sampleBudgetShare*float64(perCopy))))
+	}
+	for i, m := range byPackets(n, func(m int) uint64 { return set.Sample[m].Offered() }) {
+		p := set.Sample[m]
+		h := hdr(p.Offered(), flags)
+		hdrLens[m] = len(h)
+		limit := math.MaxInt
+		if share != math.MaxInt {
+			limit = max(0, share/(n-i))
+		}
+		q, err := c.encodeSample(p, h, limit)
+		if err != nil || q == nil {
+			if err != nil {
+				a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender sample")
+			}
+			q = hdr(p.Offered(), flags|payloadOmitted)
+			*omitted = append(*omitted, "sample/"+a.cfg.Classifier.Names()[m])
+		}
+		parts[m] = q
+		w := c.wireOf(len(q))
+		spent += w
+		if share != math.MaxInt {
+			share = max(0, share-w)
+		}
+	}
+	return parts, hdrLens, spent
+}
+
+// encodeSample appends p to prefix within limit wire bytes (math.MaxInt:
+// none), cutting p in place to deeper levels while it does not fit: p is
+// the idle copy, reset when the shipment is done. It returns nil when
+// even an empty sample does not fit.
+func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) ([]byte, error) {
+	prefix = prefix[:len(prefix):len(prefix)]
+	for {
+		q, err := p.AppendBinary(prefix)
+		if err != nil {
+			return nil, err
+		}
+		w := c.wireOf(len(q))
+		if limit == math.MaxInt || w <= limit {
+			return q, nil
+		}
+		if p.Len() == 0 || p.Level() >= synopsis.SampleMaxLevel {
+			return nil, nil
+		}
+		// Samples cost about the same each: each level halves them; go
+		// straight to the level that should fit, then check.
+		fixed := c.wireOf(len(prefix)) + 16
+		want := max(limit-fixed, 1)
+		steps := 1
+		if ratio := float64(w-fixed) / float64(want); ratio > 2 {
+			steps = int(math.Ceil(math.Log2(ratio)))
+		}
+		if err := p.RaiseTo(uint8(min(int(p.Level())+steps, synopsis.SampleMaxLevel))); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pairSample reports class m's sample line of the bundle's interval:
+// the sender's shipped sample against the receiver's copy.
+func (c *controller) pairSample(b *control.IntervalBundle, rc *rcopy, m int) {
+	r := c.line(b.Interval, b.StartNs, b.EndNs, m)
+	own := rc.sample[m]
+	conf := c.a.cfg.Conf
+	fail := func(why report.Cause) {
+		l, e := analyze.SampleFailed(*r, conf, why)
+		l.Received = own.Offered()
+		c.hold(&l, e, m)
+	}
+	key := control.PartKey{MEC: uint16(m), Kind: control.KindSample}
+	payload, ok := b.Payloads[key]
+	if !ok {
+		fail(partReason(b, key, "sample for this class"))
+		return
+	}
+	h, body, err := parsePayload(payload)
+	if err == nil && h.Flags&payloadOmitted != 0 {
+		fail(report.Cause{Code: report.Budget, Why: budgetReason("sample", h)})
+		return
+	}
+	var snd synopsis.Sample
+	if err == nil {
+		err = snd.UnmarshalBinary(body)
+	}
+	if err != nil {
+		fail(report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender sample does not decode: %v", err)})
+		return
+	}
+	l, e := analyze.SampleLine(*r, &snd, own, len(body), conf)
+	// The quantiles' bounds are widened by each end's largest stamp
+	// uncertainty (the samples carry it), not by the average the mean's
+	// are: the line states those.
+	l.TxStampErrNs, l.RxStampErrNs = float64(snd.StampErrNs()), float64(own.StampErrNs())
+	l.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
+	if h.ControlBytes > 0 {
+		l.ControlFrames, l.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
+	}
+	if why := sessionReason(h.Flags, rc); why.Code != 0 {
+		l.Invalidate(why.Code, why.Why)
+	}
+	c.hold(&l, e, m)
+}
+
+// sampleLoss settles the loss of h's sample lines once the next
+// interval's evidence has settled the class's LDA line (decide): a
+// sampled packet that crossed the interval's boundary (reordered past an
+// End marker either way) is a loss in this interval's sample and an extra
+// in its neighbour's, so a sample line's lost is exact only where it is 0
+// or where the class's LDA line vouches for its loss with no crossing.
+// Otherwise the line's loss is not valid (code crossing); its quantiles
+// stand (a crossed packet is missing from them, docs/sample.md).
+func (c *controller) sampleLoss(h *heldInterval) {
+	for i := range h.lines {
+		l := &h.lines[i]
+		if l.r.Synopsis != "sample" || l.e == nil || !l.r.LossValid || l.r.Lost == 0 {
+			continue
+		}
+		var lda *report.Interval
+		for j := range h.lines {
+			if o := h.lines[j].r; o.Synopsis == "lda" && o.Flow == "" && h.lines[j].mec == l.mec {
+				lda = o
+				break
+			}
+		}
+		crossed := 0
+		if lda != nil {
+			for _, f := range []string{"crossed", "early"} {
+				if n, ok := lda.Extra[f].(int); ok {
+					crossed += n
+				}
+			}
+		}
+		switch {
+		case lda == nil || !lda.LossValid:
+			why := "the class's loss could not be checked for packets that crossed the interval's boundaries"
+			if lda != nil && lda.Reason != "" {
+				why += " (its LDA line: " + lda.Reason + ")"
+			}
+			l.r.Invalidate(report.Crossing, why)
+		case crossed > 0:
+			l.r.Invalidate(report.Crossing, fmt.Sprintf("%d packets of the class crossed the interval's boundary: the sample's lost may count sampled ones among them", crossed))
+		}
+	}
+}
+
+// sampleTruth puts the demo's exact truth on a sample line: the true
+// p50 … p99.9 of the class's delivered packets of the interval
+// (true_quantiles, the ⌈NP⌉-th smallest delay, as analyze --truth) and
+// the class's true loss rate. The truth does not know which packets the
+// sample kept, so the line gets no true_lost: its lost is of the sample.
+func sampleTruth(r *report.Interval, ct *dataplane.ClassTruth) {
+	r.TrueLost, r.TrueMeanNs, r.TrueStddevNs = nil, nil, nil
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	if n := ct.Delivered + ct.Lost; n > 0 {
+		r.Extra["true_loss_rate"] = float64(ct.Lost) / float64(n)
+	}
+	if q := analyze.TrueQuantiles(append([]int64(nil), ct.Delays...)); q != nil {
+		r.Extra["true_quantiles"] = q
+	}
+}

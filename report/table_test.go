@@ -1,0 +1,30 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSampleRows: a sample line in run's and demo's tables shows its
+// quantiles with their bounds, never a mean (it has none), and demo's
+// shows each true quantile beside them.
+func TestSampleRows(t *testing.T) {
+	est, lo, hi := int64(52_000), int64(44_000), int64(61_000)
+	r := &Interval{Interval: 3, StartNs: 3e9, Direction: "a>b", MEC: "all", Synopsis: "sample", Sent: 300, Received: 300, Samples: 300, Valid: true,
+		Extra: map[string]any{
+			"quantiles":      map[string]Quantile{"p50": {EstimateNs: &est, LoNs: &lo, HiNs: &hi}, "p99": {Reason: "300 samples cannot bound p99"}},
+			"true_quantiles": map[string]int64{"p50": 50_500, "p99": 465_000},
+		}}
+	run, demo := RunRow(r), DemoRow(r)
+	for _, c := range []struct{ row, want string }{
+		{run, " smp "}, {run, "p50 52.000 [44.000, 61.000]"}, {run, "p99 -"},
+		{demo, "all/smp"}, {demo, "p50 52.000 [44.000, 61.000] (50.500)"}, {demo, "p99 - (465.000)"},
+	} {
+		if !strings.Contains(c.row, c.want) {
+			t.Errorf("row %q lacks %q", c.row, c.want)
+		}
+	}
+	if strings.Contains(run, " 0.000 ") {
+		t.Errorf("run's row shows a mean: %q", run)
+	}
+}
