@@ -139,7 +139,13 @@ func TestRunAllSynopses(t *testing.T) {
 			// reason leaves the interval out of the check.
 			s.invalid = s.invalid || !r.Valid && !strings.Contains(r.Reason, "lost or reordered")
 			if r.Flow == "" {
-				t.Errorf("lds interval %d: a flow without a name", r.Interval)
+				// The part's one line when it has no flows to name: its
+				// fragments lost on the segment, or left out by the
+				// budget. Never valid.
+				if r.Valid {
+					t.Errorf("lds interval %d: a valid line without a flow", r.Interval)
+				}
+				continue
 			}
 			// Sized from the traffic: recorded for 65 536 flows, shipped
 			// folded for the flows it saw.
