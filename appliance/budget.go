@@ -120,6 +120,9 @@ func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
 		flags |= payloadPartial
 		c.first = false
 	}
+	if c.steps.sentStepped(set.FirstK, set.LastK) {
+		flags |= payloadClockStep
+	}
 	stamp := uint64(0)
 	if set.Frames > 0 {
 		stamp = (set.StampErrNs + set.Frames - 1) / set.Frames

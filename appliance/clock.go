@@ -36,16 +36,12 @@ import (
 // synopsis payload header (payload.go; frames = 0) followed by
 //
 //	1        flags: bit 0 a measurement follows, bit 1 a control-loss
-//	         report follows, bit 2 a clock-step report follows (no other
-//	         bit is defined)
+//	         report follows (no other bit is defined)
 //	uvarint  the interval the mean was measured in (the reverse direction's numbers)
 //	varint   its mean one-way delay, ns (zig-zag; negative when the clocks disagree)
 //	uvarint  its mean_ci_ns, rounded up
 //	uvarint  (bit 1) the control frames of the reverse direction lost in
 //	         the segment lately, parts per million (fec.go)
-//	uvarint  (bit 2) the steps of the sender's clock since its session
-//	         began (≥ 1; clockstep.go), then two uvarints: the first and
-//	         the last interval the latest step may have touched
 //
 // The part is the one thing each end ships to the other every interval,
 // so the control-loss report, which the sender of the reverse direction
@@ -53,11 +49,10 @@ import (
 var clockPart = control.PartKey{MEC: 0, Kind: control.KindMeta}
 
 // The clock part's flags: a measurement follows; a control-loss report
-// follows; a clock-step report follows.
+// follows.
 const (
-	clockFlagMean  = 1
-	clockFlagLoss  = 2
-	clockFlagSteps = 4
+	clockFlagMean = 1
+	clockFlagLoss = 2
 )
 
 // maxClockAge is how many intervals apart the forward line and the peer's
@@ -77,9 +72,6 @@ type clockMean struct {
 	// valid when hasLoss.
 	lossPPM uint64
 	hasLoss bool
-	// The sender's clock-step report (clockstep.go): valid when steps.n
-	// > 0.
-	steps stepReport
 }
 
 // clockState is the controller's side of the offset estimate: its own
@@ -100,9 +92,6 @@ func appendClockPart(dst []byte, m clockMean) []byte {
 	if m.hasLoss {
 		flags |= clockFlagLoss
 	}
-	if m.steps.n > 0 {
-		flags |= clockFlagSteps
-	}
 	dst = append(dst, flags)
 	if m.ok {
 		dst = binary.AppendUvarint(dst, m.k)
@@ -111,11 +100,6 @@ func appendClockPart(dst []byte, m clockMean) []byte {
 	}
 	if m.hasLoss {
 		dst = binary.AppendUvarint(dst, min(m.lossPPM, 1e6))
-	}
-	if m.steps.n > 0 {
-		dst = binary.AppendUvarint(dst, m.steps.n)
-		dst = binary.AppendUvarint(dst, m.steps.first)
-		dst = binary.AppendUvarint(dst, m.steps.last)
 	}
 	return dst
 }
@@ -130,7 +114,7 @@ func parseClockPart(b []byte) (clockMean, error) {
 	}
 	flags := b[0]
 	b = b[1:]
-	if flags&^(clockFlagMean|clockFlagLoss|clockFlagSteps) != 0 {
+	if flags&^(clockFlagMean|clockFlagLoss) != 0 {
 		return m, fmt.Errorf("%w: clock part flags %#x", errPayload, flags)
 	}
 	uv := func(what string) (uint64, error) {
@@ -164,19 +148,6 @@ func parseClockPart(b []byte) (clockMean, error) {
 		}
 		m.lossPPM, m.hasLoss = ppm, true
 	}
-	if flags&clockFlagSteps != 0 {
-		var st stepReport
-		var err error
-		if st.n, err = uv("clock-step count"); err == nil {
-			if st.first, err = uv("clock-step interval"); err == nil {
-				st.last, err = uv("clock-step interval")
-			}
-		}
-		if err != nil || st.n == 0 || st.last < st.first {
-			return clockMean{}, fmt.Errorf("%w: clock part clock-step report", errPayload)
-		}
-		m.steps = st
-	}
 	if len(b) != 0 {
 		return clockMean{}, fmt.Errorf("%w: %d bytes after the clock part", errPayload, len(b))
 	}
@@ -188,7 +159,6 @@ func parseClockPart(b []byte) (clockMean, error) {
 func (c *controller) clockPayload(hdr []byte) []byte {
 	m := c.clk.own
 	m.lossPPM, m.hasLoss = c.fec.own, c.fec.ok
-	m.steps = c.steps.report
 	return appendClockPart(hdr, m)
 }
 
@@ -197,9 +167,6 @@ func (c *controller) clockPayload(hdr []byte) []byte {
 func (c *controller) peerClock(b *control.IntervalBundle) {
 	payload, ok := b.Payloads[clockPart]
 	if !ok {
-		if _, lost := b.Missing[clockPart]; lost {
-			c.steps.unreported(b.Session, b.Interval)
-		}
 		return
 	}
 	_, body, err := parsePayload(payload)
@@ -212,7 +179,6 @@ func (c *controller) peerClock(b *control.IntervalBundle) {
 		return
 	}
 	c.peerLoss(m)
-	c.peerSteps(b.Session, b.Interval, m.steps)
 	if m.ok && (!c.clk.peer.ok || m.k >= c.clk.peer.k) {
 		c.clk.peer = m
 	}

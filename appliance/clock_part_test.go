@@ -49,8 +49,6 @@ func FuzzParseClockPart(f *testing.F) {
 	f.Add([]byte{1, 0x80})
 	f.Add(appendClockPart(nil, clockMean{lossPPM: 100_000, hasLoss: true}))
 	f.Add(appendClockPart(nil, clockMean{k: 300, meanNs: -200_000, ciNs: 1500, ok: true, lossPPM: 1e6, hasLoss: true}))
-	f.Add(appendClockPart(nil, clockMean{steps: stepReport{n: 2, first: 1 << 40, last: 1<<40 + 1}}))
-	f.Add([]byte{4, 1, 9, 8}) // a step report whose last interval is before its first
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := parseClockPart(b)
 		if err != nil {

@@ -2,9 +2,9 @@ package appliance
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -31,23 +31,18 @@ import (
 //     interval whose copy was in progress, and of the one on each side
 //     of it (the lanes cut copies a little before the control side takes
 //     them), lose their delay (clock_step);
-//   - the one it sends: its transmit stamps. The intervals its lanes
-//     were in between the two readings are reported to the peer in the
-//     clock part (clock.go), which goes with every interval's synopses:
-//     the count of steps since the session began and the first and last
-//     interval the latest one touched. A step is detected before the
-//     interval it falls in ships (the control side reads the clocks
-//     before it moves the lanes to the next interval), so that
-//     interval's own clock part carries it. Where the peer's count
-//     grows by more than one between two clock parts, every interval
-//     between them is taken as touched.
+//   - the one it sends: its transmit stamps. Every part this end ships
+//     for an interval the step may have touched (the intervals its lanes
+//     were in between the two readings, and the next) carries the
+//     payload flag payloadClockStep; the peer takes the delay from the
+//     lines of an interval any of whose parts carries it. A step is read
+//     before the control side moves the lanes to the next interval, so
+//     it is known before its interval ships; and since every part of the
+//     interval carries the flag (an LDA part fetched on demand too),
+//     whatever part a line is measured from tells it.
 //
 // Steps smaller than stepMinNs are not seen: they stay inside the stamp
-// uncertainty each line already carries. An interval whose clock part
-// was lost with every copy (its other parts arrived) learns of a step in
-// it from the next clock part's count; a line of it that goes out before
-// any later clock part has arrived cannot rule a step out and has no
-// delay.
+// uncertainty each line already carries.
 const (
 	stepMinNs       = 50_000
 	stepReadSlackNs = 20_000
@@ -55,36 +50,24 @@ const (
 	stepMemory = 64
 )
 
-// stepReport is what the clock part says of the sender's clock steps:
-// n steps since its session began, the latest one touching intervals
-// first..last (n = 0: none).
-type stepReport struct {
-	n, first, last uint64
-}
-
 // stepRange is a run of intervals a step touched, and whose clock it was.
 type stepRange struct {
 	first, last uint64
 	peer        bool  // the sender's clock (else this end's arrival stamps)
-	byNs        int64 // the step, ns (0: unknown, several steps between two reports)
+	byNs        int64 // the step, ns (0: the sender's, whose size it does not say)
 }
 
 // clockSteps is the controller's watch on its clock and its record of
 // the intervals steps touched.
 type clockSteps struct {
-	read         bool
-	mono         time.Time // Config.Now at the last reading
-	wall         uint64    // Config.Clock at the last reading
-	epoch        uint64    // the lanes' interval at the last reading
-	report       stepReport
-	peerN        uint64 // the peer's step count known so far
-	peerK        uint64 // the latest interval whose clock part arrived
-	peerSession  uint64
-	touched      []stepRange
-	lost         []uint64 // intervals of the peer's session whose clock part was lost
-	ownSteps     uint64
-	lastStepByNs int64
-	lastCopyK    uint64 // the receiver's latest copy's interval (for arrival stamps)
+	read      bool
+	mono      time.Time   // Config.Now at the last reading
+	wall      uint64      // Config.Clock at the last reading
+	epoch     uint64      // the lanes' interval at the last reading
+	sent      []stepRange // this end's steps, by the intervals of its lanes (payloadClockStep)
+	touched   []stepRange // the lines' intervals whose delay a step took
+	ownSteps  uint64
+	lastCopyK uint64 // the receiver's latest copy's interval (for arrival stamps)
 }
 
 // watchClock reads both clocks and, where the stamping clock stepped
@@ -112,22 +95,21 @@ func (c *controller) watchClock() {
 		return
 	}
 	s.ownSteps++
-	s.lastStepByNs = step
-	// The sender lanes were in prevEpoch..epoch (moveClock runs after
-	// this: a step that moves the interval shows next time, in the same
-	// range as the interval it lands in, which the report covers then).
-	lo, hi := min(prevEpoch, epoch), max(prevEpoch, epoch)
-	// A step forward may carry the lanes into the next interval at the
-	// next moveClock: that one is touched too.
-	hi++
-	s.report = stepReport{n: s.ownSteps, first: lo, last: hi}
+	// The sender lanes were in prevEpoch..epoch; a step forward may carry
+	// them into the next interval at the next moveClock (it runs after
+	// this): that one is touched too.
+	lo, hi := min(prevEpoch, epoch), max(prevEpoch, epoch)+1
+	s.sent = append(s.sent, stepRange{first: lo, last: hi, byNs: step})
+	if len(s.sent) > stepMemory {
+		s.sent = s.sent[1:]
+	}
 	// The receiver's arrival stamps: the copy in progress is the one
 	// after the latest taken; the lanes may have cut one more not yet
 	// taken.
 	rk := s.lastCopyK
 	s.mark(stepRange{first: rk, last: rk + 2, byNs: step})
 	a.cfg.Log.Warn().Int64("step_ns", step).Uint64("intervals_from", rk).
-		Msg("this end's clock stepped: the lines of the intervals around it have no delay (clock_step), and the peer is told of its transmit stamps")
+		Msg("this end's clock stepped: the lines of the intervals around it have no delay (clock_step), and the peer is told of its transmit stamps with the synopses")
 }
 
 // mark remembers the intervals r touched, the oldest going first.
@@ -138,56 +120,46 @@ func (s *clockSteps) mark(r stepRange) {
 	}
 }
 
-// peerSteps takes the sender's step report from the clock part of
-// interval k.
-func (c *controller) peerSteps(session, k uint64, r stepReport) {
-	s := &c.steps
-	if session != s.peerSession {
-		// A new session counts its steps afresh.
-		s.peerSession, s.peerN, s.peerK, s.lost = session, 0, 0, s.lost[:0]
+// sentStepped says whether a step of this end's clock may have touched
+// one of the intervals first..last its lanes recorded (a copy spanning
+// several after an overrun; first 0: last alone).
+func (s *clockSteps) sentStepped(first, last uint64) bool {
+	if first == 0 || first > last {
+		first = last
 	}
-	if r.n > s.peerN {
-		s.mark(stepRange{first: r.first, last: r.last, peer: true})
-		if r.n > s.peerN+1 && s.peerK < k {
-			// Steps whose reports were lost: anywhere since the last
-			// clock part that arrived.
-			s.mark(stepRange{first: s.peerK + 1, last: k, peer: true})
+	for _, r := range s.sent {
+		if r.first <= last && first <= r.last {
+			return true
 		}
-		s.peerN = r.n
 	}
-	s.peerK = max(s.peerK, k)
+	return false
 }
 
-// unreported notes that interval k's clock part was lost.
-func (s *clockSteps) unreported(session, k uint64) {
-	if session != s.peerSession {
-		s.peerSession, s.peerN, s.peerK, s.lost = session, 0, 0, s.lost[:0]
-	}
-	s.lost = append(s.lost, k)
-	if len(s.lost) > stepMemory {
-		s.lost = s.lost[1:]
+// peerStepped marks interval k's lines when any of the sender's parts of
+// it says its clock stepped (payloadClockStep).
+func (c *controller) peerStepped(b *control.IntervalBundle) {
+	for _, p := range b.Payloads {
+		if h, _, err := parsePayload(p); err == nil && h.Flags&payloadClockStep != 0 {
+			c.steps.mark(stepRange{first: b.Interval, last: b.Interval, peer: true})
+			return
+		}
 	}
 }
 
 // clockStepLine takes the delay from a line whose interval a clock step
-// touched, or whose interval's step report was lost with no later one in
-// yet.
+// touched.
 func (c *controller) clockStepLine(r *report.Interval) {
 	if r.Interval < 0 || !r.DelayValid {
 		return
 	}
 	k := uint64(r.Interval)
-	if c.steps.peerK < k && slices.Contains(c.steps.lost, k) {
-		r.Invalidate(report.ClockStep, "the sender's clock part of this interval was lost and no later one has arrived: a step of its clock in this interval cannot be ruled out")
-		return
-	}
 	for _, t := range c.steps.touched {
 		if k < t.first || k > t.last {
 			continue
 		}
 		switch {
 		case t.peer:
-			r.Invalidate(report.ClockStep, "the sender's clock stepped during this interval (it reported so in its clock part): its transmit stamps before and after the step are on different time bases")
+			r.Invalidate(report.ClockStep, "the sender's clock stepped during this interval (its synopses say so): its transmit stamps before and after the step are on different time bases")
 		default:
 			r.Invalidate(report.ClockStep, fmt.Sprintf("this end's clock stepped by %.1f µs around this interval: its arrival stamps before and after the step are on different time bases", float64(t.byNs)/1e3))
 		}

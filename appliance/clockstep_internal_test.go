@@ -4,15 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/rs/zerolog"
 )
 
 // TestWatchClock: the stamping clock against the monotonic one. Drift
 // under stepMinNs is no step; a step forward or back marks the receiver's
-// copies around it and goes in the report the peer gets; a preempted pair
-// of readings is skipped. A line of a marked interval loses its delay,
-// others keep it.
+// copies around it and the intervals whose parts tell the peer; a
+// preempted pair of readings is skipped. A line of a marked interval
+// loses its delay, others keep it.
 func TestWatchClock(t *testing.T) {
 	var mono, wall uint64 = 1e9, 5e9
 	var monoJump uint64 // added between the two monotonic readings of one watch
@@ -42,7 +43,7 @@ func TestWatchClock(t *testing.T) {
 		t.Fatalf("a 20 µs drift taken for a step: %+v", c.steps)
 	}
 	tick(1e6, -2e6)
-	if c.steps.ownSteps != 1 || c.steps.report != (stepReport{n: 1, first: 7, last: 8}) {
+	if c.steps.ownSteps != 1 || len(c.steps.sent) != 1 || c.steps.sent[0].first != 7 || c.steps.sent[0].last != 8 {
 		t.Fatalf("step back of 2 ms: %+v", c.steps)
 	}
 	if got := c.steps.touched; len(got) != 1 || got[0].first != 40 || got[0].last != 42 || got[0].peer || got[0].byNs != -2e6 {
@@ -56,7 +57,7 @@ func TestWatchClock(t *testing.T) {
 	monoJump = 0
 	a.epoch.Store(9)
 	tick(1e6, 0) // measures across the skipped reading, from interval 7 on: the 5 ms step
-	if c.steps.ownSteps != 2 || c.steps.report != (stepReport{n: 2, first: 7, last: 10}) {
+	if c.steps.ownSteps != 2 || len(c.steps.sent) != 2 || c.steps.sent[1].first != 7 || c.steps.sent[1].last != 10 {
 		t.Fatalf("step forward of 5 ms across a skipped reading: %+v", c.steps)
 	}
 
@@ -70,44 +71,33 @@ func TestWatchClock(t *testing.T) {
 	}
 }
 
-// TestPeerSteps: the peer's step reports, in order, lost, and across a
-// new session.
+// TestPeerSteps: the parts of the intervals a step touched carry the
+// flag, whatever copy (an overrun's) covers them; the receiver takes the
+// delay from an interval any of whose parts carries it, and from no other.
 func TestPeerSteps(t *testing.T) {
-	c := newController(&Appliance{})
-	c.peerSteps(1, 10, stepReport{})
-	c.peerSteps(1, 11, stepReport{n: 1, first: 11, last: 12})
-	c.peerSteps(1, 12, stepReport{n: 1, first: 11, last: 12}) // the same step again
-	if got := c.steps.touched; len(got) != 1 || got[0] != (stepRange{first: 11, last: 12, peer: true}) {
-		t.Fatalf("one step: %+v", got)
-	}
-	// Intervals 13–15's clock parts lost; two steps since: 13..16 taken.
-	c.peerSteps(1, 16, stepReport{n: 3, first: 15, last: 16})
-	if got := c.steps.touched; len(got) != 3 || got[2] != (stepRange{first: 13, last: 16, peer: true}) {
-		t.Fatalf("steps whose reports were lost: %+v", got)
-	}
-	// A new session counts afresh.
-	c.peerSteps(2, 30, stepReport{n: 1, first: 29, last: 30})
-	if got := c.steps.touched; len(got) != 4 || got[3] != (stepRange{first: 29, last: 30, peer: true}) {
-		t.Fatalf("new session: %+v", got)
+	var s clockSteps
+	s.sent = []stepRange{{first: 11, last: 12}, {first: 20, last: 20}}
+	for _, tc := range []struct {
+		first, last uint64
+		want        bool
+	}{{0, 10, false}, {0, 11, true}, {10, 10, false}, {12, 12, true}, {13, 19, false}, {13, 25, true}, {9, 11, true}} {
+		if got := s.sentStepped(tc.first, tc.last); got != tc.want {
+			t.Errorf("copy of %d..%d: stepped %v, want %v", tc.first, tc.last, got, tc.want)
+		}
 	}
 
-	// Interval 31's clock part lost: its line has no delay until a later
-	// clock part's count rules a step out.
-	c.steps.unreported(2, 31)
-	delayValid := func(k int64) bool {
+	c := newController(&Appliance{})
+	part := func(flags uint64) []byte { return appendPayload(nil, payloadHeader{Frames: 10, Flags: flags}) }
+	c.peerStepped(&control.IntervalBundle{Interval: 30, Payloads: map[control.PartKey][]byte{
+		{MEC: 0, Kind: control.KindLDA}: part(0), {MEC: 0, Kind: control.KindRDA}: part(payloadClockStep)}})
+	c.peerStepped(&control.IntervalBundle{Interval: 31, Payloads: map[control.PartKey][]byte{
+		{MEC: 0, Kind: control.KindLDA}: part(0)}})
+	for k, want := range map[int64]bool{30: false, 31: true} {
 		r := &report.Interval{Interval: k}
 		r.SetVerdict(report.Verdict{})
 		c.clockStepLine(r)
-		return r.DelayValid
-	}
-	if delayValid(31) {
-		t.Error("interval 31's clock part lost, no later one: delay claimed")
-	}
-	c.peerSteps(2, 32, stepReport{n: 1, first: 29, last: 30})
-	if !delayValid(31) {
-		t.Error("interval 32's clock part says no step since: 31's delay refused")
-	}
-	if delayValid(30) {
-		t.Error("interval 30 touched by the step: delay claimed")
+		if r.DelayValid != want {
+			t.Errorf("interval %d: delay valid %v, want %v (%s)", k, r.DelayValid, want, r.Reason)
+		}
 	}
 }

@@ -711,6 +711,7 @@ func (c *controller) silentAtStop() {
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	a := c.a
 	c.peerClock(b)
+	c.peerStepped(b)
 	if rc.warmup {
 		// From the receiver's start to the first End marker: the copy
 		// misses the frames before our start. Reported invalid, so a

@@ -16,7 +16,8 @@ import (
 //	        uvarint  flags: bit 0 the sender's copy spans several intervals
 //	                 (an overrun), bit 1 it is its session's first, partial
 //	                 one, bit 2 the control budget left this synopsis out
-//	                 (nothing follows the header)
+//	                 (nothing follows the header), bit 3 the sender's clock
+//	                 stepped during the interval (clockstep.go)
 //	        uvarint  the control budget of this interval, bytes (all copies;
 //	                 0: none)
 //	        4        control bytes the sender sent for this interval, all
@@ -41,10 +42,11 @@ type payloadHeader struct {
 
 // Payload flags.
 const (
-	payloadMerged  = 1 << 0
-	payloadPartial = 1 << 1
-	payloadOmitted = 1 << 2
-	payloadFlags   = payloadMerged | payloadPartial | payloadOmitted
+	payloadMerged    = 1 << 0
+	payloadPartial   = 1 << 1
+	payloadOmitted   = 1 << 2
+	payloadClockStep = 1 << 3
+	payloadFlags     = payloadMerged | payloadPartial | payloadOmitted | payloadClockStep
 )
 
 // payloadCountsLen is the size of the fixed-width counts that end the

@@ -22,7 +22,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 	if _, body, err := parsePayload(omit); err != nil || len(body) != 0 {
 		t.Errorf("omitted: %q %v", body, err)
 	}
-	for _, bad := range [][]byte{nil, {1}, p[:n-1], append(omit[:len(omit):len(omit)], 'x'), appendPayload(nil, payloadHeader{Flags: 8})} {
+	for _, bad := range [][]byte{nil, {1}, p[:n-1], append(omit[:len(omit):len(omit)], 'x'), appendPayload(nil, payloadHeader{Flags: 16})} {
 		if _, _, err := parsePayload(bad); err == nil {
 			t.Errorf("accepted %x", bad)
 		}
