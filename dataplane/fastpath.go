@@ -12,21 +12,24 @@ import "github.com/ldafwd/ldafwd/synopsis"
 //
 // A lane uses it only where it does exactly what the Go lane does (see
 // NewLane): the sender role, one MEC, an LDA and no RDA or LDS, no Tap,
-// a tx port that is a TxStamper. Anything the port does not reproduce
-// exactly it hands back whole, unmeasured and untransmitted, so the Go
-// lane takes that burst as from RxBurst: a burst shorter than asked for
-// (the lane would wait DrainNs for more before transmitting), or one
-// holding a frame the fast paths of classifier.ParseLevel do not take or
-// one the lane does not simply record (truncated, malformed, control,
-// link-local: classifier.ParseFastOnly and the flags).
+// a tx port that is a TxStamper. It measures a burst's longest prefix of
+// frames the lane records as they are, and hands back unmeasured, in
+// order, everything from the first frame the lane decides about
+// (truncated, malformed, control, link-local: classifier.ParseLevel's
+// flags) or whose hash it does not reproduce (tunnels, IPv6 extension
+// headers): the Go lane receives those as from RxBurst, behind the
+// prefix. A burst shorter than asked for (the lane would wait DrainNs for
+// more before transmitting), or one whose first frame is such a frame,
+// it hands back whole.
 //
 // Checked once per lane, like Forwarder, never per packet.
 type SenderFastPath interface {
-	// SendMeasured receives up to burst frames and, when it takes the
-	// burst (r.Done), transmits them on to in up to retries transmit
-	// calls, as the lane's flush does, adding the frames taken to lda.
-	// Frames never taken are pkts[:r.Kept], in order; a burst handed
-	// back is pkts[:r.Rx]. ok is false, with nothing received, when to is
+	// SendMeasured receives up to burst frames and, when it measures a
+	// prefix of them (r.Done), transmits that on to in up to retries
+	// transmit calls, as the lane's flush does, adding the frames taken to
+	// lda. Frames of the prefix never taken are pkts[:r.Kept] and the
+	// frames after the prefix pkts[r.Kept:r.Kept+r.Rest], in order; a
+	// burst handed back is pkts[:r.Rx]. ok is false, with nothing received, when to is
 	// not a port it can transmit on directly or when frames received
 	// earlier wait to be taken with RxBurst.
 	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, pkts []*Packet) (r FastResult, ok bool)
@@ -35,9 +38,10 @@ type SenderFastPath interface {
 // FastResult is what one SenderFastPath call did.
 type FastResult struct {
 	Rx        int    // frames received
-	RxBytes   uint64 // their bytes
-	Done      bool   // measured and transmitted; false: handed back whole (pkts[:Rx])
+	RxBytes   uint64 // the bytes of the prefix measured (Done), Rx - Rest frames
+	Done      bool   // a prefix measured and transmitted; false: handed back whole (pkts[:Rx])
 	Sent      int    // frames the tx port took (recorded in the LDA)
 	SentBytes uint64 // their bytes
-	Kept      int    // Rx - Sent frames never taken: pkts[:Kept]
+	Kept      int    // frames of the prefix never taken: pkts[:Kept]
+	Rest      int    // frames after the prefix, unmeasured: pkts[Kept:Kept+Rest]
 }

@@ -344,7 +344,7 @@ func (l *Lane) Poll() bool {
 		if n > 0 {
 			work = true
 			l.now = l.cfg.Clock()
-			l.receive(n, l.now)
+			l.receive(l.rxPkts[:n], l.now)
 		}
 		if n < room && before != 0 {
 			// The rx queue was empty after this call: whatever the next
@@ -392,11 +392,13 @@ func (l *Lane) forwardDirect() bool {
 // sendFast is a sender lane's poll through its rx port's SenderFastPath,
 // with nothing buffered and not closing: what Poll's receive and flush
 // would do with a full burst of frames it records as they are, in one
-// call. done: the burst was received, measured and transmitted (frames
-// the tx port never took wait in the tx buffer, recorded when they go,
-// as after a flush). Otherwise n is what Poll goes on with: -1 when the
-// port had nothing to say (RxBurst then receives), or the frames of a
-// burst handed back in l.rxPkts[:n] (0: nothing arrived).
+// call. done: a prefix of the burst was received, measured and
+// transmitted; frames of it the tx port never took wait in the tx
+// buffer, recorded when they go, as after a flush, and the rest of the
+// burst behind them, received as from RxBurst. Otherwise n is what Poll
+// goes on with: -1 when the port had nothing to say (RxBurst then
+// receives), or the frames of a burst handed back in l.rxPkts[:n] (0:
+// nothing arrived).
 func (l *Lane) sendFast() (n int, done bool) {
 	set := l.cfg.Buffer.Active()
 	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, l.rxPkts)
@@ -409,7 +411,7 @@ func (l *Lane) sendFast() (n int, done bool) {
 	// As receive, then flush's record and its tail.
 	l.now = l.cfg.Clock()
 	l.Stats.FastBursts.Add(1)
-	l.Stats.RxFrames.Add(uint64(r.Rx))
+	l.Stats.RxFrames.Add(uint64(r.Rx - r.Rest))
 	l.Stats.RxBytes.Add(r.RxBytes)
 	if r.Sent > 0 {
 		sent, bytes := uint64(r.Sent), r.SentBytes
@@ -420,21 +422,38 @@ func (l *Lane) sendFast() (n int, done bool) {
 		l.Stats.Recorded.Add(sent)
 	}
 	l.Stats.TxFrames.Add(uint64(r.Sent))
-	if r.Kept == 0 {
+	if r.Kept == 0 && r.Rest == 0 {
 		l.lastTx = l.now
 		l.stallSince = 0
 		return r.Rx, true
 	}
-	// The frames never taken go to the tx buffer, parsed as receiveSender
-	// would (frames the port took: every one recorded, MEC 0), and the
-	// flush's tail decides about them as if they had been there.
-	kept := l.rxPkts[:r.Kept]
-	pkts, metas, mecs, rec := l.tx.open(kept)
-	parseBurst(pkts, metas, l.parse)
-	copy(rec, allRecorded[:])
-	clear(mecs)
-	l.tx.commit(len(kept))
-	l.flushTail(0, r.Sent > 0)
+	if r.Kept > 0 {
+		// The frames never taken go to the tx buffer, parsed as
+		// receiveSender would (frames the port took: every one recorded,
+		// MEC 0).
+		kept := l.rxPkts[:r.Kept]
+		pkts, metas, mecs, rec := l.tx.open(kept)
+		parseBurst(pkts, metas, l.parse)
+		copy(rec, allRecorded[:])
+		clear(mecs)
+		l.tx.commit(len(kept))
+	}
+	if r.Rest > 0 {
+		// The rest of the burst, behind them: received as Poll receives
+		// (the Go lane decides about its first frame).
+		l.receive(l.rxPkts[r.Kept:r.Kept+r.Rest], l.now)
+	}
+	if r.Kept > 0 {
+		// The flush's tail decides about the buffer as if the frames
+		// refused had been there.
+		l.flushTail(0, r.Sent > 0)
+	} else {
+		// The prefix went whole: the buffer holds what a full burst
+		// leaves after it, which Poll would flush now.
+		l.lastTx = l.now
+		l.stallSince = 0
+		l.flush()
+	}
 	return r.Rx, true
 }
 
@@ -456,8 +475,8 @@ func (l *Lane) start(now uint64) {
 // control frames (receiver), and queue the rest for transmission. Poll
 // received no more frames than the tx buffer has room for, so every frame
 // finds a slot without a flush.
-func (l *Lane) receive(n int, now uint64) {
-	rx := l.rxPkts[:n]
+func (l *Lane) receive(rx []*Packet, now uint64) {
+	n := len(rx)
 	var rxBytes uint64
 	stamp := now
 	if l.cfg.Role == RoleReceiver {

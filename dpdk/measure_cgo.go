@@ -28,8 +28,10 @@ const _ = uint(63 - synopsis.LDAMaxSampleLog2)
 // SendMeasured implements dataplane.SenderFastPath for a peer that is a
 // DPDK Port (its queue 0) or Queue of this process: one cgo call
 // (ldaf_measure, measure.h) receives up to burst frames here, hashes each
-// as classifier.ParseLevel does, transmits them there and adds the frames
-// the peer took to lda with their transmit stamp (as LastTxNs reads it).
+// as classifier.ParseLevel does up to the first frame the Go lane must
+// decide about, transmits those there and adds the frames the peer took
+// to lda with their transmit stamp (as LastTxNs reads it); the rest of
+// the burst comes back unmeasured.
 // The LDA's cells, selector and count (synopsis.LDAHot: Go memory without
 // Go pointers) go to C as integers for this call only; runtime.KeepAlive
 // keeps lda alive to its end. ok is false for any other peer, when this
@@ -71,7 +73,8 @@ func (q *Queue) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retrie
 	r.Done = true
 	r.RxBytes = uint64(c.fwd_bytes)
 	r.Sent, r.SentBytes = int(c.m_sent), uint64(c.m_sent_bytes)
-	r.Kept = copy(pkts[:c.fwd_kept], q.pktv)
+	r.Kept, r.Rest = int(c.fwd_kept), int(c.m_rest)
+	copy(pkts[:r.Kept+r.Rest], q.pktv)
 	return r, true
 }
 
