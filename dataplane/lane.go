@@ -81,7 +81,7 @@ type LaneConfig struct {
 	// through Forwarder.
 	Tap *TapRing
 
-	// NoFastPath keeps a sender lane off its rx port's SenderFastPath
+	// NoFastPath keeps a measuring lane off its rx port's MeasureFastPath
 	// (tests and instruction counts of the Go path).
 	NoFastPath bool
 }
@@ -110,7 +110,7 @@ type LaneStats struct {
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
 	MaxTxStampGapNs    atomic.Uint64 // sender: widest clock gap around a TxBurst (timestamp uncertainty), ns
-	FastBursts         atomic.Uint64 // sender: bursts received, measured and transmitted in one call of the rx port's SenderFastPath
+	FastBursts         atomic.Uint64 // bursts received, measured and transmitted in one call of the rx port's MeasureFastPath
 	PollStamped        atomic.Uint64 // receiver: recorded frames the rx port did not stamp (stamped by the lane, see pollStamp)
 	MaxRxStampErrNs    atomic.Uint64 // receiver: widest uncertainty of a poll-stamped burst, ns
 	_                  [64]byte      // keep the next lane's counters off this cache line
@@ -127,11 +127,11 @@ type Lane struct {
 	tx         txBuffer // frames waiting to be transmitted
 	lastTx     uint64
 	maxTxGap   uint64
-	txStamper  TxStamper      // Tx, when it reports its own transmit time
-	fwd        Forwarder      // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
-	fast       SenderFastPath // Rx, when a sender lane can hand it whole bursts (SendMeasured)
-	stallSince uint64         // when the tx port last refused frames without taking any, ns; 0: not stalled
-	free       []*Packet      // frames to Free on Rx at the end of a poll
+	txStamper  TxStamper       // Tx, when it reports its own transmit time
+	fwd        Forwarder       // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
+	fast       MeasureFastPath // Rx, when a measuring lane can hand it whole bursts (SendMeasured)
+	stallSince uint64          // when the tx port last refused frames without taking any, ns; 0: not stalled
+	free       []*Packet       // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
 	now        uint64 // the lane's latest clock reading, ns
 	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
@@ -253,15 +253,17 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	default:
 		l.parse = classifier.LevelFlowKey
 	}
-	if cfg.Role == RoleSender && !cfg.NoFastPath && cfg.Tap == nil && l.oneClass &&
-		l.parse == classifier.LevelIdentity && l.txStamper != nil && ldaOnly(cfg.Buffer) {
-		l.fast, _ = cfg.Rx.(SenderFastPath)
+	// A receiver of several queues checks its bursts' steering in Go
+	// (receiveReceiver), so it keeps to the Go path.
+	if (cfg.Role == RoleSender && l.txStamper != nil || cfg.Role == RoleReceiver && cfg.Queues <= 1) &&
+		!cfg.NoFastPath && cfg.Tap == nil && l.oneClass && l.parse == classifier.LevelIdentity && ldaOnly(cfg.Buffer) {
+		l.fast, _ = cfg.Rx.(MeasureFastPath)
 	}
 	return l, nil
 }
 
 // ldaOnly reports whether every copy of b records one LDA and nothing
-// else: all a SenderFastPath records.
+// else: all a MeasureFastPath records.
 func ldaOnly(b *SynBuffer) bool {
 	for _, s := range b.Sets {
 		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil {
@@ -272,7 +274,7 @@ func ldaOnly(b *SynBuffer) bool {
 }
 
 // FastPath reports whether the lane hands whole bursts to its rx port's
-// SenderFastPath.
+// MeasureFastPath.
 func (l *Lane) FastPath() bool { return l.fast != nil }
 
 type errLane string
@@ -389,19 +391,20 @@ func (l *Lane) forwardDirect() bool {
 	return true
 }
 
-// sendFast is a sender lane's poll through its rx port's SenderFastPath,
-// with nothing buffered and not closing: what Poll's receive and flush
-// would do with a full burst of frames it records as they are, in one
-// call. done: a prefix of the burst was received, measured and
-// transmitted; frames of it the tx port never took wait in the tx
-// buffer, recorded when they go, as after a flush, and the rest of the
-// burst behind them, received as from RxBurst. Otherwise n is what Poll
-// goes on with: -1 when the port had nothing to say (RxBurst then
-// receives), or the frames of a burst handed back in l.rxPkts[:n] (0:
-// nothing arrived).
+// sendFast is a measuring lane's poll through its rx port's
+// MeasureFastPath, with nothing buffered and not closing: what Poll's
+// receive and flush would do with a full burst of frames it records as
+// they are, in one call. done: a prefix of the burst was received,
+// measured and transmitted; frames of it the tx port never took wait in
+// the tx buffer (a sender's recorded when they go, as after a flush), and
+// the rest of the burst behind them, received as from RxBurst. Otherwise
+// n is what Poll goes on with: -1 when the port had nothing to say
+// (RxBurst then receives), or the frames of a burst handed back in
+// l.rxPkts[:n] (0: nothing arrived).
 func (l *Lane) sendFast() (n int, done bool) {
 	set := l.cfg.Buffer.Active()
-	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, l.rxPkts)
+	receiver := l.cfg.Role == RoleReceiver
+	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, receiver, l.rxPkts)
 	if !ok {
 		return -1, false
 	}
@@ -413,7 +416,14 @@ func (l *Lane) sendFast() (n int, done bool) {
 	l.Stats.FastBursts.Add(1)
 	l.Stats.RxFrames.Add(uint64(r.Rx - r.Rest))
 	l.Stats.RxBytes.Add(r.RxBytes)
-	if r.Sent > 0 {
+	if receiver {
+		// Every frame of the prefix, with the port's stamp.
+		rec := uint64(r.Rx - r.Rest)
+		set.Frames += rec
+		set.Bytes += r.RxBytes
+		l.Stats.Recorded.Add(rec)
+		l.pollStamps = false
+	} else if r.Sent > 0 {
 		sent, bytes := uint64(r.Sent), r.SentBytes
 		set.Frames += sent
 		set.Bytes += bytes
@@ -428,15 +438,18 @@ func (l *Lane) sendFast() (n int, done bool) {
 		return r.Rx, true
 	}
 	if r.Kept > 0 {
-		// The frames never taken go to the tx buffer, parsed as
-		// receiveSender would (frames the port took: every one recorded,
-		// MEC 0).
 		kept := l.rxPkts[:r.Kept]
-		pkts, metas, mecs, rec := l.tx.open(kept)
-		parseBurst(pkts, metas, l.parse)
-		copy(rec, allRecorded[:])
-		clear(mecs)
-		l.tx.commit(len(kept))
+		if receiver {
+			l.tx.pushForwarded(kept) // recorded already
+		} else {
+			// Parsed as receiveSender would (frames the port took:
+			// every one recorded, MEC 0), recorded when they go.
+			pkts, metas, mecs, rec := l.tx.open(kept)
+			parseBurst(pkts, metas, l.parse)
+			copy(rec, allRecorded[:])
+			clear(mecs)
+			l.tx.commit(len(kept))
+		}
 	}
 	if r.Rest > 0 {
 		// The rest of the burst, behind them: received as Poll receives

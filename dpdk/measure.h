@@ -373,6 +373,33 @@ static inline void ldaf_lda_add(const struct ldaf_ldasel *sel, struct ldaf_ldace
 	}
 }
 
+// ldaf_lda_add_ts is ldaf_lda_add with each frame's own stamp ts[i] (a
+// receiver lane records frames at their receive time).
+static inline void ldaf_lda_add_ts(const struct ldaf_ldasel *sel, struct ldaf_ldacell *cells, int digest,
+		const uint64_t *hs, const uint64_t *ts, unsigned n) {
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t h = hs[i];
+		struct ldaf_ldasel s = sel[__builtin_clzll(h | 1)];
+		struct ldaf_ldacell *c = &cells[s.off + ((uint32_t)h & s.mask)];
+		c->sum += ts[i];
+		c->count++;
+		if (digest) {
+			uint64_t x = h * LDAF_DIGEST_MUL;
+			c->dig += x ^ x >> 32;
+		}
+	}
+}
+
+// ldaf_rx_ts is the receive stamp ldaf_fill_burst gives m: the PMD's
+// stamp when it has one, else sw (the burst's software stamp, 0 without).
+static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte_mbuf *m, uint64_t sw) {
+	if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
+		uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
+		return clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+	}
+	return sw;
+}
+
 // ldaf_measure is a sender lane's poll with an empty tx buffer
 // (dataplane.SenderFastPath): it receives up to n frames on rxp and
 // measures the burst's longest prefix of frames ldaf_ident takes. When
@@ -391,8 +418,15 @@ static inline void ldaf_lda_add(const struct ldaf_ldasel *sel, struct ldaf_ldace
 // unmeasured, in order, for the Go lane to take as received. m_sent and
 // m_sent_bytes say what went, fwd_bytes is the prefix's bytes. Returns
 // the frames received.
+//
+// With rx_stamp it is a receiver lane's poll instead: every frame of the
+// prefix is added to the LDA with its receive stamp (ldaf_rx_ts, as
+// ldaf_fill_burst stamps the Packets the Go lane records), before the
+// transmit, and the prefix also ends at the first frame without a stamp
+// (the Go lane stamps those at poll time). Frames handed back carry their
+// receive stamps.
 static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
-		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest) {
+		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
 	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts;
 	uint64_t hs[LDAF_MAX_BURST];
@@ -408,7 +442,21 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		return 0;
 	uint64_t b = 0;
 	unsigned k = 0; // the prefix measured here
-	if (nb == n) {
+	const struct ldaf_clock *clk = rq->clk;
+	uint64_t sw = 0, tss[LDAF_MAX_BURST];
+	if (nb == n && rx_stamp) {
+		sw = clk->soft ? ldaf_realtime_ns() : 0;
+		for (; k < nb; k++) {
+			struct rte_mbuf *m = ms[k];
+			uint16_t len = m->data_len;
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
+				break;
+			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0))
+				break;
+			lens[k] = len;
+			b += len;
+		}
+	} else if (nb == n) {
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
@@ -429,6 +477,10 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	rq->m_done = 1;
 	const struct ldaf_ldasel *sl = (const struct ldaf_ldasel *)sel;
 	struct ldaf_ldacell *cl = (struct ldaf_ldacell *)cells;
+	if (rx_stamp) {
+		ldaf_lda_add_ts(sl, cl, digest, hs, tss, k);
+		*(uint64_t *)offered += k;
+	}
 	unsigned sent = 0;
 	uint64_t sb = 0;
 	for (unsigned try = 0; try < retries && sent < k; try++) {
@@ -436,9 +488,11 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		uint16_t t = rte_eth_tx_burst(tq->port, tq->queue, ms + sent, chunk);
 		if (t == 0)
 			break;
-		uint64_t ts = ldaf_tx_now(tq);
-		tq->tx_ns = ts;
-		ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
+		if (!rx_stamp) {
+			uint64_t ts = ldaf_tx_now(tq);
+			tq->tx_ns = ts;
+			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
+		}
 		sent += t;
 	}
 	if (sent == k) {
@@ -447,15 +501,20 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		for (unsigned i = 0; i < sent; i++)
 			sb += lens[i];
 	}
-	*(uint64_t *)offered += sent;
+	if (!rx_stamp)
+		*(uint64_t *)offered += sent;
 	uint64_t rb = 0; // the rest's bytes
 	if (unlikely(sent < nb)) {
 		uint8_t index = rq->index;
 		for (unsigned i = sent; i < nb; i++) { // i - sent <= i: slot i was read before
 			struct rte_mbuf *m = ms[i];
-			if (i >= k)
+			uint64_t ts = 0;
+			if (i >= k) {
 				rb += m->data_len;
-			rq->pkts[i - sent] = ldaf_fill(m, index, 0);
+				if (rx_stamp)
+					ts = ldaf_rx_ts(clk, m, sw);
+			}
+			rq->pkts[i - sent] = ldaf_fill(m, index, ts);
 		}
 		rq->fwd_kept = k - sent;
 		rq->m_rest = nb - k;

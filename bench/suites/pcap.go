@@ -214,7 +214,7 @@ type childRun struct {
 	wall       time.Duration // between the port records that bound the span
 	workerCPU  time.Duration // the busiest thread's CPU time over the span
 	procCPU    time.Duration // every thread's
-	fastBursts uint64        // sender_fast_bursts of the final log record
+	fastBursts uint64        // sender_fast_bursts + receiver_fast_bursts of the final log record
 	recorded   uint64        // sent_recorded + received_recorded of the same record
 	finalTx    uint64        // transmitted on both ports over the whole run (final port records)
 }
@@ -304,12 +304,13 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 			continue
 		}
 		var m struct {
-			Fast uint64 `json:"sender_fast_bursts"`
-			Sent uint64 `json:"sent_recorded"`
-			Recv uint64 `json:"received_recorded"`
+			Fast  uint64 `json:"sender_fast_bursts"`
+			FastR uint64 `json:"receiver_fast_bursts"`
+			Sent  uint64 `json:"sent_recorded"`
+			Recv  uint64 `json:"received_recorded"`
 		}
 		if json.Unmarshal([]byte(l), &m) == nil {
-			r.fastBursts, r.recorded = m.Fast, m.Sent+m.Recv
+			r.fastBursts, r.recorded = m.Fast+m.FastR, m.Sent+m.Recv
 		}
 	}
 	return r, nil
