@@ -140,7 +140,8 @@ static inline int ldaf_icmpv6_linklocal(uint16_t t) {
 // checksum of proto zeroed; frag: a non-first fragment, whose window is
 // payload as it is. It returns 0 for a UDP datagram to the VXLAN or
 // Geneve port, which the Go parser reads through (classifier/tunnel.go).
-static inline int ldaf_window(const uint8_t *l4, uint32_t n, uint8_t proto, int frag, uint64_t w[4]) {
+static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, uint32_t n, uint8_t proto, int frag,
+		uint64_t w[4]) {
 	if (likely(n >= 32)) {
 		w[0] = ldaf_le64(l4), w[1] = ldaf_le64(l4 + 8), w[2] = ldaf_le64(l4 + 16), w[3] = ldaf_le64(l4 + 24);
 	} else {
@@ -280,25 +281,16 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 		if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 + 32 || total > len - 14 ||
 				(proto != 6 && proto != 17))
 			return ldaf_ident_general(f, len, hash);
-		const uint8_t *l4 = h + 20;
-		uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
-		if (proto == 17) {
-			if (unlikely(ldaf_tunnel_port(w0)))
-				return 0;
-			w0 &= LDAF_MASK_UDP_CSUM;
-		} else if (l4[13] & 0x02) {
-			w2 &= LDAF_MASK_TCP_SYN;
-			w3 = 0;
-		} else {
-			w2 &= LDAF_MASK_TCP_CSUM;
-		}
+		uint64_t w[4];
+		if (unlikely(!ldaf_window(h + 20, 32, proto, 0, w)))
+			return 0;
 		uint64_t addrs = ldaf_le64(h + 12);
 		if (unlikely(f[0] & 1)) {
 			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
 			if (ldaf_mac_linklocal(f) || dst >> 8 == 0xE00000 || dst == 0xFFFFFFFFu)
 				return 0;
 		}
-		*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w0, w1, w2, w3);
+		*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
 		return 1;
 	}
 	if (et == 0x86DD) {
@@ -308,18 +300,9 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 		uint8_t nh = (uint8_t)(x >> 48);
 		if ((x & 0xf0) != 0x60 || declared < 40 + 32 || declared > len - 14 || (nh != 6 && nh != 17))
 			return ldaf_ident_general(f, len, hash);
-		const uint8_t *l4 = h + 40;
-		uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
-		if (nh == 17) {
-			if (unlikely(ldaf_tunnel_port(w0)))
-				return 0;
-			w0 &= LDAF_MASK_UDP_CSUM;
-		} else if (l4[13] & 0x02) {
-			w2 &= LDAF_MASK_TCP_SYN;
-			w3 = 0;
-		} else {
-			w2 &= LDAF_MASK_TCP_CSUM;
-		}
+		uint64_t w[4];
+		if (unlikely(!ldaf_window(h + 40, 32, nh, 0, w)))
+			return 0;
 		uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
 		if (unlikely(f[0] & 1)) {
 			uint16_t first = __builtin_bswap16((uint16_t)a2);
@@ -327,7 +310,7 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 				return 0;
 		}
 		*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
-			(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w0, w1, w2, w3);
+			(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
 		return 1;
 	}
 	return ldaf_ident_general(f, len, hash);
