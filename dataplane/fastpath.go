@@ -19,8 +19,8 @@ import "github.com/ldafwd/ldafwd/synopsis"
 // everything from the first frame the lane decides about (truncated,
 // malformed, control, link-local: classifier.ParseLevel's flags), whose
 // hash it does not reproduce (tunnels, IPv6 extension headers) or, for a
-// receiver, that the port did not stamp: the Go lane receives those as
-// from RxBurst, behind the prefix. A burst shorter than asked for (the
+// receiver, that neither the port nor the fast path (RxStamp) stamped:
+// the Go lane receives those as from RxBurst, behind the prefix. A burst shorter than asked for (the
 // lane would wait DrainNs for more before transmitting), or one whose
 // first frame is such a frame, it hands back whole.
 //
@@ -29,14 +29,25 @@ type MeasureFastPath interface {
 	// SendMeasured receives up to burst frames and, when it measures a
 	// prefix of them (r.Done), transmits that on to in up to retries
 	// transmit calls, as the lane's flush does, adding to lda the frames
-	// taken with their transmit stamp or, with rxStamp, every frame of the
+	// taken with their transmit stamp or, with rx.On, every frame of the
 	// prefix with its receive stamp. Frames of the prefix never taken are
 	// pkts[:r.Kept] and the frames after the prefix
 	// pkts[r.Kept:r.Kept+r.Rest], in order; a burst handed back is
 	// pkts[:r.Rx]. ok is false, with nothing received, when to is not a
 	// port it can transmit on directly or when frames received earlier
 	// wait to be taken with RxBurst.
-	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, rxStamp bool, pkts []*Packet) (r FastResult, ok bool)
+	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, rx RxStamp, pkts []*Packet) (r FastResult, ok bool)
+}
+
+// RxStamp is how a MeasureFastPath stamps a receiver's frames.
+type RxStamp struct {
+	On bool // a receiver: frames are recorded with their receive stamp
+	// PollStart, when not 0, lets the port give a frame it did not stamp
+	// the lane's poll stamp (pollStamp) itself, from CLOCK_REALTIME (the
+	// lane's clock is RealtimeClock): the midpoint of PollLow (PollStart
+	// when PollLow is 0 or later than the clock) and the clock read right
+	// after the receive. Otherwise such a frame ends the prefix.
+	PollLow, PollStart uint64
 }
 
 // FastResult is what one MeasureFastPath call did.
@@ -48,4 +59,7 @@ type FastResult struct {
 	SentBytes uint64 // their bytes
 	Kept      int    // frames of the prefix never taken: pkts[:Kept]
 	Rest      int    // frames after the prefix, unmeasured: pkts[Kept:Kept+Rest]
+	Polled    int    // receiver: frames of the prefix given the poll stamp PollTS
+	PollTS    uint64 // that stamp, the midpoint of the interval ending at PollNow
+	PollNow   uint64
 }

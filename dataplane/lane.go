@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -135,6 +136,7 @@ type Lane struct {
 	one        [1]*Packet
 	now        uint64 // the lane's latest clock reading, ns
 	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
+	realtime   bool   // the clock is RealtimeClock (a receiver's fast path may poll-stamp in C)
 
 	// Receiver stamps of frames the rx port did not stamp (see pollStamp).
 	pollStamps bool   // read the clock before each RxBurst: the port does not stamp (or did not lately)
@@ -232,6 +234,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		endClasses: make([]uint64, cfg.Classifier.NumClasses()),
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
+	l.realtime = reflect.ValueOf(cfg.Clock).Pointer() == reflect.ValueOf(RealtimeClock).Pointer()
 	// A receiver starts out assuming its port does not stamp; the first
 	// burst the port stamped entirely turns the extra clock read off.
 	l.pollStamps = cfg.Role == RoleReceiver
@@ -404,7 +407,14 @@ func (l *Lane) forwardDirect() bool {
 func (l *Lane) sendFast() (n int, done bool) {
 	set := l.cfg.Buffer.Active()
 	receiver := l.cfg.Role == RoleReceiver
-	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, receiver, l.rxPkts)
+	var rx RxStamp
+	if receiver {
+		rx.On = true
+		if l.realtime {
+			rx.PollLow, rx.PollStart = l.rxLow, l.intStart
+		}
+	}
+	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, rx, l.rxPkts)
 	if !ok {
 		return -1, false
 	}
@@ -422,7 +432,19 @@ func (l *Lane) sendFast() (n int, done bool) {
 		set.Frames += rec
 		set.Bytes += r.RxBytes
 		l.Stats.Recorded.Add(rec)
-		l.pollStamps = false
+		l.pollStamps = r.Polled > 0
+		if r.Polled > 0 {
+			// As receiveReceiver accounts for frames pollStamp stamped.
+			polled := uint64(r.Polled)
+			l.pollTS, l.pollErr = r.PollTS, r.PollNow-r.PollTS
+			set.StampErrNs += l.pollErr * polled
+			set.PollStamped += polled
+			l.Stats.PollStamped.Add(polled)
+			if l.pollErr > l.maxRxErr {
+				l.maxRxErr = l.pollErr
+				l.Stats.MaxRxStampErrNs.Store(l.pollErr)
+			}
+		}
 	} else if r.Sent > 0 {
 		sent, bytes := uint64(r.Sent), r.SentBytes
 		set.Frames += sent

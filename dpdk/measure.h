@@ -405,11 +405,17 @@ static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte
 // With rx_stamp it is a receiver lane's poll instead: every frame of the
 // prefix is added to the LDA with its receive stamp (ldaf_rx_ts, as
 // ldaf_fill_burst stamps the Packets the Go lane records), before the
-// transmit, and the prefix also ends at the first frame without a stamp
-// (the Go lane stamps those at poll time). Frames handed back carry their
-// receive stamps.
+// transmit. A frame the port did not stamp gets the lane's poll stamp
+// (dataplane's pollStamp) when poll_start is not 0: the midpoint of low
+// and CLOCK_REALTIME read right after the receive (m_poll_now), low
+// being poll_low, or poll_start when poll_low is 0 or later than that
+// reading; m_poll_ts is the stamp and m_polled the frames of the prefix
+// that got it. Without poll_start such a frame ends the prefix. Frames
+// handed back carry the port's stamps (0 for none: the Go lane stamps
+// them).
 static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
-		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp) {
+		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp, uint64_t poll_low,
+		uint64_t poll_start) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
 	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts;
 	uint64_t hs[LDAF_MAX_BURST];
@@ -420,6 +426,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	rq->m_sent_bytes = 0;
 	rq->m_done = 0;
 	rq->m_rest = 0;
+	rq->m_polled = 0;
 	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
 	if (nb == 0)
 		return 0;
@@ -428,17 +435,32 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	const struct ldaf_clock *clk = rq->clk;
 	uint64_t sw = 0, tss[LDAF_MAX_BURST];
 	if (nb == n && rx_stamp) {
-		sw = clk->soft ? ldaf_realtime_ns() : 0;
+		uint64_t poll = 0, polled = 0;
+		if (clk->soft) {
+			sw = ldaf_realtime_ns();
+		} else if (poll_start != 0) {
+			uint64_t now = ldaf_realtime_ns(), low = poll_low;
+			if (low == 0 || low > now)
+				low = poll_start;
+			poll = low + (now - low) / 2;
+			rq->m_poll_now = now;
+			rq->m_poll_ts = poll;
+		}
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
 			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
 				break;
-			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0))
-				break;
+			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0)) {
+				if (poll == 0)
+					break;
+				tss[k] = poll;
+				polled++;
+			}
 			lens[k] = len;
 			b += len;
 		}
+		rq->m_polled = k > 0 ? polled : 0;
 	} else if (nb == n) {
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];

@@ -52,12 +52,13 @@ func measurePorts(t *testing.T, name int) (a, b *Port) {
 // newMeasureRun is a run on ports a and b, empty, whose transmit stamps
 // start over.
 func newMeasureRun(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool) *measureRun {
-	return newMeasureRunRole(t, a, b, lda, fast, dataplane.RoleSender)
+	return newMeasureRunRole(t, a, b, lda, fast, dataplane.RoleSender, false)
 }
 
 // newMeasureRunRole is newMeasureRun for a lane of role (a receiver's
-// End markers come in its frames, unauthenticated, direction 1).
-func newMeasureRunRole(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool, role dataplane.Role) *measureRun {
+// End markers come in its frames, unauthenticated, direction 1), whose
+// clock is dataplane.RealtimeClock with realClock.
+func newMeasureRunRole(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool, role dataplane.Role, realClock bool) *measureRun {
 	t.Helper()
 	r := &measureRun{a: a, b: b, scratch: newPackets(32)}
 	var err error
@@ -77,9 +78,12 @@ func newMeasureRunRole(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bo
 			t.Fatal(err)
 		}
 	}
+	clock := func() uint64 { r.clock += 1000; return r.clock }
+	if realClock {
+		clock = dataplane.RealtimeClock
+	}
 	r.lane, err = dataplane.NewLane(dataplane.LaneConfig{Rx: r.a, Tx: r.b, Role: role, EndReader: endr,
-		Classifier: cl, Buffer: r.buf, Epoch: &r.epoch, NoFastPath: !fast,
-		Clock: func() uint64 { r.clock += 1000; return r.clock }})
+		Classifier: cl, Buffer: r.buf, Epoch: &r.epoch, NoFastPath: !fast, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +228,8 @@ func TestFastPathIsGoLane(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { checkFastIsGo(t, a, b, c.lda, plain, c.mixed) })
 	}
 	// The same ports (their pools last as long as EAL's memory).
-	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b) })
+	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
+	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
 }
 
 // checkFastIsGo runs the script on the Go lane and on the fast path and
@@ -325,8 +330,15 @@ func sameFrames(x, y *synopsis.LDA) bool {
 // one on the C fast path: every copy must hold the same frames
 // (counts and digests: the receive stamps are the ports' software
 // stamps, read as each run receives), the lanes' counters must agree and
-// the frames out (End markers stripped) must be the same, in order.
-func checkReceiverFastIsGo(t *testing.T, a, b *Port) {
+// the frames out (End markers stripped) must be the same, in order. With
+// pollStamp the rx port does not stamp (as `ldafwd run`'s ports) and the
+// lanes' clock is RealtimeClock: the fast path poll-stamps in C.
+func checkReceiverFastIsGo(t *testing.T, a, b *Port, pollStamp bool) {
+	if pollStamp {
+		soft := a.clk.soft
+		a.clk.soft = 0
+		defer func() { a.clk.soft = soft }()
+	}
 	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
 	s, err := control.NewSender(control.SenderConfig{Insecure: true, Direction: 1,
 		Hello: control.Hello{IntervalNs: 1e9, Lanes: 1, MECs: []string{"all"}}})
@@ -358,7 +370,7 @@ func checkReceiverFastIsGo(t *testing.T, a, b *Port) {
 		}
 	}
 	run := func(fast bool) *measureRun {
-		r := newMeasureRunRole(t, a, b, synopsis.DefaultLDAConfig(), fast, dataplane.RoleReceiver)
+		r := newMeasureRunRole(t, a, b, synopsis.DefaultLDAConfig(), fast, dataplane.RoleReceiver, pollStamp)
 		r.load(t, r.a, in[:300])
 		r.poll(60)
 		r.drain(-1)
@@ -385,6 +397,9 @@ func checkReceiverFastIsGo(t *testing.T, a, b *Port) {
 			t.Errorf("copy %d: Go %d frames (%d recorded, %d bytes), C %d (%d, %d)", i,
 				gs.LDA[0].Count(), gs.Frames, gs.Bytes, cs.LDA[0].Count(), cs.Frames, cs.Bytes)
 		}
+		if gs.PollStamped != cs.PollStamped || (gs.PollStamped > 0) != (cs.StampErrNs > 0) {
+			t.Errorf("copy %d: poll-stamped Go %d (error sum %d ns), C %d (%d ns)", i, gs.PollStamped, gs.StampErrNs, cs.PollStamped, cs.StampErrNs)
+		}
 		// The C path's stamps are receive times of this run.
 		for bank, bc := range cs.LDA[0].Config().Banks {
 			for row := 0; row < bc.Rows; row++ {
@@ -405,6 +420,8 @@ func checkReceiverFastIsGo(t *testing.T, a, b *Port) {
 	}
 	if x, y := get(goRun.lane), get(cRun.lane); x != y {
 		t.Errorf("lane counters: Go %+v, C %+v", x, y)
+	} else if pollStamp != (x.polled > 0) {
+		t.Errorf("lane counters %+v: %d frames poll-stamped", x, x.polled)
 	} else if x.flips != 2 || x.rec == 0 {
 		t.Errorf("lane counters %+v: want 2 flips and frames recorded", x)
 	} else {
