@@ -175,6 +175,26 @@ static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, 
 	return 1;
 }
 
+// ldaf_ident_raw is ldaf_ident of a frame that is not IP: classifier's
+// raw layout (gatherRaw), the EtherType et after the tags and the first
+// 56 bytes from off (past it), zero-filled. Never a TPID, IPv4 or IPv6.
+static inline __attribute__((always_inline)) int ldaf_ident_raw(const uint8_t *f, uint32_t len, uint32_t off,
+		uint16_t et, uint64_t *hash) {
+	uint32_t n = len - off;
+	if (et <= 1500) {
+		if (et < n)
+			n = et; // an IEEE 802.3 length: the rest is padding
+	} else if (et == 0x8847 || et == 0x8848 || et == 0x88B5 || ldaf_linklocal_et(et)) {
+		return 0; // MPLS (read through), control, link-local
+	}
+	if (unlikely(f[0] & 1) && ldaf_mac_linklocal(f))
+		return 0;
+	const uint8_t *b = f + off;
+	*hash = ldaf_sum_v8((uint64_t)ldaf_le16(f + off - 2) << 8, ldaf_word(b, n, 0), ldaf_word(b, n, 8),
+		ldaf_word(b, n, 16), ldaf_word(b, n, 24), ldaf_word(b, n, 32), ldaf_word(b, n, 40), ldaf_word(b, n, 48));
+	return 1;
+}
+
 // ldaf_ident_general is ldaf_ident for the frames its straight-line IP
 // path does not take: classifier's general path (parseGeneral) for the
 // frames it measures as they are. It walks up to 8 VLAN tags (802.1Q,
@@ -247,19 +267,7 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 			w[0], w[1], w[2], w[3]);
 		return 1;
 	}
-	// The raw layout (classifier's gatherRaw): the EtherType after the
-	// tags and the first 56 bytes after them, zero-filled.
-	if (et <= 1500) {
-		if (et < n)
-			n = et; // an IEEE 802.3 length: the rest is padding
-	} else if (et == 0x8847 || et == 0x8848 || et == 0x88B5 || ldaf_linklocal_et(et)) {
-		return 0; // MPLS (read through), control, link-local
-	}
-	if (unlikely(f[0] & 1) && ldaf_mac_linklocal(f))
-		return 0;
-	*hash = ldaf_sum_v8((uint64_t)ldaf_le16(f + off - 2) << 8, ldaf_word(h, n, 0), ldaf_word(h, n, 8),
-		ldaf_word(h, n, 16), ldaf_word(h, n, 24), ldaf_word(h, n, 32), ldaf_word(h, n, 40), ldaf_word(h, n, 48));
-	return 1;
+	return ldaf_ident_raw(f, len, off, et, hash);
 }
 
 // ldaf_ident returns 1 and the identity hash (classifier.Meta.Hash, as
@@ -268,11 +276,19 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 // no tunnel. Every other frame gets 0: the Go lane decides about it. It
 // reads only f[0:len]. The common frame, untagged IPv4 or IPv6 carrying
 // TCP or UDP with a whole 32-byte L4 window, takes the straight-line path
-// of classifier's parseFast; every other one ldaf_ident_general.
+// of classifier's parseFast and an untagged non-IP frame its raw path,
+// both inlined here; every other frame takes ldaf_ident_general.
 static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
-	if (len < LDAF_MIN_FAST_LEN)
-		return ldaf_ident_general(f, len, hash);
+	if (len < 14)
+		return 0;
 	uint16_t et = ldaf_be16(f + 12);
+	if (et <= 1500) // an IEEE 802.3 length (net_null's all-zero frames)
+		return ldaf_ident_raw(f, len, 14, et, hash);
+	if (len < LDAF_MIN_FAST_LEN || (et != 0x0800 && et != 0x86DD)) {
+		if (et == 0x0800 || et == 0x86DD || et == 0x8100 || et == 0x88A8 || et == 0x9100)
+			return ldaf_ident_general(f, len, hash);
+		return ldaf_ident_raw(f, len, 14, et, hash); // untagged non-IP: net_null's frames
+	}
 	if (et == 0x0800) {
 		const uint8_t *h = f + 14;
 		uint64_t x = ldaf_le64(h);
@@ -313,7 +329,7 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 			(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
 		return 1;
 	}
-	return ldaf_ident_general(f, len, hash);
+	return 0; // not reached: et is IPv4 or IPv6 here
 }
 
 // synopsis.LDA's selector entry and bucket (synopsis.LDAHot).
