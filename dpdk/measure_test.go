@@ -155,7 +155,13 @@ func (r *measureRun) script(t *testing.T, plain, mixed [][]byte) {
 	r.drain(-1)
 	r.epoch.Store(3)
 	r.fillTx(t, 40)
-	r.load(t, r.a, plain[340:404])
+	tail := plain[340:404]
+	if len(mixed) > 0 {
+		// Odd frames behind the refused ones: the prefix's refused
+		// frames and the rest of its burst wait in the tx buffer together.
+		tail = append(append([][]byte(nil), plain[340:372]...), mixed[:32]...)
+	}
+	r.load(t, r.a, tail)
 	r.poll(3)
 	r.drain(-1)
 	r.poll(10)
@@ -363,7 +369,7 @@ func checkReceiverFastIsGo(t *testing.T, a, b *Port, pollStamp bool) {
 			in = append(in, end(2))
 		}
 		in = append(in, g.Frame(make([]byte, 100), i))
-		if i >= 150 && i < 250 && i%7 == 0 {
+		if i >= 150 && i%7 == 0 {
 			if s := seeds[int(i)%len(seeds)]; len(s) > 0 {
 				in = append(in, s)
 			}
