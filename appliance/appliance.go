@@ -603,7 +603,7 @@ func (a *Appliance) logStopped() {
 		Uint64("excluded_sent", s.Excluded.Load()).Uint64("excluded_received", r.Excluded.Load()).Uint64("ends_sent", s.EndsSent.Load()).
 		Uint64("ends_seen", r.EndsSeen.Load()).Uint64("ends_ignored", r.EndsIgnored.Load()).
 		Uint64("control_injected", s.Injected.Load()).Uint64("inject_failed", s.InjectFailed.Load()).
-		Uint64("sender_fast_bursts", s.FastBursts.Load()).
+		Uint64("sender_fast_bursts", s.FastBursts.Load()).Uint64("receiver_fast_bursts", r.FastBursts.Load()).
 		Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
 		Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
 		Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).

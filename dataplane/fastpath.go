@@ -2,42 +2,64 @@ package dataplane
 
 import "github.com/ldafwd/ldafwd/synopsis"
 
-// SenderFastPath is an rx port that can run a sender lane's whole poll in
-// one call when the lane's tx buffer is empty: receive a burst, measure
-// each frame (its identity hash exactly as classifier.ParseLevel computes
-// it) and transmit it on the tx port, adding the frames the tx port took
-// to the lane's LDA with their transmit timestamp, as the lane's flush
-// would with a TxStamper tx port. Package dpdk's ports implement it in C,
-// so the frames never become Go Packets.
+// MeasureFastPath is an rx port that can run a measuring lane's whole
+// poll in one call when the lane's tx buffer is empty: receive a burst,
+// measure each frame (its identity hash exactly as classifier.ParseLevel
+// computes it) and transmit it on the tx port, adding the frames to the
+// lane's LDA as the Go lane would: a sender's frames the tx port took
+// with their transmit timestamp (as its flush does with a TxStamper tx
+// port), a receiver's frames with their receive timestamp. Package dpdk's
+// ports implement it in C, so the frames never become Go Packets.
 //
 // A lane uses it only where it does exactly what the Go lane does (see
-// NewLane): the sender role, one MEC, an LDA and no RDA or LDS, no Tap,
-// a tx port that is a TxStamper. Anything the port does not reproduce
-// exactly it hands back whole, unmeasured and untransmitted, so the Go
-// lane takes that burst as from RxBurst: a burst shorter than asked for
-// (the lane would wait DrainNs for more before transmitting), or one
-// holding a frame the fast paths of classifier.ParseLevel do not take or
-// one the lane does not simply record (truncated, malformed, control,
-// link-local: classifier.ParseFastOnly and the flags).
+// NewLane): the sender or receiver role, one MEC, an LDA and no RDA or
+// LDS, no Tap; a sender's tx port is a TxStamper, a receiver reads one
+// queue of its port. It measures a burst's longest prefix of frames the
+// lane records as they are, and hands back unmeasured, in order,
+// everything from the first frame the lane decides about (truncated,
+// malformed, control, link-local: classifier.ParseLevel's flags), whose
+// hash it does not reproduce (tunnels, IPv6 extension headers) or, for a
+// receiver, that neither the port nor the fast path (RxStamp) stamped:
+// the Go lane receives those as from RxBurst, behind the prefix. A burst shorter than asked for (the
+// lane would wait DrainNs for more before transmitting), or one whose
+// first frame is such a frame, it hands back whole.
 //
 // Checked once per lane, like Forwarder, never per packet.
-type SenderFastPath interface {
-	// SendMeasured receives up to burst frames and, when it takes the
-	// burst (r.Done), transmits them on to in up to retries transmit
-	// calls, as the lane's flush does, adding the frames taken to lda.
-	// Frames never taken are pkts[:r.Kept], in order; a burst handed
-	// back is pkts[:r.Rx]. ok is false, with nothing received, when to is
-	// not a port it can transmit on directly or when frames received
-	// earlier wait to be taken with RxBurst.
-	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, pkts []*Packet) (r FastResult, ok bool)
+type MeasureFastPath interface {
+	// SendMeasured receives up to burst frames and, when it measures a
+	// prefix of them (r.Done), transmits that on to in up to retries
+	// transmit calls, as the lane's flush does, adding to lda the frames
+	// taken with their transmit stamp or, with rx.On, every frame of the
+	// prefix with its receive stamp. Frames of the prefix never taken are
+	// pkts[:r.Kept] and the frames after the prefix
+	// pkts[r.Kept:r.Kept+r.Rest], in order; a burst handed back is
+	// pkts[:r.Rx]. ok is false, with nothing received, when to is not a
+	// port it can transmit on directly or when frames received earlier
+	// wait to be taken with RxBurst.
+	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, rx RxStamp, pkts []*Packet) (r FastResult, ok bool)
 }
 
-// FastResult is what one SenderFastPath call did.
+// RxStamp is how a MeasureFastPath stamps a receiver's frames.
+type RxStamp struct {
+	On bool // a receiver: frames are recorded with their receive stamp
+	// PollStart, when not 0, lets the port give a frame it did not stamp
+	// the lane's poll stamp (pollStamp) itself, from CLOCK_REALTIME (the
+	// lane's clock is RealtimeClock): the midpoint of PollLow (PollStart
+	// when PollLow is 0 or later than the clock) and the clock read right
+	// after the receive. Otherwise such a frame ends the prefix.
+	PollLow, PollStart uint64
+}
+
+// FastResult is what one MeasureFastPath call did.
 type FastResult struct {
 	Rx        int    // frames received
-	RxBytes   uint64 // their bytes
-	Done      bool   // measured and transmitted; false: handed back whole (pkts[:Rx])
-	Sent      int    // frames the tx port took (recorded in the LDA)
+	RxBytes   uint64 // the bytes of the prefix measured (Done), Rx - Rest frames
+	Done      bool   // a prefix measured and transmitted; false: handed back whole (pkts[:Rx])
+	Sent      int    // frames the tx port took (a sender's recorded frames)
 	SentBytes uint64 // their bytes
-	Kept      int    // Rx - Sent frames never taken: pkts[:Kept]
+	Kept      int    // frames of the prefix never taken: pkts[:Kept]
+	Rest      int    // frames after the prefix, unmeasured: pkts[Kept:Kept+Rest]
+	Polled    int    // receiver: frames of the prefix given the poll stamp PollTS
+	PollTS    uint64 // that stamp, the midpoint of the interval ending at PollNow
+	PollNow   uint64
 }

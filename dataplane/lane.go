@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -81,7 +82,7 @@ type LaneConfig struct {
 	// through Forwarder.
 	Tap *TapRing
 
-	// NoFastPath keeps a sender lane off its rx port's SenderFastPath
+	// NoFastPath keeps a measuring lane off its rx port's MeasureFastPath
 	// (tests and instruction counts of the Go path).
 	NoFastPath bool
 }
@@ -110,7 +111,7 @@ type LaneStats struct {
 	InjectFailed       atomic.Uint64
 	Flips              atomic.Uint64
 	MaxTxStampGapNs    atomic.Uint64 // sender: widest clock gap around a TxBurst (timestamp uncertainty), ns
-	FastBursts         atomic.Uint64 // sender: bursts received, measured and transmitted in one call of the rx port's SenderFastPath
+	FastBursts         atomic.Uint64 // bursts received, measured and transmitted in one call of the rx port's MeasureFastPath
 	PollStamped        atomic.Uint64 // receiver: recorded frames the rx port did not stamp (stamped by the lane, see pollStamp)
 	MaxRxStampErrNs    atomic.Uint64 // receiver: widest uncertainty of a poll-stamped burst, ns
 	_                  [64]byte      // keep the next lane's counters off this cache line
@@ -127,14 +128,15 @@ type Lane struct {
 	tx         txBuffer // frames waiting to be transmitted
 	lastTx     uint64
 	maxTxGap   uint64
-	txStamper  TxStamper      // Tx, when it reports its own transmit time
-	fwd        Forwarder      // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
-	fast       SenderFastPath // Rx, when a sender lane can hand it whole bursts (SendMeasured)
-	stallSince uint64         // when the tx port last refused frames without taking any, ns; 0: not stalled
-	free       []*Packet      // frames to Free on Rx at the end of a poll
+	txStamper  TxStamper       // Tx, when it reports its own transmit time
+	fwd        Forwarder       // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
+	fast       MeasureFastPath // Rx, when a measuring lane can hand it whole bursts (SendMeasured)
+	stallSince uint64          // when the tx port last refused frames without taking any, ns; 0: not stalled
+	free       []*Packet       // frames to Free on Rx at the end of a poll
 	one        [1]*Packet
 	now        uint64 // the lane's latest clock reading, ns
 	oneClass   bool   // the classifier has only the default MEC: Classify is always 0
+	realtime   bool   // the clock is RealtimeClock (a receiver's fast path may poll-stamp in C)
 
 	// Receiver stamps of frames the rx port did not stamp (see pollStamp).
 	pollStamps bool   // read the clock before each RxBurst: the port does not stamp (or did not lately)
@@ -232,6 +234,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 		endClasses: make([]uint64, cfg.Classifier.NumClasses()),
 	}
 	l.oneClass = cfg.Classifier.NumClasses() == 1
+	l.realtime = reflect.ValueOf(cfg.Clock).Pointer() == reflect.ValueOf(RealtimeClock).Pointer()
 	// A receiver starts out assuming its port does not stamp; the first
 	// burst the port stamped entirely turns the extra clock read off.
 	l.pollStamps = cfg.Role == RoleReceiver
@@ -253,15 +256,17 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	default:
 		l.parse = classifier.LevelFlowKey
 	}
-	if cfg.Role == RoleSender && !cfg.NoFastPath && cfg.Tap == nil && l.oneClass &&
-		l.parse == classifier.LevelIdentity && l.txStamper != nil && ldaOnly(cfg.Buffer) {
-		l.fast, _ = cfg.Rx.(SenderFastPath)
+	// A receiver of several queues checks its bursts' steering in Go
+	// (receiveReceiver), so it keeps to the Go path.
+	if (cfg.Role == RoleSender && l.txStamper != nil || cfg.Role == RoleReceiver && cfg.Queues <= 1) &&
+		!cfg.NoFastPath && cfg.Tap == nil && l.oneClass && l.parse == classifier.LevelIdentity && ldaOnly(cfg.Buffer) {
+		l.fast, _ = cfg.Rx.(MeasureFastPath)
 	}
 	return l, nil
 }
 
 // ldaOnly reports whether every copy of b records one LDA and nothing
-// else: all a SenderFastPath records.
+// else: all a MeasureFastPath records.
 func ldaOnly(b *SynBuffer) bool {
 	for _, s := range b.Sets {
 		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil || s.Sample != nil {
@@ -272,7 +277,7 @@ func ldaOnly(b *SynBuffer) bool {
 }
 
 // FastPath reports whether the lane hands whole bursts to its rx port's
-// SenderFastPath.
+// MeasureFastPath.
 func (l *Lane) FastPath() bool { return l.fast != nil }
 
 type errLane string
@@ -344,7 +349,7 @@ func (l *Lane) Poll() bool {
 		if n > 0 {
 			work = true
 			l.now = l.cfg.Clock()
-			l.receive(n, l.now)
+			l.receive(l.rxPkts[:n], l.now)
 		}
 		if n < room && before != 0 {
 			// The rx queue was empty after this call: whatever the next
@@ -389,17 +394,27 @@ func (l *Lane) forwardDirect() bool {
 	return true
 }
 
-// sendFast is a sender lane's poll through its rx port's SenderFastPath,
-// with nothing buffered and not closing: what Poll's receive and flush
-// would do with a full burst of frames it records as they are, in one
-// call. done: the burst was received, measured and transmitted (frames
-// the tx port never took wait in the tx buffer, recorded when they go,
-// as after a flush). Otherwise n is what Poll goes on with: -1 when the
-// port had nothing to say (RxBurst then receives), or the frames of a
-// burst handed back in l.rxPkts[:n] (0: nothing arrived).
+// sendFast is a measuring lane's poll through its rx port's
+// MeasureFastPath, with nothing buffered and not closing: what Poll's
+// receive and flush would do with a full burst of frames it records as
+// they are, in one call. done: a prefix of the burst was received,
+// measured and transmitted; frames of it the tx port never took wait in
+// the tx buffer (a sender's recorded when they go, as after a flush), and
+// the rest of the burst behind them, received as from RxBurst. Otherwise
+// n is what Poll goes on with: -1 when the port had nothing to say
+// (RxBurst then receives), or the frames of a burst handed back in
+// l.rxPkts[:n] (0: nothing arrived).
 func (l *Lane) sendFast() (n int, done bool) {
 	set := l.cfg.Buffer.Active()
-	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, l.rxPkts)
+	receiver := l.cfg.Role == RoleReceiver
+	var rx RxStamp
+	if receiver {
+		rx.On = true
+		if l.realtime {
+			rx.PollLow, rx.PollStart = l.rxLow, l.intStart
+		}
+	}
+	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, rx, l.rxPkts)
 	if !ok {
 		return -1, false
 	}
@@ -409,9 +424,28 @@ func (l *Lane) sendFast() (n int, done bool) {
 	// As receive, then flush's record and its tail.
 	l.now = l.cfg.Clock()
 	l.Stats.FastBursts.Add(1)
-	l.Stats.RxFrames.Add(uint64(r.Rx))
+	l.Stats.RxFrames.Add(uint64(r.Rx - r.Rest))
 	l.Stats.RxBytes.Add(r.RxBytes)
-	if r.Sent > 0 {
+	if receiver {
+		// Every frame of the prefix, with the port's stamp.
+		rec := uint64(r.Rx - r.Rest)
+		set.Frames += rec
+		set.Bytes += r.RxBytes
+		l.Stats.Recorded.Add(rec)
+		l.pollStamps = r.Polled > 0
+		if r.Polled > 0 {
+			// As receiveReceiver accounts for frames pollStamp stamped.
+			polled := uint64(r.Polled)
+			l.pollTS, l.pollErr = r.PollTS, r.PollNow-r.PollTS
+			set.StampErrNs += l.pollErr * polled
+			set.PollStamped += polled
+			l.Stats.PollStamped.Add(polled)
+			if l.pollErr > l.maxRxErr {
+				l.maxRxErr = l.pollErr
+				l.Stats.MaxRxStampErrNs.Store(l.pollErr)
+			}
+		}
+	} else if r.Sent > 0 {
 		sent, bytes := uint64(r.Sent), r.SentBytes
 		set.Frames += sent
 		set.Bytes += bytes
@@ -420,21 +454,41 @@ func (l *Lane) sendFast() (n int, done bool) {
 		l.Stats.Recorded.Add(sent)
 	}
 	l.Stats.TxFrames.Add(uint64(r.Sent))
-	if r.Kept == 0 {
+	if r.Kept == 0 && r.Rest == 0 {
 		l.lastTx = l.now
 		l.stallSince = 0
 		return r.Rx, true
 	}
-	// The frames never taken go to the tx buffer, parsed as receiveSender
-	// would (frames the port took: every one recorded, MEC 0), and the
-	// flush's tail decides about them as if they had been there.
-	kept := l.rxPkts[:r.Kept]
-	pkts, metas, mecs, rec := l.tx.open(kept)
-	parseBurst(pkts, metas, l.parse)
-	copy(rec, allRecorded[:])
-	clear(mecs)
-	l.tx.commit(len(kept))
-	l.flushTail(0, r.Sent > 0)
+	if r.Kept > 0 {
+		kept := l.rxPkts[:r.Kept]
+		if receiver {
+			l.tx.pushForwarded(kept) // recorded already
+		} else {
+			// Parsed as receiveSender would (frames the port took:
+			// every one recorded, MEC 0), recorded when they go.
+			pkts, metas, mecs, rec := l.tx.open(kept)
+			parseBurst(pkts, metas, l.parse)
+			copy(rec, allRecorded[:])
+			clear(mecs)
+			l.tx.commit(len(kept))
+		}
+	}
+	if r.Rest > 0 {
+		// The rest of the burst, behind them: received as Poll receives
+		// (the Go lane decides about its first frame).
+		l.receive(l.rxPkts[r.Kept:r.Kept+r.Rest], l.now)
+	}
+	if r.Kept > 0 {
+		// The flush's tail decides about the buffer as if the frames
+		// refused had been there.
+		l.flushTail(0, r.Sent > 0)
+	} else {
+		// The prefix went whole: the buffer holds what a full burst
+		// leaves after it, which Poll would flush now.
+		l.lastTx = l.now
+		l.stallSince = 0
+		l.flush()
+	}
 	return r.Rx, true
 }
 
@@ -456,8 +510,8 @@ func (l *Lane) start(now uint64) {
 // control frames (receiver), and queue the rest for transmission. Poll
 // received no more frames than the tx buffer has room for, so every frame
 // finds a slot without a flush.
-func (l *Lane) receive(n int, now uint64) {
-	rx := l.rxPkts[:n]
+func (l *Lane) receive(rx []*Packet, now uint64) {
+	n := len(rx)
 	var rxBytes uint64
 	stamp := now
 	if l.cfg.Role == RoleReceiver {

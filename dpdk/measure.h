@@ -117,101 +117,219 @@ static inline int ldaf_tunnel_port(uint64_t w0) {
 	return d == 0xB512 || d == 0xC117;
 }
 
-// LDAF_MIN_FAST_LEN is classifier.MinFastLen (14 + 40 + the 32-byte L4 window).
+// LDAF_MIN_FAST_LEN is classifier.MinFastLen (14 + 40 + the 32-byte L4
+// window): the shortest frame ldaf_ident's straight-line IP path takes;
+// shorter and tagged frames take ldaf_ident_general.
 #define LDAF_MIN_FAST_LEN 86
 
-// ldaf_ident returns 1 and the identity hash (classifier.Meta.Hash) of a
-// frame that classifier's fast paths take (ParseFastOnly) and that a
-// sender lane records as it is: no flag among truncated, malformed,
-// control and link-local. Every other frame gets 0: the Go lane decides
-// about it. It reads only f[0:len].
-static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
-	if (len >= LDAF_MIN_FAST_LEN) {
-		uint16_t et = ldaf_be16(f + 12);
-		if (et == 0x0800) {
-			const uint8_t *h = f + 14;
-			uint64_t x = ldaf_le64(h);
-			uint32_t total = (uint32_t)(x >> 24 & 0xff) | (uint32_t)(x >> 8 & 0xff00);
-			uint8_t proto = h[9];
-			if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 + 32 || total > len - 14 ||
-					(proto != 6 && proto != 17))
-				return 0;
-			const uint8_t *l4 = h + 20;
-			uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
-			if (proto == 17) {
-				if (unlikely(ldaf_tunnel_port(w0)))
-					return 0;
-				w0 &= LDAF_MASK_UDP_CSUM;
-			} else if (l4[13] & 0x02) {
-				w2 &= LDAF_MASK_TCP_SYN;
-				w3 = 0;
-			} else {
-				w2 &= LDAF_MASK_TCP_CSUM;
-			}
-			uint64_t addrs = ldaf_le64(h + 12);
-			if (unlikely(f[0] & 1)) {
-				uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
-				if (ldaf_mac_linklocal(f) || dst >> 8 == 0xE00000 || dst == 0xFFFFFFFFu)
-					return 0;
-			}
-			*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w0, w1, w2, w3);
-			return 1;
-		}
-		if (et == 0x86DD) {
-			const uint8_t *h = f + 14;
-			uint64_t x = ldaf_le64(h);
-			uint32_t declared = 40 + ((uint32_t)(x >> 40 & 0xff) | (uint32_t)(x >> 24 & 0xff00));
-			uint8_t nh = (uint8_t)(x >> 48);
-			if ((x & 0xf0) != 0x60 || declared < 40 + 32 || declared > len - 14 || (nh != 6 && nh != 17))
-				return 0;
-			const uint8_t *l4 = h + 40;
-			uint64_t w0 = ldaf_le64(l4), w1 = ldaf_le64(l4 + 8), w2 = ldaf_le64(l4 + 16), w3 = ldaf_le64(l4 + 24);
-			if (nh == 17) {
-				if (unlikely(ldaf_tunnel_port(w0)))
-					return 0;
-				w0 &= LDAF_MASK_UDP_CSUM;
-			} else if (l4[13] & 0x02) {
-				w2 &= LDAF_MASK_TCP_SYN;
-				w3 = 0;
-			} else {
-				w2 &= LDAF_MASK_TCP_CSUM;
-			}
-			uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
-			if (unlikely(f[0] & 1)) {
-				uint16_t first = __builtin_bswap16((uint16_t)a2);
-				if (ldaf_mac_linklocal(f) || (first & 0xFF0F) == 0xFF02)
-					return 0;
-			}
-			*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
-				(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w0, w1, w2, w3);
-			return 1;
-		}
-	} else if (len < 14) {
-		return 0;
+// ldaf_linklocal_et is classifier's linkLocalEtherType.
+static inline int ldaf_linklocal_et(uint16_t et) {
+	return et == 0x0806 || et == 0x8808 || et == 0x8809 || et == 0x888E || et == 0x88CC;
+}
+
+// ldaf_icmpv6_linklocal is classifier's linkLocalICMPv6 (MLD, NDP,
+// inverse ND, SEND, multicast router discovery).
+static inline int ldaf_icmpv6_linklocal(uint16_t t) {
+	const uint32_t set = 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 9 |
+		1u << 13 | 1u << 14 | 1u << 15 | 1u << 20 | 1u << 21 | 1u << 23 | 1u << 24 | 1u << 25;
+	return t >= 128 && t < 160 && (set >> (t - 128) & 1);
+}
+
+// ldaf_window is gatherL4 of classifier/parse.go: the L4 window of the n
+// bytes at l4 that the IP length bounds (missing bytes zero) into w, the
+// checksum of proto zeroed; frag: a non-first fragment, whose window is
+// payload as it is. It returns 0 for a UDP datagram to the VXLAN or
+// Geneve port, which the Go parser reads through (classifier/tunnel.go).
+static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, uint32_t n, uint8_t proto, int frag,
+		uint64_t w[4]) {
+	if (likely(n >= 32)) {
+		w[0] = ldaf_le64(l4), w[1] = ldaf_le64(l4 + 8), w[2] = ldaf_le64(l4 + 16), w[3] = ldaf_le64(l4 + 24);
+	} else {
+		w[0] = ldaf_word(l4, n, 0), w[1] = ldaf_word(l4, n, 8), w[2] = ldaf_word(l4, n, 16), w[3] = ldaf_word(l4, n, 24);
 	}
-	// classifier's parseRaw: an untagged frame that is neither IPv4 nor IPv6.
-	uint16_t et = ldaf_be16(f + 12);
-	uint32_t n = len - 14;
+	if (frag)
+		return 1;
+	switch (proto) {
+	case 6:
+		if (n > 20 && (l4[13] & 0x02)) {
+			w[2] &= LDAF_MASK_TCP_SYN;
+			w[3] = 0;
+		} else {
+			w[2] &= LDAF_MASK_TCP_CSUM;
+		}
+		break;
+	case 17:
+		if (n >= 4 && ldaf_tunnel_port(w[0]))
+			return 0;
+		// fall through
+	case 136: // UDP-Lite
+		w[0] &= LDAF_MASK_UDP_CSUM;
+		break;
+	case 132: // SCTP
+		w[1] &= 0xffffffff00000000ull;
+		break;
+	case 1: case 58: // ICMP, ICMPv6
+		w[0] &= 0xffffffff0000ffffull;
+		break;
+	}
+	return 1;
+}
+
+// ldaf_ident_raw is ldaf_ident of a frame that is not IP: classifier's
+// raw layout (gatherRaw), the EtherType et after the tags and the first
+// 56 bytes from off (past it), zero-filled. Never a TPID, IPv4 or IPv6.
+static inline __attribute__((always_inline)) int ldaf_ident_raw(const uint8_t *f, uint32_t len, uint32_t off,
+		uint16_t et, uint64_t *hash) {
+	uint32_t n = len - off;
 	if (et <= 1500) {
 		if (et < n)
-			n = et;
-	} else {
-		switch (et) {
-		case 0x0800: case 0x86DD: case 0x8100: case 0x88A8: case 0x9100: // the general path's
-		case 0x8847: case 0x8848: // MPLS: the Go path reads through it (classifier/tunnel.go)
-		case 0x0806: case 0x8808: case 0x8809: case 0x888E: case 0x88CC: // link-local EtherTypes
-		case 0x88B5: // control
-			return 0;
-		}
+			n = et; // an IEEE 802.3 length: the rest is padding
+	} else if (et == 0x8847 || et == 0x8848 || et == 0x88B5 || ldaf_linklocal_et(et)) {
+		return 0; // MPLS (read through), control, link-local
 	}
 	if (unlikely(f[0] & 1) && ldaf_mac_linklocal(f))
 		return 0;
-	uint64_t w0 = (uint64_t)ldaf_le16(f + 12) << 8;
-	const uint8_t *b = f + 14;
-	// The first n bytes, zero-filled (ldaf_word).
-	*hash = ldaf_sum_v8(w0, ldaf_word(b, n, 0), ldaf_word(b, n, 8), ldaf_word(b, n, 16), ldaf_word(b, n, 24),
-		ldaf_word(b, n, 32), ldaf_word(b, n, 40), ldaf_word(b, n, 48));
+	const uint8_t *b = f + off;
+	*hash = ldaf_sum_v8((uint64_t)ldaf_le16(f + off - 2) << 8, ldaf_word(b, n, 0), ldaf_word(b, n, 8),
+		ldaf_word(b, n, 16), ldaf_word(b, n, 24), ldaf_word(b, n, 32), ldaf_word(b, n, 40), ldaf_word(b, n, 48));
 	return 1;
+}
+
+// ldaf_ident_general is ldaf_ident for the frames its straight-line IP
+// path does not take: classifier's general path (parseGeneral) for the
+// frames it measures as they are. It walks up to 8 VLAN tags (802.1Q,
+// 802.1ad, QinQ) and takes IPv4 with or without options, fragments
+// included; IPv6 without extension headers; any L4 protocol but GRE, and
+// L4 windows shorter than 32 bytes (a 64-byte frame's); non-IP frames.
+// It returns 0, leaving the frame to the Go lane, for everything with
+// flags a sender lane decides about (truncated, malformed, control,
+// link-local: IGMP and ICMPv6's link-local types too), for IPv6 extension
+// headers and for every tunnel the Go parser reads through (GRE, VXLAN,
+// Geneve, MPLS).
+static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32_t len, uint64_t *hash) {
+	if (len < 14)
+		return 0;
+	uint32_t off = 12;
+	uint16_t et = ldaf_be16(f + 12);
+	for (int tags = 0; et == 0x8100 || et == 0x88A8 || et == 0x9100; tags++) {
+		if (tags == 8 || off + 6 > len)
+			return 0; // malformed, truncated
+		et = ldaf_be16(f + off + 4);
+		off += 4;
+	}
+	off += 2;
+	const uint8_t *h = f + off;
+	uint32_t n = len - off;
+	uint64_t w[4];
+	if (et == 0x0800) {
+		if (n < 20 || (h[0] >> 4) != 4)
+			return 0;
+		uint32_t ihl = (uint32_t)(h[0] & 0x0f) * 4, total = ldaf_be16(h + 2);
+		uint8_t proto = h[9];
+		if (ihl < 20 || total < ihl || total > n || proto == 2 || proto == 47) // IGMP: link-local; GRE
+			return 0;
+		uint64_t addrs = ldaf_le64(h + 12);
+		if (unlikely(f[0] & 1)) {
+			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
+			if (ldaf_mac_linklocal(f) || dst >> 8 == 0xE00000 || dst == 0xFFFFFFFFu)
+				return 0;
+		}
+		if (!ldaf_window(h + ihl, total - ihl, proto, (ldaf_be16(h + 6) & 0x1fff) != 0, w))
+			return 0;
+		*hash = ldaf_sum_v4((ldaf_le64(h) & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
+		return 1;
+	}
+	if (et == 0x86DD) {
+		if (n < 40 || (h[0] >> 4) != 6)
+			return 0;
+		uint32_t declared = 40 + (uint32_t)ldaf_be16(h + 4);
+		uint8_t nh = h[6];
+		switch (nh) {
+		case 0: case 43: case 44: case 51: case 60: case 135: case 139: case 140: // extension headers
+		case 47:
+			return 0;
+		}
+		if (declared > n)
+			return 0;
+		const uint8_t *l4 = h + 40;
+		uint32_t n4 = declared - 40;
+		if (nh == 58 && ldaf_icmpv6_linklocal(n4 >= 2 ? l4[0] : 0))
+			return 0;
+		if (unlikely(f[0] & 1)) {
+			if (ldaf_mac_linklocal(f) || (ldaf_be16(h + 24) & 0xFF0F) == 0xFF02)
+				return 0;
+		}
+		if (!ldaf_window(l4, n4, nh, 0, w))
+			return 0;
+		uint64_t x = ldaf_le64(h);
+		*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
+			(x >> 16 & 0xffff) << 40, ldaf_le64(h + 8), ldaf_le64(h + 16), ldaf_le64(h + 24), ldaf_le64(h + 32),
+			w[0], w[1], w[2], w[3]);
+		return 1;
+	}
+	return ldaf_ident_raw(f, len, off, et, hash);
+}
+
+// ldaf_ident returns 1 and the identity hash (classifier.Meta.Hash, as
+// classifier.ParseLevel computes it) of a frame a sender lane records as
+// it is: no flag among truncated, malformed, control and link-local, and
+// no tunnel. Every other frame gets 0: the Go lane decides about it. It
+// reads only f[0:len]. The common frame, untagged IPv4 or IPv6 carrying
+// TCP or UDP with a whole 32-byte L4 window, takes the straight-line path
+// of classifier's parseFast and an untagged non-IP frame its raw path,
+// both inlined here; every other frame takes ldaf_ident_general.
+static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
+	if (len < 14)
+		return 0;
+	uint16_t et = ldaf_be16(f + 12);
+	if (et <= 1500) // an IEEE 802.3 length (net_null's all-zero frames)
+		return ldaf_ident_raw(f, len, 14, et, hash);
+	if (len < LDAF_MIN_FAST_LEN || (et != 0x0800 && et != 0x86DD)) {
+		if (et == 0x0800 || et == 0x86DD || et == 0x8100 || et == 0x88A8 || et == 0x9100)
+			return ldaf_ident_general(f, len, hash);
+		return ldaf_ident_raw(f, len, 14, et, hash); // untagged non-IP: net_null's frames
+	}
+	if (et == 0x0800) {
+		const uint8_t *h = f + 14;
+		uint64_t x = ldaf_le64(h);
+		uint32_t total = (uint32_t)(x >> 24 & 0xff) | (uint32_t)(x >> 8 & 0xff00);
+		uint8_t proto = h[9];
+		if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 + 32 || total > len - 14 ||
+				(proto != 6 && proto != 17))
+			return ldaf_ident_general(f, len, hash);
+		uint64_t w[4];
+		if (unlikely(!ldaf_window(h + 20, 32, proto, 0, w)))
+			return 0;
+		uint64_t addrs = ldaf_le64(h + 12);
+		if (unlikely(f[0] & 1)) {
+			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
+			if (ldaf_mac_linklocal(f) || dst >> 8 == 0xE00000 || dst == 0xFFFFFFFFu)
+				return 0;
+		}
+		*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
+		return 1;
+	}
+	if (et == 0x86DD) {
+		const uint8_t *h = f + 14;
+		uint64_t x = ldaf_le64(h);
+		uint32_t declared = 40 + ((uint32_t)(x >> 40 & 0xff) | (uint32_t)(x >> 24 & 0xff00));
+		uint8_t nh = (uint8_t)(x >> 48);
+		if ((x & 0xf0) != 0x60 || declared < 40 + 32 || declared > len - 14 || (nh != 6 && nh != 17))
+			return ldaf_ident_general(f, len, hash);
+		uint64_t w[4];
+		if (unlikely(!ldaf_window(h + 40, 32, nh, 0, w)))
+			return 0;
+		uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
+		if (unlikely(f[0] & 1)) {
+			uint16_t first = __builtin_bswap16((uint16_t)a2);
+			if (ldaf_mac_linklocal(f) || (first & 0xFF0F) == 0xFF02)
+				return 0;
+		}
+		*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
+			(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
+		return 1;
+	}
+	return 0; // not reached: et is IPv4 or IPv6 here
 }
 
 // synopsis.LDA's selector entry and bucket (synopsis.LDAHot).
@@ -254,22 +372,66 @@ static inline void ldaf_lda_add(const struct ldaf_ldasel *sel, struct ldaf_ldace
 	}
 }
 
+// ldaf_lda_add_ts is ldaf_lda_add with each frame's own stamp ts[i] (a
+// receiver lane records frames at their receive time).
+static inline void ldaf_lda_add_ts(const struct ldaf_ldasel *sel, struct ldaf_ldacell *cells, int digest,
+		const uint64_t *hs, const uint64_t *ts, unsigned n) {
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t h = hs[i];
+		struct ldaf_ldasel s = sel[__builtin_clzll(h | 1)];
+		struct ldaf_ldacell *c = &cells[s.off + ((uint32_t)h & s.mask)];
+		c->sum += ts[i];
+		c->count++;
+		if (digest) {
+			uint64_t x = h * LDAF_DIGEST_MUL;
+			c->dig += x ^ x >> 32;
+		}
+	}
+}
+
+// ldaf_rx_ts is the receive stamp ldaf_fill_burst gives m: the PMD's
+// stamp when it has one, else sw (the burst's software stamp, 0 without).
+static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte_mbuf *m, uint64_t sw) {
+	if (clk->ts_off >= 0 && (m->ol_flags & clk->ts_flag)) {
+		uint64_t tick = *RTE_MBUF_DYNFIELD(m, clk->ts_off, uint64_t *);
+		return clk->ns0 + (uint64_t)(int64_t)((double)(int64_t)(tick - clk->tick0) * clk->ns_per_tick);
+	}
+	return sw;
+}
+
 // ldaf_measure is a sender lane's poll with an empty tx buffer
-// (dataplane.SenderFastPath): it receives up to n frames on rxp. Unless
-// all n came and every one is a frame ldaf_ident takes, it hands the
+// (dataplane.SenderFastPath): it receives up to n frames on rxp and
+// measures the burst's longest prefix of frames ldaf_ident takes. When
+// fewer than n came or the first frame is not one of them, it hands the
 // burst back: fills its Packets into rq->pkts (as ldaf_rx does), sets
 // m_done 0 and returns the count; the Go lane then takes it as from
-// RxBurst. Otherwise it transmits the burst on txp as the lane's flush
+// RxBurst. Otherwise it transmits the prefix on txp as the lane's flush
 // would: up to retries tx bursts of at most tburst frames, stopping at
 // one that takes nothing, and after each that takes frames, stamps them
 // (ldaf_tx_now, as TxStamper's LastTxNs) and adds them to the LDA whose
 // selector, cells and offered count are sel, cells and offered (Go
-// memory without Go pointers, written during this call only). Frames
-// never taken get their Packets in rq->pkts, fwd_kept of them, for the Go
-// lane's tx buffer. m_sent and m_sent_bytes say what went. Returns the
-// frames received.
+// memory without Go pointers, written during this call only). Frames of
+// the prefix never taken get their Packets in rq->pkts, fwd_kept of them,
+// for the Go lane's tx buffer; the rest of the burst, from the first
+// frame ldaf_ident left to Go, m_rest of them, follow them there
+// unmeasured, in order, for the Go lane to take as received. m_sent and
+// m_sent_bytes say what went, fwd_bytes is the prefix's bytes. Returns
+// the frames received.
+//
+// With rx_stamp it is a receiver lane's poll instead: every frame of the
+// prefix is added to the LDA with its receive stamp (ldaf_rx_ts, as
+// ldaf_fill_burst stamps the Packets the Go lane records), before the
+// transmit. A frame the port did not stamp gets the lane's poll stamp
+// (dataplane's pollStamp) when poll_start is not 0: the midpoint of low
+// and CLOCK_REALTIME read right after the receive (m_poll_now), low
+// being poll_low, or poll_start when poll_low is 0 or later than that
+// reading; m_poll_ts is the stamp and m_polled the frames of the prefix
+// that got it. Without poll_start such a frame ends the prefix. Frames
+// handed back carry the port's stamps (0 for none: the Go lane stamps
+// them).
 static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
-		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest) {
+		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp, uint64_t poll_low,
+		uint64_t poll_start) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
 	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts;
 	uint64_t hs[LDAF_MAX_BURST];
@@ -279,61 +441,107 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	rq->m_sent = 0;
 	rq->m_sent_bytes = 0;
 	rq->m_done = 0;
+	rq->m_rest = 0;
+	rq->m_polled = 0;
 	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
 	if (nb == 0)
 		return 0;
 	uint64_t b = 0;
-	int all = nb == n;
-	if (all) {
-		for (unsigned i = 0; i < nb; i++) {
-			struct rte_mbuf *m = ms[i];
+	unsigned k = 0; // the prefix measured here
+	const struct ldaf_clock *clk = rq->clk;
+	uint64_t sw = 0, tss[LDAF_MAX_BURST];
+	if (nb == n && rx_stamp) {
+		uint64_t poll = 0, polled = 0;
+		if (clk->soft) {
+			sw = ldaf_realtime_ns();
+		} else if (poll_start != 0) {
+			uint64_t now = ldaf_realtime_ns(), low = poll_low;
+			if (low == 0 || low > now)
+				low = poll_start;
+			poll = low + (now - low) / 2;
+			rq->m_poll_now = now;
+			rq->m_poll_ts = poll;
+		}
+		for (; k < nb; k++) {
+			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
-			lens[i] = len;
-			b += len;
-			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[i]))) {
-				all = 0;
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
 				break;
+			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0)) {
+				if (poll == 0)
+					break;
+				tss[k] = poll;
+				polled++;
 			}
+			lens[k] = len;
+			b += len;
+		}
+		rq->m_polled = k > 0 ? polled : 0;
+	} else if (nb == n) {
+		for (; k < nb; k++) {
+			struct rte_mbuf *m = ms[k];
+			uint16_t len = m->data_len;
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
+				break;
+			lens[k] = len;
+			b += len;
 		}
 	}
-	if (!all) {
+	if (k == 0) {
 		uint64_t fb;
 		ldaf_fill_burst(rq, rq->pkts, nb, &fb);
 		rq->rx_pkts += nb;
 		rq->rx_bytes += fb;
 		return nb;
 	}
-	rq->rx_pkts += nb;
-	rq->rx_bytes += b;
 	rq->fwd_bytes = b;
 	rq->m_done = 1;
 	const struct ldaf_ldasel *sl = (const struct ldaf_ldasel *)sel;
 	struct ldaf_ldacell *cl = (struct ldaf_ldacell *)cells;
+	if (rx_stamp) {
+		ldaf_lda_add_ts(sl, cl, digest, hs, tss, k);
+		*(uint64_t *)offered += k;
+	}
 	unsigned sent = 0;
 	uint64_t sb = 0;
-	for (unsigned try = 0; try < retries && sent < nb; try++) {
-		uint16_t chunk = nb - sent < tburst ? nb - sent : tburst;
-		uint16_t k = rte_eth_tx_burst(tq->port, tq->queue, ms + sent, chunk);
-		if (k == 0)
+	for (unsigned try = 0; try < retries && sent < k; try++) {
+		uint16_t chunk = k - sent < tburst ? k - sent : tburst;
+		uint16_t t = rte_eth_tx_burst(tq->port, tq->queue, ms + sent, chunk);
+		if (t == 0)
 			break;
-		uint64_t ts = ldaf_tx_now(tq);
-		tq->tx_ns = ts;
-		ldaf_lda_add(sl, cl, digest, hs + sent, k, ts);
-		sent += k;
+		if (!rx_stamp) {
+			uint64_t ts = ldaf_tx_now(tq);
+			tq->tx_ns = ts;
+			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
+		}
+		sent += t;
 	}
-	if (sent == nb) {
+	if (sent == k) {
 		sb = b;
 	} else {
 		for (unsigned i = 0; i < sent; i++)
 			sb += lens[i];
 	}
-	*(uint64_t *)offered += sent;
+	if (!rx_stamp)
+		*(uint64_t *)offered += sent;
+	uint64_t rb = 0; // the rest's bytes
 	if (unlikely(sent < nb)) {
 		uint8_t index = rq->index;
-		for (unsigned i = sent; i < nb; i++) // i - sent <= i: slot i was read before
-			rq->pkts[i - sent] = ldaf_fill(ms[i], index, 0);
-		rq->fwd_kept = nb - sent;
+		for (unsigned i = sent; i < nb; i++) { // i - sent <= i: slot i was read before
+			struct rte_mbuf *m = ms[i];
+			uint64_t ts = 0;
+			if (i >= k) {
+				rb += m->data_len;
+				if (rx_stamp)
+					ts = ldaf_rx_ts(clk, m, sw);
+			}
+			rq->pkts[i - sent] = ldaf_fill(m, index, ts);
+		}
+		rq->fwd_kept = k - sent;
+		rq->m_rest = nb - k;
 	}
+	rq->rx_pkts += nb;
+	rq->rx_bytes += b + rb;
 	rq->m_sent = sent;
 	rq->m_sent_bytes = sb;
 	tq->tx_pkts += sent;

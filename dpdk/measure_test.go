@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -50,6 +52,13 @@ func measurePorts(t *testing.T, name int) (a, b *Port) {
 // newMeasureRun is a run on ports a and b, empty, whose transmit stamps
 // start over.
 func newMeasureRun(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool) *measureRun {
+	return newMeasureRunRole(t, a, b, lda, fast, dataplane.RoleSender, false)
+}
+
+// newMeasureRunRole is newMeasureRun for a lane of role (a receiver's
+// End markers come in its frames, unauthenticated, direction 1), whose
+// clock is dataplane.RealtimeClock with realClock.
+func newMeasureRunRole(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool, role dataplane.Role, realClock bool) *measureRun {
 	t.Helper()
 	r := &measureRun{a: a, b: b, scratch: newPackets(32)}
 	var err error
@@ -63,9 +72,18 @@ func newMeasureRun(t *testing.T, a, b *Port, lda synopsis.LDAConfig, fast bool) 
 	}
 	r.epoch.Store(1)
 	r.clock = 1_000_000_000
-	r.lane, err = dataplane.NewLane(dataplane.LaneConfig{Rx: r.a, Tx: r.b, Role: dataplane.RoleSender,
-		Classifier: cl, Buffer: r.buf, Epoch: &r.epoch, NoFastPath: !fast,
-		Clock: func() uint64 { r.clock += 1000; return r.clock }})
+	var endr *control.EndReader
+	if role == dataplane.RoleReceiver {
+		if endr, err = control.NewEndReader(nil, true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := func() uint64 { r.clock += 1000; return r.clock }
+	if realClock {
+		clock = dataplane.RealtimeClock
+	}
+	r.lane, err = dataplane.NewLane(dataplane.LaneConfig{Rx: r.a, Tx: r.b, Role: role, EndReader: endr,
+		Classifier: cl, Buffer: r.buf, Epoch: &r.epoch, NoFastPath: !fast, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +154,26 @@ func (r *measureRun) script(t *testing.T, plain, mixed [][]byte) {
 	r.poll(200)
 	r.drain(-1)
 	r.epoch.Store(3)
-	// Fill b's ring but for 40 slots: the lane's second burst is taken
-	// in part.
+	r.fillTx(t, 40)
+	tail := plain[340:404]
+	if len(mixed) > 0 {
+		// Odd frames behind the refused ones: the prefix's refused
+		// frames and the rest of its burst wait in the tx buffer together.
+		tail = append(append([][]byte(nil), plain[340:372]...), mixed[:32]...)
+	}
+	r.load(t, r.a, tail)
+	r.poll(3)
+	r.drain(-1)
+	r.poll(10)
+	r.drain(-1)
+	r.epoch.Store(4)
+	r.poll(2)
+	r.drain(-1)
+}
+
+// fillTx fills b's ring but for free slots: the lane's next bursts are
+// taken in part.
+func (r *measureRun) fillTx(t *testing.T, free int) {
 	junk := make([][]byte, 0, 2048)
 	for i := 0; i < 2048; i++ {
 		junk = append(junk, []byte{0xee, byte(i), byte(i >> 8), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0})
@@ -154,25 +190,18 @@ func (r *measureRun) script(t *testing.T, plain, mixed [][]byte) {
 			break
 		}
 	}
-	r.drain(40)
-	r.load(t, r.a, plain[340:404])
-	r.poll(3)
-	r.drain(-1)
-	r.poll(10)
-	r.drain(-1)
-	r.epoch.Store(4)
-	r.poll(2)
-	r.drain(-1)
+	r.drain(free)
 }
 
-// TestSenderFastPathIsGoLane runs one frame sequence through a sender lane
+// TestFastPathIsGoLane runs one frame sequence through a sender lane
 // on the Go path and through one on the C fast path (ldaf_measure): the
-// LDA of every interval (byte for byte), the copies' counters, the lane's
-// counters and the frames out of the tx port, in order, must be the same.
-// Two LDA shapes: the default (digests, a bank sampling every frame) and
-// one without digests whose banks sample 2^-1 and 2^-3, so that most
-// frames land in the cover bank.
-func TestSenderFastPathIsGoLane(t *testing.T) {
+// LDA of every interval (see checkFastIsGo), the copies' counters, the
+// lane's counters and the frames out of the tx port, in order, must be
+// the same. Two LDA shapes: the default (digests, a bank sampling every
+// frame) and one without digests whose banks sample 2^-1 and 2^-3, so
+// that most frames land in the cover bank; then receiver lanes
+// (checkReceiverFastIsGo).
+func TestFastPathIsGoLane(t *testing.T) {
 	needEAL(t)
 	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
 	var plain [][]byte
@@ -193,13 +222,29 @@ func TestSenderFastPathIsGoLane(t *testing.T) {
 	a, b := measurePorts(t, 40)
 	sparse := synopsis.LDAConfig{Banks: []synopsis.BankConfig{{Rows: 64, SampleLog2: 1}, {Rows: 32, SampleLog2: 3}}}
 	for _, c := range []struct {
-		name string
-		lda  synopsis.LDAConfig
-	}{{"default", synopsis.DefaultLDAConfig()}, {"sparse-nodigest", sparse}} {
-		t.Run(c.name, func(t *testing.T) { checkFastIsGo(t, a, b, c.lda, plain, mixed) })
+		name  string
+		lda   synopsis.LDAConfig
+		mixed [][]byte
+	}{
+		{"default", synopsis.DefaultLDAConfig(), nil},
+		{"sparse-nodigest", sparse, nil},
+		{"default-mixed", synopsis.DefaultLDAConfig(), mixed},
+		{"sparse-nodigest-mixed", sparse, mixed},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkFastIsGo(t, a, b, c.lda, plain, c.mixed) })
 	}
+	// The same ports (their pools last as long as EAL's memory).
+	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
+	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
 }
 
+// checkFastIsGo runs the script on the Go lane and on the fast path and
+// compares them. Without mixed bursts every frame goes in the same
+// transmit call, with the same stamp, on both: the LDAs are equal byte
+// for byte. With them, the fast path transmits a burst's prefix in C and
+// the rest from Go, in two calls where the Go lane makes one, and the
+// stamps differ: every bucket must then hold the same frames (count and
+// digest).
 func checkFastIsGo(t *testing.T, a, b *Port, lda synopsis.LDAConfig, plain, mixed [][]byte) {
 	goRun := newMeasureRun(t, a, b, lda, false)
 	ga0, gb0 := a.Stats(), b.Stats()
@@ -223,10 +268,14 @@ func checkFastIsGo(t *testing.T, a, b *Port, lda synopsis.LDAConfig, plain, mixe
 	}
 	for i := range goRun.buf.Sets {
 		gs, cs := goRun.buf.Sets[i], cRun.buf.Sets[i]
-		ge, _ := gs.LDA[0].MarshalBinary()
-		ce, _ := cs.LDA[0].MarshalBinary()
-		if !bytes.Equal(ge, ce) {
-			t.Errorf("copy %d: LDA encodings differ (Go %d frames, C %d)", i, gs.LDA[0].Count(), cs.LDA[0].Count())
+		if mixed == nil {
+			ge, _ := gs.LDA[0].MarshalBinary()
+			ce, _ := cs.LDA[0].MarshalBinary()
+			if !bytes.Equal(ge, ce) {
+				t.Errorf("copy %d: LDA encodings differ (Go %d frames, C %d)", i, gs.LDA[0].Count(), cs.LDA[0].Count())
+			}
+		} else if !sameFrames(gs.LDA[0], cs.LDA[0]) {
+			t.Errorf("copy %d: LDAs hold different frames (Go %d frames, C %d)", i, gs.LDA[0].Count(), cs.LDA[0].Count())
 		}
 		if gs.Frames != cs.Frames || gs.Bytes != cs.Bytes || gs.StampErrNs != cs.StampErrNs ||
 			gs.FirstK != cs.FirstK || gs.LastK != cs.LastK || gs.StartNs != cs.StartNs || gs.EndNs != cs.EndNs {
@@ -253,6 +302,136 @@ func checkFastIsGo(t *testing.T, a, b *Port, lda synopsis.LDAConfig, plain, mixe
 	}
 	if gb.TxPackets-gb0.TxPackets != cb.TxPackets-gb.TxPackets || gb.TxBytes-gb0.TxBytes != cb.TxBytes-gb.TxBytes {
 		t.Errorf("tx port: Go %+v, C %+v (before: %+v)", gb, cb, gb0)
+	}
+	if len(goRun.out) != len(cRun.out) {
+		t.Fatalf("%d frames out of the Go lane, %d out of the C path", len(goRun.out), len(cRun.out))
+	}
+	for i := range goRun.out {
+		if !bytes.Equal(goRun.out[i], cRun.out[i]) {
+			t.Fatalf("frame %d out: Go %x, C %x", i, goRun.out[i], cRun.out[i])
+		}
+	}
+}
+
+// sameFrames reports whether x and y (one configuration) saw the same
+// frames: the same count and, in every bucket, the same count and digest.
+func sameFrames(x, y *synopsis.LDA) bool {
+	if x.Count() != y.Count() {
+		return false
+	}
+	for bank, bc := range x.Config().Banks {
+		for row := 0; row < bc.Rows; row++ {
+			_, xc, xd := x.Bucket(bank, row)
+			_, yc, yd := y.Bucket(bank, row)
+			if xc != yc || xd != yd {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkReceiverFastIsGo runs one frame sequence, End markers of a peer
+// among the frames, through a receiver lane on the Go path and through
+// one on the C fast path: every copy must hold the same frames
+// (counts and digests: the receive stamps are the ports' software
+// stamps, read as each run receives), the lanes' counters must agree and
+// the frames out (End markers stripped) must be the same, in order. With
+// pollStamp the rx port does not stamp (as `ldafwd run`'s ports) and the
+// lanes' clock is RealtimeClock: the fast path poll-stamps in C.
+func checkReceiverFastIsGo(t *testing.T, a, b *Port, pollStamp bool) {
+	if pollStamp {
+		soft := a.clk.soft
+		a.clk.soft = 0
+		defer func() { a.clk.soft = soft }()
+	}
+	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
+	s, err := control.NewSender(control.SenderConfig{Insecure: true, Direction: 1,
+		Hello: control.Hello{IntervalNs: 1e9, Lanes: 1, MECs: []string{"all"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.NewEndWriter(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UnixNano() // End markers are admitted within the clock skew of the receive stamp
+	end := func(k uint64) []byte {
+		return w.AppendEnd(nil, k, &control.End{StartNs: t0 + int64(k)*1e6, EndNs: t0 + int64(k+1)*1e6})
+	}
+	seeds := identSeeds()
+	var in [][]byte
+	for i := uint64(0); i < 400; i++ {
+		switch i {
+		case 100:
+			in = append(in, end(1))
+		case 230:
+			in = append(in, end(2))
+		}
+		in = append(in, g.Frame(make([]byte, 100), i))
+		if i >= 150 && i%7 == 0 {
+			if s := seeds[int(i)%len(seeds)]; len(s) > 0 {
+				in = append(in, s)
+			}
+		}
+	}
+	run := func(fast bool) *measureRun {
+		r := newMeasureRunRole(t, a, b, synopsis.DefaultLDAConfig(), fast, dataplane.RoleReceiver, pollStamp)
+		r.load(t, r.a, in[:300])
+		r.poll(60)
+		r.drain(-1)
+		r.fillTx(t, 40) // the next bursts are taken in part
+		r.load(t, r.a, in[300:])
+		r.poll(3)
+		r.drain(-1)
+		r.poll(400)
+		r.drain(-1)
+		r.lane.Drain()
+		r.drain(-1)
+		return r
+	}
+	goRun := run(false)
+	before := uint64(time.Now().UnixNano())
+	cRun := run(true)
+	after := uint64(time.Now().UnixNano())
+	if n := cRun.lane.Stats.FastBursts.Load(); n < 5 {
+		t.Errorf("the fast path took %d bursts, want at least 5", n)
+	}
+	for i := range goRun.buf.Sets {
+		gs, cs := goRun.buf.Sets[i], cRun.buf.Sets[i]
+		if !sameFrames(gs.LDA[0], cs.LDA[0]) || gs.Frames != cs.Frames || gs.Bytes != cs.Bytes {
+			t.Errorf("copy %d: Go %d frames (%d recorded, %d bytes), C %d (%d, %d)", i,
+				gs.LDA[0].Count(), gs.Frames, gs.Bytes, cs.LDA[0].Count(), cs.Frames, cs.Bytes)
+		}
+		if gs.PollStamped != cs.PollStamped || (gs.PollStamped > 0) != (cs.StampErrNs > 0) {
+			t.Errorf("copy %d: poll-stamped Go %d (error sum %d ns), C %d (%d ns)", i, gs.PollStamped, gs.StampErrNs, cs.PollStamped, cs.StampErrNs)
+		}
+		// The C path's stamps are receive times of this run.
+		for bank, bc := range cs.LDA[0].Config().Banks {
+			for row := 0; row < bc.Rows; row++ {
+				if sum, n, _ := cs.LDA[0].Bucket(bank, row); n > 0 && (sum/n < before || sum/n > after) {
+					t.Fatalf("copy %d bank %d row %d: mean stamp %d outside the run [%d, %d]", i, bank, row, sum/n, before, after)
+				}
+			}
+		}
+	}
+	type counters struct {
+		rx, tx, rxb, rec, mal, passed, excl, flips, stripped, ends, dropped, polled uint64
+	}
+	get := func(l *dataplane.Lane) counters {
+		s := &l.Stats
+		return counters{s.RxFrames.Load(), s.TxFrames.Load(), s.RxBytes.Load(), s.Recorded.Load(), s.Malformed.Load(),
+			s.ControlPassed.Load(), s.Excluded.Load(), s.Flips.Load(), s.ControlStripped.Load(), s.EndsSeen.Load(),
+			s.TxDropped.Load(), s.PollStamped.Load()}
+	}
+	if x, y := get(goRun.lane), get(cRun.lane); x != y {
+		t.Errorf("lane counters: Go %+v, C %+v", x, y)
+	} else if pollStamp != (x.polled > 0) {
+		t.Errorf("lane counters %+v: %d frames poll-stamped", x, x.polled)
+	} else if x.flips != 2 || x.rec == 0 {
+		t.Errorf("lane counters %+v: want 2 flips and frames recorded", x)
+	} else {
+		t.Logf("lane counters %+v, fast bursts %d", x, cRun.lane.Stats.FastBursts.Load())
 	}
 	if len(goRun.out) != len(cRun.out) {
 		t.Fatalf("%d frames out of the Go lane, %d out of the C path", len(goRun.out), len(cRun.out))

@@ -117,12 +117,16 @@ struct ldaf_queue {
 	uint64_t fwd_bytes;
 
 	// ldaf_measure's results (measure.h): 1 when it measured and
-	// transmitted the burst (fwd_kept frames refused, their Packets in
-	// pkts), 0 when it handed the whole burst back (its Packets in pkts);
-	// the frames and bytes transmitted.
+	// transmitted a prefix of the burst (fwd_kept frames of it refused,
+	// then m_rest frames after it left unmeasured, their Packets in pkts),
+	// 0 when it handed the whole burst back (its Packets in pkts); the
+	// frames and bytes transmitted.
 	uint32_t m_done;
 	uint32_t m_sent;
 	uint64_t m_sent_bytes;
+	uint32_t m_rest;
+	uint32_t m_polled;            // receiver: frames of the prefix given the poll stamp
+	uint64_t m_poll_ts, m_poll_now; // that stamp and the clock reading it is the midpoint to
 
 	// A test clock for transmit stamps (tests only): when tx_fake_step is
 	// not 0, every transmit stamp (tx_ns, ldaf_measure's) is tx_fake_ns

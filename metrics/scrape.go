@@ -54,7 +54,7 @@ var (
 		{desc("lane_control_injected_total", "Sender: control frames sent for the control side.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.Injected }},
 		{desc("lane_control_inject_failed_total", "Sender: control frames that could not be sent.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.InjectFailed }},
 		{desc("lane_flips_total", "Synopsis double-buffer flips.", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.Flips }},
-		{desc("lane_fast_bursts_total", "Sender: bursts the DPDK rx port received, measured and transmitted in one call (the C fast path, docs/dpdk.md).", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.FastBursts }},
+		{desc("lane_fast_bursts_total", "Bursts the DPDK rx port received, measured and transmitted in one call (the C fast path, docs/dpdk.md).", "lane"), func(s *dataplane.LaneStats) *atomic.Uint64 { return &s.FastBursts }},
 	}
 	laneStampGap = desc("lane_max_tx_stamp_gap_seconds", "Sender: widest clock gap around a TxBurst so far (timestamp uncertainty), seconds.", "lane")
 	upDesc       = desc("up", "1 while the appliance is running.")

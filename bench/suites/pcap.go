@@ -17,7 +17,7 @@ package suites
 // `ldafwd run --synopsis lda` and `ldafwd run` with the default synopses
 // (all) as the sender, the last two again as the receiver; testpmd and
 // the three sender configurations on the 64-byte capture; testpmd and
-// `--synopsis lda` on the capture the fast path takes (pcapCases), each a
+// `--synopsis lda` on the untagged capture of long frames (pcapCases), each a
 // child process with its forwarding worker pinned to the same core
 // (--cores, testpmd's forwarding lcore). ldafwd's rate is taken
 // from its own port records (--stats-interval) between the first one
@@ -60,11 +60,9 @@ type pcapCase struct {
 // every frame 64 bytes on the wire (60 captured; IPv6 and tagged frames
 // as short as their headers allow, up to 78); and the same flows
 // untagged with no frame shorter than 86 bytes (90 on the wire), the
-// frames a sender lane recording the LDA alone can measure on its fast
-// path: the fast path hands back every burst that holds a tagged frame or
-// one shorter than that (docs/dpdk.md), and in the mix every burst of
-// 32 holds a short frame. Each capture has its own testpmd baseline in every
-// round.
+// frames the measuring fast path hashes on its straight-line IP path
+// (the others take its general path, docs/dpdk.md). Each capture has its
+// own testpmd baseline in every round.
 var pcapCaptures = []struct {
 	baseline string
 	mix      mixConfig
@@ -78,7 +76,8 @@ var pcapCaptures = []struct {
 func smallMix(c mixConfig) mixConfig { c.Small = true; return c }
 
 // fastPathMix is c without tags and with its smallest frames raised to
-// the fast path's 86 bytes (dpdk/measure.h, LDAF_MIN_FAST_LEN).
+// the 86 bytes of the fast path's straight-line IP path (dpdk/measure.h,
+// LDAF_MIN_FAST_LEN).
 func fastPathMix(c mixConfig) mixConfig { c.VLANShare, c.MinLen = 0, 86; return c }
 
 // pcapCases are measured in this order every round, each capture's after
@@ -214,7 +213,7 @@ type childRun struct {
 	wall       time.Duration // between the port records that bound the span
 	workerCPU  time.Duration // the busiest thread's CPU time over the span
 	procCPU    time.Duration // every thread's
-	fastBursts uint64        // sender_fast_bursts of the final log record
+	fastBursts uint64        // sender_fast_bursts + receiver_fast_bursts of the final log record
 	recorded   uint64        // sent_recorded + received_recorded of the same record
 	finalTx    uint64        // transmitted on both ports over the whole run (final port records)
 }
@@ -304,12 +303,13 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 			continue
 		}
 		var m struct {
-			Fast uint64 `json:"sender_fast_bursts"`
-			Sent uint64 `json:"sent_recorded"`
-			Recv uint64 `json:"received_recorded"`
+			Fast  uint64 `json:"sender_fast_bursts"`
+			FastR uint64 `json:"receiver_fast_bursts"`
+			Sent  uint64 `json:"sent_recorded"`
+			Recv  uint64 `json:"received_recorded"`
 		}
 		if json.Unmarshal([]byte(l), &m) == nil {
-			r.fastBursts, r.recorded = m.Fast, m.Sent+m.Recv
+			r.fastBursts, r.recorded = m.Fast+m.FastR, m.Sent+m.Recv
 		}
 	}
 	return r, nil
