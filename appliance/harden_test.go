@@ -522,14 +522,13 @@ func TestRefusingSegmentPortLosesNoUserFrame(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const iv = 200 * time.Millisecond
 			rp := &refusingPort{big: big}
-			// Large frames: 512-slot rings, where the old busy-wait (50 ms
-			// per refused fragment, the worker's other lane starved) lost
-			// frames. Spells: rings with room for the machine's own
-			// hiccups (a 2-CPU test host), the refusals being short.
-			ring := 512
-			if !big {
-				ring = 4096
-			}
+			// Rings of 4096 slots, 400 ms of this traffic: room for the
+			// machine's own hiccups (a 2-CPU test host running other
+			// packages' tests lost frames from 512-slot rings), and far
+			// short of what a worker spinning on refused frames loses
+			// (the old busy-wait: 50 ms per refused fragment, several
+			// fragments an interval, five intervals a second).
+			ring := 4096
 			// A busy 2-CPU host can itself stall the workers past a
 			// 512-slot ring (other test packages run beside this one): a
 			// loss is judged on a second run too. The busy-wait this test
