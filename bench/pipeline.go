@@ -89,6 +89,18 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 	noDig.Digest = false
 	ldaNoDig := synopsis.MustNewLDA(noDig)
 	rda := synopsis.MustNewRDA(synopsis.DefaultRDAConfig())
+	// The trajectory sample as recorded by default (every packet kept
+	// until 16 384 fill it), and at level 6 (1 in 64: what a busy link
+	// reaches once the level has risen): the selection reuses the
+	// identity hash, remixed with the sample's salt.
+	smp, err := synopsis.NewSample(synopsis.DefaultSampleConfig())
+	if err != nil {
+		return nil, err
+	}
+	smp64, err := synopsis.NewSample(synopsis.SampleConfig{Level: 6, Capacity: synopsis.DefaultSampleConfig().Capacity})
+	if err != nil {
+		return nil, err
+	}
 	var meta classifier.Meta
 	ts := uint64(1_700_000_000_000_000_000)
 	stages := []Stage{
@@ -160,6 +172,27 @@ func PerPacketStages(frames [][]byte) ([]Stage, error) {
 				ldaNoDig.Add(meta.Hash, ts)
 			}
 			return ldaNoDig.Count()
+		}},
+		// ParseLean + Sample.Add, the sample reset per pass (4 096
+		// frames: each stored, none over the capacity).
+		{"identity-lean-sample", func(fr [][]byte) uint64 {
+			smp.Reset()
+			for _, f := range fr {
+				classifier.ParseLean(f, &meta)
+				ts += 100
+				smp.Add(meta.Hash, ts)
+			}
+			return uint64(smp.Len())
+		}},
+		// The selection alone, nearly: 1 packet in 64 stored.
+		{"identity-lean-sample-1in64", func(fr [][]byte) uint64 {
+			smp64.Reset()
+			for _, f := range fr {
+				classifier.ParseLean(f, &meta)
+				ts += 100
+				smp64.Add(meta.Hash, ts)
+			}
+			return uint64(smp64.Len())
 		}},
 		{"identity-classify3-lda", func(fr [][]byte) uint64 {
 			for _, f := range fr {

@@ -74,7 +74,8 @@ func BenchmarkMeasureVsIdentityHash(b *testing.B) {
 	var sel []Stage
 	for _, s := range stages {
 		switch s.Name {
-		case "identity-hash", "identity-classify-lda", "identity-classify-lda-8x128", "identity-lean-lda", "identity-lean-lda-nodigest", "identity-classify3-lda":
+		case "identity-hash", "identity-classify-lda", "identity-classify-lda-8x128", "identity-lean-lda", "identity-lean-lda-nodigest", "identity-classify3-lda",
+			"identity-lean-sample", "identity-lean-sample-1in64":
 			sel = append(sel, s)
 		}
 	}
