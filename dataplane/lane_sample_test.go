@@ -13,7 +13,11 @@ import (
 // does); fastTx a transmit port that stamps its bursts.
 type fastRx struct{ dataplane.Port }
 
-func (fastRx) SendMeasured(dataplane.Port, *synopsis.LDA, int, int, []*dataplane.Packet) (dataplane.FastResult, bool) {
+// A change to the fast path's interface must break this test's build,
+// not quietly leave fastRx outside it.
+var _ dataplane.MeasureFastPath = fastRx{}
+
+func (fastRx) SendMeasured(dataplane.Port, *synopsis.LDA, int, int, dataplane.RxStamp, []*dataplane.Packet) (dataplane.FastResult, bool) {
 	return dataplane.FastResult{}, false
 }
 
