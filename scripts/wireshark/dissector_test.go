@@ -332,3 +332,36 @@ func TestDissectorFlagsMalformed(t *testing.T) {
 func pcapgoCaptureInfo(at time.Time, n int) gopacket.CaptureInfo {
 	return gopacket.CaptureInfo{Timestamp: at, CaptureLength: n, Length: n}
 }
+
+// TestDissectorKnowsEveryKind: the dissector's part kinds are control's,
+// each by its name, and one past the last is unknown, so a new part kind
+// cannot reach the wire with the dissector calling it malformed (as the
+// trajectory sample's kind 4 once did in the two-process labs).
+func TestDissectorKnowsEveryKind(t *testing.T) {
+	src, err := os.ReadFile("ldafwd.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(l, "local kinds = {") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("ldafwd.lua has no kinds table")
+	}
+	for k := control.Kind(0); ; k++ {
+		name := k.String()
+		entry := fmt.Sprintf("[%d] = %q", k, name)
+		if name == "unknown" {
+			if strings.Contains(line, fmt.Sprintf("[%d] =", k)) {
+				t.Errorf("the dissector names kind %d, which control does not define: %s", k, line)
+			}
+			break
+		}
+		if !strings.Contains(line, entry) {
+			t.Errorf("the dissector's kinds lack %s: %s", entry, line)
+		}
+	}
+}

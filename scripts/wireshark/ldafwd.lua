@@ -22,7 +22,7 @@ local PARITY_HEADER_LEN = 6
 local MAX_SHARDS = 256
 
 local types = { [1] = "Hello", [2] = "End", [3] = "Fragment", [4] = "Request", [5] = "Reply", [6] = "Parity" }
-local kinds = { [0] = "meta", [1] = "lda", [2] = "rda", [3] = "lds" }
+local kinds = { [0] = "meta", [1] = "lda", [2] = "rda", [3] = "lds", [4] = "sample" }
 -- Direction ids: data from port a to port b is 1 at both appliances.
 local directions = { [1] = "a>b", [2] = "b>a" }
 local messages = { [0x51] = "timestamp request", [0x46] = "cells request", [0x41] = "timestamp reply" } -- 'Q', 'F', 'A'
