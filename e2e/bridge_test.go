@@ -229,8 +229,8 @@ func checkSynopses(t *testing.T, ivs []report.Interval, strict bool, ivTruth fun
 	const minRDAValid, minLDSValid = 2, 8
 	type tally struct{ valid, total, budget int }
 	count := map[string]*tally{"lda": {}, "rda": {}, "lds": {}, "sample": {}} // sample lines: counted, checked by TestSampleProperty
-	var rdaErr, ldsErr []float64 // |reported − captured| / mean_ci_ns of valid lines
-	flowOff := 0                 // valid LDS lines whose sent differs from the capture's cut
+	var rdaErr, ldsErr []float64                                              // |reported − captured| / mean_ci_ns of valid lines
+	flowOff := 0                                                              // valid LDS lines whose sent differs from the capture's cut
 	for _, r := range ivs {
 		if r.Direction != "a>b" || r.MEC != "all" {
 			continue
