@@ -120,17 +120,28 @@ func (s *RawSocket) Send(frame []byte) error {
 }
 
 // Recv waits up to timeout for one frame and returns its length; it
-// returns 0, nil on timeout.
+// returns 0, nil on timeout. A poll interrupted by a signal (the Go
+// runtime preempts goroutines with SIGURG, often under -race) waits again
+// for the time left: returning early would read as a timeout.
 func (s *RawSocket) Recv(buf []byte, timeout time.Duration) (int, error) {
 	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, int(timeout/time.Millisecond))
-	if err != nil || n == 0 {
-		if err == unix.EINTR {
-			err = nil
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left < 0 {
+			left = 0
 		}
-		return 0, err
+		n, err := unix.Poll(fds, int((left+time.Millisecond-1)/time.Millisecond))
+		switch {
+		case err == unix.EINTR && left > 0:
+			continue
+		case err == unix.EINTR:
+			return 0, nil
+		case err != nil || n == 0:
+			return 0, err
+		}
+		return unix.Read(s.fd, buf)
 	}
-	return unix.Read(s.fd, buf)
 }
 
 // Close closes the socket.
