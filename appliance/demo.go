@@ -92,6 +92,12 @@ type DemoConfig struct {
 	// appliances then see. Simulated time only.
 	ClockStepAt time.Duration
 	ClockStepBy time.Duration
+	// CalmFor > 0 keeps the segment in order and lossless for that long
+	// from the start (delays still apply): loss, reordering, duplicates
+	// and remarking start after it. The receiver so checks intervals in
+	// order before the segment turns bad, as a calm start does before
+	// congestion. Simulated time only.
+	CalmFor time.Duration
 	// LastReported is appliance #2's Config.LastReported: where an
 	// earlier run's reports ended, per direction.
 	LastReported map[string]uint64
@@ -172,6 +178,9 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.ClockStepAt > 0 && !cfg.SimulatedTime {
 		return sum, errors.New("demo: a clock step (ClockStepAt) needs simulated time")
 	}
+	if cfg.CalmFor > 0 && !cfg.SimulatedTime {
+		return sum, errors.New("demo: a calm start (CalmFor) needs simulated time")
+	}
 	if cfg.SimulatedTime {
 		if err := simUnsupported(&cfg); err != nil {
 			return sum, err
@@ -238,13 +247,18 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		c.Pool = max(c.Pool/poolDiv, c.Size)
 		return dataplane.NewRingLink(name, c)
 	}
+	var calmUntil uint64
+	if cfg.CalmFor > 0 {
+		calmUntil = SimStartNs + uint64(cfg.CalmFor)
+	}
 	l0, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 16384})
 	if err != nil {
 		return sum, err
 	}
 	l1, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 32768, AtoB: &dataplane.ImpairConfig{
 		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, DupProb: cfg.DupProb, Seed: cfg.Seed,
-		Queue: 16384, Truth: truthFunc(truth, hook), Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery}})
+		Queue: 16384, Truth: truthFunc(truth, hook), Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery,
+		CalmUntilNs: calmUntil}})
 	if err != nil {
 		return sum, err
 	}

@@ -25,6 +25,13 @@ const (
 	simShortSeeds = 12
 )
 
+// simCalmOneIn: one seed in that many starts with simCalmIntervals calm
+// intervals.
+const (
+	simCalmOneIn     = 6
+	simCalmIntervals = 21
+)
+
 // simKnownBad lists seeds of TestSimProperty that find a wrong valid
 // line the code has not been fixed for yet, with the line. They still
 // run: their failures are logged, not errors, and a listed seed that no
@@ -109,6 +116,21 @@ func simPropScenario(seed uint64) (appliance.DemoConfig, string) {
 		cfg.Syn.RDA = &rda
 		desc = append(desc, "rda")
 	}
+	if r.IntN(simCalmOneIn) == 0 {
+		// A calm start long enough for the receiver to check the
+		// segment's order (orderChecksNeeded: 18 at 0.98), then the
+		// drawn segment: the loss from the End markers' counts alone
+		// stands only after it.
+		calm := simCalmIntervals * iv
+		cfg.CalmFor, cfg.Duration = calm, cfg.Duration+calm
+		if cfg.RestartAt > 0 {
+			cfg.RestartAt += calm
+		}
+		if cfg.ClockStepAt > 0 {
+			cfg.ClockStepAt += calm
+		}
+		desc = append(desc, fmt.Sprintf("calm for the first %v", calm))
+	}
 	return cfg, strings.Join(desc, ", ")
 }
 
@@ -120,6 +142,7 @@ type simPropTally struct {
 	crossed, rdaProved, dups, remarked  int
 	remarkSeeds, restartSeeds           int
 	afterRestart                        int // valid lines of a restarted sender's new session
+	byCounts                            int // loss_valid lines whose loss the End markers' counts stand for
 	reasons                             map[string]int
 }
 
@@ -157,8 +180,8 @@ func TestSimProperty(t *testing.T) {
 		rs = append(rs, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(rs)
-	t.Logf("%d seeds: %d valid lines, true mean inside the bound in %d; %d loss_valid lines, %d valid with loss; %d valid with a crossing, %d LDA lines proven by the RDA, %d with duplicates, %d with remarking (%d seeds remarked); invalid lines by reason: %s",
-		tally.seeds, tally.lines, tally.meanIn, tally.lossLines, tally.lossyLine, tally.crossed, tally.rdaProved, tally.dups, tally.remarked, tally.remarkSeeds, strings.Join(rs, ", "))
+	t.Logf("%d seeds: %d valid lines, true mean inside the bound in %d; %d loss_valid lines, %d valid with loss; %d valid with a crossing, %d LDA lines proven by the RDA, %d with duplicates, %d with remarking (%d seeds remarked); %d loss_valid on the End markers' counts; invalid lines by reason: %s",
+		tally.seeds, tally.lines, tally.meanIn, tally.lossLines, tally.lossyLine, tally.crossed, tally.rdaProved, tally.dups, tally.remarked, tally.remarkSeeds, tally.byCounts, strings.Join(rs, ", "))
 	misses := tally.lines - tally.meanIn
 	allowed := 0.02*float64(tally.lines) + 3*math.Sqrt(0.02*0.98*float64(tally.lines)) + 1
 	if float64(misses) > allowed {
@@ -175,8 +198,9 @@ func TestSimProperty(t *testing.T) {
 		"valid lines with a crossing": tally.crossed, "valid lines with duplicates": tally.dups,
 		"seeds whose segment remarked": tally.remarkSeeds, "seeds whose sender restarted": tally.restartSeeds,
 		"valid lines after a sender's restart": tally.afterRestart, "lines invalid for a clock step": tally.reasons[report.ClockStep.String()], "lines invalid for a class change": tally.reasons[report.ClassChange.String()],
-		"lines with synopsis fragments lost":                                          tally.reasons[report.FragmentLost.String()],
-		"lines with every copy of an End marker lost (a copy spanning two intervals)": tally.reasons[report.Session.String()],
+		"loss_valid lines whose loss the End markers' counts stand for (after a calm start)": tally.byCounts,
+		"lines with synopsis fragments lost":                                                 tally.reasons[report.FragmentLost.String()],
+		"lines with every copy of an End marker lost (a copy spanning two intervals)":        tally.reasons[report.Session.String()],
 	} {
 		if got == 0 {
 			t.Errorf("no %s over %d seeds: that path went untested", what, tally.seeds)
@@ -212,7 +236,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked, afterRestart int
+	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked, afterRestart, byCounts int
 	reasons := map[string]int{}
 	// The intervals after the one a restart fell in are the new
 	// session's (simulated time starts on an interval boundary).
@@ -233,6 +257,9 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 		}
 		if r.LossValid {
 			lossLines++
+			if r.Extra["loss_from"] == "end_markers" || r.Extra["loss_verified_by"] == "end_markers" {
+				byCounts++
+			}
 			if r.TrueLost == nil || r.Lost != *r.TrueLost {
 				fail("WRONG LOSS: interval %d %s/%s loss_valid (valid %v) with lost %d, truth %v (sent %d, received %d; %s; extra %v)",
 					r.Interval, r.MEC, r.Synopsis, r.Valid, r.Lost, ptrStr(r.TrueLost), r.Sent, r.Received, r.Reason, r.Extra)
@@ -302,6 +329,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 		tally.restartSeeds++
 	}
 	tally.afterRestart += afterRestart
+	tally.byCounts += byCounts
 	for k, v := range reasons {
 		tally.reasons[k] += v
 	}

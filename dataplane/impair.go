@@ -84,6 +84,11 @@ type ImpairConfig struct {
 	// FlagLinkLocal: STP, LLDP, ARP…) as the segment's switches and
 	// routers do: TruthConsumed, not lost.
 	ConsumeLinkLocal bool
+	// CalmUntilNs > 0 passes every frame stamped (Packet.TS) before it
+	// with its delay alone: no loss, reordering, duplicate or remark. A
+	// test's segment can so start in order and turn bad later, as a
+	// segment congests after a calm start.
+	CalmUntilNs uint64
 	// InjectEveryNs > 0 makes the segment originate a link-local frame
 	// toward the receiver this often (an STP BPDU, LLDP and an ARP request
 	// in turn), as its switches do: TruthInjected.
@@ -316,7 +321,8 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 				continue
 			}
 		}
-		if im.cfg.Loss != nil && im.lost[i] {
+		calm := p.TS < im.cfg.CalmUntilNs
+		if im.cfg.Loss != nil && im.lost[i] && !calm {
 			im.st.Lost++
 			if im.cfg.Truth != nil {
 				im.rec = TruthRecord{ID: im.id(p.Data), TxNs: p.TS, Seq: im.st.Admitted, Len: uint32(len(p.Data)), Flags: TruthLost}
@@ -331,18 +337,18 @@ func (im *Impairer) admitBatch(pkts []*Packet) {
 			d = nanos(im.delays[i])
 		}
 		e := entry{p: p, tx: p.TS, seq: im.st.Admitted, deliver: p.TS + d}
-		if im.remarking {
+		if im.remarking && !calm {
 			if orig, ok := im.remarkFrame(p.Data); ok {
 				e.flags, e.orig = TruthRemarked, orig
 				im.st.Remarked++
 			}
 		}
-		if im.reorderThr != 0 && !im.holding && im.rng.Uint64() < im.reorderThr {
+		if im.reorderThr != 0 && !im.holding && !calm && im.rng.Uint64() < im.reorderThr {
 			im.held, im.holding, im.heldLeft, im.heldPass = e, true, im.cfg.ReorderDepth, 0
 			continue
 		}
 		im.push(e)
-		if im.dupThr != 0 && im.rng.Uint64() < im.dupThr {
+		if im.dupThr != 0 && !calm && im.rng.Uint64() < im.dupThr {
 			im.duplicate(e)
 		}
 		if im.holding {
