@@ -97,6 +97,10 @@ func (c *controller) countLine(r *report.Interval, k uint64, sent []uint64, rc *
 	}
 	r.Extra["loss_from"] = "end_markers"
 	r.Invalidate(report.SynopsisLost, why.Why+"; sent, received and lost from the End markers' per-class counts")
+	if sent[m] == 0 && recv == 0 {
+		// Nothing to measure, as a synopsis line without packets says.
+		r.Invalidate(report.NoPackets, "no packets in the interval")
+	}
 	return true
 }
 

@@ -143,6 +143,7 @@ type simPropTally struct {
 	remarkSeeds, restartSeeds           int
 	afterRestart                        int // valid lines of a restarted sender's new session
 	byCounts                            int // loss_valid lines whose loss the End markers' counts stand for
+	countsMiss                          int // of them, wrong: allowed at 1 − confidence (countProof's bound)
 	reasons                             map[string]int
 }
 
@@ -180,12 +181,16 @@ func TestSimProperty(t *testing.T) {
 		rs = append(rs, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(rs)
-	t.Logf("%d seeds: %d valid lines, true mean inside the bound in %d; %d loss_valid lines, %d valid with loss; %d valid with a crossing, %d LDA lines proven by the RDA, %d with duplicates, %d with remarking (%d seeds remarked); %d loss_valid on the End markers' counts; invalid lines by reason: %s",
-		tally.seeds, tally.lines, tally.meanIn, tally.lossLines, tally.lossyLine, tally.crossed, tally.rdaProved, tally.dups, tally.remarked, tally.remarkSeeds, tally.byCounts, strings.Join(rs, ", "))
+	t.Logf("%d seeds: %d valid lines, true mean inside the bound in %d; %d loss_valid lines, %d valid with loss; %d valid with a crossing, %d LDA lines proven by the RDA, %d with duplicates, %d with remarking (%d seeds remarked); %d loss_valid on the End markers' counts (%d wrong: misses); invalid lines by reason: %s",
+		tally.seeds, tally.lines, tally.meanIn, tally.lossLines, tally.lossyLine, tally.crossed, tally.rdaProved, tally.dups, tally.remarked, tally.remarkSeeds, tally.byCounts, tally.countsMiss, strings.Join(rs, ", "))
 	misses := tally.lines - tally.meanIn
 	allowed := 0.02*float64(tally.lines) + 3*math.Sqrt(0.02*0.98*float64(tally.lines)) + 1
 	if float64(misses) > allowed {
 		t.Errorf("true mean outside the bound in %d of %d valid lines (allowed %.1f)", misses, tally.lines, allowed)
+	}
+	allowed = 0.02*float64(tally.byCounts) + 3*math.Sqrt(0.02*0.98*float64(tally.byCounts)) + 1
+	if float64(tally.countsMiss) > allowed {
+		t.Errorf("loss from the End markers' counts wrong in %d of %d loss_valid lines on them (allowed %.1f)", tally.countsMiss, tally.byCounts, allowed)
 	}
 	if tally.seeds < simSeeds {
 		return // -short, -race or a seed run alone (-run …/seed=N): the coverage below needs them all
@@ -236,7 +241,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked, afterRestart, byCounts int
+	var lines, meanIn, lossLines, lossy, crossed, rdaProved, dups, remarked, afterRestart, byCounts, countsMiss int
 	reasons := map[string]int{}
 	// The intervals after the one a restart fell in are the new
 	// session's (simulated time starts on an interval boundary).
@@ -257,10 +262,21 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 		}
 		if r.LossValid {
 			lossLines++
-			if r.Extra["loss_from"] == "end_markers" || r.Extra["loss_verified_by"] == "end_markers" {
+			onCounts := r.Extra["loss_from"] == "end_markers" || r.Extra["loss_verified_by"] == "end_markers"
+			if onCounts {
 				byCounts++
 			}
-			if r.TrueLost == nil || r.Lost != *r.TrueLost {
+			switch {
+			case onCounts && r.TrueLost != nil && r.Lost != *r.TrueLost:
+				// The End markers' counts stand at the confidence: a
+				// segment that has kept order through the checks may
+				// still hide a crossing behind a loss with probability
+				// up to 1 − conf (a segment that starts reordering
+				// right after a calm start comes close). A miss, as a
+				// mean outside its bound is, counted over all seeds.
+				countsMiss++
+				t.Logf("interval %d %s/%s: loss from the End markers' counts %d, truth %d (a miss; %s)", r.Interval, r.MEC, r.Synopsis, r.Lost, *r.TrueLost, desc)
+			case r.TrueLost == nil || r.Lost != *r.TrueLost:
 				fail("WRONG LOSS: interval %d %s/%s loss_valid (valid %v) with lost %d, truth %v (sent %d, received %d; %s; extra %v)",
 					r.Interval, r.MEC, r.Synopsis, r.Valid, r.Lost, ptrStr(r.TrueLost), r.Sent, r.Received, r.Reason, r.Extra)
 			}
@@ -330,6 +346,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	}
 	tally.afterRestart += afterRestart
 	tally.byCounts += byCounts
+	tally.countsMiss += countsMiss
 	for k, v := range reasons {
 		tally.reasons[k] += v
 	}
