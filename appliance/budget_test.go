@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -73,7 +75,7 @@ func controlBudget(t *testing.T, prio control.Priority) {
 	cp := &countPort{bytes: map[uint64]int{}, tagged: map[control.Type]int{}}
 	var mu sync.Mutex
 	var lines []report.Interval
-	_, err = appliance.RunDemo(appliance.DemoConfig{
+	_, err = demo.Run(demo.Config{
 		Duration: 3500 * time.Millisecond, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 20_000, Seed: 3,
 		Flows: 2000, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
 		ControlCopies: 2, BudgetFraction: 0.01, TopFlows: 5, ControlPriority: prio, SimulatedTime: true,

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -39,7 +40,7 @@ func TestQuietClassesLeaveTheBudget(t *testing.T) {
 	var lines []report.Interval
 	const iv = 500 * time.Millisecond
 	start := time.Now()
-	_, err = appliance.RunDemo(appliance.DemoConfig{
+	_, err = demo.Run(demo.Config{
 		Duration: 5 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, Flows: 200,
 		Syn: dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda}, AdaptLDA: true, AdaptRDA: true,
 		BudgetFraction: 0.01, Classifier: cl, Key: []byte("0123456789abcdef0123456789abcdef"), SimulatedTime: true,

@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -27,7 +28,7 @@ func TestClockStepSender(t *testing.T) {
 			cl, _ := classifier.NewClassifier(nil)
 			rda := synopsis.DefaultRDAConfig()
 			var lines []report.Interval
-			_, err := appliance.RunDemo(appliance.DemoConfig{
+			_, err := demo.Run(demo.Config{
 				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 10_000, Seed: 5,
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true,
 				SimulatedTime: true, ClockStepAt: 5*iv + iv/2, ClockStepBy: by,

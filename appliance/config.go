@@ -59,7 +59,7 @@ func (cfg Config) WithDefaults() Config {
 		cfg.Bounds = synopsis.DefaultCompactBounds()
 	}
 	if cfg.Assumed == (DelayRange{}) {
-		cfg.Assumed = DefaultAssumedDelay.within(cfg.Bounds)
+		cfg.Assumed = DefaultAssumedDelay.Within(cfg.Bounds)
 	}
 	if cfg.PairTimeout == 0 {
 		cfg.PairTimeout = cfg.Interval + 2*time.Second

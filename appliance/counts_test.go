@@ -4,7 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -47,7 +48,7 @@ func synopsesLost(t *testing.T, dropReplies bool) ([]report.Interval, map[uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+	lines, _ := demoLinesSum(t, demo.Config{
 		Duration: (countsCalm + 11) * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
 		DSCP: []uint8{0, 16}, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, ControlCopies: 1, SimulatedTime: true,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -42,7 +44,7 @@ func TestCrossingNextMissing(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	var lines []report.Interval
-	_, err := appliance.RunDemo(appliance.DemoConfig{
+	_, err := demo.Run(demo.Config{
 		Duration: 12 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 21, ReorderProb: 0.05,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },

@@ -56,9 +56,9 @@ func (r DelayRange) WidthNs() uint64 {
 	return uint64(r.MaxNs) - uint64(r.MinNs)
 }
 
-// within clamps r into the wire range b: delays beyond it make the
+// Within clamps r into the wire range b: delays beyond it make the
 // interval invalid anyway.
-func (r DelayRange) within(b synopsis.CompactBounds) DelayRange {
+func (r DelayRange) Within(b synopsis.CompactBounds) DelayRange {
 	r.MinNs = min(max(r.MinNs, b.MinDelayNs), b.MaxDelayNs)
 	r.MaxNs = max(min(r.MaxNs, b.MaxDelayNs), r.MinNs)
 	return r
@@ -108,7 +108,7 @@ func (s *delaysSeen) add(d *synopsis.LDADiagnostics, usable int) {
 // wire range held: a usable bucket's mean decoded within it). ok is false
 // when no class had a usable bucket: nothing showed the delays.
 func (s delaysSeen) rangeOf(assumed DelayRange, bounds synopsis.CompactBounds) (r DelayRange, ok bool) {
-	r = assumed.within(bounds)
+	r = assumed.Within(bounds)
 	if !s.any {
 		return r, false
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -24,7 +26,7 @@ import (
 // is a flow alone in its cells, with a bound of 0 whatever the range.)
 var collidingLDS = synopsis.LDSConfig{Rows: 4, Cols: 128, CellsPerFlow: 2, MaxFlows: 256}
 
-func rangeDemo(t *testing.T, delay model.Delay, bounds synopsis.CompactBounds, assumed appliance.DelayRange, ft *flowTruth) ([]report.Interval, appliance.DemoSummary) {
+func rangeDemo(t *testing.T, delay model.Delay, bounds synopsis.CompactBounds, assumed appliance.DelayRange, ft *flowTruth) ([]report.Interval, demo.Summary) {
 	t.Helper()
 	loss, _ := model.NewUniformLoss(0.001)
 	cl, err := classifier.NewClassifierFromSpecs(nil)
@@ -32,7 +34,7 @@ func rangeDemo(t *testing.T, delay model.Delay, bounds synopsis.CompactBounds, a
 		t.Fatal(err)
 	}
 	lds := collidingLDS
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 4 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: loss, Rate: 8_000, Seed: 3, Flows: 100,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), LDS: &lds, Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, Conf: 0.98, TopFlows: 10, ControlCopies: 2, TruthHook: ft.hook,

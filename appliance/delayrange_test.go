@@ -12,11 +12,11 @@ import (
 // so; and the controller then keeps the latest range that was seen.
 func TestDelayRange(t *testing.T) {
 	wireB := synopsis.DefaultCompactBounds()
-	if got := DefaultAssumedDelay.within(wireB); got != DefaultAssumedDelay {
+	if got := DefaultAssumedDelay.Within(wireB); got != DefaultAssumedDelay {
 		t.Errorf("default assumed range within the default wire range: %v", got)
 	}
 	narrow := synopsis.CompactBounds{MinDelayNs: 0, MaxDelayNs: 500_000}
-	if got := DefaultAssumedDelay.within(narrow); got != (DelayRange{MinNs: 0, MaxNs: 500_000}) {
+	if got := DefaultAssumedDelay.Within(narrow); got != (DelayRange{MinNs: 0, MaxNs: 500_000}) {
 		t.Errorf("assumed range clamped into [0, 500µs]: %v", got)
 	}
 	var seen delaysSeen

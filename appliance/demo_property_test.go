@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -135,7 +136,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 			if iv == 0 {
 				iv = 400 * time.Millisecond
 			}
-			cfg := appliance.DemoConfig{
+			cfg := demo.Config{
 				Duration: 2 * time.Second, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: sc.seed,
 				DupProb: sc.dup, ReorderProb: sc.reorder, LinkLocalRate: sc.linkLocal, DSCP: []uint8{0, 16}, ControlCopies: 2,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: cl.NumClasses()},
@@ -150,7 +151,7 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 			}
 			var got []report.Interval
 			cfg.Reports = func(r *report.Interval) { got = append(got, *r) }
-			sum, err := appliance.RunDemo(cfg)
+			sum, err := demo.Run(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -48,13 +50,13 @@ func TestDemoLive(t *testing.T) {
 // demoRun runs TestDemo's demo and checks what holds on any clock: every
 // valid interval's loss exact, and every frame the segment did not lose
 // at the sink.
-func demoRun(t *testing.T, simulated bool) ([]report.Interval, appliance.DemoSummary) {
+func demoRun(t *testing.T, simulated bool) ([]report.Interval, demo.Summary) {
 	d := 3 * time.Second
 	delay, _ := model.NewWeibull(50_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.001)
 	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()
-	lines, sum := demoLinesSum(t, appliance.DemoConfig{
+	lines, sum := demoLinesSum(t, demo.Config{
 		Duration: d, Interval: 500 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: 1, ControlCopies: 2,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel),
 		SimulatedTime: simulated,
@@ -94,7 +96,7 @@ func TestDemoAllSynopses(t *testing.T) {
 	kinds := map[string]int{}
 	ldsPer := map[int64]int{}
 	var rdaLines []report.Interval
-	_, err = appliance.RunDemo(appliance.DemoConfig{
+	_, err = demo.Run(demo.Config{
 		Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: model.NoLoss{}, Rate: 20_000, Seed: 2,
 		Flows: 100, Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds}, Classifier: cl, Insecure: true,
 		TopFlows: 5, SimulatedTime: true,

@@ -55,13 +55,14 @@
 // killed receiver's restart leaves no hole in the interval numbers; at
 // stop the intervals the silent check has not reached yet are declared.
 //
-// RunDemo wires two appliances over an impaired ring link with a generator,
-// a sink and the link's exact truth; `ldafwd demo` and the fault tests use it.
-// With DemoConfig.SimulatedTime it runs them on one goroutine and one
-// simulated clock (SimClock; simdemo.go, simulated.go): the workers are
-// never started (the driver calls Worker.Turn), the controller has no
-// goroutine (the driver calls step, and advances Stop's phases itself),
-// and a seed replays bit for bit.
+// On simulated time (Config.Clock and Config.Now from a SimClock) a driver
+// runs the appliance instead of its goroutines: StartSimulated starts it
+// without starting the workers, SimTurn runs one turn of every worker's
+// loop (Worker.Turn), SimStep is one step of the control side (the driver
+// calls it at the control ticker's cadence), and SimStop begins Stop's
+// phases, which the following SimSteps advance until SimStopped. Package
+// demo is such a driver: two appliances, a generator, an impaired
+// segment and a sink on one goroutine, where a seed replays bit for bit.
 //
 // # Lifetimes and concurrency
 //

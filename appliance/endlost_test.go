@@ -3,7 +3,8 @@ package appliance_test
 import (
 	"testing"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -38,7 +39,7 @@ func TestCountsAroundLostEndMarker(t *testing.T) {
 	loss, _ := model.NewUniformLoss(0.3)
 	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()
-	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+	lines, _ := demoLinesSum(t, demo.Config{
 		Duration: (calm + 10) * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -37,7 +39,7 @@ type faultPort struct {
 	decide func(f *control.Frame, first uint64) fault
 	first  uint64 // first interval seen: faults are placed relative to it
 	// faulted: intervals of the control frames decide did not pass (read
-	// after RunDemo has returned, so after the worker that wrote it).
+	// after demo.Run has returned, so after the worker that wrote it).
 	faulted map[uint64]bool
 	held    *dataplane.Packet
 	saved   [][]byte
@@ -197,7 +199,7 @@ func TestFaults(t *testing.T) {
 			var mu sync.Mutex
 			var lines []report.Interval
 			fp := &faultPort{decide: tc.decide}
-			sum, err := appliance.RunDemo(appliance.DemoConfig{
+			sum, err := demo.Run(demo.Config{
 				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 50,
 				// The RDA beside the LDA, as run ships it: it proves the
 				// loss of the lossy intervals around a fault.
@@ -339,7 +341,7 @@ func TestPeerDown(t *testing.T) {
 	var mu sync.Mutex
 	silent := map[int64]bool{}
 	unmarked := 0 // lines without the --insecure mark
-	_, err := appliance.RunDemo(appliance.DemoConfig{
+	_, err := demo.Run(demo.Config{
 		Duration: 20 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 4, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
@@ -486,11 +488,11 @@ func TestPartialBundle(t *testing.T) {
 // packets per second, no loss but what fp does to #1's control frames, on
 // simulated time (which intervals stay valid is the faults' doing, not
 // the host's load).
-func faultDemo(t *testing.T, fp *faultPort, syn dataplane.SynConfig, copies int) ([]report.Interval, appliance.DemoSummary) {
+func faultDemo(t *testing.T, fp *faultPort, syn dataplane.SynConfig, copies int) ([]report.Interval, demo.Summary) {
 	t.Helper()
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	cl, _ := classifier.NewClassifier(nil)
-	return demoLinesSum(t, appliance.DemoConfig{
+	return demoLinesSum(t, demo.Config{
 		Duration: 8 * faultInterval, Interval: faultInterval, Delay: delay, Loss: model.NoLoss{}, Rate: 5_000, Seed: 5, Flows: 20,
 		Syn: syn, Classifier: cl, Insecure: true, ControlCopies: copies, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },
@@ -518,7 +520,7 @@ func TestEndLostSpanEvidence(t *testing.T) {
 	delay, _ := model.NewWeibull(30_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.004)
 	cl, _ := classifier.NewClassifier(nil)
-	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+	lines, _ := demoLinesSum(t, demo.Config{
 		Duration: 8 * faultInterval, Interval: faultInterval, Delay: delay, Loss: loss, Rate: 5_000, Seed: 7, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, ControlCopies: 2,
 		WrapSegment:   func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -76,7 +77,7 @@ func runParityDemo(t *testing.T, intervals int, loss float64, copies int, parity
 		lm, _ = model.NewUniformLoss(loss)
 	}
 	bp := &bytePort{ks: map[uint64]bool{}}
-	lines, _ := demoLinesSum(t, appliance.DemoConfig{
+	lines, _ := demoLinesSum(t, demo.Config{
 		Duration: time.Duration(intervals) * faultInterval, Interval: faultInterval, Delay: delay, Loss: lm, Rate: 5_000, Seed: seed, Flows: 20,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
 		ControlCopies: copies, ControlParity: parity, AdaptLDA: true, SimulatedTime: true,

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -38,7 +39,7 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 	rda := synopsis.DefaultRDAConfig()
 	var mu sync.Mutex
 	var lines []report.Interval
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 3 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, BudgetBytes: 16 << 10, AdaptLDA: true, AdaptRDA: true, SimulatedTime: true,
@@ -54,7 +55,7 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 	if requests != nil {
 		cfg.WrapReceiver = func(p dataplane.Port) dataplane.Port { requests.Port = p; return requests }
 	}
-	sum, err := appliance.RunDemo(cfg)
+	sum, err := demo.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -35,7 +37,7 @@ func TestAdaptLDA(t *testing.T) {
 	rda := synopsis.DefaultRDAConfig()
 	var mu sync.Mutex
 	var lines []report.Interval
-	_, err := appliance.RunDemo(appliance.DemoConfig{
+	_, err := demo.Run(demo.Config{
 		Duration: 16 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ReorderProb: 0.02,
 		Syn: dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true,
 		ControlCopies: 2, BudgetFraction: 0.01, AdaptLDA: true, SimulatedTime: true,

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -120,7 +122,7 @@ func demoLDSRepair(t *testing.T, simulated bool) {
 	// repaired mean is exact (no collision): the test can hold it to 1e-6.
 	lds := synopsis.LDSConfig{Rows: 2, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 64}
 	ft := &flowTruth{ends: map[uint64]uint64{}}
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 3 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, Flows: 16,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, TopFlows: 16, TruthHook: ft.hook,
@@ -202,7 +204,7 @@ func intervalCause(reason string) bool {
 }
 
 // demoLines runs the demo and returns every report line it gave.
-func demoLines(t *testing.T, cfg appliance.DemoConfig) []report.Interval {
+func demoLines(t *testing.T, cfg demo.Config) []report.Interval {
 	t.Helper()
 	got, _ := demoLinesSum(t, cfg)
 	return got
@@ -210,7 +212,7 @@ func demoLines(t *testing.T, cfg appliance.DemoConfig) []report.Interval {
 
 // demoLinesSum runs the demo and returns every line it reported, and its
 // summary.
-func demoLinesSum(t *testing.T, cfg appliance.DemoConfig) ([]report.Interval, appliance.DemoSummary) {
+func demoLinesSum(t *testing.T, cfg demo.Config) ([]report.Interval, demo.Summary) {
 	t.Helper()
 	var got []report.Interval
 	var mu sync.Mutex
@@ -219,7 +221,7 @@ func demoLinesSum(t *testing.T, cfg appliance.DemoConfig) ([]report.Interval, ap
 		got = append(got, *r)
 		mu.Unlock()
 	}
-	sum, err := appliance.RunDemo(cfg)
+	sum, err := demo.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -42,7 +44,7 @@ func TestDemoLDSSparseDefaults(t *testing.T) {
 	for _, sc := range []struct {
 		name string
 		loss model.Loss
-		imp  func(*appliance.DemoConfig)
+		imp  func(*demo.Config)
 	}{
 		{"uniform 0.1%", uniform, nil},
 		{"bursty 1%, bursts of 100", bursty, nil},
@@ -51,7 +53,7 @@ func TestDemoLDSSparseDefaults(t *testing.T) {
 		// copy of a packet is not the packet (the truth leaves it out), a
 		// remarked one is still its flow's, link-local frames are no
 		// flow's.
-		{"uniform 0.1%, duplicates, reordering, remarking, link-local", uniform, func(c *appliance.DemoConfig) {
+		{"uniform 0.1%, duplicates, reordering, remarking, link-local", uniform, func(c *demo.Config) {
 			c.DupProb, c.ReorderProb, c.Remark, c.DSCP, c.LinkLocalRate = 0.005, 0.002, remark, []uint8{0, 16}, 200
 		}},
 	} {
@@ -59,7 +61,7 @@ func TestDemoLDSSparseDefaults(t *testing.T) {
 	}
 }
 
-func demoLDSSparse(t *testing.T, loss model.Loss, imp func(*appliance.DemoConfig)) {
+func demoLDSSparse(t *testing.T, loss model.Loss, imp func(*demo.Config)) {
 	delay, _ := model.NewWeibull(50_000, 0.7)
 	cl, err := classifier.NewClassifierFromSpecs(nil)
 	if err != nil {
@@ -69,7 +71,7 @@ func demoLDSSparse(t *testing.T, loss model.Loss, imp func(*appliance.DemoConfig
 	lds := synopsis.LDSConfig{Rows: 4, Cols: 8704, CellsPerFlow: 1, MaxFlows: 1 << 18}
 	ft := &flowTruth{ends: map[uint64]uint64{}}
 	cp := &copyPort{first: map[copyKey]uint64{}}
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 4 * time.Second, Interval: time.Second, Delay: delay, Loss: loss, Rate: 20_000, Seed: 1, Flows: 1000,
 		Syn:      dataplane.SynConfig{LDA: synopsis.RecordLDAConfig(), RDA: &rda, LDS: &lds, Classes: cl.NumClasses()},
 		AdaptLDA: true, AdaptRDA: true, AdaptLDS: true, RDAProblemRate: 0.005, BudgetFraction: 0.01,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -76,7 +78,7 @@ func TestDemoLDSFlowStamps(t *testing.T) {
 	lds := synopsis.LDSConfig{Rows: 2, Cols: 1 << 12, CellsPerFlow: 1, MaxFlows: 64}
 	ft := &flowTruth{ends: map[uint64]uint64{}}
 	slow := &slowFlowPort{spin: 30 * time.Microsecond}
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 3 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 10_000, Seed: 9, Flows: 16,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), LDS: &lds, Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, Conf: 0.98, TopFlows: 16, TruthHook: ft.hook,

@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -29,7 +30,7 @@ func TestLinesInIntervalOrder(t *testing.T) {
 		}
 		return pass
 	}}
-	lines := demoLines(t, appliance.DemoConfig{
+	lines := demoLines(t, demo.Config{
 		Duration: 30 * iv, Interval: iv, Delay: delay, Rate: 5_000, Seed: 5,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, SimulatedTime: true,
 		WrapSegment: func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp },

@@ -2,11 +2,13 @@ package appliance_test
 
 import (
 	"encoding/binary"
-	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ldafwd/ldafwd/appliance/demo"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
@@ -30,7 +32,7 @@ func TestDemoQueues(t *testing.T) {
 	cl, _ := classifier.NewClassifier(nil)
 	rda := synopsis.DefaultRDAConfig()
 	var lines []report.Interval
-	sum, err := appliance.RunDemo(appliance.DemoConfig{
+	sum, err := demo.Run(demo.Config{
 		Duration: 3 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: 1, ControlCopies: 2,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Insecure: true, Queues: 2,
 		Log:     zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
@@ -170,7 +172,7 @@ func TestDemoQueuesFaults(t *testing.T) {
 			rda := synopsis.DefaultRDAConfig()
 			var mu sync.Mutex
 			var lines []report.Interval
-			cfg := appliance.DemoConfig{
+			cfg := demo.Config{
 				// Two copies of each control frame, as in TestDemoQueues: at
 				// ~100 fragments an interval the segment's 0.1 % loss would
 				// otherwise take one in a tenth of the intervals and spoil
@@ -189,7 +191,7 @@ func TestDemoQueuesFaults(t *testing.T) {
 					return dp
 				}
 			}
-			sum, err := appliance.RunDemo(cfg)
+			sum, err := demo.Run(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -46,7 +47,7 @@ func TestDemoRDARepairExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			rda := synopsis.DefaultRDAConfig()
-			cfg := appliance.DemoConfig{
+			cfg := demo.Config{
 				Duration: 2 * time.Second, Interval: sc.iv, Delay: delay, Loss: sc.loss, Rate: 20_000, Seed: uint64(31 + i), ReorderProb: sc.reorder,
 				Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 				Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, SimulatedTime: true,
@@ -54,7 +55,7 @@ func TestDemoRDARepairExact(t *testing.T) {
 			}
 			var got []report.Interval
 			cfg.Reports = func(r *report.Interval) { got = append(got, *r) }
-			if _, err := appliance.RunDemo(cfg); err != nil {
+			if _, err := demo.Run(cfg); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range got {

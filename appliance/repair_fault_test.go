@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -72,7 +74,7 @@ func (p *exchangeDropper) LastTxNs() uint64 { return p.Port.(dataplane.TxStamper
 // requests (nil: untouched), on simulated time: which interval's exchange
 // a dropper hits, and whether its retries fit the deadline, is the
 // scenario's, not the host's load's. It returns #2's a>b RDA lines.
-func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper) (lines []report.Interval, sum appliance.DemoSummary) {
+func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper) (lines []report.Interval, sum demo.Summary) {
 	t.Helper()
 	return runRepairDemoLDS(t, seed, replies, requests, nil, nil)
 }
@@ -80,7 +82,7 @@ func runRepairDemo(t *testing.T, seed uint64, replies, requests *exchangeDropper
 // runRepairDemoLDS is runRepairDemo with an LDS of 16 flows, each with
 // cells of its own, when lds is not nil: its a>b lines go to lds, the
 // link's per-flow truth to ft.
-func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDropper, ft *flowTruth, lds *[]report.Interval) (lines []report.Interval, sum appliance.DemoSummary) {
+func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDropper, ft *flowTruth, lds *[]report.Interval) (lines []report.Interval, sum demo.Summary) {
 	t.Helper()
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	loss, _ := model.NewUniformLoss(0.002)
@@ -89,7 +91,7 @@ func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDrop
 		t.Fatal(err)
 	}
 	rda := synopsis.DefaultRDAConfig()
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: 2 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 		// Two copies of the interval frames: the segment's loss rarely
@@ -116,7 +118,7 @@ func runRepairDemoLDS(t *testing.T, seed uint64, replies, requests *exchangeDrop
 			t.Logf("%d %s valid=%v lost=%d mean=%.1f±%.1f sent=%d received=%d %s", r.Interval, r.Synopsis, r.Valid, r.Lost, r.MeanNs, r.MeanCINs, r.Sent, r.Received, r.Reason)
 		}
 	}
-	sum, err = appliance.RunDemo(cfg)
+	sum, err = demo.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -37,7 +39,7 @@ func TestRestartReportsNotRunning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// On simulated time the run starts at SimStartNs, on an
 			// interval boundary.
-			k0 := appliance.SimStartNs / uint64(iv.Nanoseconds())
+			k0 := demo.SimStartNs / uint64(iv.Nanoseconds())
 			last := k0 - tc.back
 			if !tc.gap {
 				last = k0 + 50
@@ -46,7 +48,7 @@ func TestRestartReportsNotRunning(t *testing.T) {
 			cl, _ := classifier.NewClassifier(nil)
 			delay, _ := model.NewWeibull(30_000, 0.7)
 			var lines []report.Interval
-			_, err := appliance.RunDemo(appliance.DemoConfig{
+			_, err := demo.Run(demo.Config{
 				Duration: 8 * iv, Interval: iv, Delay: delay, Loss: model.NoLoss{}, Rate: 2000, Seed: 4,
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, SimulatedTime: true,
 				LastReported: map[string]uint64{"a>b": last, "b>a": 1}, // b>a is another receiver's

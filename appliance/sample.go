@@ -188,21 +188,3 @@ func (c *controller) sampleLoss(h *heldInterval) {
 		}
 	}
 }
-
-// sampleTruth puts the demo's exact truth on a sample line: the true
-// p50 … p99.9 of the class's delivered packets of the interval
-// (true_quantiles, the ⌈NP⌉-th smallest delay, as analyze --truth) and
-// the class's true loss rate. The truth does not know which packets the
-// sample kept, so the line gets no true_lost: its lost is of the sample.
-func sampleTruth(r *report.Interval, ct *dataplane.ClassTruth) {
-	r.TrueLost, r.TrueMeanNs, r.TrueStddevNs = nil, nil, nil
-	if r.Extra == nil {
-		r.Extra = map[string]any{}
-	}
-	if n := ct.Delivered + ct.Lost; n > 0 {
-		r.Extra["true_loss_rate"] = float64(ct.Lost) / float64(n)
-	}
-	if q := analyze.TrueQuantiles(append([]int64(nil), ct.Delays...)); q != nil {
-		r.Extra["true_quantiles"] = q
-	}
-}

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -30,7 +31,7 @@ const sampleSeeds = 24
 // uniform or bursty loss of 0–20 %, reordering, duplicates, one or two
 // classes, and either a fixed sampling level (1 in 2 to 1 in 16, shipped
 // whatever it costs) or the default, sized by the control budget.
-func sampleScenario(seed uint64) (appliance.DemoConfig, string) {
+func sampleScenario(seed uint64) (demo.Config, string) {
 	r := rand.New(rand.NewPCG(seed, 0x5a3b_1e57))
 	var desc []string
 	var delay model.Delay
@@ -61,7 +62,7 @@ func sampleScenario(seed uint64) (appliance.DemoConfig, string) {
 		desc = append(desc, fmt.Sprintf("uniform loss %.4f", rate))
 	}
 	iv := time.Duration(100+100*r.IntN(2)) * time.Millisecond
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: iv * 5, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		DSCP: []uint8{0, 16}, ControlCopies: 2, Insecure: true, Conf: 0.98, SimulatedTime: true,
 		BudgetFraction: 0.01, AdaptLDA: true, AdaptRDA: true, Log: zerolog.Nop(),
@@ -166,7 +167,7 @@ func sampleSeed(t *testing.T, seed uint64, tally *sampleTally) {
 	}()
 	var got []report.Interval
 	cfg.Reports = func(r *report.Interval) { got = append(got, *r) }
-	if _, err := appliance.RunDemo(cfg); err != nil {
+	if _, err := demo.Run(cfg); err != nil {
 		t.Fatal(err)
 	}
 	// The class's true loss, from its LDA line of the same interval.

@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -26,7 +27,7 @@ func TestSampleShippedLevel(t *testing.T) {
 		delay, _ := model.NewWeibull(40_000, 0.7)
 		loss, _ := model.NewUniformLoss(0)
 		smp := synopsis.SampleConfig{Level: level, Capacity: 16384}
-		cfg := appliance.DemoConfig{Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond, Delay: delay, Loss: loss,
+		cfg := demo.Config{Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond, Delay: delay, Loss: loss,
 			Rate: 20_000, Seed: 5, Classifier: cl, Insecure: true, Conf: 0.98, SimulatedTime: true, Log: zerolog.Nop(),
 			Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1}, ControlCopies: 1,
 			BudgetBytes: budgetBytes, AdaptLDA: true, AdaptSample: adapt}
@@ -36,7 +37,7 @@ func TestSampleShippedLevel(t *testing.T) {
 				bytes = append(bytes, r.Extra["sample_bytes"].(int))
 			}
 		}
-		if _, err := appliance.RunDemo(cfg); err != nil {
+		if _, err := demo.Run(cfg); err != nil {
 			t.Fatal(err)
 		}
 		if len(levels) < 3 {

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -45,7 +46,7 @@ var simKnownBad = map[uint64]string{}
 // sender restart, a step of the sender's clock, one or two classes, the RDA or not, one or two control copies, and a short
 // run (four or five intervals of 50 to 150 ms) so a thousand seeds take
 // minutes.
-func simPropScenario(seed uint64) (appliance.DemoConfig, string) {
+func simPropScenario(seed uint64) (demo.Config, string) {
 	r := rand.New(rand.NewPCG(seed, 0x51d0_7e57))
 	var desc []string
 	var loss model.Loss
@@ -63,7 +64,7 @@ func simPropScenario(seed uint64) (appliance.DemoConfig, string) {
 	}
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	iv := time.Duration(50+50*r.IntN(3)) * time.Millisecond
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: iv * time.Duration(4+r.IntN(2)), Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		DSCP: []uint8{0, 16}, ControlCopies: 1 + r.IntN(2), Insecure: true, Conf: 0.98, SimulatedTime: true,
 		Log: zerolog.Nop(),
@@ -237,7 +238,7 @@ func simPropSeed(t *testing.T, seed uint64, tally *simPropTally) {
 	}()
 	var got []report.Interval
 	cfg.Reports = func(r *report.Interval) { got = append(got, *r) }
-	sum, err := appliance.RunDemo(cfg)
+	sum, err := demo.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -19,7 +20,7 @@ import (
 
 // simDemoJSON runs the demo on simulated time and returns every report
 // line as JSON, then the summary, one per line.
-func simDemoJSON(t *testing.T, cfg appliance.DemoConfig) []byte {
+func simDemoJSON(t *testing.T, cfg demo.Config) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
@@ -28,7 +29,7 @@ func simDemoJSON(t *testing.T, cfg appliance.DemoConfig) []byte {
 			t.Fatal(err)
 		}
 	}
-	sum, err := appliance.RunDemo(cfg)
+	sum, err := demo.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +40,13 @@ func simDemoJSON(t *testing.T, cfg appliance.DemoConfig) []byte {
 // simDemoConfig is a demo doing everything the segment can (loss in
 // bursts that take End markers and fragments, duplicates, reordering,
 // remarking, link-local frames) with the RDA and the LDS beside the LDA.
-func simDemoConfig(seed uint64) appliance.DemoConfig {
+func simDemoConfig(seed uint64) demo.Config {
 	delay, _ := model.NewWeibull(40_000, 0.7)
 	loss, _ := model.NewBurstyLoss(0.005, 8)
 	cl, _ := classifier.NewClassifierFromSpecs([]string{"c2=dscp:cs2"})
 	rda := synopsis.DefaultRDAConfig()
 	lds := synopsis.LDSConfig{Rows: 4, Cols: 512, CellsPerFlow: 2, MaxFlows: 4096}
-	return appliance.DemoConfig{
+	return demo.Config{
 		Duration: 1200 * time.Millisecond, Interval: 200 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		DupProb: 0.002, ReorderProb: 0.01, LinkLocalRate: 100, DSCP: []uint8{0, 16}, ControlCopies: 2,
 		Remark: []dataplane.Remark{{From: 16, To: 0, Prob: 0.02}}, MicroburstGap: time.Millisecond,
@@ -84,19 +85,19 @@ func TestSimDemoIdentical(t *testing.T) {
 // TestSimDemoRefuses: what the demo does not do on simulated time is an
 // error, never silently ignored.
 func TestSimDemoRefuses(t *testing.T) {
-	for name, edit := range map[string]func(*appliance.DemoConfig){
-		"malformed frames": func(c *appliance.DemoConfig) {
+	for name, edit := range map[string]func(*demo.Config){
+		"malformed frames": func(c *demo.Config) {
 			c.Traffic = func(e time.Duration) (bool, bool) { return false, e > 100*time.Millisecond }
 		},
-		"queues": func(c *appliance.DemoConfig) { c.Queues = 2 },
-		"rate 0": func(c *appliance.DemoConfig) { c.Rate = 0 },
-		"taps": func(c *appliance.DemoConfig) {
+		"queues": func(c *demo.Config) { c.Queues = 2 },
+		"rate 0": func(c *demo.Config) { c.Rate = 0 },
+		"taps": func(c *demo.Config) {
 			c.Taps[1][0] = &dataplane.Tap{}
 		},
 	} {
 		cfg := simDemoConfig(1)
 		edit(&cfg)
-		if _, err := appliance.RunDemo(cfg); err == nil || !strings.Contains(err.Error(), "simulated time") {
+		if _, err := demo.Run(cfg); err == nil || !strings.Contains(err.Error(), "simulated time") {
 			t.Errorf("%s on simulated time: err %v, want a refusal", name, err)
 		}
 	}

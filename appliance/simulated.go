@@ -47,9 +47,9 @@ func (c *SimClock) Advance(d time.Duration) {
 
 // simDrive is the state of an appliance driven on simulated time: its
 // workers are never started (the driver calls Worker.Turn), its control
-// side has no goroutine (the driver calls simStep at the control side's
+// side has no goroutine (the driver calls SimStep at the control side's
 // cadence), and Stop is a sequence of phases the driver's steps advance
-// (simStop, then simStep until simStopped) instead of messages to a
+// (SimStop, then SimStep until SimStopped) instead of messages to a
 // control goroutine.
 type simDrive struct {
 	cur      *phase // Stop's phase in progress
@@ -61,13 +61,13 @@ type simDrive struct {
 }
 
 // errSimStop is Stop's error for an appliance on simulated time: its
-// driver stops it (simStop), on its own goroutine and its own time.
-var errSimStop = errors.New("appliance: on simulated time, the driver stops the appliance (simStop)")
+// driver stops it (SimStop), on its own goroutine and its own time.
+var errSimStop = errors.New("appliance: on simulated time, the driver stops the appliance (SimStop)")
 
-// startSim is Start for an appliance on simulated time: the interval
+// StartSimulated is Start for an appliance on simulated time: the interval
 // clock and the control side start at the clock's time, and nothing
 // runs until the driver turns the workers and steps the control side.
-func (a *Appliance) startSim() error {
+func (a *Appliance) StartSimulated() error {
 	a.life.Lock()
 	defer a.life.Unlock()
 	if a.state != stateNew {
@@ -81,9 +81,9 @@ func (a *Appliance) startSim() error {
 	return nil
 }
 
-// simTurn is one iteration of every worker's loop (Worker.Turn): until
+// SimTurn is one iteration of every worker's loop (Worker.Turn): until
 // the stop has finished the workers.
-func (a *Appliance) simTurn() {
+func (a *Appliance) SimTurn() {
 	if a.sim.stopped {
 		return
 	}
@@ -92,10 +92,10 @@ func (a *Appliance) simTurn() {
 	}
 }
 
-// simStep is one step of the control side at now, as the control
+// SimStep is one step of the control side at now, as the control
 // goroutine's ticker gives it, then the stop's phase in progress, and the
 // next phases of the stop as each ends.
-func (a *Appliance) simStep(now time.Time) {
+func (a *Appliance) SimStep(now time.Time) {
 	d := a.sim
 	if d.stopped {
 		return
@@ -137,14 +137,14 @@ func (a *Appliance) simStep(now time.Time) {
 	}
 }
 
-// simStop begins Stop(drain) on simulated time: the next simStep starts
-// its phases; simStopped says when it is done.
-func (a *Appliance) simStop(drain time.Duration) {
+// SimStop begins Stop(drain) on simulated time: the next SimStep starts
+// its phases; SimStopped says when it is done.
+func (a *Appliance) SimStop(drain time.Duration) {
 	a.life.Lock()
 	a.state = stateStopped
 	a.life.Unlock()
 	a.sim.stopping, a.sim.drain = true, drain
 }
 
-// simStopped reports whether the stop simStop began has finished.
-func (a *Appliance) simStopped() bool { return a.sim.stopped }
+// SimStopped reports whether the stop SimStop began has finished.
+func (a *Appliance) SimStopped() bool { return a.sim.stopped }

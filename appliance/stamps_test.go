@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
@@ -60,7 +62,7 @@ func TestPollGapsInvalidate(t *testing.T) {
 			cl, _ := classifier.NewClassifier(nil)
 			var mu sync.Mutex
 			var lines []report.Interval
-			_, err := appliance.RunDemo(appliance.DemoConfig{
+			_, err := demo.Run(demo.Config{
 				Duration: 8 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 5, Flows: 50,
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
 				WrapReceiver: func(p dataplane.Port) dataplane.Port {

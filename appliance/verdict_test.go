@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -54,7 +55,7 @@ func verdictDemo(t *testing.T, bounds synopsis.CompactBounds, dup float64) (dela
 	cl, _ := classifier.NewClassifier(nil)
 	var mu sync.Mutex
 	var lines []report.Interval
-	_, err := appliance.RunDemo(appliance.DemoConfig{
+	_, err := demo.Run(demo.Config{
 		Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 20_000, Seed: 5, ReorderProb: 0.02, DupProb: dup,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true, ControlCopies: 2, Bounds: bounds, SimulatedTime: true,
 		Reports: func(r *report.Interval) {

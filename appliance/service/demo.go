@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
@@ -32,10 +34,10 @@ type DemoOutput struct {
 }
 
 // RunDemo is `ldafwd demo` after its flags are checked: two appliances
-// over the impaired segment cfg describes (appliance.RunDemo), every
+// over the impaired segment cfg describes (demo.Run), every
 // interval line to the report, the metrics and the table beside the
 // truth, then the "demo_summary" record and the table's closing lines.
-func RunDemo(cfg appliance.DemoConfig, o DemoOutput) error {
+func RunDemo(cfg demo.Config, o DemoOutput) error {
 	appliance.TuneGC() // start-up buffers are most of the heap: see there
 	// The metrics see every line the report gets, as `run`'s do; the
 	// demo has no port, lane or control sources of its own to export.
@@ -90,7 +92,7 @@ func RunDemo(cfg appliance.DemoConfig, o DemoOutput) error {
 	}
 	cfg.Taps = [2][2]*dataplane.Tap{{tapS, nil}, {tapR, nil}}
 	m.SetState(metrics.StateRunning)
-	sum, err := appliance.RunDemo(cfg)
+	sum, err := demo.Run(cfg)
 	m.SetState(metrics.StateStopped)
 	if cerr := closeTaps(); cerr != nil && err == nil {
 		err = cerr
@@ -128,7 +130,7 @@ func RunDemo(cfg appliance.DemoConfig, o DemoOutput) error {
 
 // demoSummary is the closing `"type":"demo_summary"` record: what the
 // table's last lines say, for scripts.
-func demoSummary(sum appliance.DemoSummary, conf float64, synopses string, copies int) *report.DemoSummary {
+func demoSummary(sum demo.Summary, conf float64, synopses string, copies int) *report.DemoSummary {
 	return &report.DemoSummary{Type: "demo_summary", Generated: sum.Generated, Delivered: sum.Sunk, SegmentLost: sum.ImpairLost,
 		ApplianceDropped: sum.ApplianceTxDropped, Intervals: sum.Intervals, IdleIntervals: sum.Idle, Valid: sum.Valid,
 		LossExact: sum.LossExact, MeanInBound: sum.MeanInBound, Confidence: conf,

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -209,7 +210,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeReport()
-	cfg := appliance.DemoConfig{
+	cfg := demo.Config{
 		Duration: duration, Interval: interval, Delay: delay, Loss: loss, ReorderProb: reorder, DupProb: dup,
 		Remark: remarks, DSCP: dscps, LinkLocalRate: linkLocalRate,
 		Rate: rate, Flows: flows, Size: size, Seed: seed, Syn: syn, Classifier: cl,
@@ -219,7 +220,7 @@ func demoMain(args []string, stdout, stderr io.Writer) error {
 		MicroburstGap: microbursts.gap, MicroburstMin: microbursts.min, SimulatedTime: simulated,
 	}
 	if maxDelay > 0 {
-		cfg.Bounds = appliance.DemoBounds(maxDelay)
+		cfg.Bounds = demo.Bounds(maxDelay)
 	}
 	var table io.Writer
 	if out.format == "table" {

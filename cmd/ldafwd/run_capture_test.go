@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
+
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"
@@ -42,7 +43,7 @@ func TestCaptureTapAnalyze(t *testing.T) {
 	loss, _ := model.NewUniformLoss(0.01)
 	cl, _ := classifier.NewClassifier(nil)
 	var sumTrue, nTrue, stampErr float64
-	sum, err := appliance.RunDemo(appliance.DemoConfig{
+	sum, err := demo.Run(demo.Config{
 		Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, ControlCopies: 2,
 		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Classifier: cl, Insecure: true,
 		Log:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),

@@ -1,6 +1,7 @@
-package appliance
+package demo
 
 import (
+	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 )
@@ -10,7 +11,7 @@ import (
 // port, as the same RSS configuration would at two NICs) and returns what
 // stops their goroutines. steerSeg, when set, steers what the last
 // config's segment port receives instead (a test of wrong steering).
-func splitQueues(n int, steerSeg func([]byte, int) int, cs ...*Config) (stop func(), err error) {
+func splitQueues(n int, steerSeg func([]byte, int) int, cs ...*appliance.Config) (stop func(), err error) {
 	var all []*dataplane.SoftQueues
 	stop = func() {
 		for _, s := range all {

@@ -1,4 +1,4 @@
-package appliance
+package demo
 
 import (
 	"errors"
@@ -6,11 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ldafwd/ldafwd/appliance"
+
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
 )
 
-// The demo on simulated time (DemoConfig.SimulatedTime). One goroutine
+// The demo on simulated time (Config.SimulatedTime). One goroutine
 // moves a SimClock in fixed ticks and, every tick, in a fixed order: the
 // generator sends the frames its rate schedule has due (none while a
 // traffic hook pauses it), every worker of both appliances runs one turn
@@ -57,7 +59,7 @@ type simLine struct {
 	at uint64
 }
 
-// simWorld is what RunDemo's setup gives the simulation to drive.
+// simWorld is what Run's setup gives the simulation to drive.
 type simWorld struct {
 	linkLocal func(elapsed time.Duration) // send the link-local frames due
 	frames    func(want int) bool         // send up to want frames; true: the link refused some
@@ -67,15 +69,15 @@ type simWorld struct {
 	lines     func(final bool)            // hand on the lines whose truth has come (final: all)
 	drain     time.Duration               // Stop's drain
 	// restart builds appliance #1 anew, as after a crash (a new session,
-	// the same configuration), and hands it to RunDemo too.
-	restart func() (*Appliance, error)
+	// the same configuration), and hands it to Run too.
+	restart func() (*appliance.Appliance, error)
 }
 
 // simUnsupported names what the simulated demo does not do: it is refused,
 // never ignored. (A traffic hook's pauses it does; the malformed frames a
 // hook asks for it refuses when asked, in simulateDemo: which elapsed
 // times ask for them is the hook's to say.)
-func simUnsupported(cfg *DemoConfig) error {
+func simUnsupported(cfg *Config) error {
 	if cfg.ClockStepAt > 0 && cfg.Queues > 1 {
 		return errors.New("demo: a clock step with several queues is not supported (the lanes' truths do not follow it)")
 	}
@@ -98,16 +100,16 @@ func simUnsupported(cfg *DemoConfig) error {
 	return nil
 }
 
-// simulateDemo runs the started-to-stopped part of RunDemo on simulated
+// simulateDemo runs the started-to-stopped part of Run on simulated
 // time: the generator for cfg.Duration, the drain of the segment (2 s at
 // most, as live), then Stop of ldafwd#1 and of ldafwd#2 in turn. It
 // returns the two stops' errors (none on simulated time: the workers
 // never start, so none fails to) and its own.
-func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld) (err1, err2, err error) {
-	if err := a2.startSim(); err != nil {
+func simulateDemo(cfg *Config, clk *appliance.SimClock, a1, a2 *appliance.Appliance, w simWorld) (err1, err2, err error) {
+	if err := a2.StartSimulated(); err != nil {
 		return nil, nil, fmt.Errorf("demo: appliance #2: %w", err)
 	}
-	if err := a1.startSim(); err != nil {
+	if err := a1.StartSimulated(); err != nil {
 		return nil, nil, fmt.Errorf("demo: appliance #1: %w", err)
 	}
 	origin := clk.Clock()
@@ -144,15 +146,15 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 				sent = w.generated()
 			}
 		}
-		a1.simTurn()
-		a2.simTurn()
+		a1.SimTurn()
+		a2.SimTurn()
 		for w.sink() > 0 {
 		}
 		if now >= nextCtl {
 			nextCtl += uint64(simControlEvery)
 			t := clk.Now()
-			a1.simStep(t)
-			a2.simStep(t)
+			a1.SimStep(t)
+			a2.SimStep(t)
 		}
 		w.lines(false)
 		clk.Advance(simTick)
@@ -163,15 +165,15 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 			// interval (Stop with no drain, as live), and comes back with
 			// a new session; the generator goes on meanwhile.
 			restarted = true
-			a1.simStop(0)
-			for !a1.simStopped() {
+			a1.SimStop(0)
+			for !a1.SimStopped() {
 				tick()
 			}
 			var err error
 			if a1, err = w.restart(); err != nil {
 				return nil, nil, fmt.Errorf("demo: restarting appliance #1: %w", err)
 			}
-			if err := a1.startSim(); err != nil {
+			if err := a1.StartSimulated(); err != nil {
 				return nil, nil, fmt.Errorf("demo: restarting appliance #1: %w", err)
 			}
 			continue
@@ -186,9 +188,9 @@ func simulateDemo(cfg *DemoConfig, clk *SimClock, a1, a2 *Appliance, w simWorld)
 		tick()
 	}
 	limit := clk.Clock() + uint64(4*w.drain+10*time.Second) // Stop's phases all have deadlines well inside
-	for _, a := range []*Appliance{a1, a2} {
-		a.simStop(w.drain)
-		for !a.simStopped() {
+	for _, a := range []*appliance.Appliance{a1, a2} {
+		a.SimStop(w.drain)
+		for !a.SimStopped() {
 			if clk.Clock() > limit {
 				return nil, nil, fmt.Errorf("demo: on simulated time: an appliance's stop did not end by %v", time.Duration(limit-origin))
 			}

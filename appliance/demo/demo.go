@@ -1,14 +1,17 @@
-package appliance
+package demo
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ldafwd/ldafwd/analyze"
+	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -19,12 +22,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DemoConfig is `ldafwd demo`: two appliances in one process joined by an
+// Config is `ldafwd demo`: two appliances in one process joined by an
 // impaired ring link, a generator in front of the first and a sink behind
 // the second.
 //
 //	generator ─ring─ [a  ldafwd#1  b] ═impaired segment═ [a  ldafwd#2  b] ─ring─ sink
-type DemoConfig struct {
+type Config struct {
 	Duration    time.Duration
 	Interval    time.Duration
 	Delay       model.Delay // one-way delay of the segment (a→b)
@@ -48,11 +51,11 @@ type DemoConfig struct {
 	Syn        dataplane.SynConfig
 	Classifier *classifier.Classifier
 	// Bounds: the wire range (Config.Bounds); zero: the default,
-	// widened for a delay model whose tail needs more (RunDemo).
+	// widened for a delay model whose tail needs more (Run).
 	Bounds synopsis.CompactBounds
 	// Assumed: the confidence range before an interval shows a wider one
-	// (Config.Assumed); zero: DemoAssumedDelay.
-	Assumed  DelayRange
+	// (Config.Assumed); zero: AssumedDelay.
+	Assumed  appliance.DelayRange
 	Conf     float64
 	TopFlows int
 	// ControlCopies: see Config. The demo's segment loses control frames
@@ -102,7 +105,7 @@ type DemoConfig struct {
 	// earlier run's reports ended, per direction.
 	LastReported map[string]uint64
 	// Taps capture what the appliances' ports receive: [0] is ldafwd#1,
-	// [1] ldafwd#2, each {port a, port b} (nil: none). RunDemo starts
+	// [1] ldafwd#2, each {port a, port b} (nil: none). Run starts
 	// them and closes them once the appliances have stopped.
 	Taps [2][2]*dataplane.Tap
 	// Reports gets every interval line of the measured direction with the
@@ -135,8 +138,8 @@ type DemoConfig struct {
 	SimulatedTime bool
 }
 
-// DemoSummary is what the demo saw from end to end.
-type DemoSummary struct {
+// Summary is what the demo saw from end to end.
+type Summary struct {
 	Generated, Sunk    uint64
 	ImpairLost         uint64
 	Intervals, Valid   int // intervals with traffic, and how many were valid
@@ -162,9 +165,9 @@ type DemoSummary struct {
 	EndsMisrouted             uint64
 }
 
-// RunDemo runs the demo for cfg.Duration and stops cleanly.
-func RunDemo(cfg DemoConfig) (DemoSummary, error) {
-	var sum DemoSummary
+// Run runs the demo for cfg.Duration and stops cleanly.
+func Run(cfg Config) (Summary, error) {
+	var sum Summary
 	if cfg.Duration <= 0 || cfg.Interval <= 0 {
 		return sum, errors.New("demo: duration and interval must be positive")
 	}
@@ -174,7 +177,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 128
 	}
-	var clk *SimClock
+	var clk *appliance.SimClock
 	if cfg.ClockStepAt > 0 && !cfg.SimulatedTime {
 		return sum, errors.New("demo: a clock step (ClockStepAt) needs simulated time")
 	}
@@ -185,7 +188,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		if err := simUnsupported(&cfg); err != nil {
 			return sum, err
 		}
-		clk = NewSimClock(SimStartNs)
+		clk = appliance.NewSimClock(SimStartNs)
 	}
 	// The range the per-flow bounds assume before an interval shows a
 	// wider one (Assumed): the demo's workers share the machine with
@@ -202,16 +205,16 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			cfg.Bounds.MaxDelayNs = int64(m * 200)
 		}
 	}
-	if cfg.Assumed == (DelayRange{}) {
-		cfg.Assumed = DemoAssumedDelay.within(cfg.Bounds)
+	if cfg.Assumed == (appliance.DelayRange{}) {
+		cfg.Assumed = AssumedDelay.Within(cfg.Bounds)
 	}
 	var truth demoTruth
 	var err error
 	if cfg.Queues > 1 {
 		// Each lane cuts at its own End marker: so does the truth.
-		truth, err = newLaneTruth(cfg.Queues, DirAtoB, cfg.Classifier)
+		truth, err = newLaneTruth(cfg.Queues, appliance.DirAtoB, cfg.Classifier)
 	} else {
-		truth, err = dataplane.NewIntervalTruthClasses(DirAtoB, cfg.Classifier, 1)
+		truth, err = dataplane.NewIntervalTruthClasses(appliance.DirAtoB, cfg.Classifier, 1)
 	}
 	if err == nil {
 		err = truth.Authenticate(cfg.Key) // it cuts where the receiver does: at authentic End markers only
@@ -313,7 +316,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	var simLines []simLine
 	var deliver func(r *report.Interval, t dataplane.TruthInterval, ok bool)
 	onReport := func(r *report.Interval) {
-		if r.Direction != DirectionName(DirAtoB) {
+		if r.Direction != appliance.DirectionName(appliance.DirAtoB) {
 			return // the generator sends a→b only; b→a carries control frames alone
 		}
 		if clk != nil {
@@ -410,11 +413,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 			cfg.Reports(r)
 		}
 	}
-	common := Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
+	common := appliance.Config{Interval: cfg.Interval, Syn: cfg.Syn, Classifier: cfg.Classifier, Key: cfg.Key, Insecure: cfg.Insecure,
 		Bounds: cfg.Bounds, Assumed: cfg.Assumed, Conf: cfg.Conf, TopFlows: cfg.TopFlows, ControlCopies: cfg.ControlCopies, ControlParity: cfg.ControlParity, ControlPriority: cfg.ControlPriority,
 		BudgetBytes: cfg.BudgetBytes, BudgetFraction: cfg.BudgetFraction,
 		AdaptLDA: cfg.AdaptLDA, AdaptRDA: cfg.AdaptRDA, AdaptLDS: cfg.AdaptLDS, AdaptSample: cfg.AdaptSample, RDAProblemRate: cfg.RDAProblemRate, IdleSleep: 20 * time.Microsecond, Reports: onReport,
-		MicroburstGap: MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
+		MicroburstGap: appliance.MicroburstGapOff(cfg.MicroburstGap), MicroburstMin: cfg.MicroburstMin}
 	c1, c2 := common, common
 	var stepOff func(ns uint64) int64 // what ClockStepBy adds to #1's clock at a time
 	if clk != nil {
@@ -464,11 +467,11 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 		defer stopQ()
 	}
 	c1.TapA, c1.TapB, c2.TapA, c2.TapB = cfg.Taps[0][0], cfg.Taps[0][1], cfg.Taps[1][0], cfg.Taps[1][1]
-	a1, err := New(c1)
+	a1, err := appliance.New(c1)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #1: %w", err)
 	}
-	a2, err := New(c2)
+	a2, err := appliance.New(c2)
 	if err != nil {
 		return sum, fmt.Errorf("demo: appliance #2: %w", err)
 	}
@@ -551,16 +554,16 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 	// interval is on the wire before the receiver settles.
 	drain := cfg.Interval + time.Second
 	var err1, err2 error
-	var gone []*Appliance // appliance #1 before a restart: its counters count too
+	var gone []*appliance.Appliance // appliance #1 before a restart: its counters count too
 	if clk != nil {
 		if err1, err2, err = simulateDemo(&cfg, clk, a1, a2, simWorld{
 			linkLocal: linkLocal, frames: frames, generated: func() uint64 { return id - 1 }, sink: sinkBurst, drained: drained, drain: drain,
-			restart: func() (*Appliance, error) {
+			restart: func() (*appliance.Appliance, error) {
 				gone = append(gone, a1)
 				c := c1
 				c.Session = simSession(cfg.Seed, 3)
 				var err error
-				a1, err = New(c)
+				a1, err = appliance.New(c)
 				return a1, err
 			},
 			lines: func(final bool) {
@@ -611,7 +614,7 @@ func RunDemo(cfg DemoConfig) (DemoSummary, error) {
 				restarted = true
 				a1.Stop(0)
 				gone = append(gone, a1)
-				if a1, err = New(c1); err != nil {
+				if a1, err = appliance.New(c1); err != nil {
 					return sum, fmt.Errorf("demo: restarting appliance #1: %w", err)
 				}
 				a1.Start()
@@ -785,13 +788,13 @@ func abs(x float64) float64 {
 	return x
 }
 
-// DemoAssumedDelay is the demo's confidence range before an interval
-// shows a wider one (RunDemo says why).
-var DemoAssumedDelay = DelayRange{MinNs: -10_000_000, MaxNs: 100_000_000}
+// AssumedDelay is the demo's confidence range before an interval
+// shows a wider one (Run says why).
+var AssumedDelay = appliance.DelayRange{MinNs: -10_000_000, MaxNs: 100_000_000}
 
-// DemoBounds is the compact encoding's delay bounds (the wire range) for
+// Bounds is the compact encoding's delay bounds (the wire range) for
 // a given largest one-way delay.
-func DemoBounds(maxDelay time.Duration) synopsis.CompactBounds {
+func Bounds(maxDelay time.Duration) synopsis.CompactBounds {
 	b := synopsis.DefaultCompactBounds()
 	b.MaxDelayNs = maxDelay.Nanoseconds()
 	return b
@@ -813,4 +816,22 @@ func malformedFrame(buf []byte, i uint64) []byte {
 		buf[12], buf[13] = 0x12, 0x34
 	}
 	return buf
+}
+
+// sampleTruth puts the demo's exact truth on a sample line: the true
+// p50 … p99.9 of the class's delivered packets of the interval
+// (true_quantiles, the ⌈NP⌉-th smallest delay, as analyze --truth) and
+// the class's true loss rate. The truth does not know which packets the
+// sample kept, so the line gets no true_lost: its lost is of the sample.
+func sampleTruth(r *report.Interval, ct *dataplane.ClassTruth) {
+	r.TrueLost, r.TrueMeanNs, r.TrueStddevNs = nil, nil, nil
+	if r.Extra == nil {
+		r.Extra = map[string]any{}
+	}
+	if n := ct.Delivered + ct.Lost; n > 0 {
+		r.Extra["true_loss_rate"] = float64(ct.Lost) / float64(n)
+	}
+	if q := analyze.TrueQuantiles(append([]int64(nil), ct.Delays...)); q != nil {
+		r.Extra["true_quantiles"] = q
+	}
 }
