@@ -75,7 +75,7 @@ test: deps build
 	$(GO) test $(GOFLAGS_TAGS) -pgo=off -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /e2e$$)
 	$(GO) test $(GOFLAGS_TAGS) -pgo=off -count=1 -timeout 10m -p 1 ./e2e/
 	$(GO) test $(GOFLAGS_TAGS) -pgo=off -race -count=1 -timeout 20m -short $(PKGS)
-	./scripts/fuzz.sh 5s
+	./scripts/fuzz.sh 3s
 
 test-short: build
 	$(GO) test $(GOFLAGS_TAGS) -short -count=1 $(PKGS)
