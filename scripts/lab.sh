@@ -26,7 +26,8 @@
 # with ldl<pid>) and sends only into them.
 #
 # Environment: LDAFWD_BIN (bin/ldafwd), DURATION seconds of traffic (5),
-# PPS (10000), INTERVAL (1s), LOSS (1%), DELAY (1ms), RATE (40mbit: a tbf
+# PPS (10000), FLOWS (256: distinct 5-tuples, frame i in flow i mod
+# FLOWS), INTERVAL (1s), LOSS (1%), DELAY (1ms), RATE (40mbit: a tbf
 # instead where the kernel has no netem), PORTS (afxdp, or
 # dpdk for DPDK's net_af_packet vdev on the same veths), SYNOPSIS (all:
 # the appliances' --synopsis, the same at both ends), COPIES (2: their
@@ -44,6 +45,7 @@ set -euo pipefail
 BIN=${LDAFWD_BIN:-bin/ldafwd}
 DURATION=${DURATION:-5}
 PPS=${PPS:-10000}
+FLOWS=${FLOWS:-256}
 INTERVAL=${INTERVAL:-1s}
 LOSS=${LOSS:-1%}
 DELAY=${DELAY:-1ms}
@@ -164,15 +166,18 @@ done
 grep -q '"direction":"a>b"' "$OUT/ldafwd2.jsonl" || { cat "$OUT"/ldafwd*.log >&2; die "no reports from ldafwd#2 within 15 s"; }
 echo "appliances up (logs in $OUT); ldafwd#2 metrics: $(grep -o '"addr":"[^"]*"' "$OUT/ldafwd2.log" | head -1)"
 
-# Traffic: PPS × DURATION IPv4/UDP frames over 256 flows, 128 bytes.
-python3 - "$OUT/traffic.pcap" $(( PPS * DURATION )) <<'EOF'
+# Traffic: PPS × DURATION IPv4/UDP frames over FLOWS flows (source port
+# and the source address's low 16 bits), 128 bytes.
+python3 - "$OUT/traffic.pcap" $(( PPS * DURATION )) "$FLOWS" <<'EOF'
 import struct, sys
-path, n = sys.argv[1], int(sys.argv[2])
+path, n, flows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with open(path, "wb") as f:
     f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     for i in range(n):
-        sport, size = 1024 + i % 256, 128
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, i & 0xFFFF, 0, 64, 17, 0, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+        fl = i % flows
+        sport, size = 1024 + fl % 60000, 128
+        src = bytes([10, 0, (fl // 60000) >> 8 & 0xFF, (fl // 60000) & 0xFF])
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, i & 0xFFFF, 0, 64, 17, 0, src, bytes([10, 0, 0, 2]))
         s = sum(struct.unpack("!10H", ip))
         s = (s >> 16) + (s & 0xFFFF); s += s >> 16
         ip = ip[:10] + struct.pack("!H", ~s & 0xFFFF) + ip[12:]
@@ -215,6 +220,8 @@ ip netns exec "$NSG" tcpreplay -q -i "${G}p" --pps="$PPS" "$OUT/traffic.pcap" >"
 sleep_to 2.5 # the last frames' interval and two more end, then half an interval for the control frames
 sleep 0.5
 for pid in "${PIDS[@]}"; do
+	# Peak resident memory, for docs/performance.md's memory per flow.
+	echo "ldafwd pid $pid: $(grep -E '^VmHWM' "/proc/$pid/status" | tr -s ' \t' ' ') peak resident ($FLOWS flows)"
 	kill -TERM "$pid"
 	for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	kill -0 "$pid" 2>/dev/null && die "ldafwd (pid $pid) did not stop within 15 s of SIGTERM"
