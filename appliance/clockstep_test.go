@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance/demo"
-
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/model"

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance/demo"
-	"github.com/ldafwd/ldafwd/dataplane/traffic"
-
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"github.com/ldafwd/ldafwd/model"
 	"github.com/ldafwd/ldafwd/report"
 	"github.com/ldafwd/ldafwd/synopsis"

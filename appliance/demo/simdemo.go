@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance"
-
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
 )

@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ldafwd/ldafwd/appliance/demo"
-
 	"github.com/ldafwd/ldafwd/appliance"
+	"github.com/ldafwd/ldafwd/appliance/demo"
 	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/appliance/demo"
-
 	"github.com/ldafwd/ldafwd/appliance/service"
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
