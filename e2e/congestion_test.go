@@ -376,6 +376,22 @@ func TestCongestionLab(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("#1 stderr:\n%s\n#2 stderr:\n%s", p1.stderr(), p2.stderr())
+		// ldafwd#2's a>b lines of class all of the congested intervals,
+		// whole, for what the table above abbreviates (every cause, the
+		// extra fields).
+		var b strings.Builder
+		p2.mu.Lock()
+		for _, l := range p2.out {
+			var r struct {
+				Direction, MEC, Synopsis string
+				Interval                 uint64
+			}
+			if json.Unmarshal([]byte(l), &r) == nil && r.Direction == "a>b" && r.MEC == "all" && r.Synopsis != "lds" && (congested[r.Interval] || congested[r.Interval+1] || congested[r.Interval-1]) {
+				b.WriteString(l + "\n")
+			}
+		}
+		p2.mu.Unlock()
+		t.Logf("ldafwd#2's a>b lines (class all, LDS left out) around congestion:\n%s", b.String())
 	}
 }
 
