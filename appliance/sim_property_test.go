@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// simSeeds is how many seeds TestSimProperty runs (-short: simShortSeeds).
+// simSeeds is how many seeds TestSimProperty runs (-short: simShortSeeds);
+// SIM_PROPERTY_SEEDS sets another number (`make accuracy` runs 6000).
 const (
 	simSeeds      = 1000
 	simShortSeeds = 12
@@ -159,6 +162,12 @@ type simPropTally struct {
 // that replays it.
 func TestSimProperty(t *testing.T) {
 	n := simSeeds
+	if s := os.Getenv("SIM_PROPERTY_SEEDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			t.Fatalf("SIM_PROPERTY_SEEDS=%q: want a number of seeds", s)
+		}
+	}
 	if testing.Short() {
 		n = simShortSeeds
 	}
@@ -192,7 +201,7 @@ func TestSimProperty(t *testing.T) {
 	if float64(tally.countsMiss) > allowed {
 		t.Errorf("loss from the End markers' counts wrong in %d of %d loss_valid lines on them (allowed %.1f)", tally.countsMiss, tally.byCounts, allowed)
 	}
-	if tally.seeds < simSeeds {
+	if tally.seeds < min(n, simSeeds) || n < simSeeds {
 		return // -short, -race or a seed run alone (-run …/seed=N): the coverage below needs them all
 	}
 	// A valid line with remarking needs a third class the moves did not

@@ -18,8 +18,9 @@
 #     (0.005, 0.1) and alternatives, seeds 2 and 3, 100 runs each; ends with
 #     the probe/LDA error ratio per point.
 #
-# Then the analyze property sweep, the live sample's property sweep and the
-# LDS under loss through `ldafwd analyze` (analyze-property.txt,
+# Then the analyze property sweep, the appliance's and the live sample's
+# property sweeps on simulated time and the LDS under loss through
+# `ldafwd analyze` (analyze-property.txt, sim-property.txt,
 # sample-property.txt, lds-loss.txt).
 #
 # Prints which claims fail in the 100-run precision sweeps (step 2); with
@@ -79,6 +80,15 @@ fi
 echo "accuracy: analyze property sweep (200 seeds)" >&2
 ANALYZE_PROPERTY_SEEDS=200 go test -count=1 -run TestPropertyValidLinesHoldTheTruth -timeout 30m ./analyze/ | tee "$OUT/analyze-property.txt" ||
 	fails="$fails analyze-property "
+
+# The appliance over many simulated demos (loss, duplicates, reordering,
+# remarking, link-local frames, lost End markers and fragments, restarts,
+# clock steps, calm starts): every line that claims its loss or its delay
+# holds the stage's exact truth (docs/architecture.md, "Simulated time").
+# make test runs the first 1000 seeds.
+echo "accuracy: appliance property sweep (6000 seeds on simulated time)" >&2
+SIM_PROPERTY_SEEDS=6000 go test -count=1 -v -run 'TestSimProperty$' -timeout 60m ./appliance/ |
+	grep -v -e '^=== ' -e '--- PASS: TestSimProperty/seeds/' | tee "$OUT/sim-property.txt" || fails="$fails sim-property "
 
 # The live trajectory sample over many simulated demos (Weibull, Pareto and
 # bimodal delays, 0-20 % loss, reordering, duplicates): every bounded
