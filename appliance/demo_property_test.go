@@ -164,6 +164,9 @@ func demoPropertyWith(t *testing.T, withRDA bool, scenarios []propScenario) {
 				sc.linkLocal > 0 && (sum.ExcludedSent != sum.LinkLocalSent || sum.ExcludedReceived != sum.Injected):
 				t.Errorf("the segment did not do what the scenario says: %+v", sum)
 			}
+			if sum.TruthTooLate > 0 {
+				t.Errorf("the truth could not place %d delivered packets: the lines were held to a wrong truth", sum.TruthTooLate)
+			}
 			v, crossedValid := 0, 0
 			for _, r := range got {
 				if r.Synopsis != "lda" && r.Synopsis != "rda" || r.Flow != "" {

@@ -19,9 +19,12 @@ import (
 //   - lost records come at admission, before End(k) is delivered: they
 //     wait in a small list and are placed by tx time when End(k) arrives;
 //   - a packet held back past End(k) (reordering) is delivered after it:
-//     the interval's truth is published only once the stage can no longer
-//     deliver one (Depth more records after End(k), or SettleNs of link
-//     time), and such packets count in Crossed as well as Delivered;
+//     the stage puts a held packet back after ReorderDepth later frames
+//     it admitted (End(k) among them) or, earlier, when its hold expires,
+//     so the interval's truth is published once depth more admitted
+//     frames were delivered after End(k) — their duplicates and the
+//     frames the segment originated do not count: they overtake nothing
+//     — and such packets count in Crossed as well as Delivered;
 //   - an End marker held back is overtaken by packets of the next
 //     interval: a few recent records are kept to move them across.
 //
@@ -40,15 +43,13 @@ type IntervalTruth struct {
 	cl        *classifier.Classifier
 	classes   int
 	depth     int
-	settleNs  uint64
 
 	cur      TruthInterval // packets sent after the last End marker delivered
 	pend     TruthInterval // ended, waiting until no late packet can come
 	pending  bool
 	endSeq   uint64        // link order (Seq) of the End marker that closed pend (the last one delivered)
 	prevSeq  uint64        // Seq of the End marker before it: older packets are too late
-	endAt    uint64        // its delivery time
-	after    int           // records delivered since it
+	after    int           // admitted frames delivered since it (not duplicates or injected frames)
 	lostTx   []lostRec     // lost frames not yet placed
 	recent   [64]recentRec // the last records added to cur, circular
 	nRecent  int           // records in recent (≤ 64)
@@ -156,7 +157,7 @@ func NewIntervalTruthClasses(direction uint16, cl *classifier.Classifier, depth 
 	}
 	depth = max(depth, 1)
 	t := &IntervalTruth{direction: direction, cl: cl, classes: cl.NumClasses(), depth: depth,
-		settleNs: 2 * DefaultMaxHoldNs, lostTx: make([]lostRec, 0, 1<<16), out: r}
+		lostTx: make([]lostRec, 0, 1<<16), out: r}
 	// One slice per interval the ring can hold, plus the two being built.
 	t.classBuf = make([][]ClassTruth, 256+2)
 	for i := range t.classBuf {
@@ -222,9 +223,13 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		return
 	}
-	if t.pending {
-		t.after++
-		if t.after > t.depth || r.DeliverNs > t.endAt+t.settleNs {
+	if t.pending && r.Flags&(TruthDuplicate|TruthInjected) == 0 {
+		// Only a frame the stage admitted overtakes a held one: a
+		// duplicate rides behind its original, an injected frame skips
+		// the line. A packet sent before End(k) comes within depth of
+		// them after End(k) — a delay (however long) or a pause of the
+		// sender only makes it come later, never dropped: no time limit.
+		if t.after++; t.after > t.depth {
 			t.publish()
 		}
 	}
@@ -240,7 +245,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		if !t.seen || t.f.Session != t.session || t.f.Interval > t.lastK {
 			t.session = t.f.Session
-			t.endOf(t.f.Interval, r.Seq, r.DeliverNs)
+			t.endOf(t.f.Interval, r.Seq)
 		}
 		return // control frames are not traffic
 	}
@@ -325,11 +330,11 @@ func sub(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
 	}
 }
 
-// endOf closes interval k at its End marker (endSeq in link order,
-// delivered at at): the lost frames sent before it are placed, packets of the next
-// interval that overtook the marker move there, and the interval waits
-// for late packets before it is published.
-func (t *IntervalTruth) endOf(k, endSeq, at uint64) {
+// endOf closes interval k at its End marker (endSeq in link order): the
+// lost frames sent before it are placed, packets of the next interval
+// that overtook the marker move there, and the interval waits for late
+// packets before it is published.
+func (t *IntervalTruth) endOf(k, endSeq uint64) {
 	if t.pending {
 		t.publish()
 	}
@@ -352,7 +357,7 @@ func (t *IntervalTruth) endOf(k, endSeq, at uint64) {
 	}
 	t.lostTx = keep
 	t.cur.K = k
-	t.pend, t.pending, t.prevSeq, t.endSeq, t.endAt, t.after = t.cur, true, t.endSeq, endSeq, at, 0
+	t.pend, t.pending, t.prevSeq, t.endSeq, t.after = t.cur, true, t.endSeq, endSeq, 0
 	t.cur = next
 	t.seen, t.lastK = true, k
 }

@@ -162,6 +162,10 @@ type Summary struct {
 	// reached it (steered wrongly), summed over queues.
 	QueueRecorded, QueueFlips []uint64
 	EndsMisrouted             uint64
+	// TruthTooLate counts packets the truth could not place: delivered
+	// after their interval's truth was published. Zero, or the truth the
+	// lines were held to is wrong.
+	TruthTooLate uint64
 }
 
 // Run runs the demo for cfg.Duration and stops cleanly.
@@ -669,6 +673,7 @@ func Run(cfg Config) (Summary, error) {
 	sum.Sunk = sunk.Load()
 	sum.FlowReordered = flowReordered.Load()
 	sum.ImpairLost = truth.LostData() // data frames only: a lost control frame is no traffic
+	sum.TruthTooLate = tooLate(truth)
 	for _, a := range append(gone, a1, a2) {
 		s, r := a.LaneTotals()
 		sum.ApplianceTxDropped += s.TxDropped.Load() + r.TxDropped.Load()

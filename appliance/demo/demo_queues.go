@@ -131,6 +131,21 @@ func (t *laneTruth) Next() (dataplane.TruthInterval, bool) {
 	return ti, true
 }
 
+// tooLate is the truth's TooLate, over its lanes.
+func tooLate(t demoTruth) uint64 {
+	switch t := t.(type) {
+	case *dataplane.IntervalTruth:
+		return t.TooLate
+	case *laneTruth:
+		var n uint64
+		for _, l := range t.lanes {
+			n += l.TooLate
+		}
+		return n
+	}
+	return 0
+}
+
 func sumTruth(ps []dataplane.TruthInterval) dataplane.TruthInterval {
 	s := ps[0]
 	s.Classes = append([]dataplane.ClassTruth(nil), s.Classes...)
