@@ -195,6 +195,11 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 					b.ApplyEarly(l.e)
 					noteEarly(l.r, b.Crossed)
 				}
+				if l.e.Valid && l.e.Lost > 0 {
+					if why := h.movedAcross(l.mec, prev, known, xs, c.a.cfg.Classifier.Names()); why != "" {
+						l.e.Valid, l.e.Code, l.e.Reason = false, report.Crossing, why
+					}
+				}
 				// Without the RDA's decode, an extra packet (a duplicate,
 				// an injected frame) hidden in a bucket that lost two or
 				// more would leave the loss short: the line stands only
@@ -476,6 +481,32 @@ func (h *heldInterval) ldaEarly(m int, prev *evidence) (x synopsis.LDACrossing, 
 		return x, report.Cause{Code: report.PrevMissing, Why: fmt.Sprintf("packets that overtook this interval's start marker could not be told from losses: %v", err)}
 	}
 	return x, report.Cause{}
+}
+
+// movedAcross says why class m's loss in h, standing on the LDA's own
+// crossing checks, cannot be claimed ("" when it can): a packet of m
+// held back past h's End marker (or overtaking h's start marker) that
+// the segment also remarked reaches the receiver in the neighbour
+// interval as an extra packet of another class, where m's crossing
+// checks do not look and h's own classes show nothing. So every other
+// class's extras in the next interval must be its own packets of h that
+// arrived after h's end (xs, known: the next interval's match per
+// class), and in the previous interval its own packets of h that
+// overtook h's start. The RDA's decodes name such packets instead
+// (classMoves).
+func (h *heldInterval) movedAcross(m int, prev *evidence, known []bool, xs []synopsis.LDACrossing, names []string) string {
+	for o := range xs {
+		if o == m || o >= len(names) {
+			continue
+		}
+		if !known[o] || !xs[o].AllExtrasCrossed {
+			return fmt.Sprintf("the next interval's receiver saw packets of class %s that are not its own packets of this interval arriving after its end, or could not be checked for them: some may be this class's packets that arrived after its end remarked inside the segment; loss cannot be counted", names[o])
+		}
+		if x, why := h.ldaEarly(o, prev); why.Code != 0 || !x.AllExtrasCrossed {
+			return fmt.Sprintf("the previous interval's receiver saw packets of class %s that are not its own packets of this interval overtaking its start marker, or could not be checked for them: some may be this class's packets that overtook it remarked inside the segment; loss cannot be counted", names[o])
+		}
+	}
+	return ""
 }
 
 // noteEarly puts the packets found to have overtaken the interval's start
