@@ -495,6 +495,13 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		c.emitCopy(rc.k, rc, recut)
 	} else {
 		c.rcopies[rc.k] = rc
+		// When interval k paired already and its lines wait for the next
+		// interval's evidence, this copy is a second cut of k (the sender
+		// restarted within it): it holds what arrived after k's first End
+		// marker, the packets of k that crossed it among them. k+1's copy
+		// is no evidence for k then, and it may pair before this copy's
+		// sender synopses come: k is decided with this copy now.
+		c.nextCopy(rc.k, rc)
 	}
 }
 

@@ -47,6 +47,7 @@ var simKnownBad = map[uint64]string{}
 var simRegressionSeeds = []uint64{
 	3389, 4438, // a packet held back across an End marker behind a frame the segment originated: the truth dropped it
 	5391, // a packet reordered across the End marker and remarked: extra in another class of the next interval, an LDA line claimed it lost
+	5521, // a sender restart: the next interval's copy, not the second cut's, decided the first cut's crossings
 }
 
 // TestSimPropertySeeds is TestSimProperty's check on simRegressionSeeds.
