@@ -78,6 +78,9 @@ type Sample struct {
 	overflow uint64        // packets kept by the level but not held: full at SampleMaxLevel
 	errNs    uint64        // bound on any stamp's uncertainty, ns
 	decoded  bool          // entries hold only the digest (UnmarshalBinary)
+	// flows[i] is the flow hash of ents[i] (TrackFlows); nil when the
+	// sample keeps no flows. Same length as ents whenever it is non-nil.
+	flows []uint64
 }
 
 // NewSample returns an empty sample with room for cfg.Capacity entries.
@@ -88,6 +91,20 @@ func NewSample(cfg SampleConfig) (*Sample, error) {
 	return &Sample{cfg: cfg, level: cfg.Level, ents: make([]sampleEntry, 0, cfg.Capacity)}, nil
 }
 
+// TrackFlows makes the sample keep each entry's flow hash (AddFlow), as
+// the receiver needs to attribute a paired delay to its flow
+// (MatchSamples' FlowDelays): 8 bytes more per entry, allocated here,
+// once. Call it before the first Add; a sample decoded from the wire
+// keeps no flows (they are not shipped).
+func (p *Sample) TrackFlows() {
+	if p.flows == nil {
+		p.flows = make([]uint64, len(p.ents), cap(p.ents))
+	}
+}
+
+// TracksFlows says whether the sample keeps each entry's flow hash.
+func (p *Sample) TracksFlows() bool { return p.flows != nil }
+
 // Config returns the configuration the sample was built with.
 func (p *Sample) Config() SampleConfig { return p.cfg }
 
@@ -96,6 +113,9 @@ func (p *Sample) Config() SampleConfig { return p.cfg }
 func (p *Sample) Reset() {
 	p.level = p.cfg.Level
 	p.ents = p.ents[:0]
+	if p.flows != nil {
+		p.flows = p.flows[:0]
+	}
 	p.offered, p.raised, p.overflow, p.errNs, p.decoded = 0, 0, 0, 0, false
 }
 
@@ -146,7 +166,13 @@ func SampleDigest(h uint64) uint32 { return uint32(Remix(h, SaltSample)) }
 // sent or received at ts (ns), if the level keeps it. It allocates
 // nothing; when the sample is full it raises the level in place (an
 // O(capacity) pass, at most once per doubling of the interval's packets).
-func (p *Sample) Add(h, ts uint64) {
+func (p *Sample) Add(h, ts uint64) { p.add(h, 0, ts) }
+
+// AddFlow is Add for a packet of flow flowHash (classifier.Meta.FlowHash,
+// 0 for none), kept with its entry when the sample tracks flows.
+func (p *Sample) AddFlow(h, flowHash, ts uint64) { p.add(h, flowHash, ts) }
+
+func (p *Sample) add(h, flowHash, ts uint64) {
 	p.offered++
 	s := Remix(h, SaltSample)
 	if !sampleKept(s, p.level) {
@@ -163,6 +189,9 @@ func (p *Sample) Add(h, ts uint64) {
 		}
 	}
 	p.ents = append(p.ents, sampleEntry{s, ts})
+	if p.flows != nil {
+		p.flows = append(p.flows, flowHash) // room: the same capacity
+	}
 }
 
 // raise deepens the level by one and drops, in place and in order, the
@@ -171,13 +200,19 @@ func (p *Sample) raise() {
 	p.level++
 	p.raised++
 	k := 0
-	for _, e := range p.ents {
+	for i, e := range p.ents {
 		if sampleKept(e.s, p.level) {
 			p.ents[k] = e
+			if p.flows != nil {
+				p.flows[k] = p.flows[i]
+			}
 			k++
 		}
 	}
 	p.ents = p.ents[:k]
+	if p.flows != nil {
+		p.flows = p.flows[:k]
+	}
 }
 
 // RaiseTo deepens the sample to level (nothing when it is there or
@@ -211,7 +246,8 @@ func (p *Sample) RaiseTo(level uint8) error {
 // ErrConfigMismatch) for a decoded sample, which cannot be cut, leaves p
 // unchanged. The merged entries are in p's order then o's, not in stamp
 // order: the encoding stays correct (its deltas are signed), a little
-// larger.
+// larger. Where p tracks flows its merged entries keep theirs (0 for o's
+// when o keeps none).
 func (p *Sample) Merge(o *Sample) error {
 	if p.decoded || o.decoded {
 		return fmt.Errorf("%w: a decoded sample cannot be merged (its entries hold only digests)", ErrConfigMismatch)
@@ -219,7 +255,7 @@ func (p *Sample) Merge(o *Sample) error {
 	for p.level < o.level {
 		p.raise()
 	}
-	for _, e := range o.ents {
+	for i, e := range o.ents {
 		if !sampleKept(e.s, p.level) {
 			continue
 		}
@@ -234,6 +270,13 @@ func (p *Sample) Merge(o *Sample) error {
 			continue
 		}
 		p.ents = append(p.ents, e)
+		if p.flows != nil {
+			var f uint64 // 0: o keeps no flows
+			if o.flows != nil {
+				f = o.flows[i]
+			}
+			p.flows = append(p.flows, f)
+		}
 	}
 	p.offered += o.offered
 	// Every level above the configured one was reached because one of
@@ -248,6 +291,9 @@ func (p *Sample) Merge(o *Sample) error {
 func (p *Sample) Clone() *Sample {
 	c := *p
 	c.ents = append(make([]sampleEntry, 0, cap(p.ents)), p.ents...)
+	if p.flows != nil {
+		c.flows = append(make([]uint64, 0, cap(p.flows)), p.flows...)
+	}
 	return &c
 }
 
@@ -354,6 +400,7 @@ func (p *Sample) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	p.ents = ents
+	p.flows = nil // not shipped
 	p.level, p.errNs, p.offered, p.raised, p.overflow, p.decoded = uint8(level), errNs, offered, uint32(raised), overflow, true
 	if p.cfg.Capacity == 0 {
 		p.cfg = SampleConfig{Level: uint8(level), Capacity: max(int(n), 1)}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // SampleMatch is the sender's and the receiver's samples of one interval
@@ -36,6 +38,19 @@ type SampleMatch struct {
 	// OfferedSent, OfferedReceived: the packets each end offered its
 	// sample (sampled or not).
 	OfferedSent, OfferedReceived uint64
+	// FlowDelays: where the receiver's sample tracks flows (TrackFlows),
+	// each received sample's delay with the flow the receiver recorded it
+	// under and its selection bits, ascending by delay; nil otherwise.
+	// The sender ships no flows: a delay is of a delivered packet, which
+	// the receiver parsed.
+	FlowDelays []report.FlowDelay
+}
+
+// SampleKeepsSelect says whether a sample at level keeps the packet whose
+// remixed identity's top 32 bits are sel (report.FlowDelay.Select): a
+// set of samples at one level can be cut to a deeper one.
+func SampleKeepsSelect(sel uint32, level uint8) bool {
+	return sampleKept(uint64(sel)<<32, level)
 }
 
 // LossRate is the sample's loss ratio Lost/Sent (NaN without samples).
@@ -73,16 +88,26 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 	m.StampErrNs = sender.errNs + receiver.errNs
 	m.OfferedSent, m.OfferedReceived = sender.offered, receiver.offered
 	// dig keeps an end's entries at level m.Level, sorted by digest then
-	// stamp.
-	dig := func(p *Sample) []sampleEntry {
-		out := make([]sampleEntry, 0, len(p.ents))
-		for _, e := range p.ents {
+	// stamp, with their selection bits and flows (the receiver's, when it
+	// tracks them).
+	type dEntry struct {
+		d       uint32 // the digest
+		sel     uint32 // the selection bits (0 in a decoded sample)
+		ts, flo uint64
+	}
+	dig := func(p *Sample) []dEntry {
+		out := make([]dEntry, 0, len(p.ents))
+		for i, e := range p.ents {
 			if p.decoded || sampleKept(e.s, m.Level) {
-				out = append(out, sampleEntry{uint64(uint32(e.s)), e.ts})
+				x := dEntry{d: uint32(e.s), sel: uint32(e.s >> 32), ts: e.ts}
+				if p.flows != nil {
+					x.flo = p.flows[i]
+				}
+				out = append(out, x)
 			}
 		}
-		slices.SortFunc(out, func(a, b sampleEntry) int {
-			if c := cmp.Compare(a.s, b.s); c != 0 {
+		slices.SortFunc(out, func(a, b dEntry) int {
+			if c := cmp.Compare(a.d, b.d); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.ts, b.ts)
@@ -91,16 +116,20 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 	}
 	s, r := dig(sender), dig(receiver)
 	m.DelaysNs = make([]int64, 0, min(len(s), len(r)))
-	run := func(x []sampleEntry, i int) int { // entries from i sharing x[i]'s digest
+	flows := receiver.flows != nil && !receiver.decoded
+	if flows {
+		m.FlowDelays = make([]report.FlowDelay, 0, min(len(s), len(r)))
+	}
+	run := func(x []dEntry, i int) int { // entries from i sharing x[i]'s digest
 		j := i + 1
-		for j < len(x) && x[j].s == x[i].s {
+		for j < len(x) && x[j].d == x[i].d {
 			j++
 		}
 		return j - i
 	}
 	for i, j := 0, 0; i < len(s) || j < len(r); {
 		switch {
-		case j == len(r) || (i < len(s) && s[i].s < r[j].s):
+		case j == len(r) || (i < len(s) && s[i].d < r[j].d):
 			a := run(s, i)
 			if a == 1 {
 				m.Sent++
@@ -109,7 +138,7 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 				m.AmbiguousSent += uint64(a)
 			}
 			i += a
-		case i == len(s) || r[j].s < s[i].s:
+		case i == len(s) || r[j].d < s[i].d:
 			b := run(r, j)
 			m.Extra += uint64(b)
 			j += b
@@ -118,7 +147,11 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 			if a == 1 && b == 1 {
 				m.Sent++
 				m.Received++
-				m.DelaysNs = append(m.DelaysNs, int64(r[j].ts-s[i].ts))
+				d := int64(r[j].ts - s[i].ts)
+				m.DelaysNs = append(m.DelaysNs, d)
+				if flows {
+					m.FlowDelays = append(m.FlowDelays, report.FlowDelay{FlowHash: r[j].flo, Select: r[j].sel, DelayNs: d})
+				}
 			} else {
 				m.AmbiguousSent += uint64(a)
 				m.AmbiguousReceived += uint64(b)
@@ -128,6 +161,7 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 		}
 	}
 	slices.Sort(m.DelaysNs)
+	slices.SortStableFunc(m.FlowDelays, func(a, b report.FlowDelay) int { return cmp.Compare(a.DelayNs, b.DelayNs) })
 	return m, nil
 }
 
