@@ -12,13 +12,17 @@ import (
 // SampleFactory makes the trajectory sample of each MEC and reports its
 // delay quantiles (docs/sample.md). The sender's sample goes through its
 // wire encoding before it is matched, as an appliance would receive it, so
-// a line shows what the shipped sample supports, and says its size.
+// a line shows what the shipped sample supports, and says its size. Each
+// end's sample keeps its packets' flows (where the LDS runs, the flow
+// lines' quantiles come from them: FlowQuantiles).
 type SampleFactory struct{ Config synopsis.SampleConfig }
 
 type sampleSide struct{ p *synopsis.Sample }
 
-func (s *sampleSide) Add(m *classifier.Meta, _ uint16, ts uint64) { s.p.Add(m.Hash, ts) }
-func (s *sampleSide) Reset()                                      { s.p.Reset() }
+func (s *sampleSide) Add(m *classifier.Meta, _ uint16, ts uint64) {
+	s.p.AddFlow(m.Hash, m.FlowHash, ts)
+}
+func (s *sampleSide) Reset() { s.p.Reset() }
 
 func (f SampleFactory) Name() string { return "sample" }
 func (f SampleFactory) PerMEC() bool { return true }
@@ -27,6 +31,7 @@ func (f SampleFactory) New() (SideSynopsis, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.TrackFlows()
 	return &sampleSide{p}, nil
 }
 
@@ -120,6 +125,9 @@ func SampleLine(r report.Interval, shipped, own *synopsis.Sample, wireBytes int,
 		r.Extra["min_ns"], r.Extra["max_ns"] = m.DelaysNs[0], m.DelaysNs[n-1]
 	}
 	r.SampleDelaysNs = m.DelaysNs
+	if m.FlowDelays != nil {
+		r.SampleFlows = &report.SampleFlows{Level: m.Level, Delays: m.FlowDelays}
+	}
 	var v report.Verdict
 	bounded := slices.ContainsFunc(qs, func(q synopsis.Quantile) bool { return q.Valid })
 	switch {

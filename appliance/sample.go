@@ -188,3 +188,18 @@ func (c *controller) sampleLoss(h *heldInterval) {
 		}
 	}
 }
+
+// flowQuantiles puts the flows' sampled delay quantiles on h's LDS
+// lines (analyze.FlowQuantiles) when h goes out: every cause of its
+// sample lines is known by then, the clock step that out would find
+// included.
+func (c *controller) flowQuantiles(h *heldInterval) {
+	rs := make([]*report.Interval, 0, len(h.lines))
+	for _, l := range h.lines {
+		if l.r.Synopsis == "sample" {
+			c.clockStepLine(l.r)
+		}
+		rs = append(rs, l.r)
+	}
+	analyze.FlowQuantiles(rs)
+}
