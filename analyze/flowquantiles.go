@@ -23,15 +23,16 @@ var sampleSizeCodes = []report.Code{report.FewSamples, report.NoPackets, report.
 // (synopsis "lds" with a flow_hash) the flow's sampled delay quantiles,
 // in extra: "quantiles" as a sample line's (p50 … p99.9, each bounded at
 // the sample lines' confidence or null with the reason),
-// "sampled_delays" (the flow's received samples they rest on) and
-// "sample_level". lines are all the interval's lines of the direction,
+// "sampled_delays" (the flow's received samples they rest on),
+// "sample_rate" and "sample_level" (the rate the flow's samples were cut
+// to, as a sample line's). lines are all the interval's lines of the direction,
 // sample lines included: without one (no sample ran) the flow lines get
 // nothing.
 //
 // A flow's packets may fall in several classes, each sampled at its own
-// level: its samples are taken from every class's line, cut to the
-// deepest level any of them reached, so that each of its packets had the
-// same chance to be kept. That needs every class's sample: where one did
+// rate: its samples are taken from every class's line, cut to the
+// lowest threshold (the sparsest rate) any of them reached, so that each
+// of its packets had the same chance to be kept. That needs every class's sample: where one did
 // not match, or is not valid for its delay for a cause other than its
 // size (few_samples, no_packets, all_lost), no flow is bounded and each
 // quantile's reason names the class and the cause. The bounds widen by
@@ -54,14 +55,14 @@ func FlowQuantiles(lines []*report.Interval) {
 		return
 	}
 	why := ""
-	var level uint8
+	thresh := uint64(synopsis.SampleAll)
 	var errNs float64
 	conf := samples[0].Conf
 	for _, s := range samples {
 		if why = sampleUnfit(s); why != "" {
 			break
 		}
-		level = max(level, s.SampleFlows.Level)
+		thresh = min(thresh, s.SampleFlows.Threshold)
 		errNs = max(errNs, s.StampErrNs)
 	}
 	if why != "" {
@@ -80,7 +81,7 @@ func FlowQuantiles(lines []*report.Interval) {
 	}
 	for _, s := range samples {
 		for _, d := range s.SampleFlows.Delays {
-			if ds, ok := byFlow[d.FlowHash]; ok && synopsis.SampleKeepsSelect(d.Select, level) {
+			if ds, ok := byFlow[d.FlowHash]; ok && synopsis.SampleKeepsSelect(d.Select, thresh) {
 				byFlow[d.FlowHash] = append(ds, d.DelayNs)
 			}
 		}
@@ -91,7 +92,8 @@ func FlowQuantiles(lines []*report.Interval) {
 		qs := synopsis.EstimateQuantiles(ds, synopsis.SampleQuantiles, conf, uint64(max(errNs, 0)))
 		setExtra(l, "quantiles", sampleQuantiles(qs))
 		setExtra(l, "sampled_delays", len(ds))
-		setExtra(l, "sample_level", level)
+		setExtra(l, "sample_rate", float64(thresh)/synopsis.SampleAll)
+		setExtra(l, "sample_level", synopsis.SampleThresholdLevel(thresh))
 	}
 }
 

@@ -132,7 +132,7 @@ func TestFlowQuantilesClasses(t *testing.T) {
 	slices.SortFunc(a, func(x, y report.FlowDelay) int { return int(x.DelayNs - y.DelayNs) })
 	mk := func(mec string, level uint8, ds []report.FlowDelay, errNs float64) *report.Interval {
 		return &report.Interval{Synopsis: "sample", MEC: mec, Conf: 0.98, StampErrNs: errNs, Valid: true, LossValid: true, DelayValid: true,
-			Extra: map[string]any{"sample_level": level}, SampleFlows: &report.SampleFlows{Level: level, Delays: ds}}
+			Extra: map[string]any{"sample_level": level}, SampleFlows: &report.SampleFlows{Threshold: synopsis.SampleLevelThreshold(level), Delays: ds}}
 	}
 	sa, sb := mk("a", 1, a, 10), mk("b", 2, b, 30)
 	f7, f8 := flowLine(7), flowLine(8)

@@ -114,8 +114,9 @@ type Quantile struct {
 // SampleFlows are the received samples of one sample line with their
 // flows (Interval.SampleFlows).
 type SampleFlows struct {
-	// Level both ends' samples were cut to: 1 packet in 2^Level.
-	Level uint8
+	// Threshold both ends' samples were cut to (synopsis.Sample.Threshold):
+	// a packet is kept when its Select is below it.
+	Threshold uint64
 	// Delays: one per received sample, ascending by delay.
 	Delays []FlowDelay
 }

@@ -378,15 +378,14 @@ func TestMatchSamplesFlows(t *testing.T) {
 	if len(m.FlowDelays) != len(m.DelaysNs) || len(m.DelaysNs) < 300 {
 		t.Fatalf("%d flow delays, %d delays", len(m.FlowDelays), len(m.DelaysNs))
 	}
-	deeper := m.Level + 1
 	for i, fd := range m.FlowDelays {
 		if fd.DelayNs != m.DelaysNs[i] {
 			t.Fatalf("flow delay %d: %d, delays %d", i, fd.DelayNs, m.DelaysNs[i])
 		}
 	}
-	// Each flow's delays, at the match's level and one deeper, against
-	// the packets' own.
-	for _, lv := range []uint8{m.Level, deeper} {
+	// Each flow's delays, at the match's threshold and at a lower one
+	// (not a level's), against the packets' own.
+	for _, lv := range []uint64{m.Threshold, m.Threshold * 3 / 5} {
 		got, want := map[uint64][]int64{}, map[uint64][]int64{}
 		for _, fd := range m.FlowDelays {
 			if SampleKeepsSelect(fd.Select, lv) {
@@ -396,7 +395,7 @@ func TestMatchSamplesFlows(t *testing.T) {
 		for _, h := range hs {
 			// Paired: held once at each end (no two digests collide here).
 			d := uint32(Remix(h, SaltSample))
-			if SampleSelected(h, lv) && digestCount(rcv, d) == 1 && digestCount(snd, d) == 1 {
+			if SampleSelectedAt(h, lv) && digestCount(rcv, d) == 1 && digestCount(snd, d) == 1 {
 				want[flowOf[h]] = append(want[flowOf[h]], delayOf[h])
 			}
 		}
@@ -434,4 +433,29 @@ func digestCount(p *Sample, d uint32) int {
 		}
 	}
 	return n
+}
+
+// TestMatchSamplesDigestBits: the pairing compares the shipped sample's
+// digest width — 24 bits for a small sample — and an empty shipped
+// sample, which ships no width, leaves the receiver's whole.
+func TestMatchSamplesDigestBits(t *testing.T) {
+	snd, _ := NewSample(SampleConfig{Capacity: 64})
+	rcv, _ := NewSample(SampleConfig{Capacity: 64})
+	for i := uint64(1); i <= 20; i++ {
+		snd.Add(i, 1000*i)
+		rcv.Add(i, 1000*i+50)
+	}
+	b, _ := snd.AppendBinary(nil)
+	d, _ := DecodeSample(b)
+	m, err := MatchSamples(d, rcv)
+	if err != nil || m.DigestBits != 24 || m.Received != 20 || len(m.DelaysNs) != 20 || m.DelaysNs[0] != 50 {
+		t.Fatalf("%d bits, %+v, %v", m.DigestBits, m, err)
+	}
+	e, _ := NewSample(SampleConfig{Capacity: 1})
+	b, _ = e.AppendBinary(nil)
+	d, _ = DecodeSample(b)
+	m, err = MatchSamples(d, rcv)
+	if err != nil || m.DigestBits != 32 || m.Extra != 20 {
+		t.Fatalf("an empty shipped sample: %d bits, %+v, %v", m.DigestBits, m, err)
+	}
 }
