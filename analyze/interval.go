@@ -21,6 +21,10 @@ type intervalAcc struct {
 	mecTruth  []truthAcc
 	flowTruth map[uint64]*truthAcc
 	mecDelays [][]int64
+	// flowDelays: each flow's delivered packets' delays (with Truth, a
+	// sample synopsis and per-flow synopses), for the flow lines'
+	// true_quantiles.
+	flowDelays map[uint64][]int64
 	// The interval's packets as a sample line's truth needs them (only
 	// with Truth and a sample synopsis).
 	sampleSent, sampleRcv []sampleRec
@@ -81,7 +85,7 @@ func (e *lineMaker) newAcc() (*intervalAcc, error) {
 		return nil, err
 	}
 	return &intervalAcc{snd: snd, rcv: rcv, per: make([]counts, e.classes), mecTruth: make([]truthAcc, e.classes),
-		flowTruth: map[uint64]*truthAcc{}, mecDelays: make([][]int64, e.classes)}, nil
+		flowTruth: map[uint64]*truthAcc{}, mecDelays: make([][]int64, e.classes), flowDelays: map[uint64][]int64{}}, nil
 }
 
 // reset readies a for interval k.
@@ -92,6 +96,7 @@ func (a *intervalAcc) reset(k int32) {
 	clear(a.per)
 	clear(a.mecTruth)
 	clear(a.flowTruth)
+	clear(a.flowDelays)
 	for i := range a.mecDelays {
 		a.mecDelays[i] = a.mecDelays[i][:0]
 	}
@@ -133,8 +138,12 @@ func (e *lineMaker) addSender(a *intervalAcc, x *rec, flowHash uint64, key *clas
 			continue
 		}
 		acc.sent++
-		if matched && acc == accs[0] && e.sampleTruth {
-			a.mecDelays[x.mec] = append(a.mecDelays[x.mec], int64(rts-x.ts))
+		if matched && e.sampleTruth {
+			if acc == accs[0] {
+				a.mecDelays[x.mec] = append(a.mecDelays[x.mec], int64(rts-x.ts))
+			} else {
+				a.flowDelays[flowHash] = append(a.flowDelays[flowHash], int64(rts-x.ts))
+			}
 		}
 		if matched {
 			d := float64(int64(rts - x.ts))
@@ -277,6 +286,11 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 			}
 			l.Invalidate(report.CaptureDamage, why)
 		}
+	}
+	// The flow lines' quantiles once every cause of the sample lines is
+	// known.
+	FlowQuantiles(lines)
+	for _, l := range lines {
 		if cfg.Truth {
 			acc := mecTruth[mecIndex(names, l.MEC)]
 			if fh, ok := l.Extra["flow_hash"].(uint64); ok && l.Flow != "" {
@@ -297,6 +311,12 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 				mec := mecIndex(names, l.MEC)
 				l.TrueLost = sampleTrueLost(l, uint16(mec), a.sampleSent, a.sampleRcv)
 				if q := TrueQuantiles(mecDelays[mec]); q != nil {
+					setExtra(l, "true_quantiles", q)
+				}
+			}
+			if _, ok := l.Extra["quantiles"]; ok && l.Synopsis == "lds" {
+				fh, _ := l.Extra["flow_hash"].(uint64)
+				if q := TrueQuantiles(a.flowDelays[fh]); q != nil {
 					setExtra(l, "true_quantiles", q)
 				}
 			}

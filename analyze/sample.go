@@ -12,13 +12,17 @@ import (
 // SampleFactory makes the trajectory sample of each MEC and reports its
 // delay quantiles (docs/sample.md). The sender's sample goes through its
 // wire encoding before it is matched, as an appliance would receive it, so
-// a line shows what the shipped sample supports, and says its size.
+// a line shows what the shipped sample supports, and says its size. Each
+// end's sample keeps its packets' flows (where the LDS runs, the flow
+// lines' quantiles come from them: FlowQuantiles).
 type SampleFactory struct{ Config synopsis.SampleConfig }
 
 type sampleSide struct{ p *synopsis.Sample }
 
-func (s *sampleSide) Add(m *classifier.Meta, _ uint16, ts uint64) { s.p.Add(m.Hash, ts) }
-func (s *sampleSide) Reset()                                      { s.p.Reset() }
+func (s *sampleSide) Add(m *classifier.Meta, _ uint16, ts uint64) {
+	s.p.AddFlow(m.Hash, m.FlowHash, ts)
+}
+func (s *sampleSide) Reset() { s.p.Reset() }
 
 func (f SampleFactory) Name() string { return "sample" }
 func (f SampleFactory) PerMEC() bool { return true }
@@ -27,6 +31,7 @@ func (f SampleFactory) New() (SideSynopsis, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.TrackFlows()
 	return &sampleSide{p}, nil
 }
 
@@ -100,14 +105,16 @@ func SampleLine(r report.Interval, shipped, own *synopsis.Sample, wireBytes int,
 	e.Sent, e.Received, e.Lost, e.Extra, e.Samples = m.Sent, m.Received, m.Lost, m.Extra, r.Samples
 	qs := synopsis.EstimateQuantiles(m.DelaysNs, synopsis.SampleQuantiles, conf, m.StampErrNs)
 	r.Extra = map[string]any{
-		"quantiles":        sampleQuantiles(qs),
-		"sample_level":     m.Level,
-		"sample_bytes":     wireBytes,
-		"sample_extra":     m.Extra,
-		"offered_sent":     m.OfferedSent,
-		"offered_received": m.OfferedReceived,
-		"min_ns":           nil,
-		"max_ns":           nil,
+		"quantiles":          sampleQuantiles(qs),
+		"sample_level":       m.Level,
+		"sample_rate":        float64(m.Threshold) / synopsis.SampleAll,
+		"sample_digest_bits": m.DigestBits,
+		"sample_bytes":       wireBytes,
+		"sample_extra":       m.Extra,
+		"offered_sent":       m.OfferedSent,
+		"offered_received":   m.OfferedReceived,
+		"min_ns":             nil,
+		"max_ns":             nil,
 	}
 	if m.AmbiguousSent+m.AmbiguousReceived > 0 {
 		r.Extra["sample_ambiguous_sent"] = m.AmbiguousSent
@@ -120,11 +127,14 @@ func SampleLine(r report.Interval, shipped, own *synopsis.Sample, wireBytes int,
 		r.Extra["min_ns"], r.Extra["max_ns"] = m.DelaysNs[0], m.DelaysNs[n-1]
 	}
 	r.SampleDelaysNs = m.DelaysNs
+	if m.FlowDelays != nil {
+		r.SampleFlows = &report.SampleFlows{Threshold: m.Threshold, Delays: m.FlowDelays}
+	}
 	var v report.Verdict
 	bounded := slices.ContainsFunc(qs, func(q synopsis.Quantile) bool { return q.Valid })
 	switch {
 	case m.Sent == 0 && m.AmbiguousSent == 0:
-		v.Add(report.NoPackets, fmt.Sprintf("no packet sampled at level %d (1 in %d) of the %d the sender offered", m.Level, uint64(1)<<m.Level, m.OfferedSent))
+		v.Add(report.NoPackets, fmt.Sprintf("no packet sampled at 1 in %.4g of the %d the sender offered", synopsis.SampleAll/float64(m.Threshold), m.OfferedSent))
 	case m.Received == 0 && m.Sent > 0:
 		v.Add(report.AllLost, fmt.Sprintf("all %d sampled packets were lost: no delay to measure", m.Sent))
 	case !bounded:
@@ -160,33 +170,37 @@ func WithdrawSample(l *report.Interval) {
 
 // sampleTrueLost is the exact truth of a sample line's lost: of the
 // sender's packets of the line's class and interval (sent, in time order)
-// that the line's level selects, those the pairing found no receiver copy
+// that the line's threshold (its sample_rate × 2^32) selects, those the pairing found no receiver copy
 // for — counting, as the line does, only packets whose digest no other
 // selected packet shares at the sender and at most one selected receiver
-// packet of the class and interval (rcv) holds. nil when the line has no
-// level (it did not estimate).
+// packet of the class and interval (rcv) holds, on the digest bits
+// the pairing compared (sample_digest_bits). nil when the line has no
+// rate (it did not estimate).
 func sampleTrueLost(l *report.Interval, mec uint16, sent, rcv []sampleRec) *uint64 {
-	level, ok := l.Extra["sample_level"].(uint8)
+	rate, ok := l.Extra["sample_rate"].(float64)
 	if !ok {
 		return nil
 	}
+	th := uint64(rate * synopsis.SampleAll) // exact: a threshold ≤ 2^32 over 2^32
+	db, _ := l.Extra["sample_digest_bits"].(uint8)
+	digest := func(h uint64) uint32 { return synopsis.SampleDigest(h) & uint32(uint64(1)<<db-1) }
 	sc, rc := map[uint32]int{}, map[uint32]int{}
 	for _, x := range sent {
-		if x.mec == mec && synopsis.SampleSelected(x.hash, level) {
-			sc[synopsis.SampleDigest(x.hash)]++
+		if x.mec == mec && synopsis.SampleSelectedAt(x.hash, th) {
+			sc[digest(x.hash)]++
 		}
 	}
 	for _, x := range rcv {
-		if x.mec == mec && synopsis.SampleSelected(x.hash, level) {
-			rc[synopsis.SampleDigest(x.hash)]++
+		if x.mec == mec && synopsis.SampleSelectedAt(x.hash, th) {
+			rc[digest(x.hash)]++
 		}
 	}
 	var lost uint64
 	for _, x := range sent {
-		if x.mec != mec || !synopsis.SampleSelected(x.hash, level) {
+		if x.mec != mec || !synopsis.SampleSelectedAt(x.hash, th) {
 			continue
 		}
-		if d := synopsis.SampleDigest(x.hash); sc[d] == 1 && rc[d] <= 1 && !x.matched {
+		if d := digest(x.hash); sc[d] == 1 && rc[d] <= 1 && !x.matched {
 			lost++
 		}
 	}

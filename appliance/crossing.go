@@ -747,6 +747,7 @@ func (c *controller) flush() {
 	sort.SliceStable(items, func(i, j int) bool { return items[i].k < items[j].k })
 	for _, it := range items {
 		if it.h != nil {
+			c.flowQuantiles(it.h) // sample.go
 			for _, l := range it.h.lines {
 				c.out(l.r)
 			}

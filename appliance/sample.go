@@ -23,26 +23,40 @@ import (
 // samples of all classes may take (Config.AdaptSample), after the LDA and
 // the RDA, before the LDS, which gets what they leave. A quarter, as the
 // LDA's. Measured on the demo's mix (docs/sample.md, "Sizing live"): at
-// 20 kpps the 1 % budget is at its 20 KB floor and what the RDA leaves
-// carries about 300 samples an interval (p50 and p90 bounded, not the
-// p99); at 100 kpps about 800 (the p99 too).
+// 20 kpps the 1 % budget is at its 20 KB floor and the quarter carries
+// about 485 samples an interval (the p99 bounded, just); at 100 kpps
+// what the RDA leaves binds (sampleLeftShare) and carries about 1 100.
 const sampleBudgetShare = 0.25
+
+// sampleLeftShare is the most of what the RDA left that the samples may
+// take where the LDS runs: it keeps the rest, at least a fifth. The
+// samples fill their share to the byte (Sample.CutToCount), so without
+// it a link where the RDA leaves less than the samples' share (100 kpps
+// of the demo's mix) ships no LDS at all; with it, the LDS there still
+// carries its largest flows' cells. At the demo's 20 kpps the quarter
+// binds first.
+const sampleLeftShare = 0.8
 
 // sampleParts encodes each class's sample (set.Sample) for one copy
 // within left wire bytes (math.MaxInt: no limit): with AdaptSample the
-// samples take at most sampleBudgetShare of perCopy, the quietest class
-// first, each at most an even split of what is still unspent, and a
-// sample that does not fit is cut to the shallowest deeper level whose
-// encoding does; without it they go as recorded. A sample whose header
-// alone does not fit is left out (payloadOmitted). It returns each
-// class's payload and header length and the wire bytes spent.
+// samples take at most sampleBudgetShare of perCopy and, beside an LDS,
+// sampleLeftShare of left, the quietest class first, each at most an
+// even split of what is still unspent, and a sample that does not fit is
+// cut to the most samples that fit (encodeSample); without it they go as
+// recorded. A sample whose header alone does not fit is left out
+// (payloadOmitted). It returns each class's payload and header length
+// and the wire bytes spent.
 func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
 	a := c.a
 	n := len(set.Sample)
 	parts, hdrLens = make([][]byte, n), make([]int, n)
 	share := math.MaxInt // fixed by the flags: as recorded, whatever it costs
 	if a.cfg.AdaptSample && left != math.MaxInt {
-		share = max(0, min(left, int(sampleBudgetShare*float64(perCopy))))
+		most := left
+		if set.LDS != nil {
+			most = int(sampleLeftShare * float64(max(left, 0)))
+		}
+		share = max(0, min(most, int(sampleBudgetShare*float64(perCopy))))
 	}
 	for i, m := range byPackets(n, func(m int) uint64 { return set.Sample[m].Offered() }) {
 		p := set.Sample[m]
@@ -71,9 +85,12 @@ func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags u
 }
 
 // encodeSample appends p to prefix within limit wire bytes (math.MaxInt:
-// none), cutting p in place to deeper levels while it does not fit: p is
-// the idle copy, reset when the shipment is done. It returns nil when
-// even an empty sample does not fit.
+// none), cutting p in place while it does not fit (p is the idle copy,
+// reset when the shipment is done): to as many samples as the limit holds
+// at the encoding's cost a sample (Sample.CutToCount: the packets of the
+// whole interval with the smallest selection values, a uniform sample of
+// that size), then by a sixty-fourth at a time. It returns nil when even
+// an empty sample does not fit.
 func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) ([]byte, error) {
 	prefix = prefix[:len(prefix):len(prefix)]
 	for {
@@ -85,22 +102,29 @@ func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) 
 		if limit == math.MaxInt || w <= limit {
 			return q, nil
 		}
-		if p.Len() == 0 || p.Level() >= synopsis.SampleMaxLevel {
+		n := p.Len()
+		if n == 0 || p.Threshold() <= 1 {
 			return nil, nil
 		}
-		// Samples cost about the same each: each level halves them; go
-		// straight to the level that should fit, then check.
-		fixed := c.wireOf(len(prefix)) + 16
-		want := max(limit-fixed, 1)
-		steps := 1
-		if ratio := float64(w-fixed) / float64(want); ratio > 2 {
-			steps = int(math.Ceil(math.Log2(ratio)))
-		}
-		if err := p.RaiseTo(uint8(min(int(p.Level())+steps, synopsis.SampleMaxLevel))); err != nil {
+		// The payload the limit holds, fragment headers and parity taken
+		// in proportion; less the header's bytes, about sampleHeaderBytes.
+		fixed := float64(len(prefix) + sampleHeaderBytes)
+		per := max(float64(len(q))-fixed, 1) / float64(n)
+		room := float64(len(q))*float64(limit)/float64(w) - fixed
+		keep := min(int(max(room, 0)/per), n-max(1, n/64))
+		if err := p.CutToCount(keep); err != nil {
 			return nil, err
+		}
+		if p.Len() >= n {
+			return nil, nil // ties at the lowest threshold: cannot shrink
 		}
 	}
 }
+
+// sampleHeaderBytes is about what a sample's encoding takes beside its
+// samples (Sample.AppendBinary): magic, threshold, counters, the first
+// stamp, the digest width and the Rice parameter.
+const sampleHeaderBytes = 24
 
 // pairSample reports class m's sample line of the bundle's interval:
 // the sender's shipped sample against the receiver's copy.
@@ -187,4 +211,19 @@ func (c *controller) sampleLoss(h *heldInterval) {
 			l.r.Invalidate(report.Crossing, fmt.Sprintf("%d packets of the class crossed the interval's boundary: the sample's lost may count sampled ones among them", crossed))
 		}
 	}
+}
+
+// flowQuantiles puts the flows' sampled delay quantiles on h's LDS
+// lines (analyze.FlowQuantiles) when h goes out: every cause of its
+// sample lines is known by then, the clock step that out would find
+// included.
+func (c *controller) flowQuantiles(h *heldInterval) {
+	rs := make([]*report.Interval, 0, len(h.lines))
+	for _, l := range h.lines {
+		if l.r.Synopsis == "sample" {
+			c.clockStepLine(l.r)
+		}
+		rs = append(rs, l.r)
+	}
+	analyze.FlowQuantiles(rs)
 }

@@ -26,7 +26,10 @@ func FuzzSamplePart(f *testing.F) {
 	good, _ := snd.AppendBinary(append([]byte(nil), hdr...))
 	f.Add(good)
 	f.Add(appendPayload(nil, payloadHeader{Frames: 300, Flags: payloadOmitted}))
-	f.Add(append(append([]byte(nil), hdr...), "SMP\x01\x00\x00\x00\x00\x00\x00"...))
+	f.Add(append(append([]byte(nil), hdr...), "SMP\x02\x80\x80\x80\x80\x10\x00\x00\x00\x00\x00"...)) // empty, every packet
+	snd.CutToCount(100)
+	cut, _ := snd.AppendBinary(append([]byte(nil), hdr...)) // a threshold between levels
+	f.Add(cut)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, body, err := parsePayload(b)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,4 +223,150 @@ func sampleSeed(t *testing.T, seed uint64, tally *sampleTally) {
 	for k, v := range misses {
 		tally.misses[k] += v
 	}
+}
+
+// flowScenario is sampleScenario's segment with the LDS beside the
+// sample and a few flows, so that each flow gets enough samples to bound
+// its quantiles: 2 to 6 flows (marked in turn with the classes' DSCPs,
+// so two classes split the flows unevenly), every flow reported, the
+// sample at a fixed level of every packet to 1 in 4 and, in half the
+// seeds, a capacity of 600 that the busier class overflows (it ends at a
+// deeper level than the other: the flows' samples are cut to it). No
+// control budget: a sample shipped whole would otherwise leave the LDS
+// out. The flow draws come from a stream of their own: the segment is
+// sampleScenario's for the seed.
+func flowScenario(seed uint64) (demo.Config, string) {
+	cfg, desc := sampleScenario(seed)
+	r := rand.New(rand.NewPCG(seed, 0xf10e_5a3b))
+	cfg.Flows = 2 + r.IntN(5)
+	cfg.TopFlows = cfg.Flows
+	cfg.BudgetFraction, cfg.AdaptLDA, cfg.AdaptRDA, cfg.AdaptSample = 0, false, false, false
+	lds := synopsis.LDSConfig{Rows: 2, Cols: 1 << 10, CellsPerFlow: 1, MaxFlows: 64}
+	cfg.Syn.LDS = &lds
+	smp := synopsis.DefaultSampleConfig()
+	smp.Level = uint8(r.IntN(3))
+	if r.IntN(2) == 0 {
+		smp.Capacity = 600
+	}
+	cfg.Syn.Sample = &smp
+	desc = fmt.Sprintf("%s; %d flows, flow sample level %d capacity %d", desc, cfg.Flows, smp.Level, smp.Capacity)
+	return cfg, desc
+}
+
+// TestSampleFlowProperty holds the flow lines' sampled quantiles to the
+// impairment stage's exact per-flow truth on simulated time: every
+// bounded quantile of an a>b LDS flow line must hold the true quantile of
+// the flow's delivered packets of the interval, allowing per quantile over
+// all seeds only the misses the stated 98 % allows (as TestSampleProperty).
+// The seeds must have bounded at least 100 flow quantiles, the p99 among
+// them, and cut some flow's samples to a deeper class's level.
+func TestSampleFlowProperty(t *testing.T) {
+	n := sampleSeeds
+	if s := os.Getenv("SAMPLE_PROPERTY_SEEDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("SAMPLE_PROPERTY_SEEDS=%q: %v", s, err)
+		}
+	}
+	if testing.Short() {
+		n = 6
+	}
+	if raceEnabled {
+		n = 2
+	}
+	tally := &sampleTally{bounded: map[string]int{}, misses: map[string]int{}}
+	var cuts int
+	t.Run("seeds", func(t *testing.T) {
+		for seed := uint64(1); seed <= uint64(n); seed++ {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				t.Parallel()
+				c := flowSeed(t, seed, tally)
+				tally.mu.Lock()
+				cuts += c
+				tally.mu.Unlock()
+			})
+		}
+	})
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	total := 0
+	for _, p := range synopsis.SampleQuantiles {
+		k := "p" + synopsis.PercentileName(p)
+		b, m := tally.bounded[k], tally.misses[k]
+		total += b
+		allowed := 0.02*float64(b) + 3*math.Sqrt(0.02*0.98*float64(b)) + 1
+		t.Logf("%s: a flow's true quantile outside the bounds in %d of %d (allowed %.1f)", k, m, b, allowed)
+		if float64(m) > allowed {
+			t.Errorf("%s: a flow's true quantile outside the bounds in %d of %d bounded (allowed %.1f at 98 %%)", k, m, b, allowed)
+		}
+	}
+	t.Logf("%d seeds: %d flow lines with quantiles, %d with truth (%d sampled delays); %d cut to a deeper class's level", n, tally.lines, tally.valid, tally.samples, cuts)
+	if n >= sampleSeeds && (total < 100 || tally.bounded["p99"] == 0 || cuts == 0) {
+		t.Errorf("only %d flow quantiles bounded (p99: %d), %d cuts, over %d seeds: the property went untested", total, tally.bounded["p99"], cuts, n)
+	}
+}
+
+// flowSeed runs one seed's flow scenario and tallies its flow lines; it
+// returns how many flow lines' samples were cut deeper than their own
+// class's sample line's level.
+func flowSeed(t *testing.T, seed uint64, tally *sampleTally) (cuts int) {
+	cfg, desc := flowScenario(seed)
+	defer func() {
+		if t.Failed() {
+			t.Logf("scenario: %s", desc)
+			t.Logf("replay: go test ./appliance -run 'TestSampleFlowProperty/seeds/seed=%d$' -count=1 -v", seed)
+		}
+	}()
+	var got []report.Interval
+	cfg.Reports = func(r *report.Interval) { got = append(got, *r) }
+	if _, err := demo.Run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	levels := map[int64][]uint8{} // the classes' sample levels per interval
+	for _, r := range got {
+		if lv, ok := r.Extra["sample_level"].(uint8); ok && r.Synopsis == "sample" && r.Direction == "a>b" {
+			levels[r.Interval] = append(levels[r.Interval], lv)
+		}
+	}
+	var lines, valid, samples int
+	bounded, misses := map[string]int{}, map[string]int{}
+	for _, r := range got {
+		qs, ok := r.Extra["quantiles"].(map[string]report.Quantile)
+		if r.Synopsis != "lds" || r.Direction != "a>b" || !ok {
+			continue
+		}
+		lines++
+		tq, ok := r.Extra["true_quantiles"].(map[string]int64)
+		if !ok {
+			continue // no delivered packet of the flow, or no truth for the interval
+		}
+		n, _ := r.Extra["sampled_delays"].(int)
+		if lv, ok := r.Extra["sample_level"].(uint8); ok && slices.Min(levels[r.Interval]) < lv {
+			cuts++
+		}
+		valid++
+		samples += n
+		for k, q := range qs {
+			if q.LoNs == nil || q.HiNs == nil {
+				continue
+			}
+			bounded[k]++
+			if tv := tq[k]; tv < *q.LoNs || tv > *q.HiNs {
+				misses[k]++
+				t.Logf("interval %d flow %s %s: true %d outside [%d, %d] (%d samples, level %v)", r.Interval, r.Flow, k, tv, *q.LoNs, *q.HiNs, n, r.Extra["sample_level"])
+			}
+		}
+	}
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	tally.lines += lines
+	tally.valid += valid
+	tally.samples += samples
+	for k, v := range bounded {
+		tally.bounded[k] += v
+	}
+	for k, v := range misses {
+		tally.misses[k] += v
+	}
+	return cuts
 }

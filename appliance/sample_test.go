@@ -13,12 +13,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// TestSampleShippedLevel: the sender ships the sample at the densest
-// level whose encoding fits its share of the control budget — every
-// packet under an ample budget, a deeper level under the default one, the
-// deeper the smaller the budget — and as recorded when the level is fixed
-// (AdaptSample off), whatever the budget. Simulated time: the levels are
-// the same on every run.
+// TestSampleShippedLevel: the sender ships as many samples as fit its
+// share of the control budget — every packet under an ample budget, a
+// sparser rate under a smaller one, the sparser the smaller the budget,
+// the share filled to within 15 % (fragment headers take some; the cut
+// is to a count, not to a power of two) — and as recorded when the level
+// is fixed (AdaptSample off), whatever the budget. Simulated time: the
+// levels are the same on every run.
 func TestSampleShippedLevel(t *testing.T) {
 	run := func(budgetBytes int, adapt bool, level uint8) (levels []uint8, bytes []int) {
 		t.Helper()
@@ -56,9 +57,10 @@ func TestSampleShippedLevel(t *testing.T) {
 	}
 	for i := range small {
 		// The samples' share is a quarter of the budget: 3 000 and 1 500
-		// bytes, the encoded sample somewhat less.
-		if small[i] == 0 || smallBytes[i] > 3000 || tiny[i] <= small[i] || tinyBytes[i] > 1500 {
-			t.Errorf("interval %d: 12 KB budget level %d (%d bytes), 6 KB level %d (%d bytes): want 12 KB deeper than 0 within 3 000 bytes, 6 KB deeper still within 1 500", i, small[i], smallBytes[i], tiny[i], tinyBytes[i])
+		// bytes on the wire, the encoded sample somewhat less.
+		if small[i] == 0 || smallBytes[i] > 3000 || tiny[i] <= small[i] || tinyBytes[i] > 1500 ||
+			smallBytes[i] < 2550 || tinyBytes[i] < 1275 {
+			t.Errorf("interval %d: 12 KB budget level %d (%d bytes), 6 KB level %d (%d bytes): want 12 KB deeper than 0 within 2 550 … 3 000 bytes, 6 KB deeper still within 1 275 … 1 500", i, small[i], smallBytes[i], tiny[i], tinyBytes[i])
 		}
 	}
 	for _, l := range fixed {

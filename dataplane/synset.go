@@ -91,6 +91,11 @@ func NewSynSet(cfg SynConfig) (*SynSet, error) {
 			if err != nil {
 				return nil, err
 			}
+			if cfg.LDS != nil {
+				// The receiver attributes each sampled delay to its
+				// flow: the LDS lines' quantiles (docs/sample.md).
+				p.TrackFlows()
+			}
 			s.Sample = append(s.Sample, p)
 		}
 	}
@@ -119,7 +124,7 @@ func (s *SynSet) Record(m *classifier.Meta, mec uint16, ts, errNs uint64) {
 		// The sample keeps the largest uncertainty: it bounds each
 		// sampled delay, which the quantiles' bounds widen by.
 		p := s.Sample[mec]
-		p.Add(m.Hash, ts)
+		p.AddFlow(m.Hash, m.FlowHash, ts)
 		p.SetStampErr(errNs)
 	}
 	if s.LDS != nil && m.FlowHash != 0 {

@@ -86,10 +86,11 @@ type lostRec struct {
 }
 
 type recentRec struct {
-	seq uint64
-	d   float64
-	mec uint16
-	dup bool
+	seq  uint64
+	d    float64
+	flow uint64
+	mec  uint16
+	dup  bool
 }
 
 // TruthInterval is the exact account of one sender interval on the link.
@@ -120,11 +121,25 @@ type ClassTruth struct {
 	// the truth keeps them (KeepDelays). The exact quantiles a trajectory
 	// sample estimates are order statistics of these.
 	Delays []int64
+	// DelayFlows[i] is the flow hash (classifier.Meta.FlowHash) of the
+	// packet of Delays[i]: a flow's exact quantiles.
+	DelayFlows []uint64
 }
 
-// KeepDelays makes the truth keep every delivered packet's delay
-// (ClassTruth.Delays), for the exact quantiles: memory per packet, for
-// the demo's sample lines.
+// FlowDelays appends to dst the delays of the flow's delivered packets
+// (KeepDelays) in the class.
+func (c *ClassTruth) FlowDelays(dst []int64, flowHash uint64) []int64 {
+	for i, f := range c.DelayFlows {
+		if f == flowHash {
+			dst = append(dst, c.Delays[i])
+		}
+	}
+	return dst
+}
+
+// KeepDelays makes the truth keep every delivered packet's delay and
+// flow (ClassTruth.Delays, DelayFlows), for the exact quantiles: memory
+// per packet, for the demo's sample lines and flow lines.
 func (t *IntervalTruth) KeepDelays() { t.keep = true }
 
 // Mean and Stddev of the delivered frames' delays, ns.
@@ -269,7 +284,7 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 			t.TooLate++
 			return
 		}
-		add(&t.pend, mec, d, dup, t.keep)
+		add(&t.pend, mec, d, t.m.FlowHash, dup, t.keep)
 		if !dup {
 			t.pend.Crossed++
 			t.pend.Classes[mec].Crossed++
@@ -279,18 +294,18 @@ func (t *IntervalTruth) Record(frame []byte, r *TruthRecord) {
 		}
 		return
 	}
-	add(&t.cur, mec, d, dup, t.keep)
+	add(&t.cur, mec, d, t.m.FlowHash, dup, t.keep)
 	if r.Flags&TruthRemarked != 0 && !dup {
 		t.cur.Remarked++
 	}
-	t.recent[t.recentAt] = recentRec{seq: r.Seq, d: d, mec: mec, dup: dup}
+	t.recent[t.recentAt] = recentRec{seq: r.Seq, d: d, flow: t.m.FlowHash, mec: mec, dup: dup}
 	t.recentAt = (t.recentAt + 1) % len(t.recent)
 	t.nRecent = min(t.nRecent+1, len(t.recent))
 }
 
-// add counts one delivered packet (or duplicate) of class mec in ti,
-// and keeps its delay with keep.
-func add(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
+// add counts one delivered packet (or duplicate) of class mec and flow
+// flow in ti, and keeps its delay and flow with keep.
+func add(ti *TruthInterval, mec uint16, d float64, flow uint64, dup, keep bool) {
 	if dup {
 		ti.Dups++
 		return
@@ -304,10 +319,11 @@ func add(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
 	c.SqNs += d * d
 	if keep {
 		c.Delays = append(c.Delays, int64(d))
+		c.DelayFlows = append(c.DelayFlows, flow)
 	}
 }
 
-func sub(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
+func sub(ti *TruthInterval, mec uint16, d float64, flow uint64, dup, keep bool) {
 	if dup {
 		ti.Dups--
 		return
@@ -322,8 +338,9 @@ func sub(ti *TruthInterval, mec uint16, d float64, dup, keep bool) {
 	if keep {
 		// The packets sub moves were added last: look from the end.
 		for i := len(c.Delays) - 1; i >= 0; i-- {
-			if c.Delays[i] == int64(d) {
+			if c.Delays[i] == int64(d) && c.DelayFlows[i] == flow {
 				c.Delays = append(c.Delays[:i], c.Delays[i+1:]...)
+				c.DelayFlows = append(c.DelayFlows[:i], c.DelayFlows[i+1:]...)
 				break
 			}
 		}
@@ -341,8 +358,8 @@ func (t *IntervalTruth) endOf(k, endSeq uint64) {
 	next := TruthInterval{Classes: t.nextClasses()}
 	for _, r := range t.recent[:t.nRecent] { // order does not matter: sums
 		if r.seq > endSeq {
-			sub(&t.cur, r.mec, r.d, r.dup, t.keep)
-			add(&next, r.mec, r.d, r.dup, t.keep)
+			sub(&t.cur, r.mec, r.d, r.flow, r.dup, t.keep)
+			add(&next, r.mec, r.d, r.flow, r.dup, t.keep)
 		}
 	}
 	t.nRecent, t.recentAt = 0, 0

@@ -79,6 +79,11 @@ type Interval struct {
 	// for the metrics' histograms; nil where the line's delay is not
 	// valid. Not written: the quantiles are the line's record of them.
 	SampleDelaysNs []int64 `json:"-"`
+	// SampleFlows: a sample line's received samples with the receiver's
+	// flow of each, for the per-flow quantiles of the interval's flow
+	// lines (analyze.FlowQuantiles); nil where the receiver's sample
+	// keeps no flows or the line did not match. Not written.
+	SampleFlows *SampleFlows `json:"-"`
 
 	verdict Verdict // the causes the line is not valid for (verdict.go)
 }
@@ -104,6 +109,24 @@ type Quantile struct {
 	LoRank     int    `json:"lo_rank,omitempty"`
 	HiRank     int    `json:"hi_rank,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+}
+
+// SampleFlows are the received samples of one sample line with their
+// flows (Interval.SampleFlows).
+type SampleFlows struct {
+	// Threshold both ends' samples were cut to (synopsis.Sample.Threshold):
+	// a packet is kept when its Select is below it.
+	Threshold uint64
+	// Delays: one per received sample, ascending by delay.
+	Delays []FlowDelay
+}
+
+// FlowDelay is one sampled delay with the flow the receiver recorded it
+// under.
+type FlowDelay struct {
+	FlowHash uint64 // the receiver's flow hash (the LDS lines' flow_hash)
+	Select   uint32 // the top 32 bits of the packet's remixed identity: what a deeper level compares
+	DelayNs  int64
 }
 
 // Port is a `"type":"port"` report line.

@@ -44,7 +44,7 @@ func RunRow(iv *Interval) string {
 	}
 	flow, syn := "", iv.Synopsis
 	if iv.Flow != "" {
-		flow = " flow " + iv.Flow
+		flow = " flow " + iv.Flow + flowP99Cell(iv, false)
 	}
 	if syn == "sample" {
 		// As analyze's table: the quantiles after the columns.
@@ -97,8 +97,8 @@ func DemoRow(r *Interval) string {
 		if !r.Valid {
 			ok, why = "no", ": "+r.Reason
 		}
-		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s", "", r.Sent,
-			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, why)
+		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s%s", "", r.Sent,
+			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, flowP99Cell(r, true), why)
 	}
 	if r.Synopsis == "sample" {
 		// The quantiles with their bounds, each beside its true value
@@ -127,17 +127,21 @@ const (
 
 // sampleCell is a sample line's quantiles for the table: " p50 23.343
 // [22.506, 24.396]" and so on, µs; "-" for a quantile without a bound.
-func sampleCell(r *Interval) string { return quantileCells(r, false) }
+func sampleCell(r *Interval) string { return quantileCells(r, false, sampleCellKeys...) }
 
 // sampleCellTrue is sampleCell with each quantile's true value after it,
 // in parentheses, where the line has true_quantiles (the demo).
-func sampleCellTrue(r *Interval) string { return quantileCells(r, true) }
+func sampleCellTrue(r *Interval) string { return quantileCells(r, true, sampleCellKeys...) }
 
-func quantileCells(r *Interval, truth bool) string {
+// sampleCellKeys are the quantiles a sample line's cells show.
+var sampleCellKeys = []string{"p50", "p90", "p99", "p99.9"}
+
+// quantileCells are the cells of r's quantiles of keys, in that order.
+func quantileCells(r *Interval, truth bool, keys ...string) string {
 	qs, _ := r.Extra["quantiles"].(map[string]Quantile)
 	tq, _ := r.Extra["true_quantiles"].(map[string]int64)
 	var b strings.Builder
-	for _, k := range []string{"p50", "p90", "p99", "p99.9"} {
+	for _, k := range keys {
 		q, ok := qs[k]
 		if !ok {
 			continue
@@ -152,6 +156,18 @@ func quantileCells(r *Interval, truth bool) string {
 		}
 	}
 	return b.String()
+}
+
+// flowP99Cell is an LDS flow line's sampled p99 for the tables, µs, after
+// the flow's name: " p99 412.221 [398.005, 532.346]" (with truth, its
+// true value after it, in parentheses, where the line has one); "" where
+// the flow's samples do not bound it.
+func flowP99Cell(r *Interval, truth bool) string {
+	qs, _ := r.Extra["quantiles"].(map[string]Quantile)
+	if q, ok := qs["p99"]; !ok || q.EstimateNs == nil || q.LoNs == nil || q.HiNs == nil {
+		return ""
+	}
+	return quantileCells(r, truth, "p99")
 }
 
 // AnalyzeHeader is the header of analyze's table; truth adds the columns
@@ -173,7 +189,7 @@ func AnalyzeRow(r *Interval, truth bool) string {
 	}
 	flow := ""
 	if r.Flow != "" {
-		flow = " flow " + r.Flow
+		flow = " flow " + r.Flow + flowP99Cell(r, truth)
 	}
 	noDelay := !r.Valid || r.Samples == 0 || r.Synopsis == "sample"
 	syn := r.Synopsis

@@ -5,13 +5,20 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ldafwd/ldafwd/report"
 )
 
 // SampleMatch is the sender's and the receiver's samples of one interval
 // paired by digest (MatchSamples).
 type SampleMatch struct {
-	// Level both samples were cut to: the deeper of the two ends'.
-	Level uint8
+	// Threshold both samples were cut to: the lower of the two ends'
+	// (Sample.Threshold); Level is its level (SampleThresholdLevel).
+	Threshold uint64
+	Level     uint8
+	// DigestBits: the digest width the pairing compared (the shipped
+	// sample's, 32 between two samples of this process).
+	DigestBits uint8
 	// Sent: the sender's samples at Level whose digest no other sender
 	// sample shares; Lost: of them, those whose digest the receiver's
 	// sample lacks; Received = Sent − Lost, each paired with exactly one
@@ -23,7 +30,7 @@ type SampleMatch struct {
 	Extra uint64
 	// AmbiguousSent, AmbiguousReceived: samples whose digest is held more
 	// than once at either end (a packet duplicated inside the segment, two
-	// packets colliding on the 32-bit digest): which copy pairs with which
+	// packets colliding on the digest): which copy pairs with which
 	// cannot be told, so these samples are left out of Sent, Received,
 	// Lost and the delays, and counted here.
 	AmbiguousSent, AmbiguousReceived uint64
@@ -36,7 +43,19 @@ type SampleMatch struct {
 	// OfferedSent, OfferedReceived: the packets each end offered its
 	// sample (sampled or not).
 	OfferedSent, OfferedReceived uint64
+	// FlowDelays: where the receiver's sample tracks flows (TrackFlows),
+	// each received sample's delay with the flow the receiver recorded it
+	// under and its selection bits, ascending by delay; nil otherwise.
+	// The sender ships no flows: a delay is of a delivered packet, which
+	// the receiver parsed.
+	FlowDelays []report.FlowDelay
 }
+
+// SampleKeepsSelect says whether a sample at threshold t keeps the
+// packet whose remixed identity's top 32 bits are sel
+// (report.FlowDelay.Select): a set of samples at one threshold can be cut
+// to a lower one.
+func SampleKeepsSelect(sel uint32, t uint64) bool { return uint64(sel) < t }
 
 // LossRate is the sample's loss ratio Lost/Sent (NaN without samples).
 func (m *SampleMatch) LossRate() float64 {
@@ -46,12 +65,12 @@ func (m *SampleMatch) LossRate() float64 {
 	return float64(m.Lost) / float64(m.Sent)
 }
 
-// MatchSamples pairs the sender's sample with the receiver's by digest.
-// Both are cut to the deeper of their two levels first; an end that must
-// be cut has to know its full remixed identities, so an end decoded from
-// the wire (UnmarshalBinary) at the shallower level is an error (the
-// other end's sample is sparser than the shipped one: raise its
-// capacity). A sample that overflowed (Overflow) is not uniform over its
+// MatchSamples pairs the sender's sample with the receiver's by digest
+// (the shipped sample's digest bits). Both are cut to the lower of their
+// two thresholds first; an end that must be cut has to know its full
+// remixed identities, so an end decoded from the wire (UnmarshalBinary)
+// at the higher threshold is an error (the other end's sample is sparser
+// than the shipped one: raise its capacity). A sample that overflowed (Overflow) is not uniform over its
 // interval and is an error too. It allocates the delays and two sorted
 // copies of the digests: for the control side.
 func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
@@ -60,29 +79,45 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 		return m, fmt.Errorf("sample full at level %d (%d sender and %d receiver packets not held): not a uniform sample of the interval; raise the capacity",
 			SampleMaxLevel, sender.overflow, receiver.overflow)
 	}
-	m.Level = max(sender.level, receiver.level)
+	m.Threshold = min(sender.thresh, receiver.thresh)
+	m.Level = SampleThresholdLevel(m.Threshold)
+	m.DigestBits = sampleMaxDigestBits
 	for _, x := range []struct {
 		p    *Sample
 		name string
 	}{{sender, "sender"}, {receiver, "receiver"}} {
-		if x.p.decoded && x.p.level < m.Level {
-			return m, fmt.Errorf("%w: the %s's decoded sample is at level %d, the other end's at %d: it cannot be cut to the deeper level (give the sparser end more capacity)",
-				ErrConfigMismatch, x.name, x.p.level, m.Level)
+		if x.p.decoded && x.p.thresh > m.Threshold {
+			return m, fmt.Errorf("%w: the %s's decoded sample keeps 1 packet in %.4g, the other end's 1 in %.4g: it cannot be cut to the sparser rate (give the sparser end more capacity)",
+				ErrConfigMismatch, x.name, SampleAll/float64(x.p.thresh), SampleAll/float64(m.Threshold))
+		}
+		if x.p.decoded && len(x.p.ents) > 0 { // an empty one ships no width
+			m.DigestBits = min(m.DigestBits, x.p.digestBits)
 		}
 	}
+	mask := uint32(uint64(1)<<m.DigestBits - 1)
 	m.StampErrNs = sender.errNs + receiver.errNs
 	m.OfferedSent, m.OfferedReceived = sender.offered, receiver.offered
-	// dig keeps an end's entries at level m.Level, sorted by digest then
-	// stamp.
-	dig := func(p *Sample) []sampleEntry {
-		out := make([]sampleEntry, 0, len(p.ents))
-		for _, e := range p.ents {
-			if p.decoded || sampleKept(e.s, m.Level) {
-				out = append(out, sampleEntry{uint64(uint32(e.s)), e.ts})
+	// dig keeps an end's entries at threshold m.Threshold, sorted by
+	// digest then stamp, with their selection bits and flows (the
+	// receiver's, when it tracks them).
+	type dEntry struct {
+		d       uint32 // the digest
+		sel     uint32 // the selection bits (0 in a decoded sample)
+		ts, flo uint64
+	}
+	dig := func(p *Sample) []dEntry {
+		out := make([]dEntry, 0, len(p.ents))
+		for i, e := range p.ents {
+			if p.decoded || sampleKept(e.s, m.Threshold) {
+				x := dEntry{d: uint32(e.s) & mask, sel: uint32(e.s >> 32), ts: e.ts}
+				if p.flows != nil {
+					x.flo = p.flows[i]
+				}
+				out = append(out, x)
 			}
 		}
-		slices.SortFunc(out, func(a, b sampleEntry) int {
-			if c := cmp.Compare(a.s, b.s); c != 0 {
+		slices.SortFunc(out, func(a, b dEntry) int {
+			if c := cmp.Compare(a.d, b.d); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.ts, b.ts)
@@ -91,16 +126,20 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 	}
 	s, r := dig(sender), dig(receiver)
 	m.DelaysNs = make([]int64, 0, min(len(s), len(r)))
-	run := func(x []sampleEntry, i int) int { // entries from i sharing x[i]'s digest
+	flows := receiver.flows != nil && !receiver.decoded
+	if flows {
+		m.FlowDelays = make([]report.FlowDelay, 0, min(len(s), len(r)))
+	}
+	run := func(x []dEntry, i int) int { // entries from i sharing x[i]'s digest
 		j := i + 1
-		for j < len(x) && x[j].s == x[i].s {
+		for j < len(x) && x[j].d == x[i].d {
 			j++
 		}
 		return j - i
 	}
 	for i, j := 0, 0; i < len(s) || j < len(r); {
 		switch {
-		case j == len(r) || (i < len(s) && s[i].s < r[j].s):
+		case j == len(r) || (i < len(s) && s[i].d < r[j].d):
 			a := run(s, i)
 			if a == 1 {
 				m.Sent++
@@ -109,7 +148,7 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 				m.AmbiguousSent += uint64(a)
 			}
 			i += a
-		case i == len(s) || r[j].s < s[i].s:
+		case i == len(s) || r[j].d < s[i].d:
 			b := run(r, j)
 			m.Extra += uint64(b)
 			j += b
@@ -118,7 +157,11 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 			if a == 1 && b == 1 {
 				m.Sent++
 				m.Received++
-				m.DelaysNs = append(m.DelaysNs, int64(r[j].ts-s[i].ts))
+				d := int64(r[j].ts - s[i].ts)
+				m.DelaysNs = append(m.DelaysNs, d)
+				if flows {
+					m.FlowDelays = append(m.FlowDelays, report.FlowDelay{FlowHash: r[j].flo, Select: r[j].sel, DelayNs: d})
+				}
 			} else {
 				m.AmbiguousSent += uint64(a)
 				m.AmbiguousReceived += uint64(b)
@@ -128,6 +171,7 @@ func MatchSamples(sender, receiver *Sample) (SampleMatch, error) {
 		}
 	}
 	slices.Sort(m.DelaysNs)
+	slices.SortStableFunc(m.FlowDelays, func(a, b report.FlowDelay) int { return cmp.Compare(a.DelayNs, b.DelayNs) })
 	return m, nil
 }
 

@@ -334,3 +334,128 @@ func FuzzQuantileRanks(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchSamplesFlows: a receiver that tracks flows gives each paired
+// delay the flow it recorded the packet under — through raises of its
+// level, a merge of two workers' shares and a cut — and its selection
+// bits, so that cutting the flow's delays to a deeper level keeps exactly
+// what that level keeps; AddFlow allocates nothing; a decoded receiver
+// (no flows) gives none.
+func TestMatchSamplesFlows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	snd, _ := NewSample(SampleConfig{Capacity: 1500})
+	rcv, _ := NewSample(SampleConfig{Capacity: 1000})
+	other, _ := NewSample(SampleConfig{Capacity: 800})
+	rcv.TrackFlows()
+	other.TrackFlows()
+	hs, ts := samplePkts(rng, 12_000, 1e12, 400)
+	flowOf := map[uint64]uint64{}
+	delayOf := map[uint64]int64{}
+	for i, h := range hs {
+		f := uint64(1 + rng.IntN(5))
+		d := int64(1000 + rng.IntN(80_000))
+		flowOf[h], delayOf[h] = f, d
+		snd.Add(h, ts[i])
+		if rng.IntN(30) == 0 {
+			continue // lost
+		}
+		if i%4 == 0 {
+			other.AddFlow(h, f, ts[i]+uint64(d))
+		} else {
+			rcv.AddFlow(h, f, ts[i]+uint64(d))
+		}
+	}
+	if err := rcv.Merge(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := rcv.RaiseTo(rcv.Level() + 1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := MatchSamples(snd, rcv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.FlowDelays) != len(m.DelaysNs) || len(m.DelaysNs) < 300 {
+		t.Fatalf("%d flow delays, %d delays", len(m.FlowDelays), len(m.DelaysNs))
+	}
+	for i, fd := range m.FlowDelays {
+		if fd.DelayNs != m.DelaysNs[i] {
+			t.Fatalf("flow delay %d: %d, delays %d", i, fd.DelayNs, m.DelaysNs[i])
+		}
+	}
+	// Each flow's delays, at the match's threshold and at a lower one
+	// (not a level's), against the packets' own.
+	for _, lv := range []uint64{m.Threshold, m.Threshold * 3 / 5} {
+		got, want := map[uint64][]int64{}, map[uint64][]int64{}
+		for _, fd := range m.FlowDelays {
+			if SampleKeepsSelect(fd.Select, lv) {
+				got[fd.FlowHash] = append(got[fd.FlowHash], fd.DelayNs)
+			}
+		}
+		for _, h := range hs {
+			// Paired: held once at each end (no two digests collide here).
+			d := uint32(Remix(h, SaltSample))
+			if SampleSelectedAt(h, lv) && digestCount(rcv, d) == 1 && digestCount(snd, d) == 1 {
+				want[flowOf[h]] = append(want[flowOf[h]], delayOf[h])
+			}
+		}
+		for f := range want {
+			slices.Sort(want[f])
+			slices.Sort(got[f])
+			if !slices.Equal(got[f], want[f]) {
+				t.Fatalf("level %d flow %d: %d delays, want %d", lv, f, len(got[f]), len(want[f]))
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("level %d: %d flows, want %d", lv, len(got), len(want))
+		}
+	}
+	// AddFlow allocates nothing, raises included.
+	rcv.Reset()
+	i := 0
+	if allocs := testing.AllocsPerRun(5000, func() { rcv.AddFlow(hs[i%len(hs)], 7, ts[i%len(ts)]); i++ }); allocs != 0 {
+		t.Fatalf("AddFlow allocates %v per call", allocs)
+	}
+	// A decoded receiver keeps no flows.
+	b, _ := rcv.AppendBinary(nil)
+	dec, _ := DecodeSample(b)
+	if m, err := MatchSamples(snd, dec); err == nil && m.FlowDelays != nil {
+		t.Fatal("a decoded receiver gave flows")
+	}
+}
+
+// digestCount counts p's entries of digest d.
+func digestCount(p *Sample, d uint32) int {
+	n := 0
+	for _, e := range p.ents {
+		if uint32(e.s) == d {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMatchSamplesDigestBits: the pairing compares the shipped sample's
+// digest width — 24 bits for a small sample — and an empty shipped
+// sample, which ships no width, leaves the receiver's whole.
+func TestMatchSamplesDigestBits(t *testing.T) {
+	snd, _ := NewSample(SampleConfig{Capacity: 64})
+	rcv, _ := NewSample(SampleConfig{Capacity: 64})
+	for i := uint64(1); i <= 20; i++ {
+		snd.Add(i, 1000*i)
+		rcv.Add(i, 1000*i+50)
+	}
+	b, _ := snd.AppendBinary(nil)
+	d, _ := DecodeSample(b)
+	m, err := MatchSamples(d, rcv)
+	if err != nil || m.DigestBits != 24 || m.Received != 20 || len(m.DelaysNs) != 20 || m.DelaysNs[0] != 50 {
+		t.Fatalf("%d bits, %+v, %v", m.DigestBits, m, err)
+	}
+	e, _ := NewSample(SampleConfig{Capacity: 1})
+	b, _ = e.AppendBinary(nil)
+	d, _ = DecodeSample(b)
+	m, err = MatchSamples(d, rcv)
+	if err != nil || m.DigestBits != 32 || m.Extra != 20 {
+		t.Fatalf("an empty shipped sample: %d bits, %+v, %v", m.DigestBits, m, err)
+	}
+}

@@ -2,6 +2,7 @@ package synopsis
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -195,15 +196,54 @@ func TestSampleDecoderStrict(t *testing.T) {
 			t.Fatal("a failed decode changed the target")
 		}
 	}
+	// enc is a two-sample encoding with the given header fields and bit
+	// stream.
+	enc := func(thresh, n uint64, db, k byte, bits func(w *bitWriter)) []byte {
+		e := []byte("SMP\x02")
+		e = binary.AppendUvarint(e, thresh)
+		e = append(e, 0, 9, 0, 0) // stamp error, offered, raised, overflow
+		e = binary.AppendUvarint(e, n)
+		e = append(e, 100, db, k) // first stamp 100
+		w := bitWriter{b: e}
+		bits(&w)
+		return w.flush()
+	}
+	twoGood := func(w *bitWriter) { // digests 1 and 2, gap +3 (z = 6: q 1, r 2 at k 2)
+		w.write(1, 24)
+		w.write(2, 24)
+		w.write(0b01, 2)
+		w.write(2, 2)
+	}
+	if q, err := DecodeSample(enc(SampleAll, 2, 24, 2, twoGood)); err != nil || q.Len() != 2 || q.ents[1].ts != 103 {
+		t.Fatalf("the well-formed case does not decode: %v", err)
+	}
 	for name, bad := range map[string][]byte{
-		"magic":    append([]byte("SMQ"), b[3:]...),
-		"version":  append([]byte("SMP\x02"), b[4:]...),
-		"trailing": append(append([]byte{}, b...), 0),
-		"level":    {'S', 'M', 'P', 1, 33, 0, 0, 0, 0, 0},
-		"count":    {'S', 'M', 'P', 1, 0, 0, 0x80, 0x80, 0x01, 0, 0, 0xff, 0xff, 0x03},
-		"offered":  {'S', 'M', 'P', 1, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0},
+		"magic":                append([]byte("SMQ"), b[3:]...),
+		"version 1":            append([]byte("SMP\x01"), b[4:]...),
+		"version 3":            append([]byte("SMP\x03"), b[4:]...),
+		"trailing":             append(append([]byte{}, b...), 0),
+		"threshold 0":          enc(0, 2, 24, 2, twoGood),
+		"threshold above 2^32": enc(SampleAll+1, 2, 24, 2, twoGood),
+		"count":                {'S', 'M', 'P', 2, 1, 0, 0xff, 0xff, 0x03, 0, 0, 0xff, 0xff, 0x03, 0, 24, 0},
+		"offered":              {'S', 'M', 'P', 2, 1, 0, 0, 0, 0, 1, 5, 24, 0, 0, 0, 0},
+		"digest width 15":      enc(SampleAll, 2, 15, 2, twoGood),
+		"digest width 33":      enc(SampleAll, 2, 33, 2, twoGood),
+		"Rice parameter 64":    enc(SampleAll, 2, 24, 64, twoGood),
+		"padding":              enc(SampleAll, 2, 24, 2, func(w *bitWriter) { twoGood(w); w.write(1, 1) }),
+		"escaped short gap": enc(SampleAll, 2, 24, 2, func(w *bitWriter) {
+			w.write(1, 24)
+			w.write(2, 24)
+			w.write(1<<sampleRiceEscape-1, sampleRiceEscape)
+			w.write(6, 64) // z 6 codes in 4 bits at k 2
+		}),
+		"unended quotient": enc(SampleAll, 2, 24, 2, func(w *bitWriter) {
+			w.write(1, 24)
+			w.write(2, 24)
+			w.write(0b111111, 6)
+		}),
 	} {
-		if err := q.UnmarshalBinary(bad); !errors.Is(err, ErrBadEncoding) {
+		err := q.UnmarshalBinary(bad)
+		if !errors.Is(err, ErrBadEncoding) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -222,6 +262,15 @@ func FuzzSampleDecode(f *testing.F) {
 	f.Add(b)
 	e, _ := NewSample(SampleConfig{Capacity: 1})
 	b, _ = e.AppendBinary(nil)
+	f.Add(b)
+	// Cut between levels, with a gap that takes the escape and one that
+	// goes back.
+	x, _ := NewSample(SampleConfig{Capacity: 8})
+	for _, ts := range []uint64{1e9, 1e9 + 1000, 1e9 + 1900, 1e15, 5e8} {
+		x.Add(rng.Uint64(), ts)
+	}
+	x.CutToCount(4)
+	b, _ = x.AppendBinary(nil)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := DecodeSample(b)
@@ -262,16 +311,29 @@ func sampleWireCase() *Sample {
 	return p
 }
 
-// TestSampleBytesPerSample measures the wire size: a 4-byte digest and
-// the stamp delta (3 bytes for gaps under 2^20 ns ≈ 1 ms), 7 bytes a
-// sample plus a header of a few bytes.
+// TestSampleBytesPerSample measures the wire size: a 28-bit digest (for
+// 15 000 samples) and the Rice-coded gap (about 18.5 bits for 64 µs), 5.8
+// bytes a sample plus a header of a few bytes; and at the demo's density,
+// 500 samples 2 ms apart: a 24-bit digest and about 23.5 bits of gap, 6
+// bytes.
 func TestSampleBytesPerSample(t *testing.T) {
 	p := sampleWireCase()
 	b, _ := p.AppendBinary(nil)
 	per := float64(len(b)) / float64(p.Len())
 	t.Logf("%d samples in %d bytes: %.3f bytes a sample", p.Len(), len(b), per)
-	if p.Len() < 15_000 || per > 7.01 || per < 6 {
-		t.Fatalf("%d samples, %.3f bytes a sample, want ~7", p.Len(), per)
+	if p.Len() < 15_000 || per > 5.9 || per < 5.5 {
+		t.Fatalf("%d samples, %.3f bytes a sample, want ~5.8", p.Len(), per)
+	}
+	q, _ := NewSample(SampleConfig{Capacity: 1 << 10})
+	hs, ts := samplePkts(rand.New(rand.NewPCG(13, 15)), 500, 1.7e18, 2e6)
+	for i := range hs {
+		q.Add(hs[i], ts[i])
+	}
+	b, _ = q.AppendBinary(nil)
+	per = float64(len(b)) / float64(q.Len())
+	t.Logf("%d samples 2 ms apart in %d bytes: %.3f bytes a sample", q.Len(), len(b), per)
+	if per > 6.1 || per < 5.7 {
+		t.Fatalf("%d samples 2 ms apart, %.3f bytes a sample, want ~6", q.Len(), per)
 	}
 }
 
@@ -366,13 +428,16 @@ func TestSampleGolden(t *testing.T) {
 	p.Add(3, 999_900) // a stamp that goes back
 	p.SetStampErr(25)
 	b, _ := p.AppendBinary(nil)
-	// "SMP" 1, level 0, stamp error 25, offered 3, raised 0, overflow 0,
-	// 3 samples, first stamp 1 000 000; then each digest (the low 32 bits
-	// of the splitmix64 finalizer of h ^ SaltSample, little-endian, as
-	// computed apart from this code) and the zig-zag stamp delta: 0, +300
-	// (d8 04), −400 (9f 06).
-	const want = "534d5001" + "00" + "19" + "03" + "00" + "00" + "03" + "c0843d" +
-		"25cfe346" + "00" + "a19fdd92" + "d804" + "6d05180f" + "9f06"
+	// "SMP" 2, threshold 2^32 (every packet: 80 80 80 80 10), stamp error
+	// 25, offered 3, raised 0, overflow 0, 3 samples, first stamp
+	// 1 000 000; digest width 24, Rice parameter 9 (the cheapest for the
+	// zig-zag gaps 600 and 799, +300 and −400); then the bit stream, LSB
+	// first: each digest's low 24 bits (the splitmix64 finalizer of
+	// h ^ SaltSample: …e3cf25, …dd9fa1, …18056d), from the second on its
+	// gap as one quotient bit (600>>9 = 799>>9 = 1), the zero that ends
+	// it and 9 remainder bits; zero padding. Computed apart from this code.
+	const want = "534d5002" + "8080808010" + "19" + "03" + "00" + "00" + "03" + "c0843d" + "18" + "09" +
+		"25cfe3a19fdd61692bc0e823"
 	if got := fmt.Sprintf("%x", b); got != want {
 		t.Fatalf("encoding %s, want %s", got, want)
 	}
@@ -418,5 +483,58 @@ func TestSampleRaiseTo(t *testing.T) {
 	d, _ := DecodeSample(a)
 	if err := d.RaiseTo(4); err == nil {
 		t.Error("a decoded sample was cut")
+	}
+}
+
+// TestSampleCutToCount: a sample cut to k holds exactly the k packets of
+// the whole interval with the smallest selection values — what a sample
+// recording at the threshold the cut chose holds — and matches a receiver
+// that recorded every packet with nothing lost and no ambiguity; its
+// level is the power of two the threshold lies under.
+func TestSampleCutToCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, k := range []int{1, 459, 700, 1000, 5000} {
+		p, _ := NewSample(SampleConfig{Capacity: 1 << 12})
+		r, _ := NewSample(SampleConfig{Capacity: 1 << 14})
+		hs, ts := samplePkts(rng, 10_000, 1e12, 1000)
+		for i := range hs {
+			p.Add(hs[i], ts[i])
+			r.Add(hs[i], ts[i]+5000)
+		}
+		held := p.Len()
+		if err := p.CutToCount(k); err != nil {
+			t.Fatal(err)
+		}
+		want := min(k, held)
+		if p.Len() != want {
+			t.Fatalf("cut to %d of %d: %d held", k, held, p.Len())
+		}
+		th := p.Threshold()
+		n := 0
+		for _, h := range hs {
+			if SampleSelectedAt(h, th) {
+				n++
+			}
+		}
+		if n != p.Len() || th > SampleLevelThreshold(p.Level()) || 2*th <= SampleLevelThreshold(p.Level()) || p.Rate() != float64(th)/(1<<32) {
+			t.Fatalf("cut to %d: threshold %d (level %d) keeps %d of the interval, %d held", k, th, p.Level(), n, p.Len())
+		}
+		b, _ := p.AppendBinary(nil)
+		d, err := DecodeSample(b)
+		if err != nil || d.Threshold() != th {
+			t.Fatalf("cut sample does not decode at its threshold: %v", err)
+		}
+		m, err := MatchSamples(d, r)
+		if err != nil || m.Threshold != th || m.Sent != uint64(want) || m.Lost != 0 || m.Extra != 0 || len(m.DelaysNs) != want {
+			t.Fatalf("cut to %d: %+v, %v", k, m, err)
+		}
+	}
+	p, _ := NewSample(SampleConfig{Capacity: 4})
+	p.Add(1, 10)
+	p.Add(2, 20)
+	b, _ := p.AppendBinary(nil)
+	d, _ := DecodeSample(b)
+	if err := d.CutToCount(1); !errors.Is(err, ErrConfigMismatch) || d.Len() != 2 {
+		t.Fatalf("a decoded sample cut: %v, %d held", err, d.Len())
 	}
 }

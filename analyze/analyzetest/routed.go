@@ -12,6 +12,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ldafwd/ldafwd/classifier"
 )
 
 // Config describes the traffic and what the segment does to it.
@@ -49,10 +51,15 @@ type Truth struct {
 	Sent, Received, Lost uint64
 	MeanNs, StddevNs     float64 // over received packets
 	SendNs, RecvNs       []int64 // per packet, RecvNs = -1 when lost
+	// Flow is each packet's flow, an index into FlowNames: the flows as
+	// the reports name them (classifier.FlowKey.String).
+	Flow      []int32
+	FlowNames []string
 }
 
 type pkt struct {
 	send, recv int64
+	flow       int32
 	snd, rcv   []byte
 }
 
@@ -154,7 +161,8 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
 	payload := make([]byte, 64)
 	for i := 0; i < cfg.Packets; i++ {
-		f := &flows[min(pick(), len(flows)-1)]
+		fi := min(pick(), len(flows)-1)
+		f := &flows[fi]
 		f.id++
 		for j := range payload {
 			payload[j] = byte(r.Uint32())
@@ -197,7 +205,7 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 			}
 			return append([]byte(nil), buf.Bytes()...)
 		}
-		p := pkt{send: send, recv: -1, snd: mk(false)}
+		p := pkt{send: send, recv: -1, flow: int32(fi), snd: mk(false)}
 		tr.Sent++
 		lossP := cfg.Loss
 		if off := time.Duration(send - t0); cfg.BurstTo > cfg.BurstFrom && off >= cfg.BurstFrom && off < cfg.BurstTo {
@@ -215,10 +223,17 @@ func Write(cfg Config, sender, receiver io.Writer) (Truth, error) {
 		pk = append(pk, p)
 	}
 	tr.Lost = tr.Sent - tr.Received
+	for _, f := range flows {
+		k := classifier.FlowKey{SrcPort: f.sport, DstPort: f.dpt, Proto: uint8(f.proto), IPv6: f.v6}
+		copy(k.Src[:], f.src.To16())
+		copy(k.Dst[:], f.dst.To16())
+		tr.FlowNames = append(tr.FlowNames, k.String())
+	}
 	var sum, sq float64
 	for _, p := range pk {
 		tr.SendNs = append(tr.SendNs, p.send)
 		tr.RecvNs = append(tr.RecvNs, p.recv)
+		tr.Flow = append(tr.Flow, p.flow)
 		if p.recv >= 0 {
 			d := float64(p.recv - p.send)
 			sum += d

@@ -223,7 +223,7 @@ func Run(cfg Config) (Summary, error) {
 		err = truth.Authenticate(cfg.Key) // it cuts where the receiver does: at authentic End markers only
 	}
 	if err == nil && cfg.Syn.Sample != nil {
-		truth.KeepDelays() // the sample lines' true quantiles (sample.go)
+		truth.KeepDelays() // the sample and flow lines' true quantiles (sampleTruth, flowTruth)
 	}
 	if err != nil {
 		return sum, err
@@ -345,8 +345,8 @@ func Run(cfg Config) (Summary, error) {
 		deliver(r, t, ok)
 	}
 	deliver = func(r *report.Interval, t dataplane.TruthInterval, ok bool) {
-		// The link's truth is per interval and class (the sender's), not
-		// per flow: flow lines get none.
+		// The link's truth is per interval and class (the sender's); a
+		// flow line gets only its sampled quantiles' (flowTruth).
 		var ct dataplane.ClassTruth
 		if ok {
 			for m, n := range names {
@@ -374,6 +374,9 @@ func Run(cfg Config) (Summary, error) {
 			if r.Synopsis == "sample" {
 				sampleTruth(r, &ct)
 			}
+		}
+		if ok && r.Synopsis == "lds" {
+			flowTruth(r, t.Classes)
 		}
 		if _, listed := r.Extra["microbursts"]; listed && ok && len(names) == 1 {
 			// The stage lost these packets at these send times: the
@@ -836,6 +839,23 @@ func sampleTruth(r *report.Interval, ct *dataplane.ClassTruth) {
 		r.Extra["true_loss_rate"] = float64(ct.Lost) / float64(n)
 	}
 	if q := analyze.TrueQuantiles(append([]int64(nil), ct.Delays...)); q != nil {
+		r.Extra["true_quantiles"] = q
+	}
+}
+
+// flowTruth puts the demo's exact quantiles of the flow's delivered
+// packets of the interval, over every class (cs), on an LDS line that
+// carries sampled quantiles (true_quantiles, as a sample line's).
+func flowTruth(r *report.Interval, cs []dataplane.ClassTruth) {
+	fh, ok := r.Extra["flow_hash"].(uint64)
+	if _, has := r.Extra["quantiles"]; !ok || !has {
+		return
+	}
+	var ds []int64
+	for i := range cs {
+		ds = cs[i].FlowDelays(ds, fh)
+	}
+	if q := analyze.TrueQuantiles(ds); q != nil {
 		r.Extra["true_quantiles"] = q
 	}
 }

@@ -168,7 +168,8 @@ func sumTruth(ps []dataplane.TruthInterval) dataplane.TruthInterval {
 				c.Crossed += p.Classes[m].Crossed
 				c.SumNs += p.Classes[m].SumNs
 				c.SqNs += p.Classes[m].SqNs
-				c.Delays = append(c.Delays, p.Classes[m].Delays...)
+				c.Delays = append(c.Delays[:len(c.Delays):len(c.Delays)], p.Classes[m].Delays...)
+				c.DelayFlows = append(c.DelayFlows[:len(c.DelayFlows):len(c.DelayFlows)], p.Classes[m].DelayFlows...)
 			}
 		}
 	}
