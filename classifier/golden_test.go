@@ -77,6 +77,7 @@ var goldenFrames = []struct {
 	{"mpls (two labels) carrying ipv4 tcp syn", encapsulate(encMPLS, false, goldenFrame(nil, 0x0800, goldenIPv4SYN())), 0x1f12a8e07edbaaad},
 	{"vxlan carrying ipv6 with a hop-by-hop header", encapsulate(encVXLAN, false, goldenFrame(nil, 0x86dd, goldenIPv6HopByHop())), 0xd75d9e3116397d61},
 	{"vxlan whose udp length ends inside the inner ip header", goldenVXLANShortUDP(), 0x4624a545755919de},
+	{"vxlan carrying vxlan: the inner one not followed", goldenVXLANInVXLAN(), 0xf3db93d8a30f4315},
 	{"vxlan without the I flag: the outer identity", goldenVXLANNoI(), 0x4d5da4a66b2bc82c},
 	{"gre in an outer later fragment: the outer identity", goldenGRELaterFragment(), 0x47cabbf7d925f02c},
 	{"mpls pseudowire with a control word: the raw identity", goldenMPLSControlWord(), 0xc12e7c7621f187e4},
@@ -104,6 +105,13 @@ func goldenVXLANShortUDP() []byte {
 	g := encapsulate(encVXLAN, false, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0)))
 	binary.BigEndian.PutUint16(g[14+20+4:], 8+8+14+10)
 	return g
+}
+
+// goldenVXLANInVXLAN: VXLAN whose inner packet is itself VXLAN (its UDP
+// checksum set): one level is read, the inner UDP checksum left out.
+func goldenVXLANInVXLAN() []byte {
+	in := encapsulate(encVXLAN, false, goldenFrame(nil, 0x0800, goldenIPv4UDP(0x1234, 64, 0)))
+	return encapsulate(encVXLAN, false, in)
 }
 
 // goldenVXLANNoI: VXLAN without the I flag, which Parse does not read.
