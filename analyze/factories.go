@@ -178,6 +178,7 @@ func (f LDSFactory) Estimate(sender, receiver SideSynopsis, conf float64) []repo
 		if fe.RepairedExtra > 0 {
 			r.Extra["repaired_extra"] = fe.RepairedExtra
 		}
+		FragmentExtra(r.Extra, fe)
 		out = append(out, r)
 	}
 	return out
@@ -296,6 +297,21 @@ func ldsRepair(snd, rcv *ldsSide) (synopsis.LDSRepair, string) {
 		return rep, fmt.Sprintf("partial: the set difference did not decode (%d cells left); %d lost and %d extra packets taken out", dec.ResidualCells, len(rep.Lost), len(rep.Extra))
 	default:
 		return rep, fmt.Sprintf("partial: %d lost identities sent more than once (which copy was lost is unknown); %d lost and %d extra packets taken out", unplacedL+unplacedE, len(rep.Lost), len(rep.Extra))
+	}
+}
+
+// FragmentExtra adds to a flow line's extra what the line counts of IP
+// fragments (synopsis.ApplyFragments, docs/lds.md): "fragments" is
+// "whole_and_first" on a flow whose hosts' later fragments are counted
+// apart, in the flow "later_fragments_flow" names, and "later" on that
+// fragments flow itself; neither field where the hosts have none.
+func FragmentExtra(extra map[string]any, f *synopsis.FlowEstimate) {
+	switch f.Fragments {
+	case synopsis.FragmentsWholeAndFirst:
+		extra["fragments"] = f.Fragments.String()
+		extra["later_fragments_flow"] = FlowName(&f.FragmentsFlow)
+	case synopsis.FragmentsLater:
+		extra["fragments"] = f.Fragments.String()
 	}
 }
 

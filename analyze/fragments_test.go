@@ -121,4 +121,16 @@ func TestFragmentedFlowLoss(t *testing.T) {
 	if !other.Valid || other.Lost != 0 {
 		t.Errorf("unfragmented flow: valid %v lost %d (%s)", other.Valid, other.Lost, other.Reason)
 	}
+	// Each line says what it counts: the flow its whole packets and first
+	// fragments, naming where the rest are; the fragments flow the later
+	// fragments; the other pair, with no fragments flow, neither.
+	if flow.Extra["fragments"] != "whole_and_first" || flow.Extra["later_fragments_flow"] != "17 10.0.0.1:0>10.0.0.2:0" {
+		t.Errorf("fragmented flow's extra: fragments %v, later_fragments_flow %v", flow.Extra["fragments"], flow.Extra["later_fragments_flow"])
+	}
+	if rest.Extra["fragments"] != "later" {
+		t.Errorf("fragments flow's extra: fragments %v, want later", rest.Extra["fragments"])
+	}
+	if _, ok := other.Extra["fragments"]; ok {
+		t.Errorf("unfragmented flow says fragments %v", other.Extra["fragments"])
+	}
 }

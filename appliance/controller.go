@@ -1384,6 +1384,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 		c.flowStamps(r, &f, rc)
 		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived,
 			"delay_range_ns": []int64{rng.MinNs, rng.MaxNs}}
+		analyze.FragmentExtra(r.Extra, &f)
 		r.Config += shape
 		if why.Code != 0 {
 			r.Invalidate(why.Code, why.Why)

@@ -36,9 +36,12 @@ import "encoding/binary"
 // inside the tunnel is not followed (one level). The flow key, flags and
 // class stay the outer packet's: only Meta.Hash changes.
 //
-// The fast paths (parseFast, parseRaw and the DPDK C loop) decline UDP to
-// the VXLAN and Geneve ports and the MPLS EtherTypes, so every tunneled
-// frame takes the general path; GRE is an IP protocol they never took.
+// The fast paths (parseFast, parseRaw) decline UDP to the VXLAN and
+// Geneve ports and the MPLS EtherTypes, so every tunneled frame takes the
+// general path; GRE is an IP protocol they never took. The DPDK C loop
+// repeats this walk and hash (ldaf_tunnel, dpdk/measure.h): a change here
+// is a change there, which package dpdk's FuzzIdentC and TestIdentCGolden
+// (on testdata/identity.golden) catch.
 const (
 	tagTunnel = 7
 

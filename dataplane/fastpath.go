@@ -18,7 +18,7 @@ import "github.com/ldafwd/ldafwd/synopsis"
 // lane records as they are, and hands back unmeasured, in order,
 // everything from the first frame the lane decides about (truncated,
 // malformed, control, link-local: classifier.ParseLevel's flags), whose
-// hash it does not reproduce (tunnels, IPv6 extension headers) or, for a
+// hash it does not reproduce (IPv6 extension headers) or, for a
 // receiver, that neither the port nor the fast path (RxStamp) stamped:
 // the Go lane receives those as from RxBurst, behind the prefix. A burst shorter than asked for (the
 // lane would wait DrainNs for more before transmitting), or one whose

@@ -4,6 +4,10 @@ package dpdk
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -84,19 +88,39 @@ func identSeeds() [][]byte {
 		make([]byte, 13),
 		nil,
 	)
-	// Tunnels the Go parser reads through (classifier/tunnel.go): UDP to
-	// the VXLAN and Geneve ports, GRE, MPLS. C leaves them all to Go.
-	for _, port := range []uint16{4789, 6081} {
-		u := l4(64, 0)
-		binary.BigEndian.PutUint16(u[2:], port)
-		binary.BigEndian.PutUint16(u[4:], 64)
-		u[8] = 0x08
-		out = append(out, eth(0, 0x0800, v4(17, 84, 0, 5, uni, u)), eth(0, 0x86DD, v6(17, 64, 0x20, u)))
-	}
-	gre := append([]byte{0, 0, 0x08, 0}, v4(17, 84, 0, 5, uni, l4(64, 0))...)
-	out = append(out, eth(0, 0x0800, v4(47, 20+len(gre), 0, 5, uni, gre)))
-	for _, et := range []uint16{0x8847, 0x8848} {
-		out = append(out, eth(0, et, append([]byte{0, 1, 1, 64}, v4(17, 84, 0, 5, uni, l4(64, 0))...)))
+	// Tunnels the identity reads through (classifier/tunnel.go): UDP to
+	// the VXLAN and Geneve ports (an Ethernet frame inside), GRE (the IP
+	// packet), MPLS; over IPv4 and IPv6, carrying IPv4 UDP and IPv6 TCP;
+	// and a VXLAN header the parser does not read (no I flag).
+	in4, in6 := v4(17, 84, 0, 5, uni, l4(64, 0)), v6(6, 64, 0x20, l4(64, 0x10))
+	for _, in := range [][]byte{in4, in6} {
+		iet := uint16(0x0800)
+		if in[0]>>4 == 6 {
+			iet = 0x86DD
+		}
+		innerEth := eth(0, iet, in)
+		for _, port := range []uint16{4789, 6081} {
+			hdr := []byte{0x08, 0, 0, 0, 0, 0x10, 0x20, 0}
+			if port == 6081 {
+				hdr = []byte{0, 0, 0x65, 0x58, 0, 0x10, 0x20, 0}
+			}
+			u := make([]byte, 8, 16+len(innerEth))
+			binary.BigEndian.PutUint16(u[0:], 50000)
+			binary.BigEndian.PutUint16(u[2:], port)
+			binary.BigEndian.PutUint16(u[4:], uint16(16+len(innerEth)))
+			u = append(append(u, hdr...), innerEth...)
+			out = append(out, eth(0, 0x0800, v4(17, 20+len(u), 0x4000, 5, uni, u)), eth(0, 0x86DD, v6(17, len(u), 0x20, u)))
+			if port == 4789 && iet == 0x0800 {
+				v := append([]byte(nil), u...)
+				v[8] = 0
+				out = append(out, eth(0, 0x0800, v4(17, 20+len(v), 0, 5, uni, v)))
+			}
+		}
+		gre := append([]byte{0, 0, byte(iet >> 8), byte(iet)}, in...)
+		out = append(out, eth(0, 0x0800, v4(47, 20+len(gre), 0, 5, uni, gre)), eth(0, 0x86DD, v6(47, len(gre), 0x20, gre)))
+		for _, et := range []uint16{0x8847, 0x8848} {
+			out = append(out, eth(0, et, append([]byte{0, 1, 1, 64}, in...)))
+		}
 	}
 	stp := eth(1, 0x0026, l4(50, 0))
 	copy(stp, []byte{0x01, 0x80, 0xC2, 0, 0, 0})
@@ -156,6 +180,10 @@ func FuzzIdentC(f *testing.F) {
 	for _, s := range identSeeds() {
 		f.Add(s)
 	}
+	_, golden, _ := goldenIdentities(f)
+	for _, s := range golden {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		if len(frame) > 65535 {
 			frame = frame[:65535] // an mbuf's data_len
@@ -185,10 +213,11 @@ func checkIdent(t *testing.T, frame []byte) {
 }
 
 // goOnly reports whether C leaves frame to the Go lane although the Go
-// parser flags nothing a lane decides about: a tunnel the parser reads
-// through (GRE, UDP to the VXLAN or Geneve port, MPLS: classifier/tunnel.go)
-// or IPv6 with extension headers. (It also reports true for some frames
-// the parser flags truncated or malformed, which C leaves anyway.)
+// parser flags nothing a lane decides about: IPv6 extension headers, the
+// outer packet's or, in a tunnel the parser reads through (GRE, VXLAN,
+// Geneve, MPLS: classifier/tunnel.go), the inner packet's. (It also
+// reports true for some frames the parser flags truncated or malformed,
+// which C leaves anyway.)
 func goOnly(frame []byte) bool {
 	be := binary.BigEndian.Uint16
 	if len(frame) < 14 {
@@ -203,12 +232,20 @@ func goOnly(frame []byte) bool {
 		off += 4
 	}
 	h := frame[off+2:]
-	udpTunnel := func(l4 []byte) bool {
-		return len(l4) >= 4 && (be(l4[2:]) == 4789 || be(l4[2:]) == 6081)
+	// innerExt: the tunnel in the outer packet's L4 bytes l4 (bounded by
+	// its IP length; for MPLS the bytes after the L2 header) carries IPv6
+	// with an extension header.
+	innerExt := func(proto uint8, l4 []byte) bool {
+		enc, at, iet, _ := classifier.InnerL3(et, proto, l4)
+		if enc == 0 || iet != 0x86DD {
+			return false
+		}
+		in := l4[at:] // to the outer packet's end, whatever the UDP length
+		return len(in) >= 40 && in[0]>>4 == 6 && extHeader(in[6])
 	}
 	switch et {
 	case 0x8847, 0x8848:
-		return true
+		return innerExt(0, h)
 	case 0x0800:
 		if len(h) < 20 {
 			return true
@@ -217,16 +254,21 @@ func goOnly(frame []byte) bool {
 		if ihl < 20 || total < ihl || total > len(h) {
 			return true
 		}
-		return h[9] == 47 || h[9] == 17 && be(h[6:])&0x1fff == 0 && udpTunnel(h[ihl:total])
+		return be(h[6:])&0x1fff == 0 && innerExt(h[9], h[ihl:total])
 	case 0x86DD:
 		if len(h) < 40 || 40+int(be(h[4:])) > len(h) {
 			return true
 		}
-		switch h[6] {
-		case 0, 43, 44, 51, 60, 135, 139, 140, 47:
-			return true
-		}
-		return h[6] == 17 && udpTunnel(h[40:40+int(be(h[4:]))])
+		return extHeader(h[6]) || innerExt(h[6], h[40:40+int(be(h[4:]))])
+	}
+	return false
+}
+
+// extHeader: an IPv6 next header that is an extension header.
+func extHeader(nh uint8) bool {
+	switch nh {
+	case 0, 43, 44, 51, 60, 135, 139, 140:
+		return true
 	}
 	return false
 }
@@ -271,34 +313,86 @@ func TestIdentCTaggedControl(t *testing.T) {
 	}
 }
 
-// TestIdentCLeavesTunnels: UDP to the VXLAN or Geneve port and MPLS
-// frames, which the Go parser reads through to the inner packet, are left
-// to the Go lane by the C fast path (as GRE, never TCP or UDP, always was).
-func TestIdentCLeavesTunnels(t *testing.T) {
+// goldenIdentities are classifier's golden vectors
+// (classifier/testdata/identity.golden): fixed frames, tunneled ones
+// among them, and the identity the Go parser must give each.
+func goldenIdentities(tb testing.TB) (names []string, frames [][]byte, hashes []uint64) {
+	b, err := os.ReadFile("../classifier/testdata/identity.golden")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		f := strings.Split(l, "\t")
+		if len(f) != 3 {
+			tb.Fatalf("golden line %q", l)
+		}
+		h, err1 := strconv.ParseUint(f[1], 16, 64)
+		fr, err2 := hex.DecodeString(f[2])
+		if err1 != nil || err2 != nil {
+			tb.Fatalf("golden line %q: %v %v", l, err1, err2)
+		}
+		names, frames, hashes = append(names, f[0]), append(frames, fr), append(hashes, h)
+	}
+	if len(frames) == 0 {
+		tb.Fatal("no golden vectors")
+	}
+	return names, frames, hashes
+}
+
+// TestIdentCGolden: the C path gives classifier's golden vectors their
+// golden identity, tunnels included; of them it leaves to the Go lane
+// only the control frame, the ARP frame (link-local) and the tunnel
+// carrying IPv6 with an extension header.
+func TestIdentCGolden(t *testing.T) {
+	names, frames, hashes := goldenIdentities(t)
+	left := 0
+	for i, f := range frames {
+		checkIdent(t, f)
+		h, ok := cIdent(f)
+		if !ok {
+			left++
+			t.Logf("left to Go: %s", names[i])
+			continue
+		}
+		if h != hashes[i] {
+			t.Errorf("%s: C identity %#016x, golden %#016x", names[i], h, hashes[i])
+		}
+	}
+	if left != 3 {
+		t.Errorf("C left %d golden frames to Go, want 3 (control, ARP, inner IPv6 extension header)", left)
+	}
+}
+
+// TestIdentCTunnels: C reads through every tunnel seed (UDP to the VXLAN
+// and Geneve ports, GRE, MPLS) as the Go parser does, to an identity that
+// is not the outer packet's.
+func TestIdentCTunnels(t *testing.T) {
 	n := 0
 	for _, s := range identSeeds() {
 		if len(s) < 14 {
 			continue
 		}
-		et := binary.BigEndian.Uint16(s[12:])
-		tunnel := et == 0x8847 || et == 0x8848
-		if et == 0x0800 && len(s) >= 14+24 && s[14+9] == 17 {
-			p := binary.BigEndian.Uint16(s[14+22:])
-			tunnel = p == 4789 || p == 6081
-		}
-		if et == 0x86DD && len(s) >= 14+44 && s[14+6] == 17 {
-			p := binary.BigEndian.Uint16(s[14+42:])
-			tunnel = p == 4789 || p == 6081
-		}
-		if !tunnel {
+		at, _, _ := classifier.InnerAt(s)
+		if at == 0 {
 			continue
 		}
 		n++
-		if _, ok := cIdent(s); ok {
-			t.Errorf("C fast path took tunnel frame %x", s)
+		checkIdent(t, s)
+		h, ok := cIdent(s)
+		if !ok {
+			t.Errorf("C fast path left tunnel frame %x to Go", s)
+			continue
+		}
+		var outer classifier.Meta
+		classifier.ParseLevel(s[:at], &outer, classifier.LevelIdentity) // the outer headers alone
+		if h == outer.Hash {
+			t.Errorf("tunnel frame %x: C did not read through", s)
 		}
 	}
-	if n != 6 {
-		t.Fatalf("%d tunnel seeds, want 6", n)
+	if n < 16 {
+		t.Fatalf("%d tunnel seeds, want at least 16", n)
 	}
 }

@@ -262,3 +262,85 @@ func senderFastPathAllocs(t *testing.T, x, y *Port) {
 		l.Drain()
 	}
 }
+
+// instrIdentFrames are the frames TestInstrIdent counts ldaf_ident's
+// instructions on, by name: the common frame of each of its paths and a
+// frame of each tunnel it reads through.
+func instrIdentFrames(tb testing.TB) map[string][]byte {
+	names, frames, _ := goldenIdentities(tb)
+	byName := map[string][]byte{}
+	for i, n := range names {
+		byName[n] = frames[i]
+	}
+	pick := func(n string) []byte {
+		f, ok := byName[n]
+		if !ok {
+			tb.Fatalf("no golden frame %q", n)
+		}
+		return f
+	}
+	ipv4 := make([]byte, 14+20+64) // untagged IPv4 UDP, whole window: the straight-line path
+	ipv4[12], ipv4[14], ipv4[16+1], ipv4[14+9] = 0x08, 0x45, 84, 17
+	return map[string][]byte{
+		"ipv4-udp":   ipv4,
+		"ipv4-short": pick("ipv4 udp"), // 60 bytes: ldaf_ident_general
+		"ipv6-tcp":   pick("ipv6 tcp"),
+		"null":       make([]byte, 64), // net_null's frame: the raw path
+		"gre":        pick("gre (key) over ipv4 carrying ipv4 udp"),
+		"vxlan":      pick("vxlan over ipv4 carrying ipv4 udp"),
+		"geneve":     pick("geneve (one option) over ipv6 carrying ipv4 udp"),
+		"mpls":       pick("mpls (two labels) carrying ipv6 tcp"),
+	}
+}
+
+// TestInstrIdent is the harness for ldaf_ident's instructions per frame
+// against the Go parser's on the same frame: with LDAF_INSTR_IDENT=N it
+// hashes the frame LDAF_INSTR_FRAME names (instrIdentFrames) N times
+// through the C path (cIdent, whose C side is ldaf_ident_go) and N times
+// through classifier.ParseLevel at LevelIdentity (instrIdentGo). Run it
+// under
+//
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --collect-atstart=no --toggle-collect='ldaf_ident_go' \
+//	  --toggle-collect='*instrIdentGo*' ./dpdk.test -test.run InstrIdent
+//
+// and divide each function's inclusive Ir by N. Without the variable it
+// checks that C takes every frame of the harness, with Go's hash.
+func TestInstrIdent(t *testing.T) {
+	frames := instrIdentFrames(t)
+	n := 0
+	if s := os.Getenv("LDAF_INSTR_IDENT"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			t.Fatalf("LDAF_INSTR_IDENT=%q", s)
+		}
+	}
+	for name, f := range frames {
+		if n > 0 && name != os.Getenv("LDAF_INSTR_FRAME") {
+			continue
+		}
+		if n == 0 {
+			var m classifier.Meta
+			classifier.ParseLevel(f, &m, classifier.LevelIdentity)
+			if h, ok := cIdent(f); !ok || h != m.Hash {
+				t.Errorf("%s: C takes it %v, hash %#x, Go %#x", name, ok, h, m.Hash)
+			}
+			continue
+		}
+		for i := 0; i < n; i++ {
+			cIdent(f)
+		}
+		t.Logf("%s: %d frames (%#x)", name, n, instrIdentGo(f, n))
+	}
+}
+
+// instrIdentGo is classifier.ParseLevel at LevelIdentity on frame n times.
+//
+//go:noinline
+func instrIdentGo(frame []byte, n int) (x uint64) {
+	var m classifier.Meta
+	for i := 0; i < n; i++ {
+		classifier.ParseLevel(frame, &m, classifier.LevelIdentity)
+		x ^= m.Hash
+	}
+	return x
+}

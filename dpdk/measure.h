@@ -1,6 +1,6 @@
 // measure.h is the measuring fast path of a sender lane on DPDK ports
 // (dataplane.SenderFastPath): one call receives a burst, computes each
-// frame's identity hash exactly as package classifier's fast paths do,
+// frame's identity hash exactly as package classifier's parser does,
 // transmits the burst and adds the frames the PMD took to the lane's LDA
 // (synopsis.LDAHot) with their transmit stamp, so the frames never become
 // Go Packets. Anything it does not reproduce exactly it hands back whole
@@ -107,11 +107,8 @@ static inline int ldaf_mac_linklocal(const uint8_t *f) {
 }
 
 // ldaf_tunnel_port: the UDP destination port in the L4 window's first
-// word (big-endian on the wire) is VXLAN's (4789) or Geneve's (6081).
-// The Go parser reads through those tunnels to the inner packet
-// (classifier/tunnel.go); this loop leaves such frames to the Go lane
-// rather than repeat that walk, as it leaves GRE (never protocol 6 or 17)
-// and MPLS.
+// word (big-endian on the wire) is VXLAN's (4789) or Geneve's (6081), a
+// tunnel the identity reads through (classifier/tunnel.go, ldaf_tunnel).
 static inline int ldaf_tunnel_port(uint64_t w0) {
 	uint16_t d = (uint16_t)(w0 >> 16);
 	return d == 0xB512 || d == 0xC117;
@@ -139,7 +136,10 @@ static inline int ldaf_icmpv6_linklocal(uint16_t t) {
 // bytes at l4 that the IP length bounds (missing bytes zero) into w, the
 // checksum of proto zeroed; frag: a non-first fragment, whose window is
 // payload as it is. It returns 0 for a UDP datagram to the VXLAN or
-// Geneve port, which the Go parser reads through (classifier/tunnel.go).
+// Geneve port, whose identity reads through to the inner packet
+// (ldaf_tunnel), leaving its checksum to the caller (LDAF_MASK_UDP_CSUM
+// on w[0]: the straight-line paths hand such frames on without it), and 1
+// for every other.
 static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, uint32_t n, uint8_t proto, int frag,
 		uint64_t w[4]) {
 	if (likely(n >= 32)) {
@@ -175,23 +175,191 @@ static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, 
 	return 1;
 }
 
+// Tunnels: classifier/tunnel.go's tunnelHash, byte for byte. A frame
+// whose outer packet is GRE (IP protocol 47, not a later fragment), UDP to
+// the VXLAN or Geneve port, or MPLS gets the identity
+// XXH64(7 | enc<<8, outer identity (0 for MPLS), inner identity, 0, 0, 0)
+// when the walk below reaches a whole inner IPv4 or IPv6 header; when it
+// does not, the outer identity stays. The walk trusts no length it has
+// not checked against n, the bytes the outer packet holds.
+#define LDAF_ENC_GRE 1
+#define LDAF_ENC_VXLAN 2
+#define LDAF_ENC_GENEVE 3
+#define LDAF_ENC_MPLS 4
+#define LDAF_MAX_MPLS 8 // classifier's maxMPLSLabels
+#define LDAF_TAG_TUNNEL 7
+
+// ldaf_ext_header is classifier's isExtHeader (IPv6).
+static inline int ldaf_ext_header(uint8_t nh) {
+	switch (nh) {
+	case 0: case 43: case 44: case 51: case 60: case 135: case 139: case 140:
+		return 1;
+	}
+	return 0;
+}
+
+// ldaf_tunnel_inner is tunnelHash's second half: the plain identity of
+// the inner packet p[0:n] of EtherType iet (parseIPv4 or parseIPv6
+// there), combined with the outer one in *hash, which it replaces. It
+// returns 1, keeping the outer identity when the inner header is not a
+// whole, well-formed IP header, or 0 for inner IPv6 extension headers,
+// whose walk this leaves to the Go lane (as for an outer packet).
+static inline int ldaf_tunnel_inner(int enc, const uint8_t *p, uint32_t n, uint16_t iet, uint64_t *hash) {
+	uint64_t w[4], inner;
+	if (iet == 0x0800) {
+		if (n < 20 || (p[0] >> 4) != 4)
+			return 1;
+		uint32_t ihl = (uint32_t)(p[0] & 0x0f) * 4, total = ldaf_be16(p + 2);
+		if (ihl < 20 || total < ihl)
+			return 1; // malformed
+		uint32_t end = total < n ? total : n;
+		uint8_t proto = p[9];
+		if (ihl > end) // options cut off: no window
+			w[0] = w[1] = w[2] = w[3] = 0;
+		else if (!ldaf_window(p + ihl, end - ihl, proto, (ldaf_be16(p + 6) & 0x1fff) != 0, w))
+			w[0] &= LDAF_MASK_UDP_CSUM; // a tunnel inside the tunnel: not followed
+		inner = ldaf_sum_v4((ldaf_le64(p) & ~0xffffull) | (uint64_t)proto << 8 | 4, ldaf_le64(p + 12),
+			w[0], w[1], w[2], w[3]);
+	} else {
+		if (n < 40 || (p[0] >> 4) != 6)
+			return 1;
+		uint8_t nh = p[6];
+		if (ldaf_ext_header(nh))
+			return 0;
+		uint32_t declared = 40 + (uint32_t)ldaf_be16(p + 4), end = declared < n ? declared : n;
+		if (!ldaf_window(p + 40, end - 40, nh, 0, w))
+			w[0] &= LDAF_MASK_UDP_CSUM; // a tunnel inside the tunnel: not followed
+		uint64_t x = ldaf_le64(p);
+		inner = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
+			(x >> 16 & 0xffff) << 40, ldaf_le64(p + 8), ldaf_le64(p + 16), ldaf_le64(p + 24), ldaf_le64(p + 32),
+			w[0], w[1], w[2], w[3]);
+	}
+	uint64_t outer = enc == LDAF_ENC_MPLS ? 0 : *hash; // MPLS: labels and their TTL change at every hop
+	*hash = ldaf_sum_v4(LDAF_TAG_TUNNEL | (uint64_t)enc << 8, outer, inner, 0, 0, 0);
+	return 1;
+}
+
+// ldaf_tunnel is tunnelHash with InnerL3's walk: b[0:n] is the outer
+// packet's L4 bytes (bounded by its IP length) for IP protocol proto
+// (47, or 17 to the VXLAN or Geneve port), or for an MPLS EtherType et
+// the bytes after the L2 header. A UDP length shorter than n bounds the
+// walk through the tunnel headers, not the inner packet's bytes (as in
+// tunnelHash, which hashes the inner packet to n). *hash holds the outer
+// identity (for MPLS, anything: it does not count) and becomes the
+// tunneled one when the walk reads through. It returns 1, or 0 to leave
+// the frame to the Go lane. Not inlined: tunneled frames are the
+// minority, and the common paths should not carry its code.
+static __attribute__((noinline)) int ldaf_tunnel(uint16_t et, uint8_t proto, const uint8_t *b, uint32_t n,
+		uint64_t *hash) {
+	uint32_t hl, off, nip = n; // nip: the inner packet's bytes end with the outer packet's, not the UDP length
+	uint16_t pt;
+	int enc;
+	if (et == 0x8847 || et == 0x8848) { // mplsInner
+		off = 0;
+		for (int k = 0;; k++) {
+			if (k == LDAF_MAX_MPLS || off + 4 > n)
+				return 1;
+			int bos = b[off + 2] & 1;
+			off += 4;
+			if (bos)
+				break;
+		}
+		if (off >= n)
+			return 1;
+		switch (b[off] >> 4) {
+		case 4:
+			return ldaf_tunnel_inner(LDAF_ENC_MPLS, b + off, n - off, 0x0800, hash);
+		case 6:
+			return ldaf_tunnel_inner(LDAF_ENC_MPLS, b + off, n - off, 0x86DD, hash);
+		}
+		return 1; // a pseudowire's control word or Ethernet
+	}
+	if (proto == 47) { // greInner: version 0, no routing or reserved bits
+		if (n < 4)
+			return 1;
+		uint16_t fl = ldaf_be16(b);
+		if (fl & 0x4fff)
+			return 1;
+		hl = 4 + 4 * ((fl >> 15 & 1) + (fl >> 13 & 1) + (fl >> 12 & 1)); // checksum, key, sequence
+		if (n < hl)
+			return 1;
+		enc = LDAF_ENC_GRE;
+		pt = ldaf_be16(b + 2);
+	} else { // UDP to the VXLAN or Geneve port
+		if (n < 8)
+			return 1;
+		uint32_t ul = ldaf_be16(b + 4);
+		if (ul < 8)
+			return 1;
+		if (ul < n)
+			n = ul; // the UDP length bounds the tunnel headers too
+		if (n < 16)
+			return 1;
+		if (ldaf_be16(b + 2) == 4789) { // vxlanInner: the I flag
+			if (!(b[8] & 0x08))
+				return 1;
+			enc = LDAF_ENC_VXLAN;
+			hl = 16;
+			pt = 0x6558;
+		} else { // geneveInner: version 0, options
+			if (b[8] >> 6)
+				return 1;
+			hl = 16 + (uint32_t)(b[8] & 0x3f) * 4;
+			if (n < hl)
+				return 1;
+			enc = LDAF_ENC_GENEVE;
+			pt = ldaf_be16(b + 10);
+		}
+	}
+	// payloadInner: IPv4 or IPv6, or an Ethernet frame with up to 8 tags.
+	if (pt == 0x0800 || pt == 0x86DD) {
+		if (hl >= n)
+			return 1;
+		off = hl;
+	} else if (pt == 0x6558) {
+		off = hl + 12;
+		for (int tags = 0;; tags++) {
+			if (off + 2 >= n)
+				return 1;
+			pt = ldaf_be16(b + off);
+			if (pt == 0x0800 || pt == 0x86DD) {
+				off += 2;
+				break;
+			}
+			if ((pt != 0x8100 && pt != 0x88A8 && pt != 0x9100) || tags == 8)
+				return 1;
+			off += 4;
+		}
+	} else {
+		return 1;
+	}
+	return ldaf_tunnel_inner(enc, b + off, nip - off, pt, hash);
+}
+
 // ldaf_ident_raw is ldaf_ident of a frame that is not IP: classifier's
 // raw layout (gatherRaw), the EtherType et after the tags and the first
-// 56 bytes from off (past it), zero-filled. Never a TPID, IPv4 or IPv6.
+// 56 bytes from off (past it), zero-filled; or for MPLS the tunneled
+// identity when ldaf_tunnel reads through the label stack. Never a TPID,
+// IPv4 or IPv6.
 static inline __attribute__((always_inline)) int ldaf_ident_raw(const uint8_t *f, uint32_t len, uint32_t off,
 		uint16_t et, uint64_t *hash) {
 	uint32_t n = len - off;
+	int mpls = 0;
 	if (et <= 1500) {
 		if (et < n)
 			n = et; // an IEEE 802.3 length: the rest is padding
-	} else if (et == 0x8847 || et == 0x8848 || et == 0x88B5 || ldaf_linklocal_et(et)) {
-		return 0; // MPLS (read through), control, link-local
+	} else if (et == 0x88B5 || ldaf_linklocal_et(et)) {
+		return 0; // control, link-local
+	} else if (unlikely(et == 0x8847 || et == 0x8848)) {
+		mpls = 1;
 	}
 	if (unlikely(f[0] & 1) && ldaf_mac_linklocal(f))
 		return 0;
 	const uint8_t *b = f + off;
 	*hash = ldaf_sum_v8((uint64_t)ldaf_le16(f + off - 2) << 8, ldaf_word(b, n, 0), ldaf_word(b, n, 8),
 		ldaf_word(b, n, 16), ldaf_word(b, n, 24), ldaf_word(b, n, 32), ldaf_word(b, n, 40), ldaf_word(b, n, 48));
+	if (unlikely(mpls))
+		return ldaf_tunnel(et, 0, b, n, hash); // the raw identity stays where it does not read through
 	return 1;
 }
 
@@ -199,13 +367,14 @@ static inline __attribute__((always_inline)) int ldaf_ident_raw(const uint8_t *f
 // path does not take: classifier's general path (parseGeneral) for the
 // frames it measures as they are. It walks up to 8 VLAN tags (802.1Q,
 // 802.1ad, QinQ) and takes IPv4 with or without options, fragments
-// included; IPv6 without extension headers; any L4 protocol but GRE, and
-// L4 windows shorter than 32 bytes (a 64-byte frame's); non-IP frames.
-// It returns 0, leaving the frame to the Go lane, for everything with
-// flags a sender lane decides about (truncated, malformed, control,
-// link-local: IGMP and ICMPv6's link-local types too), for IPv6 extension
-// headers and for every tunnel the Go parser reads through (GRE, VXLAN,
-// Geneve, MPLS).
+// included; IPv6 without extension headers; any L4 protocol, and L4
+// windows shorter than 32 bytes (a 64-byte frame's); non-IP frames; and
+// the tunnels the identity reads through (GRE, VXLAN, Geneve, MPLS:
+// ldaf_tunnel). It returns 0, leaving the frame to the Go lane, for
+// everything with flags a sender lane decides about (truncated,
+// malformed, control, link-local: IGMP and ICMPv6's link-local types
+// too) and for IPv6 extension headers, the outer packet's or a tunneled
+// inner packet's.
 static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32_t len, uint64_t *hash) {
 	if (len < 14)
 		return 0;
@@ -226,7 +395,7 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 			return 0;
 		uint32_t ihl = (uint32_t)(h[0] & 0x0f) * 4, total = ldaf_be16(h + 2);
 		uint8_t proto = h[9];
-		if (ihl < 20 || total < ihl || total > n || proto == 2 || proto == 47) // IGMP: link-local; GRE
+		if (ihl < 20 || total < ihl || total > n || proto == 2) // IGMP: link-local
 			return 0;
 		uint64_t addrs = ldaf_le64(h + 12);
 		if (unlikely(f[0] & 1)) {
@@ -234,9 +403,13 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 			if (ldaf_mac_linklocal(f) || dst >> 8 == 0xE00000 || dst == 0xFFFFFFFFu)
 				return 0;
 		}
-		if (!ldaf_window(h + ihl, total - ihl, proto, (ldaf_be16(h + 6) & 0x1fff) != 0, w))
-			return 0;
+		int later = (ldaf_be16(h + 6) & 0x1fff) != 0; // a later fragment: no L4 header, no tunnel header
+		int tun = proto == 47 && !later;
+		if (!ldaf_window(h + ihl, total - ihl, proto, later, w))
+			w[0] &= LDAF_MASK_UDP_CSUM, tun = 1;
 		*hash = ldaf_sum_v4((ldaf_le64(h) & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
+		if (unlikely(tun))
+			return ldaf_tunnel(0x0800, proto, h + ihl, total - ihl, hash);
 		return 1;
 	}
 	if (et == 0x86DD) {
@@ -246,7 +419,6 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 		uint8_t nh = h[6];
 		switch (nh) {
 		case 0: case 43: case 44: case 51: case 60: case 135: case 139: case 140: // extension headers
-		case 47:
 			return 0;
 		}
 		if (declared > n)
@@ -259,21 +431,37 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 			if (ldaf_mac_linklocal(f) || (ldaf_be16(h + 24) & 0xFF0F) == 0xFF02)
 				return 0;
 		}
+		int tun = nh == 47;
 		if (!ldaf_window(l4, n4, nh, 0, w))
-			return 0;
+			w[0] &= LDAF_MASK_UDP_CSUM, tun = 1;
 		uint64_t x = ldaf_le64(h);
 		*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
 			(x >> 16 & 0xffff) << 40, ldaf_le64(h + 8), ldaf_le64(h + 16), ldaf_le64(h + 24), ldaf_le64(h + 32),
 			w[0], w[1], w[2], w[3]);
+		if (unlikely(tun))
+			return ldaf_tunnel(0x86DD, nh, l4, n4, hash);
 		return 1;
 	}
 	return ldaf_ident_raw(f, len, off, et, hash);
 }
 
+// ldaf_ident_fast_tunnel is ldaf_ident_general for a frame the
+// straight-line path found to be UDP to the VXLAN or Geneve port: an
+// untagged IPv4 or IPv6 packet the frame holds whole, so the frame's end
+// past the IP length changes nothing ldaf_ident_general reads. Taking the
+// length from the IP header keeps the frame's length out of the
+// straight-line path's live registers (2 instructions a frame there, by
+// TestInstrIdent).
+static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, uint64_t *hash) {
+	uint32_t len = 14 + (ldaf_be16(f + 12) == 0x0800 ? ldaf_be16(f + 16) : 40 + (uint32_t)ldaf_be16(f + 18));
+	return ldaf_ident_general(f, len, hash);
+}
+
 // ldaf_ident returns 1 and the identity hash (classifier.Meta.Hash, as
 // classifier.ParseLevel computes it) of a frame a sender lane records as
 // it is: no flag among truncated, malformed, control and link-local, and
-// no tunnel. Every other frame gets 0: the Go lane decides about it. It
+// no IPv6 extension header (the outer packet's or, in a tunnel, the inner
+// one's). Every other frame gets 0: the Go lane decides about it. It
 // reads only f[0:len]. The common frame, untagged IPv4 or IPv6 carrying
 // TCP or UDP with a whole 32-byte L4 window, takes the straight-line path
 // of classifier's parseFast and an untagged non-IP frame its raw path,
@@ -299,7 +487,7 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 			return ldaf_ident_general(f, len, hash);
 		uint64_t w[4];
 		if (unlikely(!ldaf_window(h + 20, 32, proto, 0, w)))
-			return 0;
+			return ldaf_ident_fast_tunnel(f, hash);
 		uint64_t addrs = ldaf_le64(h + 12);
 		if (unlikely(f[0] & 1)) {
 			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
@@ -318,7 +506,7 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 			return ldaf_ident_general(f, len, hash);
 		uint64_t w[4];
 		if (unlikely(!ldaf_window(h + 40, 32, nh, 0, w)))
-			return 0;
+			return ldaf_ident_fast_tunnel(f, hash);
 		uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
 		if (unlikely(f[0] & 1)) {
 			uint16_t first = __builtin_bswap16((uint16_t)a2);

@@ -44,7 +44,7 @@ func RunRow(iv *Interval) string {
 	}
 	flow, syn := "", iv.Synopsis
 	if iv.Flow != "" {
-		flow = " flow " + iv.Flow + flowP99Cell(iv, false)
+		flow = " flow " + iv.Flow + fragmentsCell(iv) + flowP99Cell(iv, false)
 	}
 	if syn == "sample" {
 		// As analyze's table: the quantiles after the columns.
@@ -53,6 +53,19 @@ func RunRow(iv *Interval) string {
 	return fmt.Sprintf("%-12s %-5s %-8s %-3s %9d %9d %7d %10s %9s %10s %8d %s%s%s", startCell(iv.StartNs, iv.Interval), iv.Direction, iv.MEC, syn,
 		iv.Sent, iv.Received, iv.Lost, usCell(iv.MeanNs, noDelay), usCell(iv.MeanCINs, noDelay), usCell(iv.StddevNs, noDelay || iv.Synopsis == "lds"),
 		iv.Samples, ok, flow, why)
+}
+
+// fragmentsCell is what an LDS flow line counts of IP fragments, after
+// its flow's name, where its extra says (docs/lds.md, "IP fragments"): a
+// table reader takes the counts for the flow's traffic otherwise.
+func fragmentsCell(r *Interval) string {
+	switch r.Extra["fragments"] {
+	case "whole_and_first":
+		return fmt.Sprintf(" (whole packets and first fragments; later fragments in %v)", r.Extra["later_fragments_flow"])
+	case "later":
+		return " (later IP fragments)"
+	}
+	return ""
 }
 
 // usCell is a delay in µs with 3 decimals, or "-" for none.
@@ -98,7 +111,7 @@ func DemoRow(r *Interval) string {
 			ok, why = "no", ": "+r.Reason
 		}
 		return fmt.Sprintf("%-12s   flow %8d pkts  mean %s µs  lost %6d  %-3s  %s%s%s", "", r.Sent,
-			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, flowP99Cell(r, true), why)
+			delayCell(r.MeanNs, noDelay, 8), r.Lost, ok, r.Flow, fragmentsCell(r)+flowP99Cell(r, true), why)
 	}
 	if r.Synopsis == "sample" {
 		// The quantiles with their bounds, each beside its true value
@@ -189,7 +202,7 @@ func AnalyzeRow(r *Interval, truth bool) string {
 	}
 	flow := ""
 	if r.Flow != "" {
-		flow = " flow " + r.Flow + flowP99Cell(r, truth)
+		flow = " flow " + r.Flow + fragmentsCell(r) + flowP99Cell(r, truth)
 	}
 	noDelay := !r.Valid || r.Samples == 0 || r.Synopsis == "sample"
 	syn := r.Synopsis

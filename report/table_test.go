@@ -28,3 +28,26 @@ func TestSampleRows(t *testing.T) {
 		t.Errorf("run's row shows a mean: %q", run)
 	}
 }
+
+// TestFragmentRows: an LDS flow line of a fragmenting pair says in every
+// table what it counts, beside its flow's name; a flow line without the
+// field and other lines say nothing of fragments.
+func TestFragmentRows(t *testing.T) {
+	first := &Interval{Interval: 1, StartNs: 1e9, Direction: "a>b", MEC: "all", Synopsis: "lds", Sent: 405, Received: 405, Valid: true,
+		Flow: "17 10.0.0.1:1000>10.0.0.2:53", Extra: map[string]any{"fragments": "whole_and_first", "later_fragments_flow": "17 10.0.0.1:0>10.0.0.2:0"}}
+	later := &Interval{Interval: 1, StartNs: 1e9, Direction: "a>b", MEC: "all", Synopsis: "lds", Sent: 810, Received: 809, Lost: 1, Valid: true,
+		Flow: "17 10.0.0.1:0>10.0.0.2:0", Extra: map[string]any{"fragments": "later"}}
+	plain := &Interval{Interval: 1, StartNs: 1e9, Direction: "a>b", MEC: "all", Synopsis: "lds", Sent: 9, Received: 9, Valid: true,
+		Flow: "6 10.0.0.3:1>10.0.0.2:80"}
+	for _, row := range []func(*Interval) string{RunRow, DemoRow, func(r *Interval) string { return AnalyzeRow(r, false) }} {
+		if r := row(first); !strings.Contains(r, "17 10.0.0.1:1000>10.0.0.2:53 (whole packets and first fragments; later fragments in 17 10.0.0.1:0>10.0.0.2:0)") {
+			t.Errorf("flow row %q", r)
+		}
+		if r := row(later); !strings.Contains(r, "17 10.0.0.1:0>10.0.0.2:0 (later IP fragments)") {
+			t.Errorf("fragments flow row %q", r)
+		}
+		if r := row(plain); strings.Contains(r, "fragments") {
+			t.Errorf("plain flow row %q", r)
+		}
+	}
+}

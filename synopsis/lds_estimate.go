@@ -41,6 +41,12 @@ type FlowEstimate struct {
 	// SelectedCells is how many cells the α-filter averaged.
 	SelectedCells int
 
+	// Fragments says how the line counts IP fragments, FragmentsFlow
+	// (with FragmentsWholeAndFirst) the fragments flow that holds its
+	// datagrams' later fragments: ApplyFragments sets both.
+	Fragments     FragmentCount
+	FragmentsFlow FlowKeyBytes
+
 	// CountsExact: Sent, Received and Lost come from the flow tables, which
 	// counted this flow exactly at both ends (HoldRate 1, no refusals, the
 	// flow shipped or the table shipped whole), instead of the count-min

@@ -19,7 +19,39 @@ import (
 // counts its whole packets and its first fragments, and the fragments
 // flow's line counts the rest. A flow's own counts can then be exact
 // while fragments of its datagrams were lost: ApplyFragments makes such
-// lines invalid for loss.
+// lines invalid for loss, and marks every line of a pair that has a
+// fragments flow with what it counts (FlowEstimate.Fragments), so a
+// report says so beside its numbers.
+
+// FragmentCount says how a flow line counts IP fragments
+// (FlowEstimate.Fragments, set by ApplyFragments).
+type FragmentCount uint8
+
+const (
+	// FragmentsNone: no fragments flow of the line's hosts was named in
+	// the interval; a flow with ports counts its packets, and any first
+	// fragments among them, as for every line.
+	FragmentsNone FragmentCount = iota
+	// FragmentsWholeAndFirst: a flow with ports whose hosts (same
+	// protocol) have a fragments flow: the line counts its whole packets
+	// and its datagrams' first fragments; their later fragments are in
+	// FlowEstimate.FragmentsFlow, with every other datagram's of the pair.
+	FragmentsWholeAndFirst
+	// FragmentsLater: the fragments flow itself (ports 0): the later
+	// fragments of every datagram between its hosts.
+	FragmentsLater
+)
+
+// String is the value reports give the line's "fragments" field.
+func (c FragmentCount) String() string {
+	switch c {
+	case FragmentsWholeAndFirst:
+		return "whole_and_first"
+	case FragmentsLater:
+		return "later"
+	}
+	return ""
+}
 
 // fragmentPorts reports whether proto's flows have ports, so that ports
 // 0/0 mean "later fragments" (ICMP's type and code 0/0 is an echo reply).
@@ -37,17 +69,20 @@ func fragmentPorts(proto byte) bool {
 // packets or whose loss is not known (invalid): those later fragments may
 // belong to this flow's datagrams, and which flow's they were cannot be
 // told. A pair whose fragments flow is not in flows (no flow table named
-// it) is left as it is: nothing says its later fragments were lost. Call
-// it before TopFlows cuts the list.
+// it) is left as it is: nothing says its later fragments were lost. It
+// also sets every named line's Fragments (and FragmentsFlow) to what the
+// line counts. Call it before TopFlows cuts the list.
 func ApplyFragments(flows []FlowEstimate) {
 	var rest map[FlowKeyBytes]int // pair key (ports zeroed) → its fragments flow
 	for i := range flows {
 		f := &flows[i]
+		f.Fragments, f.FragmentsFlow = FragmentsNone, FlowKeyBytes{}
 		if f.Named && fragmentPorts(f.Key[0]) && f.Key[2]|f.Key[3]|f.Key[4]|f.Key[5] == 0 {
 			if rest == nil {
 				rest = make(map[FlowKeyBytes]int)
 			}
 			rest[f.Key] = i
+			f.Fragments = FragmentsLater
 		}
 	}
 	if rest == nil {
@@ -55,13 +90,17 @@ func ApplyFragments(flows []FlowEstimate) {
 	}
 	for i := range flows {
 		f := &flows[i]
-		if !f.Valid || !f.Named || !fragmentPorts(f.Key[0]) {
+		if !f.Named || !fragmentPorts(f.Key[0]) {
 			continue
 		}
 		pair := f.Key
 		pair[2], pair[3], pair[4], pair[5] = 0, 0, 0, 0
 		j, ok := rest[pair]
 		if !ok || j == i {
+			continue
+		}
+		f.Fragments, f.FragmentsFlow = FragmentsWholeAndFirst, pair
+		if !f.Valid {
 			continue
 		}
 		g := &flows[j]

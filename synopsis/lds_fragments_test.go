@@ -49,4 +49,20 @@ func TestApplyFragments(t *testing.T) {
 	if flows[11].Code != report.Extras {
 		t.Errorf("an invalid line's cause replaced: %v", flows[11].Code)
 	}
+	// What each line says it counts: the flows with ports of a pair that
+	// has a fragments flow count whole packets and first fragments (valid
+	// or not), and name that flow; the fragments flows count later ones.
+	wantCount := map[int]FragmentCount{0: FragmentsWholeAndFirst, 1: FragmentsLater, 2: FragmentsNone, 3: FragmentsWholeAndFirst,
+		4: FragmentsLater, 5: FragmentsWholeAndFirst, 6: FragmentsLater, 7: FragmentsNone, 8: FragmentsNone, 9: FragmentsNone,
+		10: FragmentsNone, 11: FragmentsWholeAndFirst}
+	for i, c := range wantCount {
+		if flows[i].Fragments != c {
+			t.Errorf("flow %d: fragments %q, want %q", i, flows[i].Fragments, c)
+		}
+		pair := flows[i].Key
+		pair[2], pair[3], pair[4], pair[5] = 0, 0, 0, 0
+		if c == FragmentsWholeAndFirst && flows[i].FragmentsFlow != pair {
+			t.Errorf("flow %d: fragments flow %x, want its pair's %x", i, flows[i].FragmentsFlow, pair)
+		}
+	}
 }

@@ -3,7 +3,8 @@
 gen.py's per-packet truth (DIR/pk.json), over the line's own measured range:
 loss exactly (LDA, RDA, and LDS per flow: a flow's packets as the LDS counts
 them, a tunneled packet in its outer flow, an IP datagram's later fragments in
-its hosts' ports-0 flow), the mean within the line's mean_ci_ns (every
+its hosts' ports-0 flow, a flow line whose datagrams had later fragments
+saying so: extra.fragments "whole_and_first"), the mean within the line's mean_ci_ns (every
 synopsis), a sample line's quantiles within their bounds (at least as often as
 its confidence says: a bound may miss 1 − confidence of the time). EXTLIMIT=N
 keeps only packets whose identity reads
@@ -14,6 +15,13 @@ d = sys.argv[1]
 pk = json.load(open(d + '/pk.json'))
 flows = pk['flows']; P = sorted(pk['pk'], key=lambda x: x[0]); clock = pk['clock']
 ts = [p[0] for p in P]
+# Per datagram flow, the send times of its later fragments (counted in its
+# hosts' ports-0 flow): a flow line over a range holding any must say it
+# counts whole packets and first fragments only.
+later = collections.defaultdict(list)
+for p in P:
+    if len(p) > 6 and p[6] is not None and p[2] != p[6]:
+        later[flows[p[6]]].append(p[0])
 qchecked = 0; qmiss = 0; qconf = None
 bad = 0; n = 0; valid = collections.Counter(); invalid = collections.Counter(); reasons = collections.Counter()
 worst = []
@@ -43,6 +51,11 @@ for line in open(sys.argv[2]):
         if not r.get('flow', '').endswith(':0'):
             dsel = [p for p in sel if p[1] is None and len(p) > 6 and p[6] is not None and flows[p[6]] == r.get('flow')]
         sel = [p for p in sel if p[2] is not None and flows[p[2]] == r.get('flow')]
+    if syn == 'lds' and not r.get('flow', '').endswith(':0'):
+        lt = later.get(r.get('flow'), [])
+        if bisect.bisect_left(lt, hi) > bisect.bisect_left(lt, lo) and ex.get('fragments') != 'whole_and_first':
+            bad += 1
+            if len(worst) < 12: worst.append((syn, mec, r.get('flow', ''), r['interval'], ['later fragments counted elsewhere, line says fragments %r' % ex.get('fragments')]))
     dl = [p[1] + clock for p in sel if p[1] is not None]
     lost = sum(1 for p in sel if p[1] is None)
     if dsel is not None:

@@ -13,7 +13,8 @@ bit-identical frames from the source, DSCP remarking, a VLAN tag pushed,
 routed frames (TTL and MACs rewritten), IPv6 with a hop-by-hop header, a snap
 length, captures of different traffic (--disjoint), tunnels (GRE, VXLAN,
 Geneve, MPLS; constant outer IP identification 0: a packet's flow is then the
-outer packet's, none for MPLS) and IPv4/IPv6 fragments (each fragment its own
+outer packet's, none for MPLS; --plain writes the same traffic with the
+inner packets as they are, no tunnel) and IPv4/IPv6 fragments (each fragment its own
 packet, lost or delayed on its own; a later fragment's flow is its hosts' with
 ports 0, where ldafwd's LDS counts it)."""
 import struct, random, json, sys, math, argparse, zlib
@@ -43,6 +44,7 @@ p.add_argument('--gre', type=float, default=0.0)  # fraction of packets in GRE (
 p.add_argument('--vxlan', type=float, default=0.0)  # ... in VXLAN over IPv4
 p.add_argument('--geneve', type=float, default=0.0)  # ... in Geneve (one option) over IPv6
 p.add_argument('--mpls', type=float, default=0.0)  # ... behind two MPLS labels
+p.add_argument('--plain', action='store_true')  # the tunnels' inner packets as they are, with no tunnel: the same traffic otherwise
 p.add_argument('--frag4', type=float, default=0.0)  # fraction of IPv4 packets (not tunneled) fragmented
 p.add_argument('--frag6', type=float, default=0.0)  # fraction of IPv6 packets (not tunneled) fragmented
 p.add_argument('--out', default='.')
@@ -203,6 +205,9 @@ for i in range(a.n):
         iet = 0x86dd if v6 else 0x0800
         mk = lambda rd, ttl, macs, vlan, inner=inner, iet=iet, kind=kind, f=f: encap(kind, f, iet, inner, ttl, macs)
         units = [(mk, tunnel_flow(kind, f), 1000)]
+        if a.plain:
+            mk = lambda rd, ttl, macs, vlan, inner=inner, iet=iet: macs[0] + macs[1] + struct.pack('!H', iet) + inner
+            units = [(mk, fname_, min(len(inner), 72 if v6 else 52))]
     elif (a.frag6 if f[0] else a.frag4) and rnd.random() < (a.frag6 if f[0] else a.frag4):
         payload = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(100, 200)))
         n = len(fragments(f, i, dscp, 64, ipid, payload, (MAC_B, MAC_A)))

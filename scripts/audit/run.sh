@@ -4,7 +4,9 @@
 # ldafwd code; `ldafwd analyze` at its default flags (plus --synopsis all)
 # reports them at three interval lengths; check.py holds every valid line
 # to the per-packet truth. Exits 1 if any valid line misses its truth, or
-# if the captures that share no traffic are not refused.
+# if the captures that share no traffic are not refused, or if a scenario
+# with tunnels shares more identities (analyze's "identities seen more than
+# once") than the same traffic written with --plain, no tunnel.
 #
 #   scripts/audit/run.sh [OUTDIR]     # N=150000 packets, SEEDS="1 2", SCEN=...
 #
@@ -29,6 +31,7 @@ declare -A SC=(
   [snap]="--snap 96 --vlanpush --ipv6 0.5 --routed --loss 0.003"
   [disjoint]="--disjoint"
   [tunnels]="--gre 0.3 --vxlan 0.3 --geneve 0.1 --mpls 0.1 --ipv6 0.3 --loss 0.003"
+  [tunnelsdup]="--gre 0.3 --vxlan 0.3 --identical 0.01 --loss 0.003"
   [fragments]="--frag4 0.1 --frag6 0.05 --ipv6 0.3 --loss 0.002"
 )
 fail=0
@@ -60,6 +63,21 @@ for sc in ${SCEN:-${!SC[@]}}; do
       [ "$sc" = remark ] && c2=1
       MEC_C2=$c2 EXTLIMIT=$lim python3 "$here/check.py" "$d" "$d/rep-$iv.jsonl" || fail=1
     done
+    case " ${SC[$sc]} " in *" --gre "*|*" --vxlan "*|*" --geneve "*|*" --mpls "*)
+      # The same traffic without the tunnels: the identity reads through
+      # them, so they must add no shared identity.
+      mkdir -p "$d/plain" && python3 "$here/gen.py" --n "$N" --seed "$seed" ${SC[$sc]} --plain --out "$d/plain" >/dev/null || exit 2
+      "$bin" analyze --sender "$d/plain/S.pcap" --receiver "$d/plain/R.pcap" --synopsis all --interval 0 \
+        --format json --quiet >/dev/null 2>"$d/plain/err-0.txt"
+      shared() { sed -n 's/.*identities seen more than once: \([0-9]*\) sent, \([0-9]*\) received.*/\1 \2/p' "$1"; }
+      read -r ts tr < <(shared "$d/err-0.txt")
+      read -r ps pr < <(shared "$d/plain/err-0.txt")
+      echo "   shared identities: tunneled $ts sent, $tr received; plain $ps sent, $pr received"
+      if [ -z "$ts" ] || [ -z "$ps" ] || [ "$ts" -gt "$ps" ] || [ "$tr" -gt "$pr" ]; then
+        echo "   BAD: the tunnels share more identities than the same traffic without them"; fail=1
+      fi
+      ;;
+    esac
   done
 done
 [ $fail -eq 0 ] && echo "audit: every valid line holds its truth" || echo "audit: FAILED"
