@@ -620,7 +620,14 @@ func checkMetrics(t *testing.T, p *proc) {
 	if code, body := get("/healthz"); code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
 		t.Errorf("%s /healthz: %d %s", p.name, code, body)
 	}
+	// The first valid a>b line reaches the metrics once its interval
+	// has paired, waited for the next one's evidence and gone through
+	// the report queue: seconds after the traffic under -race.
 	_, body := get("/metrics")
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(body, `valid="true"`) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		_, body = get("/metrics")
+	}
 	for _, want := range []string{`ldafwd_intervals_total{direction="a>b",mec="all",reason="ok",segment="default",synopsis="lda",valid="true"}`,
 		`ldafwd_lost_packets_total{direction="a>b",mec="all",segment="default",synopsis="lda"}`, `ldafwd_delay_packets_total{direction="a>b",mec="all",segment="default",synopsis="lda"}`,
 		`ldafwd_port_rx_packets_total{name=`, `ldafwd_control_bundles_total`, `ldafwd_up{segment="default"} 1`} {
