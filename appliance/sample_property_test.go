@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,19 +114,7 @@ type sampleTally struct {
 // must have bounded at least 100 quantiles, the p99 among them, so the
 // property is never vacuous.
 func TestSampleProperty(t *testing.T) {
-	n := sampleSeeds
-	if s := os.Getenv("SAMPLE_PROPERTY_SEEDS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("SAMPLE_PROPERTY_SEEDS=%q: %v", s, err)
-		}
-	}
-	if testing.Short() {
-		n = 6
-	}
-	if raceEnabled {
-		n = 2
-	}
+	n := propertySeeds(t, "SAMPLE_PROPERTY_SEEDS", sampleSeeds, 6, 2)
 	tally := &sampleTally{bounded: map[string]int{}, misses: map[string]int{}}
 	t.Run("seeds", func(t *testing.T) {
 		for seed := uint64(1); seed <= uint64(n); seed++ {
@@ -261,19 +247,7 @@ func flowScenario(seed uint64) (demo.Config, string) {
 // The seeds must have bounded at least 100 flow quantiles, the p99 among
 // them, and cut some flow's samples to a deeper class's level.
 func TestSampleFlowProperty(t *testing.T) {
-	n := sampleSeeds
-	if s := os.Getenv("SAMPLE_PROPERTY_SEEDS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("SAMPLE_PROPERTY_SEEDS=%q: %v", s, err)
-		}
-	}
-	if testing.Short() {
-		n = 6
-	}
-	if raceEnabled {
-		n = 2
-	}
+	n := propertySeeds(t, "SAMPLE_PROPERTY_SEEDS", sampleSeeds, 6, 2)
 	tally := &sampleTally{bounded: map[string]int{}, misses: map[string]int{}}
 	var cuts int
 	t.Run("seeds", func(t *testing.T) {

@@ -184,19 +184,9 @@ type simPropTally struct {
 // so the property is never vacuous. A failing seed names the command
 // that replays it.
 func TestSimProperty(t *testing.T) {
-	n := simSeeds
-	if s := os.Getenv("SIM_PROPERTY_SEEDS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1 {
-			t.Fatalf("SIM_PROPERTY_SEEDS=%q: want a number of seeds", s)
-		}
-	}
-	if testing.Short() {
-		n = simShortSeeds
-	}
-	if raceEnabled {
-		n = 3 // the simulation is deterministic whatever the speed; the race detector only makes it slow
-	}
+	// The simulation is deterministic whatever the speed; the race
+	// detector only makes it slow: 3 seeds under -race.
+	n := propertySeeds(t, "SIM_PROPERTY_SEEDS", simSeeds, simShortSeeds, 3)
 	tally := &simPropTally{reasons: map[string]int{}}
 	t.Run("seeds", func(t *testing.T) {
 		for seed := uint64(1); seed <= uint64(n); seed++ {
@@ -392,4 +382,25 @@ func ptrStr(p *uint64) string {
 		return "unknown"
 	}
 	return fmt.Sprint(*p)
+}
+
+// propertySeeds is how many seeds a property test runs: def, or the
+// number in the environment variable env; short under -short, race under
+// the race detector.
+func propertySeeds(t *testing.T, env string, def, short, race int) int {
+	t.Helper()
+	n := def
+	if s := os.Getenv(env); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a number of seeds", env, s)
+		}
+	}
+	if testing.Short() {
+		n = short
+	}
+	if raceEnabled {
+		n = race
+	}
+	return n
 }
