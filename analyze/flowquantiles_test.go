@@ -1,7 +1,7 @@
 package analyze_test
 
 import (
-	"math"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +37,8 @@ func TestSampleFlowLines(t *testing.T) {
 	for i, n := range tr.FlowNames {
 		flowIdx[n] = int32(i)
 	}
-	var lines, checks, misses, unbounded int
+	var lines int
+	var qt quantileTally
 	for _, l := range out {
 		if l.Synopsis != "lds" || l.Flow == "" {
 			continue
@@ -67,34 +68,12 @@ func TestSampleFlowLines(t *testing.T) {
 		if len(qs) != 4 || len(delays) == 0 || n == 0 || n > len(delays) {
 			t.Fatalf("interval %d flow %s: quantiles %v from %d sampled delays, %d delivered", l.Interval, l.Flow, qs, n, len(delays))
 		}
-		for _, p := range synopsis.SampleQuantiles {
-			k := "p" + synopsis.PercentileName(p)
-			truth := delays[synopsis.QuantileRank(len(delays), p)-1]
-			if tq[k] != truth {
-				t.Errorf("interval %d flow %s %s: true_quantiles %d, the generator's %d", l.Interval, l.Flow, k, tq[k], truth)
-			}
-			q := qs[k]
-			if q.EstimateNs == nil {
-				unbounded++
-				if want := synopsis.MinSamplesFor(p, conf); n >= want || !strings.Contains(q.Reason, "needed") {
-					t.Errorf("interval %d flow %s %s: no bound from %d samples (%s)", l.Interval, l.Flow, k, n, q.Reason)
-				}
-				continue
-			}
-			checks++
-			if *q.LoNs > *q.EstimateNs || *q.EstimateNs > *q.HiNs {
-				t.Errorf("interval %d flow %s %s: estimate %d outside its bounds [%d, %d]", l.Interval, l.Flow, k, *q.EstimateNs, *q.LoNs, *q.HiNs)
-			}
-			if truth < *q.LoNs || truth > *q.HiNs {
-				misses++
-				t.Logf("interval %d flow %s %s: truth %d outside [%d, %d] (%d samples)", l.Interval, l.Flow, k, truth, *q.LoNs, *q.HiNs, n)
-			}
-		}
+		qt.check(t, fmt.Sprintf("interval %d flow %s", l.Interval, l.Flow), qs, tq, n, delays, conf)
 	}
-	allowed := float64(checks)*(1-conf) + 3*math.Sqrt(float64(checks)*conf*(1-conf))
-	t.Logf("%d flow lines, %d quantiles bounded, %d missed the truth (%.1f allowed), %d unbounded", lines, checks, misses, allowed, unbounded)
-	if lines < 40 || checks < 3*lines || unbounded < lines || float64(misses) > allowed {
-		t.Errorf("%d flow lines, %d bounded, %d unbounded, %d misses (%.1f allowed)", lines, checks, unbounded, misses, allowed)
+	allowed := qt.allowed(conf)
+	t.Logf("%d flow lines, %d quantiles bounded, %d missed the truth (%.1f allowed), %d unbounded", lines, qt.checks, qt.misses, allowed, qt.unbounded)
+	if lines < 40 || qt.checks < 3*lines || qt.unbounded < lines || float64(qt.misses) > allowed {
+		t.Errorf("%d flow lines, %d bounded, %d unbounded, %d misses (%.1f allowed)", lines, qt.checks, qt.unbounded, qt.misses, allowed)
 	}
 }
 

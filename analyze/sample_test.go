@@ -1,6 +1,7 @@
 package analyze_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -37,7 +38,8 @@ func TestSampleLines(t *testing.T) {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return int(tr.SendNs[a] - tr.SendNs[b]) })
-	var lines, checks, misses, unbounded, lossy int
+	var lines, lossy int
+	var qt quantileTally
 	for _, l := range out {
 		if l.Synopsis != "sample" {
 			t.Fatalf("a %s line", l.Synopsis)
@@ -71,39 +73,17 @@ func TestSampleLines(t *testing.T) {
 		if len(qs) != 4 {
 			t.Fatalf("interval %d: quantiles %v", l.Interval, l.Extra["quantiles"])
 		}
-		for _, p := range synopsis.SampleQuantiles {
-			k := "p" + synopsis.PercentileName(p)
-			truth := delays[synopsis.QuantileRank(len(delays), p)-1]
-			if tq[k] != truth {
-				t.Errorf("interval %d %s: true_quantiles %d, the generator's %d", l.Interval, k, tq[k], truth)
-			}
-			q := qs[k]
-			if q.EstimateNs == nil {
-				unbounded++
-				if want := synopsis.MinSamplesFor(p, conf); l.Samples >= uint64(want) || !strings.Contains(q.Reason, "needed") {
-					t.Errorf("interval %d %s: no bound from %d samples (%s)", l.Interval, k, l.Samples, q.Reason)
-				}
-				continue
-			}
-			checks++
-			if *q.LoNs > *q.EstimateNs || *q.EstimateNs > *q.HiNs {
-				t.Errorf("interval %d %s: estimate %d outside its bounds [%d, %d]", l.Interval, k, *q.EstimateNs, *q.LoNs, *q.HiNs)
-			}
-			if truth < *q.LoNs || truth > *q.HiNs {
-				misses++
-				t.Logf("interval %d %s: truth %d outside [%d, %d] (estimate %d)", l.Interval, k, truth, *q.LoNs, *q.HiNs, *q.EstimateNs)
-			}
-		}
+		qt.check(t, fmt.Sprintf("interval %d", l.Interval), qs, tq, int(l.Samples), delays, conf)
 		mn, _ := l.Extra["min_ns"].(int64)
 		mx, _ := l.Extra["max_ns"].(int64)
 		if mn < delays[0] || mx > delays[len(delays)-1] || mn > mx {
 			t.Errorf("interval %d: sampled delays %d..%d, the interval's %d..%d", l.Interval, mn, mx, delays[0], delays[len(delays)-1])
 		}
 	}
-	allowed := float64(checks)*(1-conf) + 3*math.Sqrt(float64(checks)*conf*(1-conf))
-	t.Logf("%d lines (%d with loss), %d quantiles bounded, %d missed the truth (%.1f allowed), %d unbounded", lines, lossy, checks, misses, allowed, unbounded)
-	if lines < 10 || lossy < lines/2 || checks < 3*lines || unbounded == 0 || float64(misses) > allowed {
-		t.Errorf("%d lines, %d lossy, %d bounded, %d unbounded, %d misses (%.1f allowed)", lines, lossy, checks, unbounded, misses, allowed)
+	allowed := qt.allowed(conf)
+	t.Logf("%d lines (%d with loss), %d quantiles bounded, %d missed the truth (%.1f allowed), %d unbounded", lines, lossy, qt.checks, qt.misses, allowed, qt.unbounded)
+	if lines < 10 || lossy < lines/2 || qt.checks < 3*lines || qt.unbounded == 0 || float64(qt.misses) > allowed {
+		t.Errorf("%d lines, %d lossy, %d bounded, %d unbounded, %d misses (%.1f allowed)", lines, lossy, qt.checks, qt.unbounded, qt.misses, allowed)
 	}
 }
 
@@ -131,4 +111,47 @@ func TestSampleLinesSmall(t *testing.T) {
 	if q := qs["p99"]; q.EstimateNs != nil || !strings.Contains(q.Reason, "459 needed") {
 		t.Fatalf("p99 of %d samples: %+v", l.Samples, q)
 	}
+}
+
+// quantileTally counts, over lines, the quantile bounds checked against
+// the truth, those that missed it, and those left unbounded.
+type quantileTally struct{ checks, misses, unbounded int }
+
+// check holds one line's quantiles (qs, with true_quantiles tq from n
+// sampled delays) to delays, the sorted true delays of its packets: each
+// true_quantiles must be the truth, each estimate within its bounds, and
+// each quantile without a bound must say how many samples it needs.
+// where names the line in messages.
+func (q *quantileTally) check(t *testing.T, where string, qs map[string]report.Quantile, tq map[string]int64, n int, delays []int64, conf float64) {
+	t.Helper()
+	for _, p := range synopsis.SampleQuantiles {
+		k := "p" + synopsis.PercentileName(p)
+		truth := delays[synopsis.QuantileRank(len(delays), p)-1]
+		if tq[k] != truth {
+			t.Errorf("%s %s: true_quantiles %d, the generator's %d", where, k, tq[k], truth)
+		}
+		b := qs[k]
+		if b.EstimateNs == nil {
+			q.unbounded++
+			if want := synopsis.MinSamplesFor(p, conf); n >= want || !strings.Contains(b.Reason, "needed") {
+				t.Errorf("%s %s: no bound from %d samples (%s)", where, k, n, b.Reason)
+			}
+			continue
+		}
+		q.checks++
+		if *b.LoNs > *b.EstimateNs || *b.EstimateNs > *b.HiNs {
+			t.Errorf("%s %s: estimate %d outside its bounds [%d, %d]", where, k, *b.EstimateNs, *b.LoNs, *b.HiNs)
+		}
+		if truth < *b.LoNs || truth > *b.HiNs {
+			q.misses++
+			t.Logf("%s %s: truth %d outside [%d, %d] (estimate %d, %d samples)", where, k, truth, *b.LoNs, *b.HiNs, *b.EstimateNs, n)
+		}
+	}
+}
+
+// allowed is how many misses a confidence of conf allows over the
+// checks: the expected count plus three standard deviations.
+func (q *quantileTally) allowed(conf float64) float64 {
+	c := float64(q.checks)
+	return c*(1-conf) + 3*math.Sqrt(c*conf*(1-conf))
 }
