@@ -129,6 +129,7 @@ type Lane struct {
 	lastTx     uint64
 	maxTxGap   uint64
 	txStamper  TxStamper       // Tx, when it reports its own transmit time
+	txErr      TxStampErr      // Tx, when its transmit time has an uncertainty
 	fwd        Forwarder       // Rx, when a forwarding lane can hand it whole bursts (ForwardTo)
 	fast       MeasureFastPath // Rx, when a measuring lane can hand it whole bursts (SendMeasured)
 	stallSince uint64          // when the tx port last refused frames without taking any, ns; 0: not stalled
@@ -239,6 +240,7 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	// burst the port stamped entirely turns the extra clock read off.
 	l.pollStamps = cfg.Role == RoleReceiver
 	l.txStamper, _ = cfg.Tx.(TxStamper)
+	l.txErr, _ = cfg.Tx.(TxStampErr)
 	if cfg.Role == RoleForward {
 		if cfg.Tap == nil {
 			l.fwd, _ = cfg.Rx.(Forwarder)
@@ -776,8 +778,8 @@ func (l *Lane) flush() {
 	sent := 0
 	for try := 0; try < l.cfg.TxRetries && sent < l.tx.n; try++ {
 		// Only the sender timestamps transmissions. A TxStamper port
-		// read the clock as it handed the burst over: exact, whatever
-		// happened to this thread around the call, and no clock read
+		// read the clock as it handed the burst over (within the
+		// uncertainty a TxStampErr port reports), and no clock read
 		// here. Otherwise the transmit timestamp is the midpoint of clock
 		// reads around the TxBurst: a thread preempted before or after
 		// the call (GC, an oversubscribed host) errs by half the gap, not
@@ -793,7 +795,15 @@ func (l *Lane) flush() {
 		}
 		if sender && k > 0 {
 			if !stamp {
-				l.record(sent, sent+k, l.txStamper.LastTxNs(), 0)
+				ts, errNs := l.txStamper.LastTxNs(), uint64(0)
+				if l.txErr != nil {
+					errNs = l.txErr.LastTxErrNs()
+					if gap := 2 * errNs; gap > l.maxTxGap {
+						l.maxTxGap = gap
+						l.Stats.MaxTxStampGapNs.Store(gap)
+					}
+				}
+				l.record(sent, sent+k, ts, errNs)
 			} else {
 				after := l.cfg.Clock()
 				l.now = after

@@ -3,9 +3,11 @@ package dataplane_test
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
+
+	"testing"
 
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
-	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
@@ -159,5 +161,76 @@ func TestPollStampBound(t *testing.T) {
 		t.Logf("seed %d: %d flows, worst |mean stamp error| / bound %.2f", seed, len(flows), worst)
 		t.Logf("seed %d: mean |stamp − arrival| %.0f ns, mean bound %.0f ns, max %d ≤ %d", seed,
 			float64(sumErr)/3000, float64(set.StampErrNs)/3000, maxErr, rcv.Stats.MaxRxStampErrNs.Load())
+	}
+}
+
+// uncertainTx is a tx port that stamps its own transmissions as a DPDK
+// port does (dataplane.TxStamper with TxStampErr): each burst's stamp is
+// the midpoint of a window that is now and then a long stall.
+type uncertainTx struct {
+	dataplane.Port
+	rng     *rand.Rand
+	now     uint64
+	ts, err uint64
+}
+
+func (u *uncertainTx) TxBurst(pkts []*dataplane.Packet) int {
+	gap := uint64(100)
+	if u.rng.IntN(10) == 0 {
+		gap = 5_000_000 // a thread preempted around the PMD's call
+	}
+	u.now += 1000 + gap
+	u.ts, u.err = u.now-gap/2, gap/2
+	return u.Port.TxBurst(pkts)
+}
+func (u *uncertainTx) LastTxNs() uint64    { return u.ts }
+func (u *uncertainTx) LastTxErrNs() uint64 { return u.err }
+
+// TestTxStampErrRecorded: a sender lane on a port that reports how far
+// its transmit stamps may be off records exactly that uncertainty for
+// every frame (the set's StampErrNs, which the sender ships as its mean
+// stamp error) and the widest window in MaxTxStampGapNs.
+func TestTxStampErrRecorded(t *testing.T) {
+	cl, _ := classifier.NewClassifierFromSpecs(nil)
+	buf, _ := dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+	l1, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
+	l2, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 4096, Pool: 8192})
+	tx := &uncertainTx{Port: l2.A(), rng: rand.New(rand.NewPCG(3, 4)), now: 1_000_000_000}
+	var epoch atomic.Uint64
+	epoch.Store(1)
+	clock := uint64(1_000_000_000)
+	snd, err := dataplane.NewLane(dataplane.LaneConfig{Rx: l1.B(), Tx: tx, Role: dataplane.RoleSender, Classifier: cl,
+		Buffer: buf, Epoch: &epoch, NoFastPath: true, Clock: func() uint64 { clock += 1000; return clock }, DrainNs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := traffic.MustGen(traffic.GenConfig{Flows: 16})
+	pk := make([]*dataplane.Packet, 16)
+	var want, widest uint64
+	for round := 0; round < 50; round++ {
+		n := l1.A().Alloc(pk)
+		for i, p := range pk[:n] {
+			p.Data = gen.Frame(p.Data[:cap(p.Data)], uint64(round*16+i+1))
+		}
+		if m := l1.A().TxBurst(pk[:n]); m != n {
+			t.Fatalf("loading: %d of %d", m, n)
+		}
+		before := tx.now
+		for i := 0; i < 100 && tx.now == before; i++ {
+			snd.Poll()
+		}
+		snd.Drain()
+		if tx.now == before {
+			t.Fatal("the lane transmitted nothing")
+		}
+		want += tx.err * uint64(n)
+		widest = max(widest, 2*tx.err)
+	}
+	set := buf.Active()
+	if set.Frames != 800 || set.StampErrNs != want {
+		t.Fatalf("%d frames, stamp error Σ %d ns, want 800 and Σ %d", set.Frames, set.StampErrNs, want)
+	}
+	if g := snd.Stats.MaxTxStampGapNs.Load(); g != widest || widest < 5_000_000 {
+		t.Fatalf("MaxTxStampGapNs %d, widest window %d", g, widest)
 	}
 }

@@ -42,14 +42,22 @@ type Port interface {
 }
 
 // TxStamper is implemented by ports that read the clock inside TxBurst as
-// they hand frames over (the ring port; a NIC with tx timestamps). A
-// sender lane then records its frames with that exact transmit time instead
-// of the midpoint of its own clock reads around the call, which is off by
-// however long the thread was preempted there. Checked once per lane, not
-// per packet.
+// they hand frames over (the ring port; DPDK ports; a NIC with tx
+// timestamps). A sender lane then records its frames with that transmit
+// time instead of the midpoint of its own clock reads around the call,
+// which is off by however long the thread was preempted there. Checked
+// once per lane, not per packet.
 type TxStamper interface {
 	// LastTxNs is the transmit time of the last burst TxBurst accepted,
 	// ns on the port's clock. Call it only right after a TxBurst that
 	// accepted frames, on the same goroutine.
 	LastTxNs() uint64
+}
+
+// TxStampErr is implemented by a TxStamper whose stamp is itself the
+// midpoint of clock reads around the hand-over (DPDK ports: the PMD's
+// call may be preempted, net_af_packet's on its sendto's return).
+type TxStampErr interface {
+	// LastTxErrNs is how far LastTxNs may be off, ns; read with it.
+	LastTxErrNs() uint64
 }

@@ -305,20 +305,26 @@ func (q *Queue) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (rx int, 
 	return rx, uint64(q.c.fwd_bytes), k, true
 }
 
-// LastTxNs implements dataplane.TxStamper: CLOCK_REALTIME read in the
-// same cgo call right after rte_eth_tx_burst took frames, so a sender
-// lane records its frames with the hand-over time instead of reading the
-// clock twice around TxBurst. The read costs a burst ~20 ns, so it is
-// turned on by the first call (a lane asks only in the sender role); that
-// first call returns the Go clock's reading now (within one cgo return of
-// the burst it follows).
+// LastTxNs implements dataplane.TxStamper: the midpoint of CLOCK_REALTIME
+// read in the same cgo call right before and right after
+// rte_eth_tx_burst took frames (LastTxErrNs is half their gap), so a
+// sender lane records its frames with the hand-over time without a cgo
+// return between the clock and the burst. The reads cost a burst ~40 ns,
+// so they are turned on by the first call (a lane asks only in the sender
+// role); that first call returns the Go clock's reading now (within one
+// cgo return of the burst it follows).
 func (q *Queue) LastTxNs() uint64 {
 	if q.c.tx_stamp == 0 {
 		q.c.tx_stamp = 1
+		q.c.tx_err = 0
 		return uint64(time.Now().UnixNano())
 	}
 	return uint64(q.c.tx_ns)
 }
+
+// LastTxErrNs implements dataplane.TxStampErr: how far LastTxNs may be
+// from the time the PMD took the burst.
+func (q *Queue) LastTxErrNs() uint64 { return uint64(q.c.tx_err) }
 
 // ours is ldaf_tx's test: the Packet lives in the private area right
 // after the rte_mbuf in its Handle.

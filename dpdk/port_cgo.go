@@ -171,6 +171,9 @@ func (p *Port) ForwardTo(to dataplane.Port, kept []*dataplane.Packet) (rx int, r
 // LastTxNs is queue 0's dataplane.TxStamper reading (see Queue.LastTxNs).
 func (p *Port) LastTxNs() uint64 { return p.queues[0].LastTxNs() }
 
+// LastTxErrNs is queue 0's dataplane.TxStampErr reading.
+func (p *Port) LastTxErrNs() uint64 { return p.queues[0].LastTxErrNs() }
+
 // Alloc takes fresh mbufs (on queue 0's arrays).
 func (p *Port) Alloc(pkts []*dataplane.Packet) int { return p.queues[0].Alloc(pkts) }
 

@@ -98,8 +98,9 @@ struct ldaf_queue {
 	struct rte_mempool *pool;
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint32_t foreign;  // frames of the last ldaf_tx that were not ours (copied into fresh mbufs)
-	uint32_t tx_stamp; // 1: read CLOCK_REALTIME after each tx burst the PMD took frames of
-	uint64_t tx_ns;    // that reading, ns since the Unix epoch (dataplane.TxStamper)
+	uint32_t tx_stamp; // 1: read CLOCK_REALTIME around each tx burst the PMD took frames of
+	uint64_t tx_ns;    // the midpoint of those readings, ns since the Unix epoch (dataplane.TxStamper)
+	uint64_t tx_err;   // how far tx_ns may be off: half the gap between the readings
 
 	// Receive-ahead (see ldaf_tx): the burst ldaf_tx received for the
 	// next RxBurst. ahead[ahead_off : ahead_off+ahead_n] are Packet
@@ -323,9 +324,20 @@ static inline uint16_t ldaf_tx(uintptr_t qp, uintptr_t txp, uint16_t n) {
 		bytes += m->data_len;
 		q->mbufs[k] = m;
 	}
+	// The frames leave somewhere between the clock readings before and
+	// after the PMD's call: a thread preempted there (a PMD whose tx is a
+	// syscall, as net_af_packet's, is preempted on its return) would make
+	// a single reading after it late by the stall. The midpoint errs by
+	// half the gap at most, and tx_err says by how much.
+	uint64_t t0 = k && q->tx_stamp && !q->tx_fake_step ? ldaf_realtime_ns() : 0;
 	uint16_t nb = k ? rte_eth_tx_burst(q->port, q->queue, q->mbufs, k) : 0;
-	if (nb && q->tx_stamp)
-		q->tx_ns = ldaf_tx_now(q); // the frames were handed to the PMD by now
+	if (nb && q->tx_stamp) {
+		uint64_t t1 = ldaf_tx_now(q);
+		if (t0 == 0 || t0 > t1)
+			t0 = t1;
+		q->tx_ns = t0 + (t1 - t0) / 2;
+		q->tx_err = t1 - q->tx_ns;
+	}
 	if (unlikely(nb < k)) {
 		for (uint16_t i = nb; i < k; i++) {
 			struct rte_mbuf *m = q->mbufs[i];

@@ -149,9 +149,9 @@ func TestNoSoftTimestamps(t *testing.T) {
 	}
 }
 
-// TestTxStamper: a DPDK port is a dataplane.TxStamper; once asked, each
-// accepted burst's stamp is read after the hand-over, between clock reads
-// taken around the TxBurst.
+// TestTxStamper: a DPDK port is a dataplane.TxStamper and TxStampErr;
+// once asked, each accepted burst's stamp lies between clock reads taken
+// around the TxBurst, and its uncertainty is no wider than their gap.
 func TestTxStamper(t *testing.T) {
 	needEAL(t)
 	a, err := Open("dpdk:net_null10", Config{})
@@ -161,6 +161,7 @@ func TestTxStamper(t *testing.T) {
 	defer a.Close()
 	var _ dataplane.TxStamper = a
 	var _ dataplane.TxStamper = a.Queue(0)
+	var _ dataplane.TxStampErr = a
 	pkts := newPackets(8)
 	first := true
 	for i := 0; i < 20; i++ {
@@ -184,8 +185,9 @@ func TestTxStamper(t *testing.T) {
 			}
 			continue
 		}
-		if ts < before || ts > after {
-			t.Fatalf("burst %d: stamp %d outside [%d, %d]", i, ts, before, after)
+		e := a.LastTxErrNs()
+		if ts < before || ts > after || e > after-before {
+			t.Fatalf("burst %d: stamp %d ± %d outside [%d, %d]", i, ts, e, before, after)
 		}
 	}
 }
