@@ -569,7 +569,8 @@ func runLab(t *testing.T, bin string, spec func(ifname string, n int) string, ex
 		}
 		if !r.Valid {
 			if r.Sent+r.Received > 0 {
-				t.Errorf("interval %d with traffic invalid: %s", r.Interval, r.Reason)
+				b, _ := json.Marshal(r)
+				t.Errorf("interval %d with traffic invalid: %s\n%s", r.Interval, r.Reason, b)
 			}
 			continue
 		}

@@ -36,6 +36,10 @@ const (
 	NoPackets
 	ExtrasUnchecked
 	Extras
+	// Stamps uncertain beyond the limit explain delays outside the range
+	// (a receiver that polled late stamps frames early): they lead, so
+	// that a busy host is not reported as clocks out of sync.
+	StampsUncertain
 	DelayBelowMin
 	DelayAboveMax
 	ClockStep
@@ -43,7 +47,6 @@ const (
 	LossyCells
 	FewSamples
 	AllLost
-	StampsUncertain
 	NextMissing
 	PrevMissing
 	Crossing
