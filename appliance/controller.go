@@ -38,31 +38,24 @@ type controller struct {
 	// from the copy (spanEvidence).
 	spans   map[uint64]*rcopy
 	bundles map[uint64]*waiting
-	first   bool            // the next shipped sender interval is the session's first
-	frozen  bool            // finish owns the interval clock: step no longer moves it
-	shipped uint64          // last sender interval handed to the inject ring
-	settled bool            // nothing queued to send, nothing waiting to pair
-	movedAt time.Time       // when the interval clock last moved
-	phases  chan *phase     // Stop's requests (await)
-	done    map[uint64]bool // intervals already reported: one line per interval and MEC
-	doneK   []uint64        // their order, to forget old ones
-	nextDue uint64          // the next interval the liveness check may declare silent
-	peer    uint64          // the peer's session we last logged
-	pairing bool            // pair is running: emit holds lines for the cross-class pass
+	first   bool        // the next shipped sender interval is the session's first
+	frozen  bool        // finish owns the interval clock: step no longer moves it
+	shipped uint64      // last sender interval handed to the inject ring
+	settled bool        // nothing queued to send, nothing waiting to pair
+	movedAt time.Time   // when the interval clock last moved
+	phases  chan *phase // Stop's requests (await)
+	nextDue uint64      // the next interval the liveness check may declare silent
+	peer    uint64      // the peer's session we last logged
+	// led keeps every line from the moment it is built until it goes out
+	// (ledger.go).
+	led ledger
 	// lastRange is the confidence range of the latest interval whose
 	// LDAs showed its delays (confidenceRange); zero before the first.
 	lastRange DelayRange
-	held      []heldLine
-	ev        evidence // what pair has gathered of the interval it pairs
-	// Paired intervals wait for the next one (crossing.go); lines of later
-	// intervals wait behind them so reports stay in interval order.
-	waits    map[uint64]*heldInterval
-	queued   []*report.Interval
-	recent   map[uint64]*evidence // evidence of intervals already reported, for a late predecessor
-	stopping bool                 // final is collecting: flush emits nothing until it is done
-	startNs  uint64               // our clock at Start
-	startK   uint64               // the interval current at Start, by our clock
-	resume   uint64               // the interval after the last one an earlier run reported; 0: none (notRunning)
+	stopping  bool   // final is collecting: flush emits nothing until it is done
+	startNs   uint64 // our clock at Start
+	startK    uint64 // the interval current at Start, by our clock
+	resume    uint64 // the interval after the last one an earlier run reported; 0: none (notRunning)
 	// rxDropped is the segment port's count of frames it dropped before
 	// the receiver saw them, as of the last receiver copy; rxDrops holds,
 	// per receiver copy k, the frames dropped since the copy before it
@@ -150,8 +143,8 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
-		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, led: newLedger(),
+		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
 }
 
 // startAt records the start (Start, before the controller runs): the
@@ -546,7 +539,7 @@ func (c *controller) pairSide(now time.Time) {
 			}
 			c.applyFetches(w, rc)
 			c.pair(w.b, rc)
-			if h := c.waits[k]; h != nil && rc.firstK < rc.k && !rc.warmup {
+			if h := c.led.waiting(k); h != nil && rc.firstK < rc.k && !rc.warmup {
 				// The copy holds the interval before this one too (its
 				// End marker was lost): matched against this interval's
 				// sender alone it proves nothing to the next interval;
@@ -624,7 +617,7 @@ func (c *controller) spanDecide(k uint64) {
 	if span == nil {
 		return
 	}
-	if p := c.waits[k-1]; p != nil && !p.decided {
+	if p := c.led.undecided(k - 1); p != nil {
 		c.decide(p, spanEvidence(span))
 	}
 }
@@ -666,7 +659,7 @@ func (c *controller) silent(nowNs uint64) {
 	}
 	for ; c.nextDue < end; c.nextDue++ {
 		k := c.nextDue
-		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
+		if c.led.claimed(k) || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
 		}
 		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
@@ -696,18 +689,13 @@ func (c *controller) silentAtStop() {
 		skew = control.DefaultMaxClockSkew
 	}
 	top := c.a.cfg.Clock()/iv + 2 + uint64(skew)/iv // exclusive
-	lo, hi := uint64(math.MaxUint64), uint64(0)
-	for _, k := range c.doneK {
-		if k < top && k+claimMemory >= top {
-			lo, hi = min(lo, k), max(hi, k)
-		}
-	}
+	lo, hi := c.led.claimedSpan(top)
 	if hi <= lo {
 		return
 	}
 	for k := max(lo, c.nextDue); k < hi; k++ { // fewer than claimMemory
 
-		if !c.done[k] {
+		if !c.led.claimed(k) {
 			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
 		}
 	}
@@ -725,7 +713,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		// restarted receiver's first interval is never missing. Its
 		// synopses still show the next interval's packets that overtook
 		// the End marker: kept as that interval's previous evidence.
-		c.recent[b.Interval] = c.warmupEvidence(b, rc)
+		c.led.remember(b.Interval, c.warmupEvidence(b, rc))
 		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, warmup)
 		return
 	}
@@ -734,8 +722,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.steering(b, rc)
-	c.pairing = true
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames}
+	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames})
 	defer c.release(b.Interval)
 	var seen delaysSeen
 	for m := range rc.lda {
@@ -746,7 +733,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		if !ok {
 			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
 			if c.countLine(r, b.Interval, b.ClassFrames, rc, m, why) {
-				c.held = append(c.held, heldLine{r: r, mec: m, counts: true})
+				c.led.hold(heldLine{r: r, mec: m, counts: true})
 			} else {
 				c.emitInvalid(r, rc.lda[m].Count(), why)
 			}
@@ -789,14 +776,14 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			continue
 		}
 		seen.add(&d, e.UsableBuckets)
-		c.ev.snd[m] = cl
+		c.led.building().snd[m] = cl
 		analyze.Fill(r, e)
 		c.stamps(r, h.StampErrNs, rc)
 		if why := sessionReason(h.Flags, rc); why.Code != 0 {
 			r.Invalidate(why.Code, why.Why)
 		}
 		c.hold(r, e, m)
-		c.ldaMicrobursts(r, c.held[len(c.held)-1].e, cl, rc.lda[m], b.StartNs, b.EndNs)
+		c.ldaMicrobursts(r, c.led.last().e, cl, rc.lda[m], b.StartNs, b.EndNs)
 		if rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
@@ -804,9 +791,10 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	for m := range rc.sample {
 		c.pairSample(b, rc, m) // sample.go
 	}
-	c.ev.delay = c.confidenceRange(seen)
+	ev := c.led.building()
+	ev.delay = c.confidenceRange(seen)
 	if rc.lds != nil {
-		c.pairLDS(b, rc, c.ev.delay)
+		c.pairLDS(b, rc, ev.delay)
 	}
 }
 
@@ -921,8 +909,9 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		return
 	}
 	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
-		c.ev.rda[m] = &dec
-		c.ev.own[m] = own
+		ev := c.led.building()
+		ev.rda[m] = &dec
+		ev.own[m] = own
 	}
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
@@ -939,7 +928,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		// line.
 		return
 	}
-	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
+	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.led.last().e)
 }
 
 // matchRDA is our RDA in the sender's shape: the budget may have folded
@@ -1012,22 +1001,19 @@ func (c *controller) noteRxDrops(k uint64) {
 
 // hold keeps a paired line with its estimate until release.
 func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
-	c.held = append(c.held, heldLine{r: r, e: &e, mec: mec})
+	c.led.hold(heldLine{r: r, e: &e, mec: mec})
 }
 
 // release ends pair: the interval's lines wait for the next interval's
 // synopses (crossing.go), then for the cross-class pass (classChanges).
 func (c *controller) release(k uint64) {
-	c.pairing = false
-	h := &heldInterval{k: k, lines: c.held, ev: c.ev, at: c.a.now()}
-	c.held, c.ev = nil, evidence{}
-	c.waits[k] = h
-	if p := c.waits[k-1]; p != nil && !p.decided {
+	h := c.led.close(k, c.a.now())
+	if p := c.led.undecided(k - 1); p != nil {
 		c.decide(p, &h.ev)
 	}
-	if n := c.waits[k+1]; n != nil {
+	if n := c.led.waiting(k + 1); n != nil {
 		c.decide(h, &n.ev)
-	} else if ev := c.recent[k+1]; ev != nil {
+	} else if ev := c.led.recentEvidence(k + 1); ev != nil {
 		c.decide(h, ev)
 	}
 	c.flush()
@@ -1392,7 +1378,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 		if rc.lds.RowsTakeAll() && !countsAgree(&f) {
 			r.Invalidate(report.FlowShared, ReasonFlowShared)
 		}
-		c.held = append(c.held, heldLine{r: r, flow: &f})
+		c.led.hold(heldLine{r: r, flow: &f})
 	}
 	c.ldsRepairSetUp(b.Interval, &snd, rc.lds, len(top)) // lds_repair.go
 }
@@ -1547,11 +1533,6 @@ func (c *controller) emitInvalid(r *report.Interval, received uint64, reason rep
 	c.emit(r)
 }
 
-// claimMemory is how many reported intervals claim remembers (done,
-// doneK): a verdict on an older one can no longer be told from a first
-// one. Every loop over interval numbers is bounded by it.
-const claimMemory = 256
-
 // claim marks interval k reported and says whether it was free: a second
 // verdict on the same interval (e.g. a failure after a restart's partial
 // interval) is logged, not reported again.
@@ -1559,30 +1540,24 @@ func (c *controller) claim(k uint64) bool {
 	if c.resume != 0 {
 		c.notRunning(k)
 	}
-	if c.done[k] {
+	if !c.led.claim(k) {
 		c.a.cfg.Log.Debug().Uint64("interval", k).Msg("interval already reported")
 		return false
-	}
-	c.done[k] = true
-	c.doneK = append(c.doneK, k)
-	if len(c.doneK) > claimMemory {
-		delete(c.done, c.doneK[0])
-		c.doneK = c.doneK[1:]
 	}
 	return true
 }
 
 func (c *controller) emit(r *report.Interval) {
-	if c.pairing {
-		c.held = append(c.held, heldLine{r: r})
+	if c.led.pairing() {
+		c.led.hold(heldLine{r: r})
 		return
 	}
-	if p := c.waits[uint64(r.Interval)-1]; p != nil && !p.decided {
+	if p := c.led.undecided(uint64(r.Interval) - 1); p != nil {
 		// The next interval is reported without pairing: its synopses
 		// will not come to check the waiting one.
 		c.decide(p, nil)
 	}
-	c.queued = append(c.queued, r)
+	c.led.queue(r)
 	c.flush()
 }
 

@@ -67,18 +67,19 @@ type ldsFixLine struct {
 // ldsRepairSetUp starts the repair of interval k's LDS lines (the last n
 // lines held) from snd (the sender's sketch as shipped) and own (ours, in
 // the same shape), with the RDA decodes of the classes just paired
-// (c.ev). Lines go out at once repaired when no exchange is pending,
+// (the ledger's open interval). Lines go out at once repaired when no exchange is pending,
 // otherwise when the last one finishes (ldsRepairDone).
 func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
-	if len(c.ev.rda) == 0 || n == 0 {
+	ev := c.led.building()
+	if len(ev.rda) == 0 || n == 0 {
 		return // no RDA: nothing names the lost packets
 	}
 	f := &ldsFix{k: k, snd: snd, own: own, waiting: map[uint16]bool{}, unplaced: map[string]int{}}
-	for _, hl := range c.held[len(c.held)-n:] {
+	for _, hl := range c.led.lastHeld(n) {
 		f.lines = append(f.lines, ldsFixLine{l: hl, plain: hl.flow.Code})
 	}
-	for m := range c.ev.rda {
-		dec := c.ev.rda[m]
+	for m := range ev.rda {
+		dec := ev.rda[m]
 		if dec == nil {
 			f.undecoded++
 			continue
@@ -88,8 +89,8 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 		}
 		w := c.a.cfg.Classifier.Weight(uint16(m))
 		var cache *synopsis.TSCache
-		if m < len(c.ev.own) && c.ev.own[m] != nil {
-			cache = c.ev.own[m].Cache()
+		if m < len(ev.own) && ev.own[m] != nil {
+			cache = ev.own[m].Cache()
 		}
 		for _, id := range dec.Extra {
 			switch {

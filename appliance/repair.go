@@ -537,7 +537,7 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	if r.Extra["rda_exact"] != true || !estimateExact(r) || r.Samples == 0 {
 		return false
 	}
-	self := c.evidenceOf(k)
+	self := c.led.evidenceOf(k)
 	if self == nil || m >= len(self.rda) || self.rda[m] == nil {
 		return false
 	}
@@ -548,7 +548,7 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	var sum float64
 	n := 0
 	for _, j := range []uint64{k + 1, k - 1} {
-		ev := c.evidenceOf(j)
+		ev := c.led.evidenceOf(j)
 		var extra []uint64
 		if ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
 			extra = ev.rda[m].Extra
