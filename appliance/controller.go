@@ -22,13 +22,10 @@ import (
 // reports. Everything here runs on one goroutine; Stop talks to it only
 // through messages: phases (await) while the workers run, then a.stop.
 type controller struct {
-	a       *Appliance
-	bufs    [][]byte
-	pending [][]byte
-	// later holds the second and further copies of the shipped intervals'
-	// frames until their time (copySpacing apart): a burst of loss that
-	// takes one copy of a fragment then rarely takes the others.
-	later   []laterFrame
+	a *Appliance
+	// ship encodes the sender's copies and sends every control frame
+	// (shipper.go).
+	ship    shipper
 	results []control.Result
 	rcopies map[uint64]*rcopy
 	// spans keeps, by its first interval, each receiver copy that holds
@@ -38,9 +35,7 @@ type controller struct {
 	// from the copy (spanEvidence).
 	spans   map[uint64]*rcopy
 	bundles map[uint64]*waiting
-	first   bool        // the next shipped sender interval is the session's first
 	frozen  bool        // finish owns the interval clock: step no longer moves it
-	shipped uint64      // last sender interval handed to the inject ring
 	settled bool        // nothing queued to send, nothing waiting to pair
 	movedAt time.Time   // when the interval clock last moved
 	phases  chan *phase // Stop's requests (await)
@@ -81,20 +76,16 @@ type controller struct {
 	fulls      map[uint64][]*synopsis.RDA
 	fullSpares []*synopsis.RDA
 	fetched    map[repairKey]*fetch
-	// exchanged: bytes of requests and replies this appliance sent since
-	// it last shipped an interval; the next shipment takes them off its
-	// control budget (budget.go), carrying what it cannot pay in debt.
-	exchanged, debt int
-	ldsFixes        map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed           map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID           uint32
-	xs              []control.Exchange
-	xbufs           [][]byte
-	rc              repairCounters
-	clk             clockState     // the two directions' means for the clock offset (clock.go)
-	steps           clockSteps     // this end's clock steps and the peer's (clockstep.go)
-	pf              partFetchState // lost LDA parts fetched on demand (partfetch.go)
-	fec             fecState       // the control loss reported both ways, sizing parity (fec.go)
+	ldsFixes   map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed      map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	reqID      uint32
+	xs         []control.Exchange
+	xbufs      [][]byte
+	rc         repairCounters
+	clk        clockState     // the two directions' means for the clock offset (clock.go)
+	steps      clockSteps     // this end's clock steps and the peer's (clockstep.go)
+	pf         partFetchState // lost LDA parts fetched on demand (partfetch.go)
+	fec        fecState       // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -143,7 +134,8 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, led: newLedger(),
+	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
+		ship:    newShipper(&a.cfg, a.sender, a.inject),
 		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
 }
 
@@ -252,7 +244,7 @@ func (c *controller) finish(deadline time.Time) *phase {
 			// stands (a descheduled worker may not have closed last−1
 			// yet): moving the clock twice before it polls would merge
 			// two intervals.
-			if c.shipped+1 < last && !late {
+			if c.ship.shipped+1 < last && !late {
 				return false
 			}
 			stage = 2
@@ -271,7 +263,7 @@ func (c *controller) finish(deadline time.Time) *phase {
 		default:
 			// Settled must hold for a while: the peer's last End marker
 			// and synopses may still be on the segment when ours are out.
-			return c.quietFor(now, &quiet, c.shipped >= last)
+			return c.quietFor(now, &quiet, c.ship.shipped >= last)
 		}
 	})
 }
@@ -341,7 +333,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = len(c.pending) == 0 && len(c.later) == 0 && len(c.pf.paced) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = c.ship.idle() && len(c.pf.paced) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -366,23 +358,33 @@ func (c *controller) sendSide(nowNs uint64) {
 		if !ok {
 			break
 		}
-		c.ship(set, int64(nowNs))
+		c.shipCopy(set, int64(nowNs))
 		c.keepCaches(set)
 		if set.LDS != nil {
 			set.LDS.ReserveFlows()
 		}
 		a.sbuf.Release()
 	}
-	c.dueCopies(nowNs)
+	c.ship.dueCopies(nowNs)
 	c.duePaced(nowNs)
-	if len(c.pending) > 0 {
-		n := a.inject.EnqueueBurst(c.pending)
-		for i := 0; i < n; i++ {
-			c.pending[i] = nil
-		}
-		c.pending = c.pending[n:]
+	c.ship.handOver()
+	c.ship.dueCopies(nowNs) // schedules what waited for the frames just handed over
+}
+
+// shipCopy hands one sender copy to the shipper with what the other
+// parts know of it, and keeps its LDA parts for the part exchange.
+func (c *controller) shipCopy(set *dataplane.SynSet, nowNs int64) {
+	stepped := c.steps.sentStepped(set.FirstK, set.LastK)
+	budget := c.ship.budgetFor(set.Bytes)
+	// Parity for the loss the peer reported (fec.go): every size the
+	// shipper counts (IntervalBytes, wireOf) counts it.
+	c.measureLoss()
+	c.a.sender.SetLoss(c.parityLoss())
+	c.keepBudget(set.LastK, budget)
+	in := shipIn{budget: budget, stepped: stepped, clock: c.clockMean()}
+	if parts := c.ship.send(set, nowNs, in); parts != nil {
+		c.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
 	}
-	c.dueCopies(nowNs) // schedules what waited for the frames just handed over
 }
 
 // receiveSide takes what the receiver lanes handed over: the control

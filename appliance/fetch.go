@@ -403,9 +403,9 @@ func (c *controller) sendExchangeRequest(key repairKey, kind control.Kind, peer 
 	}
 	c.xbufs = fs[:cap(fs)]
 	for _, fr := range fs {
-		c.pending = append(c.pending, append([]byte(nil), fr...))
+		c.ship.queue(append([]byte(nil), fr...))
 		bytes += len(fr)
 	}
-	c.exchanged += bytes
+	c.ship.paid(bytes)
 	return len(fs), bytes, true
 }

@@ -185,7 +185,7 @@ func (c *controller) sendReply(x *control.Exchange, kind control.Kind, body []by
 	}
 	for i, f := range frames {
 		c.pf.paced = append(c.pf.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...)})
-		c.exchanged += len(f)
+		c.ship.paid(len(f))
 	}
 	c.rc.answered.Add(1)
 }
@@ -229,7 +229,7 @@ type replyCut struct {
 func (c *controller) duePaced(nowNs uint64) {
 	n := 0
 	for n < len(c.pf.paced) && c.pf.paced[n].at <= nowNs {
-		c.pending = append(c.pending, c.pf.paced[n].frame)
+		c.ship.queue(c.pf.paced[n].frame)
 		n++
 	}
 	if n > 0 {

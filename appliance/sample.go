@@ -46,12 +46,11 @@ const sampleLeftShare = 0.8
 // recorded. A sample whose header alone does not fit is left out
 // (payloadOmitted). It returns each class's payload and header length
 // and the wire bytes spent.
-func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
-	a := c.a
+func (s *shipper) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
 	n := len(set.Sample)
 	parts, hdrLens = make([][]byte, n), make([]int, n)
 	share := math.MaxInt // fixed by the flags: as recorded, whatever it costs
-	if a.cfg.AdaptSample && left != math.MaxInt {
+	if s.cfg.AdaptSample && left != math.MaxInt {
 		most := left
 		if set.LDS != nil {
 			most = int(sampleLeftShare * float64(max(left, 0)))
@@ -66,16 +65,16 @@ func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags u
 		if share != math.MaxInt {
 			limit = max(0, share/(n-i))
 		}
-		q, err := c.encodeSample(p, h, limit)
+		q, err := s.encodeSample(p, h, limit)
 		if err != nil || q == nil {
 			if err != nil {
-				a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender sample")
+				s.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender sample")
 			}
 			q = hdr(p.Offered(), flags|payloadOmitted)
-			*omitted = append(*omitted, "sample/"+a.cfg.Classifier.Names()[m])
+			*omitted = append(*omitted, "sample/"+s.cfg.Classifier.Names()[m])
 		}
 		parts[m] = q
-		w := c.wireOf(len(q))
+		w := s.wireOf(len(q))
 		spent += w
 		if share != math.MaxInt {
 			share = max(0, share-w)
@@ -91,14 +90,14 @@ func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags u
 // whole interval with the smallest selection values, a uniform sample of
 // that size), then by a sixty-fourth at a time. It returns nil when even
 // an empty sample does not fit.
-func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) ([]byte, error) {
+func (s *shipper) encodeSample(p *synopsis.Sample, prefix []byte, limit int) ([]byte, error) {
 	prefix = prefix[:len(prefix):len(prefix)]
 	for {
 		q, err := p.AppendBinary(prefix)
 		if err != nil {
 			return nil, err
 		}
-		w := c.wireOf(len(q))
+		w := s.wireOf(len(q))
 		if limit == math.MaxInt || w <= limit {
 			return q, nil
 		}
