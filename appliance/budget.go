@@ -106,10 +106,43 @@ type shipped struct {
 	omitted                 []string
 }
 
-// encodeRDA appends r to prefix folded to fit share wire bytes (no limit
-// when share is math.MaxInt); it returns the payload and the cells per
+// room is what a part of a shipment may still spend, one copy, in wire
+// bytes: a count (within), which may fall below zero once the LDA's floor
+// has overspent, or no limit at all (noLimit) when the interval has no
+// control budget.
+type room struct {
+	bytes   int
+	limited bool
+}
+
+// noLimit is the room of a shipment without a control budget.
+var noLimit = room{}
+
+// within is a room of n wire bytes.
+func within(n int) room { return room{bytes: n, limited: true} }
+
+// fits says whether w wire bytes fit.
+func (r room) fits(w int) bool { return !r.limited || w <= r.bytes }
+
+// less is the room left once w wire bytes are spent.
+func (r room) less(w int) room {
+	if r.limited {
+		r.bytes -= w
+	}
+	return r
+}
+
+// split is one of n even shares of the room (none below zero).
+func (r room) split(n int) room {
+	if r.limited {
+		r.bytes = max(0, r.bytes/n)
+	}
+	return r
+}
+
+// encodeRDA appends r to prefix folded to fit share; it returns the payload and the cells per
 // bank shipped, 0 when even rdaMinCells per bank do not fit.
-func (s *shipper) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byte, int) {
+func (s *shipper) encodeRDA(r *synopsis.RDA, prefix []byte, share room) ([]byte, int) {
 	cells := r.Cells()
 	for {
 		f, err := r.Fold(cells)
@@ -118,12 +151,12 @@ func (s *shipper) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byte, 
 		}
 		q, _ := f.AppendBinary(prefix[:len(prefix):len(prefix)])
 		w := s.wireOf(len(q))
-		if share == math.MaxInt || w <= share {
+		if share.fits(w) {
 			return q, cells
 		}
 		// Cells cost about the same each: aim at the size that fits,
 		// at least halving.
-		target := min(cells/2, int(float64(cells)*float64(share)/float64(w)))
+		target := min(cells/2, int(float64(cells)*float64(share.bytes)/float64(w)))
 		if target < rdaMinCells {
 			return nil, 0
 		}
@@ -133,13 +166,13 @@ func (s *shipper) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byte, 
 	}
 }
 
-// encodeLDS appends l to prefix within left wire bytes: all rows and flow
+// encodeLDS appends l to prefix within left: all rows and flow
 // names if they fit, else fewer names, else fewer rows (and as many names
 // as then fit), else one row folded to fewer columns. rows is 0 when one
 // row of ldsMinCols columns without names does not fit.
-func (s *shipper) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte, rows, cols, named int, err error) {
+func (s *shipper) encodeLDS(l *synopsis.LDS, prefix []byte, left room) (p []byte, rows, cols, named int, err error) {
 	prefix = prefix[:len(prefix):len(prefix)]
-	fits := func(q []byte) bool { return left == math.MaxInt || s.wireOf(len(q)) <= left }
+	fits := func(q []byte) bool { return left.fits(s.wireOf(len(q))) }
 	all := l.NamedFlows()
 	q, err := l.AppendBinaryLimited(prefix, l.Rows(), all)
 	if err != nil || fits(q) {
@@ -161,7 +194,7 @@ func (s *shipper) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte,
 		}
 		// Entries cost about the same each (fragment headers included).
 		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(s.sender.FragmentOverhead())/float64(s.sender.FragmentSize()))
-		for n := min(all, int(float64(left-s.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
+		for n := min(all, int(float64(left.bytes-s.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
 			q, err := g.AppendBinaryLimited(prefix, rows, n)
 			if err != nil {
 				return nil, 0, err
@@ -200,7 +233,7 @@ func (s *shipper) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte,
 // fit (each flow's least-loaded row), without names: the receiver names
 // the flows it saw. It returns nil when not one flow fits (or l is sparse
 // already, or holds no flow table). n is the flows carried.
-func (s *shipper) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, fits func([]byte) bool) ([]byte, int, error) {
+func (s *shipper) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left room, fits func([]byte) bool) ([]byte, int, error) {
 	if l.Flows() == nil || l.Sparse() {
 		return nil, 0, nil
 	}
@@ -229,7 +262,7 @@ func (s *shipper) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, fits
 	}
 	// Cells cost about the same each (fragment headers included).
 	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(s.sender.FragmentOverhead())/float64(s.sender.FragmentSize()))
-	for n := min(len(ents), int(float64(left-s.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
+	for n := min(len(ents), int(float64(left.bytes-s.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
 		q, err := enc(n)
 		if err != nil {
 			return nil, 0, nil

@@ -91,9 +91,9 @@ type shipment struct {
 	parts             []control.Part
 	hdrLens           []int
 	got               shipped
-	left              int // what one copy may still spend after the LDA: math.MaxInt without a budget
-	ldsReserve        int // wire bytes kept for the LDS header
-	total, frameCount int // bytes and frames of every copy (settle)
+	left              room // what one copy may still spend after the LDA
+	ldsReserve        int  // wire bytes kept for the LDS header
+	total, frameCount int  // bytes and frames of every copy (settle)
 }
 
 // send encodes one sender copy within the control budget and queues its
@@ -241,7 +241,7 @@ func (sh *shipment) encodeLDAs() bool {
 // header needs.
 func (sh *shipment) leftAfterLDA() {
 	s := sh.s
-	sh.left = math.MaxInt
+	sh.left = noLimit
 	if sh.budget > 0 {
 		sizes := make([]int, len(sh.parts))
 		for i := range sh.parts {
@@ -249,13 +249,13 @@ func (sh *shipment) leftAfterLDA() {
 		}
 		// What the LDA's share paid is spent, whether or not the LDA
 		// would have filled it.
-		sh.left = sh.perCopy - s.sender.IntervalBytes(1, sizes...)
+		sh.left = within(sh.perCopy - s.sender.IntervalBytes(1, sizes...))
 	}
 	// The LDS part goes in any case, if only as a header saying it was
 	// left out: keep room for that much.
-	if sh.set.LDS != nil && sh.left != math.MaxInt {
+	if sh.set.LDS != nil && sh.left.limited {
 		sh.ldsReserve = s.wireOf(len(sh.hdr(sh.set.LDS.Count(), sh.flags|payloadOmitted)))
-		sh.left -= sh.ldsReserve
+		sh.left = sh.left.less(sh.ldsReserve)
 	}
 }
 
@@ -273,10 +273,7 @@ func (sh *shipment) encodeRDAs() {
 	rdaParts := make([][]byte, len(set.RDA))
 	for i, m := range byPackets(len(set.RDA), func(m int) uint64 { return uint64(set.RDA[m].Count()) }) {
 		r := set.RDA[m]
-		share := sh.left
-		if share != math.MaxInt {
-			share = max(0, share/(len(set.RDA)-i))
-		}
+		share := sh.left.split(len(set.RDA) - i)
 		if s.cfg.AdaptRDA {
 			r = s.adaptRDA(r)
 		}
@@ -287,9 +284,7 @@ func (sh *shipment) encodeRDAs() {
 		}
 		sh.got.rdaCells = max(sh.got.rdaCells, cells)
 		rdaParts[m] = p
-		if sh.left != math.MaxInt {
-			sh.left -= s.wireOf(len(p))
-		}
+		sh.left = sh.left.less(s.wireOf(len(p)))
 	}
 	for m, r := range set.RDA {
 		sh.add(m, control.KindRDA, rdaParts[m], len(sh.hdr(uint64(r.Count()), sh.flags)))
@@ -307,9 +302,7 @@ func (sh *shipment) encodeSamples() {
 	for m := range smp {
 		sh.add(m, control.KindSample, smp[m], smpHdr[m])
 	}
-	if sh.left != math.MaxInt {
-		sh.left -= spent
-	}
+	sh.left = sh.left.less(spent)
 }
 
 // ldsPaysDebt takes what more than one budget owed off the LDS's part,
@@ -317,9 +310,9 @@ func (sh *shipment) encodeSamples() {
 // where the per-flow view matters most, and a sparse copy carries the
 // largest flows in a few KB.
 func (sh *shipment) ldsPaysDebt() {
-	if sh.s.debt > int(sh.budget) && sh.left != math.MaxInt {
-		keep := int(ldsDebtFloor * float64(max(sh.left, 0)))
-		sh.left -= min(sh.owed, max(sh.left-keep, 0))
+	if sh.s.debt > int(sh.budget) && sh.left.limited {
+		keep := int(ldsDebtFloor * float64(max(sh.left.bytes, 0)))
+		sh.left = sh.left.less(min(sh.owed, max(sh.left.bytes-keep, 0)))
 	}
 }
 
@@ -331,9 +324,7 @@ func (sh *shipment) encodeLDS() bool {
 		return true
 	}
 	h := sh.hdr(set.LDS.Count(), sh.flags)
-	if sh.left != math.MaxInt {
-		sh.left += sh.ldsReserve
-	}
+	sh.left = sh.left.less(-sh.ldsReserve) // the header's room goes back to it
 	l := set.LDS
 	if s.cfg.AdaptLDS {
 		l = s.adaptLDS(l)
