@@ -63,29 +63,25 @@ type controller struct {
 	disorderSeen bool
 	lastDisorder uint64
 	orderChecks  int
-	// The RDA repair exchange (repair.go): as the sender, the timestamp
-	// caches of the intervals still open to requests; as the receiver,
-	// the lines waiting for the sender's timestamps.
-	tscaches map[uint64][]*synopsis.TSCache
-	spares   []*synopsis.TSCache
+	// ans answers the peer's requests (we are its sender: answerer.go).
+	ans answerer
+	// The RDA repair exchange (repair.go), as the receiver: the lines
+	// waiting for the sender's timestamps.
 	repairs  map[repairKey]*repair
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
-	// More RDA cells on demand (fetch.go): as the sender, the recorded
-	// cells of the intervals still open to requests; as the receiver,
-	// what the fetches of a paired interval did, for its RDA lines.
-	fulls      map[uint64][]*synopsis.RDA
-	fullSpares []*synopsis.RDA
-	fetched    map[repairKey]*fetch
-	ldsFixes   map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed      map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID      uint32
-	xs         []control.Exchange
-	xbufs      [][]byte
-	rc         repairCounters
-	clk        clockState     // the two directions' means for the clock offset (clock.go)
-	steps      clockSteps     // this end's clock steps and the peer's (clockstep.go)
-	pf         partFetchState // lost LDA parts fetched on demand (partfetch.go)
-	fec        fecState       // the control loss reported both ways, sizing parity (fec.go)
+	// More RDA cells on demand (fetch.go), as the receiver: what the
+	// fetches of a paired interval did, for its RDA lines.
+	fetched  map[repairKey]*fetch
+	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	reqID    uint32
+	xs       []control.Exchange
+	xbufs    [][]byte
+	rc       repairCounters
+	clk      clockState     // the two directions' means for the clock offset (clock.go)
+	steps    clockSteps     // this end's clock steps and the peer's (clockstep.go)
+	pf       partFetchState // lost LDA parts fetched on demand, as the receiver (partfetch.go)
+	fec      fecState       // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -134,9 +130,11 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
+	c := &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
 		ship:    newShipper(&a.cfg, a.sender, a.inject),
 		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	return c
 }
 
 // startAt records the start (Start, before the controller runs): the
@@ -333,7 +331,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = c.ship.idle() && len(c.pf.paced) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -359,14 +357,14 @@ func (c *controller) sendSide(nowNs uint64) {
 			break
 		}
 		c.shipCopy(set, int64(nowNs))
-		c.keepCaches(set)
+		c.ans.keepCaches(set, c.startK)
 		if set.LDS != nil {
 			set.LDS.ReserveFlows()
 		}
 		a.sbuf.Release()
 	}
 	c.ship.dueCopies(nowNs)
-	c.duePaced(nowNs)
+	c.ans.duePaced(nowNs)
 	c.ship.handOver()
 	c.ship.dueCopies(nowNs) // schedules what waited for the frames just handed over
 }
@@ -380,10 +378,10 @@ func (c *controller) shipCopy(set *dataplane.SynSet, nowNs int64) {
 	// shipper counts (IntervalBytes, wireOf) counts it.
 	c.measureLoss()
 	c.a.sender.SetLoss(c.parityLoss())
-	c.keepBudget(set.LastK, budget)
+	c.ans.keepBudget(set.LastK, budget)
 	in := shipIn{budget: budget, stepped: stepped, clock: c.clockMean()}
 	if parts := c.ship.send(set, nowNs, in); parts != nil {
-		c.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
+		c.ans.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
 	}
 }
 

@@ -3,7 +3,6 @@ package appliance
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -56,9 +55,7 @@ const repairKeepIntervals = 2
 
 // repairRetry and repairDeadline are the retry period and the give-up
 // time of a request, as fractions of the interval.
-func (c *controller) repairRetry() time.Duration {
-	return max(c.a.cfg.Interval/16, 2*time.Millisecond)
-}
+func (c *controller) repairRetry() time.Duration { return retryPeriod(c.a.cfg.Interval) }
 
 func (c *controller) repairDeadline() time.Duration { return c.a.cfg.Interval / 2 }
 
@@ -78,15 +75,17 @@ type RepairCounters struct {
 	GivenUp           uint64 // requests that reached their deadline without a reply
 }
 
+// repairCounters are the requester's counters; the answerer keeps the
+// answering side's.
 type repairCounters struct {
-	answered, refused, sent, accepted, stray, bad, givenUp, overBudget atomic.Uint64
+	sent, accepted, stray, bad, givenUp atomic.Uint64
 }
 
 // RepairCounters returns a snapshot of the exchange counters.
 func (a *Appliance) RepairCounters() RepairCounters {
-	r := &a.ctl.rc
-	return RepairCounters{RequestsAnswered: r.answered.Load(), RequestsRefused: r.refused.Load(), RequestsSent: r.sent.Load(),
-		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: r.overBudget.Load()}
+	r, s := &a.ctl.rc, &a.ctl.ans
+	return RepairCounters{RequestsAnswered: s.answered.Load(), RequestsRefused: s.refused.Load(), RequestsSent: r.sent.Load(),
+		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: s.overBudget.Load()}
 }
 
 type repairKey struct {
@@ -134,85 +133,11 @@ type delayFields struct {
 	extra            map[string]any // the rda_* fields
 }
 
-// keepCaches takes the timestamp caches off the sender's idle copy of
-// interval set.LastK (before Release resets it) and forgets those of
-// intervals no longer open to requests.
-func (c *controller) keepCaches(set *dataplane.SynSet) {
-	k := set.LastK
-	if c.tscaches == nil {
-		c.tscaches = map[uint64][]*synopsis.TSCache{}
-	}
-	var kept []*synopsis.TSCache
-	for _, r := range set.RDA {
-		old := r.Cache()
-		if old == nil {
-			kept = append(kept, nil)
-			continue
-		}
-		var spare *synopsis.TSCache
-		room := c.cacheRoom(old.Offered(), set)
-		if n := len(c.spares); n > 0 {
-			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(room) // follows the traffic, empties
-		} else {
-			spare = old.EmptyLike(room)
-		}
-		kept = append(kept, r.SwapCache(spare))
-	}
-	c.tscaches[k] = kept
-	c.keepCells(k, set.RDA, kept)
-	for _, j := range sortedKeys(c.tscaches) {
-		if cs := c.tscaches[j]; j+repairKeepIntervals < k || j > k+64 {
-			for _, t := range cs {
-				if t != nil && len(c.spares) < 2*len(set.RDA) {
-					c.spares = append(c.spares, t)
-				}
-			}
-			delete(c.tscaches, j)
-		}
-	}
-}
-
-// cacheRoom is the packets a timestamp cache of set's copy is sized for
-// at its next use: the packets it was offered in the interval just handed
-// over, extrapolated to a whole interval when the copy covered less of
-// one (the copy a start cut short), so that the copy's next interval does
-// not sample for a start's sake. A copy is sized only while the control
-// side holds it, which is an interval behind each of the other copies:
-// the copies the worker records into before the first is handed back
-// keep their starting room (synopsis.TSCache.Reserve). The copies sized
-// from the first startSizings intervals after a start keep at least the
-// starting room: the first of them covers the time before the traffic
-// began (a start cut it short, the generator may not have run yet), and
-// the copy it sizes records an interval of full traffic three intervals
-// later. The room is half as much again as the packets seen: Reserve
-// leaves twice the room, so a copy that ends up holding two intervals
-// (an End marker lost) still keeps every packet, and its cache can tell
-// the neighbouring intervals which of their lost packets crossed
-// (spanEvidence).
-func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
-	room := offered + offered/2
-	iv := uint64(c.a.cfg.Interval.Nanoseconds())
-	if set.EndNs > set.StartNs && set.FirstK == set.LastK {
-		if span := set.EndNs - set.StartNs; span < iv && room < math.MaxUint64/iv {
-			room = room * iv / span
-		}
-	}
-	if set.LastK < c.startK+startSizings && len(set.RDA) > 0 {
-		room = max(room, cacheStartPackets/uint64(len(set.RDA)))
-	}
-	return room
-}
-
-// startSizings is how many intervals after the start size their copies
-// at least to the starting room: one per buffered copy, and one more.
-const startSizings = 4
-
 // reserveCache sizes r's timestamp cache (a receiver copy's) for its
 // next use (cacheRoom).
 func (c *controller) reserveCache(r *synopsis.RDA, set *dataplane.SynSet) {
 	if cache := r.Cache(); cache != nil {
-		cache.Reserve(c.cacheRoom(cache.Offered(), set))
+		cache.Reserve(cacheRoom(cache.Offered(), set, c.a.cfg.Interval, c.startK))
 	}
 }
 
@@ -225,12 +150,13 @@ func (c *controller) exchanges(now time.Time) {
 		x := &c.xs[i]
 		switch x.Type {
 		case control.TypeRequest:
+			// We are the sender the peer asks: the answerer replies.
 			if x.Kind == control.KindLDA {
-				c.answerPart(x, c.a.cfg.Clock())
+				c.ans.answerPart(x, c.a.cfg.Clock())
 			} else if synopsis.IsCellsRequest(x.Body) {
-				c.answerCells(x)
+				c.ans.answerCells(x, c.parityLoss())
 			} else {
-				c.answer(x)
+				c.ans.answer(x, c.parityLoss())
 			}
 		case control.TypeReply:
 			if !c.onPartReply(x) && !c.onFetchReply(x, now) {
@@ -244,40 +170,6 @@ func (c *controller) exchanges(now time.Time) {
 	if c.repairTick(now) || changed {
 		c.flush()
 	}
-}
-
-// answer replies to a request for the timestamps of interval x.Interval,
-// class x.MEC, from the cache kept for it.
-func (c *controller) answer(x *control.Exchange) {
-	a := c.a
-	var cache *synopsis.TSCache
-	if cs := c.tscaches[x.Interval]; int(x.MEC) < len(cs) {
-		cache = cs[x.MEC]
-	}
-	if x.Kind != control.KindRDA || x.To != a.sender.Session() || cache == nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == a.sender.Session()).
-			Msg("timestamp request refused: not our session, or the interval's timestamps are no longer kept")
-		return
-	}
-	ids, version, err := synopsis.ParseTimestampRequestVersion(x.Body)
-	if err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
-		return
-	}
-	// An identity recorded twice in this interval (identical frames) is
-	// answered "not cached": which copy was lost is unknown (the reply
-	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
-	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
-	body := cache.AppendReplyVersion(nil, ids, version)
-	if ok, why := c.replyFits(x.Interval, len(body)); !ok {
-		c.rc.refused.Add(1)
-		c.rc.overBudget.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("timestamp reply not sent: " + why)
-		return
-	}
-	c.sendReply(x, control.KindRDA, body, c.replyFrag(x), a.cfg.Clock(), "timestamp reply")
 }
 
 // askRepair starts the exchange for the RDA line r (estimate e) of

@@ -67,7 +67,7 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 	}
 
 	// The sender's side: interval k's cache kept.
-	c.tscaches = map[uint64][]*synopsis.TSCache{k: {snd.Cache()}}
+	c.ans.tscaches = map[uint64][]*synopsis.TSCache{k: {snd.Cache()}}
 	c.ship.pending = nil
 	req := synopsis.AppendTimestampRequest(nil, rp.ids)
 	for name, x := range map[string]control.Exchange{
@@ -75,14 +75,14 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 		"an interval not kept":      {Type: control.TypeRequest, Session: peer, To: ours, ID: 1, Interval: k + 1, Kind: control.KindRDA, Body: req},
 		"not a request":             {Type: control.TypeRequest, Session: peer, To: ours, ID: 1, Interval: k, Kind: control.KindRDA, Body: []byte("junk")},
 	} {
-		c.answer(&x)
+		c.ans.answer(&x, 0)
 		if len(c.ship.pending) != 0 {
 			t.Fatalf("%s: answered", name)
 		}
 	}
 	x := control.Exchange{Type: control.TypeRequest, Session: peer, To: ours, ID: 9, Interval: k, Kind: control.KindRDA, Body: req}
-	c.answer(&x)
-	c.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
+	c.ans.answer(&x, 0)
+	c.ans.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
 	if len(c.ship.pending) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
 		t.Fatalf("%d frames, counters %+v", len(c.ship.pending), a.RepairCounters())
 	}
