@@ -39,6 +39,28 @@
 // and the sender answers with the bytes it shipped, in short paced
 // frames that a congested queue still takes.
 //
+// # Parts of the control side
+//
+// The controller is a coordinator: its step calls parts that each own
+// one job and their own state, handing each what it needs from the
+// others; no part calls back into it.
+//
+//   - shipper (shipper.go, budget.go): encodes each sender copy within
+//     the control budget and holds every control frame until the inject
+//     ring takes it, the copies spaced apart; the exchanges' bytes are
+//     paid from its later budgets.
+//   - answerer (answerer.go): the sender's side of the in-band
+//     exchanges — what each shipped interval's requests may ask for, and
+//     the paced replies.
+//   - ledger (ledger.go): every line from the moment it is built until it
+//     goes out — claimed once per interval, held while its interval waits
+//     for the next one's evidence, released in interval order, each line
+//     once.
+//
+// Pairing, the crossing and class checks that decide a waiting interval,
+// and the receiver's side of the exchanges (repair.go, fetch.go,
+// partfetch.go, lds_repair.go) are still the controller's own.
+//
 // # Configuration
 //
 // New applies Config.WithDefaults (every optional zero setting becomes
