@@ -74,14 +74,16 @@ type controller struct {
 	fetched  map[repairKey]*fetch
 	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
 	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID    uint32
 	xs       []control.Exchange
-	xbufs    [][]byte
-	rc       repairCounters
-	clk      clockState     // the two directions' means for the clock offset (clock.go)
-	steps    clockSteps     // this end's clock steps and the peer's (clockstep.go)
-	pf       partFetchState // lost LDA parts fetched on demand, as the receiver (partfetch.go)
-	fec      fecState       // the control loss reported both ways, sizing parity (fec.go)
+	// req sends the receiver's requests (requester.go).
+	req requester
+	// parts fetches the LDA parts lost on the segment (partfetch.go);
+	// partKeys is askParts' scratch.
+	parts    partFetcher
+	partKeys []control.PartKey
+	clk      clockState // the two directions' means for the clock offset (clock.go)
+	steps    clockSteps // this end's clock steps and the peer's (clockstep.go)
+	fec      fecState   // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -134,6 +136,8 @@ func newController(a *Appliance) *controller {
 		ship:    newShipper(&a.cfg, a.sender, a.inject),
 		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	return c
 }
 
@@ -534,7 +538,7 @@ func (c *controller) pairSide(now time.Time) {
 				w.asked = true
 				c.startFetches(w, rc, now)
 			}
-			if fetching(w) || c.partFetching(k) {
+			if fetching(w) || c.parts.fetching(k) {
 				continue
 			}
 			c.applyFetches(w, rc)
@@ -728,7 +732,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
-		c.partFields(b.Interval, m, r)
+		c.parts.fields(b.Interval, m, r)
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
 			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")

@@ -154,11 +154,10 @@ func fetchCells(banks, d, least, recorded int, r *synopsis.RDA) int {
 // request id (else a retry of the last).
 func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 	if fresh {
-		c.reqID++
-		f.id = c.reqID
+		f.id = c.req.nextID()
 		f.body = synopsis.AppendCellsRequest(nil, f.target)
 	}
-	n, bytes, ok := c.sendExchangeRequest(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
+	n, bytes, ok := c.req.send(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
 	if !ok {
 		f.done, f.status = true, "not sent"
 		return
@@ -167,7 +166,7 @@ func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 	f.frames += n
 	f.tries++
 	f.last = now
-	c.rc.sent.Add(1)
+	c.req.rc.sent.Add(1)
 }
 
 // fetching says whether w still waits for cells.
@@ -189,7 +188,7 @@ func (c *controller) fetchTick(now time.Time) bool {
 			switch {
 			case f.done:
 			case now.Sub(f.first) >= c.repairDeadline():
-				c.rc.givenUp.Add(1)
+				c.req.rc.givenUp.Add(1)
 				f.done = true
 				if f.got == nil {
 					f.status = "no reply"
@@ -222,16 +221,16 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 		return false
 	}
 	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != c.a.sender.Session() {
-		c.rc.stray.Add(1)
+		c.req.rc.stray.Add(1)
 		return true
 	}
 	var snd synopsis.RDA
 	if err := snd.UnmarshalBinary(x.Body); err != nil || snd.Cells() != f.target || snd.Banks() != f.banks {
-		c.rc.bad.Add(1)
+		c.req.rc.bad.Add(1)
 		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
 		return true
 	}
-	c.rc.accepted.Add(1)
+	c.req.rc.accepted.Add(1)
 	f.repBytes += x.Bytes
 	f.frames += x.Frames
 	f.got, f.gotCells = x.Body, f.target
@@ -300,18 +299,18 @@ func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
 	for k, w := range c.bundles {
-		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.partFetching(k)) {
+		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.parts.fetching(k)) {
 			ks = append(ks, k)
 		}
 	}
-	c.stopPartFetches()
+	c.parts.stop()
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	for _, k := range ks {
 		w := c.bundles[k]
 		for _, f := range w.fetches {
 			if !f.done {
 				f.done, f.status = true, "stopped"
-				c.rc.givenUp.Add(1)
+				c.req.rc.givenUp.Add(1)
 			}
 		}
 		c.applyFetches(w, c.rcopies[k])
@@ -319,23 +318,4 @@ func (c *controller) pairFetchedAtStop() {
 		delete(c.rcopies, k)
 		delete(c.bundles, k)
 	}
-}
-
-// sendExchangeRequest queues a Request of kind about key's interval and
-// class to the peer's session, under request id, and counts its bytes as
-// exchanged (paid from later shipments, budget.go); it returns the frames
-// and bytes it took, ok false (logged as what) when it cannot be built.
-func (c *controller) sendExchangeRequest(key repairKey, kind control.Kind, peer uint64, id uint32, body []byte, what string) (frames, bytes int, ok bool) {
-	fs, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, key.k, key.mec, kind, peer, id, body)
-	if err != nil {
-		c.a.cfg.Log.Warn().Err(err).Uint64("interval", key.k).Msg(what + " not sent")
-		return 0, 0, false
-	}
-	c.xbufs = fs[:cap(fs)]
-	for _, fr := range fs {
-		c.ship.queue(append([]byte(nil), fr...))
-		bytes += len(fr)
-	}
-	c.ship.paid(bytes)
-	return len(fs), bytes, true
 }

@@ -83,7 +83,7 @@ type repairCounters struct {
 
 // RepairCounters returns a snapshot of the exchange counters.
 func (a *Appliance) RepairCounters() RepairCounters {
-	r, s := &a.ctl.rc, &a.ctl.ans
+	r, s := &a.ctl.req.rc, &a.ctl.ans
 	return RepairCounters{RequestsAnswered: s.answered.Load(), RequestsRefused: s.refused.Load(), RequestsSent: r.sent.Load(),
 		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: s.overBudget.Load()}
 }
@@ -166,7 +166,7 @@ func (c *controller) exchanges(now time.Time) {
 		x.Body = nil
 	}
 	c.fetchTick(now)
-	c.partTick(now)
+	c.parts.tick(now)
 	if c.repairTick(now) || changed {
 		c.flush()
 	}
@@ -182,10 +182,9 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 	if c.repairs == nil {
 		c.repairs = map[repairKey]*repair{}
 	}
-	c.reqID++
 	now := c.a.now()
 	ids := append([]uint64(nil), st.MissingSender...)
-	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
+	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.req.nextID(), ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, first: now}
 	if e != nil && !e.Valid {
 		rp.estCode, rp.estReason = e.Code, e.Reason
@@ -203,7 +202,7 @@ func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.
 }
 
 func (c *controller) sendRequest(rp *repair, now time.Time) {
-	n, bytes, ok := c.sendExchangeRequest(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
+	n, bytes, ok := c.req.send(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
 	if !ok {
 		return
 	}
@@ -211,7 +210,7 @@ func (c *controller) sendRequest(rp *repair, now time.Time) {
 	rp.reqFrames += n
 	rp.tries++
 	rp.last = now
-	c.rc.sent.Add(1)
+	c.req.rc.sent.Add(1)
 }
 
 // repairTick retries the pending requests and gives up those past their
@@ -222,7 +221,7 @@ func (c *controller) repairTick(now time.Time) bool {
 		rp := c.repairs[key]
 		switch {
 		case now.Sub(rp.first) >= c.repairDeadline():
-			c.rc.givenUp.Add(1)
+			c.req.rc.givenUp.Add(1)
 			c.finishRepair(rp, nil, 0, 0, "no reply")
 			delete(c.repairs, key)
 			done = true
@@ -237,7 +236,7 @@ func (c *controller) repairTick(now time.Time) bool {
 func (c *controller) abandonRepairs() {
 	for _, key := range c.repairKeys() {
 		rp := c.repairs[key]
-		c.rc.givenUp.Add(1)
+		c.req.rc.givenUp.Add(1)
 		c.finishRepair(rp, nil, 0, 0, "no reply")
 		delete(c.repairs, key)
 	}
@@ -249,7 +248,7 @@ func (c *controller) onReply(x *control.Exchange) bool {
 	key := repairKey{k: x.Interval, mec: x.MEC}
 	rp := c.repairs[key]
 	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != c.a.sender.Session() || x.ID != rp.id {
-		c.rc.stray.Add(1)
+		c.req.rc.stray.Add(1)
 		return false
 	}
 	ts := make([]uint64, len(rp.ids))
@@ -257,7 +256,7 @@ func (c *controller) onReply(x *control.Exchange) bool {
 	ok := make([]bool, len(rp.ids))
 	flows, err := synopsis.ParseReplyFlows(x.Body, rp.ids, ts, fh, ok)
 	if err != nil {
-		c.rc.bad.Add(1)
+		c.req.rc.bad.Add(1)
 		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
 		return false
 	}
@@ -268,10 +267,10 @@ func (c *controller) onReply(x *control.Exchange) bool {
 		}
 	}
 	if err := rp.snd.AddRemoteTimestamps(x.Body, rp.ids); err != nil {
-		c.rc.bad.Add(1)
+		c.req.rc.bad.Add(1)
 		return false
 	}
-	c.rc.accepted.Add(1)
+	c.req.rc.accepted.Add(1)
 	// Complete: a timestamp for every lost packet decoded. The caches
 	// sample when an interval outgrows them (TSCache), and then only the
 	// sampled lost packets are asked for: partial.
