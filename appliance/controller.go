@@ -69,9 +69,9 @@ type controller struct {
 	// waiting for the sender's timestamps.
 	repairs  map[repairKey]*repair
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
-	// More RDA cells on demand (fetch.go), as the receiver: what the
-	// fetches of a paired interval did, for its RDA lines.
-	fetched  map[repairKey]*fetch
+	// cells asks for more RDA cells where the shipped ones do not decode
+	// (fetch.go).
+	cells    cellFetcher
 	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
 	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
 	xs       []control.Exchange
@@ -138,6 +138,7 @@ func newController(a *Appliance) *controller {
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
+	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
 	return c
 }
 
@@ -536,7 +537,7 @@ func (c *controller) pairSide(now time.Time) {
 		if rc, ok := c.rcopies[k]; ok {
 			if !w.asked {
 				w.asked = true
-				c.startFetches(w, rc, now)
+				w.fetches = c.cells.start(w.b, rc, now)
 			}
 			if fetching(w) || c.parts.fetching(k) {
 				continue
@@ -920,7 +921,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
-	c.fetchFields(b.Interval, m, r.Extra)
+	c.cells.fields(b.Interval, m, r.Extra)
 	c.stamps(r, h.StampErrNs, rc)
 	if why := sessionReason(h.Flags, rc); why.Code != 0 {
 		r.Invalidate(why.Code, why.Why)

@@ -74,19 +74,31 @@ type fetch struct {
 	status   string
 }
 
-// startFetches asks for more cells of every class of interval k whose
-// shipped RDA does not decode against the receiver's copy rc; it says
-// whether any request went out (the interval then waits: fetching).
-func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
-	if rc.rda == nil || rc.merged || rc.steerWhy != "" || w.b.Session == 0 {
+// cellFetcher is the receiver's side of the RDA cells exchange: it asks
+// for more cells of the classes whose shipped RDA does not decode, retries
+// and gives up, and keeps what each fetch did until its RDA line is built.
+// The fetches of an interval travel with its bundle (waiting.fetches):
+// the coordinator hands them over, and puts the cells a fetch brought into
+// the bundle (cellPatch).
+type cellFetcher struct {
+	cfg     *Config
+	req     *requester
+	fetched map[repairKey]*fetch // finished fetches, until their RDA line takes them (fields)
+}
+
+// start asks for more cells of every class of interval b.Interval whose
+// shipped RDA does not decode against the receiver's copy rc; it returns
+// the fetches sent (the interval then waits: fetching).
+func (cf *cellFetcher) start(b *control.IntervalBundle, rc *rcopy, now time.Time) []*fetch {
+	if rc.rda == nil || rc.merged || rc.steerWhy != "" || b.Session == 0 {
 		// A copy that is not the interval's (a lost End marker, steering
 		// that differs at the two ends): more cells would not make it
 		// decode, nor the line valid. The receiver's first copy (warmup)
 		// is asked for: its decode is the evidence of the next
 		// interval's packets that overtook its start.
-		return false
+		return nil
 	}
-	b := w.b
+	var fs []*fetch
 	for m := range rc.rda {
 		key := control.PartKey{MEC: uint16(m), Kind: control.KindRDA}
 		payload, ok := b.Payloads[key]
@@ -123,10 +135,10 @@ func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
 		if f.target <= f.shipped {
 			continue
 		}
-		w.fetches = append(w.fetches, f)
-		c.sendFetch(f, now, true)
+		fs = append(fs, f)
+		cf.send(f, now, true)
 	}
-	return len(w.fetches) > 0
+	return fs
 }
 
 // fetchCells is the cells per bank to ask for a set difference of about
@@ -150,14 +162,14 @@ func fetchCells(banks, d, least, recorded int, r *synopsis.RDA) int {
 	return recorded
 }
 
-// sendFetch sends f's request; fresh: for f.target cells, under a new
+// send sends f's request; fresh: for f.target cells, under a new
 // request id (else a retry of the last).
-func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
+func (cf *cellFetcher) send(f *fetch, now time.Time, fresh bool) {
 	if fresh {
-		f.id = c.req.nextID()
+		f.id = cf.req.nextID()
 		f.body = synopsis.AppendCellsRequest(nil, f.target)
 	}
-	n, bytes, ok := c.req.send(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
+	n, bytes, ok := cf.req.send(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
 	if !ok {
 		f.done, f.status = true, "not sent"
 		return
@@ -166,7 +178,7 @@ func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 	f.frames += n
 	f.tries++
 	f.last = now
-	c.req.rc.sent.Add(1)
+	cf.req.rc.sent.Add(1)
 }
 
 // fetching says whether w still waits for cells.
@@ -180,39 +192,54 @@ func fetching(w *waiting) bool {
 }
 
 // fetchTick retries the pending cells requests and gives up those past
-// their deadline; it says whether an interval may now pair.
+// their deadline, in interval order; it says whether an interval may now
+// pair.
 func (c *controller) fetchTick(now time.Time) bool {
 	ready := false
 	for _, k := range sortedKeys(c.bundles) {
-		for _, f := range c.bundles[k].fetches {
-			switch {
-			case f.done:
-			case now.Sub(f.first) >= c.repairDeadline():
-				c.req.rc.givenUp.Add(1)
-				f.done = true
-				if f.got == nil {
-					f.status = "no reply"
-				} else {
-					f.status = "incomplete"
-				}
-				ready = true
-			case now.Sub(f.last) >= 2*c.repairRetry():
-				c.sendFetch(f, now, false)
+		ready = c.cells.tick(c.bundles[k].fetches, now) || ready
+	}
+	return ready
+}
+
+// tick retries one interval's pending requests and gives up those past
+// their deadline; it says whether one was given up.
+func (cf *cellFetcher) tick(fs []*fetch, now time.Time) bool {
+	ready := false
+	for _, f := range fs {
+		switch {
+		case f.done:
+		case now.Sub(f.first) >= repairDeadlineOf(cf.cfg.Interval):
+			cf.req.rc.givenUp.Add(1)
+			f.done = true
+			if f.got == nil {
+				f.status = "no reply"
+			} else {
+				f.status = "incomplete"
 			}
+			ready = true
+		case now.Sub(f.last) >= 2*retryPeriod(cf.cfg.Interval):
+			cf.send(f, now, false)
 		}
 	}
 	return ready
 }
 
-// onFetchReply applies a reply to a pending cells request; false when it
-// answers none.
+// onFetchReply applies a reply to a pending cells request of its
+// interval's bundle; false when it answers none.
 func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 	w := c.bundles[x.Interval]
 	if w == nil {
 		return false
 	}
+	return c.cells.onReply(x, w.fetches, now)
+}
+
+// onReply applies a reply to one of fs, an interval's fetches; false when
+// it answers none.
+func (cf *cellFetcher) onReply(x *control.Exchange, fs []*fetch, now time.Time) bool {
 	var f *fetch
-	for _, g := range w.fetches {
+	for _, g := range fs {
 		if g.key.mec == x.MEC && g.id == x.ID && !g.done {
 			f = g
 		}
@@ -220,17 +247,17 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 	if f == nil {
 		return false
 	}
-	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != c.a.sender.Session() {
-		c.req.rc.stray.Add(1)
+	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != cf.req.sender.Session() {
+		cf.req.rc.stray.Add(1)
 		return true
 	}
 	var snd synopsis.RDA
 	if err := snd.UnmarshalBinary(x.Body); err != nil || snd.Cells() != f.target || snd.Banks() != f.banks {
-		c.req.rc.bad.Add(1)
-		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
+		cf.req.rc.bad.Add(1)
+		cf.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
 		return true
 	}
-	c.req.rc.accepted.Add(1)
+	cf.req.rc.accepted.Add(1)
 	f.repBytes += x.Bytes
 	f.frames += x.Frames
 	f.got, f.gotCells = x.Body, f.target
@@ -246,45 +273,63 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 		f.done, f.status = true, "complete"
 	case f.target >= f.recorded:
 		f.done, f.status = true, "incomplete"
-	case now.Sub(f.first) >= c.repairDeadline():
+	case now.Sub(f.first) >= repairDeadlineOf(cf.cfg.Interval):
 		f.done, f.status = true, "incomplete"
 	default:
 		// Still too few: twice as many (a new request id).
 		f.target = fetchCells(f.banks, 0, 2*f.target, f.recorded, f.own)
-		c.sendFetch(f, now, true)
+		cf.send(f, now, true)
 	}
 	return true
 }
 
+// cellPatch is the cells a fetch brought: the RDA part of its class in
+// the bundle, in place of the shipped one.
+type cellPatch struct {
+	key     control.PartKey
+	payload []byte
+}
+
 // applyFetches puts each class's fetched cells in the bundle in place of
-// the shipped ones (pair then decodes them), and keeps what the fetch
-// did for the RDA line (fetchFields).
+// the shipped ones (pair then decodes them); the cell fetcher keeps what
+// each fetch did for the RDA line (fields).
 func (c *controller) applyFetches(w *waiting, rc *rcopy) {
-	for _, f := range w.fetches {
-		if f.got != nil {
-			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
-			w.b.Payloads[control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}] = p
-		}
-		if rc.warmup {
-			continue // no RDA line (warmupEvidence)
-		}
-		if c.fetched == nil {
-			c.fetched = map[repairKey]*fetch{}
-		}
-		c.fetched[f.key] = f
+	for _, p := range c.cells.finish(w.fetches, rc.warmup) {
+		w.b.Payloads[p.key] = p.payload
 	}
 	w.fetches = nil
 }
 
-// fetchFields adds what fetching more cells did to class m's RDA line of
+// finish ends an interval's fetches as it pairs: the cells each brought,
+// and, unless the copy is the receiver's first (it has no RDA line:
+// warmupEvidence), what each did, for its line.
+func (cf *cellFetcher) finish(fs []*fetch, warmup bool) []cellPatch {
+	var ps []cellPatch
+	for _, f := range fs {
+		if f.got != nil {
+			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
+			ps = append(ps, cellPatch{key: control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}, payload: p})
+		}
+		if warmup {
+			continue
+		}
+		if cf.fetched == nil {
+			cf.fetched = map[repairKey]*fetch{}
+		}
+		cf.fetched[f.key] = f
+	}
+	return ps
+}
+
+// fields adds what fetching more cells did to class m's RDA line of
 // interval k, and forgets it.
-func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
+func (cf *cellFetcher) fields(k uint64, m int, extra map[string]any) {
 	key := repairKey{k: k, mec: uint16(m)}
-	f := c.fetched[key]
+	f := cf.fetched[key]
 	if f == nil {
 		return
 	}
-	delete(c.fetched, key)
+	delete(cf.fetched, key)
 	extra["rda_fetch"] = f.status
 	extra["rda_fetch_shipped_cells"] = f.shipped
 	extra["rda_fetch_cells"] = f.gotCells
@@ -307,15 +352,20 @@ func (c *controller) pairFetchedAtStop() {
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	for _, k := range ks {
 		w := c.bundles[k]
-		for _, f := range w.fetches {
-			if !f.done {
-				f.done, f.status = true, "stopped"
-				c.req.rc.givenUp.Add(1)
-			}
-		}
+		c.cells.stop(w.fetches)
 		c.applyFetches(w, c.rcopies[k])
 		c.pair(w.b, c.rcopies[k])
 		delete(c.rcopies, k)
 		delete(c.bundles, k)
+	}
+}
+
+// stop ends an interval's open fetches at stop.
+func (cf *cellFetcher) stop(fs []*fetch) {
+	for _, f := range fs {
+		if !f.done {
+			f.done, f.status = true, "stopped"
+			cf.req.rc.givenUp.Add(1)
+		}
 	}
 }

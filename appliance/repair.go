@@ -57,7 +57,9 @@ const repairKeepIntervals = 2
 // time of a request, as fractions of the interval.
 func (c *controller) repairRetry() time.Duration { return retryPeriod(c.a.cfg.Interval) }
 
-func (c *controller) repairDeadline() time.Duration { return c.a.cfg.Interval / 2 }
+func (c *controller) repairDeadline() time.Duration { return repairDeadlineOf(c.a.cfg.Interval) }
+
+func repairDeadlineOf(interval time.Duration) time.Duration { return interval / 2 }
 
 // RepairCounters count the exchange at one appliance: as a sender (the
 // requests it answered or refused) and as a receiver (what it asked and
