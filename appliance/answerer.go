@@ -47,8 +47,8 @@ type answerer struct {
 // idle says whether no reply fragment waits for its time.
 func (s *answerer) idle() bool { return len(s.paced) == 0 }
 
-// retryPeriod is how often a request is sent again while no reply came
-// (repairRetry); replies are paced over half of it.
+// retryPeriod is how often a request is sent again while no reply came,
+// as a fraction of the interval; replies are paced over half of it.
 func retryPeriod(interval time.Duration) time.Duration {
 	return max(interval/16, 2*time.Millisecond)
 }

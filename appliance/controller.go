@@ -65,9 +65,8 @@ type controller struct {
 	orderChecks  int
 	// ans answers the peer's requests (we are its sender: answerer.go).
 	ans answerer
-	// The RDA repair exchange (repair.go), as the receiver: the lines
-	// waiting for the sender's timestamps.
-	repairs  map[repairKey]*repair
+	// rep asks for the timestamps of RDA lines' lost packets (repair.go).
+	rep      repairer
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
 	// cells asks for more RDA cells where the shipped ones do not decode
 	// (fetch.go).
@@ -139,6 +138,7 @@ func newController(a *Appliance) *controller {
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
+	c.rep = repairer{cfg: &a.cfg, req: &c.req}
 	return c
 }
 
@@ -336,7 +336,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && !c.rep.waiting()
 }
 
 // moveClock advances the interval clock the sender lanes read, unless

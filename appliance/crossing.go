@@ -696,7 +696,7 @@ func (c *controller) flush() {
 	}
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
-	lim = c.repairsBefore(lim)
+	lim = c.rep.before(lim)
 	// An interval nothing came for goes out when the liveness check
 	// declares it silent: the lines after it wait for it.
 	hole, top := c.silentHole(lim)

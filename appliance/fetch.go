@@ -32,9 +32,9 @@ import (
 //     failure, rounded up to a fold of the recorded size and at least
 //     twice the shipped cells. If those do not decode either, twice
 //     as many are asked, up to the recorded size.
-//   - A request is retried every 2·repairRetry (a reply is tens of
+//   - A request is retried every 2·retryPeriod (a reply is tens of
 //     frames the sender paces out, and it answers every try); at
-//     repairDeadline after the first the interval pairs with what it has (the shipped copy or the
+//     repairDeadlineOf after the first the interval pairs with what it has (the shipped copy or the
 //     largest fetched one). The interval's lines wait for the next
 //     interval in any case (crossing.go), so this adds no latency to the
 //     reports unless the peer does not answer.

@@ -119,7 +119,7 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 		if len(dec.Lost) == 0 {
 			continue
 		}
-		if rp := c.repairs[repairKey{k: k, mec: uint16(m)}]; rp != nil {
+		if rp := c.rep.pending(k, uint16(m)); rp != nil {
 			f.waiting[uint16(m)] = true
 			if d := len(dec.Lost) - len(rp.ids); d > 0 {
 				f.unplaced["sampled sender cache"] += d // not asked for

@@ -33,7 +33,7 @@ import (
 //     partKeepIntervals intervals and answers with those bytes, paced
 //     evenly over half the retry period so that the reply is not one
 //     burst into the queue that lost the part.
-//   - The requester retries every repairRetry; the fragments of every try
+//   - The requester retries every retryPeriod; the fragments of every try
 //     fill the same slots (control.Exchange), so each has several chances.
 //     It gives up an interval after the first try (16 tries: at 40 %
 //     frame loss a fragment then fails every one of them with

@@ -33,7 +33,7 @@ import (
 //     cache (RDAStats.MissingSender: lost identities the sender's sampled
 //     cache holds). An older sender, or one without a cache, is never
 //     asked: the line stays valid with its bound, as without the exchange.
-//   - A request is retried every repairRetry until repairDeadline after
+//   - A request is retried every retryPeriod until repairDeadlineOf after
 //     the first, then given up ("no reply"); the line is never held past
 //     that deadline (its hold for the next interval is longer anyway).
 //     Forwarding never waits on any of it: the frames go through the
@@ -53,12 +53,8 @@ import (
 // it still answers requests for interval k.
 const repairKeepIntervals = 2
 
-// repairRetry and repairDeadline are the retry period and the give-up
-// time of a request, as fractions of the interval.
-func (c *controller) repairRetry() time.Duration { return retryPeriod(c.a.cfg.Interval) }
-
-func (c *controller) repairDeadline() time.Duration { return repairDeadlineOf(c.a.cfg.Interval) }
-
+// repairDeadlineOf is when a request is given up after its first try,
+// as a fraction of the interval (retryPeriod is how often it is tried).
 func repairDeadlineOf(interval time.Duration) time.Duration { return interval / 2 }
 
 // RepairCounters count the exchange at one appliance: as a sender (the
@@ -174,37 +170,72 @@ func (c *controller) exchanges(now time.Time) {
 	}
 }
 
+// repairer is the receiver's side of the timestamp repair: it asks the
+// sender for the timestamps of an RDA line's lost packets, retries, gives
+// up at the deadline and accepts the one reply that answers. It owns the
+// pending requests and never edits a line: when a request ends (a reply
+// accepted, its deadline, the stop) it hands back a repairEnd, which the
+// coordinator applies to the line (finishRepair).
+type repairer struct {
+	cfg     *Config
+	req     *requester
+	repairs map[repairKey]*repair
+}
+
+// repairEnd is how one request ended: the reply (nil when none came),
+// the timestamps it brought and the status for the line.
+type repairEnd struct {
+	rp     *repair
+	x      *control.Exchange
+	found  int
+	status string
+	// From an accepted reply: each asked identity's timestamp, its flow
+	// hash and whether the sender had it; flows says the reply carries
+	// flow hashes.
+	ts, fh []uint64
+	ok     []bool
+	flows  bool
+}
+
 // askRepair starts the exchange for the RDA line r (estimate e) of
 // class m in interval k when its sender copy lacks lost packets'
 // timestamps the sender can supply.
 func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st *synopsis.RDAStats, r *report.Interval, e *synopsis.Estimate) {
+	if note := c.rep.ask(k, m, peer, snd, own, st, r, e, c.a.now()); note != "" {
+		r.Extra["rda_repair"] = note
+	}
+}
+
+// ask asks for the timestamps of line r's lost packets (st.MissingSender)
+// when there are any and the sender can supply them; it returns why it
+// did not ask when the line should say so ("" otherwise).
+func (q *repairer) ask(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st *synopsis.RDAStats, r *report.Interval, e *synopsis.Estimate, now time.Time) string {
 	if len(st.MissingSender) == 0 || peer == 0 {
-		return
+		return ""
 	}
-	if c.repairs == nil {
-		c.repairs = map[repairKey]*repair{}
+	if q.repairs == nil {
+		q.repairs = map[repairKey]*repair{}
 	}
-	now := c.a.now()
 	ids := append([]uint64(nil), st.MissingSender...)
-	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.req.nextID(), ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
+	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: q.req.nextID(), ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, first: now}
 	if e != nil && !e.Valid {
 		rp.estCode, rp.estReason = e.Code, e.Reason
 	}
-	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
+	if len(rp.body) > control.MaxExchangeFragments*q.req.sender.ExchangeFragmentSize() {
 		// More lost packets than one request carries: the line keeps
 		// its bound.
-		r.Extra["rda_repair"] = fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
-		return
+		return fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
 	}
 	rp.pre = delayFields{mean: r.MeanNs, stddev: r.StddevNs, ci: r.MeanCINs, samples: r.Samples, usable: r.Usable, buckets: r.Buckets,
 		extra: st.ReportFields()}
-	c.repairs[rp.key] = rp
-	c.sendRequest(rp, now)
+	q.repairs[rp.key] = rp
+	q.send(rp, now)
+	return ""
 }
 
-func (c *controller) sendRequest(rp *repair, now time.Time) {
-	n, bytes, ok := c.req.send(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
+func (q *repairer) send(rp *repair, now time.Time) {
+	n, bytes, ok := q.req.send(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
 	if !ok {
 		return
 	}
@@ -212,82 +243,116 @@ func (c *controller) sendRequest(rp *repair, now time.Time) {
 	rp.reqFrames += n
 	rp.tries++
 	rp.last = now
-	c.req.rc.sent.Add(1)
+	q.req.rc.sent.Add(1)
 }
 
 // repairTick retries the pending requests and gives up those past their
 // deadline; it says whether any line was finished.
 func (c *controller) repairTick(now time.Time) bool {
-	done := false
-	for _, key := range c.repairKeys() {
-		rp := c.repairs[key]
+	ends := c.rep.tick(now)
+	for _, end := range ends {
+		c.finishRepair(end.rp, nil, 0, 0, end.status)
+	}
+	return len(ends) > 0
+}
+
+// tick retries the pending requests, in interval and class order, and
+// ends those past their deadline.
+func (q *repairer) tick(now time.Time) []repairEnd {
+	var ends []repairEnd
+	for _, key := range q.keys() {
+		rp := q.repairs[key]
 		switch {
-		case now.Sub(rp.first) >= c.repairDeadline():
-			c.req.rc.givenUp.Add(1)
-			c.finishRepair(rp, nil, 0, 0, "no reply")
-			delete(c.repairs, key)
-			done = true
-		case now.Sub(rp.last) >= c.repairRetry():
-			c.sendRequest(rp, now)
+		case now.Sub(rp.first) >= repairDeadlineOf(q.cfg.Interval):
+			q.req.rc.givenUp.Add(1)
+			ends = append(ends, repairEnd{rp: rp, status: "no reply"})
+			delete(q.repairs, key)
+		case now.Sub(rp.last) >= retryPeriod(q.cfg.Interval):
+			q.send(rp, now)
 		}
 	}
-	return done
+	return ends
 }
 
 // abandonRepairs gives up every pending request (the appliance stops).
 func (c *controller) abandonRepairs() {
-	for _, key := range c.repairKeys() {
-		rp := c.repairs[key]
-		c.req.rc.givenUp.Add(1)
-		c.finishRepair(rp, nil, 0, 0, "no reply")
-		delete(c.repairs, key)
+	for _, end := range c.rep.abandon() {
+		c.finishRepair(end.rp, nil, 0, 0, end.status)
 	}
+}
+
+// abandon ends every pending request, in interval and class order.
+func (q *repairer) abandon() []repairEnd {
+	var ends []repairEnd
+	for _, key := range q.keys() {
+		q.req.rc.givenUp.Add(1)
+		ends = append(ends, repairEnd{rp: q.repairs[key], status: "no reply"})
+		delete(q.repairs, key)
+	}
+	return ends
 }
 
 // onReply applies a reply to its pending request; it says whether a line
 // was finished.
 func (c *controller) onReply(x *control.Exchange) bool {
+	end := c.rep.onReply(x)
+	if end == nil {
+		return false
+	}
+	if end.status == "complete" {
+		c.noteRepairTimes(end.rp, end.ts, end.ok)
+	}
+	c.ldsLost(end.rp, end.ts, end.fh, end.ok, end.flows)
+	c.finishRepair(end.rp, x, end.found, x.Frames, end.status)
+	return true
+}
+
+// onReply accepts a reply to its pending request and ends the request;
+// nil when it answers none (stray) or does not decode against it (bad).
+func (q *repairer) onReply(x *control.Exchange) *repairEnd {
 	key := repairKey{k: x.Interval, mec: x.MEC}
-	rp := c.repairs[key]
-	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != c.a.sender.Session() || x.ID != rp.id {
-		c.req.rc.stray.Add(1)
-		return false
+	rp := q.repairs[key]
+	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != q.req.sender.Session() || x.ID != rp.id {
+		q.req.rc.stray.Add(1)
+		return nil
 	}
-	ts := make([]uint64, len(rp.ids))
-	fh := make([]uint64, len(rp.ids))
-	ok := make([]bool, len(rp.ids))
-	flows, err := synopsis.ParseReplyFlows(x.Body, rp.ids, ts, fh, ok)
+	end := &repairEnd{rp: rp, x: x, ts: make([]uint64, len(rp.ids)), fh: make([]uint64, len(rp.ids)), ok: make([]bool, len(rp.ids))}
+	var err error
+	end.flows, err = synopsis.ParseReplyFlows(x.Body, rp.ids, end.ts, end.fh, end.ok)
 	if err != nil {
-		c.req.rc.bad.Add(1)
-		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
-		return false
+		q.req.rc.bad.Add(1)
+		q.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
+		return nil
 	}
-	found := 0
-	for _, v := range ok {
+	for _, v := range end.ok {
 		if v {
-			found++
+			end.found++
 		}
 	}
 	if err := rp.snd.AddRemoteTimestamps(x.Body, rp.ids); err != nil {
-		c.req.rc.bad.Add(1)
-		return false
+		q.req.rc.bad.Add(1)
+		return nil
 	}
-	c.req.rc.accepted.Add(1)
+	q.req.rc.accepted.Add(1)
 	// Complete: a timestamp for every lost packet decoded. The caches
 	// sample when an interval outgrows them (TSCache), and then only the
 	// sampled lost packets are asked for: partial.
-	status := "complete"
-	if found < rp.lost {
-		status = fmt.Sprintf("partial: %d of %d", found, rp.lost)
+	end.status = "complete"
+	if end.found < rp.lost {
+		end.status = fmt.Sprintf("partial: %d of %d", end.found, rp.lost)
 	}
-	if status == "complete" {
-		c.noteRepairTimes(rp, ts, ok)
-	}
-	c.ldsLost(rp, ts, fh, ok, flows)
-	c.finishRepair(rp, x, found, x.Frames, status)
-	delete(c.repairs, key)
-	return true
+	delete(q.repairs, key)
+	return end
 }
+
+// pending is the request for class mec of interval k still waiting, nil
+// if none.
+func (q *repairer) pending(k uint64, mec uint16) *repair {
+	return q.repairs[repairKey{k: k, mec: mec}]
+}
+
+// waiting says whether any request waits.
+func (q *repairer) waiting() bool { return len(q.repairs) > 0 }
 
 // finishRepair puts the outcome into the line: with a reply, the
 // estimate again with the returned timestamps (only the delay fields and
@@ -356,10 +421,10 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 	c.ldsRepairDone(rp)
 }
 
-// repairsBefore is the oldest interval with a pending repair (lines of it
-// and after it wait), math.MaxUint64 when none.
-func (c *controller) repairsBefore(lim uint64) uint64 {
-	for key := range c.repairs {
+// before is the oldest interval with a pending repair (lines of it and
+// after it wait) if older than lim, else lim.
+func (q *repairer) before(lim uint64) uint64 {
+	for key := range q.repairs {
 		lim = min(lim, key.k)
 	}
 	return lim
@@ -509,13 +574,13 @@ func (c *controller) unrepair(rp *repair) {
 	}
 }
 
-// repairKeys is c.repairs' keys by interval, then class: requests retried
-// and lines given up in one step go in that order, not the map's (a run
-// on simulated time replays bit for bit; live, the frames' order on the
-// wire is the same from run to run too).
-func (c *controller) repairKeys() []repairKey {
-	ks := make([]repairKey, 0, len(c.repairs))
-	for k := range c.repairs {
+// keys are the pending requests' keys by interval, then class: requests
+// retried and lines given up in one step go in that order, not the map's
+// (a run on simulated time replays bit for bit; live, the frames' order on
+// the wire is the same from run to run too).
+func (q *repairer) keys() []repairKey {
+	ks := make([]repairKey, 0, len(q.repairs))
+	for k := range q.repairs {
 		ks = append(ks, k)
 	}
 	slices.SortFunc(ks, func(a, b repairKey) int {

@@ -30,10 +30,10 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 	const k, peer = 77, 0xFEED
 	r := &report.Interval{Valid: e.Valid, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
 	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
-	if len(c.repairs) != 1 || len(c.ship.pending) == 0 {
-		t.Fatalf("no request sent: %d repairs, %d frames", len(c.repairs), len(c.ship.pending))
+	if len(c.rep.repairs) != 1 || len(c.ship.pending) == 0 {
+		t.Fatalf("no request sent: %d repairs, %d frames", len(c.rep.repairs), len(c.ship.pending))
 	}
-	rp := c.repairs[repairKey{k: k}]
+	rp := c.rep.repairs[repairKey{k: k}]
 	reply := snd.Cache().AppendReply(nil, rp.ids)
 	ours := a.sender.Session()
 	good := control.Exchange{Type: control.TypeReply, Session: peer, To: ours, ID: rp.id, Interval: k, Kind: control.KindRDA, Body: reply, Frames: 1, Bytes: 300}
@@ -116,7 +116,7 @@ func TestRepairKeepsOtherCausesInvalid(t *testing.T) {
 	const k, peer = 78, 0xFEED
 	r := &report.Interval{Valid: false, Reason: why, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
 	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
-	rp := c.repairs[repairKey{k: k}]
+	rp := c.rep.repairs[repairKey{k: k}]
 	if rp == nil {
 		t.Fatal("no repair asked")
 	}
