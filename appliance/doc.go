@@ -56,10 +56,16 @@
 //     goes out — claimed once per interval, held while its interval waits
 //     for the next one's evidence, released in interval order, each line
 //     once.
+//   - the receiver's side of the exchanges: a requester (requester.go)
+//     numbers and sends the requests of a repairer (repair.go: the lost
+//     packets' timestamps), a cellFetcher (fetch.go: more RDA cells) and
+//     a partFetcher (partfetch.go: lost LDA parts). Each returns what it
+//     got (repairEnd, cellPatch, partReply) and the controller puts it in
+//     place.
 //
 // Pairing, the crossing and class checks that decide a waiting interval,
-// and the receiver's side of the exchanges (repair.go, fetch.go,
-// partfetch.go, lds_repair.go) are still the controller's own.
+// and applying a repair to its lines (finishRepair, crossedInto,
+// lds_repair.go, microburst.go) are still the controller's own.
 //
 // # Configuration
 //
