@@ -70,10 +70,10 @@ type controller struct {
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
 	// cells asks for more RDA cells where the shipped ones do not decode
 	// (fetch.go).
-	cells    cellFetcher
-	ldsFixes map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed    map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	xs       []control.Exchange
+	cells cellFetcher
+	lds   ldsRepairer                  // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	xs    []control.Exchange
 	// req sends the receiver's requests (requester.go).
 	req requester
 	// parts fetches the LDA parts lost on the segment (partfetch.go);
@@ -139,6 +139,7 @@ func newController(a *Appliance) *controller {
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
 	c.rep = repairer{cfg: &a.cfg, req: &c.req}
+	c.lds = ldsRepairer{cfg: &a.cfg}
 	return c
 }
 
