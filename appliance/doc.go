@@ -59,13 +59,14 @@
 //   - the receiver's side of the exchanges: a requester (requester.go)
 //     numbers and sends the requests of a repairer (repair.go: the lost
 //     packets' timestamps), a cellFetcher (fetch.go: more RDA cells) and
-//     a partFetcher (partfetch.go: lost LDA parts). Each returns what it
-//     got (repairEnd, cellPatch, partReply) and the controller puts it in
-//     place.
+//     a partFetcher (partfetch.go: lost LDA parts); an ldsRepairer
+//     (lds_repair.go) gathers what the LDS lines' repair needs. Each
+//     returns what it got (repairEnd, cellPatch, partReply, ldsFix) and
+//     the controller puts it in place.
 //
 // Pairing, the crossing and class checks that decide a waiting interval,
 // and applying a repair to its lines (finishRepair, crossedInto,
-// lds_repair.go, microburst.go) are still the controller's own.
+// ldsRepairApply, microburst.go) are still the controller's own.
 //
 // # Configuration
 //
