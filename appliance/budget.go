@@ -7,10 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/ldafwd/ldafwd/control"
-	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -73,8 +71,8 @@ const rdaMinCells = 32
 
 // budgetFor is the control budget of an interval that carried dataBytes
 // of data, all copies; 0 means none.
-func (c *controller) budgetFor(dataBytes uint64) uint64 {
-	cfg := &c.a.cfg
+func (s *shipper) budgetFor(dataBytes uint64) uint64 {
+	cfg := s.cfg
 	switch {
 	case cfg.BudgetBytes > 0:
 		return uint64(cfg.BudgetBytes)
@@ -97,7 +95,7 @@ const MinControlBudget = 20 << 10
 
 // wireOf is what a payload of n bytes costs on the wire, one copy,
 // parity fragments included (fec.go).
-func (c *controller) wireOf(n int) int { return c.a.sender.PartBytes(n) }
+func (s *shipper) wireOf(n int) int { return s.sender.PartBytes(n) }
 
 // shipped says what the budget let through of one interval, for the
 // sender's log.
@@ -108,271 +106,43 @@ type shipped struct {
 	omitted                 []string
 }
 
-// ship encodes one sender copy within the control budget and queues its
-// control frames, ControlCopies times.
-func (c *controller) ship(set *dataplane.SynSet, nowNs int64) {
-	a := c.a
-	var flags uint64
-	if set.Merged {
-		flags |= payloadMerged
-	}
-	if c.first {
-		flags |= payloadPartial
-		c.first = false
-	}
-	if c.steps.sentStepped(set.FirstK, set.LastK) {
-		flags |= payloadClockStep
-	}
-	stamp := uint64(0)
-	if set.Frames > 0 {
-		stamp = (set.StampErrNs + set.Frames - 1) / set.Frames
-	}
-	copies := a.cfg.ControlCopies
-	budget := c.budgetFor(set.Bytes)
-	// Parity for the loss the peer reported (fec.go): every size below
-	// (IntervalBytes, wireOf) counts it.
-	c.measureLoss()
-	a.sender.SetLoss(c.parityLoss())
-	c.keepBudget(set.LastK, budget)
-	// The End marker as the lane sent it, with this copy's class counts
-	// (IntervalBytes estimates them); it goes endCopies times, the rest
-	// copies times: what one copy of the rest may take is the budget less
-	// the End markers beyond those copies.
-	counts := make([]uint64, len(set.LDA))
-	for m, l := range set.LDA {
-		counts[m] = l.Count()
-	}
-	end := a.sender.EndBytesWith(counts)
-	extraEnds := endCopies(copies) - copies
-	perCopyBudget := (int(budget) - extraEnds*end) / copies
-	hdr := func(frames, fl uint64) []byte {
-		return appendPayload(nil, payloadHeader{StampErrNs: stamp, Frames: frames, Flags: fl, Budget: budget})
-	}
-	parts := make([]control.Part, 0, 2*len(set.LDA)+1)
-	hdrLens := make([]int, 0, cap(parts))
-	add := func(m int, kind control.Kind, p []byte, hdrLen int) {
-		parts = append(parts, control.Part{PartKey: control.PartKey{MEC: uint16(m), Kind: kind}, Payload: p})
-		hdrLens = append(hdrLens, hdrLen)
-	}
-	fail := func(what string, err error) {
-		a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender " + what)
-	}
-	var got shipped
-	// The exchanges this appliance sent since the last shipment
-	// (timestamp and cells requests and replies, repair.go and fetch.go)
-	// are paid from what the shipments leave unspent: while a debt is
-	// owed the LDA does not grow into what the others leave, and once more
-	// than one budget is owed the LDS's part pays too (it degrades
-	// gracefully; the RDA's decode, all or nothing, keeps its share). The
-	// LDA's and the RDA's shares stay as they are: the budget splits
-	// between them and the LDS at power-of-two folds, so a share cut by a
-	// few hundred bytes can hand the RDA a fold that leaves the LDS
-	// nothing. Exchanges happen only under loss; up to maxDebtIntervals
-	// budgets are carried.
-	owed := 0 // per copy
-	exchanged := c.exchanged
-	c.exchanged = 0
-	if budget > 0 {
-		c.debt = min(c.debt+exchanged, maxDebtIntervals*int(budget))
-		owed = (c.debt + copies - 1) / copies
-	}
-	ldaLeft := 0 // payload bytes the LDAs of the classes still to encode may take; 0: no limit
-	if budget > 0 && len(set.LDA) > 0 {
-		perCopy := float64(perCopyBudget - a.sender.IntervalBytes(1))
-		fs := float64(a.sender.FragmentSize())
-		// Fragment headers cost control.Overhead per FragmentSize bytes.
-		ldaLeft = max(1, int(ldaBudgetShare*perCopy*fs/(fs+float64(a.sender.FragmentOverhead()))))
-	}
-	// The classes share the LDA's part of the budget by need: the
-	// quietest first, each taking at most an even split of what is still
-	// unspent, so what a class with few packets leaves goes to the busy
-	// ones (an even split per class would cut the busiest class's LDA to
-	// a fraction of the share as soon as a few rules are configured).
-	got.ldaRows = make([]string, len(set.LDA))
-	ldaParts := make([][]byte, len(set.LDA))
-	ldaHdr := make([]int, len(set.LDA))
-	for i, m := range byPackets(len(set.LDA), func(m int) uint64 { return set.LDA[m].Count() }) {
-		l := set.LDA[m]
-		p := hdr(l.Count(), flags)
-		n := len(p)
-		if a.cfg.AdaptLDA {
-			limit := 0
-			if ldaLeft > 0 {
-				limit = max(1, ldaLeft/(len(set.LDA)-i)-n)
-			}
-			l = c.adaptLDA(l, limit)
-		}
-		got.ldaRows[m] = ldaShape(l.Config())
-		p, err := l.AppendCompact(p, a.cfg.Bounds)
-		if err != nil {
-			fail("LDA", err)
-			return
-		}
-		ldaParts[m], ldaHdr[m] = p, n
-		if ldaLeft > 0 {
-			ldaLeft = max(1, ldaLeft-len(p))
-		}
-	}
-	for m := range set.LDA {
-		add(m, control.KindLDA, ldaParts[m], ldaHdr[m])
-	}
-	// The clock part (clock.go) after the LDAs: growLDA finds those first.
-	ch := hdr(0, flags)
-	add(int(clockPart.MEC), clockPart.Kind, c.clockPayload(ch), len(ch))
-	// left is what one copy may still spend after the LDA, the Hello and
-	// the End marker.
-	left := math.MaxInt
-	if budget > 0 {
-		sizes := make([]int, len(parts))
-		for i := range parts {
-			sizes[i] = len(parts[i].Payload)
-		}
-		// What the LDA's share paid is spent, whether or not the LDA
-		// would have filled it.
-		left = perCopyBudget - a.sender.IntervalBytes(1, sizes...)
-	}
-	// The LDS part goes in any case, if only as a header saying it was
-	// left out: keep room for that much.
-	ldsReserve := 0
-	if set.LDS != nil && left != math.MaxInt {
-		ldsReserve = c.wireOf(len(hdr(set.LDS.Count(), flags|payloadOmitted)))
-		left -= ldsReserve
-	}
-	if set.RDA != nil {
-		// The RDA goes before the LDS: its mean stands losses, and
-		// sized to the traffic it rarely needs all of its share.
-		// By need, as the LDAs: the quietest class first, each at most
-		// an even split of what is left.
-		rdaParts := make([][]byte, len(set.RDA))
-		for i, m := range byPackets(len(set.RDA), func(m int) uint64 { return uint64(set.RDA[m].Count()) }) {
-			r := set.RDA[m]
-			share := left
-			if share != math.MaxInt {
-				share = max(0, share/(len(set.RDA)-i))
-			}
-			if a.cfg.AdaptRDA {
-				r = c.adaptRDA(r)
-			}
-			p, cells := c.encodeRDA(r, hdr(uint64(r.Count()), flags), share)
-			if cells == 0 {
-				p = hdr(uint64(r.Count()), flags|payloadOmitted)
-				got.omitted = append(got.omitted, "rda/"+a.cfg.Classifier.Names()[m])
-			}
-			got.rdaCells = max(got.rdaCells, cells)
-			rdaParts[m] = p
-			if left != math.MaxInt {
-				left -= c.wireOf(len(p))
-			}
-		}
-		for m, r := range set.RDA {
-			add(m, control.KindRDA, rdaParts[m], len(hdr(uint64(r.Count()), flags)))
-		}
-	}
-	if set.Sample != nil {
-		// After the RDA, before the LDS: the sample's own share of the
-		// budget, cut to a deeper level to fit (sample.go).
-		smp, smpHdr, spent := c.sampleParts(set, hdr, flags, left, perCopyBudget, &got.omitted)
-		for m := range smp {
-			add(m, control.KindSample, smp[m], smpHdr[m])
-		}
-		if left != math.MaxInt {
-			left -= spent
-		}
-	}
-	if c.debt > int(budget) && left != math.MaxInt {
-		// The LDS pays, but keeps ldsDebtFloor of its part: the intervals
-		// that owe are the lossy ones, where the per-flow view matters
-		// most, and a sparse copy carries the largest flows in a few KB.
-		keep := int(ldsDebtFloor * float64(max(left, 0)))
-		left -= min(owed, max(left-keep, 0))
-	}
-	if set.LDS != nil {
-		h := hdr(set.LDS.Count(), flags)
-		if left != math.MaxInt {
-			left += ldsReserve
-		}
-		l := set.LDS
-		if a.cfg.AdaptLDS {
-			l = c.adaptLDS(l)
-		}
-		p, rows, cols, named, err := c.encodeLDS(l, h, left)
-		if err != nil {
-			fail("LDS", err)
-			return
-		}
-		if rows == 0 {
-			p = hdr(set.LDS.Count(), flags|payloadOmitted)
-			got.omitted = append(got.omitted, "lds")
-		}
-		got.ldsRows, got.ldsCols, got.named = rows, cols, named
-		add(0, control.KindLDS, p, len(h))
-	}
-	if a.cfg.AdaptLDA && budget > 0 {
-		c.growLDA(set.LDA, parts, hdrLens, perCopyBudget-owed, got.ldaRows)
-	}
-	// Every copy costs the same: count them all into the payloads (fixed
-	// width, so the sizes do not change).
-	sizes := make([]int, len(parts))
-	frames := 2 // Hello, End marker
-	for i := range parts {
-		sizes[i] = len(parts[i].Payload)
-		d, p := a.sender.PartFrames(sizes[i])
-		frames += d + p
-	}
-	// End markers go endCopies times, the rest copies times.
-	total := copies*(a.sender.IntervalBytes(1, sizes...)-a.sender.EndBytes()+end) + extraEnds*end
-	frames = copies*frames + extraEnds
-	if budget > 0 {
-		c.debt = max(0, c.debt-max(0, int(budget)-total))
-	}
-	for i := range parts {
-		patchPayloadCounts(parts[i].Payload, hdrLens[i], uint32(min(total, math.MaxUint32)), uint32(frames))
-	}
-	c.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
-	if len(got.omitted) > 0 || budget > 0 && uint64(total) > budget {
-		a.cfg.Log.Debug().Uint64("interval", set.LastK).Uint64("budget", budget).Int("control_bytes", total).Float64("parity_loss", a.sender.Loss()).
-			Strs("lda_rows", got.ldaRows).Int("rda_cells", got.rdaCells).Int("lds_rows", got.ldsRows).Int("lds_cols", got.ldsCols).Int("lds_named", got.named).
-			Strs("left_out", got.omitted).Int("exchanged", exchanged).Int("debt", c.debt).Msg("control budget")
-	}
-	// ControlCopies sends the whole interval (Hello and fragments) more
-	// than once, each copy with fresh sequence numbers: the receiver keeps
-	// the first of every fragment and counts the rest as duplicates, so an
-	// interval fails only if every copy of some fragment is lost.
-	// Every copy of the earlier intervals goes before this one's first
-	// frame, due or not: the receiver takes an interval complete after it
-	// as proof that what the earlier ones still lack was lost
-	// (control.IntervalBundle.Missing). Only a control side a whole
-	// interval behind has copies left here.
-	for _, l := range c.later {
-		c.pending = append(c.pending, l.frame)
-	}
-	clear(c.later)
-	c.later = c.later[:0]
-	for copyN := 0; copyN < copies; copyN++ {
-		frames, err := a.sender.AppendInterval(c.bufs, set.LastK, nowNs, parts)
-		if err != nil {
-			a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("building control frames")
-			return
-		}
-		c.bufs = frames[:cap(frames)]
-		for _, f := range frames {
-			// The lane copies each frame into a port buffer when it sends
-			// it; until then the frame must not change, so it gets its own.
-			f = append([]byte(nil), f...)
-			if copyN == 0 {
-				c.pending = append(c.pending, f)
-			} else {
-				c.later = append(c.later, laterFrame{copyN: copyN, frame: f})
-			}
-		}
-	}
-	c.shipped = set.LastK
+// room is what a part of a shipment may still spend, one copy, in wire
+// bytes: a count (within), which may fall below zero once the LDA's floor
+// has overspent, or no limit at all (noLimit) when the interval has no
+// control budget.
+type room struct {
+	bytes   int
+	limited bool
 }
 
-// encodeRDA appends r to prefix folded to fit share wire bytes (no limit
-// when share is math.MaxInt); it returns the payload and the cells per
+// noLimit is the room of a shipment without a control budget.
+var noLimit = room{}
+
+// within is a room of n wire bytes.
+func within(n int) room { return room{bytes: n, limited: true} }
+
+// fits says whether w wire bytes fit.
+func (r room) fits(w int) bool { return !r.limited || w <= r.bytes }
+
+// less is the room left once w wire bytes are spent.
+func (r room) less(w int) room {
+	if r.limited {
+		r.bytes -= w
+	}
+	return r
+}
+
+// split is one of n even shares of the room (none below zero).
+func (r room) split(n int) room {
+	if r.limited {
+		r.bytes = max(0, r.bytes/n)
+	}
+	return r
+}
+
+// encodeRDA appends r to prefix folded to fit share; it returns the payload and the cells per
 // bank shipped, 0 when even rdaMinCells per bank do not fit.
-func (c *controller) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byte, int) {
+func (s *shipper) encodeRDA(r *synopsis.RDA, prefix []byte, share room) ([]byte, int) {
 	cells := r.Cells()
 	for {
 		f, err := r.Fold(cells)
@@ -380,13 +150,13 @@ func (c *controller) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byt
 			return nil, 0
 		}
 		q, _ := f.AppendBinary(prefix[:len(prefix):len(prefix)])
-		w := c.wireOf(len(q))
-		if share == math.MaxInt || w <= share {
+		w := s.wireOf(len(q))
+		if share.fits(w) {
 			return q, cells
 		}
 		// Cells cost about the same each: aim at the size that fits,
 		// at least halving.
-		target := min(cells/2, int(float64(cells)*float64(share)/float64(w)))
+		target := min(cells/2, int(float64(cells)*float64(share.bytes)/float64(w)))
 		if target < rdaMinCells {
 			return nil, 0
 		}
@@ -396,13 +166,13 @@ func (c *controller) encodeRDA(r *synopsis.RDA, prefix []byte, share int) ([]byt
 	}
 }
 
-// encodeLDS appends l to prefix within left wire bytes: all rows and flow
+// encodeLDS appends l to prefix within left: all rows and flow
 // names if they fit, else fewer names, else fewer rows (and as many names
 // as then fit), else one row folded to fewer columns. rows is 0 when one
 // row of ldsMinCols columns without names does not fit.
-func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []byte, rows, cols, named int, err error) {
+func (s *shipper) encodeLDS(l *synopsis.LDS, prefix []byte, left room) (p []byte, rows, cols, named int, err error) {
 	prefix = prefix[:len(prefix):len(prefix)]
-	fits := func(q []byte) bool { return left == math.MaxInt || c.wireOf(len(q)) <= left }
+	fits := func(q []byte) bool { return left.fits(s.wireOf(len(q))) }
 	all := l.NamedFlows()
 	q, err := l.AppendBinaryLimited(prefix, l.Rows(), all)
 	if err != nil || fits(q) {
@@ -423,8 +193,8 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 			return nil, 0, err
 		}
 		// Entries cost about the same each (fragment headers included).
-		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(c.a.sender.FragmentOverhead())/float64(c.a.sender.FragmentSize()))
-		for n := min(all, int(float64(left-c.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
+		per := float64(len(full)-len(base)) / float64(all) * (1 + float64(s.sender.FragmentOverhead())/float64(s.sender.FragmentSize()))
+		for n := min(all, int(float64(left.bytes-s.wireOf(len(base)))/per)); n > 0; n = n * 9 / 10 {
 			q, err := g.AppendBinaryLimited(prefix, rows, n)
 			if err != nil {
 				return nil, 0, err
@@ -444,7 +214,7 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 	// recorded resolution (synopsis/lds_sparse.go). Folding the columns
 	// instead would make every flow share its cells once the budget is a
 	// few hundred cells for thousands of flows.
-	if q, n, err := c.encodeLDSSparse(l, prefix, left, fits); err != nil || q != nil {
+	if q, n, err := s.encodeLDSSparse(l, prefix, left, fits); err != nil || q != nil {
 		return q, l.Rows(), l.Cols(), n, err
 	}
 	for cols = l.Cols() / 2; cols >= ldsMinCols && cols*2 <= l.Cols() && l.Cols()%cols == 0; cols /= 2 {
@@ -463,7 +233,7 @@ func (c *controller) encodeLDS(l *synopsis.LDS, prefix []byte, left int) (p []by
 // fit (each flow's least-loaded row), without names: the receiver names
 // the flows it saw. It returns nil when not one flow fits (or l is sparse
 // already, or holds no flow table). n is the flows carried.
-func (c *controller) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, fits func([]byte) bool) ([]byte, int, error) {
+func (s *shipper) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left room, fits func([]byte) bool) ([]byte, int, error) {
 	if l.Flows() == nil || l.Sparse() {
 		return nil, 0, nil
 	}
@@ -491,8 +261,8 @@ func (c *controller) encodeLDSSparse(l *synopsis.LDS, prefix []byte, left int, f
 		return nil, 0, nil
 	}
 	// Cells cost about the same each (fragment headers included).
-	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(c.a.sender.FragmentOverhead())/float64(c.a.sender.FragmentSize()))
-	for n := min(len(ents), int(float64(left-c.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
+	per := float64(len(full)-len(empty)) / float64(len(ents)) * (1 + float64(s.sender.FragmentOverhead())/float64(s.sender.FragmentSize()))
+	for n := min(len(ents), int(float64(left.bytes-s.wireOf(len(empty)))/per)); n > 0; n = n * 9 / 10 {
 		q, err := enc(n)
 		if err != nil {
 			return nil, 0, nil
@@ -513,9 +283,9 @@ const ldsMinCols = 16
 // left as it is (it is the idle copy the lane records into next). Folding
 // is exact: the receiver folds its own copy to the shape the encoding
 // carries and gets the buckets it would have recorded at that shape.
-func (c *controller) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
+func (s *shipper) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
 	cfg := l.Config()
-	f, err := l.Fold(cfg.WithRows(l.ShipRows(synopsis.LDAShipFloorRows, limit, c.a.cfg.Bounds)))
+	f, err := l.Fold(cfg.WithRows(l.ShipRows(synopsis.LDAShipFloorRows, limit, s.cfg.Bounds)))
 	if err != nil {
 		return l // cannot happen: ShipRows keeps every bank a power of two within its rows
 	}
@@ -530,33 +300,32 @@ func (c *controller) adaptLDA(l *synopsis.LDA, limit int) *synopsis.LDA {
 // new encoding replaces its old one only if the interval then still fits
 // (fragment headers make the conversion to payload bytes approximate).
 // rows (the shapes for the log) is updated alike.
-func (c *controller) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []int, perCopy int, rows []string) {
-	a := c.a
+func (s *shipper) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []int, perCopy int, rows []string) {
 	sizes := make([]int, len(parts))
 	for i := range parts {
 		sizes[i] = len(parts[i].Payload)
 	}
-	fs := float64(a.sender.FragmentSize())
+	fs := float64(s.sender.FragmentSize())
 	for m, l := range ldas {
-		spare := perCopy - a.sender.IntervalBytes(1, sizes...)
+		spare := perCopy - s.sender.IntervalBytes(1, sizes...)
 		if spare <= 0 {
 			return
 		}
 		body := sizes[m] - hdrLens[m]
-		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(a.sender.FragmentOverhead())))
-		f := c.adaptLDA(l, limit)
+		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(s.sender.FragmentOverhead())))
+		f := s.adaptLDA(l, limit)
 		shape := ldaShape(f.Config())
 		if shape == rows[m] {
 			continue // its packets fill no more rows
 		}
 		p := parts[m].Payload[:hdrLens[m]:hdrLens[m]]
-		p, err := f.AppendCompact(p, a.cfg.Bounds)
+		p, err := f.AppendCompact(p, s.cfg.Bounds)
 		if err != nil {
 			continue
 		}
 		old := sizes[m]
 		sizes[m] = len(p)
-		if a.sender.IntervalBytes(1, sizes...) > perCopy {
+		if s.sender.IntervalBytes(1, sizes...) > perCopy {
 			sizes[m] = old
 			continue
 		}
@@ -581,8 +350,8 @@ func ldaShape(cfg synopsis.LDAConfig) string {
 // at the problem rate): the RDA is recorded at its configured size, and
 // an interval of few packets ships a few cells. It never grows: the
 // configured cells are the ceiling.
-func (c *controller) adaptRDA(r *synopsis.RDA) *synopsis.RDA {
-	need, err := synopsis.SizeRDAConfig(uint64(r.Count()), c.a.cfg.RDAProblemRate)
+func (s *shipper) adaptRDA(r *synopsis.RDA) *synopsis.RDA {
+	need, err := synopsis.SizeRDAConfig(uint64(r.Count()), s.cfg.RDAProblemRate)
 	if err != nil || need.Cells >= r.Cells() {
 		return r
 	}
@@ -605,7 +374,7 @@ func (c *controller) adaptRDA(r *synopsis.RDA) *synopsis.RDA {
 // budget may fold it further). The flows seen are those its table held
 // plus the admissions it refused (an overestimate: a refused flow tries
 // again with every packet).
-func (c *controller) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
+func (s *shipper) adaptLDS(l *synopsis.LDS) *synopsis.LDS {
 	seen := l.NamedFlows()
 	if t := l.Flows(); t != nil {
 		seen += int(min(t.Refused(), uint64(synopsis.MaxFlowTable)))
@@ -639,47 +408,4 @@ func byPackets(n int, packets func(m int) uint64) []int {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return packets(order[i]) < packets(order[j]) })
 	return order
-}
-
-// laterFrame is a control frame copy to send at its time (ns; 0 until
-// the first copy has been handed to the lane, see dueCopies).
-type laterFrame struct {
-	at    uint64
-	copyN int
-	frame []byte
-}
-
-// copySpacing is how far apart the copies of an interval's frames leave
-// (--control-copies): sent back to back, one burst of loss takes every
-// copy of a fragment (a switch's buffer overflowing drops a run of
-// frames); 10 ms apart, or a twentieth of the interval if shorter, the
-// copies fall in different bursts. The receiver waits for fragments far
-// longer (its pairing timeout).
-func (c *controller) copySpacing() time.Duration {
-	return min(10*time.Millisecond, c.a.cfg.Interval/20)
-}
-
-// dueCopies moves the later copies whose time has come (in the order
-// they were made) to the frames waiting for the inject ring. A copy's
-// time counts from when the lane took every frame before it off the
-// inject ring, not from when it was made: the first copy may wait behind
-// other frames (exchanges under loss), and copies that waited together
-// would leave together.
-func (c *controller) dueCopies(nowNs uint64) {
-	if len(c.pending) == 0 && c.a.inject.Count() == 0 {
-		for i := range c.later {
-			if c.later[i].at == 0 {
-				c.later[i].at = nowNs + uint64(c.later[i].copyN)*uint64(c.copySpacing())
-			}
-		}
-	}
-	n := 0
-	for n < len(c.later) && c.later[n].at != 0 && c.later[n].at <= nowNs {
-		c.pending = append(c.pending, c.later[n].frame)
-		n++
-	}
-	if n > 0 {
-		clear(c.later[:n])
-		c.later = c.later[n:]
-	}
 }

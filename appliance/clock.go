@@ -157,9 +157,15 @@ func parseClockPart(b []byte) (clockMean, error) {
 // clockPayload is the clock part this sender ships now: a payload header
 // and the receiver's latest valid mean.
 func (c *controller) clockPayload(hdr []byte) []byte {
+	return appendClockPart(hdr, c.clockMean())
+}
+
+// clockMean is what the clock part shipped now carries: the receiver's
+// latest valid mean and the control loss it measured.
+func (c *controller) clockMean() clockMean {
 	m := c.clk.own
 	m.lossPPM, m.hasLoss = c.fec.own, c.fec.ok
-	return appendClockPart(hdr, m)
+	return m
 }
 
 // peerClock takes the peer's latest reverse mean from bundle b's clock

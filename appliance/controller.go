@@ -22,13 +22,10 @@ import (
 // reports. Everything here runs on one goroutine; Stop talks to it only
 // through messages: phases (await) while the workers run, then a.stop.
 type controller struct {
-	a       *Appliance
-	bufs    [][]byte
-	pending [][]byte
-	// later holds the second and further copies of the shipped intervals'
-	// frames until their time (copySpacing apart): a burst of loss that
-	// takes one copy of a fragment then rarely takes the others.
-	later   []laterFrame
+	a *Appliance
+	// ship encodes the sender's copies and sends every control frame
+	// (shipper.go).
+	ship    shipper
 	results []control.Result
 	rcopies map[uint64]*rcopy
 	// spans keeps, by its first interval, each receiver copy that holds
@@ -38,31 +35,22 @@ type controller struct {
 	// from the copy (spanEvidence).
 	spans   map[uint64]*rcopy
 	bundles map[uint64]*waiting
-	first   bool            // the next shipped sender interval is the session's first
-	frozen  bool            // finish owns the interval clock: step no longer moves it
-	shipped uint64          // last sender interval handed to the inject ring
-	settled bool            // nothing queued to send, nothing waiting to pair
-	movedAt time.Time       // when the interval clock last moved
-	phases  chan *phase     // Stop's requests (await)
-	done    map[uint64]bool // intervals already reported: one line per interval and MEC
-	doneK   []uint64        // their order, to forget old ones
-	nextDue uint64          // the next interval the liveness check may declare silent
-	peer    uint64          // the peer's session we last logged
-	pairing bool            // pair is running: emit holds lines for the cross-class pass
+	frozen  bool        // finish owns the interval clock: step no longer moves it
+	settled bool        // nothing queued to send, nothing waiting to pair
+	movedAt time.Time   // when the interval clock last moved
+	phases  chan *phase // Stop's requests (await)
+	nextDue uint64      // the next interval the liveness check may declare silent
+	peer    uint64      // the peer's session we last logged
+	// led keeps every line from the moment it is built until it goes out
+	// (ledger.go).
+	led ledger
 	// lastRange is the confidence range of the latest interval whose
 	// LDAs showed its delays (confidenceRange); zero before the first.
 	lastRange DelayRange
-	held      []heldLine
-	ev        evidence // what pair has gathered of the interval it pairs
-	// Paired intervals wait for the next one (crossing.go); lines of later
-	// intervals wait behind them so reports stay in interval order.
-	waits    map[uint64]*heldInterval
-	queued   []*report.Interval
-	recent   map[uint64]*evidence // evidence of intervals already reported, for a late predecessor
-	stopping bool                 // final is collecting: flush emits nothing until it is done
-	startNs  uint64               // our clock at Start
-	startK   uint64               // the interval current at Start, by our clock
-	resume   uint64               // the interval after the last one an earlier run reported; 0: none (notRunning)
+	stopping  bool   // final is collecting: flush emits nothing until it is done
+	startNs   uint64 // our clock at Start
+	startK    uint64 // the interval current at Start, by our clock
+	resume    uint64 // the interval after the last one an earlier run reported; 0: none (notRunning)
 	// rxDropped is the segment port's count of frames it dropped before
 	// the receiver saw them, as of the last receiver copy; rxDrops holds,
 	// per receiver copy k, the frames dropped since the copy before it
@@ -75,33 +63,26 @@ type controller struct {
 	disorderSeen bool
 	lastDisorder uint64
 	orderChecks  int
-	// The RDA repair exchange (repair.go): as the sender, the timestamp
-	// caches of the intervals still open to requests; as the receiver,
-	// the lines waiting for the sender's timestamps.
-	tscaches map[uint64][]*synopsis.TSCache
-	spares   []*synopsis.TSCache
-	repairs  map[repairKey]*repair
+	// ans answers the peer's requests (we are its sender: answerer.go).
+	ans answerer
+	// rep asks for the timestamps of RDA lines' lost packets (repair.go).
+	rep      repairer
 	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
-	// More RDA cells on demand (fetch.go): as the sender, the recorded
-	// cells of the intervals still open to requests; as the receiver,
-	// what the fetches of a paired interval did, for its RDA lines.
-	fulls      map[uint64][]*synopsis.RDA
-	fullSpares []*synopsis.RDA
-	fetched    map[repairKey]*fetch
-	// exchanged: bytes of requests and replies this appliance sent since
-	// it last shipped an interval; the next shipment takes them off its
-	// control budget (budget.go), carrying what it cannot pay in debt.
-	exchanged, debt int
-	ldsFixes        map[uint64]*ldsFix           // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed           map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
-	reqID           uint32
-	xs              []control.Exchange
-	xbufs           [][]byte
-	rc              repairCounters
-	clk             clockState     // the two directions' means for the clock offset (clock.go)
-	steps           clockSteps     // this end's clock steps and the peer's (clockstep.go)
-	pf              partFetchState // lost LDA parts fetched on demand (partfetch.go)
-	fec             fecState       // the control loss reported both ways, sizing parity (fec.go)
+	// cells asks for more RDA cells where the shipped ones do not decode
+	// (fetch.go).
+	cells cellFetcher
+	lds   ldsRepairer                  // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	timed map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	xs    []control.Exchange
+	// req sends the receiver's requests (requester.go).
+	req requester
+	// parts fetches the LDA parts lost on the segment (partfetch.go);
+	// partKeys is askParts' scratch.
+	parts    partFetcher
+	partKeys []control.PartKey
+	clk      clockState // the two directions' means for the clock offset (clock.go)
+	steps    clockSteps // this end's clock steps and the peer's (clockstep.go)
+	fec      fecState   // the control loss reported both ways, sizing parity (fec.go)
 }
 
 // heldLine is a line pair has built, with the estimate behind it (nil for
@@ -150,8 +131,16 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	return &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, first: true, done: map[uint64]bool{},
-		waits: map[uint64]*heldInterval{}, recent: map[uint64]*evidence{}, rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+	c := &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
+		ship:    newShipper(&a.cfg, a.sender, a.inject),
+		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
+	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
+	c.rep = repairer{cfg: &a.cfg, req: &c.req}
+	c.lds = ldsRepairer{cfg: &a.cfg}
+	return c
 }
 
 // startAt records the start (Start, before the controller runs): the
@@ -259,7 +248,7 @@ func (c *controller) finish(deadline time.Time) *phase {
 			// stands (a descheduled worker may not have closed last−1
 			// yet): moving the clock twice before it polls would merge
 			// two intervals.
-			if c.shipped+1 < last && !late {
+			if c.ship.shipped+1 < last && !late {
 				return false
 			}
 			stage = 2
@@ -278,7 +267,7 @@ func (c *controller) finish(deadline time.Time) *phase {
 		default:
 			// Settled must hold for a while: the peer's last End marker
 			// and synopses may still be on the segment when ours are out.
-			return c.quietFor(now, &quiet, c.shipped >= last)
+			return c.quietFor(now, &quiet, c.ship.shipped >= last)
 		}
 	})
 }
@@ -348,7 +337,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = len(c.pending) == 0 && len(c.later) == 0 && len(c.pf.paced) == 0 && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && len(c.repairs) == 0
+	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && !c.rep.waiting()
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -373,23 +362,33 @@ func (c *controller) sendSide(nowNs uint64) {
 		if !ok {
 			break
 		}
-		c.ship(set, int64(nowNs))
-		c.keepCaches(set)
+		c.shipCopy(set, int64(nowNs))
+		c.ans.keepCaches(set, c.startK)
 		if set.LDS != nil {
 			set.LDS.ReserveFlows()
 		}
 		a.sbuf.Release()
 	}
-	c.dueCopies(nowNs)
-	c.duePaced(nowNs)
-	if len(c.pending) > 0 {
-		n := a.inject.EnqueueBurst(c.pending)
-		for i := 0; i < n; i++ {
-			c.pending[i] = nil
-		}
-		c.pending = c.pending[n:]
+	c.ship.dueCopies(nowNs)
+	c.ans.duePaced(nowNs)
+	c.ship.handOver()
+	c.ship.dueCopies(nowNs) // schedules what waited for the frames just handed over
+}
+
+// shipCopy hands one sender copy to the shipper with what the other
+// parts know of it, and keeps its LDA parts for the part exchange.
+func (c *controller) shipCopy(set *dataplane.SynSet, nowNs int64) {
+	stepped := c.steps.sentStepped(set.FirstK, set.LastK)
+	budget := c.ship.budgetFor(set.Bytes)
+	// Parity for the loss the peer reported (fec.go): every size the
+	// shipper counts (IntervalBytes, wireOf) counts it.
+	c.measureLoss()
+	c.a.sender.SetLoss(c.parityLoss())
+	c.ans.keepBudget(set.LastK, budget)
+	in := shipIn{budget: budget, stepped: stepped, clock: c.clockMean()}
+	if parts := c.ship.send(set, nowNs, in); parts != nil {
+		c.ans.keepParts(set.LastK, parts) // a lost LDA part is fetched on demand (partfetch.go)
 	}
-	c.dueCopies(nowNs) // schedules what waited for the frames just handed over
 }
 
 // receiveSide takes what the receiver lanes handed over: the control
@@ -539,14 +538,14 @@ func (c *controller) pairSide(now time.Time) {
 		if rc, ok := c.rcopies[k]; ok {
 			if !w.asked {
 				w.asked = true
-				c.startFetches(w, rc, now)
+				w.fetches = c.cells.start(w.b, rc, now)
 			}
-			if fetching(w) || c.partFetching(k) {
+			if fetching(w) || c.parts.fetching(k) {
 				continue
 			}
 			c.applyFetches(w, rc)
 			c.pair(w.b, rc)
-			if h := c.waits[k]; h != nil && rc.firstK < rc.k && !rc.warmup {
+			if h := c.led.waiting(k); h != nil && rc.firstK < rc.k && !rc.warmup {
 				// The copy holds the interval before this one too (its
 				// End marker was lost): matched against this interval's
 				// sender alone it proves nothing to the next interval;
@@ -624,7 +623,7 @@ func (c *controller) spanDecide(k uint64) {
 	if span == nil {
 		return
 	}
-	if p := c.waits[k-1]; p != nil && !p.decided {
+	if p := c.led.undecided(k - 1); p != nil {
 		c.decide(p, spanEvidence(span))
 	}
 }
@@ -666,7 +665,7 @@ func (c *controller) silent(nowNs uint64) {
 	}
 	for ; c.nextDue < end; c.nextDue++ {
 		k := c.nextDue
-		if c.done[k] || c.rcopies[k] != nil || c.bundles[k] != nil {
+		if c.led.claimed(k) || c.rcopies[k] != nil || c.bundles[k] != nil {
 			continue
 		}
 		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
@@ -696,18 +695,13 @@ func (c *controller) silentAtStop() {
 		skew = control.DefaultMaxClockSkew
 	}
 	top := c.a.cfg.Clock()/iv + 2 + uint64(skew)/iv // exclusive
-	lo, hi := uint64(math.MaxUint64), uint64(0)
-	for _, k := range c.doneK {
-		if k < top && k+claimMemory >= top {
-			lo, hi = min(lo, k), max(hi, k)
-		}
-	}
+	lo, hi := c.led.claimedSpan(top)
 	if hi <= lo {
 		return
 	}
 	for k := max(lo, c.nextDue); k < hi; k++ { // fewer than claimMemory
 
-		if !c.done[k] {
+		if !c.led.claimed(k) {
 			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
 		}
 	}
@@ -725,7 +719,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		// restarted receiver's first interval is never missing. Its
 		// synopses still show the next interval's packets that overtook
 		// the End marker: kept as that interval's previous evidence.
-		c.recent[b.Interval] = c.warmupEvidence(b, rc)
+		c.led.remember(b.Interval, c.warmupEvidence(b, rc))
 		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, warmup)
 		return
 	}
@@ -734,19 +728,18 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.steering(b, rc)
-	c.pairing = true
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames}
+	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames})
 	defer c.release(b.Interval)
 	var seen delaysSeen
 	for m := range rc.lda {
 		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
 		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
-		c.partFields(b.Interval, m, r)
+		c.parts.fields(b.Interval, m, r)
 		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
 		if !ok {
 			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
 			if c.countLine(r, b.Interval, b.ClassFrames, rc, m, why) {
-				c.held = append(c.held, heldLine{r: r, mec: m, counts: true})
+				c.led.hold(heldLine{r: r, mec: m, counts: true})
 			} else {
 				c.emitInvalid(r, rc.lda[m].Count(), why)
 			}
@@ -789,14 +782,14 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 			continue
 		}
 		seen.add(&d, e.UsableBuckets)
-		c.ev.snd[m] = cl
+		c.led.building().snd[m] = cl
 		analyze.Fill(r, e)
 		c.stamps(r, h.StampErrNs, rc)
 		if why := sessionReason(h.Flags, rc); why.Code != 0 {
 			r.Invalidate(why.Code, why.Why)
 		}
 		c.hold(r, e, m)
-		c.ldaMicrobursts(r, c.held[len(c.held)-1].e, cl, rc.lda[m], b.StartNs, b.EndNs)
+		c.ldaMicrobursts(r, c.led.last().e, cl, rc.lda[m], b.StartNs, b.EndNs)
 		if rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
@@ -804,9 +797,10 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	for m := range rc.sample {
 		c.pairSample(b, rc, m) // sample.go
 	}
-	c.ev.delay = c.confidenceRange(seen)
+	ev := c.led.building()
+	ev.delay = c.confidenceRange(seen)
 	if rc.lds != nil {
-		c.pairLDS(b, rc, c.ev.delay)
+		c.pairLDS(b, rc, ev.delay)
 	}
 }
 
@@ -921,13 +915,14 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		return
 	}
 	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
-		c.ev.rda[m] = &dec
-		c.ev.own[m] = own
+		ev := c.led.building()
+		ev.rda[m] = &dec
+		ev.own[m] = own
 	}
 	analyze.Fill(r, e)
 	r.Synopsis = "rda"
 	r.Extra = st.ReportFields()
-	c.fetchFields(b.Interval, m, r.Extra)
+	c.cells.fields(b.Interval, m, r.Extra)
 	c.stamps(r, h.StampErrNs, rc)
 	if why := sessionReason(h.Flags, rc); why.Code != 0 {
 		r.Invalidate(why.Code, why.Why)
@@ -939,7 +934,7 @@ func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
 		// line.
 		return
 	}
-	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.held[len(c.held)-1].e)
+	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.led.last().e)
 }
 
 // matchRDA is our RDA in the sender's shape: the budget may have folded
@@ -1012,22 +1007,19 @@ func (c *controller) noteRxDrops(k uint64) {
 
 // hold keeps a paired line with its estimate until release.
 func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
-	c.held = append(c.held, heldLine{r: r, e: &e, mec: mec})
+	c.led.hold(heldLine{r: r, e: &e, mec: mec})
 }
 
 // release ends pair: the interval's lines wait for the next interval's
 // synopses (crossing.go), then for the cross-class pass (classChanges).
 func (c *controller) release(k uint64) {
-	c.pairing = false
-	h := &heldInterval{k: k, lines: c.held, ev: c.ev, at: c.a.now()}
-	c.held, c.ev = nil, evidence{}
-	c.waits[k] = h
-	if p := c.waits[k-1]; p != nil && !p.decided {
+	h := c.led.close(k, c.a.now())
+	if p := c.led.undecided(k - 1); p != nil {
 		c.decide(p, &h.ev)
 	}
-	if n := c.waits[k+1]; n != nil {
+	if n := c.led.waiting(k + 1); n != nil {
 		c.decide(h, &n.ev)
-	} else if ev := c.recent[k+1]; ev != nil {
+	} else if ev := c.led.recentEvidence(k + 1); ev != nil {
 		c.decide(h, ev)
 	}
 	c.flush()
@@ -1392,7 +1384,7 @@ func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRang
 		if rc.lds.RowsTakeAll() && !countsAgree(&f) {
 			r.Invalidate(report.FlowShared, ReasonFlowShared)
 		}
-		c.held = append(c.held, heldLine{r: r, flow: &f})
+		c.led.hold(heldLine{r: r, flow: &f})
 	}
 	c.ldsRepairSetUp(b.Interval, &snd, rc.lds, len(top)) // lds_repair.go
 }
@@ -1547,11 +1539,6 @@ func (c *controller) emitInvalid(r *report.Interval, received uint64, reason rep
 	c.emit(r)
 }
 
-// claimMemory is how many reported intervals claim remembers (done,
-// doneK): a verdict on an older one can no longer be told from a first
-// one. Every loop over interval numbers is bounded by it.
-const claimMemory = 256
-
 // claim marks interval k reported and says whether it was free: a second
 // verdict on the same interval (e.g. a failure after a restart's partial
 // interval) is logged, not reported again.
@@ -1559,30 +1546,24 @@ func (c *controller) claim(k uint64) bool {
 	if c.resume != 0 {
 		c.notRunning(k)
 	}
-	if c.done[k] {
+	if !c.led.claim(k) {
 		c.a.cfg.Log.Debug().Uint64("interval", k).Msg("interval already reported")
 		return false
-	}
-	c.done[k] = true
-	c.doneK = append(c.doneK, k)
-	if len(c.doneK) > claimMemory {
-		delete(c.done, c.doneK[0])
-		c.doneK = c.doneK[1:]
 	}
 	return true
 }
 
 func (c *controller) emit(r *report.Interval) {
-	if c.pairing {
-		c.held = append(c.held, heldLine{r: r})
+	if c.led.pairing() {
+		c.led.hold(heldLine{r: r})
 		return
 	}
-	if p := c.waits[uint64(r.Interval)-1]; p != nil && !p.decided {
+	if p := c.led.undecided(uint64(r.Interval) - 1); p != nil {
 		// The next interval is reported without pairing: its synopses
 		// will not come to check the waiting one.
 		c.decide(p, nil)
 	}
-	c.queued = append(c.queued, r)
+	c.led.queue(r)
 	c.flush()
 }
 

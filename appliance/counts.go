@@ -280,9 +280,8 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 		return true
 	}
 	why := c.failureReason(f)
-	c.pairing = true
 	n := len(rc.lda)
-	c.ev = evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames}
+	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames})
 	for m := range rc.lda {
 		r := c.line(f.Interval, f.StartNs, f.EndNs, m)
 		if !c.countLine(r, f.Interval, f.ClassFrames, rc, m, why) {
@@ -290,7 +289,7 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 			c.emitInvalid(r, rc.lda[m].Count(), why)
 			continue
 		}
-		c.held = append(c.held, heldLine{r: r, mec: m, counts: true})
+		c.led.hold(heldLine{r: r, mec: m, counts: true})
 	}
 	c.release(f.Interval)
 	return true

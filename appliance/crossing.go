@@ -3,7 +3,6 @@ package appliance
 import (
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -91,8 +90,8 @@ type heldInterval struct {
 func (c *controller) overdue(now time.Time) {
 	limit := c.a.cfg.PairTimeout + c.a.cfg.Interval
 	late := false
-	for _, k := range sortedKeys(c.waits) {
-		if h := c.waits[k]; !h.decided && now.Sub(h.at) > limit {
+	for _, k := range c.led.waitingKeys() {
+		if h := c.led.undecided(k); h != nil && now.Sub(h.at) > limit {
 			c.decide(h, nil)
 			late = true
 		}
@@ -106,7 +105,7 @@ func (c *controller) overdue(now time.Time) {
 // to h's lines, then the cross-class pass.
 func (c *controller) decide(h *heldInterval, next *evidence) {
 	h.decided = true
-	prev := c.evidenceOf(h.k - 1)
+	prev := c.led.evidenceOf(h.k - 1)
 	win := h.ev.windowNs(c.a.cfg.Bounds)
 	classes := len(h.ev.rcv)
 	known := make([]bool, classes)
@@ -456,16 +455,6 @@ const ReasonPrevMissing = "previous interval missing: packets that overtook this
 
 var prevMissing = report.Cause{Code: report.PrevMissing, Why: ReasonPrevMissing}
 
-// evidenceOf is the paired evidence of interval k, still waiting or
-// recently reported; nil when k never paired (its synopses failed, or it
-// is the interval the receiver started in).
-func (c *controller) evidenceOf(k uint64) *evidence {
-	if w := c.waits[k]; w != nil {
-		return &w.ev
-	}
-	return c.recent[k]
-}
-
 // ldaEarly matches class m's single losses of h against the previous
 // interval's single extras: packets of h that overtook h's start marker
 // (End of h-1) and reached the receiver before it. The match is the
@@ -603,7 +592,7 @@ func lossClose(e *synopsis.Estimate, saved report.Cause) {
 // synopses will not come (a failure, a timeout, a second cut of k after a
 // sender restart).
 func (c *controller) nextCopy(k uint64, rc *rcopy) {
-	if h := c.waits[k]; h != nil && !h.decided && rc != nil && !rc.warmup {
+	if h := c.led.undecided(k); h != nil && rc != nil && !rc.warmup {
 		c.decide(h, senderless(h, rc))
 	}
 }
@@ -614,9 +603,9 @@ func (c *controller) nextCopy(k uint64, rc *rcopy) {
 // End marker.
 func (c *controller) decideAtStop(act *rcopy) {
 	lastK := c.a.rbuf.Active().FirstK // the interval after the last End marker
-	for _, k := range sortedKeys(c.waits) {
-		h := c.waits[k]
-		if h.decided {
+	for _, k := range c.led.waitingKeys() {
+		h := c.led.undecided(k)
+		if h == nil {
 			continue
 		}
 		next := h.k + 1
@@ -678,7 +667,7 @@ func (c *controller) silentHole(lim uint64) (hole, top uint64) {
 		return math.MaxUint64, top
 	}
 	for k := c.nextDue; k < min(lim, top) && k < c.nextDue+claimMemory; k++ {
-		if !c.done[k] && c.rcopies[k] == nil && c.bundles[k] == nil && c.waits[k] == nil {
+		if !c.led.claimed(k) && c.rcopies[k] == nil && c.bundles[k] == nil && c.led.waiting(k) == nil {
 			return k, top
 		}
 	}
@@ -691,61 +680,27 @@ func (c *controller) flush() {
 	if c.stopping {
 		return
 	}
-	lim := uint64(math.MaxUint64)
-	for k, h := range c.waits {
-		if !h.decided && k < lim {
-			lim = k
-		}
-	}
+	lim := c.led.oldestUndecided()
 	// An older interval whose receiver copy or sender bundle is still
 	// waiting for its other half (or for its failure to be declared) will
 	// be reported later: nothing newer goes out before it.
 	for k := range c.rcopies {
-		if k < lim && !c.done[k] {
+		if k < lim && !c.led.claimed(k) {
 			lim = k
 		}
 	}
 	for k := range c.bundles {
-		if k < lim && !c.done[k] {
+		if k < lim && !c.led.claimed(k) {
 			lim = k
 		}
 	}
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
-	lim = c.repairsBefore(lim)
+	lim = c.rep.before(lim)
 	// An interval nothing came for goes out when the liveness check
 	// declares it silent: the lines after it wait for it.
 	hole, top := c.silentHole(lim)
-	held := func(k uint64) bool { return k > hole && k < top }
-	type item struct {
-		k uint64
-		h *heldInterval
-		r *report.Interval
-	}
-	var items []item
-	for k, h := range c.waits {
-		if h.decided && k < lim && !held(k) {
-			items = append(items, item{k: k, h: h})
-			delete(c.waits, k)
-			c.recent[k] = &h.ev
-		}
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].k < items[j].k })
-	rest := c.queued[:0]
-	for _, r := range c.queued {
-		if k := uint64(r.Interval); k < lim && !held(k) {
-			items = append(items, item{k: k, r: r})
-		} else {
-			rest = append(rest, r)
-		}
-	}
-	for i := len(rest); i < len(c.queued); i++ {
-		c.queued[i] = nil
-	}
-	c.queued = rest
-	// Held lines first within an interval: they claimed it.
-	sort.SliceStable(items, func(i, j int) bool { return items[i].k < items[j].k })
-	for _, it := range items {
+	for _, it := range c.led.release(lim, hole, top) {
 		if it.h != nil {
 			c.flowQuantiles(it.h) // sample.go
 			for _, l := range it.h.lines {
@@ -755,19 +710,5 @@ func (c *controller) flush() {
 		}
 		c.out(it.r)
 	}
-	// A predecessor paired late may still want these intervals' evidence;
-	// a few are enough.
-	var newest uint64
-	for k := range c.recent {
-		newest = max(newest, k)
-	}
-	for k, ev := range c.recent {
-		if k+4 < newest {
-			delete(c.recent, k)
-		} else if k+1 < newest {
-			// The receiver RDAs (with their timestamp caches) serve
-			// only the next interval's crossedInto.
-			ev.own = nil
-		}
-	}
+	c.led.forget()
 }

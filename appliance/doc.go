@@ -39,6 +39,35 @@
 // and the sender answers with the bytes it shipped, in short paced
 // frames that a congested queue still takes.
 //
+// # Parts of the control side
+//
+// The controller is a coordinator: its step calls parts that each own
+// one job and their own state, handing each what it needs from the
+// others; no part calls back into it.
+//
+//   - shipper (shipper.go, budget.go): encodes each sender copy within
+//     the control budget and holds every control frame until the inject
+//     ring takes it, the copies spaced apart; the exchanges' bytes are
+//     paid from its later budgets.
+//   - answerer (answerer.go): the sender's side of the in-band
+//     exchanges — what each shipped interval's requests may ask for, and
+//     the paced replies.
+//   - ledger (ledger.go): every line from the moment it is built until it
+//     goes out — claimed once per interval, held while its interval waits
+//     for the next one's evidence, released in interval order, each line
+//     once.
+//   - the receiver's side of the exchanges: a requester (requester.go)
+//     numbers and sends the requests of a repairer (repair.go: the lost
+//     packets' timestamps), a cellFetcher (fetch.go: more RDA cells) and
+//     a partFetcher (partfetch.go: lost LDA parts); an ldsRepairer
+//     (lds_repair.go) gathers what the LDS lines' repair needs. Each
+//     returns what it got (repairEnd, cellPatch, partReply, ldsFix) and
+//     the controller puts it in place.
+//
+// Pairing, the crossing and class checks that decide a waiting interval,
+// and applying a repair to its lines (finishRepair, crossedInto,
+// ldsRepairApply, microburst.go) are still the controller's own.
+//
 // # Configuration
 //
 // New applies Config.WithDefaults (every optional zero setting becomes

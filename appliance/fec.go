@@ -1,7 +1,5 @@
 package appliance
 
-import "fmt"
-
 // Parity fragments sized from the loss the peer reports back.
 //
 // The sender adds Reed-Solomon parity fragments to every part it ships
@@ -53,9 +51,6 @@ type fecState struct {
 	own  uint64      // the loss measured over win, ppm
 	ok   bool        // own is measured
 	peer []float64   // the peer's latest reports, oldest first
-	// budgets: each shipped interval's control budget (bytes, all
-	// copies; 0: none), while it is open to requests.
-	budgets map[uint64]uint64
 }
 
 // measureLoss takes the receiver's count of the peer's control frames
@@ -106,35 +101,4 @@ func (c *controller) parityLoss() float64 {
 		p = max(p, r)
 	}
 	return p
-}
-
-// keepBudget remembers interval k's control budget while its requests
-// may come (as long as its timestamp caches are kept, repair.go).
-func (c *controller) keepBudget(k, budget uint64) {
-	if c.fec.budgets == nil {
-		c.fec.budgets = map[uint64]uint64{}
-	}
-	c.fec.budgets[k] = budget
-	for j := range c.fec.budgets {
-		if j+repairKeepIntervals < k || j > k+64 {
-			delete(c.fec.budgets, j)
-		}
-	}
-}
-
-// replyFits says whether a reply of body bytes about interval k may go:
-// within what the interval's control budget can pay, later intervals'
-// included — the exchanges' debt reaches maxDebtIntervals budgets, which
-// is what a burst of loss's cells on demand take (no bound without a
-// budget). What it says no to is counted (RepliesOverBudget) and logged:
-// the requester's line keeps the bound it had. Loss does not refuse a
-// reply: the requester retries every 1/16 interval for half an interval,
-// the replier answers each retry, and the fragments of every attempt fill
-// the same slots (control.Exchange), so each fragment has eight chances
-// — a reply is a message sent in copies, which the budget pays for.
-func (c *controller) replyFits(k uint64, body int) (bool, string) {
-	if b := c.fec.budgets[k]; b > 0 && uint64(c.a.sender.ExchangeBytes(body)) > maxDebtIntervals*b {
-		return false, fmt.Sprintf("larger than %d of the interval's control budgets", maxDebtIntervals)
-	}
-	return true, ""
 }

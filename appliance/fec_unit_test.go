@@ -86,15 +86,16 @@ func TestLossFeedback(t *testing.T) {
 	// later intervals' included (maxDebtIntervals budgets), whatever the
 	// loss (retries are copies); no bound without a budget.
 	c.fec.peer = []float64{0.35}
-	c.keepBudget(7, 4000/maxDebtIntervals)
-	c.keepBudget(8, 0)
+	ans := &answerer{sender: own}
+	ans.keepBudget(7, 4000/maxDebtIntervals)
+	ans.keepBudget(8, 0)
 	fs := own.ExchangeFragmentSize()
 	for _, tc := range []struct {
 		k    uint64
 		body int
 		ok   bool
 	}{{7, fs, true}, {7, 2 * fs, true}, {7, 3 * fs, false}, {8, 40 * fs, true}} {
-		if ok, why := c.replyFits(tc.k, tc.body); ok != tc.ok {
+		if ok, why := ans.replyFits(tc.k, tc.body); ok != tc.ok {
 			t.Errorf("reply of %d bytes about interval %d: fits %v (%s), want %v", tc.body, tc.k, ok, why, tc.ok)
 		}
 	}

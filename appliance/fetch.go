@@ -32,9 +32,9 @@ import (
 //     failure, rounded up to a fold of the recorded size and at least
 //     twice the shipped cells. If those do not decode either, twice
 //     as many are asked, up to the recorded size.
-//   - A request is retried every 2·repairRetry (a reply is tens of
+//   - A request is retried every 2·retryPeriod (a reply is tens of
 //     frames the sender paces out, and it answers every try); at
-//     repairDeadline after the first the interval pairs with what it has (the shipped copy or the
+//     repairDeadlineOf after the first the interval pairs with what it has (the shipped copy or the
 //     largest fetched one). The interval's lines wait for the next
 //     interval in any case (crossing.go), so this adds no latency to the
 //     reports unless the peer does not answer.
@@ -74,19 +74,31 @@ type fetch struct {
 	status   string
 }
 
-// startFetches asks for more cells of every class of interval k whose
-// shipped RDA does not decode against the receiver's copy rc; it says
-// whether any request went out (the interval then waits: fetching).
-func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
-	if rc.rda == nil || rc.merged || rc.steerWhy != "" || w.b.Session == 0 {
+// cellFetcher is the receiver's side of the RDA cells exchange: it asks
+// for more cells of the classes whose shipped RDA does not decode, retries
+// and gives up, and keeps what each fetch did until its RDA line is built.
+// The fetches of an interval travel with its bundle (waiting.fetches):
+// the coordinator hands them over, and puts the cells a fetch brought into
+// the bundle (cellPatch).
+type cellFetcher struct {
+	cfg     *Config
+	req     *requester
+	fetched map[repairKey]*fetch // finished fetches, until their RDA line takes them (fields)
+}
+
+// start asks for more cells of every class of interval b.Interval whose
+// shipped RDA does not decode against the receiver's copy rc; it returns
+// the fetches sent (the interval then waits: fetching).
+func (cf *cellFetcher) start(b *control.IntervalBundle, rc *rcopy, now time.Time) []*fetch {
+	if rc.rda == nil || rc.merged || rc.steerWhy != "" || b.Session == 0 {
 		// A copy that is not the interval's (a lost End marker, steering
 		// that differs at the two ends): more cells would not make it
 		// decode, nor the line valid. The receiver's first copy (warmup)
 		// is asked for: its decode is the evidence of the next
 		// interval's packets that overtook its start.
-		return false
+		return nil
 	}
-	b := w.b
+	var fs []*fetch
 	for m := range rc.rda {
 		key := control.PartKey{MEC: uint16(m), Kind: control.KindRDA}
 		payload, ok := b.Payloads[key]
@@ -123,10 +135,10 @@ func (c *controller) startFetches(w *waiting, rc *rcopy, now time.Time) bool {
 		if f.target <= f.shipped {
 			continue
 		}
-		w.fetches = append(w.fetches, f)
-		c.sendFetch(f, now, true)
+		fs = append(fs, f)
+		cf.send(f, now, true)
 	}
-	return len(w.fetches) > 0
+	return fs
 }
 
 // fetchCells is the cells per bank to ask for a set difference of about
@@ -150,15 +162,14 @@ func fetchCells(banks, d, least, recorded int, r *synopsis.RDA) int {
 	return recorded
 }
 
-// sendFetch sends f's request; fresh: for f.target cells, under a new
+// send sends f's request; fresh: for f.target cells, under a new
 // request id (else a retry of the last).
-func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
+func (cf *cellFetcher) send(f *fetch, now time.Time, fresh bool) {
 	if fresh {
-		c.reqID++
-		f.id = c.reqID
+		f.id = cf.req.nextID()
 		f.body = synopsis.AppendCellsRequest(nil, f.target)
 	}
-	n, bytes, ok := c.sendExchangeRequest(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
+	n, bytes, ok := cf.req.send(f.key, control.KindRDA, f.peer, f.id, f.body, "RDA cells request")
 	if !ok {
 		f.done, f.status = true, "not sent"
 		return
@@ -167,7 +178,7 @@ func (c *controller) sendFetch(f *fetch, now time.Time, fresh bool) {
 	f.frames += n
 	f.tries++
 	f.last = now
-	c.rc.sent.Add(1)
+	cf.req.rc.sent.Add(1)
 }
 
 // fetching says whether w still waits for cells.
@@ -181,39 +192,54 @@ func fetching(w *waiting) bool {
 }
 
 // fetchTick retries the pending cells requests and gives up those past
-// their deadline; it says whether an interval may now pair.
+// their deadline, in interval order; it says whether an interval may now
+// pair.
 func (c *controller) fetchTick(now time.Time) bool {
 	ready := false
 	for _, k := range sortedKeys(c.bundles) {
-		for _, f := range c.bundles[k].fetches {
-			switch {
-			case f.done:
-			case now.Sub(f.first) >= c.repairDeadline():
-				c.rc.givenUp.Add(1)
-				f.done = true
-				if f.got == nil {
-					f.status = "no reply"
-				} else {
-					f.status = "incomplete"
-				}
-				ready = true
-			case now.Sub(f.last) >= 2*c.repairRetry():
-				c.sendFetch(f, now, false)
+		ready = c.cells.tick(c.bundles[k].fetches, now) || ready
+	}
+	return ready
+}
+
+// tick retries one interval's pending requests and gives up those past
+// their deadline; it says whether one was given up.
+func (cf *cellFetcher) tick(fs []*fetch, now time.Time) bool {
+	ready := false
+	for _, f := range fs {
+		switch {
+		case f.done:
+		case now.Sub(f.first) >= repairDeadlineOf(cf.cfg.Interval):
+			cf.req.rc.givenUp.Add(1)
+			f.done = true
+			if f.got == nil {
+				f.status = "no reply"
+			} else {
+				f.status = "incomplete"
 			}
+			ready = true
+		case now.Sub(f.last) >= 2*retryPeriod(cf.cfg.Interval):
+			cf.send(f, now, false)
 		}
 	}
 	return ready
 }
 
-// onFetchReply applies a reply to a pending cells request; false when it
-// answers none.
+// onFetchReply applies a reply to a pending cells request of its
+// interval's bundle; false when it answers none.
 func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 	w := c.bundles[x.Interval]
 	if w == nil {
 		return false
 	}
+	return c.cells.onReply(x, w.fetches, now)
+}
+
+// onReply applies a reply to one of fs, an interval's fetches; false when
+// it answers none.
+func (cf *cellFetcher) onReply(x *control.Exchange, fs []*fetch, now time.Time) bool {
 	var f *fetch
-	for _, g := range w.fetches {
+	for _, g := range fs {
 		if g.key.mec == x.MEC && g.id == x.ID && !g.done {
 			f = g
 		}
@@ -221,17 +247,17 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 	if f == nil {
 		return false
 	}
-	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != c.a.sender.Session() {
-		c.rc.stray.Add(1)
+	if x.Kind != control.KindRDA || x.Session != f.peer || x.To != cf.req.sender.Session() {
+		cf.req.rc.stray.Add(1)
 		return true
 	}
 	var snd synopsis.RDA
 	if err := snd.UnmarshalBinary(x.Body); err != nil || snd.Cells() != f.target || snd.Banks() != f.banks {
-		c.rc.bad.Add(1)
-		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
+		cf.req.rc.bad.Add(1)
+		cf.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("RDA cells reply does not decode as the cells asked")
 		return true
 	}
-	c.rc.accepted.Add(1)
+	cf.req.rc.accepted.Add(1)
 	f.repBytes += x.Bytes
 	f.frames += x.Frames
 	f.got, f.gotCells = x.Body, f.target
@@ -247,45 +273,63 @@ func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
 		f.done, f.status = true, "complete"
 	case f.target >= f.recorded:
 		f.done, f.status = true, "incomplete"
-	case now.Sub(f.first) >= c.repairDeadline():
+	case now.Sub(f.first) >= repairDeadlineOf(cf.cfg.Interval):
 		f.done, f.status = true, "incomplete"
 	default:
 		// Still too few: twice as many (a new request id).
 		f.target = fetchCells(f.banks, 0, 2*f.target, f.recorded, f.own)
-		c.sendFetch(f, now, true)
+		cf.send(f, now, true)
 	}
 	return true
 }
 
+// cellPatch is the cells a fetch brought: the RDA part of its class in
+// the bundle, in place of the shipped one.
+type cellPatch struct {
+	key     control.PartKey
+	payload []byte
+}
+
 // applyFetches puts each class's fetched cells in the bundle in place of
-// the shipped ones (pair then decodes them), and keeps what the fetch
-// did for the RDA line (fetchFields).
+// the shipped ones (pair then decodes them); the cell fetcher keeps what
+// each fetch did for the RDA line (fields).
 func (c *controller) applyFetches(w *waiting, rc *rcopy) {
-	for _, f := range w.fetches {
-		if f.got != nil {
-			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
-			w.b.Payloads[control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}] = p
-		}
-		if rc.warmup {
-			continue // no RDA line (warmupEvidence)
-		}
-		if c.fetched == nil {
-			c.fetched = map[repairKey]*fetch{}
-		}
-		c.fetched[f.key] = f
+	for _, p := range c.cells.finish(w.fetches, rc.warmup) {
+		w.b.Payloads[p.key] = p.payload
 	}
 	w.fetches = nil
 }
 
-// fetchFields adds what fetching more cells did to class m's RDA line of
+// finish ends an interval's fetches as it pairs: the cells each brought,
+// and, unless the copy is the receiver's first (it has no RDA line:
+// warmupEvidence), what each did, for its line.
+func (cf *cellFetcher) finish(fs []*fetch, warmup bool) []cellPatch {
+	var ps []cellPatch
+	for _, f := range fs {
+		if f.got != nil {
+			p := append(append([]byte(nil), f.payload[:f.hdrLen]...), f.got...)
+			ps = append(ps, cellPatch{key: control.PartKey{MEC: f.key.mec, Kind: control.KindRDA}, payload: p})
+		}
+		if warmup {
+			continue
+		}
+		if cf.fetched == nil {
+			cf.fetched = map[repairKey]*fetch{}
+		}
+		cf.fetched[f.key] = f
+	}
+	return ps
+}
+
+// fields adds what fetching more cells did to class m's RDA line of
 // interval k, and forgets it.
-func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
+func (cf *cellFetcher) fields(k uint64, m int, extra map[string]any) {
 	key := repairKey{k: k, mec: uint16(m)}
-	f := c.fetched[key]
+	f := cf.fetched[key]
 	if f == nil {
 		return
 	}
-	delete(c.fetched, key)
+	delete(cf.fetched, key)
 	extra["rda_fetch"] = f.status
 	extra["rda_fetch_shipped_cells"] = f.shipped
 	extra["rda_fetch_cells"] = f.gotCells
@@ -300,20 +344,15 @@ func (c *controller) fetchFields(k uint64, m int, extra map[string]any) {
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
 	for k, w := range c.bundles {
-		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.partFetching(k)) {
+		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.parts.fetching(k)) {
 			ks = append(ks, k)
 		}
 	}
-	c.stopPartFetches()
+	c.parts.stop()
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	for _, k := range ks {
 		w := c.bundles[k]
-		for _, f := range w.fetches {
-			if !f.done {
-				f.done, f.status = true, "stopped"
-				c.rc.givenUp.Add(1)
-			}
-		}
+		c.cells.stop(w.fetches)
 		c.applyFetches(w, c.rcopies[k])
 		c.pair(w.b, c.rcopies[k])
 		delete(c.rcopies, k)
@@ -321,91 +360,12 @@ func (c *controller) pairFetchedAtStop() {
 	}
 }
 
-// answerCells replies to a request for interval x.Interval's RDA of class
-// x.MEC folded to more cells, from the cells kept for it.
-func (c *controller) answerCells(x *control.Exchange) {
-	a := c.a
-	var full *synopsis.RDA
-	if rs := c.fulls[x.Interval]; int(x.MEC) < len(rs) {
-		full = rs[x.MEC]
-	}
-	cells, err := synopsis.ParseCellsRequest(x.Body)
-	var f *synopsis.RDA
-	if err == nil && full != nil {
-		f, err = full.Fold(cells)
-	}
-	if x.Kind != control.KindRDA || x.To != a.sender.Session() || full == nil || err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("kept", full != nil).
-			Msg("RDA cells request refused: not our session, the interval's cells are no longer kept, or a size they do not fold to")
-		return
-	}
-	body, _ := f.AppendBinary(nil)
-	if ok, why := c.replyFits(x.Interval, len(body)); !ok {
-		c.rc.refused.Add(1)
-		c.rc.overBudget.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("RDA cells reply not sent: " + why)
-		return
-	}
-	c.sendReply(x, control.KindRDA, body, c.replyFrag(x), a.cfg.Clock(), "RDA cells reply")
-}
-
-// keepCells keeps the sender's recorded RDA cells of interval k (with
-// the timestamp caches kept for it, whose sampling level their encoding
-// states) while its caches are kept, reusing the memory of intervals no
-// longer open to requests.
-func (c *controller) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsis.TSCache) {
-	if c.fulls == nil {
-		c.fulls = map[uint64][]*synopsis.RDA{}
-	}
-	for _, j := range sortedKeys(c.fulls) {
-		if rs := c.fulls[j]; j+repairKeepIntervals < k || j > k+64 {
-			for _, r := range rs {
-				if r != nil && len(c.fullSpares) < 2*len(rdas) {
-					c.fullSpares = append(c.fullSpares, r)
-				}
-			}
-			delete(c.fulls, j)
+// stop ends an interval's open fetches at stop.
+func (cf *cellFetcher) stop(fs []*fetch) {
+	for _, f := range fs {
+		if !f.done {
+			f.done, f.status = true, "stopped"
+			cf.req.rc.givenUp.Add(1)
 		}
 	}
-	kept := make([]*synopsis.RDA, len(rdas))
-	for m, r := range rdas {
-		var dst *synopsis.RDA
-		if n := len(c.fullSpares); n > 0 {
-			dst, c.fullSpares = c.fullSpares[n-1], c.fullSpares[:n-1]
-		}
-		var cache *synopsis.TSCache
-		if m < len(caches) {
-			cache = caches[m]
-		}
-		if cache == nil {
-			// No timestamp cache (--rda-cache 0): the encoding says so
-			// and no receiver asks for cells.
-			if dst != nil {
-				c.fullSpares = append(c.fullSpares, dst)
-			}
-			continue
-		}
-		kept[m] = r.CopyCells(dst, cache)
-	}
-	c.fulls[k] = kept
-}
-
-// sendExchangeRequest queues a Request of kind about key's interval and
-// class to the peer's session, under request id, and counts its bytes as
-// exchanged (paid from later shipments, budget.go); it returns the frames
-// and bytes it took, ok false (logged as what) when it cannot be built.
-func (c *controller) sendExchangeRequest(key repairKey, kind control.Kind, peer uint64, id uint32, body []byte, what string) (frames, bytes int, ok bool) {
-	fs, err := c.a.sender.AppendExchange(c.xbufs, control.TypeRequest, key.k, key.mec, kind, peer, id, body)
-	if err != nil {
-		c.a.cfg.Log.Warn().Err(err).Uint64("interval", key.k).Msg(what + " not sent")
-		return 0, 0, false
-	}
-	c.xbufs = fs[:cap(fs)]
-	for _, fr := range fs {
-		c.pending = append(c.pending, append([]byte(nil), fr...))
-		bytes += len(fr)
-	}
-	c.exchanged += bytes
-	return len(fs), bytes, true
 }

@@ -43,6 +43,17 @@ import (
 // interval, so the flow's mean is over those (one packet of a flow's
 // hundreds, at an interval's edge).
 
+// ldsRepairer gathers, for each interval's LDS lines, the packets the
+// RDA named lost or extra (from the decodes, the receiver's cache and the
+// timestamp replies) until every class's exchange has ended, and then
+// estimates the flows again. It holds the lines' flows but does not write
+// the lines: the coordinator does, from what outcome returns
+// (ldsRepairApply).
+type ldsRepairer struct {
+	cfg   *Config
+	fixes map[uint64]*ldsFix // by interval, while an exchange is pending
+}
+
 // ldsFix is one interval's LDS lines waiting for the exchanges of its
 // classes.
 type ldsFix struct {
@@ -67,18 +78,37 @@ type ldsFixLine struct {
 // ldsRepairSetUp starts the repair of interval k's LDS lines (the last n
 // lines held) from snd (the sender's sketch as shipped) and own (ours, in
 // the same shape), with the RDA decodes of the classes just paired
-// (c.ev). Lines go out at once repaired when no exchange is pending,
-// otherwise when the last one finishes (ldsRepairDone).
+// (the ledger's open interval). Lines are repaired at once when no
+// exchange is pending, otherwise when the last one finishes (ldsRepairDone).
 func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
-	if len(c.ev.rda) == 0 || n == 0 {
+	ev := c.led.building()
+	if len(ev.rda) == 0 || n == 0 {
 		return // no RDA: nothing names the lost packets
 	}
+	asked := make([]int, len(ev.rda))
+	for m := range asked {
+		asked[m] = -1
+		if rp := c.rep.pending(k, uint16(m)); rp != nil {
+			asked[m] = len(rp.ids)
+		}
+	}
+	if f := c.lds.setUp(k, snd, own, c.led.lastHeld(n), ev, asked); f != nil {
+		c.ldsRepairApply(f)
+	}
+}
+
+// setUp starts the repair of interval k's LDS lines from snd and own
+// with the RDA decodes and receiver caches of ev; asked[m] is how many
+// lost packets class m's pending timestamp request asked for (-1: none
+// pending). It returns the repair when no exchange is pending (ready to
+// apply), else nil: lost and done finish it.
+func (l *ldsRepairer) setUp(k uint64, snd, own *synopsis.LDS, lines []heldLine, ev *evidence, asked []int) *ldsFix {
 	f := &ldsFix{k: k, snd: snd, own: own, waiting: map[uint16]bool{}, unplaced: map[string]int{}}
-	for _, hl := range c.held[len(c.held)-n:] {
+	for _, hl := range lines {
 		f.lines = append(f.lines, ldsFixLine{l: hl, plain: hl.flow.Code})
 	}
-	for m := range c.ev.rda {
-		dec := c.ev.rda[m]
+	for m := range ev.rda {
+		dec := ev.rda[m]
 		if dec == nil {
 			f.undecoded++
 			continue
@@ -86,10 +116,10 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 		if !dec.Complete {
 			f.undecoded++
 		}
-		w := c.a.cfg.Classifier.Weight(uint16(m))
+		w := l.cfg.Classifier.Weight(uint16(m))
 		var cache *synopsis.TSCache
-		if m < len(c.ev.own) && c.ev.own[m] != nil {
-			cache = c.ev.own[m].Cache()
+		if m < len(ev.own) && ev.own[m] != nil {
+			cache = ev.own[m].Cache()
 		}
 		for _, id := range dec.Extra {
 			switch {
@@ -118,9 +148,9 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 		if len(dec.Lost) == 0 {
 			continue
 		}
-		if rp := c.repairs[repairKey{k: k, mec: uint16(m)}]; rp != nil {
+		if asked[m] >= 0 {
 			f.waiting[uint16(m)] = true
-			if d := len(dec.Lost) - len(rp.ids); d > 0 {
+			if d := len(dec.Lost) - asked[m]; d > 0 {
 				f.unplaced["sampled sender cache"] += d // not asked for
 			}
 			continue
@@ -128,24 +158,32 @@ func (c *controller) ldsRepairSetUp(k uint64, snd, own *synopsis.LDS, n int) {
 		f.unplaced["not asked"] += len(dec.Lost)
 	}
 	if len(f.waiting) == 0 {
-		c.ldsRepairApply(f)
-		return
+		return f
 	}
-	if c.ldsFixes == nil {
-		c.ldsFixes = map[uint64]*ldsFix{}
+	if l.fixes == nil {
+		l.fixes = map[uint64]*ldsFix{}
 	}
-	c.ldsFixes[k] = f
+	l.fixes[k] = f
+	return nil
 }
 
 // ldsLost adds the lost packets a reply placed (ts, fh, ok as decoded for
 // rp.ids; flows: the reply carried flow hashes) to the LDS repair of rp's
 // interval.
 func (c *controller) ldsLost(rp *repair, ts, fh []uint64, ok []bool, flows bool) {
-	f := c.ldsFixes[rp.key.k]
-	if f == nil || !f.waiting[rp.key.mec] {
-		return
+	if f := c.lds.lost(rp, ts, fh, ok, flows); f != nil {
+		c.ldsRepairApply(f)
 	}
-	w := c.a.cfg.Classifier.Weight(rp.key.mec)
+}
+
+// lost places the lost packets of rp's reply; it returns the interval's
+// repair when that was its last pending exchange.
+func (l *ldsRepairer) lost(rp *repair, ts, fh []uint64, ok []bool, flows bool) *ldsFix {
+	f := l.fixes[rp.key.k]
+	if f == nil || !f.waiting[rp.key.mec] {
+		return nil
+	}
+	w := l.cfg.Classifier.Weight(rp.key.mec)
 	for i, id := range rp.ids {
 		switch {
 		case !ok[i]:
@@ -156,38 +194,49 @@ func (c *controller) ldsLost(rp *repair, ts, fh []uint64, ok []bool, flows bool)
 			f.rep.Lost = append(f.rep.Lost, synopsis.LDSPacket{FlowHash: fh[i], Hash: id, Ts: ts[i], Weight: w})
 		}
 	}
-	delete(f.waiting, rp.key.mec) // ldsRepairDone does not count it again
+	delete(f.waiting, rp.key.mec) // done does not count it again
 	if len(f.waiting) == 0 {
-		delete(c.ldsFixes, f.k)
-		c.ldsRepairApply(f)
+		delete(l.fixes, f.k)
+		return f
 	}
+	return nil
 }
 
 // ldsRepairDone is told every finished exchange (reply, give-up, stop):
 // one without a usable reply leaves its class's lost packets unplaced.
 func (c *controller) ldsRepairDone(rp *repair) {
-	f := c.ldsFixes[rp.key.k]
-	if f == nil || !f.waiting[rp.key.mec] {
-		return
-	}
-	delete(f.waiting, rp.key.mec)
-	f.unplaced["no reply"] += len(rp.ids)
-	if len(f.waiting) == 0 {
-		delete(c.ldsFixes, f.k)
+	if f := c.lds.done(rp); f != nil {
 		c.ldsRepairApply(f)
 	}
 }
 
-// ldsRepairApply estimates the flows again from the repaired sketches and
-// updates the held lines: only their delay fields and the validity the
-// estimator gave them change.
-func (c *controller) ldsRepairApply(f *ldsFix) {
+// done counts rp's class's lost packets unplaced unless its reply placed
+// them (lost); it returns the interval's repair when that was its last
+// pending exchange.
+func (l *ldsRepairer) done(rp *repair) *ldsFix {
+	f := l.fixes[rp.key.k]
+	if f == nil || !f.waiting[rp.key.mec] {
+		return nil
+	}
+	delete(f.waiting, rp.key.mec)
+	f.unplaced["no reply"] += len(rp.ids)
+	if len(f.waiting) == 0 {
+		delete(l.fixes, f.k)
+		return f
+	}
+	return nil
+}
+
+// outcome estimates the flows again from f's repaired sketches: the
+// status for the lines and each flow's repaired estimate by flow hash
+// (nil when nothing was taken out, or the estimate failed).
+func (f *ldsFix) outcome() (status string, byFlow map[uint64]*synopsis.FlowEstimate) {
 	unplaced := 0
 	for _, n := range f.unplaced {
 		unplaced += n
 	}
 	f.rep.Complete = unplaced == 0 && f.undecoded == 0
-	status := fmt.Sprintf("complete: %d lost and %d extra packets taken out", len(f.rep.Lost), len(f.rep.Extra))
+	status = fmt.Sprintf("complete: %d lost and %d extra packets taken out", len(f.rep.Lost), len(f.rep.Extra))
 	if !f.rep.Complete {
 		var why []string
 		if f.undecoded > 0 {
@@ -201,7 +250,6 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 		}
 		status = fmt.Sprintf("partial: %s; %d lost and %d extra packets taken out", strings.Join(why, ", "), len(f.rep.Lost), len(f.rep.Extra))
 	}
-	var byFlow map[uint64]*synopsis.FlowEstimate
 	if len(f.rep.Lost)+len(f.rep.Extra) > 0 {
 		flows, err := synopsis.EstimateLDSFlowsRepaired(f.snd, f.own, f.rep)
 		if err != nil {
@@ -214,6 +262,14 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 			}
 		}
 	}
+	return status, byFlow
+}
+
+// ldsRepairApply updates f's held lines from the flows estimated again
+// (outcome): only their delay fields and the validity the estimator gave
+// them change.
+func (c *controller) ldsRepairApply(f *ldsFix) {
+	status, byFlow := f.outcome()
 	for _, fl := range f.lines {
 		r := fl.l.r
 		if r.Extra == nil {

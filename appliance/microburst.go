@@ -116,7 +116,7 @@ func (c *controller) rdaMicrobursts(r *report.Interval) {
 	if crossedBoundary(r) {
 		m := int(rp.key.mec)
 		for _, j := range []uint64{rp.key.k + 1, rp.key.k - 1} {
-			if ev := c.evidenceOf(j); ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
+			if ev := c.led.evidenceOf(j); ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
 				for _, id := range ev.rda[m].Extra {
 					crossed[id] = true
 				}

@@ -33,7 +33,7 @@ import (
 //     partKeepIntervals intervals and answers with those bytes, paced
 //     evenly over half the retry period so that the reply is not one
 //     burst into the queue that lost the part.
-//   - The requester retries every repairRetry; the fragments of every try
+//   - The requester retries every retryPeriod; the fragments of every try
 //     fill the same slots (control.Exchange), so each has several chances.
 //     It gives up an interval after the first try (16 tries: at 40 %
 //     frame loss a fragment then fails every one of them with
@@ -101,161 +101,35 @@ type partFetch struct {
 	status   string // complete, no reply, stopped
 }
 
-// pacedFrame is a reply fragment due at a time (ns, the control clock).
-type pacedFrame struct {
-	at    uint64
-	frame []byte
+// partFetcher is the receiver's side of the LDA part exchange: the
+// fetches of the intervals still open and what they did for the lines
+// (the sender's side is the answerer's). A reply it accepts comes back
+// to the coordinator as a partReply to put where the interval's parts
+// are; what a fetch did goes into the line the coordinator hands it
+// (fields).
+type partFetcher struct {
+	cfg     *Config
+	req     *requester
+	fetches map[repairKey]*partFetch // by interval and class
 }
 
-// partFetchState is the LDA part exchange at one appliance: as the
-// sender, the payloads shipped; as the receiver, the fetches of the
-// intervals still open and what they did for the lines.
-type partFetchState struct {
-	kept    map[uint64]map[uint16][]byte // sender: interval → class → LDA payload shipped
-	fetches map[repairKey]*partFetch     // receiver: by interval and class
-	paced   []pacedFrame                 // sender: reply fragments not yet due, in due order
-	fragOf  map[[2]uint64]replyCut       // sender: the fragment size of each request's replies (session, id)
-	scratch []control.PartKey
-}
-
-// keepParts keeps interval k's shipped LDA payloads for requests.
-func (c *controller) keepParts(k uint64, parts []control.Part) {
-	s := &c.pf
-	if s.kept == nil {
-		s.kept = map[uint64]map[uint16][]byte{}
-	}
-	m := map[uint16][]byte{}
-	for _, p := range parts {
-		if p.Kind == control.KindLDA {
-			m[p.MEC] = p.Payload
-		}
-	}
-	s.kept[k] = m
-	for j := range s.kept {
-		if j+partKeepIntervals < k || j > k+64 {
-			delete(s.kept, j)
-		}
-	}
-}
-
-// answerPart replies to a request for interval x.Interval's LDA of class
-// x.MEC with the payload shipped, its fragments paced.
-func (c *controller) answerPart(x *control.Exchange, nowNs uint64) {
-	a := c.a
-	payload, ok := c.pf.kept[x.Interval][x.MEC]
-	frag, err := parsePartRequest(x.Body)
-	if x.Kind != control.KindLDA || x.To != a.sender.Session() || !ok || err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == a.sender.Session()).Bool("kept", ok).
-			AnErr("request", err).Msg("LDA part request refused: not our session, the part is no longer kept, or the request does not parse")
-		return
-	}
-	if ok, why := c.replyFits(x.Interval, len(payload)); !ok {
-		c.rc.refused.Add(1)
-		c.rc.overBudget.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(payload)).Msg("LDA part reply not sent: " + why)
-		return
-	}
-	c.sendReply(x, control.KindLDA, payload, frag, nowNs, "LDA part reply")
-}
-
-// sendReply sends body as the reply to x, in fragments of frag message
-// bytes (0: full size) paced evenly over half a retry period behind the
-// replies already waiting, so that a reply is never one burst into the
-// queue that lost what it answers (the requester's next try comes after
-// it). Every try of one request is cut alike: its fragments fill the same
-// slots at the requester.
-func (c *controller) sendReply(x *control.Exchange, kind control.Kind, body []byte, frag int, nowNs uint64, what string) {
-	a := c.a
-	if frag > 0 {
-		// At most MaxExchangeFragments fragments.
-		frag = max(frag, (len(body)+control.MaxExchangeFragments-1)/control.MaxExchangeFragments)
-	}
-	frames, err := a.sender.AppendExchangeSized(c.xbufs, control.TypeReply, x.Interval, x.MEC, kind, x.Session, x.ID, body, frag)
-	if err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Warn().Err(err).Uint64("interval", x.Interval).Msg(what + " not sent")
-		return
-	}
-	c.xbufs = frames[:cap(frames)]
-	gap := uint64(c.repairRetry()) / 2 / uint64(len(frames))
-	at := nowNs
-	if n := len(c.pf.paced); n > 0 {
-		at = max(at, c.pf.paced[n-1].at+gap)
-	}
-	for i, f := range frames {
-		c.pf.paced = append(c.pf.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...)})
-		c.exchanged += len(f)
-	}
-	c.rc.answered.Add(1)
-}
-
-// lossyReplyLoss is the control loss (the peer's reports, parityLoss) from
-// which the RDA's replies go in short frames, as LDA parts always do.
-const lossyReplyLoss = 0.05
-
-// replyFrag is the fragment size of the reply to request x: short frames
-// while the peer reports lossy control frames. The first try's choice
-// holds for every retry of the request (kept with its interval).
-func (c *controller) replyFrag(x *control.Exchange) int {
-	key := [2]uint64{x.Session, uint64(x.ID)}
-	if f, ok := c.pf.fragOf[key]; ok {
-		return f.frag
-	}
-	frag := 0
-	if c.parityLoss() >= lossyReplyLoss {
-		frag = partFetchFrag
-	}
-	if c.pf.fragOf == nil {
-		c.pf.fragOf = map[[2]uint64]replyCut{}
-	}
-	c.pf.fragOf[key] = replyCut{k: x.Interval, frag: frag}
-	for k, f := range c.pf.fragOf {
-		if f.k+partKeepIntervals < x.Interval || f.k > x.Interval+64 {
-			delete(c.pf.fragOf, k)
-		}
-	}
-	return frag
-}
-
-// replyCut is the fragment size chosen for one request's replies.
-type replyCut struct {
-	k    uint64
-	frag int
-}
-
-// duePaced hands the paced reply fragments that are due to the inject
-// queue.
-func (c *controller) duePaced(nowNs uint64) {
-	n := 0
-	for n < len(c.pf.paced) && c.pf.paced[n].at <= nowNs {
-		c.pending = append(c.pending, c.pf.paced[n].frame)
-		n++
-	}
-	if n > 0 {
-		clear(c.pf.paced[:n])
-		c.pf.paced = c.pf.paced[n:]
-	}
-}
-
-// startPartFetch asks for class mec's LDA of interval k from peer, once.
-func (c *controller) startPartFetch(k uint64, mec uint16, peer uint64, now time.Time) {
-	if c.pf.fetches == nil {
-		c.pf.fetches = map[repairKey]*partFetch{}
+// start asks for class mec's LDA of interval k from peer, once.
+func (p *partFetcher) start(k uint64, mec uint16, peer uint64, now time.Time) {
+	if p.fetches == nil {
+		p.fetches = map[repairKey]*partFetch{}
 	}
 	key := repairKey{k: k, mec: mec}
-	if c.pf.fetches[key] != nil || peer == 0 {
+	if p.fetches[key] != nil || peer == 0 {
 		return
 	}
 	f := &partFetch{key: key, peer: peer, first: now, body: appendPartRequest(nil, partFetchFrag)}
-	c.reqID++
-	f.id = c.reqID
-	c.pf.fetches[key] = f
-	c.sendPartFetch(f, now)
+	f.id = p.req.nextID()
+	p.fetches[key] = f
+	p.send(f, now)
 }
 
-func (c *controller) sendPartFetch(f *partFetch, now time.Time) {
-	_, bytes, ok := c.sendExchangeRequest(f.key, control.KindLDA, f.peer, f.id, f.body, "LDA part request")
+func (p *partFetcher) send(f *partFetch, now time.Time) {
+	_, bytes, ok := p.req.send(f.key, control.KindLDA, f.peer, f.id, f.body, "LDA part request")
 	if !ok {
 		f.done, f.status = true, "not sent"
 		return
@@ -263,7 +137,7 @@ func (c *controller) sendPartFetch(f *partFetch, now time.Time) {
 	f.reqBytes += bytes
 	f.tries++
 	f.last = now
-	c.rc.sent.Add(1)
+	p.req.rc.sent.Add(1)
 }
 
 // askParts starts the fetches of the LDA parts still missing from the
@@ -282,12 +156,12 @@ func (c *controller) askParts(now time.Time) {
 			continue
 		}
 		var ok bool
-		if c.pf.scratch, ok = c.a.receiver.Incomplete(k, c.pf.scratch[:0]); !ok {
+		if c.partKeys, ok = c.a.receiver.Incomplete(k, c.partKeys[:0]); !ok {
 			continue
 		}
-		for _, p := range c.pf.scratch {
+		for _, p := range c.partKeys {
 			if p.Kind == control.KindLDA {
-				c.startPartFetch(k, p.MEC, peer, now)
+				c.parts.start(k, p.MEC, peer, now)
 			}
 		}
 	}
@@ -296,24 +170,24 @@ func (c *controller) askParts(now time.Time) {
 		if rc := c.rcopies[k]; w.b.Session != peer || rc != nil && rc.warmup {
 			continue
 		}
-		c.pf.scratch = c.pf.scratch[:0]
+		c.partKeys = c.partKeys[:0]
 		for p := range w.b.Missing {
 			if p.Kind == control.KindLDA {
-				c.pf.scratch = append(c.pf.scratch, p)
+				c.partKeys = append(c.partKeys, p)
 			}
 		}
-		slices.SortFunc(c.pf.scratch, func(x, y control.PartKey) int { return int(x.MEC) - int(y.MEC) })
-		for _, p := range c.pf.scratch {
-			c.startPartFetch(k, p.MEC, peer, now)
+		slices.SortFunc(c.partKeys, func(x, y control.PartKey) int { return int(x.MEC) - int(y.MEC) })
+		for _, p := range c.partKeys {
+			c.parts.start(k, p.MEC, peer, now)
 		}
 	}
 }
 
-// partTick retries the fetches still open and gives up those past their
+// tick retries the fetches still open and gives up those past their
 // deadline; it forgets the records of intervals long reported.
-func (c *controller) partTick(now time.Time) {
-	keys := make([]repairKey, 0, len(c.pf.fetches))
-	for key := range c.pf.fetches {
+func (p *partFetcher) tick(now time.Time) {
+	keys := make([]repairKey, 0, len(p.fetches))
+	for key := range p.fetches {
 		keys = append(keys, key)
 	}
 	slices.SortFunc(keys, func(x, y repairKey) int {
@@ -323,59 +197,78 @@ func (c *controller) partTick(now time.Time) {
 		return cmp.Compare(x.mec, y.mec)
 	})
 	for _, key := range keys {
-		f := c.pf.fetches[key]
+		f := p.fetches[key]
 		switch {
 		case f.done:
-			if now.Sub(f.first) > 4*c.a.cfg.PairTimeout {
-				delete(c.pf.fetches, key) // its interval was reported long ago
+			if now.Sub(f.first) > 4*p.cfg.PairTimeout {
+				delete(p.fetches, key) // its interval was reported long ago
 			}
-		case now.Sub(f.first) >= c.a.cfg.Interval:
-			c.rc.givenUp.Add(1)
+		case now.Sub(f.first) >= p.cfg.Interval:
+			p.req.rc.givenUp.Add(1)
 			f.done, f.status = true, "no reply"
-		case now.Sub(f.last) >= c.repairRetry():
-			c.sendPartFetch(f, now)
+		case now.Sub(f.last) >= retryPeriod(p.cfg.Interval):
+			p.send(f, now)
 		}
 	}
 }
 
-// onPartReply takes a reply to one of our part requests; it says whether
-// x was one (a reply of kind LDA).
-func (c *controller) onPartReply(x *control.Exchange) bool {
+// partReply is an LDA part a fetch brought back, for the coordinator to
+// put where interval k's parts are.
+type partReply struct {
+	k    uint64
+	key  control.PartKey
+	peer uint64 // the sender session it came from
+	body []byte
+}
+
+// onReply takes a reply to one of our part requests: ours says whether
+// x was one (a reply of kind LDA), got is the part when it was accepted.
+func (p *partFetcher) onReply(x *control.Exchange) (got *partReply, ours bool) {
 	if x.Kind != control.KindLDA {
-		return false
+		return nil, false
 	}
-	f := c.pf.fetches[repairKey{k: x.Interval, mec: x.MEC}]
-	if f == nil || f.done || f.id != x.ID || x.Session != f.peer || x.To != c.a.sender.Session() {
-		c.rc.stray.Add(1)
-		return true
+	f := p.fetches[repairKey{k: x.Interval, mec: x.MEC}]
+	if f == nil || f.done || f.id != x.ID || x.Session != f.peer || x.To != p.req.sender.Session() {
+		p.req.rc.stray.Add(1)
+		return nil, true
 	}
 	if _, _, err := parsePayload(x.Body); err != nil {
-		c.rc.bad.Add(1)
-		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("LDA part reply does not parse")
-		return true
+		p.req.rc.bad.Add(1)
+		p.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("LDA part reply does not parse")
+		return nil, true
 	}
-	c.rc.accepted.Add(1)
+	p.req.rc.accepted.Add(1)
 	f.repBytes += x.Bytes
 	f.done, f.status = true, "complete"
-	key := control.PartKey{MEC: x.MEC, Kind: control.KindLDA}
-	if w := c.bundles[x.Interval]; w != nil {
+	return &partReply{k: x.Interval, key: control.PartKey{MEC: x.MEC, Kind: control.KindLDA}, peer: f.peer, body: x.Body}, true
+}
+
+// onPartReply takes a reply to one of our part requests (partFetcher.onReply)
+// and puts the part it brought where its interval's parts are; it says
+// whether x was one.
+func (c *controller) onPartReply(x *control.Exchange) bool {
+	got, ours := c.parts.onReply(x)
+	if got == nil {
+		return ours
+	}
+	if w := c.bundles[got.k]; w != nil {
 		// The interval went out partial meanwhile: complete its bundle.
-		if _, missing := w.b.Missing[key]; missing && w.b.Session == f.peer {
-			w.b.Payloads[key] = x.Body
-			delete(w.b.Missing, key)
+		if _, missing := w.b.Missing[got.key]; missing && w.b.Session == got.peer {
+			w.b.Payloads[got.key] = got.body
+			delete(w.b.Missing, got.key)
 			if len(w.b.Missing) == 0 {
 				w.b.Missing = nil
 			}
 		}
 		return true
 	}
-	c.a.receiver.SupplyPart(x.Interval, key, x.Body)
+	c.a.receiver.SupplyPart(got.k, got.key, got.body)
 	return true
 }
 
-// partFetching says whether interval k still waits for an LDA part.
-func (c *controller) partFetching(k uint64) bool {
-	for key, f := range c.pf.fetches {
+// fetching says whether interval k still waits for an LDA part.
+func (p *partFetcher) fetching(k uint64) bool {
+	for key, f := range p.fetches {
 		if key.k == k && !f.done {
 			return true
 		}
@@ -383,20 +276,20 @@ func (c *controller) partFetching(k uint64) bool {
 	return false
 }
 
-// stopPartFetches ends the open fetches at stop.
-func (c *controller) stopPartFetches() {
-	for _, f := range c.pf.fetches {
+// stop ends the open fetches at stop.
+func (p *partFetcher) stop() {
+	for _, f := range p.fetches {
 		if !f.done {
 			f.done, f.status = true, "stopped"
-			c.rc.givenUp.Add(1)
+			p.req.rc.givenUp.Add(1)
 		}
 	}
 }
 
-// partFields adds what fetching class m's LDA part of interval k did to
-// its line.
-func (c *controller) partFields(k uint64, m int, r *report.Interval) {
-	f := c.pf.fetches[repairKey{k: k, mec: uint16(m)}]
+// fields adds what fetching class m's LDA part of interval k did to its
+// line r.
+func (p *partFetcher) fields(k uint64, m int, r *report.Interval) {
+	f := p.fetches[repairKey{k: k, mec: uint16(m)}]
 	if f == nil {
 		return
 	}

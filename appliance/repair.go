@@ -3,7 +3,6 @@ package appliance
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -34,7 +33,7 @@ import (
 //     cache (RDAStats.MissingSender: lost identities the sender's sampled
 //     cache holds). An older sender, or one without a cache, is never
 //     asked: the line stays valid with its bound, as without the exchange.
-//   - A request is retried every repairRetry until repairDeadline after
+//   - A request is retried every retryPeriod until repairDeadlineOf after
 //     the first, then given up ("no reply"); the line is never held past
 //     that deadline (its hold for the next interval is longer anyway).
 //     Forwarding never waits on any of it: the frames go through the
@@ -54,13 +53,9 @@ import (
 // it still answers requests for interval k.
 const repairKeepIntervals = 2
 
-// repairRetry and repairDeadline are the retry period and the give-up
-// time of a request, as fractions of the interval.
-func (c *controller) repairRetry() time.Duration {
-	return max(c.a.cfg.Interval/16, 2*time.Millisecond)
-}
-
-func (c *controller) repairDeadline() time.Duration { return c.a.cfg.Interval / 2 }
+// repairDeadlineOf is when a request is given up after its first try,
+// as a fraction of the interval (retryPeriod is how often it is tried).
+func repairDeadlineOf(interval time.Duration) time.Duration { return interval / 2 }
 
 // RepairCounters count the exchange at one appliance: as a sender (the
 // requests it answered or refused) and as a receiver (what it asked and
@@ -78,15 +73,17 @@ type RepairCounters struct {
 	GivenUp           uint64 // requests that reached their deadline without a reply
 }
 
+// repairCounters are the requester's counters; the answerer keeps the
+// answering side's.
 type repairCounters struct {
-	answered, refused, sent, accepted, stray, bad, givenUp, overBudget atomic.Uint64
+	sent, accepted, stray, bad, givenUp atomic.Uint64
 }
 
 // RepairCounters returns a snapshot of the exchange counters.
 func (a *Appliance) RepairCounters() RepairCounters {
-	r := &a.ctl.rc
-	return RepairCounters{RequestsAnswered: r.answered.Load(), RequestsRefused: r.refused.Load(), RequestsSent: r.sent.Load(),
-		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: r.overBudget.Load()}
+	r, s := &a.ctl.req.rc, &a.ctl.ans
+	return RepairCounters{RequestsAnswered: s.answered.Load(), RequestsRefused: s.refused.Load(), RequestsSent: r.sent.Load(),
+		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: s.overBudget.Load()}
 }
 
 type repairKey struct {
@@ -134,85 +131,11 @@ type delayFields struct {
 	extra            map[string]any // the rda_* fields
 }
 
-// keepCaches takes the timestamp caches off the sender's idle copy of
-// interval set.LastK (before Release resets it) and forgets those of
-// intervals no longer open to requests.
-func (c *controller) keepCaches(set *dataplane.SynSet) {
-	k := set.LastK
-	if c.tscaches == nil {
-		c.tscaches = map[uint64][]*synopsis.TSCache{}
-	}
-	var kept []*synopsis.TSCache
-	for _, r := range set.RDA {
-		old := r.Cache()
-		if old == nil {
-			kept = append(kept, nil)
-			continue
-		}
-		var spare *synopsis.TSCache
-		room := c.cacheRoom(old.Offered(), set)
-		if n := len(c.spares); n > 0 {
-			spare, c.spares = c.spares[n-1], c.spares[:n-1]
-			spare.Reserve(room) // follows the traffic, empties
-		} else {
-			spare = old.EmptyLike(room)
-		}
-		kept = append(kept, r.SwapCache(spare))
-	}
-	c.tscaches[k] = kept
-	c.keepCells(k, set.RDA, kept)
-	for _, j := range sortedKeys(c.tscaches) {
-		if cs := c.tscaches[j]; j+repairKeepIntervals < k || j > k+64 {
-			for _, t := range cs {
-				if t != nil && len(c.spares) < 2*len(set.RDA) {
-					c.spares = append(c.spares, t)
-				}
-			}
-			delete(c.tscaches, j)
-		}
-	}
-}
-
-// cacheRoom is the packets a timestamp cache of set's copy is sized for
-// at its next use: the packets it was offered in the interval just handed
-// over, extrapolated to a whole interval when the copy covered less of
-// one (the copy a start cut short), so that the copy's next interval does
-// not sample for a start's sake. A copy is sized only while the control
-// side holds it, which is an interval behind each of the other copies:
-// the copies the worker records into before the first is handed back
-// keep their starting room (synopsis.TSCache.Reserve). The copies sized
-// from the first startSizings intervals after a start keep at least the
-// starting room: the first of them covers the time before the traffic
-// began (a start cut it short, the generator may not have run yet), and
-// the copy it sizes records an interval of full traffic three intervals
-// later. The room is half as much again as the packets seen: Reserve
-// leaves twice the room, so a copy that ends up holding two intervals
-// (an End marker lost) still keeps every packet, and its cache can tell
-// the neighbouring intervals which of their lost packets crossed
-// (spanEvidence).
-func (c *controller) cacheRoom(offered uint64, set *dataplane.SynSet) uint64 {
-	room := offered + offered/2
-	iv := uint64(c.a.cfg.Interval.Nanoseconds())
-	if set.EndNs > set.StartNs && set.FirstK == set.LastK {
-		if span := set.EndNs - set.StartNs; span < iv && room < math.MaxUint64/iv {
-			room = room * iv / span
-		}
-	}
-	if set.LastK < c.startK+startSizings && len(set.RDA) > 0 {
-		room = max(room, cacheStartPackets/uint64(len(set.RDA)))
-	}
-	return room
-}
-
-// startSizings is how many intervals after the start size their copies
-// at least to the starting room: one per buffered copy, and one more.
-const startSizings = 4
-
 // reserveCache sizes r's timestamp cache (a receiver copy's) for its
 // next use (cacheRoom).
 func (c *controller) reserveCache(r *synopsis.RDA, set *dataplane.SynSet) {
 	if cache := r.Cache(); cache != nil {
-		cache.Reserve(c.cacheRoom(cache.Offered(), set))
+		cache.Reserve(cacheRoom(cache.Offered(), set, c.a.cfg.Interval, c.startK))
 	}
 }
 
@@ -225,12 +148,13 @@ func (c *controller) exchanges(now time.Time) {
 		x := &c.xs[i]
 		switch x.Type {
 		case control.TypeRequest:
+			// We are the sender the peer asks: the answerer replies.
 			if x.Kind == control.KindLDA {
-				c.answerPart(x, c.a.cfg.Clock())
+				c.ans.answerPart(x, c.a.cfg.Clock())
 			} else if synopsis.IsCellsRequest(x.Body) {
-				c.answerCells(x)
+				c.ans.answerCells(x, c.parityLoss())
 			} else {
-				c.answer(x)
+				c.ans.answer(x, c.parityLoss())
 			}
 		case control.TypeReply:
 			if !c.onPartReply(x) && !c.onFetchReply(x, now) {
@@ -240,78 +164,78 @@ func (c *controller) exchanges(now time.Time) {
 		x.Body = nil
 	}
 	c.fetchTick(now)
-	c.partTick(now)
+	c.parts.tick(now)
 	if c.repairTick(now) || changed {
 		c.flush()
 	}
 }
 
-// answer replies to a request for the timestamps of interval x.Interval,
-// class x.MEC, from the cache kept for it.
-func (c *controller) answer(x *control.Exchange) {
-	a := c.a
-	var cache *synopsis.TSCache
-	if cs := c.tscaches[x.Interval]; int(x.MEC) < len(cs) {
-		cache = cs[x.MEC]
-	}
-	if x.Kind != control.KindRDA || x.To != a.sender.Session() || cache == nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == a.sender.Session()).
-			Msg("timestamp request refused: not our session, or the interval's timestamps are no longer kept")
-		return
-	}
-	ids, version, err := synopsis.ParseTimestampRequestVersion(x.Body)
-	if err != nil {
-		c.rc.refused.Add(1)
-		a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp request does not decode")
-		return
-	}
-	// An identity recorded twice in this interval (identical frames) is
-	// answered "not cached": which copy was lost is unknown (the reply
-	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
-	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
-	body := cache.AppendReplyVersion(nil, ids, version)
-	if ok, why := c.replyFits(x.Interval, len(body)); !ok {
-		c.rc.refused.Add(1)
-		c.rc.overBudget.Add(1)
-		a.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("timestamp reply not sent: " + why)
-		return
-	}
-	c.sendReply(x, control.KindRDA, body, c.replyFrag(x), a.cfg.Clock(), "timestamp reply")
+// repairer is the receiver's side of the timestamp repair: it asks the
+// sender for the timestamps of an RDA line's lost packets, retries, gives
+// up at the deadline and accepts the one reply that answers. It owns the
+// pending requests and never edits a line: when a request ends (a reply
+// accepted, its deadline, the stop) it hands back a repairEnd, which the
+// coordinator applies to the line (finishRepair).
+type repairer struct {
+	cfg     *Config
+	req     *requester
+	repairs map[repairKey]*repair
+}
+
+// repairEnd is how one request ended: the reply (nil when none came),
+// the timestamps it brought and the status for the line.
+type repairEnd struct {
+	rp     *repair
+	x      *control.Exchange
+	found  int
+	status string
+	// From an accepted reply: each asked identity's timestamp, its flow
+	// hash and whether the sender had it; flows says the reply carries
+	// flow hashes.
+	ts, fh []uint64
+	ok     []bool
+	flows  bool
 }
 
 // askRepair starts the exchange for the RDA line r (estimate e) of
 // class m in interval k when its sender copy lacks lost packets'
 // timestamps the sender can supply.
 func (c *controller) askRepair(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st *synopsis.RDAStats, r *report.Interval, e *synopsis.Estimate) {
+	if note := c.rep.ask(k, m, peer, snd, own, st, r, e, c.a.now()); note != "" {
+		r.Extra["rda_repair"] = note
+	}
+}
+
+// ask asks for the timestamps of line r's lost packets (st.MissingSender)
+// when there are any and the sender can supply them; it returns why it
+// did not ask when the line should say so ("" otherwise).
+func (q *repairer) ask(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st *synopsis.RDAStats, r *report.Interval, e *synopsis.Estimate, now time.Time) string {
 	if len(st.MissingSender) == 0 || peer == 0 {
-		return
+		return ""
 	}
-	if c.repairs == nil {
-		c.repairs = map[repairKey]*repair{}
+	if q.repairs == nil {
+		q.repairs = map[repairKey]*repair{}
 	}
-	c.reqID++
-	now := c.a.now()
 	ids := append([]uint64(nil), st.MissingSender...)
-	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: c.reqID, ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
+	rp := &repair{key: repairKey{k: k, mec: uint16(m)}, peer: peer, id: q.req.nextID(), ids: ids, lost: st.Lost, body: synopsis.AppendTimestampRequest(nil, ids),
 		snd: snd, own: own, r: r, e: e, first: now}
 	if e != nil && !e.Valid {
 		rp.estCode, rp.estReason = e.Code, e.Reason
 	}
-	if len(rp.body) > control.MaxExchangeFragments*c.a.sender.ExchangeFragmentSize() {
+	if len(rp.body) > control.MaxExchangeFragments*q.req.sender.ExchangeFragmentSize() {
 		// More lost packets than one request carries: the line keeps
 		// its bound.
-		r.Extra["rda_repair"] = fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
-		return
+		return fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
 	}
 	rp.pre = delayFields{mean: r.MeanNs, stddev: r.StddevNs, ci: r.MeanCINs, samples: r.Samples, usable: r.Usable, buckets: r.Buckets,
 		extra: st.ReportFields()}
-	c.repairs[rp.key] = rp
-	c.sendRequest(rp, now)
+	q.repairs[rp.key] = rp
+	q.send(rp, now)
+	return ""
 }
 
-func (c *controller) sendRequest(rp *repair, now time.Time) {
-	n, bytes, ok := c.sendExchangeRequest(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
+func (q *repairer) send(rp *repair, now time.Time) {
+	n, bytes, ok := q.req.send(rp.key, control.KindRDA, rp.peer, rp.id, rp.body, "timestamp request")
 	if !ok {
 		return
 	}
@@ -319,82 +243,116 @@ func (c *controller) sendRequest(rp *repair, now time.Time) {
 	rp.reqFrames += n
 	rp.tries++
 	rp.last = now
-	c.rc.sent.Add(1)
+	q.req.rc.sent.Add(1)
 }
 
 // repairTick retries the pending requests and gives up those past their
 // deadline; it says whether any line was finished.
 func (c *controller) repairTick(now time.Time) bool {
-	done := false
-	for _, key := range c.repairKeys() {
-		rp := c.repairs[key]
+	ends := c.rep.tick(now)
+	for _, end := range ends {
+		c.finishRepair(end.rp, nil, 0, 0, end.status)
+	}
+	return len(ends) > 0
+}
+
+// tick retries the pending requests, in interval and class order, and
+// ends those past their deadline.
+func (q *repairer) tick(now time.Time) []repairEnd {
+	var ends []repairEnd
+	for _, key := range q.keys() {
+		rp := q.repairs[key]
 		switch {
-		case now.Sub(rp.first) >= c.repairDeadline():
-			c.rc.givenUp.Add(1)
-			c.finishRepair(rp, nil, 0, 0, "no reply")
-			delete(c.repairs, key)
-			done = true
-		case now.Sub(rp.last) >= c.repairRetry():
-			c.sendRequest(rp, now)
+		case now.Sub(rp.first) >= repairDeadlineOf(q.cfg.Interval):
+			q.req.rc.givenUp.Add(1)
+			ends = append(ends, repairEnd{rp: rp, status: "no reply"})
+			delete(q.repairs, key)
+		case now.Sub(rp.last) >= retryPeriod(q.cfg.Interval):
+			q.send(rp, now)
 		}
 	}
-	return done
+	return ends
 }
 
 // abandonRepairs gives up every pending request (the appliance stops).
 func (c *controller) abandonRepairs() {
-	for _, key := range c.repairKeys() {
-		rp := c.repairs[key]
-		c.rc.givenUp.Add(1)
-		c.finishRepair(rp, nil, 0, 0, "no reply")
-		delete(c.repairs, key)
+	for _, end := range c.rep.abandon() {
+		c.finishRepair(end.rp, nil, 0, 0, end.status)
 	}
+}
+
+// abandon ends every pending request, in interval and class order.
+func (q *repairer) abandon() []repairEnd {
+	var ends []repairEnd
+	for _, key := range q.keys() {
+		q.req.rc.givenUp.Add(1)
+		ends = append(ends, repairEnd{rp: q.repairs[key], status: "no reply"})
+		delete(q.repairs, key)
+	}
+	return ends
 }
 
 // onReply applies a reply to its pending request; it says whether a line
 // was finished.
 func (c *controller) onReply(x *control.Exchange) bool {
+	end := c.rep.onReply(x)
+	if end == nil {
+		return false
+	}
+	if end.status == "complete" {
+		c.noteRepairTimes(end.rp, end.ts, end.ok)
+	}
+	c.ldsLost(end.rp, end.ts, end.fh, end.ok, end.flows)
+	c.finishRepair(end.rp, x, end.found, x.Frames, end.status)
+	return true
+}
+
+// onReply accepts a reply to its pending request and ends the request;
+// nil when it answers none (stray) or does not decode against it (bad).
+func (q *repairer) onReply(x *control.Exchange) *repairEnd {
 	key := repairKey{k: x.Interval, mec: x.MEC}
-	rp := c.repairs[key]
-	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != c.a.sender.Session() || x.ID != rp.id {
-		c.rc.stray.Add(1)
-		return false
+	rp := q.repairs[key]
+	if rp == nil || x.Kind != control.KindRDA || x.Session != rp.peer || x.To != q.req.sender.Session() || x.ID != rp.id {
+		q.req.rc.stray.Add(1)
+		return nil
 	}
-	ts := make([]uint64, len(rp.ids))
-	fh := make([]uint64, len(rp.ids))
-	ok := make([]bool, len(rp.ids))
-	flows, err := synopsis.ParseReplyFlows(x.Body, rp.ids, ts, fh, ok)
+	end := &repairEnd{rp: rp, x: x, ts: make([]uint64, len(rp.ids)), fh: make([]uint64, len(rp.ids)), ok: make([]bool, len(rp.ids))}
+	var err error
+	end.flows, err = synopsis.ParseReplyFlows(x.Body, rp.ids, end.ts, end.fh, end.ok)
 	if err != nil {
-		c.rc.bad.Add(1)
-		c.a.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
-		return false
+		q.req.rc.bad.Add(1)
+		q.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Msg("timestamp reply does not decode")
+		return nil
 	}
-	found := 0
-	for _, v := range ok {
+	for _, v := range end.ok {
 		if v {
-			found++
+			end.found++
 		}
 	}
 	if err := rp.snd.AddRemoteTimestamps(x.Body, rp.ids); err != nil {
-		c.rc.bad.Add(1)
-		return false
+		q.req.rc.bad.Add(1)
+		return nil
 	}
-	c.rc.accepted.Add(1)
+	q.req.rc.accepted.Add(1)
 	// Complete: a timestamp for every lost packet decoded. The caches
 	// sample when an interval outgrows them (TSCache), and then only the
 	// sampled lost packets are asked for: partial.
-	status := "complete"
-	if found < rp.lost {
-		status = fmt.Sprintf("partial: %d of %d", found, rp.lost)
+	end.status = "complete"
+	if end.found < rp.lost {
+		end.status = fmt.Sprintf("partial: %d of %d", end.found, rp.lost)
 	}
-	if status == "complete" {
-		c.noteRepairTimes(rp, ts, ok)
-	}
-	c.ldsLost(rp, ts, fh, ok, flows)
-	c.finishRepair(rp, x, found, x.Frames, status)
-	delete(c.repairs, key)
-	return true
+	delete(q.repairs, key)
+	return end
 }
+
+// pending is the request for class mec of interval k still waiting, nil
+// if none.
+func (q *repairer) pending(k uint64, mec uint16) *repair {
+	return q.repairs[repairKey{k: k, mec: mec}]
+}
+
+// waiting says whether any request waits.
+func (q *repairer) waiting() bool { return len(q.repairs) > 0 }
 
 // finishRepair puts the outcome into the line: with a reply, the
 // estimate again with the returned timestamps (only the delay fields and
@@ -463,10 +421,10 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 	c.ldsRepairDone(rp)
 }
 
-// repairsBefore is the oldest interval with a pending repair (lines of it
-// and after it wait), math.MaxUint64 when none.
-func (c *controller) repairsBefore(lim uint64) uint64 {
-	for key := range c.repairs {
+// before is the oldest interval with a pending repair (lines of it and
+// after it wait) if older than lim, else lim.
+func (q *repairer) before(lim uint64) uint64 {
+	for key := range q.repairs {
 		lim = min(lim, key.k)
 	}
 	return lim
@@ -537,7 +495,7 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	if r.Extra["rda_exact"] != true || !estimateExact(r) || r.Samples == 0 {
 		return false
 	}
-	self := c.evidenceOf(k)
+	self := c.led.evidenceOf(k)
 	if self == nil || m >= len(self.rda) || self.rda[m] == nil {
 		return false
 	}
@@ -548,7 +506,7 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	var sum float64
 	n := 0
 	for _, j := range []uint64{k + 1, k - 1} {
-		ev := c.evidenceOf(j)
+		ev := c.led.evidenceOf(j)
 		var extra []uint64
 		if ev != nil && m < len(ev.rda) && ev.rda[m] != nil {
 			extra = ev.rda[m].Extra
@@ -616,13 +574,13 @@ func (c *controller) unrepair(rp *repair) {
 	}
 }
 
-// repairKeys is c.repairs' keys by interval, then class: requests retried
-// and lines given up in one step go in that order, not the map's (a run
-// on simulated time replays bit for bit; live, the frames' order on the
-// wire is the same from run to run too).
-func (c *controller) repairKeys() []repairKey {
-	ks := make([]repairKey, 0, len(c.repairs))
-	for k := range c.repairs {
+// keys are the pending requests' keys by interval, then class: requests
+// retried and lines given up in one step go in that order, not the map's
+// (a run on simulated time replays bit for bit; live, the frames' order on
+// the wire is the same from run to run too).
+func (q *repairer) keys() []repairKey {
+	ks := make([]repairKey, 0, len(q.repairs))
+	for k := range q.repairs {
 		ks = append(ks, k)
 	}
 	slices.SortFunc(ks, func(a, b repairKey) int {

@@ -30,10 +30,10 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 	const k, peer = 77, 0xFEED
 	r := &report.Interval{Valid: e.Valid, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
 	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
-	if len(c.repairs) != 1 || len(c.pending) == 0 {
-		t.Fatalf("no request sent: %d repairs, %d frames", len(c.repairs), len(c.pending))
+	if len(c.rep.repairs) != 1 || len(c.ship.pending) == 0 {
+		t.Fatalf("no request sent: %d repairs, %d frames", len(c.rep.repairs), len(c.ship.pending))
 	}
-	rp := c.repairs[repairKey{k: k}]
+	rp := c.rep.repairs[repairKey{k: k}]
 	reply := snd.Cache().AppendReply(nil, rp.ids)
 	ours := a.sender.Session()
 	good := control.Exchange{Type: control.TypeReply, Session: peer, To: ours, ID: rp.id, Interval: k, Kind: control.KindRDA, Body: reply, Frames: 1, Bytes: 300}
@@ -67,27 +67,27 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 	}
 
 	// The sender's side: interval k's cache kept.
-	c.tscaches = map[uint64][]*synopsis.TSCache{k: {snd.Cache()}}
-	c.pending = nil
+	c.ans.tscaches = map[uint64][]*synopsis.TSCache{k: {snd.Cache()}}
+	c.ship.pending = nil
 	req := synopsis.AppendTimestampRequest(nil, rp.ids)
 	for name, x := range map[string]control.Exchange{
 		"another session's request": {Type: control.TypeRequest, Session: peer, To: ours + 1, ID: 1, Interval: k, Kind: control.KindRDA, Body: req},
 		"an interval not kept":      {Type: control.TypeRequest, Session: peer, To: ours, ID: 1, Interval: k + 1, Kind: control.KindRDA, Body: req},
 		"not a request":             {Type: control.TypeRequest, Session: peer, To: ours, ID: 1, Interval: k, Kind: control.KindRDA, Body: []byte("junk")},
 	} {
-		c.answer(&x)
-		if len(c.pending) != 0 {
+		c.ans.answer(&x, 0)
+		if len(c.ship.pending) != 0 {
 			t.Fatalf("%s: answered", name)
 		}
 	}
 	x := control.Exchange{Type: control.TypeRequest, Session: peer, To: ours, ID: 9, Interval: k, Kind: control.KindRDA, Body: req}
-	c.answer(&x)
-	c.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
-	if len(c.pending) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
-		t.Fatalf("%d frames, counters %+v", len(c.pending), a.RepairCounters())
+	c.ans.answer(&x, 0)
+	c.ans.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
+	if len(c.ship.pending) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
+		t.Fatalf("%d frames, counters %+v", len(c.ship.pending), a.RepairCounters())
 	}
 	var f control.Frame
-	if err := control.ParseFrame(c.pending[0], &f); err != nil || f.Type != control.TypeReply || f.Interval != k || f.Direction != a.SendDirection() {
+	if err := control.ParseFrame(c.ship.pending[0], &f); err != nil || f.Type != control.TypeReply || f.Interval != k || f.Direction != a.SendDirection() {
 		t.Fatalf("reply frame: %v %+v", err, f.Header)
 	}
 }
@@ -116,7 +116,7 @@ func TestRepairKeepsOtherCausesInvalid(t *testing.T) {
 	const k, peer = 78, 0xFEED
 	r := &report.Interval{Valid: false, Reason: why, MeanNs: e.MeanNs, MeanCINs: e.MeanCINs, Extra: st.ReportFields()}
 	c.askRepair(k, 0, peer, remote, rcv, &st, r, &e)
-	rp := c.repairs[repairKey{k: k}]
+	rp := c.rep.repairs[repairKey{k: k}]
 	if rp == nil {
 		t.Fatal("no repair asked")
 	}

@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/ldafwd/ldafwd/analyze"
 	"github.com/ldafwd/ldafwd/control"
@@ -38,7 +37,7 @@ const sampleBudgetShare = 0.25
 const sampleLeftShare = 0.8
 
 // sampleParts encodes each class's sample (set.Sample) for one copy
-// within left wire bytes (math.MaxInt: no limit): with AdaptSample the
+// within left: with AdaptSample the
 // samples take at most sampleBudgetShare of perCopy and, beside an LDS,
 // sampleLeftShare of left, the quietest class first, each at most an
 // even split of what is still unspent, and a sample that does not fit is
@@ -46,60 +45,54 @@ const sampleLeftShare = 0.8
 // recorded. A sample whose header alone does not fit is left out
 // (payloadOmitted). It returns each class's payload and header length
 // and the wire bytes spent.
-func (c *controller) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
-	a := c.a
+func (s *shipper) sampleParts(set *dataplane.SynSet, hdr func(frames, flags uint64) []byte, flags uint64, left room, perCopy int, omitted *[]string) (parts [][]byte, hdrLens []int, spent int) {
 	n := len(set.Sample)
 	parts, hdrLens = make([][]byte, n), make([]int, n)
-	share := math.MaxInt // fixed by the flags: as recorded, whatever it costs
-	if a.cfg.AdaptSample && left != math.MaxInt {
-		most := left
+	share := noLimit // fixed by the flags: as recorded, whatever it costs
+	if s.cfg.AdaptSample && left.limited {
+		most := left.bytes
 		if set.LDS != nil {
-			most = int(sampleLeftShare * float64(max(left, 0)))
+			most = int(sampleLeftShare * float64(max(left.bytes, 0)))
 		}
-		share = max(0, min(most, int(sampleBudgetShare*float64(perCopy))))
+		share = within(max(0, min(most, int(sampleBudgetShare*float64(perCopy)))))
 	}
 	for i, m := range byPackets(n, func(m int) uint64 { return set.Sample[m].Offered() }) {
 		p := set.Sample[m]
 		h := hdr(p.Offered(), flags)
 		hdrLens[m] = len(h)
-		limit := math.MaxInt
-		if share != math.MaxInt {
-			limit = max(0, share/(n-i))
-		}
-		q, err := c.encodeSample(p, h, limit)
+		q, err := s.encodeSample(p, h, share.split(n-i))
 		if err != nil || q == nil {
 			if err != nil {
-				a.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender sample")
+				s.cfg.Log.Error().Err(err).Uint64("interval", set.LastK).Msg("encoding the sender sample")
 			}
 			q = hdr(p.Offered(), flags|payloadOmitted)
-			*omitted = append(*omitted, "sample/"+a.cfg.Classifier.Names()[m])
+			*omitted = append(*omitted, "sample/"+s.cfg.Classifier.Names()[m])
 		}
 		parts[m] = q
-		w := c.wireOf(len(q))
+		w := s.wireOf(len(q))
 		spent += w
-		if share != math.MaxInt {
-			share = max(0, share-w)
+		if share.limited {
+			share = within(max(0, share.bytes-w))
 		}
 	}
 	return parts, hdrLens, spent
 }
 
-// encodeSample appends p to prefix within limit wire bytes (math.MaxInt:
-// none), cutting p in place while it does not fit (p is the idle copy,
+// encodeSample appends p to prefix within limit, cutting p in place while it does not fit (p is the idle copy,
 // reset when the shipment is done): to as many samples as the limit holds
 // at the encoding's cost a sample (Sample.CutToCount: the packets of the
 // whole interval with the smallest selection values, a uniform sample of
 // that size), then by a sixty-fourth at a time. It returns nil when even
 // an empty sample does not fit.
-func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) ([]byte, error) {
+func (s *shipper) encodeSample(p *synopsis.Sample, prefix []byte, limit room) ([]byte, error) {
 	prefix = prefix[:len(prefix):len(prefix)]
 	for {
 		q, err := p.AppendBinary(prefix)
 		if err != nil {
 			return nil, err
 		}
-		w := c.wireOf(len(q))
-		if limit == math.MaxInt || w <= limit {
+		w := s.wireOf(len(q))
+		if limit.fits(w) {
 			return q, nil
 		}
 		n := p.Len()
@@ -110,8 +103,8 @@ func (c *controller) encodeSample(p *synopsis.Sample, prefix []byte, limit int) 
 		// in proportion; less the header's bytes, about sampleHeaderBytes.
 		fixed := float64(len(prefix) + sampleHeaderBytes)
 		per := max(float64(len(q))-fixed, 1) / float64(n)
-		room := float64(len(q))*float64(limit)/float64(w) - fixed
-		keep := min(int(max(room, 0)/per), n-max(1, n/64))
+		space := float64(len(q))*float64(limit.bytes)/float64(w) - fixed
+		keep := min(int(max(space, 0)/per), n-max(1, n/64))
 		if err := p.CutToCount(keep); err != nil {
 			return nil, err
 		}
