@@ -157,7 +157,7 @@ func TestParityLDAUnderLoss(t *testing.T) {
 
 // TestParityBytesTable prints control bytes against data bytes at 0, 1,
 // 10 and 35 % loss for one copy without parity, two and four copies,
-// and one copy with parity (docs/protocol.md, "Loss and parity"). It runs only with
+// and one copy with parity (docs/protocol.md, "3.5 Parity (type 6)"). It runs only with
 // LDAFWD_PARITY_TABLE=1 (sixteen demos of 12 s):
 //
 //	LDAFWD_PARITY_TABLE=1 go test -run TestParityBytesTable -v ./appliance/

@@ -16,7 +16,7 @@ import (
 // 1 500 bytes, and how many of the buckets shipped are empty (what a
 // sparse form could save: an empty bucket costs its count width, about
 // 1–3 bits, against 40 or so for a bucket with packets). Run with -v for
-// the table (docs/protocol.md, "Loss and parity"):
+// the table (docs/protocol.md, "3.5 Parity (type 6)"):
 //
 //	go test -run TestLDAFramesPerInterval -v ./appliance/
 func TestLDAFramesPerInterval(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/ldafwd/ldafwd/report"
 )
 
-// Fetching a lost LDA part (docs/protocol.md, "LDA part on demand"). An
+// Fetching a lost LDA part (docs/protocol.md, "3.4 Request (type 4) and Reply (type 5)"). An
 // interval's LDA goes once per --control-copies right after its End
 // marker, with parity sized from the control loss the peer reported for
 // earlier intervals. When a segment turns congested the first intervals
