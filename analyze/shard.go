@@ -32,8 +32,9 @@ const (
 	// every shard.
 	shardAhead = 4
 	// shardSpan: a batch covers at most the window over this much, so
-	// that a slow capture's records are not held for long.
-	shardSpan = 16
+	// that the records held for the batches in flight stay a small part
+	// of the window's, however fast the shards go.
+	shardSpan = 64
 )
 
 type shardRec struct {
@@ -87,16 +88,17 @@ func newShardSet(n int, p *pairer) *shardSet {
 		sh.acks = append(sh.acks, make(chan shardAck, shardAhead+1))
 		sh.free = append(sh.free, nil)
 		sh.cur = append(sh.cur, sh.batch(i))
+	}
+	for i := 0; i < n; i++ {
 		sh.wg.Add(1)
-		go sh.loop(i)
+		go sh.loop(sh.pairers[i], sh.in[i], sh.acks[i])
 	}
 	return sh
 }
 
-// loop is shard i's goroutine: it pairs the batches it is sent, in order.
-func (sh *shardSet) loop(i int) {
+// loop is a shard's goroutine: it pairs the batches it is sent, in order.
+func (sh *shardSet) loop(p *pairer, in <-chan *shardBatch, acks chan<- shardAck) {
 	defer sh.wg.Done()
-	p, in, acks := sh.pairers[i], sh.in[i], sh.acks[i]
 	for b := range in {
 		for _, r := range b.recs {
 			t := int64(r.x.ts)
