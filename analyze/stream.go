@@ -40,8 +40,10 @@ type srec struct {
 	closeAt int64
 	paired  bool
 	peerTs  uint64 // the paired copy's timestamp
-	batch   uint64 // with shards: the batch it was dispatched in
-	k       int32  // pending receiver: the interval it goes to
+	// With shards: its place in its end's order, and which end.
+	seq    uint64
+	sender bool
+	k      int32 // pending receiver: the interval it goes to
 }
 
 // group is the copies of one identity at both ends within the window of
@@ -565,65 +567,70 @@ func (s *streamer) run() error {
 func (s *streamer) feed(x *srec, sender bool) {
 	t := int64(x.ts)
 	s.now = t
-	if s.sh != nil {
-		s.sh.dispatch(x, t, sender)
-	} else {
-		s.closeBefore(t)
-		s.add(x, t, sender)
-	}
 	if sender {
-		s.sq.push(x)
 		s.lastS, s.fedS = t, true
 	} else {
-		s.rq.push(x)
 		s.lastR, s.fedR = t, true
+	}
+	if s.sh != nil {
+		// The shard pairs a copy: the record is free again at once.
+		s.sh.dispatch(x, t, sender)
+		s.pool.put(x)
+		// Held: the streamer's records and those fed and not handed on
+		// (in the shards, or handed back and waiting).
+		s.pool.peak = max(s.pool.peak, s.pool.held+s.sh.ts[0].n+s.sh.ts[1].n)
+		s.sh.drain(s)
+		return
+	}
+	s.closeBefore(t)
+	s.add(x, t, sender)
+	if sender {
+		s.sq.push(x)
+	} else {
+		s.rq.push(x)
 	}
 	s.drain()
 }
 
 // drain hands on the records at the front of each end whose group is
-// closed (with shards: closed by a shard and acknowledged).
+// closed.
 func (s *streamer) drain() {
-	var marks []badMark
-	now := s.now
-	var acked uint64
 	if s.sh != nil {
-		marks, acked, now = s.sh.takeMarks(), s.sh.ackedAll, s.sh.nowAcked
-	} else {
-		marks, s.marks = s.marks, s.marks[:0]
-	}
-	if len(marks) > 0 && s.onMarks != nil {
-		s.onMarks(marks)
-	}
-	if s.sh == nil {
-		for s.sq.n > 0 && (s.ended || s.sq.front().closeAt < now) {
-			x := s.sq.pop()
-			if !s.onSender(x) {
-				s.pool.put(x)
-			}
-		}
-		for s.rq.n > 0 && (s.ended || s.rq.front().closeAt < now) {
-			x := s.rq.pop()
-			if !s.onReceiver(x) {
-				s.pool.put(x)
-			}
-		}
+		s.sh.drain(s)
 		return
 	}
-	// A record's closeAt is the shard's to write until its batch is
-	// acknowledged.
-	for s.sq.n > 0 && (s.ended || (s.sq.front().batch <= acked && s.sq.front().closeAt < now)) {
+	if len(s.marks) > 0 && s.onMarks != nil {
+		s.onMarks(s.marks)
+	}
+	s.marks = s.marks[:0]
+	for s.sq.n > 0 && (s.ended || s.sq.front().closeAt < s.now) {
 		x := s.sq.pop()
 		if !s.onSender(x) {
 			s.pool.put(x)
 		}
 	}
-	for s.rq.n > 0 && (s.ended || (s.rq.front().batch <= acked && s.rq.front().closeAt < now)) {
+	for s.rq.n > 0 && (s.ended || s.rq.front().closeAt < s.now) {
 		x := s.rq.pop()
 		if !s.onReceiver(x) {
 			s.pool.put(x)
 		}
 	}
+}
+
+// unhanded is how many records of one end were fed and not yet handed
+// on, and the oldest one's timestamp.
+func (s *streamer) unhanded(sender bool) (n int, oldest int64) {
+	if s.sh != nil {
+		return s.sh.unhanded(sender)
+	}
+	q := &s.rq
+	if sender {
+		q = &s.sq
+	}
+	if q.n > 0 {
+		oldest = int64(q.front().ts)
+	}
+	return q.n, oldest
 }
 
 // closeGroup pairs the oldest open group's copies as match does: the
@@ -1222,9 +1229,12 @@ func (a *analysis) receiver(x *srec) bool {
 		// Unmatched, and sent (if it was) inside the common range
 		// whatever its delay: it goes where the latest packets went,
 		// once a later packet shows the range goes on.
-		x.k = a.cursor
-		a.pending = append(a.pending, x)
-		return true
+		// (A copy: with shards, x is not the pool's.)
+		y := a.st.pool.get()
+		*y = *x
+		y.k = a.cursor
+		a.pending = append(a.pending, y)
+		return false
 	default:
 		if a.cursor < 0 || ts-a.dmax < a.lo {
 			st.TrimmedReceiverBefore++
@@ -1288,8 +1298,10 @@ func (a *analysis) closeReady() error {
 		return a.err
 	}
 	s := a.st
-	sDone := s.snd.done() && s.sq.n == 0
-	rDone := s.rcv.done() && s.rq.n == 0
+	nS, oldS := s.unhanded(true)
+	nR, oldR := s.unhanded(false)
+	sDone := s.snd.done() && nS == 0
+	rDone := s.rcv.done() && nR == 0
 	if rDone && !a.rDone {
 		a.rDone = true
 		a.resolve(false)
@@ -1303,8 +1315,8 @@ func (a *analysis) closeReady() error {
 		if !sDone || !a.rDone {
 			if !sDone {
 				minS := s.lastS
-				if s.sq.n > 0 {
-					minS = int64(s.sq.front().ts)
+				if nS > 0 {
+					minS = oldS
 				}
 				if !s.fedS || a.lm.k(uint64(max(minS, 0))) <= k {
 					return nil
@@ -1315,8 +1327,8 @@ func (a *analysis) closeReady() error {
 					return nil
 				}
 				minR := s.lastR
-				if s.rq.n > 0 {
-					minR = int64(s.rq.front().ts)
+				if nR > 0 {
+					minR = oldR
 				}
 				if !s.fedR || minR-a.w < a.endOf(k) {
 					return nil
@@ -1360,8 +1372,10 @@ func (a *analysis) finish() error {
 		}
 	}
 	st := a.st
-	if st.sq.n > 0 || st.rq.n > 0 {
-		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", st.sq.n, st.rq.n)
+	nS, _ := st.unhanded(true)
+	nR, _ := st.unhanded(false)
+	if nS > 0 || nR > 0 {
+		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", nS, nR)
 	}
 	return a.closeReady()
 }
