@@ -256,8 +256,6 @@ func (sh *shardSet) head(i, e int) *srec {
 		o.q.pop()
 		o.pos = 0
 		if b.refs--; b.refs == 0 {
-			clear(b.outS)
-			clear(b.outR)
 			b.outS, b.outR = b.outS[:0], b.outR[:0]
 			sh.free[i] = append(sh.free[i], b)
 		}

@@ -552,6 +552,18 @@ func (s *streamer) run() error {
 		}
 	}
 	if s.sh != nil {
+		// The last window's groups close a batch's span at a time (as
+		// they would if records went on), so that their records come back
+		// and are handed on a few at a time, not all in the last batch.
+		for t := s.now + s.sh.span; t-s.sh.span <= s.now+s.w; t += s.sh.span {
+			s.sh.flush(t, false)
+			s.sh.drain(s)
+			if s.afterFeed != nil {
+				if err := s.afterFeed(); err != nil {
+					return err
+				}
+			}
+		}
 		s.sh.finish(s.now)
 	} else {
 		s.closeAll()
