@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -36,10 +37,26 @@ type Config struct {
 	// instead of streaming them (as Run does anyway with captures that
 	// cannot be read twice).
 	WholeCapture bool
+	// Shards is how many goroutines the streaming analysis pairs on, each
+	// the identities whose hash falls in it: 0 is GOMAXPROCS (at most
+	// MaxShards), 1 pairs on Run's own goroutine. Every count gives the
+	// same report.
+	Shards int
 	// Progress, if set, is called from Run's goroutine every
 	// ProgressEvery frames read and once per interval reported, so that a
 	// command can show how far a long analysis is (see Progress).
 	Progress func(Progress)
+}
+
+// MaxShards bounds the shards Config.Shards 0 asks for.
+const MaxShards = 8
+
+// shards is the number of shards the streaming analysis pairs on.
+func (c *Config) shards() int {
+	if c.Shards > 0 {
+		return c.Shards
+	}
+	return min(runtime.GOMAXPROCS(0), MaxShards)
 }
 
 // ProgressEvery is how many frames Run reads between two Progress calls.

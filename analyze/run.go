@@ -37,25 +37,9 @@ const matchSlack = 100_000 // ns
 // MaxBackStep, without a common time range, or sharing less than
 // MinMatchedShare of their packets.
 func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (Stats, error) {
-	if cfg.Classifier == nil {
-		c, err := classifier.NewClassifier(nil)
-		if err != nil {
-			return Stats{}, err
-		}
-		cfg.Classifier = c
-	}
-	if !cfg.UseLDA && len(cfg.Extra) == 0 {
-		return Stats{}, errors.New("no synopsis selected")
-	}
-	if cfg.Conf <= 0 || cfg.Conf >= 1 {
-		cfg.Conf = 0.98
-	}
-	if cfg.Direction == "" {
-		cfg.Direction = "a>b"
-	}
-	keepFlows := false
-	for _, f := range cfg.Extra {
-		keepFlows = keepFlows || !f.PerMEC()
+	keepFlows, err := cfg.defaults()
+	if err != nil {
+		return Stats{}, err
 	}
 	var prog Progress
 	if sender.Size() > 0 && receiver.Size() > 0 {
@@ -69,6 +53,31 @@ func Run(sender, receiver *Capture, cfg Config, emit func(*report.Interval)) (St
 		return runStream(sender, receiver, cfg, keepFlows, emit, &prog)
 	}
 	return runWhole(sender, receiver, cfg, keepFlows, emit, &prog)
+}
+
+// defaults fills in what cfg leaves unset; keepFlows says whether a
+// synopsis needs each packet's flow.
+func (cfg *Config) defaults() (keepFlows bool, err error) {
+	if cfg.Classifier == nil {
+		c, err := classifier.NewClassifier(nil)
+		if err != nil {
+			return false, err
+		}
+		cfg.Classifier = c
+	}
+	if !cfg.UseLDA && len(cfg.Extra) == 0 {
+		return false, errors.New("no synopsis selected")
+	}
+	if cfg.Conf <= 0 || cfg.Conf >= 1 {
+		cfg.Conf = 0.98
+	}
+	if cfg.Direction == "" {
+		cfg.Direction = "a>b"
+	}
+	for _, f := range cfg.Extra {
+		keepFlows = keepFlows || !f.PerMEC()
+	}
+	return keepFlows, nil
 }
 
 // oracle, when set (by the package's tests), runs both analyses on every

@@ -40,7 +40,10 @@ type srec struct {
 	closeAt int64
 	paired  bool
 	peerTs  uint64 // the paired copy's timestamp
-	k       int32  // pending receiver: the interval it goes to
+	// With shards: its place in its end's order, and which end.
+	seq    uint64
+	sender bool
+	k      int32 // pending receiver: the interval it goes to
 }
 
 // group is the copies of one identity at both ends within the window of
@@ -391,35 +394,102 @@ func newDelayStats() delayStats {
 		fmin: math.MaxInt64, pmin: math.MaxInt64, pmax: math.MinInt64}
 }
 
+// pairer groups copies by identity within the window and pairs each
+// group once it is closed. The streamer has one, or with shards one per
+// shard, each pairing the identities whose hash falls in it (shard.go).
+type pairer struct {
+	w          int64
+	par        pairing
+	groups     groupTable
+	gq         ring[*group]
+	gfree      []*group
+	ds         delayStats
+	matched    uint64
+	ambS, ambR uint64
+	nonIPPairs bool // a non-IP group had copies at both ends
+
+	// markGroup, when set, turns a closed group whose pairing is uncertain
+	// into the marks of the intervals it spoils (appended to marks). It
+	// only reads what does not change during the pass: shards call it.
+	markGroup func(g *group, dst []badMark) []badMark
+	marks     []badMark
+}
+
+// closeBefore closes the groups whose window ended before t.
+func (p *pairer) closeBefore(t int64) {
+	for p.gq.n > 0 && p.gq.front().first+p.w < t {
+		p.closeGroup()
+	}
+}
+
+// closeAll closes every open group.
+func (p *pairer) closeAll() {
+	for p.gq.n > 0 {
+		p.closeGroup()
+	}
+}
+
+// add puts x, stamped t, into the open group of its identity, or opens
+// one; the groups whose window ended before t must be closed first.
+func (p *pairer) add(x *srec, t int64, sender bool) {
+	g := p.groups.get(x.hash)
+	if g == nil {
+		if n := len(p.gfree); n > 0 {
+			g, p.gfree = p.gfree[n-1], p.gfree[:n-1]
+		} else {
+			g = &group{}
+		}
+		g.hash, g.first = x.hash, t
+		p.groups.put(g)
+		p.gq.push(g)
+	}
+	x.closeAt = g.first + p.w
+	if sender {
+		g.s = append(g.s, x)
+	} else {
+		g.r = append(g.r, x)
+	}
+}
+
+// merge adds what o learnt to p (shards' pairers at the end of a pass):
+// counts add up, extremes combine.
+func (p *pairer) merge(o *pairer) {
+	a, b := &p.ds, &o.ds
+	a.dmin, a.dmax = min(a.dmin, b.dmin), max(a.dmax, b.dmax)
+	a.umin, a.umax = min(a.umin, b.umin), max(a.umax, b.umax)
+	a.fmin = min(a.fmin, b.fmin)
+	a.pmin, a.pmax = min(a.pmin, b.pmin), max(a.pmax, b.pmax)
+	p.matched += o.matched
+	p.ambS += o.ambS
+	p.ambR += o.ambR
+	p.nonIPPairs = p.nonIPPairs || o.nonIPPairs
+}
+
 // streamer merges the two ends, groups copies by identity within the
 // window and hands records on in time order once their group is closed.
 type streamer struct {
-	w        int64
+	pairer
 	snd, rcv *endStream
 	pool     srecPool
-	groups   groupTable
-	gq       ring[*group]
-	gfree    []*group
 	sq, rq   ring[*srec]
 	// lastS, lastR: the timestamp of the last record fed from each end.
 	lastS, lastR int64
 	fedS, fedR   bool
 	now          int64 // the last record fed: groups that closed before it are closed
 	ended        bool  // every record fed and every group closed
-	par          pairing
-	ds           delayStats
-	matched      uint64
-	ambS, ambR   uint64
-	nonIPPairs   bool // a non-IP group had copies at both ends
+	// shards, when more than one, pair on goroutines of their own
+	// (shard.go); sh is their state during run.
+	shards int
+	sh     *shardSet
 
-	onGroup    func(g *group, uncertain bool)
+	onMarks    func(marks []badMark)
 	onSender   func(x *srec) (keep bool)
 	onReceiver func(x *srec) (keep bool)
 	afterFeed  func() error
 }
 
-func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, tick func(frames uint64, bytes int64)) *streamer {
-	s := &streamer{w: w, par: par, ds: newDelayStats()}
+func newStreamer(sender, receiver *Capture, cl *classifier.Classifier, keepFlows bool, limit int, w int64, par pairing, shards int, tick func(frames uint64, bytes int64)) *streamer {
+	s := &streamer{pairer: pairer{w: w, par: par, ds: newDelayStats()}, shards: shards}
 	s.snd = &endStream{l: newLoader(sender, cl, nil), limit: limit, keepFlow: keepFlows, pool: &s.pool}
 	s.rcv = &endStream{l: newLoader(receiver, cl, nil), limit: limit, keepFlow: keepFlows, pool: &s.pool}
 	if tick != nil {
@@ -437,6 +507,10 @@ func (s *streamer) run() error {
 	s.rcv.start()
 	defer s.snd.close()
 	defer s.rcv.close()
+	if s.shards > 1 {
+		s.sh = newShardSet(s.shards, &s.pairer)
+		defer s.sh.stop()
+	}
 	var rErr error
 	for {
 		xs, err := s.snd.peek()
@@ -477,8 +551,22 @@ func (s *streamer) run() error {
 			}
 		}
 	}
-	for s.gq.n > 0 {
-		s.closeGroup()
+	if s.sh != nil {
+		// The last window's groups close a batch's span at a time (as
+		// they would if records went on), so that their records come back
+		// and are handed on a few at a time, not all in the last batch.
+		for t := s.now + s.sh.span; t-s.sh.span <= s.now+s.w; t += s.sh.span {
+			s.sh.flush(t, false)
+			s.sh.drain(s)
+			if s.afterFeed != nil {
+				if err := s.afterFeed(); err != nil {
+					return err
+				}
+			}
+		}
+		s.sh.finish(s.now)
+	} else {
+		s.closeAll()
 	}
 	s.ended = true
 	s.drain()
@@ -491,35 +579,42 @@ func (s *streamer) run() error {
 func (s *streamer) feed(x *srec, sender bool) {
 	t := int64(x.ts)
 	s.now = t
-	for s.gq.n > 0 && s.gq.front().first+s.w < t {
-		s.closeGroup()
-	}
-	g := s.groups.get(x.hash)
-	if g == nil {
-		if n := len(s.gfree); n > 0 {
-			g, s.gfree = s.gfree[n-1], s.gfree[:n-1]
-		} else {
-			g = &group{}
-		}
-		g.hash, g.first = x.hash, t
-		s.groups.put(g)
-		s.gq.push(g)
-	}
-	x.closeAt = g.first + s.w
 	if sender {
-		g.s = append(g.s, x)
-		s.sq.push(x)
 		s.lastS, s.fedS = t, true
 	} else {
-		g.r = append(g.r, x)
-		s.rq.push(x)
 		s.lastR, s.fedR = t, true
+	}
+	if s.sh != nil {
+		// The shard pairs a copy: the record is free again at once.
+		s.sh.dispatch(x, t, sender)
+		s.pool.put(x)
+		// Held: the streamer's records and those fed and not handed on
+		// (in the shards, or handed back and waiting).
+		s.pool.peak = max(s.pool.peak, s.pool.held+s.sh.ts[0].n+s.sh.ts[1].n)
+		s.sh.drain(s)
+		return
+	}
+	s.closeBefore(t)
+	s.add(x, t, sender)
+	if sender {
+		s.sq.push(x)
+	} else {
+		s.rq.push(x)
 	}
 	s.drain()
 }
 
-// drain hands on the records at the front of each end whose group is closed.
+// drain hands on the records at the front of each end whose group is
+// closed.
 func (s *streamer) drain() {
+	if s.sh != nil {
+		s.sh.drain(s)
+		return
+	}
+	if len(s.marks) > 0 && s.onMarks != nil {
+		s.onMarks(s.marks)
+	}
+	s.marks = s.marks[:0]
 	for s.sq.n > 0 && (s.ended || s.sq.front().closeAt < s.now) {
 		x := s.sq.pop()
 		if !s.onSender(x) {
@@ -534,42 +629,55 @@ func (s *streamer) drain() {
 	}
 }
 
+// unhanded is how many records of one end were fed and not yet handed
+// on, and the oldest one's timestamp.
+func (s *streamer) unhanded(sender bool) (n int, oldest int64) {
+	if s.sh != nil {
+		return s.sh.unhanded(sender)
+	}
+	q := &s.rq
+	if sender {
+		q = &s.sq
+	}
+	if q.n > 0 {
+		oldest = int64(q.front().ts)
+	}
+	return q.n, oldest
+}
+
 // closeGroup pairs the oldest open group's copies as match does: the
 // first walk's ambiguity and delays, then first in first out.
-func (s *streamer) closeGroup() {
-	g := s.gq.pop()
-	s.groups.del(g)
-	s.pair(g)
+func (p *pairer) closeGroup() {
+	g := p.gq.pop()
+	p.groups.del(g)
+	p.pair(g)
 	// Its copies know when it closed (closeAt): the group is free for
 	// another identity.
 	clear(g.s)
 	clear(g.r)
 	g.s, g.r = g.s[:0], g.r[:0]
-	s.gfree = append(s.gfree, g)
+	p.gfree = append(p.gfree, g)
 }
 
 // pair pairs a closed group's copies.
-func (s *streamer) pair(g *group) {
+func (p *pairer) pair(g *group) {
 	gs, gr := g.s, g.r
 	if len(gs) > 1 {
 		for _, x := range gs {
 			x.flags |= recAmbiguous
 		}
-		s.ambS += uint64(len(gs))
+		p.ambS += uint64(len(gs))
 	}
 	if len(gr) > 1 {
 		for _, x := range gr {
 			x.flags |= recAmbiguous
 		}
-		s.ambR += uint64(len(gr))
+		p.ambR += uint64(len(gr))
 	}
 	if len(gs) == 0 || len(gr) == 0 {
-		if s.onGroup != nil {
-			s.onGroup(g, false)
-		}
 		return
 	}
-	ds := &s.ds
+	ds := &p.ds
 	d := int64(gr[0].ts) - int64(gs[0].ts)
 	ds.fmin = min(ds.fmin, d)
 	if len(gs) == 1 && len(gr) == 1 {
@@ -579,28 +687,28 @@ func (s *streamer) pair(g *group) {
 		}
 	}
 	nonIP := gs[0].flags&recNonIP != 0
-	s.nonIPPairs = s.nonIPPairs || nonIP
-	p := 0
+	p.nonIPPairs = p.nonIPPairs || nonIP
+	k := 0
 	for _, j := range gr {
-		for nonIP && s.par.known && p < len(gs) && int64(j.ts)-int64(gs[p].ts) > s.par.dmax+matchSlack {
-			p++ // too old to be this copy, or any later one
+		for nonIP && p.par.known && k < len(gs) && int64(j.ts)-int64(gs[k].ts) > p.par.dmax+matchSlack {
+			k++ // too old to be this copy, or any later one
 		}
-		if p == len(gs) {
+		if k == len(gs) {
 			break
 		}
-		i := gs[p]
-		if int64(i.ts) > int64(j.ts)+s.par.tol {
+		i := gs[k]
+		if int64(i.ts) > int64(j.ts)+p.par.tol {
 			continue // sent after it was received: not this copy
 		}
 		i.paired, i.peerTs = true, j.ts
 		j.paired, j.peerTs = true, i.ts
 		d := int64(j.ts) - int64(i.ts)
 		ds.pmin, ds.pmax = min(ds.pmin, d), max(ds.pmax, d)
-		s.matched++
-		p++
+		p.matched++
+		k++
 	}
 	uncertain := false
-	if len(gs) > 1 && p > 0 {
+	if len(gs) > 1 && k > 0 {
 		for _, x := range gs {
 			uncertain = uncertain || !x.paired
 		}
@@ -608,8 +716,8 @@ func (s *streamer) pair(g *group) {
 			uncertain = uncertain || !x.paired
 		}
 	}
-	if s.onGroup != nil {
-		s.onGroup(g, uncertain)
+	if uncertain && p.markGroup != nil {
+		p.marks = p.markGroup(g, p.marks)
 	}
 }
 
@@ -732,7 +840,7 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 		return nil, err
 	}
 	sv := &survey{rc: rangeCount{w: w}}
-	st := newStreamer(sender, receiver, cfg.Classifier, false, limit, w, par, tick)
+	st := newStreamer(sender, receiver, cfg.Classifier, false, limit, w, par, cfg.shards(), tick)
 	// rSeen is the latest receiver timestamp read: its last record is
 	// stamped no earlier. A record waiting to be fed counts, so that a gap
 	// in the receiver's capture does not keep the sender's records.
@@ -910,8 +1018,9 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 		return st, err
 	}
 	a := newAnalysis(&cfg, &st, keepFlows, lo, hi, dmin, dmax, w, sv, emit, prog)
-	a.st = newStreamer(sender, receiver, cfg.Classifier, keepFlows, limit, w, par, tick)
-	a.st.onGroup, a.st.onSender, a.st.onReceiver, a.st.afterFeed = a.group, a.sender, a.receiver, a.closeReady
+	a.st = newStreamer(sender, receiver, cfg.Classifier, keepFlows, limit, w, par, cfg.shards(), tick)
+	a.st.markGroup, a.st.onMarks = a.groupMarks, a.addMarks
+	a.st.onSender, a.st.onReceiver, a.st.afterFeed = a.sender, a.receiver, a.closeReady
 	if err := a.st.run(); err != nil {
 		return st, err
 	}
@@ -1026,10 +1135,10 @@ func (a *analysis) bad(k int32) (string, bool) {
 
 func (a *analysis) inRange(ts uint64) bool { return int64(ts) >= a.lo && int64(ts) <= a.hi }
 
-func (a *analysis) group(g *group, uncertain bool) {
-	if !uncertain {
-		return
-	}
+// groupMarks appends the marks of a closed group whose pairing is
+// uncertain: its sender copies' intervals. It reads only what does not
+// change during the pass, so shards call it on their own goroutines.
+func (a *analysis) groupMarks(g *group, dst []badMark) []badMark {
 	first, across, outside := int32(-1), false, false
 	var ks []int32
 	for _, x := range g.s {
@@ -1045,17 +1154,27 @@ func (a *analysis) group(g *group, uncertain bool) {
 		}
 		ks = append(ks, k)
 	}
+	var rank uint64
+	var why string
 	switch {
 	case across:
-		for _, k := range ks {
-			a.mark(k, k, rankSplit, "bit-identical packets on both sides of the interval boundary, and one of them lost: which interval lost it cannot be told")
-		}
+		rank, why = rankSplit, "bit-identical packets on both sides of the interval boundary, and one of them lost: which interval lost it cannot be told"
 	case outside:
-		for _, k := range ks {
-			a.mark(k, k, rankEdge, "bit-identical packets on both sides of the captures' overlap edge, and one of them unpaired: whether the one inside was lost cannot be told")
+		rank, why = rankEdge, "bit-identical packets on both sides of the captures' overlap edge, and one of them unpaired: whether the one inside was lost cannot be told"
+	default:
+		return dst
+	}
+	for _, k := range ks {
+		if k >= 0 {
+			dst = append(dst, badMark{k, k, rank, why})
 		}
 	}
+	return dst
 }
+
+// addMarks takes the marks of uncertain groups. Their order does not
+// matter: marks of one rank say the same.
+func (a *analysis) addMarks(marks []badMark) { a.marks = append(a.marks, marks...) }
 
 // acc is interval k's accumulator, opened when its first packet comes.
 func (a *analysis) acc(k int32) (*intervalAcc, error) {
@@ -1122,9 +1241,12 @@ func (a *analysis) receiver(x *srec) bool {
 		// Unmatched, and sent (if it was) inside the common range
 		// whatever its delay: it goes where the latest packets went,
 		// once a later packet shows the range goes on.
-		x.k = a.cursor
-		a.pending = append(a.pending, x)
-		return true
+		// (A copy: with shards, x is not the pool's.)
+		y := a.st.pool.get()
+		*y = *x
+		y.k = a.cursor
+		a.pending = append(a.pending, y)
+		return false
 	default:
 		if a.cursor < 0 || ts-a.dmax < a.lo {
 			st.TrimmedReceiverBefore++
@@ -1188,8 +1310,10 @@ func (a *analysis) closeReady() error {
 		return a.err
 	}
 	s := a.st
-	sDone := s.snd.done() && s.sq.n == 0
-	rDone := s.rcv.done() && s.rq.n == 0
+	nS, oldS := s.unhanded(true)
+	nR, oldR := s.unhanded(false)
+	sDone := s.snd.done() && nS == 0
+	rDone := s.rcv.done() && nR == 0
 	if rDone && !a.rDone {
 		a.rDone = true
 		a.resolve(false)
@@ -1203,8 +1327,8 @@ func (a *analysis) closeReady() error {
 		if !sDone || !a.rDone {
 			if !sDone {
 				minS := s.lastS
-				if s.sq.n > 0 {
-					minS = int64(s.sq.front().ts)
+				if nS > 0 {
+					minS = oldS
 				}
 				if !s.fedS || a.lm.k(uint64(max(minS, 0))) <= k {
 					return nil
@@ -1215,8 +1339,8 @@ func (a *analysis) closeReady() error {
 					return nil
 				}
 				minR := s.lastR
-				if s.rq.n > 0 {
-					minR = int64(s.rq.front().ts)
+				if nR > 0 {
+					minR = oldR
 				}
 				if !s.fedR || minR-a.w < a.endOf(k) {
 					return nil
@@ -1260,8 +1384,10 @@ func (a *analysis) finish() error {
 		}
 	}
 	st := a.st
-	if st.sq.n > 0 || st.rq.n > 0 {
-		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", st.sq.n, st.rq.n)
+	nS, _ := st.unhanded(true)
+	nR, _ := st.unhanded(false)
+	if nS > 0 || nR > 0 {
+		return fmt.Errorf("internal error: %d sender and %d receiver records not handed on", nS, nR)
 	}
 	return a.closeReady()
 }
