@@ -217,11 +217,25 @@ func AnalyzeRow(r *Interval, truth bool) string {
 		usCell(r.MeanNs, noDelay), usCell(r.MeanCINs, noDelay), usCell(r.StddevNs, noDelay || r.Synopsis == "lds"),
 		fmt.Sprint(r.Samples), fmt.Sprintf("%d/%d", r.Usable, r.Buckets), valid)
 	if truth {
-		if r.TrueMeanNs != nil {
-			s += fmt.Sprintf(truthCols, fmt.Sprintf("%.3f", *r.TrueMeanNs/1e3), fmt.Sprintf("%.3f", *r.TrueStddevNs/1e3), fmt.Sprint(*r.TrueLost))
-		} else {
-			s += fmt.Sprintf(truthCols, "-", "-", "-")
-		}
+		// Each truth field on its own: a line may carry a true mean
+		// without a true loss (a sample line whose rate is unknown).
+		s += fmt.Sprintf(truthCols, truthUs(r.TrueMeanNs), truthUs(r.TrueStddevNs), truthCount(r.TrueLost))
 	}
 	return s + flow + why
+}
+
+// truthUs is a truth column in µs, "-" where the line has none.
+func truthUs(ns *float64) string {
+	if ns == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *ns/1e3)
+}
+
+// truthCount is a truth count column, "-" where the line has none.
+func truthCount(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
 }

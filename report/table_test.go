@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,38 @@ func TestFragmentRows(t *testing.T) {
 			t.Errorf("plain flow row %q", r)
 		}
 	}
+}
+
+// TestAnalyzeRowPartialTruth: a line with only some truth fields (a
+// sample line has a true mean but no true loss when its rate is
+// unknown) renders each it has and "-" for the others, never panics.
+func TestAnalyzeRowPartialTruth(t *testing.T) {
+	mean, sd, lost := 41_500.0, 2_000.0, uint64(3)
+	for mask := 0; mask < 8; mask++ {
+		r := &Interval{Synopsis: "sample", MEC: "all", Valid: true, Sent: 10, Received: 7, Lost: 3}
+		want := []string{"-", "-", "-"}
+		if mask&1 != 0 {
+			r.TrueMeanNs, want[0] = &mean, "41.500"
+		}
+		if mask&2 != 0 {
+			r.TrueStddevNs, want[1] = &sd, "2.000"
+		}
+		if mask&4 != 0 {
+			r.TrueLost, want[2] = &lost, "3"
+		}
+		row := AnalyzeRow(r, true)
+		if !containsSeq(strings.Fields(row), want) {
+			t.Errorf("truth fields %03b: row %q lacks %v", mask, row, want)
+		}
+	}
+}
+
+// containsSeq says whether want appears in got as consecutive fields.
+func containsSeq(got, want []string) bool {
+	for i := 0; i+len(want) <= len(got); i++ {
+		if slices.Equal(got[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
 }
