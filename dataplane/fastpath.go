@@ -13,7 +13,7 @@ import "github.com/ldafwd/ldafwd/synopsis"
 //
 // A lane uses it only where it does exactly what the Go lane does (see
 // NewLane): the sender or receiver role, one MEC, an LDA with or without
-// an RDA and an LDS (no trajectory sample), no Tap; a sender's tx port is a TxStamper, a receiver reads one
+// an RDA, an LDS and a trajectory sample, no Tap; a sender's tx port is a TxStamper, a receiver reads one
 // queue of its port. It measures a burst's longest prefix of frames the
 // lane records as they are, and hands back unmeasured, in order,
 // everything from the first frame the lane decides about (truncated,
@@ -40,13 +40,14 @@ type MeasureFastPath interface {
 }
 
 // FastSynopses are the synopses a MeasureFastPath records a frame in: the
-// active copy's LDA, its RDA and LDS when it has them (nil otherwise),
-// and the LDS weight of the one class. A port that cannot record them
-// all returns ok false.
+// active copy's LDA, its RDA, LDS and trajectory sample when it has them
+// (nil otherwise), and the LDS weight of the one class. A port that
+// cannot record them all returns ok false.
 type FastSynopses struct {
 	LDA    *synopsis.LDA
 	RDA    *synopsis.RDA
 	LDS    *synopsis.LDS
+	Sample *synopsis.Sample
 	Weight uint32
 }
 

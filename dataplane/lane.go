@@ -266,11 +266,11 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 }
 
 // fastSynopses reports whether every copy of b records what a
-// MeasureFastPath records: one LDA, at most one RDA, perhaps an LDS, no
-// trajectory sample.
+// MeasureFastPath records: one LDA, at most one RDA and one trajectory
+// sample, perhaps an LDS.
 func fastSynopses(b *SynBuffer) bool {
 	for _, s := range b.Sets {
-		if s == nil || len(s.LDA) != 1 || len(s.RDA) > 1 || s.Sample != nil {
+		if s == nil || len(s.LDA) != 1 || len(s.RDA) > 1 || len(s.Sample) > 1 {
 			return false
 		}
 	}
@@ -282,6 +282,9 @@ func (s *SynSet) fastSyn() FastSynopses {
 	f := FastSynopses{LDA: s.LDA[0], LDS: s.LDS, Weight: s.weights[0]}
 	if len(s.RDA) > 0 {
 		f.RDA = s.RDA[0]
+	}
+	if len(s.Sample) > 0 {
+		f.Sample = s.Sample[0]
 	}
 	return f
 }

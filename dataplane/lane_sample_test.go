@@ -25,10 +25,9 @@ type fastTx struct{ dataplane.Port }
 
 func (fastTx) LastTxNs() uint64 { return 1 }
 
-// TestSampleLeavesFastPath: the sender fast path records the LDA, the
-// RDA and the LDS, so a lane that also records a trajectory sample takes
-// the Go path.
-func TestSampleLeavesFastPath(t *testing.T) {
+// TestSynopsesFastPath: the sender fast path records the LDA, the RDA,
+// the LDS and the trajectory sample of one class.
+func TestSynopsesFastPath(t *testing.T) {
 	smp := synopsis.DefaultSampleConfig()
 	rda := synopsis.RDAConfig{Banks: 3, Cells: 64, CacheBudget: 1 << 12}
 	lds := synopsis.LDSConfig{Cols: 64, MaxFlows: 16}
@@ -38,8 +37,8 @@ func TestSampleLeavesFastPath(t *testing.T) {
 	}{
 		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, true},
 		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: 1}, true},
-		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1}, false},
-		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1}, false},
+		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1}, true},
+		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1}, true},
 	} {
 		l, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
 		cl, _ := classifier.NewClassifier(nil)

@@ -19,8 +19,9 @@ import (
 // as SynSet.Record does: small, so that cells collide, the RDA's
 // timestamp cache fills (the Go lane raises its level, C goes on at the
 // new one), the LDS flow table refuses flows and samples them in and its
-// rows sample packets; then RDA banks chosen by one Remix per bank
-// (chunk 0), no cache, no flow table.
+// rows sample packets, the trajectory sample fills (its level rises in
+// Go); then RDA banks chosen by one Remix per bank (chunk 0), no cache,
+// no flow table; each synopsis alone; `ldafwd run`'s default shapes.
 func fastSynConfigs() map[string]dataplane.SynConfig {
 	rda := synopsis.RDAConfig{Banks: 3, Cells: 61, CacheBudget: 1 << 14}
 	lds := synopsis.LDSConfig{Rows: 4, Cols: 37, CellsPerFlow: 3, RowRates: []float64{1, 0.5, 0.25, 0.125}, MaxFlows: 24, HoldRate: 0.5}
@@ -28,12 +29,15 @@ func fastSynConfigs() map[string]dataplane.SynConfig {
 	lds1 := synopsis.LDSConfig{Rows: 2, Cols: 1000}
 	def := synopsis.DefaultRDAConfig()
 	defLDS := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
+	smp := synopsis.SampleConfig{Level: 1, Capacity: 200}
+	defSmp := synopsis.DefaultSampleConfig()
 	return map[string]dataplane.SynConfig{
-		"small":   {LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: 1, Weights: []uint32{3}},
+		"small":   {LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1, Weights: []uint32{3}},
 		"plain":   {LDA: synopsis.DefaultLDAConfig(), RDA: &rda1, LDS: &lds1, Classes: 1},
 		"rda":     {LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1},
 		"lds":     {LDA: synopsis.DefaultLDAConfig(), LDS: &lds, Classes: 1},
-		"default": {LDA: synopsis.DefaultLDAConfig(), RDA: &def, LDS: &defLDS, Classes: 1},
+		"sample":  {LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1},
+		"default": {LDA: synopsis.DefaultLDAConfig(), RDA: &def, LDS: &defLDS, Sample: &defSmp, Classes: 1},
 	}
 }
 
@@ -61,6 +65,9 @@ func fastSynRun(t *testing.T, a, b *Port, cfg dataplane.SynConfig, frames [][]by
 	fs := dataplane.FastSynopses{LDA: cs.LDA[0], LDS: cs.LDS, Weight: weight}
 	if cs.RDA != nil {
 		fs.RDA = cs.RDA[0]
+	}
+	if cs.Sample != nil {
+		fs.Sample = cs.Sample[0]
 	}
 	if receiver {
 		soft := a.clk.soft
@@ -169,7 +176,8 @@ var (
 
 // sameSyn reports the first synopsis in which cs and gs differ, "" if
 // none: the LDA, the RDA (cells, timestamp cache and its flows, sampling
-// level, duplicates), the LDS (cells, counters, flow table and its keys).
+// level, duplicates), the LDS (cells, counters, flow table and its keys),
+// the trajectory sample (entries, flows, threshold, stamp error).
 func sameSyn(cs, gs *dataplane.SynSet) string {
 	switch {
 	case !reflect.DeepEqual(cs.LDA[0], gs.LDA[0]):
@@ -178,6 +186,8 @@ func sameSyn(cs, gs *dataplane.SynSet) string {
 		return "RDA"
 	case !reflect.DeepEqual(cs.LDS, gs.LDS):
 		return "LDS"
+	case cs.Sample != nil && !reflect.DeepEqual(cs.Sample[0], gs.Sample[0]):
+		return "sample"
 	}
 	return ""
 }
@@ -231,7 +241,7 @@ func fastSynFrames(n int) [][]byte {
 }
 
 // checkFastSynIsGo is the differential test of the C fast path's RDA and
-// LDS (measure.h's ldaf_syn_add), a subtest of TestFastPathIsGoLane on
+// LDS and trajectory sample (measure.h's ldaf_syn_add), a subtest of TestFastPathIsGoLane on
 // its ports: the same frames through C and through SynSet.Record must
 // leave every synopsis identical, every cell, counter, cache slot and
 // flow-table entry, sender and receiver, in every shape of
@@ -251,7 +261,10 @@ func checkFastSynIsGo(t *testing.T, a, b *Port) {
 				continue
 			}
 			// The shapes' corners were reached.
-			c, ft := cs.RDA[0].Cache(), cs.LDS.Flows()
+			c, ft, smp := cs.RDA[0].Cache(), cs.LDS.Flows(), cs.Sample[0]
+			if smp.Raised() < 2 || smp.Len() == 0 || receiver && smp.StampErrNs() == 0 {
+				t.Errorf("%s, receiver %v: sample raised %d times, %d held, stamp error %d ns", name, receiver, smp.Raised(), smp.Len(), smp.StampErrNs())
+			}
 			if c.Level() < 2 || c.Dups() == 0 || c.LaterLost() == 0 || ft.Refused() == 0 || ft.Len() == 0 || ft.Missed() == 0 {
 				t.Errorf("%s, receiver %v: cache level %d, %d dups, %d later lost; flows %d held, %d refused, %d missed",
 					name, receiver, c.Level(), c.Dups(), c.LaterLost(), ft.Len(), ft.Refused(), ft.Missed())

@@ -238,16 +238,18 @@ func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
 
 // senderFastPathAllocs: a sender lane's poll through the measuring fast
 // path allocates nothing (net_null always has a full burst), recording
-// the LDA alone or with the RDA and the LDS (as `ldafwd run` by default).
+// the LDA alone or with the RDA, the LDS and the trajectory sample (as
+// `ldafwd run` by default).
 // Part of TestInstrLoops to use its ports: closed ports' pools last until
 // Cleanup, and the package's tests share EAL's memory.
 func senderFastPathAllocs(t *testing.T, x, y *Port) {
 	t.Helper()
 	rda := synopsis.DefaultRDAConfig()
 	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
+	smp := synopsis.DefaultSampleConfig()
 	for _, syn := range []dataplane.SynConfig{
 		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
-		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: 1},
+		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1},
 	} {
 		fastPathAllocs(t, synLanes(t, x, y, true, syn))
 	}

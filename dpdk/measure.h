@@ -577,12 +577,12 @@ static inline void ldaf_lda_add_ts(const struct ldaf_ldasel *sel, struct ldaf_ld
 	}
 }
 
-// The RDA and the LDS (synopsis.RDAHot, synopsis.LDSHot): their C
-// mirrors, every field 64 bits, addresses as integers, in Go memory that
-// holds no Go pointers (package dpdk's fastSyn), written during one
-// ldaf_measure call only. The updates below are synopsis.RDA.AddFlow and
-// synopsis.LDS.AddFlowKey, operation for operation
-// (TestFastSynIsGo, FuzzFastSynC).
+// The RDA, the LDS and the trajectory sample (synopsis.RDAHot, LDSHot,
+// SampleHot): their C mirrors, every field 64 bits, addresses as
+// integers, in Go memory that holds no Go pointers (package dpdk's
+// fastSyn), written during one ldaf_measure call only. The updates below
+// are synopsis.RDA.AddFlow, LDS.AddFlowKey and Sample.AddFlow, operation
+// for operation (checkFastSynIsGo, FuzzFastSynC).
 struct ldaf_rdahot {
 	uint64_t cells, m, k, chunk, base;
 	uint64_t slots, flows, mask, limit, n, level, has_zero, zero, zero_flow, offered, dups;
@@ -592,11 +592,15 @@ struct ldaf_ldshot {
 	uint64_t cells, rows, cols, k, thr, row_a, row_m, packets, last_ts;
 	uint64_t has_flows, fslots, fkeys, fmask, fused, flimit, fhold_thr, fmissed, frefused;
 };
+struct ldaf_samplehot {
+	uint64_t ents, flows, len, cap, thresh, offered, err_ns;
+};
 // ldaf_syn is what a lane records besides its LDA (dpdk's fastSyn).
 struct ldaf_syn {
 	struct ldaf_rdahot rda;
 	struct ldaf_ldshot lds;
-	uint64_t has_rda, has_lds, weight; // weight: the class's LDS weight (0 means 1)
+	struct ldaf_samplehot smp;
+	uint64_t has_rda, has_lds, has_smp, weight; // weight: the class's LDS weight (0 means 1)
 };
 
 struct ldaf_rdacell {
@@ -623,6 +627,7 @@ struct ldaf_flowslot {
 #define LDAF_SALT_SAMPLING 0x53414d50c2b2ae35ull
 #define LDAF_SALT_RDA_CHECK 0x5244434bd6e8feb8ull
 #define LDAF_SALT_FLOW_HOLD 0x484f4c44a54ff53aull
+#define LDAF_SALT_SAMPLE 0x54524a53d6e8feb8ull
 #define LDAF_GOLDEN 0x9e3779b97f4a7c15ull
 #define LDAF_MAX_LATER 128
 #define LDAF_LDS_MAX_ROWS 16
@@ -865,7 +870,23 @@ static inline void ldaf_lds_add(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, 
 		ldaf_flow_observe(l, fh, h, weight, key);
 }
 
-// ldaf_syn_add is SynSet.Record's RDA and LDS part for frames i of
+// ldaf_sample_add is Sample.AddFlow and SetStampErr for a sample the
+// burst cannot fill (the caller checked Sample.SampleRoom).
+static inline void ldaf_sample_add(struct ldaf_samplehot *p, uint64_t h, uint64_t fh, uint64_t ts, uint64_t err) {
+	p->offered++;
+	uint64_t s = ldaf_remix(h, LDAF_SALT_SAMPLE);
+	if (s >> 32 < p->thresh && likely(p->len < p->cap)) {
+		struct ldaf_tsent *e = (struct ldaf_tsent *)p->ents + p->len;
+		e->h = s, e->ts = ts;
+		if (p->flows)
+			((uint64_t *)p->flows)[p->len] = fh;
+		p->len++;
+	}
+	if (err > p->err_ns)
+		p->err_ns = err;
+}
+
+// ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
 // [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), keys ks, all at ts (ts_each
 // NULL) or at ts_each[i]; a frame stamped poll (not 0) has the stamp
 // error poll_err, every other 0.
@@ -873,11 +894,13 @@ static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const ui
 		const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
 	uint32_t w = (uint32_t)sy->weight;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0;
+		uint64_t t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
 		if (sy->has_rda)
 			ldaf_rda_add(&sy->rda, hs[i], fh, t);
+		if (sy->has_smp)
+			ldaf_sample_add(&sy->smp, hs[i], fh, t, err);
 		if (fh != 0)
-			ldaf_lds_add(&sy->lds, fh, hs[i], t, poll != 0 && t == poll ? poll_err : 0, w, &ks[i]);
+			ldaf_lds_add(&sy->lds, fh, hs[i], t, err, w, &ks[i]);
 	}
 }
 

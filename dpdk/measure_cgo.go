@@ -46,12 +46,12 @@ const _ = uint(63 - synopsis.LDAMaxSampleLog2)
 // (ldaf_measure, measure.h) receives up to burst frames here, hashes each
 // as classifier.ParseLevel does up to the first frame the Go lane must
 // decide about, transmits those there and adds the frames the peer took
-// to syn's LDA, RDA and LDS with their transmit stamp (as LastTxNs reads
+// to syn's LDA, RDA, LDS and sample with their transmit stamp (as LastTxNs reads
 // it), or with stamp.On all of them with their receive stamp before
 // transmitting; the rest of the burst comes back unmeasured.
 // The LDA's cells, selector and count (synopsis.LDAHot: Go memory without
-// Go pointers) go to C as integers for this call only, the RDA's and the
-// LDS's hot state in the queue's fastSyn (loadSyn, storeSyn);
+// Go pointers) go to C as integers for this call only, the other
+// synopses' hot state in the queue's fastSyn (loadSyn, storeSyn);
 // runtime.KeepAlive keeps the synopses alive to its end. ok is false for
 // any other peer, when this queue's or the peer's burst is smaller than
 // burst, while a receive-ahead burst waits here (RxBurst hands it over
@@ -79,7 +79,7 @@ func (q *Queue) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burs
 		return r, false // a zero-value LDA (ldaf_lda_add wants NewLDA's)
 	}
 	var sy uintptr // the RDA and LDS state, for this call (fastSyn)
-	if syn.RDA != nil || syn.LDS != nil {
+	if syn.RDA != nil || syn.LDS != nil || syn.Sample != nil {
 		if sy, ok = q.loadSyn(syn, burst); !ok {
 			return r, false
 		}
@@ -90,6 +90,7 @@ func (q *Queue) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burs
 	runtime.KeepAlive(lda)
 	runtime.KeepAlive(syn.RDA)
 	runtime.KeepAlive(syn.LDS)
+	runtime.KeepAlive(syn.Sample)
 	if sy != 0 {
 		q.storeSyn(syn)
 	}
@@ -113,14 +114,16 @@ func (q *Queue) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burs
 	return r, true
 }
 
-// fastSyn is struct ldaf_syn (measure.h): the RDA's and the LDS's hot
-// state (synopsis.RDAHot, synopsis.LDSHot, all 64-bit words), copied in
+// fastSyn is struct ldaf_syn (measure.h): the RDA's, the LDS's and the
+// trajectory sample's hot state (synopsis.RDAHot, LDSHot, SampleHot, all
+// 64-bit words), copied in
 // before a ldaf_measure call and back after it. It lives in the Queue, Go
 // memory without Go pointers, so C may write it during the call.
 type fastSyn struct {
-	rda                    synopsis.RDAHot
-	lds                    synopsis.LDSHot
-	hasRDA, hasLDS, weight uint64
+	rda                            synopsis.RDAHot
+	lds                            synopsis.LDSHot
+	smp                            synopsis.SampleHot
+	hasRDA, hasLDS, hasSmp, weight uint64
 }
 
 func init() {
@@ -128,18 +131,27 @@ func init() {
 	var c C.struct_ldaf_syn
 	if unsafe.Sizeof(f) != unsafe.Sizeof(c) || unsafe.Offsetof(f.lds) != unsafe.Offsetof(c.lds) ||
 		unsafe.Offsetof(f.hasRDA) != unsafe.Offsetof(c.has_rda) || unsafe.Offsetof(f.weight) != unsafe.Offsetof(c.weight) ||
+		unsafe.Offsetof(f.smp) != unsafe.Offsetof(c.smp) || unsafe.Offsetof(f.smp.ErrNs) != unsafe.Offsetof(c.smp.err_ns) ||
 		unsafe.Offsetof(f.rda.LaterLost) != unsafe.Offsetof(c.rda.later_lost) || unsafe.Offsetof(f.lds.FRefused) != unsafe.Offsetof(c.lds.frefused) {
-		panic("dpdk: synopsis.RDAHot or LDSHot no longer matches struct ldaf_syn in measure.h")
+		panic("dpdk: synopsis.RDAHot, LDSHot or SampleHot no longer matches struct ldaf_syn in measure.h")
 	}
 }
 
 // loadSyn fills q's fastSyn from syn for a burst of up to burst frames
 // and returns its address; ok is false when C cannot record this burst:
-// an LDS folded for estimation, or an RDA timestamp cache the burst could
-// fill (raising its sampling level is left to the Go lane).
+// an LDS folded for estimation, or an RDA timestamp cache or a sample
+// the burst could fill (raising their sampling levels is left to the Go
+// lane).
 func (q *Queue) loadSyn(syn dataplane.FastSynopses, burst int) (uintptr, bool) {
 	f := &q.syn
-	f.hasRDA, f.hasLDS, f.weight = 0, 0, uint64(syn.Weight)
+	f.hasRDA, f.hasLDS, f.hasSmp, f.weight = 0, 0, 0, uint64(syn.Weight)
+	if syn.Sample != nil {
+		if !syn.Sample.SampleRoom(burst) {
+			return 0, false
+		}
+		syn.Sample.LoadHot(&f.smp)
+		f.hasSmp = 1
+	}
 	if syn.RDA != nil {
 		if !syn.RDA.CacheRoom(burst) {
 			return 0, false
@@ -163,6 +175,9 @@ func (q *Queue) storeSyn(syn dataplane.FastSynopses) {
 	}
 	if syn.LDS != nil {
 		syn.LDS.StoreHot(&q.syn.lds)
+	}
+	if syn.Sample != nil {
+		syn.Sample.StoreHot(&q.syn.smp)
 	}
 }
 

@@ -200,7 +200,7 @@ func (r *measureRun) fillTx(t *testing.T, free int) {
 // the same. Two LDA shapes: the default (digests, a bank sampling every
 // frame) and one without digests whose banks sample 2^-1 and 2^-3, so
 // that most frames land in the cover bank; then receiver lanes
-// (checkReceiverFastIsGo), and the RDA and LDS updates
+// (checkReceiverFastIsGo), and the RDA, LDS and sample updates
 // (checkFastSynIsGo).
 func TestFastPathIsGoLane(t *testing.T) {
 	needEAL(t)
@@ -237,7 +237,7 @@ func TestFastPathIsGoLane(t *testing.T) {
 	// The same ports (their pools last as long as EAL's memory).
 	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
 	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
-	t.Run("rda-lds", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
+	t.Run("synopses", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
 }
 
 // checkFastIsGo runs the script on the Go lane and on the fast path and

@@ -109,3 +109,42 @@ var _ = [1]struct{}{}[unsafe.Sizeof(tsEntry{})-16]
 var _ = [1]struct{}{}[unsafe.Sizeof(ldsCell{})-32]
 var _ = [1]struct{}{}[unsafe.Sizeof(flowSlot{})-24]
 var _ = [1]struct{}{}[unsafe.Sizeof(FlowKeyBytes{})-40]
+
+// SampleHot is the state Sample.AddFlow and SetStampErr touch, as RDAHot
+// is RDA's (C's struct ldaf_samplehot): entries {Remix(h, SaltSample),
+// ts} appended at Ents[Len] (and the flow hash at Flows[Len] when Flows
+// is not 0) while Len < Cap; the caller makes sure a burst cannot fill
+// the sample (SampleRoom), whose level then rises in Go.
+type SampleHot struct {
+	Ents, Flows, Len, Cap, Thresh, Offered, ErrNs uint64
+}
+
+// LoadHot copies p's hot state into h. It allocates nothing.
+func (p *Sample) LoadHot(h *SampleHot) {
+	e := p.ents[:cap(p.ents)]
+	h.Ents, h.Flows = 0, 0
+	if len(e) > 0 {
+		h.Ents = uint64(uintptr(unsafe.Pointer(&e[0])))
+		if p.flows != nil {
+			h.Flows = uint64(uintptr(unsafe.Pointer(&p.flows[:cap(p.flows)][0])))
+		}
+	}
+	h.Len, h.Cap, h.Thresh, h.Offered, h.ErrNs = uint64(len(p.ents)), uint64(cap(p.ents)), p.thresh, p.offered, p.errNs
+}
+
+// StoreHot copies back what an AddFlow elsewhere changed in h.
+func (p *Sample) StoreHot(h *SampleHot) {
+	p.ents = p.ents[:h.Len]
+	if p.flows != nil {
+		p.flows = p.flows[:h.Len]
+	}
+	p.offered, p.errNs = h.Offered, h.ErrNs
+}
+
+// SampleRoom says whether n more packets fit p without raising its level
+// (SampleHot's users check it before adding a burst).
+func (p *Sample) SampleRoom(n int) bool {
+	return !p.decoded && len(p.ents)+n <= cap(p.ents) && (p.flows == nil || cap(p.flows) == cap(p.ents))
+}
+
+var _ = [1]struct{}{}[unsafe.Sizeof(sampleEntry{})-16]
