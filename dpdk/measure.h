@@ -720,15 +720,15 @@ static inline uint64_t ldaf_flow(const uint8_t *f, struct ldaf_fkey *k) {
 // ldaf_note_later is TSCache.noteLater.
 static __attribute__((noinline)) uint64_t ldaf_note_later(struct ldaf_rdahot *c, uint64_t h, uint64_t first, uint64_t ts) {
 	struct ldaf_tsent *l = (struct ldaf_tsent *)c->later;
+	if (c->n_later == LDAF_MAX_LATER) { // lost, in the list or not
+		c->later_lost++;
+		return first;
+	}
 	for (uint64_t i = 0; i < c->n_later; i++) {
 		if (l[i].h == h) {
 			c->later_lost++;
 			return first;
 		}
-	}
-	if (c->n_later == LDAF_MAX_LATER) {
-		c->later_lost++;
-		return first;
 	}
 	if (ts < first) {
 		uint64_t t = first;
@@ -886,6 +886,40 @@ static inline void ldaf_sample_add(struct ldaf_samplehot *p, uint64_t h, uint64_
 		p->err_ns = err;
 }
 
+// ldaf_syn_prefetch prefetches the lines ldaf_syn_add will write for
+// frame h of flow fh: the RDA's cells and the cache slot where its probe
+// starts, the LDS row cells, the flow table's home slot. The synopses
+// are hundreds of KiB to MiB, their lines picked at random per frame: a
+// frame's updates otherwise wait on their misses one frame after another.
+static inline void ldaf_syn_prefetch(const struct ldaf_syn *sy, uint64_t h, uint64_t fh) {
+	if (sy->has_rda) {
+		const struct ldaf_rdahot *r = &sy->rda;
+		const struct ldaf_rdacell *cells = (const struct ldaf_rdacell *)r->cells;
+		uint64_t m = r->m;
+		if (likely(r->chunk != 0)) {
+			uint64_t c = r->chunk, x = ldaf_remix(h, LDAF_SALT_RDA), mask = (1ull << c) - 1, off = 0;
+			for (uint64_t b = 0; b < r->k; b++, off += m, x >>= c)
+				__builtin_prefetch(&cells[off + ((x & mask) * m >> c)], 1);
+		}
+		if (r->slots)
+			__builtin_prefetch((const struct ldaf_tsent *)r->slots + (ldaf_remix(h, LDAF_SALT_SAMPLING) & r->mask), 1);
+	}
+	if (fh != 0) {
+		const struct ldaf_ldshot *l = &sy->lds;
+		const uint64_t *ra = (const uint64_t *)l->row_a, *rm = (const uint64_t *)l->row_m;
+		const struct ldaf_ldscell *cells = (const struct ldaf_ldscell *)l->cells;
+		uint64_t fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW), cols = l->cols;
+		uint64_t rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
+		for (uint64_t r = 0; r < rows; r++) // the flow's first cell in each row
+			__builtin_prefetch(&cells[r * cols + ((ldaf_lds_row(ra, rm, fx, r) >> 32) * cols >> 32)], 1);
+		if (l->has_flows && l->fslots)
+			__builtin_prefetch((const struct ldaf_flowslot *)l->fslots + (fh & l->fmask), 1);
+	}
+}
+
+// LDAF_PREFETCH_AHEAD is how many frames ahead ldaf_syn_add prefetches.
+#define LDAF_PREFETCH_AHEAD 4
+
 // ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
 // [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), keys ks, all at ts (ts_each
 // NULL) or at ts_each[i]; a frame stamped poll (not 0) has the stamp
@@ -893,7 +927,11 @@ static inline void ldaf_sample_add(struct ldaf_samplehot *p, uint64_t h, uint64_
 static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
 		const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
 	uint32_t w = (uint32_t)sy->weight;
+	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
+		ldaf_syn_prefetch(sy, hs[i], fhs ? fhs[i] : 0);
 	for (unsigned i = 0; i < n; i++) {
+		if (i + LDAF_PREFETCH_AHEAD < n)
+			ldaf_syn_prefetch(sy, hs[i + LDAF_PREFETCH_AHEAD], fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0);
 		uint64_t t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
 		if (sy->has_rda)
 			ldaf_rda_add(&sy->rda, hs[i], fh, t);
