@@ -12,8 +12,8 @@ import "github.com/ldafwd/ldafwd/synopsis"
 // ports implement it in C, so the frames never become Go Packets.
 //
 // A lane uses it only where it does exactly what the Go lane does (see
-// NewLane): the sender or receiver role, one MEC, an LDA and no RDA or
-// LDS, no Tap; a sender's tx port is a TxStamper, a receiver reads one
+// NewLane): the sender or receiver role, one MEC, an LDA with or without
+// an RDA, an LDS and a trajectory sample, no Tap; a sender's tx port is a TxStamper, a receiver reads one
 // queue of its port. It measures a burst's longest prefix of frames the
 // lane records as they are, and hands back unmeasured, in order,
 // everything from the first frame the lane decides about (truncated,
@@ -28,15 +28,27 @@ import "github.com/ldafwd/ldafwd/synopsis"
 type MeasureFastPath interface {
 	// SendMeasured receives up to burst frames and, when it measures a
 	// prefix of them (r.Done), transmits that on to in up to retries
-	// transmit calls, as the lane's flush does, adding to lda the frames
-	// taken with their transmit stamp or, with rx.On, every frame of the
-	// prefix with its receive stamp. Frames of the prefix never taken are
+	// transmit calls, as the lane's flush does, adding to syn's synopses
+	// (as SynSet.Record) the frames taken with their transmit stamp or,
+	// with rx.On, every frame of the prefix with its receive stamp. Frames of the prefix never taken are
 	// pkts[:r.Kept] and the frames after the prefix
 	// pkts[r.Kept:r.Kept+r.Rest], in order; a burst handed back is
 	// pkts[:r.Rx]. ok is false, with nothing received, when to is not a
 	// port it can transmit on directly or when frames received earlier
 	// wait to be taken with RxBurst.
-	SendMeasured(to Port, lda *synopsis.LDA, burst, retries int, rx RxStamp, pkts []*Packet) (r FastResult, ok bool)
+	SendMeasured(to Port, syn FastSynopses, burst, retries int, rx RxStamp, pkts []*Packet) (r FastResult, ok bool)
+}
+
+// FastSynopses are the synopses a MeasureFastPath records a frame in: the
+// active copy's LDA, its RDA, LDS and trajectory sample when it has them
+// (nil otherwise), and the LDS weight of the one class. A port that
+// cannot record them all returns ok false.
+type FastSynopses struct {
+	LDA    *synopsis.LDA
+	RDA    *synopsis.RDA
+	LDS    *synopsis.LDS
+	Sample *synopsis.Sample
+	Weight uint32
 }
 
 // RxStamp is how a MeasureFastPath stamps a receiver's frames.

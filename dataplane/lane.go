@@ -261,21 +261,34 @@ func NewLane(cfg LaneConfig) (*Lane, error) {
 	// A receiver of several queues checks its bursts' steering in Go
 	// (receiveReceiver), so it keeps to the Go path.
 	if (cfg.Role == RoleSender && l.txStamper != nil || cfg.Role == RoleReceiver && cfg.Queues <= 1) &&
-		!cfg.NoFastPath && cfg.Tap == nil && l.oneClass && l.parse == classifier.LevelIdentity && ldaOnly(cfg.Buffer) {
+		!cfg.NoFastPath && cfg.Tap == nil && l.oneClass && fastSynopses(cfg.Buffer) {
 		l.fast, _ = cfg.Rx.(MeasureFastPath)
 	}
 	return l, nil
 }
 
-// ldaOnly reports whether every copy of b records one LDA and nothing
-// else: all a MeasureFastPath records.
-func ldaOnly(b *SynBuffer) bool {
+// fastSynopses reports whether every copy of b records what a
+// MeasureFastPath records: one LDA, at most one RDA and one trajectory
+// sample, perhaps an LDS.
+func fastSynopses(b *SynBuffer) bool {
 	for _, s := range b.Sets {
-		if s == nil || len(s.LDA) != 1 || s.RDA != nil || s.LDS != nil || s.Sample != nil {
+		if s == nil || len(s.LDA) != 1 || len(s.RDA) > 1 || len(s.Sample) > 1 {
 			return false
 		}
 	}
 	return true
+}
+
+// fastSyn is FastSynopses of the active copy set.
+func (s *SynSet) fastSyn() FastSynopses {
+	f := FastSynopses{LDA: s.LDA[0], LDS: s.LDS, Weight: s.weights[0]}
+	if len(s.RDA) > 0 {
+		f.RDA = s.RDA[0]
+	}
+	if len(s.Sample) > 0 {
+		f.Sample = s.Sample[0]
+	}
+	return f
 }
 
 // FastPath reports whether the lane hands whole bursts to its rx port's
@@ -416,7 +429,7 @@ func (l *Lane) sendFast() (n int, done bool) {
 			rx.PollLow, rx.PollStart = l.rxLow, l.intStart
 		}
 	}
-	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.LDA[0], l.cfg.Burst, l.cfg.TxRetries, rx, l.rxPkts)
+	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.fastSyn(), l.cfg.Burst, l.cfg.TxRetries, rx, l.rxPkts)
 	if !ok {
 		return -1, false
 	}

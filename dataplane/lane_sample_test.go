@@ -17,7 +17,7 @@ type fastRx struct{ dataplane.Port }
 // not quietly leave fastRx outside it.
 var _ dataplane.MeasureFastPath = fastRx{}
 
-func (fastRx) SendMeasured(dataplane.Port, *synopsis.LDA, int, int, dataplane.RxStamp, []*dataplane.Packet) (dataplane.FastResult, bool) {
+func (fastRx) SendMeasured(dataplane.Port, dataplane.FastSynopses, int, int, dataplane.RxStamp, []*dataplane.Packet) (dataplane.FastResult, bool) {
 	return dataplane.FastResult{}, false
 }
 
@@ -25,16 +25,20 @@ type fastTx struct{ dataplane.Port }
 
 func (fastTx) LastTxNs() uint64 { return 1 }
 
-// TestSampleLeavesFastPath: the sender fast path records the LDA alone,
-// so a lane that also records a trajectory sample takes the Go path.
-func TestSampleLeavesFastPath(t *testing.T) {
+// TestSynopsesFastPath: the sender fast path records the LDA, the RDA,
+// the LDS and the trajectory sample of one class.
+func TestSynopsesFastPath(t *testing.T) {
 	smp := synopsis.DefaultSampleConfig()
+	rda := synopsis.RDAConfig{Banks: 3, Cells: 64, CacheBudget: 1 << 12}
+	lds := synopsis.LDSConfig{Cols: 64, MaxFlows: 16}
 	for _, c := range []struct {
 		syn  dataplane.SynConfig
 		fast bool
 	}{
 		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, true},
-		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1}, false},
+		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Classes: 1}, true},
+		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1}, true},
+		{dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1}, true},
 	} {
 		l, _ := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
 		cl, _ := classifier.NewClassifier(nil)

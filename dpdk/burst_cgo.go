@@ -97,6 +97,7 @@ type Queue struct {
 	pooled []*dataplane.Packet // scratch: accepted frames of dataplane pools, freed once per burst
 	txCopy []*dataplane.Packet // scratch: txForeign's burst of our Packets
 	one    [1]*dataplane.Packet
+	syn    fastSyn  // the RDA and LDS state C records in (SendMeasured)
 	_      [64]byte // keep two queues' hot fields off one cache line
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ldafwd/ldafwd/classifier"
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // identSeeds are frames of every kind the fast paths and the general path
@@ -205,6 +206,20 @@ func checkIdent(t *testing.T, frame []byte) {
 	}
 	if ok && h != full.Hash {
 		t.Fatalf("frame %x: C hash %#x, Go %#x (flags %#x)", frame, h, full.Hash, full.Flags)
+	}
+	if ok {
+		// The flow the LDS records it in (ldaf_flow), and the key its
+		// flow table keeps.
+		classifier.ParseLevel(frame, &full, classifier.LevelFull)
+		fh, key := cFlow(frame)
+		var want synopsis.FlowKeyBytes
+		if full.FlowHash != 0 {
+			f := &full.Flow
+			want = synopsis.PackFlowKey(f.Src, f.Dst, f.SrcPort, f.DstPort, f.Proto, f.IPv6)
+		}
+		if fh != full.FlowHash || key != want {
+			t.Fatalf("frame %x: C flow %#x key %x, Go %#x key %x", frame, fh, key, full.FlowHash, want)
+		}
 	}
 	var m classifier.Meta
 	if classifier.ParseFastOnly(frame, &m, classifier.LevelIdentity) && m.Flags&identSpecial == 0 && !ok {

@@ -173,6 +173,11 @@ func instrLDA(t *testing.T, x, y *Port, polls int, fast bool) uint64 {
 // ldaLanes are two sender lanes x→y and y→x recording the default LDA,
 // on the fast path or (fast false) the Go path.
 func ldaLanes(t *testing.T, x, y *Port, fast bool) []*dataplane.Lane {
+	return synLanes(t, x, y, fast, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+}
+
+// synLanes is ldaLanes recording syn.
+func synLanes(t *testing.T, x, y *Port, fast bool, syn dataplane.SynConfig) []*dataplane.Lane {
 	t.Helper()
 	var lanes []*dataplane.Lane
 	for _, d := range [2][2]*Port{{x, y}, {y, x}} {
@@ -180,7 +185,7 @@ func ldaLanes(t *testing.T, x, y *Port, fast bool) []*dataplane.Lane {
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf, err := dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+		buf, err := dataplane.NewSynBuffer(syn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,12 +237,26 @@ func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
 }
 
 // senderFastPathAllocs: a sender lane's poll through the measuring fast
-// path allocates nothing (net_null always has a full burst). Part of
-// TestInstrLoops to use its ports: closed ports' pools last until
+// path allocates nothing (net_null always has a full burst), recording
+// the LDA alone or with the RDA, the LDS and the trajectory sample (as
+// `ldafwd run` by default).
+// Part of TestInstrLoops to use its ports: closed ports' pools last until
 // Cleanup, and the package's tests share EAL's memory.
 func senderFastPathAllocs(t *testing.T, x, y *Port) {
 	t.Helper()
-	lanes := ldaLanes(t, x, y, true)
+	rda := synopsis.DefaultRDAConfig()
+	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
+	smp := synopsis.DefaultSampleConfig()
+	for _, syn := range []dataplane.SynConfig{
+		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
+		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1},
+	} {
+		fastPathAllocs(t, synLanes(t, x, y, true, syn))
+	}
+}
+
+func fastPathAllocs(t *testing.T, lanes []*dataplane.Lane) {
+	t.Helper()
 	for _, l := range lanes {
 		if !l.FastPath() {
 			t.Fatal("the sender lane does not use the fast path")

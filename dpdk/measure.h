@@ -577,6 +577,371 @@ static inline void ldaf_lda_add_ts(const struct ldaf_ldasel *sel, struct ldaf_ld
 	}
 }
 
+// The RDA, the LDS and the trajectory sample (synopsis.RDAHot, LDSHot,
+// SampleHot): their C mirrors, every field 64 bits, addresses as
+// integers, in Go memory that holds no Go pointers (package dpdk's
+// fastSyn), written during one ldaf_measure call only. The updates below
+// are synopsis.RDA.AddFlow, LDS.AddFlowKey and Sample.AddFlow, operation
+// for operation (checkFastSynIsGo, FuzzFastSynC).
+struct ldaf_rdahot {
+	uint64_t cells, m, k, chunk, base;
+	uint64_t slots, flows, mask, limit, n, level, has_zero, zero, zero_flow, offered, dups;
+	uint64_t later, n_later, later_lost;
+};
+struct ldaf_ldshot {
+	uint64_t cells, rows, cols, k, thr, row_a, row_m, packets, last_ts;
+	uint64_t has_flows, fslots, fkeys, fmask, fused, flimit, fhold_thr, fmissed, frefused;
+};
+struct ldaf_samplehot {
+	uint64_t ents, flows, len, cap, thresh, offered, err_ns;
+};
+// ldaf_syn is what a lane records besides its LDA (dpdk's fastSyn).
+struct ldaf_syn {
+	struct ldaf_rdahot rda;
+	struct ldaf_ldshot lds;
+	struct ldaf_samplehot smp;
+	uint64_t has_rda, has_lds, has_smp, weight; // weight: the class's LDS weight (0 means 1)
+};
+
+struct ldaf_rdacell {
+	uint64_t id, ts;
+	int64_t n;
+	uint64_t chk;
+};
+struct ldaf_tsent {
+	uint64_t h, ts;
+};
+struct ldaf_ldscell {
+	uint64_t sum, count, digest, err;
+};
+struct ldaf_flowslot {
+	uint64_t hash, packets;
+	uint32_t weight, pad;
+};
+
+// Salts and constants of package synopsis (hash.go, rda.go, tscache.go,
+// flowtable.go) and classifier's flow hash keys (parse.go).
+#define LDAF_SALT_RDA 0x52444120b0a7c3e1ull
+#define LDAF_SALT_LDS_ROW 0x4c4453209e3779b9ull
+#define LDAF_SALT_LDS_CELL 0x4c4453437f4a7c15ull
+#define LDAF_SALT_SAMPLING 0x53414d50c2b2ae35ull
+#define LDAF_SALT_RDA_CHECK 0x5244434bd6e8feb8ull
+#define LDAF_SALT_FLOW_HOLD 0x484f4c44a54ff53aull
+#define LDAF_SALT_SAMPLE 0x54524a53d6e8feb8ull
+#define LDAF_GOLDEN 0x9e3779b97f4a7c15ull
+#define LDAF_MAX_LATER 128
+#define LDAF_LDS_MAX_ROWS 16
+#define LDAF_FK0 0xa0761d6478bd642full
+#define LDAF_FK1 0xe7037ed1a0b428dbull
+#define LDAF_FK2 0x8ebc6af09c88c6e3ull
+#define LDAF_FK3 0x589965cc75374cc3ull
+#define LDAF_FK4 0x1d8e4e27c47d124full
+
+// ldaf_remix is synopsis.Remix.
+static inline uint64_t ldaf_remix(uint64_t h, uint64_t salt) {
+	uint64_t x = h ^ salt;
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ x >> 31;
+}
+
+static inline uint64_t ldaf_mulhi(uint64_t a, uint64_t b) { return (uint64_t)((unsigned __int128)a * b >> 64); }
+static inline uint64_t ldaf_mum(uint64_t a, uint64_t b) {
+	unsigned __int128 p = (unsigned __int128)a * b;
+	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+}
+
+// ldaf_fkey is a frame's flow key (classifier.FlowKey) as far as the LDS
+// flow table packs it: a[0] the IPv4 source and destination (wire order)
+// or a[0..3] the IPv6 ones, the ports, the protocol.
+struct ldaf_fkey {
+	uint64_t a[4];
+	uint16_t sp, dp;
+	uint8_t proto, v6;
+};
+
+// ldaf_flow is classifier's flow hash (Meta.FlowHash at LevelFull) of a
+// frame ldaf_ident took, and its key into *k: 0 for a frame that is not
+// IPv4 or IPv6 (no flow). ldaf_ident checked every length read here: at
+// most 8 tags, a whole IP header, the IP length within the frame, no
+// IPv6 extension header. The key is the outer packet's in a tunnel.
+static inline uint64_t ldaf_flow(const uint8_t *f, struct ldaf_fkey *k) {
+	uint32_t off = 12;
+	uint16_t et = ldaf_be16(f + 12);
+	while (unlikely(et == 0x8100 || et == 0x88A8 || et == 0x9100)) {
+		et = ldaf_be16(f + off + 4);
+		off += 4;
+	}
+	const uint8_t *h = f + off + 2, *l4;
+	uint32_t n4;
+	uint8_t proto;
+	if (likely(et == 0x0800)) {
+		proto = h[9];
+		k->a[0] = ldaf_le64(h + 12);
+		k->v6 = 0;
+		uint32_t ihl = (uint32_t)(h[0] & 0x0f) * 4;
+		l4 = h + ihl;
+		n4 = (ldaf_be16(h + 6) & 0x1fff) ? 0 : ldaf_be16(h + 2) - ihl; // a later fragment: no ports
+	} else if (et == 0x86DD) {
+		proto = h[6];
+		k->a[0] = ldaf_le64(h + 8), k->a[1] = ldaf_le64(h + 16), k->a[2] = ldaf_le64(h + 24), k->a[3] = ldaf_le64(h + 32);
+		k->v6 = 1;
+		l4 = h + 40;
+		n4 = ldaf_be16(h + 4);
+	} else {
+		return 0;
+	}
+	uint16_t sp = 0, dp = 0;
+	switch (proto) { // gatherL4
+	case 6: case 17: case 136: case 132:
+		if (n4 >= 4)
+			sp = ldaf_be16(l4), dp = ldaf_be16(l4 + 2);
+		break;
+	case 1: case 58:
+		if (n4 >= 2)
+			sp = l4[0], dp = l4[1];
+		break;
+	}
+	k->sp = sp, k->dp = dp, k->proto = proto;
+	uint64_t e = (uint64_t)sp << 48 | (uint64_t)dp << 32 | (uint64_t)proto << 8, x;
+	if (!k->v6) {
+		uint64_t a = k->a[0];
+		x = ldaf_mum((a << 32 | a >> 32) ^ LDAF_FK0, e ^ LDAF_FK1);
+	} else {
+		x = ldaf_mum(k->a[0] ^ LDAF_FK0, k->a[1] ^ LDAF_FK1);
+		x = ldaf_mum(x ^ k->a[2] ^ LDAF_FK2, k->a[3] ^ LDAF_FK3);
+		x = ldaf_mum(x ^ (e | 1) ^ LDAF_FK4, LDAF_FK1);
+	}
+	return x ^ x >> 29;
+}
+
+// ldaf_note_later is TSCache.noteLater.
+static __attribute__((noinline)) uint64_t ldaf_note_later(struct ldaf_rdahot *c, uint64_t h, uint64_t first, uint64_t ts) {
+	struct ldaf_tsent *l = (struct ldaf_tsent *)c->later;
+	if (c->n_later == LDAF_MAX_LATER) { // lost, in the list or not
+		c->later_lost++;
+		return first;
+	}
+	for (uint64_t i = 0; i < c->n_later; i++) {
+		if (l[i].h == h) {
+			c->later_lost++;
+			return first;
+		}
+	}
+	if (ts < first) {
+		uint64_t t = first;
+		first = ts, ts = t;
+	}
+	l[c->n_later].h = h, l[c->n_later].ts = ts;
+	c->n_later++;
+	return first;
+}
+
+// ldaf_ts_insert is TSCache.InsertFlow for a cache the burst cannot fill
+// (the caller checked RDA.CacheRoom): the level never rises here.
+static inline void ldaf_ts_insert(struct ldaf_rdahot *c, uint64_t h, uint64_t fh, uint64_t ts) {
+	c->offered++;
+	uint64_t s = ldaf_remix(h, LDAF_SALT_SAMPLING);
+	if (c->level != 0 && s >> (64 - c->level) != 0)
+		return;
+	if (unlikely(h == 0)) {
+		if (c->has_zero) {
+			c->dups++;
+			c->zero = ldaf_note_later(c, 0, c->zero, ts);
+			return;
+		}
+		c->has_zero = 1, c->zero = ts, c->zero_flow = fh;
+		return;
+	}
+	struct ldaf_tsent *slots = (struct ldaf_tsent *)c->slots;
+	for (uint64_t i = s & c->mask;; i = (i + 1) & c->mask) {
+		struct ldaf_tsent *e = &slots[i];
+		if (e->h == h) {
+			c->dups++;
+			e->ts = ldaf_note_later(c, h, e->ts, ts);
+			return;
+		}
+		if (e->h != 0)
+			continue;
+		if (unlikely(c->n >= c->limit))
+			return; // not reached (CacheRoom)
+		e->h = h, e->ts = ts;
+		if (c->flows)
+			((uint64_t *)c->flows)[i] = fh;
+		c->n++;
+		return;
+	}
+}
+
+// ldaf_rda_add is RDA.AddFlow.
+static inline void ldaf_rda_add(struct ldaf_rdahot *r, uint64_t h, uint64_t fh, uint64_t ts) {
+	if (r->base == 0)
+		r->base = ts;
+	struct ldaf_rdacell *cells = (struct ldaf_rdacell *)r->cells;
+	uint64_t m = r->m, ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK), off = 0;
+	if (likely(r->chunk != 0)) {
+		uint64_t c = r->chunk, x = ldaf_remix(h, LDAF_SALT_RDA), mask = (1ull << c) - 1;
+		for (uint64_t b = 0; b < r->k; b++) {
+			struct ldaf_rdacell *cl = &cells[off + ((x & mask) * m >> c)];
+			cl->id ^= h, cl->ts += ts, cl->n++, cl->chk ^= ck;
+			x >>= c;
+			off += m;
+		}
+	} else {
+		for (uint64_t b = 0; b < r->k; b++) {
+			struct ldaf_rdacell *cl = &cells[off + ldaf_mulhi(ldaf_remix(h, LDAF_SALT_RDA + b * LDAF_GOLDEN), m)];
+			cl->id ^= h, cl->ts += ts, cl->n++, cl->chk ^= ck;
+			off += m;
+		}
+	}
+	if (r->slots)
+		ldaf_ts_insert(r, h, fh, ts);
+}
+
+static inline uint64_t ldaf_lds_row(const uint64_t *ra, const uint64_t *rm, uint64_t x, uint64_t r) {
+	uint64_t y = (x ^ ra[r]) * rm[r];
+	return y ^ y >> 32;
+}
+
+// ldaf_flow_observe is FlowTable.observe with the key stored at once
+// (SynSet.Record's PackFlowKey).
+static __attribute__((noinline)) void ldaf_flow_observe(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w,
+		const struct ldaf_fkey *k) {
+	if (l->flimit == 0) {
+		l->fmissed++;
+		return;
+	}
+	struct ldaf_flowslot *slots = (struct ldaf_flowslot *)l->fslots;
+	uint64_t i = fh & l->fmask;
+	for (;;) {
+		struct ldaf_flowslot *s = &slots[i];
+		if (s->weight == 0)
+			break;
+		if (s->hash == fh) {
+			s->packets++;
+			return;
+		}
+		i = (i + 1) & l->fmask;
+	}
+	if (l->fhold_thr < (1ull << 32) && ldaf_remix(h, LDAF_SALT_FLOW_HOLD) >> 32 >= l->fhold_thr) {
+		l->fmissed++;
+		return;
+	}
+	if (l->fused >= l->flimit) {
+		l->frefused++;
+		l->fmissed++;
+		return;
+	}
+	slots[i].hash = fh, slots[i].packets = 1, slots[i].weight = w ? w : 1, slots[i].pad = 0;
+	uint8_t *key = (uint8_t *)l->fkeys + 40 * i; // PackFlowKey
+	memset(key, 0, 40);
+	key[0] = k->proto;
+	key[1] = k->v6;
+	key[2] = k->sp >> 8, key[3] = (uint8_t)k->sp;
+	key[4] = k->dp >> 8, key[5] = (uint8_t)k->dp;
+	memcpy(key + 6, k->a, k->v6 ? 32 : 8);
+	l->fused++;
+}
+
+// ldaf_lds_add is LDS.AddFlowKey of a frame with a flow (fh != 0).
+static inline void ldaf_lds_add(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint64_t ts, uint64_t err, uint32_t weight,
+		const struct ldaf_fkey *key) {
+	uint64_t w = weight ? weight : 1;
+	l->packets++;
+	l->last_ts = ts;
+	uint64_t wts = w * ts, werr = w * err;
+	uint64_t fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW), px0 = ldaf_remix(h, LDAF_SALT_LDS_CELL);
+	const uint64_t *ra = (const uint64_t *)l->row_a, *rm = (const uint64_t *)l->row_m, *thr = (const uint64_t *)l->thr;
+	struct ldaf_ldscell *cells = (struct ldaf_ldscell *)l->cells;
+	uint64_t cols = l->cols, k = l->k, rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
+	for (uint64_t r = 0; r < rows; r++) {
+		uint64_t px = ldaf_lds_row(ra, rm, px0, r);
+		if (px >> 32 >= thr[r])
+			continue;
+		uint64_t c = ((ldaf_lds_row(ra, rm, fx, r) >> 32) * cols >> 32) + ((px & 0xffffffffull) * k >> 32);
+		if (c >= cols)
+			c -= cols;
+		struct ldaf_ldscell *cell = &cells[r * cols + c];
+		cell->sum += wts, cell->count += w, cell->digest ^= h, cell->err += werr;
+	}
+	if (l->has_flows)
+		ldaf_flow_observe(l, fh, h, weight, key);
+}
+
+// ldaf_sample_add is Sample.AddFlow and SetStampErr for a sample the
+// burst cannot fill (the caller checked Sample.SampleRoom).
+static inline void ldaf_sample_add(struct ldaf_samplehot *p, uint64_t h, uint64_t fh, uint64_t ts, uint64_t err) {
+	p->offered++;
+	uint64_t s = ldaf_remix(h, LDAF_SALT_SAMPLE);
+	if (s >> 32 < p->thresh && likely(p->len < p->cap)) {
+		struct ldaf_tsent *e = (struct ldaf_tsent *)p->ents + p->len;
+		e->h = s, e->ts = ts;
+		if (p->flows)
+			((uint64_t *)p->flows)[p->len] = fh;
+		p->len++;
+	}
+	if (err > p->err_ns)
+		p->err_ns = err;
+}
+
+// ldaf_syn_prefetch prefetches the lines ldaf_syn_add will write for
+// frame h of flow fh: the RDA's cells and the cache slot where its probe
+// starts, the LDS row cells, the flow table's home slot. The synopses
+// are hundreds of KiB to MiB, their lines picked at random per frame: a
+// frame's updates otherwise wait on their misses one frame after another.
+static inline void ldaf_syn_prefetch(const struct ldaf_syn *sy, uint64_t h, uint64_t fh) {
+	if (sy->has_rda) {
+		const struct ldaf_rdahot *r = &sy->rda;
+		const struct ldaf_rdacell *cells = (const struct ldaf_rdacell *)r->cells;
+		uint64_t m = r->m;
+		if (likely(r->chunk != 0)) {
+			uint64_t c = r->chunk, x = ldaf_remix(h, LDAF_SALT_RDA), mask = (1ull << c) - 1, off = 0;
+			for (uint64_t b = 0; b < r->k; b++, off += m, x >>= c)
+				__builtin_prefetch(&cells[off + ((x & mask) * m >> c)], 1);
+		}
+		if (r->slots)
+			__builtin_prefetch((const struct ldaf_tsent *)r->slots + (ldaf_remix(h, LDAF_SALT_SAMPLING) & r->mask), 1);
+	}
+	if (fh != 0) {
+		const struct ldaf_ldshot *l = &sy->lds;
+		const uint64_t *ra = (const uint64_t *)l->row_a, *rm = (const uint64_t *)l->row_m;
+		const struct ldaf_ldscell *cells = (const struct ldaf_ldscell *)l->cells;
+		uint64_t fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW), cols = l->cols;
+		uint64_t rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
+		for (uint64_t r = 0; r < rows; r++) // the flow's first cell in each row
+			__builtin_prefetch(&cells[r * cols + ((ldaf_lds_row(ra, rm, fx, r) >> 32) * cols >> 32)], 1);
+		if (l->has_flows && l->fslots)
+			__builtin_prefetch((const struct ldaf_flowslot *)l->fslots + (fh & l->fmask), 1);
+	}
+}
+
+// LDAF_PREFETCH_AHEAD is how many frames ahead ldaf_syn_add prefetches.
+#define LDAF_PREFETCH_AHEAD 4
+
+// ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
+// [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), keys ks, all at ts (ts_each
+// NULL) or at ts_each[i]; a frame stamped poll (not 0) has the stamp
+// error poll_err, every other 0.
+static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
+		const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
+	uint32_t w = (uint32_t)sy->weight;
+	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
+		ldaf_syn_prefetch(sy, hs[i], fhs ? fhs[i] : 0);
+	for (unsigned i = 0; i < n; i++) {
+		if (i + LDAF_PREFETCH_AHEAD < n)
+			ldaf_syn_prefetch(sy, hs[i + LDAF_PREFETCH_AHEAD], fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0);
+		uint64_t t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
+		if (sy->has_rda)
+			ldaf_rda_add(&sy->rda, hs[i], fh, t);
+		if (sy->has_smp)
+			ldaf_sample_add(&sy->smp, hs[i], fh, t, err);
+		if (fh != 0)
+			ldaf_lds_add(&sy->lds, fh, hs[i], t, err, w, &ks[i]);
+	}
+}
+
 // ldaf_rx_ts is the receive stamp ldaf_fill_burst gives m: the PMD's
 // stamp when it has one, else sw (the burst's software stamp, 0 without).
 static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte_mbuf *m, uint64_t sw) {
@@ -619,11 +984,15 @@ static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte
 // them).
 static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
 		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp, uint64_t poll_low,
-		uint64_t poll_start) {
+		uint64_t poll_start, uintptr_t synp) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
 	struct rte_mbuf **ms = (struct rte_mbuf **)rq->pkts;
 	uint64_t hs[LDAF_MAX_BURST];
 	uint16_t lens[LDAF_MAX_BURST]; // read before the transmit: a transmitted mbuf is the PMD's
+	struct ldaf_syn *sy = (struct ldaf_syn *)synp; // NULL: the LDA alone
+	int flows = sy != NULL && sy->has_lds;
+	uint64_t fhs[LDAF_MAX_BURST];
+	struct ldaf_fkey ks[LDAF_MAX_BURST];
 	rq->rx_gen = 0; // no receive-ahead here: this lane receives through this call
 	rq->fwd_kept = 0;
 	rq->m_sent = 0;
@@ -637,9 +1006,9 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	uint64_t b = 0;
 	unsigned k = 0; // the prefix measured here
 	const struct ldaf_clock *clk = rq->clk;
-	uint64_t sw = 0, tss[LDAF_MAX_BURST];
+	uint64_t sw = 0, tss[LDAF_MAX_BURST], poll = 0, poll_err = 0;
 	if (nb == n && rx_stamp) {
-		uint64_t poll = 0, polled = 0;
+		uint64_t polled = 0;
 		if (clk->soft) {
 			sw = ldaf_realtime_ns();
 		} else if (poll_start != 0) {
@@ -647,6 +1016,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 			if (low == 0 || low > now)
 				low = poll_start;
 			poll = low + (now - low) / 2;
+			poll_err = now - poll;
 			rq->m_poll_now = now;
 			rq->m_poll_ts = poll;
 		}
@@ -663,6 +1033,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 			}
 			lens[k] = len;
 			b += len;
+			if (flows)
+				fhs[k] = ldaf_flow(rte_pktmbuf_mtod(m, const uint8_t *), &ks[k]);
 		}
 		rq->m_polled = k > 0 ? polled : 0;
 	} else if (nb == n) {
@@ -673,6 +1045,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 				break;
 			lens[k] = len;
 			b += len;
+			if (flows)
+				fhs[k] = ldaf_flow(rte_pktmbuf_mtod(m, const uint8_t *), &ks[k]);
 		}
 	}
 	if (k == 0) {
@@ -689,6 +1063,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	if (rx_stamp) {
 		ldaf_lda_add_ts(sl, cl, digest, hs, tss, k);
 		*(uint64_t *)offered += k;
+		if (sy)
+			ldaf_syn_add(sy, hs, flows ? fhs : NULL, ks, k, 0, tss, poll, poll_err);
 	}
 	unsigned sent = 0;
 	uint64_t sb = 0;
@@ -701,6 +1077,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 			uint64_t ts = ldaf_tx_now(tq);
 			tq->tx_ns = ts;
 			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
+			if (sy)
+				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, ks + sent, t, ts, NULL, 0, 0);
 		}
 		sent += t;
 	}

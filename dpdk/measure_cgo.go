@@ -10,6 +10,22 @@ package dpdk
 static inline int ldaf_ident_go(uintptr_t f, uint32_t len, uint64_t *hash) {
 	return ldaf_ident((const uint8_t *)f, len, hash);
 }
+
+// ldaf_flow_go is ldaf_flow of a frame ldaf_ident took, its key packed as
+// ldaf_flow_observe packs it into key (40 bytes).
+static inline uint64_t ldaf_flow_go(uintptr_t f, uint8_t *key) {
+	struct ldaf_fkey k;
+	uint64_t fh = ldaf_flow((const uint8_t *)f, &k);
+	if (fh == 0)
+		return 0;
+	memset(key, 0, 40);
+	key[0] = k.proto;
+	key[1] = k.v6;
+	key[2] = k.sp >> 8, key[3] = (uint8_t)k.sp;
+	key[4] = k.dp >> 8, key[5] = (uint8_t)k.dp;
+	memcpy(key + 6, k.a, k.v6 ? 32 : 8);
+	return fh;
+}
 */
 import "C"
 
@@ -30,15 +46,17 @@ const _ = uint(63 - synopsis.LDAMaxSampleLog2)
 // (ldaf_measure, measure.h) receives up to burst frames here, hashes each
 // as classifier.ParseLevel does up to the first frame the Go lane must
 // decide about, transmits those there and adds the frames the peer took
-// to lda with their transmit stamp (as LastTxNs reads it), or with stamp.On
-// all of them with their receive stamp before transmitting; the rest of
-// the burst comes back unmeasured.
+// to syn's LDA, RDA, LDS and sample with their transmit stamp (as LastTxNs reads
+// it), or with stamp.On all of them with their receive stamp before
+// transmitting; the rest of the burst comes back unmeasured.
 // The LDA's cells, selector and count (synopsis.LDAHot: Go memory without
-// Go pointers) go to C as integers for this call only; runtime.KeepAlive
-// keeps lda alive to its end. ok is false for any other peer, when this
-// queue's or the peer's burst is smaller than burst, and while a
-// receive-ahead burst waits here (RxBurst hands it over first).
-func (q *Queue) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retries int, stamp dataplane.RxStamp, pkts []*dataplane.Packet) (r dataplane.FastResult, ok bool) {
+// Go pointers) go to C as integers for this call only, the other
+// synopses' hot state in the queue's fastSyn (loadSyn, storeSyn);
+// runtime.KeepAlive keeps the synopses alive to its end. ok is false for
+// any other peer, when this queue's or the peer's burst is smaller than
+// burst, while a receive-ahead burst waits here (RxBurst hands it over
+// first), and for a burst C cannot record (loadSyn).
+func (q *Queue) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burst, retries int, stamp dataplane.RxStamp, pkts []*dataplane.Packet) (r dataplane.FastResult, ok bool) {
 	var tq *Queue
 	switch t := to.(type) {
 	case *Port:
@@ -55,13 +73,27 @@ func (q *Queue) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retrie
 	if burst > q.burst || burst > len(pkts) || q.port.closed.Load() || tq.port.closed.Load() {
 		return r, false
 	}
+	lda := syn.LDA
 	h := lda.Hot()
 	if h.Cells == nil {
 		return r, false // a zero-value LDA (ldaf_lda_add wants NewLDA's)
 	}
+	var sy uintptr // the RDA and LDS state, for this call (fastSyn)
+	if syn.RDA != nil || syn.LDS != nil || syn.Sample != nil {
+		if sy, ok = q.loadSyn(syn, burst); !ok {
+			return r, false
+		}
+	}
 	rx := int(C.ldaf_measure(q.cu, tq.cu, C.uint16_t(burst), C.uint16_t(tq.burst), C.uint16_t(retries),
-		C.uintptr_t(uintptr(h.Sel)), C.uintptr_t(uintptr(h.Cells)), C.uintptr_t(uintptr(h.Offered)), C.int(boolInt(h.Digest)), C.int(boolInt(stamp.On)), C.uint64_t(stamp.PollLow), C.uint64_t(stamp.PollStart)))
+		C.uintptr_t(uintptr(h.Sel)), C.uintptr_t(uintptr(h.Cells)), C.uintptr_t(uintptr(h.Offered)), C.int(boolInt(h.Digest)), C.int(boolInt(stamp.On)), C.uint64_t(stamp.PollLow), C.uint64_t(stamp.PollStart),
+		C.uintptr_t(sy)))
 	runtime.KeepAlive(lda)
+	runtime.KeepAlive(syn.RDA)
+	runtime.KeepAlive(syn.LDS)
+	runtime.KeepAlive(syn.Sample)
+	if sy != 0 {
+		q.storeSyn(syn)
+	}
 	c := q.c
 	r.Rx = rx
 	if rx == 0 {
@@ -82,9 +114,76 @@ func (q *Queue) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retrie
 	return r, true
 }
 
+// fastSyn is struct ldaf_syn (measure.h): the RDA's, the LDS's and the
+// trajectory sample's hot state (synopsis.RDAHot, LDSHot, SampleHot, all
+// 64-bit words), copied in
+// before a ldaf_measure call and back after it. It lives in the Queue, Go
+// memory without Go pointers, so C may write it during the call.
+type fastSyn struct {
+	rda                            synopsis.RDAHot
+	lds                            synopsis.LDSHot
+	smp                            synopsis.SampleHot
+	hasRDA, hasLDS, hasSmp, weight uint64
+}
+
+func init() {
+	var f fastSyn
+	var c C.struct_ldaf_syn
+	if unsafe.Sizeof(f) != unsafe.Sizeof(c) || unsafe.Offsetof(f.lds) != unsafe.Offsetof(c.lds) ||
+		unsafe.Offsetof(f.hasRDA) != unsafe.Offsetof(c.has_rda) || unsafe.Offsetof(f.weight) != unsafe.Offsetof(c.weight) ||
+		unsafe.Offsetof(f.smp) != unsafe.Offsetof(c.smp) || unsafe.Offsetof(f.smp.ErrNs) != unsafe.Offsetof(c.smp.err_ns) ||
+		unsafe.Offsetof(f.rda.LaterLost) != unsafe.Offsetof(c.rda.later_lost) || unsafe.Offsetof(f.lds.FRefused) != unsafe.Offsetof(c.lds.frefused) {
+		panic("dpdk: synopsis.RDAHot, LDSHot or SampleHot no longer matches struct ldaf_syn in measure.h")
+	}
+}
+
+// loadSyn fills q's fastSyn from syn for a burst of up to burst frames
+// and returns its address; ok is false when C cannot record this burst:
+// an LDS folded for estimation, or an RDA timestamp cache or a sample
+// the burst could fill (raising their sampling levels is left to the Go
+// lane).
+func (q *Queue) loadSyn(syn dataplane.FastSynopses, burst int) (uintptr, bool) {
+	f := &q.syn
+	f.hasRDA, f.hasLDS, f.hasSmp, f.weight = 0, 0, 0, uint64(syn.Weight)
+	if syn.Sample != nil {
+		if !syn.Sample.SampleRoom(burst) {
+			return 0, false
+		}
+		syn.Sample.LoadHot(&f.smp)
+		f.hasSmp = 1
+	}
+	if syn.RDA != nil {
+		if !syn.RDA.CacheRoom(burst) {
+			return 0, false
+		}
+		syn.RDA.LoadHot(&f.rda)
+		f.hasRDA = 1
+	}
+	if syn.LDS != nil {
+		if !syn.LDS.LoadHot(&f.lds) {
+			return 0, false
+		}
+		f.hasLDS = 1
+	}
+	return uintptr(unsafe.Pointer(f)), true
+}
+
+// storeSyn copies back what ldaf_measure changed in q's fastSyn.
+func (q *Queue) storeSyn(syn dataplane.FastSynopses) {
+	if syn.RDA != nil {
+		syn.RDA.StoreHot(&q.syn.rda)
+	}
+	if syn.LDS != nil {
+		syn.LDS.StoreHot(&q.syn.lds)
+	}
+	if syn.Sample != nil {
+		syn.Sample.StoreHot(&q.syn.smp)
+	}
+}
+
 // SendMeasured is queue 0's dataplane.MeasureFastPath (see Queue.SendMeasured).
-func (p *Port) SendMeasured(to dataplane.Port, lda *synopsis.LDA, burst, retries int, rx dataplane.RxStamp, pkts []*dataplane.Packet) (dataplane.FastResult, bool) {
-	return p.queues[0].SendMeasured(to, lda, burst, retries, rx, pkts)
+func (p *Port) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burst, retries int, rx dataplane.RxStamp, pkts []*dataplane.Packet) (dataplane.FastResult, bool) {
+	return p.queues[0].SendMeasured(to, syn, burst, retries, rx, pkts)
 }
 
 // cIdent is ldaf_ident on frame (tests: FuzzIdentC).
@@ -97,6 +196,18 @@ func cIdent(frame []byte) (hash uint64, ok bool) {
 	ok = C.ldaf_ident_go(C.uintptr_t(f), C.uint32_t(len(frame)), &h) != 0
 	runtime.KeepAlive(frame)
 	return uint64(h), ok
+}
+
+// cFlow is ldaf_flow on a frame cIdent took (tests: FuzzIdentC): the
+// flow hash and the key as the flow table stores it.
+func cFlow(frame []byte) (fh uint64, key synopsis.FlowKeyBytes) {
+	var k [40]C.uint8_t
+	fh = uint64(C.ldaf_flow_go(C.uintptr_t(uintptr(unsafe.Pointer(&frame[0]))), &k[0]))
+	runtime.KeepAlive(frame)
+	for i := range key {
+		key[i] = byte(k[i])
+	}
+	return fh, key
 }
 
 // fakeTxClock makes the queue's transmit stamps start+step, start+2·step, …

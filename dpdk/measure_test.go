@@ -32,7 +32,7 @@ type measureRun struct {
 // measurePorts opens the two net_ring ports, with small pools: closed
 // ports' pools last until Cleanup, and the package's tests share EAL's
 // memory.
-func measurePorts(t *testing.T, name int) (a, b *Port) {
+func measurePorts(t testing.TB, name int) (a, b *Port) {
 	t.Helper()
 	cfg := Config{RxDesc: 512, TxDesc: 512, Mbufs: 2048}
 	var err error
@@ -200,7 +200,8 @@ func (r *measureRun) fillTx(t *testing.T, free int) {
 // the same. Two LDA shapes: the default (digests, a bank sampling every
 // frame) and one without digests whose banks sample 2^-1 and 2^-3, so
 // that most frames land in the cover bank; then receiver lanes
-// (checkReceiverFastIsGo).
+// (checkReceiverFastIsGo), and the RDA, LDS and sample updates
+// (checkFastSynIsGo).
 func TestFastPathIsGoLane(t *testing.T) {
 	needEAL(t)
 	g := traffic.MustGen(traffic.GenConfig{Size: 100, Flows: 64})
@@ -236,6 +237,7 @@ func TestFastPathIsGoLane(t *testing.T) {
 	// The same ports (their pools last as long as EAL's memory).
 	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
 	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
+	t.Run("synopses", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
 }
 
 // checkFastIsGo runs the script on the Go lane and on the fast path and

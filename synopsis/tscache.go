@@ -202,15 +202,17 @@ const maxLater = 128
 // noteLater records a second copy of h: of first (the timestamp kept) and
 // ts, the earlier is the packet's and is returned, the later goes aside.
 func (c *TSCache) noteLater(h, first, ts uint64) uint64 {
+	if c.nLater == maxLater {
+		// Full: lost whether h is there (a third copy) or not, so no
+		// search (a capture replayed in a loop repeats every packet).
+		c.laterLost++
+		return first
+	}
 	for i := range c.later[:c.nLater] {
 		if c.later[i].h == h {
 			c.laterLost++ // a third copy: which one is the packet's is moot
 			return first
 		}
-	}
-	if c.nLater == maxLater {
-		c.laterLost++
-		return first
 	}
 	if ts < first {
 		first, ts = ts, first
