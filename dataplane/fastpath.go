@@ -74,4 +74,8 @@ type FastResult struct {
 	Polled    int    // receiver: frames of the prefix given the poll stamp PollTS
 	PollTS    uint64 // that stamp, the midpoint of the interval ending at PollNow
 	PollNow   uint64
+	// A sender's transmit stamps are the midpoint of clock reads around
+	// each transmit call: TxErrSum is Σ over the frames sent of how far
+	// their stamp may be off (half the gap), TxErrMax the widest.
+	TxErrSum, TxErrMax uint64
 }

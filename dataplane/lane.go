@@ -464,6 +464,11 @@ func (l *Lane) sendFast() (n int, done bool) {
 		sent, bytes := uint64(r.Sent), r.SentBytes
 		set.Frames += sent
 		set.Bytes += bytes
+		set.StampErrNs += r.TxErrSum
+		if gap := 2 * r.TxErrMax; gap > l.maxTxGap {
+			l.maxTxGap = gap
+			l.Stats.MaxTxStampGapNs.Store(gap)
+		}
 		l.intFrames += sent
 		l.intBytes += bytes
 		l.Stats.Recorded.Add(sent)

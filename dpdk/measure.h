@@ -1000,6 +1000,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	rq->m_done = 0;
 	rq->m_rest = 0;
 	rq->m_polled = 0;
+	rq->m_tx_err_sum = 0;
+	rq->m_tx_err_max = 0;
 	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
 	if (nb == 0)
 		return 0;
@@ -1070,15 +1072,25 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	uint64_t sb = 0;
 	for (unsigned try = 0; try < retries && sent < k; try++) {
 		uint16_t chunk = k - sent < tburst ? k - sent : tburst;
+		// A sender's stamp is the midpoint of clock reads around the
+		// PMD's call, its error half their gap (as ldaf_tx's).
+		uint64_t t0 = rx_stamp || tq->tx_fake_step ? 0 : ldaf_realtime_ns();
 		uint16_t t = rte_eth_tx_burst(tq->port, tq->queue, ms + sent, chunk);
 		if (t == 0)
 			break;
 		if (!rx_stamp) {
-			uint64_t ts = ldaf_tx_now(tq);
+			uint64_t t1 = ldaf_tx_now(tq);
+			if (t0 == 0 || t0 > t1)
+				t0 = t1;
+			uint64_t ts = t0 + (t1 - t0) / 2, err = t1 - ts;
 			tq->tx_ns = ts;
+			tq->tx_err = err;
+			rq->m_tx_err_sum += err * t;
+			if (err > rq->m_tx_err_max)
+				rq->m_tx_err_max = err;
 			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
 			if (sy)
-				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, ks + sent, t, ts, NULL, 0, 0);
+				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, ks + sent, t, ts, NULL, ts, err);
 		}
 		sent += t;
 	}

@@ -238,6 +238,7 @@ func TestFastPathIsGoLane(t *testing.T) {
 	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
 	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
 	t.Run("synopses", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
+	t.Run("sender-stamp-err", func(t *testing.T) { checkFastTxStampErr(t, a, b, plain) })
 }
 
 // checkFastIsGo runs the script on the Go lane and on the fast path and
@@ -443,4 +444,29 @@ func checkReceiverFastIsGo(t *testing.T, a, b *Port, pollStamp bool) {
 			t.Fatalf("frame %d out: Go %x, C %x", i, goRun.out[i], cRun.out[i])
 		}
 	}
+}
+
+// checkFastTxStampErr: a sender lane on the fast path with the real
+// clock stamps each transmit call with the midpoint of clock reads
+// around it and records half their gap per frame: the copy's StampErrNs
+// is more than 0 (two clock reads are never the same nanosecond around
+// a transmit) and no frame's share exceeds the whole run's time.
+func checkFastTxStampErr(t *testing.T, a, b *Port, plain [][]byte) {
+	r := newMeasureRunRole(t, a, b, synopsis.DefaultLDAConfig(), true, dataplane.RoleSender, true)
+	r.b.queues[0].fakeTxClock(0, 0)
+	start := time.Now()
+	r.load(t, r.a, plain[:320])
+	r.poll(20)
+	r.lane.Drain()
+	r.drain(-1)
+	elapsed := uint64(time.Since(start).Nanoseconds())
+	set := r.buf.Active()
+	if r.lane.Stats.FastBursts.Load() == 0 || set.Frames != 320 {
+		t.Fatalf("%d fast bursts, %d frames recorded", r.lane.Stats.FastBursts.Load(), set.Frames)
+	}
+	gap := r.lane.Stats.MaxTxStampGapNs.Load()
+	if set.StampErrNs == 0 || set.StampErrNs > set.Frames*elapsed || gap == 0 || gap > elapsed {
+		t.Fatalf("stamp error Σ %d ns over %d frames, widest gap %d ns, in a run of %d ns", set.StampErrNs, set.Frames, gap, elapsed)
+	}
+	t.Logf("mean stamp error %d ns, widest gap %d ns", set.StampErrNs/set.Frames, gap)
 }
