@@ -51,18 +51,12 @@ type controller struct {
 	startNs   uint64 // our clock at Start
 	startK    uint64 // the interval current at Start, by our clock
 	resume    uint64 // the interval after the last one an earlier run reported; 0: none (notRunning)
-	// rxDropped is the segment port's count of frames it dropped before
-	// the receiver saw them, as of the last receiver copy; rxDrops holds,
-	// per receiver copy k, the frames dropped since the copy before it
-	// (frames of k, or of k+1 arriving just after the flip).
-	rxDropped uint64
-	rxDrops   map[uint64]uint64
-	// What the decided intervals showed of the segment's order, for lines
-	// measured by the End markers' counts alone (counts.go): the last
-	// interval with a sign of disorder, and how many were checked in order.
-	disorderSeen bool
-	lastDisorder uint64
-	orderChecks  int
+	// drops counts the frames the segment port dropped before the
+	// receiver saw them, per receiver copy (rxdrops.go).
+	drops rxDrops
+	// order is what the decided intervals showed of the segment's order,
+	// for lines measured by the End markers' counts alone (counts.go).
+	order orderLog
 	// ans answers the peer's requests (we are its sender: answerer.go).
 	ans answerer
 	// rep asks for the timestamps of RDA lines' lost packets (repair.go).
@@ -97,7 +91,7 @@ type heldLine struct {
 	counts bool
 	// unseenMove: the line's class change is only possible, not seen (a
 	// class beside it could not be decoded: undecodedMoves); it is no
-	// sign of the segment's disorder (noteOrder).
+	// sign of the segment's disorder (orderLog.note).
 	unseenMove bool
 }
 
@@ -132,8 +126,8 @@ type waiting struct {
 
 func newController(a *Appliance) *controller {
 	c := &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
-		ship:    newShipper(&a.cfg, a.sender, a.inject),
-		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+		ship:  newShipper(&a.cfg, a.sender, a.inject),
+		drops: newRxDrops(), spans: map[uint64]*rcopy{}}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
@@ -148,7 +142,7 @@ func newController(a *Appliance) *controller {
 // ended.
 func (c *controller) startAt(nowNs uint64) {
 	c.startNs = nowNs
-	c.rxDropped = c.a.segPort.Stats().RxDropped
+	c.drops.start(c.a.segPort.Stats().RxDropped)
 	c.startK = nowNs / uint64(c.a.cfg.Interval.Nanoseconds())
 	c.nextDue = c.startK
 	if last, ok := c.a.cfg.LastReported[DirectionName(c.a.recvDir)]; ok && last < math.MaxUint64 {
@@ -456,7 +450,7 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
-	c.noteRxDrops(rc.k)
+	c.drops.note(rc.k, c.a.segPort.Stats().RxDropped)
 	c.steps.lastCopyK = max(c.steps.lastCopyK, rc.k)
 	for _, l := range set.LDA {
 		rc.lda = append(rc.lda, l.Clone())
@@ -987,22 +981,6 @@ func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evide
 		}
 	}
 	return ev
-}
-
-// noteRxDrops records the frames the segment port dropped (a full receive
-// ring: the worker fell behind) since the previous receiver copy, as
-// copy k's. One read of the port's counters per interval.
-func (c *controller) noteRxDrops(k uint64) {
-	d := c.a.segPort.Stats().RxDropped
-	if d > c.rxDropped {
-		c.rxDrops[k] = d - c.rxDropped
-	}
-	c.rxDropped = d
-	for j := range c.rxDrops {
-		if j+16 < k || j > k+16 { // numbers that went back too (spans)
-			delete(c.rxDrops, j)
-		}
-	}
 }
 
 // hold keeps a paired line with its estimate until release.

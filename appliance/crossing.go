@@ -266,7 +266,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h, prev, next)
-	c.noteOrder(h, next != nil && allKnown && all.Crossed == 0)
+	c.order.note(h, next != nil && allKnown && all.Crossed == 0)
 	c.countsLoss(h, prev, next)
 	c.sampleLoss(h) // sample.go
 }
@@ -280,7 +280,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 // port has taken it, so frames the sender could not transmit are in no
 // synopsis and need no such rule.)
 func (c *controller) receiverDropped(h *heldInterval) {
-	rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]
+	rx := c.drops.around(h.k)
 	if rx == 0 {
 		return
 	}

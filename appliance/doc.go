@@ -63,6 +63,12 @@
 //     (lds_repair.go) gathers what the LDS lines' repair needs. Each
 //     returns what it got (repairEnd, cellPatch, partReply, ldsFix) and
 //     the controller puts it in place.
+//   - orderLog (counts.go): what the decided intervals showed of the
+//     segment's order, which lets the End markers' counts alone stand
+//     for a line's loss or not.
+//   - rxDrops (rxdrops.go): the frames the receiver's segment port
+//     dropped, per receiver copy; the controller reads the port's
+//     counter and hands it in.
 //
 // Pairing, the crossing and class checks that decide a waiting interval,
 // and applying a repair to its lines (finishRepair, crossedInto,
