@@ -27,14 +27,9 @@ type controller struct {
 	// (shipper.go).
 	ship    shipper
 	results []control.Result
-	rcopies map[uint64]*rcopy
-	// spans keeps, by its first interval, each receiver copy that holds
-	// more than one interval (an End marker was lost) for a few intervals
-	// after it paired: the lost End's failure comes at the reassembly
-	// timeout, and the interval before it takes its crossing evidence
-	// from the copy (spanEvidence).
-	spans   map[uint64]*rcopy
-	bundles map[uint64]*waiting
+	// halves holds the receiver copies and sender bundles waiting for
+	// each other (halves.go).
+	halves  halves
 	frozen  bool        // finish owns the interval clock: step no longer moves it
 	settled bool        // nothing queued to send, nothing waiting to pair
 	movedAt time.Time   // when the interval clock last moved
@@ -125,9 +120,9 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	c := &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
+	c := &controller{a: a, phases: make(chan *phase), halves: newHalves(), led: newLedger(),
 		ship:  newShipper(&a.cfg, a.sender, a.inject),
-		drops: newRxDrops(), spans: map[uint64]*rcopy{}}
+		drops: newRxDrops()}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
@@ -331,7 +326,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && !c.rep.waiting()
+	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && c.halves.idle() && !c.rep.waiting()
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -429,18 +424,18 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 	for _, r := range c.results {
 		switch {
 		case r.Bundle != nil:
-			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
+			c.halves.addBundle(r.Bundle, now)
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
 			// An interval measured by its counts is the evidence its
 			// predecessor waits for, as a paired one is; otherwise its
 			// receiver copy is.
-			if !c.pairCounts(f, c.rcopies[f.Interval]) {
-				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			if !c.pairCounts(f, c.halves.copies[f.Interval]) {
+				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
 			}
-			delete(c.rcopies, f.Interval)
+			delete(c.halves.copies, f.Interval)
 		}
 	}
 }
@@ -468,18 +463,7 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	for _, p := range set.Sample {
 		rc.sample = append(rc.sample, p.Clone())
 	}
-	if rc.firstK < rc.k && !rc.warmup {
-		c.spans[rc.firstK] = rc
-	}
-	for k := range c.spans {
-		// Both ways: numbers that went back (a peer restarted with
-		// another --interval, a clock stepped back) must not leave
-		// copies that a later interval of the same number would take.
-		if k+spanMemory < rc.k || k > rc.k+spanMemory {
-			delete(c.spans, k)
-		}
-	}
-	if old, dup := c.rcopies[rc.k]; dup {
+	if old := c.halves.keep(rc); old != nil {
 		// A second cut of the same interval: the sender restarted
 		// within it (its new session's first End has the old one's
 		// number). Neither copy is one interval; the new one's frames
@@ -487,7 +471,6 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		old.merged = true
 		c.emitCopy(rc.k, rc, recut)
 	} else {
-		c.rcopies[rc.k] = rc
 		// When interval k paired already and its lines wait for the next
 		// interval's evidence, this copy is a second cut of k (the sender
 		// restarted within it): it holds what arrived after k's first End
@@ -519,17 +502,17 @@ func (c *controller) pairSide(now time.Time) {
 	// paired would find no previous evidence (prev_missing), and a map's
 	// order changes from run to run.
 	c.askParts(now)
-	for _, k := range sortedKeys(c.bundles) {
-		if _, ok := c.rcopies[k]; !ok {
-			c.unpaired(k, c.bundles[k], now)
+	for _, k := range sortedKeys(c.halves.bundles) {
+		if _, ok := c.halves.copies[k]; !ok {
+			c.unpaired(k, c.halves.bundles[k], now)
 		}
 	}
-	for _, k := range sortedKeys(c.bundles) {
-		w, ok := c.bundles[k]
+	for _, k := range sortedKeys(c.halves.bundles) {
+		w, ok := c.halves.bundles[k]
 		if !ok {
 			continue
 		}
-		if rc, ok := c.rcopies[k]; ok {
+		if rc, ok := c.halves.copies[k]; ok {
 			if !w.asked {
 				w.asked = true
 				w.fetches = c.cells.start(w.b, rc, now)
@@ -548,16 +531,15 @@ func (c *controller) pairSide(now time.Time) {
 				h.ev = *spanEvidence(rc)
 				h.ev.delay = rng
 			}
-			delete(c.rcopies, k)
-			delete(c.bundles, k)
+			c.halves.paired(k)
 		}
 	}
-	for _, k := range sortedKeys(c.rcopies) {
-		rc, ok := c.rcopies[k]
+	for _, k := range sortedKeys(c.halves.copies) {
+		rc, ok := c.halves.copies[k]
 		if !ok {
 			continue
 		}
-		if c.bundles[k] != nil {
+		if c.halves.bundles[k] != nil {
 			// Its bundle is here and fetching more cells (bounded by the
 			// fetch deadline): a partial bundle arrives only at the
 			// pairing timeout, and its fetches run past it.
@@ -566,12 +548,12 @@ func (c *controller) pairSide(now time.Time) {
 		if now.Sub(rc.at) > c.a.cfg.PairTimeout {
 			if rc.warmup {
 				c.invalidCopy(k, 0, 0, rc, warmup)
-				delete(c.rcopies, k)
+				delete(c.halves.copies, k)
 				continue
 			}
 			c.nextCopy(k-1, rc)
 			c.invalid(k, 0, 0, rc, report.Cause{Code: report.ControlLost, Why: "no synopses from the sender for this interval (control frames lost or sender stopped)"})
-			delete(c.rcopies, k)
+			delete(c.halves.copies, k)
 		}
 	}
 }
@@ -591,29 +573,20 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 		// The sender ended it before we started: its End marker passed
 		// while no receiver was there to cut.
 		why = notRunning
-	} else if c.spanning(k) != nil {
+	} else if c.halves.spanning(k) != nil {
 		c.spanDecide(k)
 	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.stopping {
 		return
 	}
 	c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
-	delete(c.bundles, k)
+	delete(c.halves.bundles, k)
 }
-
-// spanning is the receiver copy that holds interval k with the interval
-// after it (k's End marker was lost), nil if none has come.
-func (c *controller) spanning(k uint64) *rcopy { return c.spans[k] }
-
-// spanMemory is how many intervals a spanning copy is kept for the lost
-// End marker's failure (which comes at the reassembly timeout, a few
-// intervals of 1 s later, more of shorter ones).
-const spanMemory = 16
 
 // spanDecide decides interval k−1, still waiting for its next interval,
 // with the receiver copy that spans k (k's End marker was lost), if one
 // came: before k is reported invalid, which would decide it without.
 func (c *controller) spanDecide(k uint64) {
-	span := c.spanning(k)
+	span := c.halves.spanning(k)
 	if span == nil {
 		return
 	}
@@ -659,7 +632,7 @@ func (c *controller) silent(nowNs uint64) {
 	}
 	for ; c.nextDue < end; c.nextDue++ {
 		k := c.nextDue
-		if c.led.claimed(k) || c.rcopies[k] != nil || c.bundles[k] != nil {
+		if c.led.claimed(k) || c.halves.waits(k) {
 			continue
 		}
 		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
@@ -1576,20 +1549,20 @@ func (c *controller) final() {
 	for _, r := range c.results {
 		switch {
 		case r.Bundle != nil:
-			if rc, ok := c.rcopies[r.Bundle.Interval]; ok {
+			if rc, ok := c.halves.copies[r.Bundle.Interval]; ok {
 				c.pair(r.Bundle, rc)
-				delete(c.rcopies, r.Bundle.Interval)
+				delete(c.halves.copies, r.Bundle.Interval)
 			} else {
-				c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle}
+				c.halves.addBundle(r.Bundle, time.Time{})
 			}
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
-			if !c.pairCounts(f, c.rcopies[f.Interval]) { // as step does
-				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			if !c.pairCounts(f, c.halves.copies[f.Interval]) { // as step does
+				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
 			}
-			delete(c.rcopies, f.Interval)
+			delete(c.halves.copies, f.Interval)
 		}
 	}
 	c.pairFetchedAtStop()
@@ -1602,10 +1575,10 @@ func (c *controller) final() {
 		w  *waiting
 	}
 	var ls []left
-	for k, rc := range c.rcopies {
+	for k, rc := range c.halves.copies {
 		ls = append(ls, left{k: k, rc: rc})
 	}
-	for k, w := range c.bundles {
+	for k, w := range c.halves.bundles {
 		ls = append(ls, left{k: k, w: w})
 	}
 	if act != nil {

@@ -610,9 +610,9 @@ func (c *controller) decideAtStop(act *rcopy) {
 		}
 		next := h.k + 1
 		switch {
-		case c.rcopies[next] != nil:
-			c.decide(h, senderless(h, c.rcopies[next]))
-		case c.bundles[next] != nil || next != lastK:
+		case c.halves.copies[next] != nil:
+			c.decide(h, senderless(h, c.halves.copies[next]))
+		case c.halves.bundles[next] != nil || next != lastK:
 			c.decide(h, nil)
 		case act == nil:
 			c.decide(h, &evidence{nothing: true})
@@ -667,7 +667,7 @@ func (c *controller) silentHole(lim uint64) (hole, top uint64) {
 		return math.MaxUint64, top
 	}
 	for k := c.nextDue; k < min(lim, top) && k < c.nextDue+claimMemory; k++ {
-		if !c.led.claimed(k) && c.rcopies[k] == nil && c.bundles[k] == nil && c.led.waiting(k) == nil {
+		if !c.led.claimed(k) && !c.halves.waits(k) && c.led.waiting(k) == nil {
 			return k, top
 		}
 	}
@@ -684,16 +684,7 @@ func (c *controller) flush() {
 	// An older interval whose receiver copy or sender bundle is still
 	// waiting for its other half (or for its failure to be declared) will
 	// be reported later: nothing newer goes out before it.
-	for k := range c.rcopies {
-		if k < lim && !c.led.claimed(k) {
-			lim = k
-		}
-	}
-	for k := range c.bundles {
-		if k < lim && !c.led.claimed(k) {
-			lim = k
-		}
-	}
+	lim = c.halves.oldest(lim, c.led.claimed)
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
 	lim = c.rep.before(lim)

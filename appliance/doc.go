@@ -66,11 +66,13 @@
 //   - orderLog (counts.go): what the decided intervals showed of the
 //     segment's order, which lets the End markers' counts alone stand
 //     for a line's loss or not.
+//   - halves (halves.go): the receiver copies and sender bundles waiting
+//     for each other, and the copies that span a lost End marker.
 //   - rxDrops (rxdrops.go): the frames the receiver's segment port
 //     dropped, per receiver copy; the controller reads the port's
 //     counter and hands it in.
 //
-// Pairing, the crossing and class checks that decide a waiting interval,
+// Pairing what halves holds, the crossing and class checks that decide a waiting interval,
 // and applying a repair to its lines (finishRepair, crossedInto,
 // ldsRepairApply, microburst.go) are still the controller's own.
 //
