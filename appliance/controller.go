@@ -34,7 +34,6 @@ type controller struct {
 	settled bool        // nothing queued to send, nothing waiting to pair
 	movedAt time.Time   // when the interval clock last moved
 	phases  chan *phase // Stop's requests (await)
-	nextDue uint64      // the next interval the liveness check may declare silent
 	peer    uint64      // the peer's session we last logged
 	// led keeps every line from the moment it is built until it goes out
 	// (ledger.go).
@@ -42,7 +41,6 @@ type controller struct {
 	// lastRange is the confidence range of the latest interval whose
 	// LDAs showed its delays (confidenceRange); zero before the first.
 	lastRange DelayRange
-	stopping  bool   // final is collecting: flush emits nothing until it is done
 	startNs   uint64 // our clock at Start
 	startK    uint64 // the interval current at Start, by our clock
 	resume    uint64 // the interval after the last one an earlier run reported; 0: none (notRunning)
@@ -139,7 +137,7 @@ func (c *controller) startAt(nowNs uint64) {
 	c.startNs = nowNs
 	c.drops.start(c.a.segPort.Stats().RxDropped)
 	c.startK = nowNs / uint64(c.a.cfg.Interval.Nanoseconds())
-	c.nextDue = c.startK
+	c.led.nextDue = c.startK
 	if last, ok := c.a.cfg.LastReported[DirectionName(c.a.recvDir)]; ok && last < math.MaxUint64 {
 		c.resume = last + 1
 	}
@@ -575,7 +573,7 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 		why = notRunning
 	} else if c.halves.spanning(k) != nil {
 		c.spanDecide(k)
-	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.stopping {
+	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.led.stopping {
 		return
 	}
 	c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
@@ -612,8 +610,8 @@ func (c *controller) spanDecide(k uint64) {
 func (c *controller) silent(nowNs uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	kNow := nowNs / iv
-	if c.nextDue == 0 {
-		c.nextDue = kNow + 1
+	if c.led.nextDue == 0 {
+		c.led.nextDue = kNow + 1
 		return
 	}
 	lag := uint64(c.a.cfg.PairTimeout.Nanoseconds())/iv + 2
@@ -621,22 +619,18 @@ func (c *controller) silent(nowNs uint64) {
 		return
 	}
 	end := kNow - lag // exclusive
-	if end > c.nextDue+claimMemory {
-		from, to := c.nextDue, end-claimMemory
+	if end > c.led.nextDue+claimMemory {
+		from, to := c.led.nextDue, end-claimMemory
 		n := to - from
 		c.a.cfg.Log.Warn().Uint64("from", from).Uint64("to", to-1).Uint64("intervals", n).Str("direction", DirectionName(c.a.recvDir)).
 			Msg("this end's clock jumped ahead (stepped, or the process was stopped): one line spans the intervals it skipped")
 		c.invalidCopy(from, int64(from*iv), int64(to*iv), nil,
 			report.Cause{Code: report.Silent, Why: fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals; this end's clock jumped ahead, or the appliance was stopped meanwhile)", silentCause.Why, from, to-1, n)})
-		c.nextDue = to
+		c.led.nextDue = to
 	}
-	for ; c.nextDue < end; c.nextDue++ {
-		k := c.nextDue
-		if c.led.claimed(k) || c.halves.waits(k) {
-			continue
-		}
+	c.led.declareDue(end, c.halves.waits, func(k uint64) {
 		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
-	}
+	})
 }
 
 var silentCause = report.Cause{Code: report.Silent, Why: "nothing from the sender for this interval (peer down, or the segment drops control frames)"}
@@ -666,7 +660,7 @@ func (c *controller) silentAtStop() {
 	if hi <= lo {
 		return
 	}
-	for k := max(lo, c.nextDue); k < hi; k++ { // fewer than claimMemory
+	for k := max(lo, c.led.nextDue); k < hi; k++ { // fewer than claimMemory
 
 		if !c.led.claimed(k) {
 			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
@@ -1541,7 +1535,7 @@ func (c *controller) out(r *report.Interval) {
 // first.
 func (c *controller) final() {
 	// Collect every line first: the flush at the end puts them in order.
-	c.stopping = true
+	c.led.stopping = true
 	// Intervals the control receiver still holds incomplete fail now (it
 	// would have failed them at its timeout); pair what completed.
 	c.a.receiver.Expire(math.MaxInt64)
@@ -1597,10 +1591,10 @@ func (c *controller) final() {
 	}
 	c.silentAtStop()
 	c.abandonRepairs()
-	c.stopping = false
+	c.led.stopping = false
 	// Nothing is declared silent after this: no line waits for an
 	// interval to be (silentHole).
-	c.nextDue = math.MaxUint64
+	c.led.nextDue = math.MaxUint64
 	c.flush()
 }
 

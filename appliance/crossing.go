@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -651,33 +650,23 @@ func senderless(h *heldInterval, act *rcopy) *evidence {
 	return ev
 }
 
-// silentHole is the oldest interval below lim that nothing claimed and
-// no half of which is waiting (those hold the lines after them already):
-// the liveness check will declare it silent (controller.silent), a
-// pairing timeout and two intervals after it ended, and the lines of
-// later intervals wait for that line, so that each direction's lines stay
-// in interval order. Lines numbered from top on are not held: only
+// silentHole is the oldest interval below lim the liveness check will
+// declare silent (controller.silent: a pairing timeout and two intervals
+// after it ended), which the lines of later intervals wait for
+// (ledger.silentHole). Lines numbered from top on are not held: only
 // numbers our own clock could give count (as in silentAtStop), and a
 // peer of another --interval numbers its intervals far beyond ours.
 // hole is math.MaxUint64 when there is none.
 func (c *controller) silentHole(lim uint64) (hole, top uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	top = c.a.cfg.Clock()/iv + 2 + uint64(c.a.cfg.MaxClockSkew.Nanoseconds())/iv
-	if c.nextDue == 0 {
-		return math.MaxUint64, top
-	}
-	for k := c.nextDue; k < min(lim, top) && k < c.nextDue+claimMemory; k++ {
-		if !c.led.claimed(k) && !c.halves.waits(k) && c.led.waiting(k) == nil {
-			return k, top
-		}
-	}
-	return math.MaxUint64, top
+	return c.led.silentHole(lim, top, c.halves.waits), top
 }
 
 // flush reports, in interval order, the decided intervals and the queued
 // lines older than the oldest interval still waiting for its next.
 func (c *controller) flush() {
-	if c.stopping {
+	if c.led.stopping {
 		return
 	}
 	lim := c.led.oldestUndecided()

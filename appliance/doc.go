@@ -55,7 +55,8 @@
 //   - ledger (ledger.go): every line from the moment it is built until it
 //     goes out — claimed once per interval, held while its interval waits
 //     for the next one's evidence, released in interval order, each line
-//     once.
+//     once — and the liveness check's place: the next interval it may
+//     declare silent, and the hole the lines after it wait for.
 //   - the receiver's side of the exchanges: a requester (requester.go)
 //     numbers and sends the requests of a repairer (repair.go: the lost
 //     packets' timestamps), a cellFetcher (fetch.go: more RDA cells) and
