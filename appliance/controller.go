@@ -53,13 +53,11 @@ type controller struct {
 	// ans answers the peer's requests (we are its sender: answerer.go).
 	ans answerer
 	// rep asks for the timestamps of RDA lines' lost packets (repair.go).
-	rep      repairer
-	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
+	rep repairer
 	// cells asks for more RDA cells where the shipped ones do not decode
 	// (fetch.go).
 	cells cellFetcher
-	lds   ldsRepairer                  // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	lds   ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
 	xs    []control.Exchange
 	// req sends the receiver's requests (requester.go).
 	req requester
@@ -1514,9 +1512,9 @@ func (c *controller) emit(r *report.Interval) {
 
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
-	delete(c.repaired, r)
+	timed := c.led.gone(r)
 	analyze.WithdrawSample(r) // a cause decide found may have made its quantiles untrusted
-	c.rdaMicrobursts(r)
+	c.rdaMicrobursts(r, timed)
 	c.clockStepLine(r)
 	c.clockLine(r)
 	if c.a.cfg.Insecure {

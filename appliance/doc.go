@@ -73,9 +73,12 @@
 //     dropped, per receiver copy; the controller reads the port's
 //     counter and hands it in.
 //
-// Pairing what halves holds, the crossing and class checks that decide a waiting interval,
-// and applying a repair to its lines (finishRepair, crossedInto,
-// ldsRepairApply, microburst.go) are still the controller's own.
+// Pairing what halves holds, the crossing and class checks that decide
+// a waiting interval, and applying a repair to its lines (finishRepair,
+// crossedInto, ldsRepairApply, microburst.go) are still the
+// controller's own; the ledger keeps, with each line until it goes out,
+// the repair that made its mean exact and the one that timed its
+// losses.
 //
 // # Configuration
 //

@@ -43,6 +43,13 @@ type ledger struct {
 	// stopping: the stop is collecting every line; nothing is released
 	// until it is done, when the release puts them in order.
 	stopping bool
+	// What the timestamp exchange did to a line, kept with the line
+	// until it goes out (gone): repaired, the repair whose reply made
+	// the line's mean exact, for the crossing checks that may come after
+	// it (crossedInto); timed, the repair that gave the line's losses
+	// their send times, for its microbursts (rdaMicrobursts).
+	repaired map[*report.Interval]*repair
+	timed    map[*report.Interval]*repair
 }
 
 func newLedger() ledger {
@@ -196,6 +203,42 @@ func (l *ledger) declareDue(end uint64, halves func(uint64) bool, declare func(k
 		}
 		declare(k)
 	}
+}
+
+// noteRepaired keeps rp as the repair that made r's mean exact.
+func (l *ledger) noteRepaired(r *report.Interval, rp *repair) {
+	if l.repaired == nil {
+		l.repaired = map[*report.Interval]*repair{}
+	}
+	l.repaired[r] = rp
+}
+
+// takeRepaired is the repair that made r's mean exact (nil: none), which
+// r no longer keeps.
+func (l *ledger) takeRepaired(r *report.Interval) *repair {
+	rp := l.repaired[r]
+	delete(l.repaired, r)
+	return rp
+}
+
+// repairedBy says whether rp is the repair that made r's mean exact.
+func (l *ledger) repairedBy(r *report.Interval, rp *repair) bool { return l.repaired[r] == rp }
+
+// noteTimed keeps rp as the repair that gave r's losses their send times.
+func (l *ledger) noteTimed(r *report.Interval, rp *repair) {
+	if l.timed == nil {
+		l.timed = map[*report.Interval]*repair{}
+	}
+	l.timed[r] = rp
+}
+
+// gone forgets what r kept as it goes out, handing back the repair that
+// timed its losses (nil: none).
+func (l *ledger) gone(r *report.Interval) (timed *repair) {
+	delete(l.repaired, r)
+	timed = l.timed[r]
+	delete(l.timed, r)
+	return timed
 }
 
 // outgoing is what release hands out: the lines of a decided interval
