@@ -27,19 +27,13 @@ type controller struct {
 	// (shipper.go).
 	ship    shipper
 	results []control.Result
-	rcopies map[uint64]*rcopy
-	// spans keeps, by its first interval, each receiver copy that holds
-	// more than one interval (an End marker was lost) for a few intervals
-	// after it paired: the lost End's failure comes at the reassembly
-	// timeout, and the interval before it takes its crossing evidence
-	// from the copy (spanEvidence).
-	spans   map[uint64]*rcopy
-	bundles map[uint64]*waiting
+	// halves holds the receiver copies and sender bundles waiting for
+	// each other (halves.go).
+	halves  halves
 	frozen  bool        // finish owns the interval clock: step no longer moves it
 	settled bool        // nothing queued to send, nothing waiting to pair
 	movedAt time.Time   // when the interval clock last moved
 	phases  chan *phase // Stop's requests (await)
-	nextDue uint64      // the next interval the liveness check may declare silent
 	peer    uint64      // the peer's session we last logged
 	// led keeps every line from the moment it is built until it goes out
 	// (ledger.go).
@@ -47,32 +41,23 @@ type controller struct {
 	// lastRange is the confidence range of the latest interval whose
 	// LDAs showed its delays (confidenceRange); zero before the first.
 	lastRange DelayRange
-	stopping  bool   // final is collecting: flush emits nothing until it is done
 	startNs   uint64 // our clock at Start
 	startK    uint64 // the interval current at Start, by our clock
 	resume    uint64 // the interval after the last one an earlier run reported; 0: none (notRunning)
-	// rxDropped is the segment port's count of frames it dropped before
-	// the receiver saw them, as of the last receiver copy; rxDrops holds,
-	// per receiver copy k, the frames dropped since the copy before it
-	// (frames of k, or of k+1 arriving just after the flip).
-	rxDropped uint64
-	rxDrops   map[uint64]uint64
-	// What the decided intervals showed of the segment's order, for lines
-	// measured by the End markers' counts alone (counts.go): the last
-	// interval with a sign of disorder, and how many were checked in order.
-	disorderSeen bool
-	lastDisorder uint64
-	orderChecks  int
+	// drops counts the frames the segment port dropped before the
+	// receiver saw them, per receiver copy (rxdrops.go).
+	drops rxDrops
+	// order is what the decided intervals showed of the segment's order,
+	// for lines measured by the End markers' counts alone (counts.go).
+	order orderLog
 	// ans answers the peer's requests (we are its sender: answerer.go).
 	ans answerer
 	// rep asks for the timestamps of RDA lines' lost packets (repair.go).
-	rep      repairer
-	repaired map[*report.Interval]*repair // lines a reply repaired, until they go out
+	rep repairer
 	// cells asks for more RDA cells where the shipped ones do not decode
 	// (fetch.go).
 	cells cellFetcher
-	lds   ldsRepairer                  // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	timed map[*report.Interval]*repair // repaired lines with their losses' send times, for their microbursts (microburst.go)
+	lds   ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
 	xs    []control.Exchange
 	// req sends the receiver's requests (requester.go).
 	req requester
@@ -97,7 +82,7 @@ type heldLine struct {
 	counts bool
 	// unseenMove: the line's class change is only possible, not seen (a
 	// class beside it could not be decoded: undecodedMoves); it is no
-	// sign of the segment's disorder (noteOrder).
+	// sign of the segment's disorder (orderLog.note).
 	unseenMove bool
 }
 
@@ -131,9 +116,9 @@ type waiting struct {
 }
 
 func newController(a *Appliance) *controller {
-	c := &controller{a: a, phases: make(chan *phase), rcopies: map[uint64]*rcopy{}, bundles: map[uint64]*waiting{}, led: newLedger(),
-		ship:    newShipper(&a.cfg, a.sender, a.inject),
-		rxDrops: map[uint64]uint64{}, spans: map[uint64]*rcopy{}}
+	c := &controller{a: a, phases: make(chan *phase), halves: newHalves(), led: newLedger(),
+		ship:  newShipper(&a.cfg, a.sender, a.inject),
+		drops: newRxDrops()}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
@@ -148,9 +133,9 @@ func newController(a *Appliance) *controller {
 // ended.
 func (c *controller) startAt(nowNs uint64) {
 	c.startNs = nowNs
-	c.rxDropped = c.a.segPort.Stats().RxDropped
+	c.drops.start(c.a.segPort.Stats().RxDropped)
 	c.startK = nowNs / uint64(c.a.cfg.Interval.Nanoseconds())
-	c.nextDue = c.startK
+	c.led.nextDue = c.startK
 	if last, ok := c.a.cfg.LastReported[DirectionName(c.a.recvDir)]; ok && last < math.MaxUint64 {
 		c.resume = last + 1
 	}
@@ -337,7 +322,7 @@ func (c *controller) step(now time.Time) {
 	c.pairSide(now)
 	c.silent(nowNs)
 	c.overdue(now)
-	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && len(c.rcopies) == 0 && len(c.bundles) == 0 && !c.rep.waiting()
+	c.settled = c.ship.idle() && c.ans.idle() && c.a.inject.Count() == 0 && c.halves.idle() && !c.rep.waiting()
 }
 
 // moveClock advances the interval clock the sender lanes read, unless
@@ -435,18 +420,18 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 	for _, r := range c.results {
 		switch {
 		case r.Bundle != nil:
-			c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle, at: now}
+			c.halves.addBundle(r.Bundle, now)
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
 			// An interval measured by its counts is the evidence its
 			// predecessor waits for, as a paired one is; otherwise its
 			// receiver copy is.
-			if !c.pairCounts(f, c.rcopies[f.Interval]) {
-				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			if !c.pairCounts(f, c.halves.copies[f.Interval]) {
+				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
 			}
-			delete(c.rcopies, f.Interval)
+			delete(c.halves.copies, f.Interval)
 		}
 	}
 }
@@ -456,7 +441,7 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
-	c.noteRxDrops(rc.k)
+	c.drops.note(rc.k, c.a.segPort.Stats().RxDropped)
 	c.steps.lastCopyK = max(c.steps.lastCopyK, rc.k)
 	for _, l := range set.LDA {
 		rc.lda = append(rc.lda, l.Clone())
@@ -474,18 +459,7 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	for _, p := range set.Sample {
 		rc.sample = append(rc.sample, p.Clone())
 	}
-	if rc.firstK < rc.k && !rc.warmup {
-		c.spans[rc.firstK] = rc
-	}
-	for k := range c.spans {
-		// Both ways: numbers that went back (a peer restarted with
-		// another --interval, a clock stepped back) must not leave
-		// copies that a later interval of the same number would take.
-		if k+spanMemory < rc.k || k > rc.k+spanMemory {
-			delete(c.spans, k)
-		}
-	}
-	if old, dup := c.rcopies[rc.k]; dup {
+	if old := c.halves.keep(rc); old != nil {
 		// A second cut of the same interval: the sender restarted
 		// within it (its new session's first End has the old one's
 		// number). Neither copy is one interval; the new one's frames
@@ -493,7 +467,6 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 		old.merged = true
 		c.emitCopy(rc.k, rc, recut)
 	} else {
-		c.rcopies[rc.k] = rc
 		// When interval k paired already and its lines wait for the next
 		// interval's evidence, this copy is a second cut of k (the sender
 		// restarted within it): it holds what arrived after k's first End
@@ -525,17 +498,17 @@ func (c *controller) pairSide(now time.Time) {
 	// paired would find no previous evidence (prev_missing), and a map's
 	// order changes from run to run.
 	c.askParts(now)
-	for _, k := range sortedKeys(c.bundles) {
-		if _, ok := c.rcopies[k]; !ok {
-			c.unpaired(k, c.bundles[k], now)
+	for _, k := range sortedKeys(c.halves.bundles) {
+		if _, ok := c.halves.copies[k]; !ok {
+			c.unpaired(k, c.halves.bundles[k], now)
 		}
 	}
-	for _, k := range sortedKeys(c.bundles) {
-		w, ok := c.bundles[k]
+	for _, k := range sortedKeys(c.halves.bundles) {
+		w, ok := c.halves.bundles[k]
 		if !ok {
 			continue
 		}
-		if rc, ok := c.rcopies[k]; ok {
+		if rc, ok := c.halves.copies[k]; ok {
 			if !w.asked {
 				w.asked = true
 				w.fetches = c.cells.start(w.b, rc, now)
@@ -554,16 +527,15 @@ func (c *controller) pairSide(now time.Time) {
 				h.ev = *spanEvidence(rc)
 				h.ev.delay = rng
 			}
-			delete(c.rcopies, k)
-			delete(c.bundles, k)
+			c.halves.paired(k)
 		}
 	}
-	for _, k := range sortedKeys(c.rcopies) {
-		rc, ok := c.rcopies[k]
+	for _, k := range sortedKeys(c.halves.copies) {
+		rc, ok := c.halves.copies[k]
 		if !ok {
 			continue
 		}
-		if c.bundles[k] != nil {
+		if c.halves.bundles[k] != nil {
 			// Its bundle is here and fetching more cells (bounded by the
 			// fetch deadline): a partial bundle arrives only at the
 			// pairing timeout, and its fetches run past it.
@@ -572,12 +544,12 @@ func (c *controller) pairSide(now time.Time) {
 		if now.Sub(rc.at) > c.a.cfg.PairTimeout {
 			if rc.warmup {
 				c.invalidCopy(k, 0, 0, rc, warmup)
-				delete(c.rcopies, k)
+				delete(c.halves.copies, k)
 				continue
 			}
 			c.nextCopy(k-1, rc)
 			c.invalid(k, 0, 0, rc, report.Cause{Code: report.ControlLost, Why: "no synopses from the sender for this interval (control frames lost or sender stopped)"})
-			delete(c.rcopies, k)
+			delete(c.halves.copies, k)
 		}
 	}
 }
@@ -597,29 +569,20 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 		// The sender ended it before we started: its End marker passed
 		// while no receiver was there to cut.
 		why = notRunning
-	} else if c.spanning(k) != nil {
+	} else if c.halves.spanning(k) != nil {
 		c.spanDecide(k)
-	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.stopping {
+	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.led.stopping {
 		return
 	}
 	c.invalid(k, w.b.StartNs, w.b.EndNs, nil, why)
-	delete(c.bundles, k)
+	delete(c.halves.bundles, k)
 }
-
-// spanning is the receiver copy that holds interval k with the interval
-// after it (k's End marker was lost), nil if none has come.
-func (c *controller) spanning(k uint64) *rcopy { return c.spans[k] }
-
-// spanMemory is how many intervals a spanning copy is kept for the lost
-// End marker's failure (which comes at the reassembly timeout, a few
-// intervals of 1 s later, more of shorter ones).
-const spanMemory = 16
 
 // spanDecide decides interval k−1, still waiting for its next interval,
 // with the receiver copy that spans k (k's End marker was lost), if one
 // came: before k is reported invalid, which would decide it without.
 func (c *controller) spanDecide(k uint64) {
-	span := c.spanning(k)
+	span := c.halves.spanning(k)
 	if span == nil {
 		return
 	}
@@ -645,8 +608,8 @@ func (c *controller) spanDecide(k uint64) {
 func (c *controller) silent(nowNs uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	kNow := nowNs / iv
-	if c.nextDue == 0 {
-		c.nextDue = kNow + 1
+	if c.led.nextDue == 0 {
+		c.led.nextDue = kNow + 1
 		return
 	}
 	lag := uint64(c.a.cfg.PairTimeout.Nanoseconds())/iv + 2
@@ -654,22 +617,18 @@ func (c *controller) silent(nowNs uint64) {
 		return
 	}
 	end := kNow - lag // exclusive
-	if end > c.nextDue+claimMemory {
-		from, to := c.nextDue, end-claimMemory
+	if end > c.led.nextDue+claimMemory {
+		from, to := c.led.nextDue, end-claimMemory
 		n := to - from
 		c.a.cfg.Log.Warn().Uint64("from", from).Uint64("to", to-1).Uint64("intervals", n).Str("direction", DirectionName(c.a.recvDir)).
 			Msg("this end's clock jumped ahead (stepped, or the process was stopped): one line spans the intervals it skipped")
 		c.invalidCopy(from, int64(from*iv), int64(to*iv), nil,
 			report.Cause{Code: report.Silent, Why: fmt.Sprintf("%s (one line for intervals %d to %d: %d intervals; this end's clock jumped ahead, or the appliance was stopped meanwhile)", silentCause.Why, from, to-1, n)})
-		c.nextDue = to
+		c.led.nextDue = to
 	}
-	for ; c.nextDue < end; c.nextDue++ {
-		k := c.nextDue
-		if c.led.claimed(k) || c.rcopies[k] != nil || c.bundles[k] != nil {
-			continue
-		}
+	c.led.declareDue(end, c.halves.waits, func(k uint64) {
 		c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
-	}
+	})
 }
 
 var silentCause = report.Cause{Code: report.Silent, Why: "nothing from the sender for this interval (peer down, or the segment drops control frames)"}
@@ -699,7 +658,7 @@ func (c *controller) silentAtStop() {
 	if hi <= lo {
 		return
 	}
-	for k := max(lo, c.nextDue); k < hi; k++ { // fewer than claimMemory
+	for k := max(lo, c.led.nextDue); k < hi; k++ { // fewer than claimMemory
 
 		if !c.led.claimed(k) {
 			c.invalid(k, int64(k*iv), int64((k+1)*iv), nil, silentCause)
@@ -987,22 +946,6 @@ func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evide
 		}
 	}
 	return ev
-}
-
-// noteRxDrops records the frames the segment port dropped (a full receive
-// ring: the worker fell behind) since the previous receiver copy, as
-// copy k's. One read of the port's counters per interval.
-func (c *controller) noteRxDrops(k uint64) {
-	d := c.a.segPort.Stats().RxDropped
-	if d > c.rxDropped {
-		c.rxDrops[k] = d - c.rxDropped
-	}
-	c.rxDropped = d
-	for j := range c.rxDrops {
-		if j+16 < k || j > k+16 { // numbers that went back too (spans)
-			delete(c.rxDrops, j)
-		}
-	}
 }
 
 // hold keeps a paired line with its estimate until release.
@@ -1569,9 +1512,9 @@ func (c *controller) emit(r *report.Interval) {
 
 // out hands one line to the report sink.
 func (c *controller) out(r *report.Interval) {
-	delete(c.repaired, r)
+	timed := c.led.gone(r)
 	analyze.WithdrawSample(r) // a cause decide found may have made its quantiles untrusted
-	c.rdaMicrobursts(r)
+	c.rdaMicrobursts(r, timed)
 	c.clockStepLine(r)
 	c.clockLine(r)
 	if c.a.cfg.Insecure {
@@ -1590,7 +1533,7 @@ func (c *controller) out(r *report.Interval) {
 // first.
 func (c *controller) final() {
 	// Collect every line first: the flush at the end puts them in order.
-	c.stopping = true
+	c.led.stopping = true
 	// Intervals the control receiver still holds incomplete fail now (it
 	// would have failed them at its timeout); pair what completed.
 	c.a.receiver.Expire(math.MaxInt64)
@@ -1598,20 +1541,20 @@ func (c *controller) final() {
 	for _, r := range c.results {
 		switch {
 		case r.Bundle != nil:
-			if rc, ok := c.rcopies[r.Bundle.Interval]; ok {
+			if rc, ok := c.halves.copies[r.Bundle.Interval]; ok {
 				c.pair(r.Bundle, rc)
-				delete(c.rcopies, r.Bundle.Interval)
+				delete(c.halves.copies, r.Bundle.Interval)
 			} else {
-				c.bundles[r.Bundle.Interval] = &waiting{b: r.Bundle}
+				c.halves.addBundle(r.Bundle, time.Time{})
 			}
 		case r.Failure != nil:
 			f := r.Failure
 			c.spanDecide(f.Interval)
-			if !c.pairCounts(f, c.rcopies[f.Interval]) { // as step does
-				c.nextCopy(f.Interval-1, c.rcopies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.rcopies[f.Interval], c.failureReason(f))
+			if !c.pairCounts(f, c.halves.copies[f.Interval]) { // as step does
+				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
+				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
 			}
-			delete(c.rcopies, f.Interval)
+			delete(c.halves.copies, f.Interval)
 		}
 	}
 	c.pairFetchedAtStop()
@@ -1624,10 +1567,10 @@ func (c *controller) final() {
 		w  *waiting
 	}
 	var ls []left
-	for k, rc := range c.rcopies {
+	for k, rc := range c.halves.copies {
 		ls = append(ls, left{k: k, rc: rc})
 	}
-	for k, w := range c.bundles {
+	for k, w := range c.halves.bundles {
 		ls = append(ls, left{k: k, w: w})
 	}
 	if act != nil {
@@ -1646,10 +1589,10 @@ func (c *controller) final() {
 	}
 	c.silentAtStop()
 	c.abandonRepairs()
-	c.stopping = false
+	c.led.stopping = false
 	// Nothing is declared silent after this: no line waits for an
 	// interval to be (silentHole).
-	c.nextDue = math.MaxUint64
+	c.led.nextDue = math.MaxUint64
 	c.flush()
 }
 

@@ -159,13 +159,10 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 			add(report.Crossing, "the receiver recorded %d packets of this class in the %s interval, its sender %d: some may be this interval's, crossed", n.ev.rcv[m].Count(), n.what, n.ev.sent[m])
 		}
 	}
-	switch {
-	case c.disorderSeen && (c.lastDisorder >= h.k || h.k-c.lastDisorder < orderMemory):
-		add(report.Crossing, "the segment reordered, duplicated or remarked packets within the last %d intervals (last in interval %d): packets that crossed this interval's End markers could hide behind losses", orderMemory, c.lastDisorder)
-	case c.orderChecks < orderChecksNeeded(c.a.cfg.Conf):
-		add(report.Crossing, "too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", c.orderChecks, orderChecksNeeded(c.a.cfg.Conf))
+	if doubt := c.order.doubt(h.k, c.a.cfg.Conf); doubt != nil {
+		why = append(why, *doubt)
 	}
-	if rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]; rx > 0 {
+	if rx := c.drops.around(h.k); rx > 0 {
 		add(report.ReceiverDrops, "the receiving appliance's segment port dropped %d frames around this interval (its receive ring was full: the worker fell behind); they would count as the segment's loss", rx)
 	}
 	return why
@@ -219,13 +216,23 @@ func onlyCrossingDoubt(v report.Verdict) bool {
 	return doubt
 }
 
-// noteOrder remembers what decided interval h showed of the segment's
-// order, for the loss from counts (countProof): a sign of disorder in any
-// of its lines (packets found crossing an End marker, duplicates, extra
-// packets, a class change seen rather than only suspected beside a class
-// that could not be decoded), or, where its crossing checks ran for every
-// class (inOrder) and found none, one more interval checked in order.
-func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
+// orderLog is what the decided intervals showed of the segment's order,
+// for the loss from counts (countProof): the last interval with a sign of
+// disorder, and how many intervals were checked in order since the
+// receiver started. The coordinator hands it each decided interval.
+type orderLog struct {
+	disorderSeen bool
+	lastDisorder uint64
+	checks       int
+}
+
+// note remembers what decided interval h showed of the segment's order:
+// a sign of disorder in any of its lines (packets found crossing an End
+// marker, duplicates, extra packets, a class change seen rather than only
+// suspected beside a class that could not be decoded), or, where its
+// crossing checks ran for every class (inOrder) and found none, one more
+// interval checked in order.
+func (o *orderLog) note(h *heldInterval, inOrder bool) {
 	disorder := false
 	for _, l := range h.lines {
 		if l.flow != nil {
@@ -253,10 +260,23 @@ func (c *controller) noteOrder(h *heldInterval, inOrder bool) {
 	}
 	switch {
 	case disorder:
-		c.disorderSeen, c.lastDisorder = true, max(c.lastDisorder, h.k)
+		o.disorderSeen, o.lastDisorder = true, max(o.lastDisorder, h.k)
 	case inOrder:
-		c.orderChecks++
+		o.checks++
 	}
+}
+
+// doubt says why the segment's order does not let counts alone stand for
+// interval k at confidence conf (nil: it does): disorder within the last
+// orderMemory intervals, or too few intervals checked in order yet.
+func (o *orderLog) doubt(k uint64, conf float64) *report.Cause {
+	switch {
+	case o.disorderSeen && (o.lastDisorder >= k || k-o.lastDisorder < orderMemory):
+		return &report.Cause{Code: report.Crossing, Why: fmt.Sprintf("the segment reordered, duplicated or remarked packets within the last %d intervals (last in interval %d): packets that crossed this interval's End markers could hide behind losses", orderMemory, o.lastDisorder)}
+	case o.checks < orderChecksNeeded(conf):
+		return &report.Cause{Code: report.Crossing, Why: fmt.Sprintf("too few intervals have been checked for packets crossing their End markers yet (%d of %d): some could hide behind losses", o.checks, orderChecksNeeded(conf))}
+	}
+	return nil
 }
 
 // pairCounts reports an interval whose synopses failed to assemble but

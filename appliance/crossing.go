@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -266,7 +265,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h, prev, next)
-	c.noteOrder(h, next != nil && allKnown && all.Crossed == 0)
+	c.order.note(h, next != nil && allKnown && all.Crossed == 0)
 	c.countsLoss(h, prev, next)
 	c.sampleLoss(h) // sample.go
 }
@@ -280,7 +279,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 // port has taken it, so frames the sender could not transmit are in no
 // synopsis and need no such rule.)
 func (c *controller) receiverDropped(h *heldInterval) {
-	rx := c.rxDrops[h.k] + c.rxDrops[h.k-1]
+	rx := c.drops.around(h.k)
 	if rx == 0 {
 		return
 	}
@@ -610,9 +609,9 @@ func (c *controller) decideAtStop(act *rcopy) {
 		}
 		next := h.k + 1
 		switch {
-		case c.rcopies[next] != nil:
-			c.decide(h, senderless(h, c.rcopies[next]))
-		case c.bundles[next] != nil || next != lastK:
+		case c.halves.copies[next] != nil:
+			c.decide(h, senderless(h, c.halves.copies[next]))
+		case c.halves.bundles[next] != nil || next != lastK:
 			c.decide(h, nil)
 		case act == nil:
 			c.decide(h, &evidence{nothing: true})
@@ -651,49 +650,30 @@ func senderless(h *heldInterval, act *rcopy) *evidence {
 	return ev
 }
 
-// silentHole is the oldest interval below lim that nothing claimed and
-// no half of which is waiting (those hold the lines after them already):
-// the liveness check will declare it silent (controller.silent), a
-// pairing timeout and two intervals after it ended, and the lines of
-// later intervals wait for that line, so that each direction's lines stay
-// in interval order. Lines numbered from top on are not held: only
+// silentHole is the oldest interval below lim the liveness check will
+// declare silent (controller.silent: a pairing timeout and two intervals
+// after it ended), which the lines of later intervals wait for
+// (ledger.silentHole). Lines numbered from top on are not held: only
 // numbers our own clock could give count (as in silentAtStop), and a
 // peer of another --interval numbers its intervals far beyond ours.
 // hole is math.MaxUint64 when there is none.
 func (c *controller) silentHole(lim uint64) (hole, top uint64) {
 	iv := uint64(c.a.cfg.Interval.Nanoseconds())
 	top = c.a.cfg.Clock()/iv + 2 + uint64(c.a.cfg.MaxClockSkew.Nanoseconds())/iv
-	if c.nextDue == 0 {
-		return math.MaxUint64, top
-	}
-	for k := c.nextDue; k < min(lim, top) && k < c.nextDue+claimMemory; k++ {
-		if !c.led.claimed(k) && c.rcopies[k] == nil && c.bundles[k] == nil && c.led.waiting(k) == nil {
-			return k, top
-		}
-	}
-	return math.MaxUint64, top
+	return c.led.silentHole(lim, top, c.halves.waits), top
 }
 
 // flush reports, in interval order, the decided intervals and the queued
 // lines older than the oldest interval still waiting for its next.
 func (c *controller) flush() {
-	if c.stopping {
+	if c.led.stopping {
 		return
 	}
 	lim := c.led.oldestUndecided()
 	// An older interval whose receiver copy or sender bundle is still
 	// waiting for its other half (or for its failure to be declared) will
 	// be reported later: nothing newer goes out before it.
-	for k := range c.rcopies {
-		if k < lim && !c.led.claimed(k) {
-			lim = k
-		}
-	}
-	for k := range c.bundles {
-		if k < lim && !c.led.claimed(k) {
-			lim = k
-		}
-	}
+	lim = c.halves.oldest(lim, c.led.claimed)
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
 	lim = c.rep.before(lim)

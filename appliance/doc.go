@@ -55,7 +55,8 @@
 //   - ledger (ledger.go): every line from the moment it is built until it
 //     goes out — claimed once per interval, held while its interval waits
 //     for the next one's evidence, released in interval order, each line
-//     once.
+//     once — and the liveness check's place: the next interval it may
+//     declare silent, and the hole the lines after it wait for.
 //   - the receiver's side of the exchanges: a requester (requester.go)
 //     numbers and sends the requests of a repairer (repair.go: the lost
 //     packets' timestamps), a cellFetcher (fetch.go: more RDA cells) and
@@ -63,10 +64,21 @@
 //     (lds_repair.go) gathers what the LDS lines' repair needs. Each
 //     returns what it got (repairEnd, cellPatch, partReply, ldsFix) and
 //     the controller puts it in place.
+//   - orderLog (counts.go): what the decided intervals showed of the
+//     segment's order, which lets the End markers' counts alone stand
+//     for a line's loss or not.
+//   - halves (halves.go): the receiver copies and sender bundles waiting
+//     for each other, and the copies that span a lost End marker.
+//   - rxDrops (rxdrops.go): the frames the receiver's segment port
+//     dropped, per receiver copy; the controller reads the port's
+//     counter and hands it in.
 //
-// Pairing, the crossing and class checks that decide a waiting interval,
-// and applying a repair to its lines (finishRepair, crossedInto,
-// ldsRepairApply, microburst.go) are still the controller's own.
+// Pairing what halves holds, the crossing and class checks that decide
+// a waiting interval, and applying a repair to its lines (finishRepair,
+// crossedInto, ldsRepairApply, microburst.go) are still the
+// controller's own; the ledger keeps, with each line until it goes out,
+// the repair that made its mean exact and the one that timed its
+// losses.
 //
 // # Configuration
 //

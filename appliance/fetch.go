@@ -196,8 +196,8 @@ func fetching(w *waiting) bool {
 // pair.
 func (c *controller) fetchTick(now time.Time) bool {
 	ready := false
-	for _, k := range sortedKeys(c.bundles) {
-		ready = c.cells.tick(c.bundles[k].fetches, now) || ready
+	for _, k := range sortedKeys(c.halves.bundles) {
+		ready = c.cells.tick(c.halves.bundles[k].fetches, now) || ready
 	}
 	return ready
 }
@@ -228,7 +228,7 @@ func (cf *cellFetcher) tick(fs []*fetch, now time.Time) bool {
 // onFetchReply applies a reply to a pending cells request of its
 // interval's bundle; false when it answers none.
 func (c *controller) onFetchReply(x *control.Exchange, now time.Time) bool {
-	w := c.bundles[x.Interval]
+	w := c.halves.bundles[x.Interval]
 	if w == nil {
 		return false
 	}
@@ -343,20 +343,19 @@ func (cf *cellFetcher) fields(k uint64, m int, extra map[string]any) {
 // cells when the appliance stops, with what they have.
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
-	for k, w := range c.bundles {
-		if _, ok := c.rcopies[k]; ok && (w.fetches != nil || c.parts.fetching(k)) {
+	for k, w := range c.halves.bundles {
+		if _, ok := c.halves.copies[k]; ok && (w.fetches != nil || c.parts.fetching(k)) {
 			ks = append(ks, k)
 		}
 	}
 	c.parts.stop()
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	for _, k := range ks {
-		w := c.bundles[k]
+		w := c.halves.bundles[k]
 		c.cells.stop(w.fetches)
-		c.applyFetches(w, c.rcopies[k])
-		c.pair(w.b, c.rcopies[k])
-		delete(c.rcopies, k)
-		delete(c.bundles, k)
+		c.applyFetches(w, c.halves.copies[k])
+		c.pair(w.b, c.halves.copies[k])
+		c.halves.paired(k)
 	}
 }
 

@@ -33,10 +33,10 @@ func TestFinalOldestFirst(t *testing.T) {
 	c := a.ctl
 	lda, _ := synopsis.NewLDA(synopsis.DefaultLDAConfig())
 	for _, k := range []uint64{17, 11, 15, 12, 19, 13} {
-		c.rcopies[k] = &rcopy{k: k, lda: []*synopsis.LDA{lda}, frames: 1}
+		c.halves.copies[k] = &rcopy{k: k, lda: []*synopsis.LDA{lda}, frames: 1}
 	}
 	for _, k := range []uint64{18, 10, 14, 16} {
-		c.bundles[k] = &waiting{b: &control.IntervalBundle{Interval: k}}
+		c.halves.bundles[k] = &waiting{b: &control.IntervalBundle{Interval: k}}
 	}
 	c.final()
 	if len(got) != 10 {

@@ -36,6 +36,20 @@ type ledger struct {
 	// recent: the evidence of intervals already released, for a
 	// predecessor that pairs late.
 	recent map[uint64]*evidence
+	// nextDue is the next interval the liveness check may declare silent
+	// (0: none yet; math.MaxUint64: none any more, after the stop); the
+	// lines after an interval nothing came for wait for it (silentHole).
+	nextDue uint64
+	// stopping: the stop is collecting every line; nothing is released
+	// until it is done, when the release puts them in order.
+	stopping bool
+	// What the timestamp exchange did to a line, kept with the line
+	// until it goes out (gone): repaired, the repair whose reply made
+	// the line's mean exact, for the crossing checks that may come after
+	// it (crossedInto); timed, the repair that gave the line's losses
+	// their send times, for its microbursts (rdaMicrobursts).
+	repaired map[*report.Interval]*repair
+	timed    map[*report.Interval]*repair
 }
 
 func newLedger() ledger {
@@ -157,6 +171,75 @@ func (l *ledger) remember(k uint64, ev *evidence) { l.recent[k] = ev }
 // queue keeps a line of an interval that is not paired, to go out in
 // interval order.
 func (l *ledger) queue(r *report.Interval) { l.queued = append(l.queued, r) }
+
+// silentHole is the oldest interval from nextDue below min(lim, top)
+// (and within the claim memory) that nothing claimed, that is not
+// waiting for its next, and no half of which is waiting (halves: those
+// hold the lines after them already); math.MaxUint64 when there is none,
+// or when no interval is due. The liveness check will declare it silent,
+// and the lines of later intervals wait for that line, so that each
+// direction's lines stay in interval order.
+func (l *ledger) silentHole(lim, top uint64, halves func(uint64) bool) uint64 {
+	if l.nextDue == 0 {
+		return math.MaxUint64
+	}
+	for k := l.nextDue; k < min(lim, top) && k < l.nextDue+claimMemory; k++ {
+		if !l.claimed(k) && !halves(k) && l.waiting(k) == nil {
+			return k
+		}
+	}
+	return math.MaxUint64
+}
+
+// declareDue passes nextDue on to end, handing declare each interval on
+// the way that nothing claimed and no half of which waits (halves);
+// nextDue stays at the interval being declared until declare returns, as
+// the release declare may cause reads it.
+func (l *ledger) declareDue(end uint64, halves func(uint64) bool, declare func(k uint64)) {
+	for ; l.nextDue < end; l.nextDue++ {
+		k := l.nextDue
+		if l.claimed(k) || halves(k) {
+			continue
+		}
+		declare(k)
+	}
+}
+
+// noteRepaired keeps rp as the repair that made r's mean exact.
+func (l *ledger) noteRepaired(r *report.Interval, rp *repair) {
+	if l.repaired == nil {
+		l.repaired = map[*report.Interval]*repair{}
+	}
+	l.repaired[r] = rp
+}
+
+// takeRepaired is the repair that made r's mean exact (nil: none), which
+// r no longer keeps.
+func (l *ledger) takeRepaired(r *report.Interval) *repair {
+	rp := l.repaired[r]
+	delete(l.repaired, r)
+	return rp
+}
+
+// repairedBy says whether rp is the repair that made r's mean exact.
+func (l *ledger) repairedBy(r *report.Interval, rp *repair) bool { return l.repaired[r] == rp }
+
+// noteTimed keeps rp as the repair that gave r's losses their send times.
+func (l *ledger) noteTimed(r *report.Interval, rp *repair) {
+	if l.timed == nil {
+		l.timed = map[*report.Interval]*repair{}
+	}
+	l.timed[r] = rp
+}
+
+// gone forgets what r kept as it goes out, handing back the repair that
+// timed its losses (nil: none).
+func (l *ledger) gone(r *report.Interval) (timed *repair) {
+	delete(l.repaired, r)
+	timed = l.timed[r]
+	delete(l.timed, r)
+	return timed
+}
 
 // outgoing is what release hands out: the lines of a decided interval
 // (h) or one queued line (r).

@@ -94,21 +94,16 @@ func (c *controller) noteRepairTimes(rp *repair, ts []uint64, ok []bool) {
 			rp.lossNs = append(rp.lossNs, ts[i])
 		}
 	}
-	if c.timed == nil {
-		c.timed = map[*report.Interval]*repair{}
-	}
-	c.timed[rp.r] = rp
+	c.led.noteTimed(rp.r, rp)
 }
 
 // rdaMicrobursts lists the microbursts of a repaired RDA line as it goes
-// out: the repair's lost packets, without those that crossed the
-// interval's boundary.
-func (c *controller) rdaMicrobursts(r *report.Interval) {
-	rp := c.timed[r]
+// out: the lost packets of rp, the repair that timed them (nil: none),
+// without those that crossed the interval's boundary.
+func (c *controller) rdaMicrobursts(r *report.Interval, rp *repair) {
 	if rp == nil {
 		return
 	}
-	delete(c.timed, r)
 	if r.Extra["rda_repair"] != "complete" || r.Extra["rda_decode_complete"] != true {
 		return // not every lost packet decoded, or not every one timed
 	}

@@ -107,7 +107,7 @@ func TestStopPeerNumbering(t *testing.T) {
 				// between it and the last silent declared are silent.
 				kLast := clk.Load()/sec - 1
 				c.claim(kLast)
-				due := c.nextDue
+				due := c.led.nextDue
 				before := lines.Load()
 				lines.Store(0)
 				var got []int64
@@ -162,7 +162,7 @@ func TestSilentClockJump(t *testing.T) {
 	for _, jump := range []uint64{100_000, 1 << 33} {
 		lines.Store(0)
 		got = got[:0]
-		due := c.nextDue
+		due := c.led.nextDue
 		clk.Add(jump * sec)
 		boundedRun(t, func() { c.silent(clk.Load()) }, &lines, claimMemory+1, 5*time.Second)
 		if len(got) == 0 || !strings.Contains(got[0].Reason, "one line for intervals") || got[0].Interval != int64(due) {

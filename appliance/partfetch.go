@@ -150,9 +150,9 @@ func (c *controller) askParts(now time.Time) {
 	}
 	// In interval and class order: on simulated time a run replays
 	// byte for byte.
-	for _, k := range sortedKeys(c.rcopies) {
-		rc := c.rcopies[k]
-		if rc.warmup || c.bundles[k] != nil {
+	for _, k := range sortedKeys(c.halves.copies) {
+		rc := c.halves.copies[k]
+		if rc.warmup || c.halves.bundles[k] != nil {
 			continue
 		}
 		var ok bool
@@ -165,9 +165,9 @@ func (c *controller) askParts(now time.Time) {
 			}
 		}
 	}
-	for _, k := range sortedKeys(c.bundles) {
-		w := c.bundles[k]
-		if rc := c.rcopies[k]; w.b.Session != peer || rc != nil && rc.warmup {
+	for _, k := range sortedKeys(c.halves.bundles) {
+		w := c.halves.bundles[k]
+		if rc := c.halves.copies[k]; w.b.Session != peer || rc != nil && rc.warmup {
 			continue
 		}
 		c.partKeys = c.partKeys[:0]
@@ -251,7 +251,7 @@ func (c *controller) onPartReply(x *control.Exchange) bool {
 	if got == nil {
 		return ours
 	}
-	if w := c.bundles[got.k]; w != nil {
+	if w := c.halves.bundles[got.k]; w != nil {
 		// The interval went out partial meanwhile: complete its bundle.
 		if _, missing := w.b.Missing[got.key]; missing && w.b.Session == got.peer {
 			w.b.Payloads[got.key] = got.body

@@ -382,10 +382,7 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			e := rp.e
 			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
 			e.Samples, e.UsableBuckets = e2.Samples, e2.UsableBuckets
-			if c.repaired == nil {
-				c.repaired = map[*report.Interval]*repair{}
-			}
-			c.repaired[r] = rp
+			c.led.noteRepaired(r, rp)
 			switch {
 			case !e2.Valid:
 				r.Invalidate(e2.Code, e2.Reason)
@@ -405,9 +402,9 @@ func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyF
 			}
 		}
 	}
-	if x != nil && crossedBoundary(r) && c.repaired[r] == rp {
+	if x != nil && crossedBoundary(r) && c.led.repairedBy(r, rp) {
 		// The crossing checks ran before the reply came (crossedInto).
-		delete(c.repaired, r)
+		c.led.takeRepaired(r)
 		if !c.includeCrossed(rp) {
 			c.unrepair(rp)
 		}
@@ -471,8 +468,7 @@ func (c *controller) crossedInto(h *heldInterval) {
 		if l.flow != nil || l.r.Synopsis != "rda" || !crossedBoundary(l.r) {
 			continue
 		}
-		if rp := c.repaired[l.r]; rp != nil {
-			delete(c.repaired, l.r)
+		if rp := c.led.takeRepaired(l.r); rp != nil {
 			if !c.includeCrossed(rp) {
 				c.unrepair(rp)
 			}

@@ -160,7 +160,7 @@ func TestUndecodedMovesKept(t *testing.T) {
 	c2 := h.lines[1]
 	c2.r.Received, c2.e.Received = 3880, 3880
 	prev, next := counted([]uint64{10, 10}, []uint64{10, 10}), counted([]uint64{10, 10}, []uint64{9, 10})
-	c.orderChecks = orderChecksNeeded(c.a.cfg.Conf)
+	c.order.checks = orderChecksNeeded(c.a.cfg.Conf)
 	c.classChanges(h, prev, next)
 	if r := c2.r; !r.Valid {
 		t.Errorf("c2's loss proven by the counts: %s", r.Reason)
@@ -170,7 +170,7 @@ func TestUndecodedMovesKept(t *testing.T) {
 	ev = counted([]uint64{4000, 4000}, []uint64{4104, 3880})
 	h.ev.sent, h.ev.rcv = ev.sent, ev.rcv
 	h.lines[1].r.Received = 3880
-	c.orderChecks = orderChecksNeeded(c.a.cfg.Conf)
+	c.order.checks = orderChecksNeeded(c.a.cfg.Conf)
 	c.classChanges(h, prev, next)
 	if r := h.lines[1].r; r.LossValid {
 		t.Errorf("class all recorded more than its sender, c2's loss still claimed")
@@ -180,7 +180,7 @@ func TestUndecodedMovesKept(t *testing.T) {
 // TestUndecodedMovesNoDisorder: a loss left unclaimed only because a
 // class beside it could not be decoded is no sign that the segment
 // remarks: the End markers' counts stay trusted for the intervals after
-// it (noteOrder), as they are where decodes show a real move.
+// it (orderLog.note), as they are where decodes show a real move.
 func TestUndecodedMovesNoDisorder(t *testing.T) {
 	c, h, quiet := undecodedInterval(t, nil)
 	h.lines[1].e.Extra = 0 // no duplicates of its own either
@@ -188,9 +188,9 @@ func TestUndecodedMovesNoDisorder(t *testing.T) {
 	if r := h.lines[1].r; r.LossValid {
 		t.Fatalf("c2 beside class all undecoded: loss claimed")
 	}
-	c.noteOrder(h, true)
-	if c.disorderSeen || c.orderChecks != 1 {
-		t.Errorf("disorder seen %v, intervals checked in order %d: want false, 1", c.disorderSeen, c.orderChecks)
+	c.order.note(h, true)
+	if c.order.disorderSeen || c.order.checks != 1 {
+		t.Errorf("disorder seen %v, intervals checked in order %d: want false, 1", c.order.disorderSeen, c.order.checks)
 	}
 
 	// A move the decodes name is disorder.
@@ -198,8 +198,8 @@ func TestUndecodedMovesNoDisorder(t *testing.T) {
 	h.lines[1].e.Extra = 0
 	h.ev.rda[1] = decoded([]uint64{1000}, nil)
 	c.classChanges(h, quiet, quiet)
-	c.noteOrder(h, true)
-	if !c.disorderSeen {
+	c.order.note(h, true)
+	if !c.order.disorderSeen {
 		t.Errorf("a named move: no disorder seen")
 	}
 }
