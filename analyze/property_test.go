@@ -123,26 +123,8 @@ func checkScenario(t *testing.T, s scenario, width time.Duration) propertyResult
 	if err != nil {
 		t.Fatal(err)
 	}
-	snd, err := analyze.NewCapture("sender.pcap", bytes.NewReader(sb.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := analyze.NewCapture("receiver.pcap", bytes.NewReader(rb.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules []classifier.Rule
-	for _, m := range s.mec {
-		r, err := classifier.ParseMEC(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rules = append(rules, r)
-	}
-	cl, err := classifier.NewClassifier(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, rcv := capturePair(t, sb.Bytes(), rb.Bytes())
+	cl := mecClassifier(t, s.mec)
 	var lines []*report.Interval
 	extra := []analyze.SynopsisFactory{analyze.RDAFactory{Config: synopsis.DefaultRDAConfig()}}
 	if !testing.Short() {
@@ -459,4 +441,35 @@ func twinFrame(id uint16, payload byte) []byte {
 		&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4},
 		ip, udp, gopacket.Payload([]byte{payload, 1, 2, 3, 4, 5, 6, 7}))
 	return append([]byte(nil), buf.Bytes()...)
+}
+
+// capturePair opens a sender's and a receiver's capture held in memory.
+func capturePair(t *testing.T, s, r []byte) (snd, rcv *analyze.Capture) {
+	t.Helper()
+	snd, err := analyze.NewCapture("sender.pcap", bytes.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rcv, err = analyze.NewCapture("receiver.pcap", bytes.NewReader(r)); err != nil {
+		t.Fatal(err)
+	}
+	return snd, rcv
+}
+
+// mecClassifier is the classifier of the --mec rules mecs.
+func mecClassifier(t *testing.T, mecs []string) *classifier.Classifier {
+	t.Helper()
+	var rules []classifier.Rule
+	for _, m := range mecs {
+		r, err := classifier.ParseMEC(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	cl, err := classifier.NewClassifier(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

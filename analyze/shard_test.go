@@ -12,7 +12,6 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ldafwd/ldafwd/analyze"
-	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -55,26 +54,8 @@ func TestShardsSameReport(t *testing.T) {
 
 	runs := 0
 	for _, p := range pairs {
-		snd, err := analyze.NewCapture("sender.pcap", bytes.NewReader(p.s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rcv, err := analyze.NewCapture("receiver.pcap", bytes.NewReader(p.r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rules []classifier.Rule
-		for _, m := range p.mec {
-			r, err := classifier.ParseMEC(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rules = append(rules, r)
-		}
-		cl, err := classifier.NewClassifier(rules)
-		if err != nil {
-			t.Fatal(err)
-		}
+		snd, rcv := capturePair(t, p.s, p.r)
+		cl := mecClassifier(t, p.mec)
 		for _, c := range []struct{ width, maxDelay time.Duration }{{p.widths[0], 20 * time.Millisecond}, {p.widths[1], 0}} {
 			cfg := analyze.Config{Interval: c.width, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), Classifier: cl, Truth: true,
 				MaxDelay: c.maxDelay, Extra: []analyze.SynopsisFactory{
