@@ -303,7 +303,7 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 	n := len(rc.lda)
 	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames})
 	for m := range rc.lda {
-		r := c.line(f.Interval, f.StartNs, f.EndNs, m)
+		r := c.pr.line(f.Interval, f.StartNs, f.EndNs, m)
 		if !c.countLine(r, f.Interval, f.ClassFrames, rc, m, why) {
 			// countsUsable held for the copy: not reached.
 			c.emitInvalid(r, rc.lda[m].Count(), why)
