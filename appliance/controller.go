@@ -671,7 +671,6 @@ func (c *controller) silentAtStop() {
 // pair estimates one interval from the sender's bundle and the
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
-	a := c.a
 	c.peerClock(b)
 	c.peerStepped(b)
 	if rc.warmup {
@@ -680,7 +679,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		// restarted receiver's first interval is never missing. Its
 		// synopses still show the next interval's packets that overtook
 		// the End marker: kept as that interval's previous evidence.
-		c.led.remember(b.Interval, c.warmupEvidence(b, rc))
+		c.led.remember(b.Interval, c.pr.warmupEvidence(b, rc))
 		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, warmup)
 		return
 	}
@@ -693,65 +692,15 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	defer c.release(b.Interval)
 	var seen delaysSeen
 	for m := range rc.lda {
-		r := c.pr.line(b.Interval, b.StartNs, b.EndNs, m)
-		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
+		out := c.pr.lda(b, rc, m, &seen)
+		r := out.line.r
 		c.parts.fields(b.Interval, m, r)
-		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
-		if !ok {
-			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
-			if c.countLine(r, b.Interval, b.ClassFrames, rc, m, why) {
-				c.led.hold(heldLine{r: r, mec: m, counts: true})
-			} else {
-				c.emitInvalid(r, rc.lda[m].Count(), why)
-			}
-			if rc.rda != nil {
-				// A partial bundle may carry the class's RDA without its
-				// LDA: the RDA line stands on its own.
-				c.pairRDA(b, rc, m)
-			}
-			continue
+		c.led.hold(out.line)
+		if out.snd != nil {
+			c.led.building().snd[m] = out.snd // kept until the next interval is paired
+			c.ldaMicrobursts(r, c.led.last().e, out.snd, rc.lda[m], b.StartNs, b.EndNs)
 		}
-		h, body, err := parsePayload(payload)
-		if err == nil && h.ControlBytes > 0 {
-			// The sender's count: every copy it sent, not only what
-			// arrived before the interval was complete.
-			r.ControlFrames, r.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
-		}
-		cl := new(synopsis.CompactLDA) // kept until the next interval is paired
-		if err == nil {
-			err = cl.UnmarshalBinary(body)
-		}
-		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not decode: %v", err)})
-			continue
-		}
-		if snd := cl.Config(); !snd.Equal(rc.lda[m].Config()) {
-			// The sender shipped its LDA folded to this interval's
-			// traffic (AdaptLDA): fold ours alike. It stays folded: the
-			// crossing checks fold both intervals to a common shape.
-			f, err := rc.lda[m].Fold(snd)
-			if err != nil {
-				c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
-				continue
-			}
-			rc.lda[m] = f
-		}
-		r.Config += " lda-shipped=" + ldaShape(cl.Config())
-		e, d, err := synopsis.EstimateLDACompactDetailed(cl, rc.lda[m], a.cfg.Conf)
-		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
-			continue
-		}
-		seen.add(&d, e.UsableBuckets)
-		c.led.building().snd[m] = cl
-		analyze.Fill(r, e)
-		c.pr.stamps(r, h.StampErrNs, rc)
-		if why := sessionReason(h.Flags, rc); why.Code != 0 {
-			r.Invalidate(why.Code, why.Why)
-		}
-		c.hold(r, e, m)
-		c.ldaMicrobursts(r, c.led.last().e, cl, rc.lda[m], b.StartNs, b.EndNs)
-		if rc.rda != nil {
+		if out.rda && rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
 	}
@@ -873,51 +822,6 @@ func sessionReason(flags uint64, rc *rcopy) report.Cause {
 		return report.Cause{Code: report.PeerMismatch, Why: rc.steerWhy}
 	}
 	return report.Cause{}
-}
-
-// warmupEvidence is what the interval the receiver started in can tell
-// the interval after it: its sender's synopses against the receiver's
-// partial copy. Their difference is mostly the frames before the
-// receiver's start (sender-only); what only the receiver saw there are
-// packets of the next interval that overtook the End marker. Parts that
-// do not decode are left nil (the next interval then has no evidence
-// from its predecessor for that class).
-func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evidence {
-	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
-	for m := range rc.lda {
-		if payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]; ok {
-			cl := new(synopsis.CompactLDA)
-			if _, body, err := parsePayload(payload); err == nil && cl.UnmarshalBinary(body) == nil {
-				ev.snd[m] = cl
-			}
-		}
-		if m >= len(rc.rda) {
-			continue
-		}
-		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
-		if !ok {
-			continue
-		}
-		h, body, err := parsePayload(payload)
-		if err != nil || h.Flags&payloadOmitted != 0 {
-			continue
-		}
-		var snd synopsis.RDA
-		if snd.UnmarshalBinary(body) != nil {
-			continue
-		}
-		if own, err := matchRDA(&snd, rc.rda[m]); err == nil {
-			if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
-				ev.rda[m] = &dec
-			}
-		}
-	}
-	return ev
-}
-
-// hold keeps a paired line with its estimate until release.
-func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
-	c.led.hold(heldLine{r: r, e: &e, mec: mec})
 }
 
 // release ends pair: the interval's lines wait for the next interval's

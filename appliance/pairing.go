@@ -49,6 +49,72 @@ func invalidLine(r *report.Interval, received uint64, reason report.Cause) heldL
 	return heldLine{r: r}
 }
 
+// ldaPaired is pairer.lda's outcome: class m's LDA line (measured by the
+// End markers' counts where the sender's LDA is missing: countLine) and,
+// where it was estimated, the sender's compact LDA, which the crossing
+// checks keep as evidence until the next interval pairs and the
+// microbursts' loss times read.
+type ldaPaired struct {
+	line heldLine
+	snd  *synopsis.CompactLDA // nil: not estimated
+	// rda: the class's RDA line is paired too. Not where the sender's LDA
+	// did not decode or match: its RDA, from the same copy, would not
+	// either. A partial bundle may carry the class's RDA without its LDA:
+	// the RDA line stands on its own then.
+	rda bool
+}
+
+// lda estimates class m's LDA line and adds the delays its buckets
+// showed to seen (confidenceRange). It folds rc's LDA of the class to the
+// shape the sender shipped: it stays folded, and the crossing checks fold
+// both intervals to a common shape.
+func (p *pairer) lda(b *control.IntervalBundle, rc *rcopy, m int, seen *delaysSeen) ldaPaired {
+	r := p.line(b.Interval, b.StartNs, b.EndNs, m)
+	r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
+	payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
+	if !ok {
+		why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
+		if countLine(r, b.ClassFrames, rc, m, why) {
+			return ldaPaired{line: heldLine{r: r, mec: m, counts: true}, rda: true}
+		}
+		return ldaPaired{line: invalidLine(r, rc.lda[m].Count(), why), rda: true}
+	}
+	h, body, err := parsePayload(payload)
+	if err == nil && h.ControlBytes > 0 {
+		// The sender's count: every copy it sent, not only what
+		// arrived before the interval was complete.
+		r.ControlFrames, r.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
+	}
+	cl := new(synopsis.CompactLDA)
+	if err == nil {
+		err = cl.UnmarshalBinary(body)
+	}
+	if err != nil {
+		return ldaPaired{line: invalidLine(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not decode: %v", err)})}
+	}
+	if snd := cl.Config(); !snd.Equal(rc.lda[m].Config()) {
+		// The sender shipped its LDA folded to this interval's
+		// traffic (AdaptLDA): fold ours alike.
+		f, err := rc.lda[m].Fold(snd)
+		if err != nil {
+			return ldaPaired{line: invalidLine(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})}
+		}
+		rc.lda[m] = f
+	}
+	r.Config += " lda-shipped=" + ldaShape(cl.Config())
+	e, d, err := synopsis.EstimateLDACompactDetailed(cl, rc.lda[m], p.cfg.Conf)
+	if err != nil {
+		return ldaPaired{line: invalidLine(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})}
+	}
+	seen.add(&d, e.UsableBuckets)
+	analyze.Fill(r, e)
+	p.stamps(r, h.StampErrNs, rc)
+	if why := sessionReason(h.Flags, rc); why.Code != 0 {
+		r.Invalidate(why.Code, why.Why)
+	}
+	return ldaPaired{line: heldLine{r: r, e: &e, mec: m}, snd: cl, rda: true}
+}
+
 // rdaPaired is pairer.rda's outcome: the class's RDA line and, where it
 // was estimated, what the coordinator hands on. snd is nil when the line
 // was not estimated (it is invalid with its cause).
@@ -107,6 +173,46 @@ func (p *pairer) rda(b *control.IntervalBundle, rc *rcopy, m int) rdaPaired {
 	}
 	out.line = heldLine{r: r, e: &e, mec: m}
 	return out
+}
+
+// warmupEvidence is what the interval the receiver started in can tell
+// the interval after it: its sender's synopses against the receiver's
+// partial copy. Their difference is mostly the frames before the
+// receiver's start (sender-only); what only the receiver saw there are
+// packets of the next interval that overtook the End marker. Parts that
+// do not decode are left nil (the next interval then has no evidence
+// from its predecessor for that class).
+func (p *pairer) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evidence {
+	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
+	for m := range rc.lda {
+		if payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]; ok {
+			cl := new(synopsis.CompactLDA)
+			if _, body, err := parsePayload(payload); err == nil && cl.UnmarshalBinary(body) == nil {
+				ev.snd[m] = cl
+			}
+		}
+		if m >= len(rc.rda) {
+			continue
+		}
+		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
+		if !ok {
+			continue
+		}
+		h, body, err := parsePayload(payload)
+		if err != nil || h.Flags&payloadOmitted != 0 {
+			continue
+		}
+		var snd synopsis.RDA
+		if snd.UnmarshalBinary(body) != nil {
+			continue
+		}
+		if own, err := matchRDA(&snd, rc.rda[m]); err == nil {
+			if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
+				ev.rda[m] = &dec
+			}
+		}
+	}
+	return ev
 }
 
 // matchRDA is our RDA in the sender's shape: the budget may have folded
