@@ -302,14 +302,8 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 	why := c.failureReason(f)
 	n := len(rc.lda)
 	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames})
-	for m := range rc.lda {
-		r := c.pr.line(f.Interval, f.StartNs, f.EndNs, m)
-		if !countLine(r, f.ClassFrames, rc, m, why) {
-			// countsUsable held for the copy: not reached.
-			c.emitInvalid(r, rc.lda[m].Count(), why)
-			continue
-		}
-		c.led.hold(heldLine{r: r, mec: m, counts: true})
+	for _, l := range c.pr.counts(f, rc, why) {
+		c.led.hold(l)
 	}
 	c.release(f.Interval)
 	return true

@@ -48,10 +48,11 @@
 //   - pairer (pairing.go, sample.go, stamps.go): estimates a paired
 //     interval's lines from the sender's bundle, the receiver's copy and
 //     the configuration — each class's LDA line (or its line from the End
-//     markers' counts), RDA line and sample line, the LDS flow lines, the
-//     stamps' checks — and returns them with what the other parts need of
-//     them (the decodes, the sender's RDA and LDS for the repairs); it
-//     holds nothing between intervals.
+//     markers' counts), RDA line and sample line, the LDS flow lines, a
+//     failed interval's lines from its counts alone, the stamps' checks —
+//     and returns them with what the other parts need of them (the
+//     decodes, the sender's RDA and LDS for the repairs); it holds nothing
+//     between intervals.
 //   - shipper (shipper.go, budget.go): encodes each sender copy within
 //     the control budget and holds every control frame until the inject
 //     ring takes it, the copies spaced apart; the exchanges' bytes are

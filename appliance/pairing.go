@@ -49,6 +49,23 @@ func invalidLine(r *report.Interval, received uint64, reason report.Cause) heldL
 	return heldLine{r: r}
 }
 
+// counts builds the lines of failed interval f measured by the End
+// markers' per-class counts alone (pairCounts), one per class, with why
+// the synopses are missing; rc is exactly f's copy (countsUsable).
+func (p *pairer) counts(f *control.IntervalFailure, rc *rcopy, why report.Cause) []heldLine {
+	lines := make([]heldLine, 0, len(rc.lda))
+	for m := range rc.lda {
+		r := p.line(f.Interval, f.StartNs, f.EndNs, m)
+		if !countLine(r, f.ClassFrames, rc, m, why) {
+			// countsUsable held for the copy: not reached.
+			lines = append(lines, invalidLine(r, rc.lda[m].Count(), why))
+			continue
+		}
+		lines = append(lines, heldLine{r: r, mec: m, counts: true})
+	}
+	return lines
+}
+
 // ldaPaired is pairer.lda's outcome: class m's LDA line (measured by the
 // End markers' counts where the sender's LDA is missing: countLine) and,
 // where it was estimated, the sender's compact LDA, which the crossing
