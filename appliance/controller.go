@@ -23,6 +23,8 @@ import (
 // through messages: phases (await) while the workers run, then a.stop.
 type controller struct {
 	a *Appliance
+	// pr estimates each paired interval's lines (pairing.go).
+	pr pairer
 	// ship encodes the sender's copies and sends every control frame
 	// (shipper.go).
 	ship    shipper
@@ -118,7 +120,7 @@ type waiting struct {
 func newController(a *Appliance) *controller {
 	c := &controller{a: a, phases: make(chan *phase), halves: newHalves(), led: newLedger(),
 		ship:  newShipper(&a.cfg, a.sender, a.inject),
-		drops: newRxDrops()}
+		drops: newRxDrops(), pr: newPairer(a)}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
@@ -669,7 +671,6 @@ func (c *controller) silentAtStop() {
 // pair estimates one interval from the sender's bundle and the
 // receiver's copy, one report line per MEC.
 func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
-	a := c.a
 	c.peerClock(b)
 	c.peerStepped(b)
 	if rc.warmup {
@@ -678,7 +679,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		// restarted receiver's first interval is never missing. Its
 		// synopses still show the next interval's packets that overtook
 		// the End marker: kept as that interval's previous evidence.
-		c.led.remember(b.Interval, c.warmupEvidence(b, rc))
+		c.led.remember(b.Interval, c.pr.warmupEvidence(b, rc))
 		c.invalidCopy(b.Interval, b.StartNs, b.EndNs, rc, warmup)
 		return
 	}
@@ -691,75 +692,62 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	defer c.release(b.Interval)
 	var seen delaysSeen
 	for m := range rc.lda {
-		r := c.line(b.Interval, b.StartNs, b.EndNs, m)
-		r.ControlFrames, r.ControlBytes = b.ControlFrames, b.ControlBytes
+		out := c.pr.lda(b, rc, m, &seen)
+		r := out.line.r
 		c.parts.fields(b.Interval, m, r)
-		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]
-		if !ok {
-			why := partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindLDA}, "LDA for this class")
-			if c.countLine(r, b.Interval, b.ClassFrames, rc, m, why) {
-				c.led.hold(heldLine{r: r, mec: m, counts: true})
-			} else {
-				c.emitInvalid(r, rc.lda[m].Count(), why)
-			}
-			if rc.rda != nil {
-				// A partial bundle may carry the class's RDA without its
-				// LDA: the RDA line stands on its own.
-				c.pairRDA(b, rc, m)
-			}
-			continue
+		c.led.hold(out.line)
+		if out.snd != nil {
+			c.led.building().snd[m] = out.snd // kept until the next interval is paired
+			c.ldaMicrobursts(r, c.led.last().e, out.snd, rc.lda[m], b.StartNs, b.EndNs)
 		}
-		h, body, err := parsePayload(payload)
-		if err == nil && h.ControlBytes > 0 {
-			// The sender's count: every copy it sent, not only what
-			// arrived before the interval was complete.
-			r.ControlFrames, r.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
-		}
-		cl := new(synopsis.CompactLDA) // kept until the next interval is paired
-		if err == nil {
-			err = cl.UnmarshalBinary(body)
-		}
-		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not decode: %v", err)})
-			continue
-		}
-		if snd := cl.Config(); !snd.Equal(rc.lda[m].Config()) {
-			// The sender shipped its LDA folded to this interval's
-			// traffic (AdaptLDA): fold ours alike. It stays folded: the
-			// crossing checks fold both intervals to a common shape.
-			f, err := rc.lda[m].Fold(snd)
-			if err != nil {
-				c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
-				continue
-			}
-			rc.lda[m] = f
-		}
-		r.Config += " lda-shipped=" + ldaShape(cl.Config())
-		e, d, err := synopsis.EstimateLDACompactDetailed(cl, rc.lda[m], a.cfg.Conf)
-		if err != nil {
-			c.emitInvalid(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})
-			continue
-		}
-		seen.add(&d, e.UsableBuckets)
-		c.led.building().snd[m] = cl
-		analyze.Fill(r, e)
-		c.stamps(r, h.StampErrNs, rc)
-		if why := sessionReason(h.Flags, rc); why.Code != 0 {
-			r.Invalidate(why.Code, why.Why)
-		}
-		c.hold(r, e, m)
-		c.ldaMicrobursts(r, c.led.last().e, cl, rc.lda[m], b.StartNs, b.EndNs)
-		if rc.rda != nil {
+		if out.rda && rc.rda != nil {
 			c.pairRDA(b, rc, m)
 		}
 	}
 	for m := range rc.sample {
-		c.pairSample(b, rc, m) // sample.go
+		c.led.hold(c.pr.sample(b, rc, m)) // sample.go
 	}
 	ev := c.led.building()
 	ev.delay = c.confidenceRange(seen)
 	if rc.lds != nil {
 		c.pairLDS(b, rc, ev.delay)
+	}
+}
+
+// pairRDA holds class m's RDA line (pairer.rda), hands its decode to the
+// crossing checks and, estimated, gives it the cells fetched for it and
+// asks for its lost packets' timestamps.
+func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
+	out := c.pr.rda(b, rc, m)
+	c.led.hold(out.line)
+	if out.snd == nil {
+		return
+	}
+	if out.dec != nil {
+		ev := c.led.building()
+		ev.rda[m] = out.dec
+		ev.own[m] = out.own
+	}
+	r := out.line.r
+	c.cells.fields(b.Interval, m, r.Extra)
+	if rc.steerWhy != "" {
+		// Steering that differs at the two ends (queues.go) is not a
+		// reason the repair removes: asking would let it revalidate the
+		// line.
+		return
+	}
+	c.askRepair(b.Interval, m, b.Session, out.snd, out.own, &out.st, r, c.led.last().e)
+}
+
+// pairLDS holds the interval's LDS lines (pairer.lds) and starts their
+// repair from the RDA decodes of the classes just paired.
+func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRange) {
+	out := c.pr.lds(b, rc, rng)
+	for _, l := range out.lines {
+		c.led.hold(l)
+	}
+	if out.snd != nil {
+		c.ldsRepairSetUp(b.Interval, out.snd, rc.lds, len(out.lines)) // lds_repair.go
 	}
 }
 
@@ -834,123 +822,6 @@ func sessionReason(flags uint64, rc *rcopy) report.Cause {
 		return report.Cause{Code: report.PeerMismatch, Why: rc.steerWhy}
 	}
 	return report.Cause{}
-}
-
-// pairRDA reports the RDA line of one MEC. Lost packets' cells are left
-// out until the sender's timestamps for them arrive (askRepair,
-// repair.go): under loss the mean is valid but bounded, and exact once
-// the repair completes.
-func (c *controller) pairRDA(b *control.IntervalBundle, rc *rcopy, m int) {
-	a := c.a
-	r := c.line(b.Interval, b.StartNs, b.EndNs, m)
-	r.Synopsis = "rda"
-	payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
-	if !ok {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), partReason(b, control.PartKey{MEC: uint16(m), Kind: control.KindRDA}, "RDA for this class"))
-		return
-	}
-	h, body, err := parsePayload(payload)
-	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Budget, Why: budgetReason("RDA", h)})
-		return
-	}
-	var snd synopsis.RDA
-	if err == nil {
-		err = snd.UnmarshalBinary(body)
-	}
-	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not decode: %v", err)})
-		return
-	}
-	own, err := matchRDA(&snd, rc.rda[m])
-	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not match ours: %v", err)})
-		return
-	}
-	r.Config += fmt.Sprintf(" rda-shipped=%dx%d", snd.Banks(), snd.Cells())
-	e, st, err := synopsis.EstimateRDA(&snd, own, a.cfg.Conf)
-	if err != nil {
-		c.emitInvalid(r, uint64(rc.rda[m].Count()), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender RDA does not match ours: %v", err)})
-		return
-	}
-	if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
-		ev := c.led.building()
-		ev.rda[m] = &dec
-		ev.own[m] = own
-	}
-	analyze.Fill(r, e)
-	r.Synopsis = "rda"
-	r.Extra = st.ReportFields()
-	c.cells.fields(b.Interval, m, r.Extra)
-	c.stamps(r, h.StampErrNs, rc)
-	if why := sessionReason(h.Flags, rc); why.Code != 0 {
-		r.Invalidate(why.Code, why.Why)
-	}
-	c.hold(r, e, m)
-	if rc.steerWhy != "" {
-		// Steering that differs at the two ends (queues.go) is not a
-		// reason the repair removes: asking would let it revalidate the
-		// line.
-		return
-	}
-	c.askRepair(b.Interval, m, b.Session, &snd, own, &st, r, c.led.last().e)
-}
-
-// matchRDA is our RDA in the sender's shape: the budget may have folded
-// the sender's cells, and ours folds alike.
-func matchRDA(snd, own *synopsis.RDA) (*synopsis.RDA, error) {
-	if snd.Cells() == own.Cells() && snd.Banks() == own.Banks() {
-		return own, nil
-	}
-	if snd.Banks() != own.Banks() {
-		return nil, fmt.Errorf("%d banks, ours %d", snd.Banks(), own.Banks())
-	}
-	return own.Fold(snd.Cells())
-}
-
-// warmupEvidence is what the interval the receiver started in can tell
-// the interval after it: its sender's synopses against the receiver's
-// partial copy. Their difference is mostly the frames before the
-// receiver's start (sender-only); what only the receiver saw there are
-// packets of the next interval that overtook the End marker. Parts that
-// do not decode are left nil (the next interval then has no evidence
-// from its predecessor for that class).
-func (c *controller) warmupEvidence(b *control.IntervalBundle, rc *rcopy) *evidence {
-	ev := &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda))}
-	for m := range rc.lda {
-		if payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindLDA}]; ok {
-			cl := new(synopsis.CompactLDA)
-			if _, body, err := parsePayload(payload); err == nil && cl.UnmarshalBinary(body) == nil {
-				ev.snd[m] = cl
-			}
-		}
-		if m >= len(rc.rda) {
-			continue
-		}
-		payload, ok := b.Payloads[control.PartKey{MEC: uint16(m), Kind: control.KindRDA}]
-		if !ok {
-			continue
-		}
-		h, body, err := parsePayload(payload)
-		if err != nil || h.Flags&payloadOmitted != 0 {
-			continue
-		}
-		var snd synopsis.RDA
-		if snd.UnmarshalBinary(body) != nil {
-			continue
-		}
-		if own, err := matchRDA(&snd, rc.rda[m]); err == nil {
-			if dec, err := synopsis.DecodeRDA(&snd, own); err == nil {
-				ev.rda[m] = &dec
-			}
-		}
-	}
-	return ev
-}
-
-// hold keeps a paired line with its estimate until release.
-func (c *controller) hold(r *report.Interval, e synopsis.Estimate, mec int) {
-	c.led.hold(heldLine{r: r, e: &e, mec: mec})
 }
 
 // release ends pair: the interval's lines wait for the next interval's
@@ -1247,122 +1118,6 @@ func movedReason(names []string, m, out, in int) string {
 	return why
 }
 
-// pairLDS reports the largest flows of the interval, one line each.
-func (c *controller) pairLDS(b *control.IntervalBundle, rc *rcopy, rng DelayRange) {
-	a := c.a
-	payload, ok := b.Payloads[control.PartKey{MEC: 0, Kind: control.KindLDS}]
-	base := c.line(b.Interval, b.StartNs, b.EndNs, 0)
-	base.Synopsis = "lds"
-	if !ok {
-		c.emitInvalid(base, rc.lds.Count(), partReason(b, control.PartKey{MEC: 0, Kind: control.KindLDS}, "LDS"))
-		return
-	}
-	h, body, err := parsePayload(payload)
-	if err == nil && h.Flags&payloadOmitted != 0 {
-		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Budget, Why: budgetReason("LDS", h)})
-		return
-	}
-	var snd synopsis.LDS
-	if err == nil {
-		err = snd.UnmarshalBinary(body)
-	}
-	if err == nil && snd.Rows() < rc.lds.Rows() {
-		// The budget shipped fewer rows: keep ours alike.
-		err = rc.lds.KeepRows(snd.Rows())
-	}
-	if err == nil && snd.Cols() < rc.lds.Cols() {
-		// ... or folded the columns: fold ours alike.
-		rc.lds, err = rc.lds.FoldCols(snd.Cols())
-	}
-	if err != nil {
-		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not decode: %v", err)})
-		return
-	}
-	shape := fmt.Sprintf(" lds-shipped=%dx%d,%dnamed", snd.Rows(), snd.Cols(), snd.NamedFlows())
-	if snd.Sparse() {
-		shape += fmt.Sprintf(",sparse%d", snd.KnownCells())
-	}
-	// What other flows' packets in a flow's cells (and, with k > 1 or
-	// sampled rows, a partial sample of its own) can move its mean is
-	// bounded by the spread of the delays: the interval's confidence range
-	// (the assumed range, widened to what its LDAs showed), not the far
-	// wider range the compact encoding carries.
-	rc.lds.SetBound(synopsis.LDSBound{MinDelayNs: rng.MinNs, MaxDelayNs: rng.MaxNs, Conf: a.cfg.Conf})
-	flows, err := synopsis.EstimateLDSFlows(&snd, rc.lds)
-	if err != nil {
-		c.emitInvalid(base, rc.lds.Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender LDS does not match ours: %v", err)})
-		return
-	}
-	synopsis.ApplyFragments(flows)
-	why := sessionReason(h.Flags, rc)
-	// The largest flows by the sketch's counts are also the ones other
-	// flows' packets inflate: rank those whose counts are their own first,
-	// the rest (reported invalid) only to fill the lines.
-	own := make([]synopsis.FlowEstimate, 0, len(flows))
-	var shared []synopsis.FlowEstimate
-	for _, f := range flows {
-		if !rc.lds.RowsTakeAll() || countsAgree(&f) {
-			own = append(own, f)
-		} else {
-			shared = append(shared, f)
-		}
-	}
-	top := synopsis.TopFlows(own, a.cfg.TopFlows, synopsis.ByPackets)
-	top = append(top, synopsis.TopFlows(shared, a.cfg.TopFlows-len(top), synopsis.ByPackets)...)
-	for _, f := range top {
-		r := c.line(b.Interval, b.StartNs, b.EndNs, 0)
-		analyze.Fill(r, f.Estimate)
-		r.Synopsis = "lds"
-		if f.Named {
-			r.Flow = analyze.FlowName(&f.Key)
-		}
-		c.flowStamps(r, &f, rc)
-		r.Extra = map[string]any{"flow_hash": f.FlowHash, "weight": f.Weight, "held_sent": f.HeldSent, "held_received": f.HeldReceived,
-			"delay_range_ns": []int64{rng.MinNs, rng.MaxNs}}
-		analyze.FragmentExtra(r.Extra, &f)
-		r.Config += shape
-		if why.Code != 0 {
-			r.Invalidate(why.Code, why.Why)
-		}
-		if rc.lds.RowsTakeAll() && !countsAgree(&f) {
-			r.Invalidate(report.FlowShared, ReasonFlowShared)
-		}
-		c.led.hold(heldLine{r: r, flow: &f})
-	}
-	c.ldsRepairSetUp(b.Interval, &snd, rc.lds, len(top)) // lds_repair.go
-}
-
-// countsAgree says whether a flow's estimate can be its own: the LDS
-// cannot tell a cell's packets apart, but exact counts can catch a colliding
-// flow. The delay samples (packets in the cells averaged) cannot exceed the
-// flow's received packets; and where the counts come from the cells rather
-// than from flow tables at both ends, sent (received) must equal the
-// sender's (receiver's) held count wherever one is held, and a loss needs
-// the sender's count to vouch for it. A repair's listed extras are in the
-// receiver's held count but not in the flow's received packets
-// (synopsis.EstimateLDSFlowsRepaired). Sampled rows
-// scale the counts, so the caller checks only rows that take every packet.
-func countsAgree(f *synopsis.FlowEstimate) bool {
-	if f.Valid && f.Samples > f.Received {
-		return false
-	}
-	if f.CountsExact {
-		return true
-	}
-	if f.HeldSent == 0 && f.Lost > 0 {
-		// Nothing vouches for sent: a colliding flow whose packets were
-		// lost would show as this flow's loss.
-		return false
-	}
-	return (f.HeldSent == 0 || f.Sent == f.HeldSent) && (f.HeldReceived == 0 || f.Received+uint64(f.RepairedExtra) == f.HeldReceived)
-}
-
-func (c *controller) line(k uint64, startNs, endNs int64, mec int) *report.Interval {
-	a := c.a
-	return &report.Interval{Interval: int64(k), StartNs: startNs, EndNs: endNs, Direction: DirectionName(a.recvDir),
-		MEC: a.cfg.Classifier.Names()[mec], Synopsis: "lda", Clock: a.cfg.ClockName, Conf: a.cfg.Conf, Config: a.desc}
-}
-
 // ReasonWarmup is the reason of the interval a receiver started in: its
 // copy lacks the frames before the start. Not a fault of the segment.
 const ReasonWarmup = "receiver started during this interval: its copy misses the frames before its start"
@@ -1391,7 +1146,7 @@ func (c *controller) invalidCopy(k uint64, startNs, endNs int64, rc *rcopy, reas
 		return
 	}
 	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
-		r := c.line(k, startNs, endNs, m)
+		r := c.pr.line(k, startNs, endNs, m)
 		var recv uint64
 		if rc != nil {
 			recv = rc.lda[m].Count()
@@ -1471,7 +1226,7 @@ func (c *controller) emitCopy(k uint64, rc *rcopy, reason report.Cause) {
 		return
 	}
 	for m := 0; m < c.a.cfg.Syn.Classes; m++ {
-		r := c.line(k, int64(rc.startNs), int64(rc.endNs), m)
+		r := c.pr.line(k, int64(rc.startNs), int64(rc.endNs), m)
 		c.emitInvalid(r, rc.lda[m].Count(), reason)
 	}
 }

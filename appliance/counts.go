@@ -83,7 +83,7 @@ func countsUsable(rc *rcopy, sent []uint64, m int) bool {
 // false, touching nothing, when the counts cannot stand for the interval:
 // the caller reports the line as before. Whether the loss is exact is
 // decided with the interval's neighbours (countProof, from decide).
-func (c *controller) countLine(r *report.Interval, k uint64, sent []uint64, rc *rcopy, m int, why report.Cause) bool {
+func countLine(r *report.Interval, sent []uint64, rc *rcopy, m int, why report.Cause) bool {
 	if !countsUsable(rc, sent, m) {
 		return false
 	}
@@ -302,14 +302,8 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 	why := c.failureReason(f)
 	n := len(rc.lda)
 	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames})
-	for m := range rc.lda {
-		r := c.line(f.Interval, f.StartNs, f.EndNs, m)
-		if !c.countLine(r, f.Interval, f.ClassFrames, rc, m, why) {
-			// countsUsable held for the copy: not reached.
-			c.emitInvalid(r, rc.lda[m].Count(), why)
-			continue
-		}
-		c.led.hold(heldLine{r: r, mec: m, counts: true})
+	for _, l := range c.pr.counts(f, rc, why) {
+		c.led.hold(l)
 	}
 	c.release(f.Interval)
 	return true

@@ -45,6 +45,14 @@
 // one job and their own state, handing each what it needs from the
 // others; no part calls back into it.
 //
+//   - pairer (pairing.go, sample.go, stamps.go): estimates a paired
+//     interval's lines from the sender's bundle, the receiver's copy and
+//     the configuration — each class's LDA line (or its line from the End
+//     markers' counts), RDA line and sample line, the LDS flow lines, a
+//     failed interval's lines from its counts alone, the stamps' checks —
+//     and returns them with what the other parts need of them (the
+//     decodes, the sender's RDA and LDS for the repairs); it holds nothing
+//     between intervals.
 //   - shipper (shipper.go, budget.go): encodes each sender copy within
 //     the control budget and holds every control frame until the inject
 //     ring takes it, the copies spaced apart; the exchanges' bytes are
@@ -73,12 +81,16 @@
 //     dropped, per receiver copy; the controller reads the port's
 //     counter and hands it in.
 //
-// Pairing what halves holds, the crossing and class checks that decide
-// a waiting interval, and applying a repair to its lines (finishRepair,
-// crossedInto, ldsRepairApply, microburst.go) are still the
-// controller's own; the ledger keeps, with each line until it goes out,
-// the repair that made its mean exact and the one that timed its
-// losses.
+// The controller pairs what halves holds (pair): it holds each line the
+// pairer returns in the ledger, puts the decodes in the interval's
+// evidence, adds the fetches' fields and the LDA lines' microbursts, and
+// starts the repairs; it keeps the latest confidence range across
+// intervals (confidenceRange). The crossing and class checks that decide
+// a waiting interval (crossing.go; countProof and countsLoss in
+// counts.go) and applying a repair to its lines (finishRepair,
+// crossedInto, ldsRepairApply, microburst.go) are the controller's own
+// too; the ledger keeps, with each line until it goes out, the repair
+// that made its mean exact and the one that timed its losses.
 //
 // # Configuration
 //

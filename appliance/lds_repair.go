@@ -306,8 +306,8 @@ func (c *controller) ldsRepairApply(f *ldsFix) {
 				r.Invalidate(report.FlowShared, ReasonFlowShared)
 			}
 		}
-		c.stampLimit(r)  // the repaired cells' stamps may be worse
-		*fl.l.flow = *fe // the crossing checks (crossing.go) read it
+		c.pr.stampLimit(r) // the repaired cells' stamps may be worse
+		*fl.l.flow = *fe   // the crossing checks (crossing.go) read it
 	}
 }
 

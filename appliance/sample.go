@@ -119,49 +119,46 @@ func (s *shipper) encodeSample(p *synopsis.Sample, prefix []byte, limit room) ([
 // stamp, the digest width and the Rice parameter.
 const sampleHeaderBytes = 24
 
-// pairSample reports class m's sample line of the bundle's interval:
+// sample estimates class m's sample line of the bundle's interval:
 // the sender's shipped sample against the receiver's copy.
-func (c *controller) pairSample(b *control.IntervalBundle, rc *rcopy, m int) {
-	r := c.line(b.Interval, b.StartNs, b.EndNs, m)
+func (p *pairer) sample(b *control.IntervalBundle, rc *rcopy, m int) heldLine {
+	r := p.line(b.Interval, b.StartNs, b.EndNs, m)
 	own := rc.sample[m]
-	conf := c.a.cfg.Conf
-	fail := func(why report.Cause) {
+	conf := p.cfg.Conf
+	fail := func(why report.Cause) heldLine {
 		l, e := analyze.SampleFailed(*r, conf, why)
 		l.Received = own.Offered()
-		c.hold(&l, e, m)
+		return heldLine{r: &l, e: &e, mec: m}
 	}
 	key := control.PartKey{MEC: uint16(m), Kind: control.KindSample}
 	payload, ok := b.Payloads[key]
 	if !ok {
-		fail(partReason(b, key, "sample for this class"))
-		return
+		return fail(partReason(b, key, "sample for this class"))
 	}
 	h, body, err := parsePayload(payload)
 	if err == nil && h.Flags&payloadOmitted != 0 {
-		fail(report.Cause{Code: report.Budget, Why: budgetReason("sample", h)})
-		return
+		return fail(report.Cause{Code: report.Budget, Why: budgetReason("sample", h)})
 	}
 	var snd synopsis.Sample
 	if err == nil {
 		err = snd.UnmarshalBinary(body)
 	}
 	if err != nil {
-		fail(report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender sample does not decode: %v", err)})
-		return
+		return fail(report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender sample does not decode: %v", err)})
 	}
 	l, e := analyze.SampleLine(*r, &snd, own, len(body), conf)
 	// The quantiles' bounds are widened by each end's largest stamp
 	// uncertainty (the samples carry it), not by the average the mean's
 	// are: the line states those.
 	l.TxStampErrNs, l.RxStampErrNs = float64(snd.StampErrNs()), float64(own.StampErrNs())
-	l.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
+	l.StampSource = stampSource(p.rx, rc.stamps.polled, rc.frames)
 	if h.ControlBytes > 0 {
 		l.ControlFrames, l.ControlBytes = int(h.ControlFrames), int(h.ControlBytes)
 	}
 	if why := sessionReason(h.Flags, rc); why.Code != 0 {
 		l.Invalidate(why.Code, why.Why)
 	}
-	c.hold(&l, e, m)
+	return heldLine{r: &l, e: &e, mec: m}
 }
 
 // sampleLoss settles the loss of h's sample lines once the next

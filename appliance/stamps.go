@@ -39,7 +39,7 @@ type rxStamps struct {
 // per-frame uncertainty from its synopsis payload) and invalidates r when
 // it exceeds the limit. The average bounds what the stamps move the
 // interval's mean, which the LDA and RDA lines estimate.
-func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
+func (p *pairer) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	var rxErr uint64
 	if rc.frames > 0 {
 		rxErr = (rc.stamps.errNs + rc.frames - 1) / rc.frames
@@ -47,8 +47,8 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 	r.TxStampErrNs, r.RxStampErrNs = float64(txErr), float64(rxErr)
 	r.StampErrNs = float64(txErr + rxErr)
 	r.MeanCINs += r.StampErrNs
-	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
-	c.stampLimit(r)
+	r.StampSource = stampSource(p.rx, rc.stamps.polled, rc.frames)
+	p.stampLimit(r)
 }
 
 // flowStamps is stamps for an LDS flow line: the interval's average does
@@ -57,17 +57,17 @@ func (c *controller) stamps(r *report.Interval, txErr uint64, rc *rcopy) {
 // what the stamps of the packets in the cells its estimate averaged can
 // move it (synopsis.FlowEstimate.StampErrNs; the estimate's MeanCINs
 // already includes it).
-func (c *controller) flowStamps(r *report.Interval, f *synopsis.FlowEstimate, rc *rcopy) {
+func (p *pairer) flowStamps(r *report.Interval, f *synopsis.FlowEstimate, rc *rcopy) {
 	r.TxStampErrNs, r.RxStampErrNs, r.StampErrNs = f.TxStampErrNs, f.RxStampErrNs, f.StampErrNs
-	r.StampSource = stampSource(c.a.lanes[1].Config().Rx, rc.stamps.polled, rc.frames)
-	c.stampLimit(r)
+	r.StampSource = stampSource(p.rx, rc.stamps.polled, rc.frames)
+	p.stampLimit(r)
 }
 
 // stampLimit makes a line's delay invalid (stamps_uncertain) when its
 // stamps are uncertain by more than --max-stamp-err allows, by the line's
 // figures now: a cause found with earlier figures (before a repair) goes.
-func (c *controller) stampLimit(r *report.Interval) {
-	fixed := float64(c.a.cfg.MaxStampErr.Nanoseconds())
+func (p *pairer) stampLimit(r *report.Interval) {
+	fixed := float64(p.cfg.MaxStampErr.Nanoseconds())
 	limit := fixed + stampErrLimitFrac*math.Abs(r.MeanNs)
 	r.Clear(report.StampsUncertain)
 	if r.StampErrNs > limit {
