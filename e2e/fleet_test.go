@@ -232,7 +232,7 @@ scrape_configs:
 	// that it is cut to the time the counter would take to reach zero
 	// going back (sampled · first / difference), which differs between
 	// packets and delay; so a last candidate is kept only when that cut
-	// applies to neither.
+	// applies to neither, by a margin of 50 ms.
 	usableWindow := func(i int, T int64) (first int, lasts []int) {
 		first, last := -1, -1
 		for j, s := range packets[i] {
@@ -261,7 +261,10 @@ scrape_configs:
 			sampled := float64(packets[i][l].ms - packets[i][first].ms)
 			toStart := float64(packets[i][first].ms - (T - window))
 			for _, c := range [][]sample{packets[i], delay[i]} {
-				if d := c[l].v - c[first].v; d <= 0 || sampled*c[first].v/d < toStart {
+				// Within 50 ms the cut is a matter of rounding (the
+				// evaluation's time and the scrapes' are in ms, and
+				// Prometheus compares them in finer units).
+				if d := c[l].v - c[first].v; d <= 0 || sampled*c[first].v/d < toStart+50 {
 					continue next
 				}
 			}
