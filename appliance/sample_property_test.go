@@ -126,21 +126,30 @@ func TestSampleProperty(t *testing.T) {
 	})
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
-	total := 0
+	total := tally.checkBounds(t, "true quantile")
+	t.Logf("%d seeds: %d sample lines, %d with a valid delay (%d samples), %d loss-valid lines with loss checked", n, tally.lines, tally.valid, tally.samples, tally.lossChecked)
+	if n >= sampleSeeds && (total < 100 || tally.bounded["p99"] == 0) {
+		t.Errorf("only %d quantiles bounded (p99: %d) over %d seeds: the property went untested", total, tally.bounded["p99"], n)
+	}
+}
+
+// checkBounds fails t when, for some quantile, the truth (what) fell
+// outside the bounds more often than 98 % confidence allows over the
+// lines that bounded it, and returns how many bounds were checked. The
+// caller holds tally.mu.
+func (tally *sampleTally) checkBounds(t *testing.T, what string) (total int) {
+	t.Helper()
 	for _, p := range synopsis.SampleQuantiles {
 		k := "p" + synopsis.PercentileName(p)
 		b, m := tally.bounded[k], tally.misses[k]
 		total += b
 		allowed := 0.02*float64(b) + 3*math.Sqrt(0.02*0.98*float64(b)) + 1
-		t.Logf("%s: true quantile outside the bounds in %d of %d (allowed %.1f)", k, m, b, allowed)
+		t.Logf("%s: %s outside the bounds in %d of %d (allowed %.1f)", k, what, m, b, allowed)
 		if float64(m) > allowed {
-			t.Errorf("%s: true quantile outside the bounds in %d of %d bounded lines (allowed %.1f at 98 %%)", k, m, b, allowed)
+			t.Errorf("%s: %s outside the bounds in %d of %d bounded lines (allowed %.1f at 98 %%)", k, what, m, b, allowed)
 		}
 	}
-	t.Logf("%d seeds: %d sample lines, %d with a valid delay (%d samples), %d loss-valid lines with loss checked", n, tally.lines, tally.valid, tally.samples, tally.lossChecked)
-	if n >= sampleSeeds && (total < 100 || tally.bounded["p99"] == 0) {
-		t.Errorf("only %d quantiles bounded (p99: %d) over %d seeds: the property went untested", total, tally.bounded["p99"], n)
-	}
+	return total
 }
 
 func sampleSeed(t *testing.T, seed uint64, tally *sampleTally) {
@@ -263,17 +272,7 @@ func TestSampleFlowProperty(t *testing.T) {
 	})
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
-	total := 0
-	for _, p := range synopsis.SampleQuantiles {
-		k := "p" + synopsis.PercentileName(p)
-		b, m := tally.bounded[k], tally.misses[k]
-		total += b
-		allowed := 0.02*float64(b) + 3*math.Sqrt(0.02*0.98*float64(b)) + 1
-		t.Logf("%s: a flow's true quantile outside the bounds in %d of %d (allowed %.1f)", k, m, b, allowed)
-		if float64(m) > allowed {
-			t.Errorf("%s: a flow's true quantile outside the bounds in %d of %d bounded (allowed %.1f at 98 %%)", k, m, b, allowed)
-		}
-	}
+	total := tally.checkBounds(t, "a flow's true quantile")
 	t.Logf("%d seeds: %d flow lines with quantiles, %d with truth (%d sampled delays); %d cut to a deeper class's level", n, tally.lines, tally.valid, tally.samples, cuts)
 	if n >= sampleSeeds && (total < 100 || tally.bounded["p99"] == 0 || cuts == 0) {
 		t.Errorf("only %d flow quantiles bounded (p99: %d), %d cuts, over %d seeds: the property went untested", total, tally.bounded["p99"], cuts, n)
