@@ -430,8 +430,16 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 			// predecessor waits for, as a paired one is; otherwise its
 			// receiver copy is.
 			if !c.pairCounts(f, c.halves.copies[f.Interval]) {
-				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
+				rc := c.halves.copies[f.Interval]
+				why := c.failureReason(f)
+				if rc == nil && f.Interval < c.startK && why.Code == report.ControlLost {
+					// It ended before we started (its End marker
+					// passed while no receiver was there); what came of
+					// it is fragments (as unpaired).
+					why = notRunning
+				}
+				c.nextCopy(f.Interval-1, rc)
+				c.invalid(f.Interval, 0, 0, rc, why)
 			}
 			delete(c.halves.copies, f.Interval)
 		}
@@ -1306,8 +1314,16 @@ func (c *controller) final() {
 			f := r.Failure
 			c.spanDecide(f.Interval)
 			if !c.pairCounts(f, c.halves.copies[f.Interval]) { // as step does
-				c.nextCopy(f.Interval-1, c.halves.copies[f.Interval])
-				c.invalid(f.Interval, 0, 0, c.halves.copies[f.Interval], c.failureReason(f))
+				rc := c.halves.copies[f.Interval]
+				why := c.failureReason(f)
+				if rc == nil && f.Interval < c.startK && why.Code == report.ControlLost {
+					// It ended before we started (its End marker
+					// passed while no receiver was there); what came of
+					// it is fragments (as unpaired).
+					why = notRunning
+				}
+				c.nextCopy(f.Interval-1, rc)
+				c.invalid(f.Interval, 0, 0, rc, why)
 			}
 			delete(c.halves.copies, f.Interval)
 		}

@@ -677,6 +677,17 @@ func (c *controller) flush() {
 	// An interval whose RDA line waits for the sender's timestamps goes
 	// out when they come or at the request's deadline (repair.go).
 	lim = c.rep.before(lim)
+	// An interval the control receiver is still reassembling (a fragment
+	// or an End marker late or lost) gets its bundle or its failure at the
+	// reassembly timeout: the lines after it wait for its line. At the
+	// start this is the interval whose End marker passed before this
+	// receiver was there but whose fragments came after.
+	for k, ok := c.a.receiver.OldestInFlight(0); ok && k < lim; k, ok = c.a.receiver.OldestInFlight(k + 1) {
+		if !c.led.claimed(k) {
+			lim = k
+			break
+		}
+	}
 	// An interval nothing came for goes out when the liveness check
 	// declares it silent: the lines after it wait for it.
 	hole, top := c.silentHole(lim)

@@ -406,6 +406,18 @@ func (r *Receiver) Hello() *Hello { return r.asm.hello }
 // payload bytes they hold.
 func (r *Receiver) InFlight() (intervals, bytes int) { return len(r.asm.inflight), r.asm.bytes }
 
+// OldestInFlight returns the oldest interval being reassembled that is
+// at least from (ok false: none). Its bundle or its failure is still to
+// come: a caller that reports intervals in order holds the later ones.
+func (r *Receiver) OldestInFlight(from uint64) (k uint64, ok bool) {
+	for j := range r.asm.inflight {
+		if j >= from && (!ok || j < k) {
+			k, ok = j, true
+		}
+	}
+	return k, ok
+}
+
 // Each calls fn with a stable snake_case name and the value of every
 // counter, in declaration order, so exporters (Prometheus, logs) need no
 // list of their own.

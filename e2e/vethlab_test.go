@@ -108,7 +108,7 @@ func checkVethLabReports(t *testing.T, n int, file string) {
 		}
 		key := r.Direction + " " + r.MEC + " " + r.Synopsis
 		if k, ok := last[key]; ok && r.Interval <= k && r.ReasonCode != report.Recut.String() {
-			t.Errorf("ldafwd#%d: %s line of interval %d after interval %d's (%s)", n, key, r.Interval, k, r.ReasonCode)
+			t.Errorf("ldafwd#%d: %s line of interval %d after interval %d's (%s: %s)", n, key, r.Interval, k, r.ReasonCode, r.Reason)
 		}
 		last[key] = max(last[key], r.Interval)
 		if r.ReasonCode == report.DelayBelowMin.String() || strings.Contains(r.Reason, "min-delay") {
