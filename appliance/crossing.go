@@ -150,17 +150,12 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// other cause of the line stays.
 				if lost, crossed, dups, ok := h.rdaExtras(l.mec, prev, next, l.e, win); ok {
 					noteCrossed(l.r, crossed)
-					l.e.Lost, l.r.Lost = lost, lost
-					l.e.Received, l.r.Received = l.e.Sent-lost, l.e.Sent-lost
-					l.e.Valid, l.e.Reason, l.e.Code = true, "", 0
-					l.r.Clear(report.Extras)
-					if l.r.Extra == nil {
-						l.r.Extra = map[string]any{}
-					}
-					l.r.Extra["loss_verified_by"] = "rda"
+					recv := l.e.Sent - lost
+					p := linePatch{received: &recv, lost: &lost, lift: report.Extras, set: map[string]any{"loss_verified_by": "rda"}}
 					if dups > 0 {
-						l.r.Extra["duplicates"] = dups
+						p.set["duplicates"] = dups
 					}
+					p.apply(l.r, l.e)
 				}
 				continue
 			}
@@ -174,11 +169,8 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// identity: k's loss is exact, crossings and extras hidden
 				// in the LDA's lossy buckets included.
 				noteCrossed(l.r, crossed)
-				l.e.Lost, l.r.Lost = lost, lost
-				if l.r.Extra == nil {
-					l.r.Extra = map[string]any{}
-				}
-				l.r.Extra["loss_verified_by"] = "rda"
+				p := linePatch{lost: &lost, set: map[string]any{"loss_verified_by": "rda"}}
+				p.apply(l.r, l.e)
 				continue
 			}
 			x := xs[l.mec]
@@ -207,8 +199,9 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				lossClose(l.e, saved)
 				continue
 			}
-			l.e.Lost -= min(l.e.Lost, uint64(x.Crossed))
-			l.r.Lost = l.e.Lost
+			lost := l.e.Lost - min(l.e.Lost, uint64(x.Crossed))
+			p := linePatch{lost: &lost}
+			p.apply(l.r, l.e)
 			missing(l.r, l.e, why[l.mec])
 		case l.r.Synopsis == "rda":
 			if l.e.Lost == 0 {

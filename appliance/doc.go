@@ -89,7 +89,8 @@
 // a waiting interval (crossing.go; countProof and countsLoss in
 // counts.go) and applying a repair to its lines (finishRepair,
 // crossedInto, ldsRepairApply, microburst.go) are the controller's own
-// too; the ledger keeps, with each line until it goes out, the repair
+// too: a repair's change to a line is a linePatch (patch.go), which
+// apply writes to the line and its estimate together; the ledger keeps, with each line until it goes out, the repair
 // that made its mean exact and the one that timed its losses.
 //
 // # Configuration

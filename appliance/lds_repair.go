@@ -266,49 +266,53 @@ func (f *ldsFix) outcome() (status string, byFlow map[uint64]*synopsis.FlowEstim
 }
 
 // ldsRepairApply updates f's held lines from the flows estimated again
-// (outcome): only their delay fields and the validity the estimator gave
-// them change.
+// (outcome): only their delay fields, their counts and the validity the
+// estimator gave them change (linePatch).
 func (c *controller) ldsRepairApply(f *ldsFix) {
 	status, byFlow := f.outcome()
 	for _, fl := range f.lines {
-		r := fl.l.r
-		if r.Extra == nil {
-			r.Extra = map[string]any{}
-		}
-		r.Extra["repair"], r.Extra["repair_complete"] = status, f.rep.Complete
 		fe := byFlow[fl.l.flow.FlowHash]
-		if fe == nil {
-			continue
+		p := f.patch(fl, status, fe)
+		p.apply(fl.l.r, nil)
+		if fe != nil {
+			c.pr.stampLimit(fl.l.r) // the repaired cells' stamps may be worse
+			*fl.l.flow = *fe        // the crossing checks (crossing.go) read it
 		}
-		if fe.RepairedLost > 0 {
-			r.Extra["repaired_lost"] = fe.RepairedLost
-		}
-		if fe.RepairedExtra > 0 {
-			r.Extra["repaired_extra"] = fe.RepairedExtra
-		}
-		// The repaired estimate averages other cells, whose stamps bound
-		// it (its MeanCINs includes them): the line's stamp figures follow.
-		// The packets taken out carry no stamp error here (ErrNs 0: the
-		// caches keep timestamps only), so their share stays in the cells
-		// and the figure can only be wider than the remaining packets'.
-		r.MeanNs, r.StddevNs, r.MeanCINs = fe.MeanNs, fe.StddevNs, fe.MeanCINs
-		r.TxStampErrNs, r.RxStampErrNs, r.StampErrNs = fe.TxStampErrNs, fe.RxStampErrNs, fe.StampErrNs
-		r.Samples, r.Usable, r.Buckets = fe.Samples, fe.UsableBuckets, fe.TotalBuckets
-		r.Received, r.Lost = fe.Received, fe.Lost
-		switch {
-		case !fe.Valid:
-			r.Invalidate(fe.Code, fe.Reason)
-		case fl.plain != 0 && r.Verdict().Has(fl.plain):
-			// The estimator's own cause goes; another (a session's)
-			// stays.
-			r.Clear(fl.plain)
-			if f.own.RowsTakeAll() && !countsAgree(fe) {
-				r.Invalidate(report.FlowShared, ReasonFlowShared)
-			}
-		}
-		c.pr.stampLimit(r) // the repaired cells' stamps may be worse
-		*fl.l.flow = *fe   // the crossing checks (crossing.go) read it
 	}
+}
+
+// patch is what the repair changes in flow line fl: its status, and with
+// the flow estimated again (fe; nil: not) its delay, stamps and counts.
+// The repaired estimate averages other cells, whose stamps bound it (its
+// MeanCINs includes them): the line's stamp figures follow. The packets
+// taken out carry no stamp error here (ErrNs 0: the caches keep
+// timestamps only), so their share stays in the cells and the figure can
+// only be wider than the remaining packets'. The estimator's own cause
+// goes when the estimate is valid; another (a session's) stays.
+func (f *ldsFix) patch(fl ldsFixLine, status string, fe *synopsis.FlowEstimate) linePatch {
+	p := linePatch{set: map[string]any{"repair": status, "repair_complete": f.rep.Complete}}
+	if fe == nil {
+		return p
+	}
+	if fe.RepairedLost > 0 {
+		p.set["repaired_lost"] = fe.RepairedLost
+	}
+	if fe.RepairedExtra > 0 {
+		p.set["repaired_extra"] = fe.RepairedExtra
+	}
+	p.delay = &delayFields{mean: fe.MeanNs, stddev: fe.StddevNs, ci: fe.MeanCINs, samples: fe.Samples, usable: fe.UsableBuckets, buckets: fe.TotalBuckets}
+	p.stamps = &stampFigures{tx: fe.TxStampErrNs, rx: fe.RxStampErrNs, sum: fe.StampErrNs}
+	p.received, p.lost = &fe.Received, &fe.Lost
+	switch {
+	case !fe.Valid:
+		p.add = []report.Cause{{Code: fe.Code, Why: fe.Reason}}
+	case fl.plain != 0 && fl.l.r.Verdict().Has(fl.plain):
+		p.lift = fl.plain
+		if f.own.RowsTakeAll() && !countsAgree(fe) {
+			p.add = []report.Cause{{Code: report.FlowShared, Why: ReasonFlowShared}}
+		}
+	}
+	return p
 }
 
 // ReasonFlowShared is the reason of an LDS line whose flow's cells hold

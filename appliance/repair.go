@@ -116,7 +116,7 @@ type repair struct {
 	reqFrames int
 	// pre is the line's delay fields before the repair, put back when
 	// packets turn out to have crossed the interval's boundary
-	// (unrepairCrossed).
+	// (unrepaired).
 	pre delayFields
 	// The lost packets' send times from a complete reply, for the line's
 	// microbursts (microburst.go).
@@ -227,8 +227,8 @@ func (q *repairer) ask(k uint64, m int, peer uint64, snd, own *synopsis.RDA, st 
 		// its bound.
 		return fmt.Sprintf("not asked: %d lost packets are more than one request carries", len(ids))
 	}
-	rp.pre = delayFields{mean: r.MeanNs, stddev: r.StddevNs, ci: r.MeanCINs, samples: r.Samples, usable: r.Usable, buckets: r.Buckets,
-		extra: st.ReportFields()}
+	rp.pre = delayOf(r)
+	rp.pre.extra = st.ReportFields()
 	q.repairs[rp.key] = rp
 	q.send(rp, now)
 	return ""
@@ -357,65 +357,76 @@ func (q *repairer) waiting() bool { return len(q.repairs) > 0 }
 // finishRepair puts the outcome into the line: with a reply, the
 // estimate again with the returned timestamps (only the delay fields and
 // the RDA's own fields change: loss, crossings and reasons found since
-// stay), and in any case what the exchange cost.
+// stay), and in any case what the exchange cost. Each change is a patch
+// (patch.go), applied in turn: the crossing check after a reply reads the
+// line as the reply left it.
 func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyFrames int, status string) {
-	r := rp.r
-	if r.Extra == nil {
-		r.Extra = map[string]any{}
+	if x != nil {
+		if p, ok := rp.replied(c.a.cfg.Conf); ok {
+			p.apply(rp.r, rp.e)
+			c.led.noteRepaired(rp.r, rp)
+		}
+		if crossedBoundary(rp.r) && c.led.repairedBy(rp.r, rp) {
+			// The crossing checks ran before the reply came (crossedInto).
+			c.led.takeRepaired(rp.r)
+			p := c.settleCrossed(rp)
+			p.apply(rp.r, rp.e)
+		}
 	}
+	p := rp.cost(x, replyFrames, status)
+	p.apply(rp.r, rp.e)
+	c.ldsRepairDone(rp)
+}
+
+// replied is the line's estimate again with the timestamps of the reply
+// fed into the sender's RDA (false: the estimator failed; the line
+// stays). The line's bound keeps the stamps' own uncertainty: the repair
+// makes the estimate exact over the stamps taken, not the stamps exact.
+// A repair that made the line valid lifts the estimator's own cause (too
+// few usable cells), which it answered; another cause (uncertain stamps,
+// a session's partial interval, packets that changed class) stays.
+func (rp *repair) replied(conf float64) (linePatch, bool) {
+	e2, st2, err := synopsis.EstimateRDA(rp.snd, rp.own, conf)
+	if err != nil {
+		return linePatch{}, false
+	}
+	p := linePatch{delay: &delayFields{mean: e2.MeanNs, stddev: e2.StddevNs, ci: e2.MeanCINs, samples: e2.Samples, usable: e2.UsableBuckets, buckets: e2.TotalBuckets},
+		set: st2.ReportFields()}
+	if _, still := p.set["rda_note"]; !still {
+		p.unset = []string{"rda_note"}
+	}
+	switch {
+	case !e2.Valid:
+		p.add = []report.Cause{{Code: e2.Code, Why: e2.Reason}}
+	case rp.estCode != 0 && rp.r.Verdict().Has(rp.estCode):
+		p.lift = rp.estCode
+		rp.cleared = true
+	}
+	return p, true
+}
+
+// cost is what the exchange cost, and how it ended, for the line's
+// extra fields.
+func (rp *repair) cost(x *control.Exchange, replyFrames int, status string) linePatch {
 	replyBytes := 0
 	if x != nil {
 		replyBytes = x.Bytes
-		e2, st2, err := synopsis.EstimateRDA(rp.snd, rp.own, c.a.cfg.Conf)
-		if err == nil {
-			for k, v := range st2.ReportFields() {
-				r.Extra[k] = v
-			}
-			if _, still := st2.ReportFields()["rda_note"]; !still {
-				delete(r.Extra, "rda_note")
-			}
-			// The line's bound keeps the stamps' own uncertainty (stamps):
-			// the repair makes the estimate exact over the stamps taken,
-			// not the stamps exact.
-			r.MeanNs, r.StddevNs, r.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs+r.StampErrNs
-			r.Samples, r.Usable, r.Buckets = e2.Samples, e2.UsableBuckets, e2.TotalBuckets
-			e := rp.e
-			e.MeanNs, e.StddevNs, e.MeanCINs = e2.MeanNs, e2.StddevNs, e2.MeanCINs
-			e.Samples, e.UsableBuckets = e2.Samples, e2.UsableBuckets
-			c.led.noteRepaired(r, rp)
-			switch {
-			case !e2.Valid:
-				r.Invalidate(e2.Code, e2.Reason)
-				if e.Valid {
-					e.Valid, e.Reason, e.Code = false, e2.Reason, e2.Code
-				}
-			case rp.estCode != 0 && r.Verdict().Has(rp.estCode):
-				// The estimator's own cause (too few usable cells), which
-				// the repair removed, goes. Another cause (uncertain
-				// stamps, a session's partial interval, packets that
-				// changed class) stays: the repair does not answer it.
-				r.Clear(rp.estCode)
-				rp.cleared = true
-				if e.Code == rp.estCode {
-					e.Valid, e.Reason, e.Code = true, "", 0
-				}
-			}
-		}
 	}
-	if x != nil && crossedBoundary(r) && c.led.repairedBy(r, rp) {
-		// The crossing checks ran before the reply came (crossedInto).
-		c.led.takeRepaired(r)
-		if !c.includeCrossed(rp) {
-			c.unrepair(rp)
-		}
+	return linePatch{set: map[string]any{
+		"rda_repair": status, "rda_repair_asked": len(rp.ids), "rda_repair_tries": rp.tries,
+		"rda_repair_request_bytes": rp.reqBytes, "rda_repair_reply_bytes": replyBytes, "rda_repair_frames": rp.reqFrames + replyFrames,
+	}}
+}
+
+// settleCrossed is what a repaired line whose packets crossed its
+// boundary becomes: its exact mean with the crossed packets' delays
+// included when their timestamps are at hand (includeCrossed), else the
+// estimate from before the repair (unrepaired).
+func (c *controller) settleCrossed(rp *repair) linePatch {
+	if p, ok := c.includeCrossed(rp); ok {
+		return p
 	}
-	r.Extra["rda_repair"] = status
-	r.Extra["rda_repair_asked"] = len(rp.ids)
-	r.Extra["rda_repair_tries"] = rp.tries
-	r.Extra["rda_repair_request_bytes"] = rp.reqBytes
-	r.Extra["rda_repair_reply_bytes"] = replyBytes
-	r.Extra["rda_repair_frames"] = rp.reqFrames + replyFrames
-	c.ldsRepairDone(rp)
+	return rp.unrepaired()
 }
 
 // before is the oldest interval with a pending repair (lines of it and
@@ -469,31 +480,28 @@ func (c *controller) crossedInto(h *heldInterval) {
 			continue
 		}
 		if rp := c.led.takeRepaired(l.r); rp != nil {
-			if !c.includeCrossed(rp) {
-				c.unrepair(rp)
-			}
+			p := c.settleCrossed(rp)
+			p.apply(rp.r, rp.e)
 			continue
 		}
 		if _, note := l.r.Extra["rda_crossed_included"]; !note && l.r.DelayValid && estimateExact(l.r) {
-			l.r.Invalidate(report.ExactCrossed, ReasonExactCrossed)
-			if l.e != nil && l.e.Valid {
-				l.e.Valid, l.e.Reason, l.e.Code = false, ReasonExactCrossed, report.ExactCrossed
-			}
+			p := linePatch{add: []report.Cause{{Code: report.ExactCrossed, Why: ReasonExactCrossed}}}
+			p.apply(l.r, l.e)
 		}
 	}
 }
 
-// includeCrossed adds the delays of the packets of rp's interval that
-// crossed its boundary to its repaired, exact mean; false (nothing
-// changed) when some timestamp is not at hand.
-func (c *controller) includeCrossed(rp *repair) bool {
+// includeCrossed is rp's repaired, exact mean with the delays of the
+// packets of its interval that crossed its boundary added; false when
+// some timestamp is not at hand.
+func (c *controller) includeCrossed(rp *repair) (linePatch, bool) {
 	r, k, m := rp.r, rp.key.k, int(rp.key.mec)
 	if r.Extra["rda_exact"] != true || !estimateExact(r) || r.Samples == 0 {
-		return false
+		return linePatch{}, false
 	}
 	self := c.led.evidenceOf(k)
 	if self == nil || m >= len(self.rda) || self.rda[m] == nil {
-		return false
+		return linePatch{}, false
 	}
 	lost := map[uint64]bool{}
 	for _, id := range self.rda[m].Lost {
@@ -512,12 +520,12 @@ func (c *controller) includeCrossed(rp *repair) bool {
 				continue
 			}
 			if m >= len(ev.own) || ev.own[m] == nil || ev.own[m].Cache() == nil || !ev.own[m].Cache().SeenOnce(id) {
-				return false
+				return linePatch{}, false
 			}
 			tR, okR := ev.own[m].Cache().Lookup(id)
 			tS, okS := rp.snd.Cache().Lookup(id)
 			if !okR || !okS {
-				return false
+				return linePatch{}, false
 			}
 			sum += float64(int64(tR - tS))
 			n++
@@ -526,48 +534,40 @@ func (c *controller) includeCrossed(rp *repair) bool {
 	want, _ := r.Extra["crossed"].(int)
 	early, _ := r.Extra["early"].(int)
 	if n == 0 || n != want+early {
-		return false
+		return linePatch{}, false
 	}
+	d := delayOf(r)
 	N := float64(r.Samples)
-	mean := (r.MeanNs*N + sum) / (N + float64(n))
-	r.MeanNs, r.Samples = mean, r.Samples+uint64(n)
-	if rp.e != nil {
-		rp.e.MeanNs, rp.e.Samples = mean, rp.e.Samples+uint64(n)
-	}
-	r.Extra["rda_crossed_included"] = n
-	return true
+	d.mean, d.samples = (r.MeanNs*N+sum)/(N+float64(n)), r.Samples+uint64(n)
+	return linePatch{delay: &d, set: map[string]any{"rda_crossed_included": n}}, true
 }
 
 // estimateExact says whether r's estimate claims the exact mean: a bound
 // of nothing but the stamps' own uncertainty.
 func estimateExact(r *report.Interval) bool { return r.MeanCINs <= r.StampErrNs }
 
-// unrepair puts back the line's estimate from before the repair.
-func (c *controller) unrepair(rp *repair) {
-	r, p := rp.r, &rp.pre
-	r.MeanNs, r.StddevNs, r.MeanCINs, r.Samples, r.Usable, r.Buckets = p.mean, p.stddev, p.ci, p.samples, p.usable, p.buckets
-	for k, v := range p.extra {
-		r.Extra[k] = v
+// unrepaired is the line's estimate from before the repair: the cause
+// the repair lifted comes back, and a mean exact before the repair only
+// by one bank's cells is invalid (see crossedInto).
+func (rp *repair) unrepaired() linePatch {
+	pre := rp.pre
+	p := linePatch{delay: &pre, set: map[string]any{"rda_repair_note": repairCrossedNote}}
+	for k, v := range pre.extra {
+		p.set[k] = v
 	}
-	if _, was := p.extra["rda_note"]; !was {
-		delete(r.Extra, "rda_note")
+	if _, was := pre.extra["rda_note"]; !was {
+		p.unset = []string{"rda_note"}
 	}
-	r.Extra["rda_repair_note"] = repairCrossedNote
-	if e := rp.e; e != nil {
-		e.MeanNs, e.StddevNs, e.MeanCINs, e.Samples, e.UsableBuckets = p.mean, p.stddev, p.ci, p.samples, p.usable
-	}
+	delayValid := rp.r.DelayValid
 	if rp.cleared {
-		// The repair lifted the estimator's cause; the estimate is back.
-		r.Invalidate(rp.estCode, rp.estReason)
+		p.add = append(p.add, report.Cause{Code: rp.estCode, Why: rp.estReason})
+		delayValid = delayValid && rp.estCode.Scope()&report.ScopeDelay == 0
 	}
-	if r.DelayValid && estimateExact(r) {
-		// Exact before the repair only by one bank's cells: see
-		// crossedInto.
-		r.Invalidate(report.ExactCrossed, ReasonExactCrossed)
-		if rp.e != nil && rp.e.Valid {
-			rp.e.Valid, rp.e.Reason, rp.e.Code = false, ReasonExactCrossed, report.ExactCrossed
-		}
+	if delayValid && pre.ci <= 0 {
+		// Exact (a bound of nothing but the stamps') before the repair.
+		p.add = append(p.add, report.Cause{Code: report.ExactCrossed, Why: ReasonExactCrossed})
 	}
+	return p
 }
 
 // keys are the pending requests' keys by interval, then class: requests
