@@ -424,26 +424,32 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 		case r.Bundle != nil:
 			c.halves.addBundle(r.Bundle, now)
 		case r.Failure != nil:
-			f := r.Failure
-			c.spanDecide(f.Interval)
-			// An interval measured by its counts is the evidence its
-			// predecessor waits for, as a paired one is; otherwise its
-			// receiver copy is.
-			if !c.pairCounts(f, c.halves.copies[f.Interval]) {
-				rc := c.halves.copies[f.Interval]
-				why := c.failureReason(f)
-				if rc == nil && f.Interval < c.startK && why.Code == report.ControlLost {
-					// It ended before we started (its End marker
-					// passed while no receiver was there); what came of
-					// it is fragments (as unpaired).
-					why = notRunning
-				}
-				c.nextCopy(f.Interval-1, rc)
-				c.invalid(f.Interval, 0, 0, rc, why)
-			}
-			delete(c.halves.copies, f.Interval)
+			c.failed(r.Failure)
 		}
 	}
+}
+
+// failed reports an interval the control receiver failed to reassemble:
+// measured by its End markers' counts where they stand (pairCounts),
+// else invalid with the failure's cause.
+func (c *controller) failed(f *control.IntervalFailure) {
+	c.spanDecide(f.Interval)
+	rc := c.halves.copies[f.Interval]
+	defer delete(c.halves.copies, f.Interval) // the copy leaves halves once its lines are built
+	// An interval measured by its counts is the evidence its predecessor
+	// waits for, as a paired one is; otherwise its receiver copy is.
+	if c.pairCounts(f, rc) {
+		return
+	}
+	why := c.failureReason(f)
+	if rc == nil && f.Interval < c.startK && why.Code == report.ControlLost {
+		// It ended before we started (its End marker passed while no
+		// receiver was there); what came of it is fragments (as
+		// unpaired).
+		why = notRunning
+	}
+	c.nextCopy(f.Interval-1, rc)
+	c.invalid(f.Interval, 0, 0, rc, why)
 }
 
 // takeCopy clones the receiver lanes' idle copy (so the worker can reuse
@@ -1311,21 +1317,7 @@ func (c *controller) final() {
 				c.halves.addBundle(r.Bundle, time.Time{})
 			}
 		case r.Failure != nil:
-			f := r.Failure
-			c.spanDecide(f.Interval)
-			if !c.pairCounts(f, c.halves.copies[f.Interval]) { // as step does
-				rc := c.halves.copies[f.Interval]
-				why := c.failureReason(f)
-				if rc == nil && f.Interval < c.startK && why.Code == report.ControlLost {
-					// It ended before we started (its End marker
-					// passed while no receiver was there); what came of
-					// it is fragments (as unpaired).
-					why = notRunning
-				}
-				c.nextCopy(f.Interval-1, rc)
-				c.invalid(f.Interval, 0, 0, rc, why)
-			}
-			delete(c.halves.copies, f.Interval)
+			c.failed(r.Failure) // as step does
 		}
 	}
 	c.pairFetchedAtStop()

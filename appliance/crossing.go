@@ -101,11 +101,30 @@ func (c *controller) overdue(now time.Time) {
 }
 
 // decide applies the next interval's evidence (nil: it will not come)
-// to h's lines, then the cross-class pass.
+// to h's lines: the crossing checks (checkCrossings), then the checks
+// across lines and intervals — the repaired RDA lines' crossed packets,
+// the receiver port's drops, the class changes, the segment's order, the
+// counts' proof, the sample's loss.
 func (c *controller) decide(h *heldInterval, next *evidence) {
 	h.decided = true
 	prev := c.led.evidenceOf(h.k - 1)
-	win := h.ev.windowNs(c.a.cfg.Bounds)
+	inOrder := h.checkCrossings(prev, next, &c.a.cfg)
+	c.crossedInto(h)
+	c.receiverDropped(h)
+	c.classChanges(h, prev, next)
+	c.order.note(h, inOrder)
+	c.countsLoss(h, prev, next)
+	c.sampleLoss(h) // sample.go
+}
+
+// checkCrossings corrects each of h's lines for the packets that crossed
+// the interval's End markers, with the evidence of the intervals before
+// (prev) and after it (next; nil: it will not come), or marks the line
+// whose correction cannot be made. It reads and changes h's lines alone,
+// and says whether the interval was checked in order: every class's
+// crossing check ran and found nothing crossed.
+func (h *heldInterval) checkCrossings(prev, next *evidence, cfg *Config) (inOrder bool) {
+	win := h.ev.windowNs(cfg.Bounds)
 	classes := len(h.ev.rcv)
 	known := make([]bool, classes)
 	xs := make([]synopsis.LDACrossing, classes)
@@ -186,7 +205,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 					noteEarly(l.r, b.Crossed)
 				}
 				if l.e.Valid && l.e.Lost > 0 {
-					if why := h.movedAcross(l.mec, prev, known, xs, c.a.cfg.Classifier.Names()); why != "" {
+					if why := h.movedAcross(l.mec, prev, known, xs, cfg.Classifier.Names()); why != "" {
 						l.e.Valid, l.e.Code, l.e.Reason = false, report.Crossing, why
 					}
 				}
@@ -194,7 +213,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 				// an injected frame) hidden in a bucket that lost two or
 				// more would leave the loss short: the line stands only
 				// while that is no likelier than its mean's miss.
-				l.e.RequireLossVerified(1 - c.a.cfg.Conf)
+				l.e.RequireLossVerified(1 - cfg.Conf)
 				carry(l.r, l.e, wasValid)
 				lossClose(l.e, saved)
 				continue
@@ -255,12 +274,7 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 			lossClose(l.e, saved)
 		}
 	}
-	c.crossedInto(h)
-	c.receiverDropped(h)
-	c.classChanges(h, prev, next)
-	c.order.note(h, next != nil && allKnown && all.Crossed == 0)
-	c.countsLoss(h, prev, next)
-	c.sampleLoss(h) // sample.go
+	return next != nil && allKnown && all.Crossed == 0
 }
 
 // receiverDropped makes h's lines with loss invalid when the

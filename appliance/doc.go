@@ -85,13 +85,17 @@
 // pairer returns in the ledger, puts the decodes in the interval's
 // evidence, adds the fetches' fields and the LDA lines' microbursts, and
 // starts the repairs; it keeps the latest confidence range across
-// intervals (confidenceRange). The crossing and class checks that decide
-// a waiting interval (crossing.go; countProof and countsLoss in
-// counts.go) and applying a repair to its lines (finishRepair,
-// crossedInto, ldsRepairApply, microburst.go) are the controller's own
-// too: a repair's change to a line is a linePatch (patch.go), which
-// apply writes to the line and its estimate together; the ledger keeps, with each line until it goes out, the repair
-// that made its mean exact and the one that timed its losses.
+// intervals (confidenceRange). Deciding a waiting interval is the
+// controller's own too (decide, crossing.go): each line's crossing
+// correction is the interval's (heldInterval.checkCrossings, which reads
+// and changes that interval's lines alone), then come the checks across
+// lines and intervals (crossedInto; countProof and countsLoss in
+// counts.go; classChanges). So is applying a repair to its lines
+// (finishRepair, crossedInto, ldsRepairApply, microburst.go): a repair's
+// change to a line is a linePatch (patch.go), which apply writes to the
+// line and its estimate together. The ledger keeps, with each line until
+// it goes out, the repair that made its mean exact and the one that
+// timed its losses.
 //
 // # Configuration
 //

@@ -19,20 +19,28 @@ import (
 // whose clock reads clk (ns), counting the lines it reports.
 func numbersController(t *testing.T, clk *atomic.Uint64, lines *atomic.Int64, log *strings.Builder) *controller {
 	t.Helper()
+	a := stoppedAppliance(t, "b", clk, zerolog.New(log), func(*report.Interval) { lines.Add(1) })
+	a.ctl.startAt(clk.Load())
+	return a.ctl
+}
+
+// stoppedAppliance is an appliance of 1 s intervals with the LDA, its
+// segment port on side seg, on a ring link of its own, whose clock reads
+// clk (ns); never started.
+func stoppedAppliance(t *testing.T, seg string, clk *atomic.Uint64, log zerolog.Logger, reports func(*report.Interval)) *Appliance {
+	t.Helper()
 	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { link.A().Close(); link.B().Close() })
 	cl, _ := classifier.NewClassifier(nil)
-	a, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: "b", Interval: time.Second, Classifier: cl,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Insecure: true, Clock: clk.Load, Log: zerolog.New(log),
-		Reports: func(*report.Interval) { lines.Add(1) }})
+	a, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: seg, Interval: time.Second, Classifier: cl,
+		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Insecure: true, Clock: clk.Load, Log: log, Reports: reports})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.ctl.startAt(clk.Load())
-	return a.ctl
+	return a
 }
 
 // boundedRun runs f and fails unless it returns within limit having

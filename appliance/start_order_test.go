@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/control"
-	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/report"
-	"github.com/ldafwd/ldafwd/synopsis"
 	"github.com/rs/zerolog"
 )
 
@@ -34,17 +31,7 @@ func TestStartedBetweenEndAndFragments(t *testing.T) {
 	c.a.cfg.Reports = func(r *report.Interval) { got = append(got, r) }
 
 	// The peer: the same configuration, the other end of the segment.
-	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { link.A().Close(); link.B().Close() })
-	cl, _ := classifier.NewClassifier(nil)
-	peer, err := New(Config{PortA: link.A(), PortB: link.B(), Segment: "a", Interval: time.Second, Classifier: cl,
-		Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig()}, Insecure: true, Clock: clk.Load, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer := stoppedAppliance(t, "a", &clk, zerolog.Nop(), nil)
 	parts := []control.Part{{PartKey: control.PartKey{MEC: 0, Kind: control.KindLDA}, Payload: make([]byte, 4000)}, {PartKey: clockPart, Payload: make([]byte, 40)}}
 	frames, err := peer.sender.AppendInterval(nil, k0-1, int64(k0*sec), parts)
 	if err != nil {
