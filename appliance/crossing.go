@@ -298,10 +298,7 @@ func (c *controller) receiverDropped(h *heldInterval) {
 			lost = l.flow.Lost
 		}
 		if lost > 0 {
-			l.r.Invalidate(report.ReceiverDrops, why)
-			if l.e != nil && l.e.Valid {
-				l.e.Valid, l.e.Reason, l.e.Code = false, why, report.ReceiverDrops
-			}
+			invalidate(l.r, l.e, report.Cause{Code: report.ReceiverDrops, Why: why})
 		}
 	}
 }
@@ -566,10 +563,7 @@ func carry(r *report.Interval, e *synopsis.Estimate, wasValid bool) {
 // packets that arrived after the interval's end (or before its start).
 func missing(r *report.Interval, e *synopsis.Estimate, why report.Cause) {
 	if r.Lost > 0 {
-		r.Invalidate(why.Code, why.Why)
-		if e != nil && e.Valid {
-			e.Valid, e.Reason, e.Code = false, why.Why, why.Code
-		}
+		invalidate(r, e, why)
 	}
 }
 

@@ -82,10 +82,16 @@ func (p *linePatch) apply(r *report.Interval, e *synopsis.Estimate) {
 		}
 	}
 	for _, why := range p.add {
-		r.Invalidate(why.Code, why.Why)
-		if e != nil && e.Valid {
-			e.Valid, e.Reason, e.Code = false, why.Why, why.Code
-		}
+		invalidate(r, e, why)
+	}
+}
+
+// invalidate adds cause why to line r and, while it is valid, to its
+// estimate e (nil: none).
+func invalidate(r *report.Interval, e *synopsis.Estimate, why report.Cause) {
+	r.Invalidate(why.Code, why.Why)
+	if e != nil && e.Valid {
+		e.Valid, e.Reason, e.Code = false, why.Why, why.Code
 	}
 }
 

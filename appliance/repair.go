@@ -251,7 +251,7 @@ func (q *repairer) send(rp *repair, now time.Time) {
 func (c *controller) repairTick(now time.Time) bool {
 	ends := c.rep.tick(now)
 	for _, end := range ends {
-		c.finishRepair(end.rp, nil, 0, 0, end.status)
+		c.finishRepair(end.rp, nil, 0, end.status)
 	}
 	return len(ends) > 0
 }
@@ -277,7 +277,7 @@ func (q *repairer) tick(now time.Time) []repairEnd {
 // abandonRepairs gives up every pending request (the appliance stops).
 func (c *controller) abandonRepairs() {
 	for _, end := range c.rep.abandon() {
-		c.finishRepair(end.rp, nil, 0, 0, end.status)
+		c.finishRepair(end.rp, nil, 0, end.status)
 	}
 }
 
@@ -303,7 +303,7 @@ func (c *controller) onReply(x *control.Exchange) bool {
 		c.noteRepairTimes(end.rp, end.ts, end.ok)
 	}
 	c.ldsLost(end.rp, end.ts, end.fh, end.ok, end.flows)
-	c.finishRepair(end.rp, x, end.found, x.Frames, end.status)
+	c.finishRepair(end.rp, x, x.Frames, end.status)
 	return true
 }
 
@@ -360,7 +360,7 @@ func (q *repairer) waiting() bool { return len(q.repairs) > 0 }
 // stay), and in any case what the exchange cost. Each change is a patch
 // (patch.go), applied in turn: the crossing check after a reply reads the
 // line as the reply left it.
-func (c *controller) finishRepair(rp *repair, x *control.Exchange, found, replyFrames int, status string) {
+func (c *controller) finishRepair(rp *repair, x *control.Exchange, replyFrames int, status string) {
 	if x != nil {
 		if p, ok := rp.replied(c.a.cfg.Conf); ok {
 			p.apply(rp.r, rp.e)
