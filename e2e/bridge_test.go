@@ -217,7 +217,8 @@ const labBudget = "1%"
 // flow in it (flowTruth: sent, received, Σ delay in ns): a valid RDA
 // line's lost is the interval's captured loss and its mean within
 // mean_ci_ns of the captured mean; a valid LDS line's sent, lost and mean
-// likewise against its flow's. Every line carries its configuration, and
+// likewise against its flow's (a few LDS lines may lie above it by the
+// capture's lag: captureLagBounds). Every line carries its configuration, and
 // an invalid line its reason. Valid lines are counted: a run where none
 // is valid proves nothing, so at least minRDAValid RDA lines and
 // minLDSValid LDS flow lines must be. (At the default budget the LDS
@@ -230,6 +231,7 @@ func checkSynopses(t *testing.T, ivs []report.Interval, strict bool, ivTruth fun
 	type tally struct{ valid, total, budget int }
 	count := map[string]*tally{"lda": {}, "rda": {}, "lds": {}, "sample": {}} // sample lines: counted, checked by TestSampleProperty
 	var rdaErr, ldsErr []float64                                              // |reported − captured| / mean_ci_ns of valid lines
+	var late []string                                                         // valid LDS lines above their bound by less than captureLagBounds of it
 	flowOff := 0                                                              // valid LDS lines whose sent differs from the capture's cut
 	for _, r := range ivs {
 		if r.Direction != "a>b" || r.MEC != "all" {
@@ -307,10 +309,26 @@ func checkSynopses(t *testing.T, ivs []report.Interval, strict bool, ivTruth fun
 			if recv > 0 {
 				d := math.Abs(r.MeanNs - mean)
 				ldsErr = append(ldsErr, d/r.MeanCINs)
-				if d > r.MeanCINs {
+				switch {
+				case d <= r.MeanCINs:
+				case r.MeanNs > mean && d <= captureLagBounds*r.MeanCINs:
+					late = append(late, fmt.Sprintf("interval %d flow %s: valid LDS mean %.1f ± %.1f µs, captured %.1f µs", r.Interval, r.Flow, r.MeanNs/1e3, r.MeanCINs/1e3, mean/1e3))
+				default:
 					t.Errorf("interval %d flow %s: valid LDS mean %.1f ± %.1f µs, captured %.1f µs", r.Interval, r.Flow, r.MeanNs/1e3, r.MeanCINs/1e3, mean/1e3)
 				}
 			}
+		}
+	}
+	// A flow's few packets put one frame's capture lag (see
+	// captureLagLines) into its mean at full weight.
+	if allowed := captureLagLines(count["lds"].valid); len(late) > allowed {
+		for _, l := range late {
+			t.Error(l)
+		}
+		t.Errorf("%d valid LDS lines above their bound of the captured mean (capture lag allows %d of %d)", len(late), allowed, count["lds"].valid)
+	} else {
+		for _, l := range late {
+			t.Logf("%s: above its bound, within the capture's lag (%d allowed of %d valid lines)", l, allowed, count["lds"].valid)
 		}
 	}
 	for _, s := range []string{"lda", "rda", "lds"} {
@@ -334,6 +352,23 @@ func checkSynopses(t *testing.T, ivs []report.Interval, strict bool, ivTruth fun
 		say("%d valid LDS flow lines, want at least %d: nothing to hold to the captures", count["lds"].valid, minLDSValid)
 	}
 }
+
+// The captured truth's ingress time is when the segment's first bridge
+// port (its veth end) received a frame, not when ldafwd#1 handed it to its
+// veth. Inside the copy-mode AF_XDP transmit call the two are
+// microseconds apart: the call runs the veth and the bridge, and a calm
+// interval's reported means come out 0.3–0.7 of their bound below the
+// captured ones. But the kernel may leave the receive to ksoftirqd, which
+// on a busy two-core host runs it milliseconds later: the frame was on
+// the segment (the transmit ring was empty after each call: no frame of
+// ldafwd#1 waited in it), the capture records it late, and a flow of a
+// few dozen packets in that interval has a captured mean tens of µs too
+// low. So a valid LDS line may lie above the captured mean by up to
+// captureLagBounds of its bound, in at most captureLagLines of the valid
+// lines; below it, or further above, is an error.
+const captureLagBounds = 3
+
+func captureLagLines(valid int) int { return 1 + valid/100 }
 
 func absDiff(a, b uint64) uint64 {
 	if a > b {
