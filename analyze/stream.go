@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/report"
@@ -648,6 +649,7 @@ func (s *streamer) unhanded(sender bool) (n int, oldest int64) {
 // closeGroup pairs the oldest open group's copies as match does: the
 // first walk's ambiguity and delays, then first in first out.
 func (p *pairer) closeGroup() {
+	p.touchAhead()
 	g := p.gq.pop()
 	p.groups.del(g)
 	p.pair(g)
@@ -658,6 +660,44 @@ func (p *pairer) closeGroup() {
 	g.s, g.r = g.s[:0], g.r[:0]
 	p.gfree = append(p.gfree, g)
 }
+
+// touchAhead prefetches, in stages, what closing the groups ahead of
+// the front will read. They were written a window ago (a second, at
+// default flags) and have left the CPU's caches, and each is a chain of
+// dependent loads — the group, its copies' slice, their records, its
+// identity table slot — that would otherwise miss one after the other
+// as each group closes. The group closeAhead places behind the front is
+// fetched; by the time it is closeAhead/2 behind, its slices and slot;
+// at closeAhead/4, its records.
+func (p *pairer) touchAhead() {
+	n := p.gq.n
+	if n > closeAhead {
+		prefetch(uintptr(unsafe.Pointer(p.gq.at(closeAhead))))
+	}
+	if n > closeAhead/2 {
+		g := p.gq.at(closeAhead / 2)
+		prefetch(uintptr(unsafe.Pointer(&p.groups.slots[g.hash&uint64(len(p.groups.slots)-1)])))
+		if len(g.s) > 0 {
+			prefetch(uintptr(unsafe.Pointer(&g.s[0])))
+		}
+		if len(g.r) > 0 {
+			prefetch(uintptr(unsafe.Pointer(&g.r[0])))
+		}
+	}
+	if n > closeAhead/4 {
+		g := p.gq.at(closeAhead / 4)
+		for _, x := range g.s {
+			prefetch(uintptr(unsafe.Pointer(x)))
+		}
+		for _, x := range g.r {
+			prefetch(uintptr(unsafe.Pointer(x)))
+		}
+	}
+}
+
+// closeAhead is how many groups ahead of the one closing touchAhead
+// starts fetching.
+const closeAhead = 16
 
 // pair pairs a closed group's copies.
 func (p *pairer) pair(g *group) {

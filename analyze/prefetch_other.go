@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package analyze
+
+// prefetch is a no-op where there is no prefetch instruction written for
+// the architecture.
+func prefetch(addr uintptr) {}
