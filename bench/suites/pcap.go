@@ -209,13 +209,14 @@ func benchForwardDPDKPcap(o *Options, emit func(report.Bench)) error {
 
 // childRun is what one `ldafwd run` child forwarded over its counted span.
 type childRun struct {
-	frames     uint64        // transmitted on both ports
-	wall       time.Duration // between the port records that bound the span
-	workerCPU  time.Duration // the busiest thread's CPU time over the span
-	procCPU    time.Duration // every thread's
-	fastBursts uint64        // sender_fast_bursts + receiver_fast_bursts of the final log record
-	recorded   uint64        // sent_recorded + received_recorded of the same record
-	finalTx    uint64        // transmitted on both ports over the whole run (final port records)
+	frames     uint64           // transmitted on both ports
+	wall       time.Duration    // between the port records that bound the span
+	workerCPU  time.Duration    // the busiest thread's CPU time over the span
+	topCPU     [2]time.Duration // the two busiest threads' (the workers of a two-queue run)
+	procCPU    time.Duration    // every thread's
+	fastBursts uint64           // sender_fast_bursts + receiver_fast_bursts of the final log record
+	recorded   uint64           // sent_recorded + received_recorded of the same record
+	finalTx    uint64           // transmitted on both ports over the whole run (final port records)
 }
 
 func (r childRun) wallMpps() float64 { return float64(r.frames) / r.wall.Seconds() / 1e6 }
@@ -293,6 +294,12 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 		dc := c - first.cpu[tid]
 		r.procCPU += dc
 		r.workerCPU = max(r.workerCPU, dc)
+		switch {
+		case dc > r.topCPU[0]:
+			r.topCPU[0], r.topCPU[1] = dc, r.topCPU[0]
+		case dc > r.topCPU[1]:
+			r.topCPU[1] = dc
+		}
 	}
 	if r.frames == 0 || r.wall <= 0 {
 		return r, errors.New("forwarded nothing")
