@@ -113,23 +113,9 @@ func scaleRun(o *Options, emit func(report.Bench)) error {
 	var pmd, off, lda [2]nicSamples // [queues-1]
 	for r := 0; r < o.Rounds; r++ {
 		for qi, nq := range []int{1, 2} {
-			cfg := bench.TestpmdConfig{Vdevs: []string{"net_null0,copy=1", "net_null1,copy=1"}, ForwardMode: "macswap", Duration: per,
-				MainCore: cores[0], FwdCore: cores[1]}
-			if nq == 2 {
-				cfg.Queues, cfg.FwdCores = 2, cores
-			}
-			res, err := bench.RunTestpmd(context.Background(), cfg)
-			if err != nil {
+			if err := pmd[qi].addTestpmd([]string{"net_null0,copy=1", "net_null1,copy=1"}, nq, cores, per); err != nil {
 				return fmt.Errorf("scale-testpmd-null-q%d: %w", nq, err)
 			}
-			cpuM := 0.0
-			if res.CPUNsPerPkt > 0 {
-				cpuM = 1e3 / res.CPUNsPerPkt // frames per CPU second summed over its lcores
-				if nq == 2 {
-					cpuM *= 2 // the aggregate of two dedicated cores
-				}
-			}
-			pmd[qi].add(res.Mpps, cpuM)
 			a, b := ports[0], ports[1]
 			if nq == 2 {
 				a, b = ports[2], ports[3]
@@ -166,8 +152,7 @@ func scaleRun(o *Options, emit func(report.Bench)) error {
 	for qi, nq := range []int{1, 2} {
 		e := extra(nq)
 		if nq == 2 {
-			e["vs_q1"] = ratio(median(pmd[1].cpu), median(pmd[0].cpu))
-			e["wall_vs_q1"] = ratio(median(pmd[1].wall), median(pmd[0].wall))
+			vsQ1(e, &pmd, nil)
 		}
 		name := fmt.Sprintf("scale-testpmd-null-q%d", nq)
 		emitNIC(emit, name, &pmd[qi], nil, "", true, e)
@@ -177,14 +162,43 @@ func scaleRun(o *Options, emit func(report.Bench)) error {
 		}{{"off", &off}, {"lda", &lda}} {
 			e := extra(nq)
 			if nq == 2 {
-				e["vs_q1"] = ratio(median(c.s[1].cpu), median(c.s[0].cpu))
-				e["wall_vs_q1"] = ratio(median(c.s[1].wall), median(c.s[0].wall))
-				e["testpmd_vs_q1"] = ratio(median(pmd[1].cpu), median(pmd[0].cpu))
+				vsQ1(e, c.s, &pmd)
 			}
 			emitNIC(emit, fmt.Sprintf("scale-dpdk-null-%s-q%d", c.tag, nq), &c.s[qi], &pmd[qi], name, true, e)
 		}
 	}
 	return nil
+}
+
+// addTestpmd runs testpmd macswap on vdevs with nq queues (one: main
+// lcore on cores[0], forwarding on cores[1]; two: forwarding lcores on
+// both) for d and adds its rates: wall Mpps, and frames per forwarding
+// CPU second times the forwarding lcores (what dedicated cores give).
+func (s *nicSamples) addTestpmd(vdevs []string, nq int, cores []int, d time.Duration) error {
+	cfg := bench.TestpmdConfig{Vdevs: vdevs, ForwardMode: "macswap", Duration: d, MainCore: cores[0], FwdCore: cores[1]}
+	if nq == 2 {
+		cfg.Queues, cfg.FwdCores = 2, cores
+	}
+	res, err := bench.RunTestpmd(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	cpuM := 0.0
+	if res.CPUNsPerPkt > 0 {
+		cpuM = 1e3 / res.CPUNsPerPkt * float64(nq) // CPUNsPerPkt sums the forwarding lcores
+	}
+	s.add(res.Mpps, cpuM)
+	return nil
+}
+
+// vsQ1 puts in e what a two-queue record gains over one queue: s's own
+// factors (thread CPU and wall clock) and, with pmd, testpmd's.
+func vsQ1(e map[string]any, s, pmd *[2]nicSamples) {
+	e["vs_q1"] = ratio(median(s[1].cpu), median(s[0].cpu))
+	e["wall_vs_q1"] = ratio(median(s[1].wall), median(s[0].wall))
+	if pmd != nil {
+		e["testpmd_vs_q1"] = ratio(median(pmd[1].cpu), median(pmd[0].cpu))
+	}
 }
 
 func ratio(a, b float64) float64 {

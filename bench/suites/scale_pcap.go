@@ -21,14 +21,12 @@ package suites
 // and testpmd_vs_q1, testpmd's own.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
-	"github.com/ldafwd/ldafwd/bench"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -102,20 +100,9 @@ func benchScaleDPDKPcap(o *Options, emit func(report.Bench)) error {
 	ours := make([][2]nicSamples, len(scalePcapCases))
 	for r := 0; r < o.Rounds; r++ {
 		for qi, nq := range []int{1, 2} {
-			cfg := bench.TestpmdConfig{Vdevs: []string{vdevA(nq), vdevB}, ForwardMode: "macswap", Duration: per,
-				MainCore: cores[0], FwdCore: cores[1]}
-			if nq == 2 {
-				cfg.Queues, cfg.FwdCores = 2, cores
-			}
-			res, err := bench.RunTestpmd(context.Background(), cfg)
-			if err != nil {
+			if err := pmd[qi].addTestpmd([]string{vdevA(nq), vdevB}, nq, cores, per); err != nil {
 				return fmt.Errorf("scale-testpmd-pcap-q%d: %w", nq, err)
 			}
-			cpuM := 0.0
-			if res.CPUNsPerPkt > 0 {
-				cpuM = 1e3 / res.CPUNsPerPkt * float64(nq) // per forwarding-CPU second, times the lcores
-			}
-			pmd[qi].add(res.Mpps, cpuM)
 			for ci, c := range scalePcapCases {
 				args := append([]string{"run", "--port-a", "dpdk:" + vdevA(nq), "--port-b", "dpdk:" + vdevB}, c.args...)
 				if nq == 2 {
@@ -147,8 +134,7 @@ func benchScaleDPDKPcap(o *Options, emit func(report.Bench)) error {
 	for qi, nq := range []int{1, 2} {
 		e := extra(nq)
 		if nq == 2 {
-			e["vs_q1"] = ratio(median(pmd[1].cpu), median(pmd[0].cpu))
-			e["wall_vs_q1"] = ratio(median(pmd[1].wall), median(pmd[0].wall))
+			vsQ1(e, &pmd, nil)
 		}
 		base := fmt.Sprintf("scale-testpmd-pcap-q%d", nq)
 		emitNIC(emit, base, &pmd[qi], nil, "", true, e)
@@ -156,9 +142,7 @@ func benchScaleDPDKPcap(o *Options, emit func(report.Bench)) error {
 			e := extra(nq)
 			e["args"] = strings.Join(c.args, " ")
 			if nq == 2 {
-				e["vs_q1"] = ratio(median(ours[ci][1].cpu), median(ours[ci][0].cpu))
-				e["wall_vs_q1"] = ratio(median(ours[ci][1].wall), median(ours[ci][0].wall))
-				e["testpmd_vs_q1"] = ratio(median(pmd[1].cpu), median(pmd[0].cpu))
+				vsQ1(e, &ours[ci], &pmd)
 			}
 			emitNIC(emit, fmt.Sprintf("scale-dpdk-pcap-%s-q%d", c.tag, nq), &ours[ci][qi], &pmd[qi], base, true, e)
 		}
