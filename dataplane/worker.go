@@ -20,8 +20,7 @@ type WorkerConfig struct {
 	Lanes []*Lane
 	// IdleSleep, when > 0, makes an idle worker wait up to this long
 	// after a run of empty polls, so that a demo on a laptop does not burn
-	// a core per worker. 0 (the appliance on dedicated cores) spins,
-	// yielding the processor now and then. When every lane's rx port can
+	// a core per worker. 0 (the appliance on dedicated cores) spins. When every lane's rx port can
 	// be waited on (RxWaiter: AF_XDP sockets) the worker waits in ppoll(2)
 	// and wakes as soon as a frame arrives; otherwise it sleeps with
 	// nanosleep(2), which on Linux lasts the asked time plus the timer
@@ -64,6 +63,8 @@ type Worker struct {
 	mu    sync.Mutex // Start and Close
 	state workerState
 	err   error // the loop's (or setup's) error, once closed
+
+	reserved bool // setup reserved the worker's core (cores.go); the loop's goroutine only
 }
 
 type workerState uint8
@@ -157,6 +158,9 @@ func (w *Worker) IntervalEnded() bool { return w.ended.Load() }
 
 func (w *Worker) run() error {
 	err := w.setup()
+	if w.reserved {
+		defer releaseCore(w.cfg.Core)
+	}
 	w.ready <- err
 	if err != nil {
 		return err
@@ -171,11 +175,12 @@ func (w *Worker) run() error {
 			emptyRun = 0
 		} else {
 			emptyRun++
-			switch {
-			case w.cfg.IdleSleep > 0 && emptyRun >= wait.after:
+			// A spinning worker never yields: reserveCore left a P for
+			// the rest of the program, and yielding a locked thread's P
+			// costs two thread hand-offs and lets another thread onto
+			// the core.
+			if w.cfg.IdleSleep > 0 && emptyRun >= wait.after {
 				wait.wait()
-			case emptyRun&63 == 0:
-				runtime.Gosched()
 			}
 		}
 	}
@@ -282,12 +287,17 @@ func (w *idleWait) wait() {
 func (w *Worker) setup() error {
 	if w.cfg.Core >= 0 {
 		runtime.LockOSThread()
-		var set unix.CPUSet
+		var before, set unix.CPUSet
+		_ = unix.SchedGetaffinity(0, &before)
 		set.Set(w.cfg.Core)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
 		}
+		reserveCore(w.cfg.Core, before)
+	} else {
+		reserveCore(-1, unix.CPUSet{})
 	}
+	w.reserved = true
 	if w.cfg.IdleSleep > 0 {
 		// An idle worker's wait is the poll gap its receive stamps carry
 		// as uncertainty: the kernel's default 50 µs timer slack nearly

@@ -3,7 +3,9 @@ package dataplane_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,5 +176,94 @@ func TestWorkerCloseAnyOrder(t *testing.T) {
 	}
 	if err := w.Start(); !errors.Is(err, dataplane.ErrWorkerClosed) {
 		t.Fatalf("Start after Close: %v, want ErrWorkerClosed", err)
+	}
+}
+
+// TestWorkerOwnsItsCore: while a worker is pinned to a core, no other
+// thread of the process runs there — those that existed, and those the
+// runtime creates afterwards — and GOMAXPROCS leaves a P beside it; once
+// the worker stops, the core is everyone's again.
+func TestWorkerOwnsItsCore(t *testing.T) {
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if orig.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	core := -1
+	for c := 0; c < 1024; c++ {
+		if orig.IsSet(c) {
+			core = c
+		}
+	}
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.A().Close()
+	defer link.B().Close()
+	l, err := dataplane.NewLane(dataplane.LaneConfig{Rx: link.A(), Tx: link.B(), Role: dataplane.RoleForward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dataplane.NewWorker(dataplane.WorkerConfig{Core: core, Lanes: []*dataplane.Lane{l}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// onCore: the process's threads allowed on core, and those pinned to
+	// it alone.
+	onCore := func() (shared, pinned int) {
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			var s unix.CPUSet
+			if unix.SchedGetaffinity(tid, &s) != nil || !s.IsSet(core) {
+				continue
+			}
+			if s.Count() == 1 {
+				pinned++
+			} else {
+				shared++
+			}
+		}
+		return
+	}
+	if shared, pinned := onCore(); shared != 0 || pinned != 1 {
+		t.Errorf("worker running: %d other threads may run on core %d, %d pinned there (want 0 and the worker)", shared, core, pinned)
+	}
+	if p := runtime.GOMAXPROCS(0); p < 2 {
+		t.Errorf("GOMAXPROCS %d beside a spinning worker", p)
+	}
+	// New threads: goroutines locked to threads at once force the runtime
+	// to create some.
+	const n = 6
+	sets := make(chan unix.CPUSet, n)
+	var hold sync.WaitGroup
+	hold.Add(1)
+	for i := 0; i < n; i++ {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var s unix.CPUSet
+			_ = unix.SchedGetaffinity(0, &s)
+			sets <- s
+			hold.Wait()
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if s := <-sets; s.IsSet(core) {
+			t.Errorf("a thread running beside the worker may use its core %d", core)
+		}
+	}
+	hold.Done()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if shared, _ := onCore(); shared == 0 {
+		t.Errorf("worker stopped: no thread may use core %d any more", core)
 	}
 }

@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// A pinned worker owns its core: no other thread of the process may run
+// there. Go's own threads (sysmon, the Ms that run the control and report
+// goroutines, the garbage collector's) are otherwise free to land on a
+// worker's core, and the kernel lets a freshly woken thread preempt the
+// spinning worker. On a 2-core machine, `ldafwd run --cores 1` on AF_XDP
+// measured about 24 000 such preemptions a second, each a gap in
+// forwarding and a scheduler delay in the stamps taken after it. DPDK's
+// EAL keeps its own threads off the lcores the same way.
+//
+// reserved counts the workers pinned to each core. While any core is
+// reserved, every thread of the process whose CPU set is wider than one
+// CPU runs on the process's original set minus the reserved cores (when
+// that leaves any CPU). Threads created later inherit their creator's set:
+// Go creates new threads from an unpinned thread, or, when the creator is
+// locked to its thread (a worker, a cgo call), from its template thread,
+// which was restricted like the rest. Threads pinned to one CPU (workers,
+// a generator, DPDK's lcores) are left alone, and so they are again when
+// the cores are released: only the threads restricted here, and those
+// born since with the set they inherited, get the original set back.
+var reserved struct {
+	mu      sync.Mutex
+	count   map[int]int  // pinned workers per core
+	orig    unix.CPUSet  // the process's CPU set when the first core was reserved
+	applied unix.CPUSet  // the set the last applyReserved gave
+	seen    map[int]bool // the threads that existed at the last applyReserved
+	changed map[int]bool // the threads applyReserved has set
+	running int          // started workers, pinned or not
+}
+
+// reserveCore is called by a worker on its own thread once it is pinned
+// to core (< 0: not pinned); before is the thread's CPU set before it was
+// pinned. It also makes sure GOMAXPROCS leaves a P for
+// the rest of the program beside every spinning worker, so that no worker
+// has to yield its P for the control goroutine to run.
+func reserveCore(core int, before unix.CPUSet) {
+	reserved.mu.Lock()
+	defer reserved.mu.Unlock()
+	reserved.running++
+	if want := reserved.running + 1; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	if core >= 0 {
+		reserveLocked(core, before)
+	}
+}
+
+// ReserveCore keeps this process's threads off core until release is
+// called, as a pinned worker does: for a process that hands the core to
+// another one (a benchmark running a forwarder as a child), whose own
+// threads would otherwise preempt it.
+func ReserveCore(core int) (release func(), err error) {
+	if err := CheckCore(core); err != nil {
+		return nil, err
+	}
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		return nil, err
+	}
+	reserved.mu.Lock()
+	reserveLocked(core, before)
+	reserved.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			reserved.mu.Lock()
+			releaseLocked(core)
+			reserved.mu.Unlock()
+		})
+	}, nil
+}
+
+func reserveLocked(core int, before unix.CPUSet) {
+	if len(reserved.count) == 0 {
+		// Nothing is reserved, so no thread has been restricted yet: the
+		// worker's set before pinning is the process's.
+		reserved.orig, reserved.applied = before, before
+		reserved.count, reserved.seen, reserved.changed = map[int]int{}, map[int]bool{}, map[int]bool{}
+	}
+	reserved.count[core]++
+	applyReserved()
+}
+
+// releaseCore undoes reserveCore(core) when the worker stops; the other
+// threads get the core back when no worker is pinned there any more.
+func releaseCore(core int) {
+	reserved.mu.Lock()
+	defer reserved.mu.Unlock()
+	reserved.running--
+	if core >= 0 {
+		releaseLocked(core)
+	}
+}
+
+func releaseLocked(core int) {
+	if reserved.count[core] == 0 {
+		return
+	}
+	if reserved.count[core]--; reserved.count[core] == 0 {
+		delete(reserved.count, core)
+	}
+	applyReserved()
+	if len(reserved.count) == 0 {
+		reserved.count, reserved.seen, reserved.changed = nil, nil, nil
+	}
+}
+
+// applyReserved sets every wide thread's CPU set to the original set minus
+// the reserved cores, or back to the original set when nothing is
+// reserved or nothing would be left. Best effort: a thread that exits
+// meanwhile, or a set the kernel refuses, only leaves that thread as it
+// was. reserved.mu is held.
+func applyReserved() {
+	want := reserved.orig
+	for c := range reserved.count {
+		want.Clear(c)
+	}
+	if want.Count() == 0 {
+		want = reserved.orig
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	seen := make(map[int]bool, len(tasks))
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		seen[tid] = true
+		var cur unix.CPUSet
+		if unix.SchedGetaffinity(tid, &cur) != nil {
+			continue
+		}
+		ours := reserved.changed[tid] || (!reserved.seen[tid] && cur == reserved.applied)
+		if !ours && cur.Count() <= 1 {
+			continue // pinned by its owner
+		}
+		if cur == want || unix.SchedSetaffinity(tid, &want) == nil {
+			reserved.changed[tid] = true
+		}
+	}
+	reserved.seen, reserved.applied = seen, want
+}
+
+// Unreserved runs f on a thread allowed on every CPU of the process's
+// original set, for starting a child process that is to run on a reserved
+// core: a child inherits the CPU set of the thread that forks it.
+func Unreserved(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	reserved.mu.Lock()
+	orig, active := reserved.orig, reserved.count != nil
+	reserved.mu.Unlock()
+	var cur unix.CPUSet
+	if !active || unix.SchedGetaffinity(0, &cur) != nil || cur == orig {
+		return f()
+	}
+	if err := unix.SchedSetaffinity(0, &orig); err != nil {
+		return f()
+	}
+	defer func() { _ = unix.SchedSetaffinity(0, &cur) }()
+	return f()
+}
