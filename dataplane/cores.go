@@ -154,6 +154,22 @@ func applyReserved() {
 	reserved.seen, reserved.applied = seen, want
 }
 
+// unreservedSet is cur, a thread's CPU set, with the cores reserved from
+// it given back: what the process may use.
+func unreservedSet(cur unix.CPUSet) unix.CPUSet {
+	reserved.mu.Lock()
+	defer reserved.mu.Unlock()
+	if reserved.count == nil {
+		return cur
+	}
+	for c := range reserved.count {
+		if reserved.orig.IsSet(c) {
+			cur.Set(c)
+		}
+	}
+	return cur
+}
+
 // Unreserved runs f on a thread allowed on every CPU of the process's
 // original set, for starting a child process that is to run on a reserved
 // core: a child inherits the CPU set of the thread that forks it.

@@ -99,6 +99,7 @@ func CheckCore(core int) error {
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return fmt.Errorf("reading the allowed CPUs: %w", err)
 	}
+	set = unreservedSet(set)
 	if core < 0 || core >= 8*int(unsafe.Sizeof(set)) || !set.IsSet(core) {
 		var allowed []int
 		for c := 0; c < 8*int(unsafe.Sizeof(set)); c++ {

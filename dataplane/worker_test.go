@@ -235,6 +235,9 @@ func TestWorkerOwnsItsCore(t *testing.T) {
 	if shared, pinned := onCore(); shared != 0 || pinned != 1 {
 		t.Errorf("worker running: %d other threads may run on core %d, %d pinned there (want 0 and the worker)", shared, core, pinned)
 	}
+	if err := dataplane.CheckCore(core); err != nil {
+		t.Errorf("a reserved core is still the process's to use: %v", err)
+	}
 	if p := runtime.GOMAXPROCS(0); p < 2 {
 		t.Errorf("GOMAXPROCS %d beside a spinning worker", p)
 	}
