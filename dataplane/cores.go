@@ -143,6 +143,16 @@ func applyReserved() {
 		if unix.SchedGetaffinity(tid, &cur) != nil {
 			continue
 		}
+		rest := cur
+		for c := range reserved.count {
+			rest.Clear(c)
+		}
+		if rest.Count() == 0 {
+			// A worker pinned to a reserved core, perhaps on a thread
+			// restricted here before it was pinned.
+			delete(reserved.changed, tid)
+			continue
+		}
 		ours := reserved.changed[tid] || (!reserved.seen[tid] && cur == reserved.applied)
 		if !ours && cur.Count() <= 1 {
 			continue // pinned by its owner
