@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ldafwd/ldafwd/dataplane"
 )
 
 // ErrNoTestpmd is returned by RunTestpmd when dpdk-testpmd is not installed.
@@ -126,7 +128,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := dataplane.Unreserved(cmd.Start); err != nil {
 		return TestpmdResult{}, fmt.Errorf("bench: start testpmd: %w", err)
 	}
 	started := make(chan time.Time, 1)

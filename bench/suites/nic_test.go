@@ -54,7 +54,7 @@ func TestDPDKNotBuilt(t *testing.T) {
 // every suite is there once.
 func TestAllSorted(t *testing.T) {
 	all := All()
-	want := []string{"forward-afxdp", "forward-dpdk-null", "forward-dpdk-pcap", "forward-ring", "perpacket", "scale-afxdp", "scale-dpdk-null", "scale-dpdk-pcap"}
+	want := []string{"forward-afxdp", "forward-afxdp-run", "forward-dpdk-null", "forward-dpdk-pcap", "forward-ring", "perpacket", "scale-afxdp", "scale-dpdk-null", "scale-dpdk-pcap"}
 	if len(all) != len(want) {
 		t.Fatalf("%d suites, want %v", len(all), want)
 	}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/bench"
+	"github.com/ldafwd/ldafwd/dataplane"
 	"github.com/ldafwd/ldafwd/dpdk"
 	"github.com/ldafwd/ldafwd/report"
 )
@@ -104,10 +105,11 @@ func benchForwardDPDKPcap(o *Options, emit func(report.Bench)) error {
 	if !dpdk.Built {
 		return fmt.Errorf("this ldafwd was built without DPDK (make build adds -tags dpdk when libdpdk-dev is installed): %w", dpdk.ErrNotBuilt)
 	}
-	mainCore, fwd, err := nicCores()
+	mainCore, fwd, release, err := nicCores()
 	if err != nil {
 		return err
 	}
+	defer release()
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -217,6 +219,7 @@ type childRun struct {
 	fastBursts uint64           // sender_fast_bursts + receiver_fast_bursts of the final log record
 	recorded   uint64           // sent_recorded + received_recorded of the same record
 	finalTx    uint64           // transmitted on both ports over the whole run (final port records)
+	probed     uint64           // the probe's growth over the span (runChildProbe)
 }
 
 func (r childRun) wallMpps() float64 { return float64(r.frames) / r.wall.Seconds() / 1e6 }
@@ -234,12 +237,20 @@ type portSample struct {
 	elapsed time.Duration
 	tx      uint64
 	cpu     map[string]time.Duration // by thread id
+	probe   uint64
 }
 
 // runChild runs `exe args` (an `ldafwd run`) for pcapWarmup + d with
 // port records every 100 ms and measures the span between the first
 // record after the warm-up and the last one before the end.
 func runChild(exe string, args []string, d time.Duration) (childRun, error) {
+	return runChildProbe(exe, args, d, nil)
+}
+
+// runChildProbe is runChild that also reads probe (a counter of the
+// parent's, such as a generator's frames sent) with every sample, so that
+// its rate is taken over the same span as the child's.
+func runChildProbe(exe string, args []string, d time.Duration, probe func() uint64) (childRun, error) {
 	var r childRun
 	const tick = 100 * time.Millisecond
 	args = append(args, "--duration", (pcapWarmup + d + tick).String(),
@@ -251,7 +262,7 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := dataplane.Unreserved(cmd.Start); err != nil {
 		return r, err
 	}
 	pid := cmd.Process.Pid
@@ -275,6 +286,9 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 		pending.tx += p.TxPackets
 		if p.Port == "b" {
 			pending.cpu = threadCPUs(pid)
+			if probe != nil {
+				pending.probe = probe()
+			}
 			if el >= pcapWarmup {
 				samples = append(samples, *pending)
 			}
@@ -289,7 +303,7 @@ func runChild(exe string, args []string, d time.Duration) (childRun, error) {
 		return r, fmt.Errorf("%d port records after the warm-up: %s", len(samples), tail(stderr.String(), 800))
 	}
 	first, last := samples[0], samples[len(samples)-1]
-	r.frames, r.wall = last.tx-first.tx, last.elapsed-first.elapsed
+	r.frames, r.wall, r.probed = last.tx-first.tx, last.elapsed-first.elapsed, last.probe-first.probe
 	for tid, c := range last.cpu {
 		dc := c - first.cpu[tid]
 		r.procCPU += dc
