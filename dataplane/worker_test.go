@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
 
 // TestNewWorkers: --cores none, one or two place the two lanes on one
@@ -191,19 +191,7 @@ func TestWorkerOwnsItsCore(t *testing.T) {
 }
 
 func ownsItsCore(t *testing.T, reserveFirst bool) {
-	var orig unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &orig); err != nil {
-		t.Fatal(err)
-	}
-	if orig.Count() < 2 {
-		t.Skip("needs two CPUs")
-	}
-	core := -1
-	for c := 0; c < 1024; c++ {
-		if orig.IsSet(c) {
-			core = c
-		}
-	}
+	core := nettest.LastCPU(t)
 	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -234,22 +222,10 @@ func ownsItsCore(t *testing.T, reserveFirst bool) {
 	if err := unix.SchedGetaffinity(int(wtid.Load()), &ws); err != nil || ws.Count() != 1 || !ws.IsSet(core) {
 		t.Errorf("the worker's thread may run on %d CPUs (%v), want its core %d alone", ws.Count(), err, core)
 	}
-	// onCore: the process's threads allowed on core, and those pinned to
-	// it alone.
+	// onCore: the process's threads allowed on core beside others, and
+	// those pinned to it alone.
 	onCore := func() (shared, pinned int) {
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, task := range tasks {
-			tid, _ := strconv.Atoi(task.Name())
-			var s unix.CPUSet
-			if unix.SchedGetaffinity(tid, &s) != nil || !s.IsSet(core) {
-				continue
-			}
-			if s.Count() == 1 {
-				pinned++
-			} else {
-				shared++
-			}
-		}
+		pinned, shared = nettest.ThreadsOn(os.Getpid(), core)
 		return
 	}
 	// Pinned threads may be more than the worker: a worker that ran on

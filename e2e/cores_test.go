@@ -3,12 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
 
 // TestRunOwnsItsCore: `ldafwd run --cores C` keeps every thread of the
@@ -16,19 +15,7 @@ import (
 // and those the Go runtime starts later alike (read from the kernel with
 // sched_getaffinity on each of the running binary's threads).
 func TestRunOwnsItsCore(t *testing.T) {
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		t.Fatal(err)
-	}
-	if all.Count() < 2 {
-		t.Skip("needs two CPUs")
-	}
-	core := -1
-	for c := 0; c < 1024; c++ {
-		if all.IsSet(c) {
-			core = c
-		}
-	}
+	core := nettest.LastCPU(t)
 	bin := ldafwdBinary(t, false)
 	id := fmt.Sprint(os.Getpid())
 	p := startLdafwd(t, "cores", bin, "--forward-only", "--port-a", "ring:CA"+id+".a", "--port-b", "ring:CB"+id+".b",
@@ -37,25 +24,7 @@ func TestRunOwnsItsCore(t *testing.T) {
 	pid := p.cmd.Process.Pid
 	// threads: the process's threads pinned to core alone, and those
 	// that may run there beside it.
-	threads := func() (pinned, shared int) {
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(filepath.Base(task))
-			if err != nil {
-				continue
-			}
-			var s unix.CPUSet
-			if unix.SchedGetaffinity(tid, &s) != nil || !s.IsSet(core) {
-				continue
-			}
-			if s.Count() == 1 {
-				pinned++
-			} else {
-				shared++
-			}
-		}
-		return
-	}
+	threads := func() (pinned, shared int) { return nettest.ThreadsOn(pid, core) }
 	deadline := time.Now().Add(4 * time.Second)
 	for {
 		pinned, shared := threads()

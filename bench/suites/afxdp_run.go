@@ -24,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ldafwd/ldafwd/bench"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -47,37 +46,22 @@ func benchForwardAFXDPRun(o *Options, emit func(report.Bench)) error {
 	if err != nil {
 		return err
 	}
-	v, err := newVethBench(1)
+	v, g, stop, err := vethGen(mainCore)
 	if err != nil {
 		return err
 	}
-	defer v.Delete()
-	g, err := startGen(v, mainCore, 1)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = g.Stop() }()
+	defer stop()
 	per := nicRunTime(o)
 	var pmd nicSamples
 	var offPMD []float64
 	ours := make([]nicSamples, len(afxdpRunCases))
 	offered := make([][]float64, len(afxdpRunCases))
 	for r := 0; r < o.Rounds; r++ {
-		s0, t0 := g.sent.Load(), time.Now()
-		res, err := runTestpmdBusy(bench.TestpmdConfig{
-			Vdevs: []string{
-				"net_af_xdp0,iface=" + v.A + ",start_queue=0,queue_count=1",
-				"net_af_xdp1,iface=" + v.B + ",start_queue=0,queue_count=1"},
-			MainCore: mainCore, FwdCore: fwd, ForwardMode: "io", Duration: per})
+		off, err := testpmdAFXDP(v, g, mainCore, fwd, per, &pmd)
 		if err != nil {
 			return fmt.Errorf("testpmd-io-afxdp-run: %w", err)
 		}
-		offPMD = append(offPMD, float64(g.sent.Load()-s0)/time.Since(t0).Seconds()/1e6)
-		cpuM := 0.0
-		if res.CPUNsPerPkt > 0 {
-			cpuM = 1e3 / res.CPUNsPerPkt
-		}
-		pmd.add(res.Mpps, cpuM)
+		offPMD = append(offPMD, off)
 		v.detachXDP()
 		for i, c := range afxdpRunCases {
 			args := append([]string{"run", "--port-a", "afxdp:" + v.A, "--port-b", "afxdp:" + v.B,

@@ -415,6 +415,20 @@ func startGen(v *vethBench, cpu, nq int) (*afxdpGen, error) {
 	return g, nil
 }
 
+// vethGen is the wiring and traffic the AF_XDP forwarding suites share:
+// a veth pair each way (newVethBench) and the generator on cpu. stop ends
+// the generator, then removes the wiring.
+func vethGen(cpu int) (v *vethBench, g *afxdpGen, stop func(), err error) {
+	if v, err = newVethBench(1); err != nil {
+		return nil, nil, nil, err
+	}
+	if g, err = startGen(v, cpu, 1); err != nil {
+		v.Delete()
+		return nil, nil, nil, err
+	}
+	return v, g, func() { _ = g.Stop(); v.Delete() }, nil
+}
+
 func (g *afxdpGen) Stop() error { g.stop.Store(true); return <-g.done }
 
 // benchForwardAFXDP is the AF_XDP forwarding cost: our native AF_XDP ports
@@ -433,37 +447,22 @@ func benchForwardAFXDP(o *Options, emit func(report.Bench)) error {
 		return err
 	}
 	defer release()
-	v, err := newVethBench(1)
+	v, g, stop, err := vethGen(mainCore)
 	if err != nil {
 		return err
 	}
-	defer v.Delete()
-	g, err := startGen(v, mainCore, 1)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = g.Stop() }()
+	defer stop()
 	per := nicRunTime(o)
 	var ours, off, pmd nicSamples
 	var offOurs, offOff, offPMD, dropped, droppedOff []float64
 	leftXDP := false
 	for r := 0; r < o.Rounds; r++ {
 		// testpmd first: net_af_xdp attaches its own XDP program to A and B.
-		s0, t0 := g.sent.Load(), time.Now()
-		res, err := runTestpmdBusy(bench.TestpmdConfig{
-			Vdevs: []string{
-				"net_af_xdp0,iface=" + v.A + ",start_queue=0,queue_count=1",
-				"net_af_xdp1,iface=" + v.B + ",start_queue=0,queue_count=1"},
-			MainCore: mainCore, FwdCore: fwd, ForwardMode: "io", Duration: per})
+		offered, err := testpmdAFXDP(v, g, mainCore, fwd, per, &pmd)
 		if err != nil {
 			return fmt.Errorf("testpmd-io-afxdp: %w", err)
 		}
-		offPMD = append(offPMD, float64(g.sent.Load()-s0)/time.Since(t0).Seconds()/1e6)
-		cpuM := 0.0
-		if res.CPUNsPerPkt > 0 {
-			cpuM = 1e3 / res.CPUNsPerPkt
-		}
-		pmd.add(res.Mpps, cpuM)
+		offPMD = append(offPMD, offered)
 		if v.detachXDP() {
 			leftXDP = true
 		}
@@ -514,6 +513,29 @@ func runTestpmdBusy(cfg bench.TestpmdConfig) (bench.TestpmdResult, error) {
 		res, err = bench.RunTestpmd(context.Background(), cfg)
 	}
 	return res, err
+}
+
+// testpmdAFXDP runs dpdk-testpmd --forward-mode=io on net_af_xdp over
+// v's A and B for per, its forwarding lcore on fwd, adds its rates to pmd
+// and returns the generator's rate over the run (testpmd attaches its own
+// XDP program to A and B).
+func testpmdAFXDP(v *vethBench, g *afxdpGen, mainCore, fwd int, per time.Duration, pmd *nicSamples) (offered float64, err error) {
+	s0, t0 := g.sent.Load(), time.Now()
+	res, err := runTestpmdBusy(bench.TestpmdConfig{
+		Vdevs: []string{
+			"net_af_xdp0,iface=" + v.A + ",start_queue=0,queue_count=1",
+			"net_af_xdp1,iface=" + v.B + ",start_queue=0,queue_count=1"},
+		MainCore: mainCore, FwdCore: fwd, ForwardMode: "io", Duration: per})
+	if err != nil {
+		return 0, err
+	}
+	offered = float64(g.sent.Load()-s0) / time.Since(t0).Seconds() / 1e6
+	cpuM := 0.0
+	if res.CPUNsPerPkt > 0 {
+		cpuM = 1e3 / res.CPUNsPerPkt
+	}
+	pmd.add(res.Mpps, cpuM)
+	return offered, nil
 }
 
 // forwardAFXDPOnce runs our lanes (A → B and B → A, recording the LDA
