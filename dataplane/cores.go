@@ -24,35 +24,54 @@ import (
 // that leaves any CPU). Threads created later inherit their creator's set:
 // Go creates new threads from an unpinned thread, or, when the creator is
 // locked to its thread (a worker, a cgo call), from its template thread,
-// which was restricted like the rest. Threads pinned to one CPU (workers,
-// a generator, DPDK's lcores) are left alone, and so they are again when
-// the cores are released: only the threads restricted here, and those
-// born since with the set they inherited, get the original set back.
+// which was restricted like the rest. The workers' own threads are known
+// by id and left alone, as are threads another owner pinned to one CPU (a
+// generator, DPDK's lcores); when the cores are released, only the threads
+// restricted here, and those born since with the set they inherited, get
+// the original set back. A CPU set alone cannot tell them apart: with
+// every core reserved, a thread restricted before the last one was
+// reserved runs on one CPU, as a worker does.
 var reserved struct {
 	mu      sync.Mutex
-	count   map[int]int  // pinned workers per core
-	orig    unix.CPUSet  // the process's CPU set when the first core was reserved
-	applied unix.CPUSet  // the set the last applyReserved gave
-	seen    map[int]bool // the threads that existed at the last applyReserved
-	changed map[int]bool // the threads applyReserved has set
-	running int          // started workers, pinned or not
+	count   map[int]int         // pinned workers (and ReserveCore calls) per core
+	workers map[int]bool        // the pinned workers' thread ids
+	orig    unix.CPUSet         // the process's CPU set when the first core was reserved
+	applied unix.CPUSet         // the set the last applyReserved gave
+	seen    map[int]bool        // the threads that existed at the last applyReserved
+	changed map[int]unix.CPUSet // the threads applyReserved has set, and to what
+	running int                 // started workers, pinned or not
 }
 
-// reserveCore is called by a worker on its own thread once it is pinned
-// to core (< 0: not pinned); before is the thread's CPU set before it was
-// pinned. It also makes sure GOMAXPROCS leaves a P for
-// the rest of the program beside every spinning worker, so that no worker
-// has to yield its P for the control goroutine to run.
-func reserveCore(core int, before unix.CPUSet) {
+// pinWorker pins the calling thread, a worker's (locked to its
+// goroutine), to core and reserves the core for it; core < 0: an unpinned
+// worker, nothing pinned. Either way it makes sure GOMAXPROCS leaves a P
+// for the rest of the program beside every spinning worker, so that no
+// worker has to yield its P for the control goroutine to run. The thread
+// is pinned under the reservation's lock, so that no other reservation
+// takes it for a thread of its own in between.
+func pinWorker(core int) error {
 	reserved.mu.Lock()
 	defer reserved.mu.Unlock()
+	if core >= 0 {
+		var before, set unix.CPUSet
+		_ = unix.SchedGetaffinity(0, &before)
+		set.Set(core)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return err
+		}
+		if reserved.workers == nil {
+			reserved.workers = map[int]bool{}
+		}
+		reserved.workers[unix.Gettid()] = true
+		// Nothing reserved yet: no thread has been restricted, so the
+		// set before pinning is the process's.
+		reserveLocked(core, before)
+	}
 	reserved.running++
 	if want := reserved.running + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
-	if core >= 0 {
-		reserveLocked(core, before)
-	}
+	return nil
 }
 
 // ReserveCore keeps this process's threads off core until release is
@@ -82,22 +101,22 @@ func ReserveCore(core int) (release func(), err error) {
 
 func reserveLocked(core int, before unix.CPUSet) {
 	if len(reserved.count) == 0 {
-		// Nothing is reserved, so no thread has been restricted yet: the
-		// worker's set before pinning is the process's.
 		reserved.orig, reserved.applied = before, before
-		reserved.count, reserved.seen, reserved.changed = map[int]int{}, map[int]bool{}, map[int]bool{}
+		reserved.count, reserved.seen, reserved.changed = map[int]int{}, map[int]bool{}, map[int]unix.CPUSet{}
 	}
 	reserved.count[core]++
 	applyReserved()
 }
 
-// releaseCore undoes reserveCore(core) when the worker stops; the other
-// threads get the core back when no worker is pinned there any more.
+// releaseCore undoes pinWorker(core) on the worker's thread when it
+// stops; the other threads get the core back when no worker is pinned
+// there any more.
 func releaseCore(core int) {
 	reserved.mu.Lock()
 	defer reserved.mu.Unlock()
 	reserved.running--
 	if core >= 0 {
+		delete(reserved.workers, unix.Gettid())
 		releaseLocked(core)
 	}
 }
@@ -143,22 +162,24 @@ func applyReserved() {
 		if unix.SchedGetaffinity(tid, &cur) != nil {
 			continue
 		}
-		rest := cur
-		for c := range reserved.count {
-			rest.Clear(c)
-		}
-		if rest.Count() == 0 {
-			// A worker pinned to a reserved core, perhaps on a thread
-			// restricted here before it was pinned.
+		if reserved.workers[tid] {
 			delete(reserved.changed, tid)
 			continue
 		}
-		ours := reserved.changed[tid] || (!reserved.seen[tid] && cur == reserved.applied)
+		// Ours: set here and not changed since by its owner, or born
+		// since the last pass with the set its creator had from here.
+		set, ours := reserved.changed[tid]
+		if ours && cur != set {
+			ours = false
+			delete(reserved.changed, tid)
+		} else if !ours {
+			ours = !reserved.seen[tid] && cur == reserved.applied
+		}
 		if !ours && cur.Count() <= 1 {
 			continue // pinned by its owner
 		}
 		if cur == want || unix.SchedSetaffinity(tid, &want) == nil {
-			reserved.changed[tid] = true
+			reserved.changed[tid] = want
 		}
 	}
 	reserved.seen, reserved.applied = seen, want

@@ -176,7 +176,7 @@ func (w *Worker) run() error {
 			emptyRun = 0
 		} else {
 			emptyRun++
-			// A spinning worker never yields: reserveCore left a P for
+			// A spinning worker never yields: pinWorker left a P for
 			// the rest of the program, and yielding a locked thread's P
 			// costs two thread hand-offs and lets another thread onto
 			// the core.
@@ -288,15 +288,9 @@ func (w *idleWait) wait() {
 func (w *Worker) setup() error {
 	if w.cfg.Core >= 0 {
 		runtime.LockOSThread()
-		var before, set unix.CPUSet
-		_ = unix.SchedGetaffinity(0, &before)
-		set.Set(w.cfg.Core)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
-		}
-		reserveCore(w.cfg.Core, before)
-	} else {
-		reserveCore(-1, unix.CPUSet{})
+	}
+	if err := pinWorker(w.cfg.Core); err != nil {
+		return fmt.Errorf("dataplane: worker %d: pin to core %d: %w", w.cfg.ID, w.cfg.Core, err)
 	}
 	w.reserved = true
 	if w.cfg.IdleSleep > 0 {

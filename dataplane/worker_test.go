@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -188,6 +189,68 @@ func TestWorkerCloseAnyOrder(t *testing.T) {
 func TestWorkerOwnsItsCore(t *testing.T) {
 	t.Run("worker", func(t *testing.T) { ownsItsCore(t, false) })
 	t.Run("reserved first", func(t *testing.T) { ownsItsCore(t, true) })
+	t.Run("every core", everyCoreReserved)
+}
+
+// everyCoreReserved: with a worker pinned to every CPU the process may use
+// (nothing is left for the other threads, which then keep the whole set)
+// and all of them stopped, every CPU is the process's again, for the
+// threads that existed and for new ones.
+func everyCoreReserved(t *testing.T) {
+	nettest.LastCPU(t) // two CPUs at least
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	link, err := dataplane.NewRingLink("", dataplane.LinkConfig{Size: 64, Pool: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.A().Close()
+	defer link.B().Close()
+	var ws []*dataplane.Worker
+	for c := 0; c < 8*int(unsafe.Sizeof(orig)); c++ {
+		if !orig.IsSet(c) {
+			continue
+		}
+		l, err := dataplane.NewLane(dataplane.LaneConfig{Rx: link.A(), Tx: link.B(), Role: dataplane.RoleForward})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := dataplane.NewWorker(dataplane.WorkerConfig{Core: c, Lanes: []*dataplane.Lane{l}, IdleSleep: 50 * time.Microsecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for c := 0; c < 8*int(unsafe.Sizeof(orig)); c++ {
+		if err := dataplane.CheckCore(c); orig.IsSet(c) && err != nil {
+			t.Errorf("after the workers stopped: %v", err)
+		}
+	}
+	sets := make(chan unix.CPUSet, 4)
+	for i := 0; i < cap(sets); i++ {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var s unix.CPUSet
+			_ = unix.SchedGetaffinity(0, &s)
+			sets <- s
+		}()
+	}
+	for i := 0; i < cap(sets); i++ {
+		if s := <-sets; s != orig {
+			t.Errorf("a thread after the workers stopped may use %d CPUs, the process %d", s.Count(), orig.Count())
+		}
+	}
 }
 
 func ownsItsCore(t *testing.T, reserveFirst bool) {
