@@ -192,6 +192,30 @@ func TestWorkerOwnsItsCore(t *testing.T) {
 	t.Run("every core", everyCoreReserved)
 }
 
+// newThreadSets returns the CPU sets of n goroutines locked to threads at
+// the same time, which makes the runtime create threads if it has too few.
+func newThreadSets(n int) []unix.CPUSet {
+	sets := make(chan unix.CPUSet, n)
+	var hold sync.WaitGroup
+	hold.Add(1)
+	for i := 0; i < n; i++ {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var s unix.CPUSet
+			_ = unix.SchedGetaffinity(0, &s)
+			sets <- s
+			hold.Wait()
+		}()
+	}
+	var out []unix.CPUSet
+	for i := 0; i < n; i++ {
+		out = append(out, <-sets)
+	}
+	hold.Done()
+	return out
+}
+
 // everyCoreReserved: with a worker pinned to every CPU the process may use
 // (nothing is left for the other threads, which then keep the whole set)
 // and all of them stopped, every CPU is the process's again, for the
@@ -236,18 +260,8 @@ func everyCoreReserved(t *testing.T) {
 			t.Errorf("after the workers stopped: %v", err)
 		}
 	}
-	sets := make(chan unix.CPUSet, 4)
-	for i := 0; i < cap(sets); i++ {
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var s unix.CPUSet
-			_ = unix.SchedGetaffinity(0, &s)
-			sets <- s
-		}()
-	}
-	for i := 0; i < cap(sets); i++ {
-		if s := <-sets; s != orig {
+	for _, s := range newThreadSets(4) {
+		if s != orig {
 			t.Errorf("a thread after the workers stopped may use %d CPUs, the process %d", s.Count(), orig.Count())
 		}
 	}
@@ -305,26 +319,11 @@ func ownsItsCore(t *testing.T, reserveFirst bool) {
 	}
 	// New threads: goroutines locked to threads at once force the runtime
 	// to create some.
-	const n = 6
-	sets := make(chan unix.CPUSet, n)
-	var hold sync.WaitGroup
-	hold.Add(1)
-	for i := 0; i < n; i++ {
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var s unix.CPUSet
-			_ = unix.SchedGetaffinity(0, &s)
-			sets <- s
-			hold.Wait()
-		}()
-	}
-	for i := 0; i < n; i++ {
-		if s := <-sets; s.IsSet(core) {
+	for _, s := range newThreadSets(6) {
+		if s.IsSet(core) {
 			t.Errorf("a thread running beside the worker may use its core %d", core)
 		}
 	}
-	hold.Done()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
