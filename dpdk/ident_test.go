@@ -168,6 +168,35 @@ func identSeeds() [][]byte {
 		eth(0, 0x86DD, v6(58, 1, 0x20, []byte{135})),                                 // ICMPv6 cut to one byte
 		eth(0, 0x0800, v4(6, 46, 0, 5, uni, l4(26, 0)))[:50],                         // truncated short TCP
 	)
+	// One 802.1Q tag: the straight-line path's, short windows included.
+	tagged := func(ip []byte) []byte {
+		et := uint16(0x0800)
+		if ip[0]>>4 == 6 {
+			et = 0x86DD
+		}
+		return eth(0, 0x8100, append(tag(5, et), ip...))
+	}
+	vx := append(make([]byte, 8), l4(40, 0)...)
+	vx[2], vx[3], vx[5] = 0x12, 0xB5, 48 // UDP to 4789, no inner frame it reads
+	out = append(out,
+		tagged(v4(6, 41, 0, 5, uni, l4(21, 0x02))),                                 // SYN, 21-byte window: masked
+		tagged(v4(6, 40, 0, 5, uni, l4(20, 0x02))),                                 // SYN, 20-byte window: not
+		tagged(v4(17, 20, 0, 5, uni, nil)),                                         // no L4 byte
+		tagged(v4(17, 23, 0, 5, uni, l4(3, 0))),                                    // 3 L4 bytes
+		tagged(v4(17, 84, 0x4000, 5, uni, l4(64, 0))),                              // DF, whole window
+		tagged(v4(17, 84, 0x2000, 5, uni, l4(64, 0))),                              // first fragment
+		tagged(v4(6, 46, 0, 5, uni, l4(40, 0x10))),                                 // IP length short of the frame
+		tagged(v4(17, 68, 0, 5, uni, vx)),                                          // VXLAN port
+		tagged(v6(17, 48, 0x20, vx)),                                               // VXLAN port over IPv6
+		tagged(v6(6, 0, 0x20, nil)),                                                // IPv6, no payload
+		tagged(v6(17, 64, 0xff, l4(64, 0))),                                        // IPv6 multicast ff02::
+		tagged(v6(6, 24, 0x20, l4(24, 0x02))),                                      // IPv6 SYN, 24-byte window
+		eth(1, 0x8100, append(tag(5, 0x0800), v4(17, 46, 0, 5, mc, l4(26, 0))...)), // tagged multicast
+		eth(0, 0x8100, append(tag(5, 0x8100), tag(6, 0x0800)...)),                  // two 802.1Q tags, cut
+		eth(0, 0x8100, append(append(tag(5, 0x8100), tag(6, 0x0800)...), v4(17, 46, 0, 5, uni, l4(26, 0))...)), // two 802.1Q tags
+		tagged(v4(17, 46, 0, 5, uni, l4(26, 0)))[:40],                                                          // tagged, truncated
+		tagged(v4(6, 84, 0, 5, uni, l4(64, 0)))[:17],                                                           // tag cut
+	)
 	return out
 }
 
@@ -198,6 +227,12 @@ const identSpecial = classifier.FlagTruncated | classifier.FlagMalformed | class
 func checkIdent(t *testing.T, frame []byte) {
 	t.Helper()
 	h, ok := cIdent(frame)
+	// The identity depends on the frame alone, not on what may be read
+	// past it: with no room past the frame, the straight-line path is
+	// taken by fewer frames.
+	if h0, ok0 := cIdentRoom(frame, 0); h0 != h || ok0 != ok {
+		t.Fatalf("frame %x: C hash %#x %v with no room past it, %#x %v with room", frame, h0, ok0, h, ok)
+	}
 	var full classifier.Meta
 	classifier.ParseLevel(frame, &full, classifier.LevelIdentity)
 	want := full.Flags&identSpecial == 0 && !goOnly(frame)

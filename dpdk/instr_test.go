@@ -300,9 +300,12 @@ func instrIdentFrames(tb testing.TB) map[string][]byte {
 	}
 	ipv4 := make([]byte, 14+20+64) // untagged IPv4 UDP, whole window: the straight-line path
 	ipv4[12], ipv4[14], ipv4[16+1], ipv4[14+9] = 0x08, 0x45, 84, 17
+	vlan := append(append(append([]byte(nil), ipv4[:12]...), 0x81, 0, 0, 5), ipv4[12:]...) // one 802.1Q tag
 	return map[string][]byte{
 		"ipv4-udp":   ipv4,
-		"ipv4-short": pick("ipv4 udp"), // 60 bytes: ldaf_ident_general
+		"ipv4-short": pick("ipv4 udp"), // 60 bytes: a window of 26 bytes
+		"vlan-ipv4":  vlan,
+		"qinq-ipv4":  pick("ipv4 udp behind three vlan tags"), // ldaf_ident_general
 		"ipv6-tcp":   pick("ipv6 tcp"),
 		"null":       make([]byte, 64), // net_null's frame: the raw path
 		"gre":        pick("gre (key) over ipv4 carrying ipv4 udp"),

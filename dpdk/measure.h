@@ -114,10 +114,20 @@ static inline int ldaf_tunnel_port(uint64_t w0) {
 	return d == 0xB512 || d == 0xC117;
 }
 
-// LDAF_MIN_FAST_LEN is classifier.MinFastLen (14 + 40 + the 32-byte L4
-// window): the shortest frame ldaf_ident's straight-line IP path takes;
-// shorter and tagged frames take ldaf_ident_general.
-#define LDAF_MIN_FAST_LEN 86
+// LDAF_FAST_READ is how many bytes past the link-layer header ldaf_ident's
+// straight-line IP path reads, whatever the frame's length: an IPv6 header
+// and a whole 32-byte L4 window. It takes a frame only when that many
+// bytes are readable (room: an mbuf's data room) and masks off the bytes
+// past the IP length (ldaf_keep_bytes), so frames of any length take it,
+// 60-byte ones included; other frames take ldaf_ident_general.
+#define LDAF_FAST_READ (40 + 32)
+
+// ldaf_keep_bytes: from 32 − n, the 32-byte mask keeping a window's first
+// n bytes (ldaf_window_fast).
+static const uint8_t ldaf_keep_bytes[64] __attribute__((aligned(64))) = {
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
 
 // ldaf_linklocal_et is classifier's linkLocalEtherType.
 static inline int ldaf_linklocal_et(uint16_t et) {
@@ -172,6 +182,31 @@ static inline __attribute__((always_inline)) int ldaf_window(const uint8_t *l4, 
 		w[0] &= 0xffffffff0000ffffull;
 		break;
 	}
+	return 1;
+}
+
+// ldaf_window_fast is ldaf_window for ldaf_ident's straight-line path: a
+// TCP or UDP window of the n bytes at l4 that the IP length bounds, where
+// 32 bytes are readable whatever n is. Whole words are read and the bytes
+// from n on masked to zero, without a branch on n: on IMIX traffic most
+// frames are 60 bytes, whose windows are shorter than 32.
+static inline __attribute__((always_inline)) int ldaf_window_fast(const uint8_t *l4, uint32_t n, uint8_t proto,
+		uint64_t w[4]) {
+	const uint8_t *k = ldaf_keep_bytes + 32 - (n < 32 ? n : 32);
+	w[0] = ldaf_le64(l4) & ldaf_le64(k), w[1] = ldaf_le64(l4 + 8) & ldaf_le64(k + 8);
+	w[2] = ldaf_le64(l4 + 16) & ldaf_le64(k + 16), w[3] = ldaf_le64(l4 + 24) & ldaf_le64(k + 24);
+	if (proto == 6) {
+		if ((w[1] >> 40 & 0x02) && n > 20) { // SYN (l4[13])
+			w[2] &= LDAF_MASK_TCP_SYN;
+			w[3] = 0;
+		} else {
+			w[2] &= LDAF_MASK_TCP_CSUM;
+		}
+		return 1;
+	}
+	if (n >= 4 && ldaf_tunnel_port(w[0]))
+		return 0;
+	w[0] &= LDAF_MASK_UDP_CSUM;
 	return 1;
 }
 
@@ -446,14 +481,14 @@ static __attribute__((noinline)) int ldaf_ident_general(const uint8_t *f, uint32
 }
 
 // ldaf_ident_fast_tunnel is ldaf_ident_general for a frame the
-// straight-line path found to be UDP to the VXLAN or Geneve port: an
-// untagged IPv4 or IPv6 packet the frame holds whole, so the frame's end
-// past the IP length changes nothing ldaf_ident_general reads. Taking the
-// length from the IP header keeps the frame's length out of the
-// straight-line path's live registers (2 instructions a frame there, by
-// TestInstrIdent).
-static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, uint64_t *hash) {
-	uint32_t len = 14 + (ldaf_be16(f + 12) == 0x0800 ? ldaf_be16(f + 16) : 40 + (uint32_t)ldaf_be16(f + 18));
+// straight-line path found to be UDP to the VXLAN or Geneve port: an IPv4
+// or IPv6 packet at off (past at most one tag) the frame holds whole, so
+// the frame's end past the IP length changes nothing ldaf_ident_general
+// reads. Taking the length from the IP header keeps the frame's length
+// out of the straight-line path's live registers.
+static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, uint32_t off, uint64_t *hash) {
+	const uint8_t *h = f + off;
+	uint32_t len = off + (ldaf_be16(h - 2) == 0x0800 ? ldaf_be16(h + 2) : 40 + (uint32_t)ldaf_be16(h + 4));
 	return ldaf_ident_general(f, len, hash);
 }
 
@@ -462,32 +497,42 @@ static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, ui
 // it is: no flag among truncated, malformed, control and link-local, and
 // no IPv6 extension header (the outer packet's or, in a tunnel, the inner
 // one's). Every other frame gets 0: the Go lane decides about it. It
-// reads only f[0:len]. The common frame, untagged IPv4 or IPv6 carrying
-// TCP or UDP with a whole 32-byte L4 window, takes the straight-line path
-// of classifier's parseFast and an untagged non-IP frame its raw path,
-// both inlined here; every other frame takes ldaf_ident_general.
-static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint64_t *hash) {
+// depends only on f[0:len]; room (at least len) is how many bytes from f
+// may be read. The common frame, IPv4 without options or IPv6 carrying
+// TCP or UDP, untagged or behind one 802.1Q tag, takes the straight-line
+// path (classifier's parseFast, which Go takes for untagged frames with a
+// whole L4 window only) when LDAF_FAST_READ bytes past its tag are
+// readable, and an untagged non-IP frame its raw path, both inlined here;
+// every other frame takes ldaf_ident_general. A tag changes no identity:
+// the hash covers the IP packet only.
+static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint32_t room,
+		uint64_t *hash) {
 	if (len < 14)
 		return 0;
 	uint16_t et = ldaf_be16(f + 12);
 	if (et <= 1500) // an IEEE 802.3 length (net_null's all-zero frames)
 		return ldaf_ident_raw(f, len, 14, et, hash);
-	if (len < LDAF_MIN_FAST_LEN || (et != 0x0800 && et != 0x86DD)) {
+	uint32_t off = 14;
+	if (et == 0x8100 && len >= 18) {
+		uint16_t inner = ldaf_be16(f + 16);
+		if (inner == 0x0800 || inner == 0x86DD)
+			et = inner, off = 18;
+	}
+	if ((et != 0x0800 && et != 0x86DD) || room < off + LDAF_FAST_READ) {
 		if (et == 0x0800 || et == 0x86DD || et == 0x8100 || et == 0x88A8 || et == 0x9100)
 			return ldaf_ident_general(f, len, hash);
 		return ldaf_ident_raw(f, len, 14, et, hash); // untagged non-IP: net_null's frames
 	}
+	const uint8_t *h = f + off;
+	uint64_t x = ldaf_le64(h), w[4];
 	if (et == 0x0800) {
-		const uint8_t *h = f + 14;
-		uint64_t x = ldaf_le64(h);
 		uint32_t total = (uint32_t)(x >> 24 & 0xff) | (uint32_t)(x >> 8 & 0xff00);
 		uint8_t proto = h[9];
-		if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 + 32 || total > len - 14 ||
+		if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 || total > len - off ||
 				(proto != 6 && proto != 17))
 			return ldaf_ident_general(f, len, hash);
-		uint64_t w[4];
-		if (unlikely(!ldaf_window(h + 20, 32, proto, 0, w)))
-			return ldaf_ident_fast_tunnel(f, hash);
+		if (unlikely(!ldaf_window_fast(h + 20, total - 20, proto, w)))
+			return ldaf_ident_fast_tunnel(f, off, hash);
 		uint64_t addrs = ldaf_le64(h + 12);
 		if (unlikely(f[0] & 1)) {
 			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
@@ -497,27 +542,21 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 		*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
 		return 1;
 	}
-	if (et == 0x86DD) {
-		const uint8_t *h = f + 14;
-		uint64_t x = ldaf_le64(h);
-		uint32_t declared = 40 + ((uint32_t)(x >> 40 & 0xff) | (uint32_t)(x >> 24 & 0xff00));
-		uint8_t nh = (uint8_t)(x >> 48);
-		if ((x & 0xf0) != 0x60 || declared < 40 + 32 || declared > len - 14 || (nh != 6 && nh != 17))
-			return ldaf_ident_general(f, len, hash);
-		uint64_t w[4];
-		if (unlikely(!ldaf_window(h + 40, 32, nh, 0, w)))
-			return ldaf_ident_fast_tunnel(f, hash);
-		uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
-		if (unlikely(f[0] & 1)) {
-			uint16_t first = __builtin_bswap16((uint16_t)a2);
-			if (ldaf_mac_linklocal(f) || (first & 0xFF0F) == 0xFF02)
-				return 0;
-		}
-		*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
-			(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
-		return 1;
+	uint32_t declared = 40 + ((uint32_t)(x >> 40 & 0xff) | (uint32_t)(x >> 24 & 0xff00));
+	uint8_t nh = (uint8_t)(x >> 48);
+	if ((x & 0xf0) != 0x60 || declared > len - off || (nh != 6 && nh != 17))
+		return ldaf_ident_general(f, len, hash);
+	if (unlikely(!ldaf_window_fast(h + 40, declared - 40, nh, w)))
+		return ldaf_ident_fast_tunnel(f, off, hash);
+	uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
+	if (unlikely(f[0] & 1)) {
+		uint16_t first = __builtin_bswap16((uint16_t)a2);
+		if (ldaf_mac_linklocal(f) || (first & 0xFF0F) == 0xFF02)
+			return 0;
 	}
-	return 0; // not reached: et is IPv4 or IPv6 here
+	*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
+		(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
+	return 1;
 }
 
 // synopsis.LDA's selector entry and bucket (synopsis.LDAHot).
@@ -1025,7 +1064,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
-			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, m->buf_len - m->data_off, &hs[k])))
 				break;
 			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0)) {
 				if (poll == 0)
@@ -1043,7 +1082,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
-			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, &hs[k])))
+			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, m->buf_len - m->data_off, &hs[k])))
 				break;
 			lens[k] = len;
 			b += len;

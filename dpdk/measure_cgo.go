@@ -7,8 +7,8 @@ package dpdk
 #cgo CFLAGS: -O3
 #include "measure.h"
 
-static inline int ldaf_ident_go(uintptr_t f, uint32_t len, uint64_t *hash) {
-	return ldaf_ident((const uint8_t *)f, len, hash);
+static inline int ldaf_ident_go(uintptr_t f, uint32_t len, uint32_t room, uint64_t *hash) {
+	return ldaf_ident((const uint8_t *)f, len, room, hash);
 }
 
 // ldaf_flow_go is ldaf_flow of a frame ldaf_ident took, its key packed as
@@ -187,15 +187,30 @@ func (p *Port) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burst
 	return p.queues[0].SendMeasured(to, syn, burst, retries, rx, pkts)
 }
 
-// cIdent is ldaf_ident on frame (tests: FuzzIdentC).
-func cIdent(frame []byte) (hash uint64, ok bool) {
+// cIdent is ldaf_ident on frame (tests: FuzzIdentC) with identSlack bytes
+// readable past it, as in an mbuf's data room.
+func cIdent(frame []byte) (hash uint64, ok bool) { return cIdentRoom(frame, identSlack) }
+
+// identSlack is the room past a frame cIdent gives ldaf_ident: more than
+// its straight-line path reads.
+const identSlack = 128
+
+// cIdentRoom is ldaf_ident on a copy of frame followed by slack bytes of
+// 0xff, which it may read: bytes that are not the frame's, all ones, the
+// worst for a mask that misses one.
+func cIdentRoom(frame []byte, slack int) (hash uint64, ok bool) {
+	buf := make([]byte, len(frame)+slack)
+	copy(buf, frame)
+	for i := len(frame); i < len(buf); i++ {
+		buf[i] = 0xff
+	}
 	var h C.uint64_t
 	var f uintptr
-	if len(frame) > 0 {
-		f = uintptr(unsafe.Pointer(&frame[0]))
+	if len(buf) > 0 {
+		f = uintptr(unsafe.Pointer(&buf[0]))
 	}
-	ok = C.ldaf_ident_go(C.uintptr_t(f), C.uint32_t(len(frame)), &h) != 0
-	runtime.KeepAlive(frame)
+	ok = C.ldaf_ident_go(C.uintptr_t(f), C.uint32_t(len(frame)), C.uint32_t(len(buf)), &h) != 0
+	runtime.KeepAlive(buf)
 	return uint64(h), ok
 }
 
