@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
@@ -140,16 +141,26 @@ func TestRunReceiverKilledLiveSender(t *testing.T) {
 	killed := make(chan error, 1)
 	startReceiver(ctx1, 1, &err2, killed)
 
-	// Traffic at 5 kpps for 4.4 s; run#2 dies at 1.6 s and is back at 2.2 s.
+	// Traffic at 5 kpps; run#2 dies at 1.6 s, or later if it has not
+	// written a whole line by then (a loaded machine), is back 0.6 s after
+	// and runs 2.2 s more.
 	gen := traffic.MustGen(traffic.GenConfig{Flows: 50, Size: 128})
 	pk := make([]*dataplane.Packet, 32)
 	next := uint64(1)
 	start := time.Now()
 	stage := 0
 	var killedAfter int64
-	for time.Since(start) < 4400*time.Millisecond {
+	var killedAt, checked time.Duration
+	for stage < 2 || time.Since(start) < killedAt+2800*time.Millisecond {
 		switch e := time.Since(start); {
-		case stage == 0 && e >= 1600*time.Millisecond:
+		case stage == 0 && e >= 10*time.Second:
+			t.Fatal("the first receiver wrote no whole interval line in 10 s")
+		case stage == 0 && e >= 1600*time.Millisecond && e-checked >= 50*time.Millisecond:
+			checked = e
+			if !hasIntervalLine(t, rep) {
+				break
+			}
+			killedAt = e
 			stage++
 			swap <- nil
 			// What the kill leaves: the lines written by now, the last
@@ -170,7 +181,7 @@ func TestRunReceiverKilledLiveSender(t *testing.T) {
 			if ivs, _ := runLines(t, string(b[:strings.LastIndexByte(string(b), '\n')+1])); len(ivs) > 0 {
 				killedAfter = ivs[len(ivs)-1].Interval
 			}
-		case stage == 1 && e >= 2200*time.Millisecond:
+		case stage == 1 && e >= killedAt+600*time.Millisecond:
 			stage++
 			select {
 			case <-killed:
@@ -245,4 +256,18 @@ func TestRunReceiverKilledLiveSender(t *testing.T) {
 		}
 	}
 	t.Logf("killed after interval %d; %d gap lines; %d frames reached no receiver", killedAfter, gap, dropped.Load())
+}
+
+// hasIntervalLine says whether the report file at path holds a whole
+// interval line yet.
+func hasIntervalLine(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return bytes.Contains(b[:i], []byte(`"type":"interval"`))
+	}
+	return false
 }
