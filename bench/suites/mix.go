@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"time"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -234,8 +235,11 @@ func writePcap(path string, frames [][]byte) error {
 		f.Close()
 		return err
 	}
-	for _, b := range frames {
-		ci := gopacket.CaptureInfo{CaptureLength: len(b), Length: len(b)}
+	// Fixed stamps, a microsecond apart (pcapgo writes the time of writing
+	// for a zero one): the same captures every time.
+	base := time.Unix(1_700_000_000, 0)
+	for i, b := range frames {
+		ci := gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(b), Length: len(b)}
 		if err := w.WritePacket(ci, b); err != nil {
 			f.Close()
 			return err

@@ -66,11 +66,35 @@ type pcapCase struct {
 // own testpmd baseline in every round.
 var pcapCaptures = []struct {
 	baseline string
+	file     string // its name when written for the user (WriteCaptures)
 	mix      mixConfig
 }{
-	{"testpmd-macswap-pcap", defaultMix},
-	{"testpmd-macswap-pcap64", smallMix(defaultMix)},
-	{"testpmd-macswap-pcap-fastpath", fastPathMix(defaultMix)},
+	{"testpmd-macswap-pcap", "imix.pcap", defaultMix},
+	{"testpmd-macswap-pcap64", "imix-64b.pcap", smallMix(defaultMix)},
+	{"testpmd-macswap-pcap-fastpath", "imix-untagged-90b.pcap", fastPathMix(defaultMix)},
+}
+
+// WriteCaptures writes the captures forward-dpdk-pcap replays into dir
+// (made if missing) and returns their paths, so that they can be replayed
+// or inspected outside the benchmark (tcpreplay, tshark, the identity
+// harnesses of package dpdk). They are generated, the same every time.
+func WriteCaptures(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, c := range pcapCaptures {
+		frames, _, err := genMix(c.mix)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, c.file)
+		if err := writePcap(path, frames); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
 }
 
 // smallMix is c with every frame of IMIX's smallest class.

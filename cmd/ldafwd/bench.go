@@ -22,6 +22,7 @@ type benchOptions struct {
 	only  string
 	list  bool
 	quiet bool
+	write string
 	suites.Options
 }
 
@@ -37,6 +38,7 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Frames, "frames", 4096, "distinct frames per round of the perpacket suite")
 	fs.IntVar(&o.Size, "size", 128, "frame size in bytes of the perpacket and forward-ring suites (64..2048; the NIC suites send 64-byte frames)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr (there is none when stderr is not a terminal)")
+	fs.StringVar(&o.write, "write-captures", "", "write the generated captures forward-dpdk-pcap replays (IMIX, 64-byte and untagged frames of the same flows) into this directory, print their paths and exit")
 	o.out.register(fs)
 	if help, err := parseFlags(fs, "bench", args); help || err != nil {
 		return err
@@ -53,6 +55,16 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	re, err := regexp.Compile(o.only)
 	if err != nil {
 		return usageErrorf("bench: --only: %w", err)
+	}
+	if o.write != "" {
+		paths, err := suites.WriteCaptures(o.write)
+		if err != nil {
+			return fmt.Errorf("bench: --write-captures: %w", err)
+		}
+		for _, p := range paths {
+			fmt.Fprintln(stdout, p)
+		}
+		return nil
 	}
 	all := suites.All()
 	if o.list {

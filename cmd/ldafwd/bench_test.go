@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 )
 
 // TestBenchPerPacket runs the per-packet suite small and checks the
@@ -52,6 +56,59 @@ func TestBenchFlags(t *testing.T) {
 	for _, args := range [][]string{{"--only", "("}, {"--only", "nomatch"}, {"--rounds", "0"}, {"--format", "x"}, {"x"}} {
 		if err := benchMain(args, &out, &errb); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// TestBenchWriteCaptures: --write-captures writes the three captures
+// forward-dpdk-pcap replays, whole pcaps of the same 4096 frames' flows,
+// the same bytes every time, and runs no suite.
+func TestBenchWriteCaptures(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if err := benchMain([]string{"--write-captures", dir}, &out, &errb); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	paths := strings.Fields(out.String())
+	if len(paths) != 3 {
+		t.Fatalf("paths %q, want 3", paths)
+	}
+	var first [][]byte
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, b)
+		rd, err := pcapfile.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(p, err)
+		}
+		n, tagged := 0, 0
+		buf := make([]byte, 1<<16)
+		for {
+			f, _, _, _, err := rd.Next(buf)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(p, err)
+			}
+			n++
+			if len(f) >= 14 && f[12] == 0x81 && f[13] == 0 {
+				tagged++
+			}
+		}
+		if n != 4096 || (i < 2) != (tagged > 0) {
+			t.Errorf("%s: %d frames, %d tagged", p, n, tagged)
+		}
+	}
+	if err := benchMain([]string{"--write-captures", dir}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		if b, _ := os.ReadFile(p); !bytes.Equal(b, first[i]) {
+			t.Errorf("%s differs the second time", p)
 		}
 	}
 }

@@ -114,6 +114,7 @@ var helps = map[string]commandHelp{
 		examples: []string{
 			"ldafwd bench --list",
 			"ldafwd bench --only forward --duration 5s --format json",
+			"ldafwd bench --write-captures /tmp/ldafwd-captures",
 		},
 	},
 	"keygen": {
