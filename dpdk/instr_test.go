@@ -3,6 +3,7 @@
 package dpdk
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ldafwd/ldafwd/classifier"
 	"github.com/ldafwd/ldafwd/dataplane"
+	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 	"github.com/ldafwd/ldafwd/synopsis"
 )
 
@@ -365,4 +367,67 @@ func instrIdentGo(frame []byte, n int) (x uint64) {
 		x ^= m.Hash
 	}
 	return x
+}
+
+// TestInstrIdentMix is the harness for ldaf_ident's instructions (and,
+// with --branch-sim=yes, mispredicted branches) per frame on a capture's
+// mix of frames, in the order the capture has them: with
+// LDAF_INSTR_PCAP=<capture> and LDAF_INSTR_PASSES=N it runs the C
+// identity loop (ldaf_ident_many) N times over every frame. Run it for two
+// pass counts under
+//
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --branch-sim=yes \
+//	  --collect-atstart=no --toggle-collect=ldaf_ident_many ./dpdk.test -test.run InstrIdentMix -test.v
+//
+// and divide the difference of the totals by the difference of the passes
+// times the frames it logs. Without the variables it checks the loop
+// against the Go parser on the seeds.
+func TestInstrIdentMix(t *testing.T) {
+	path := os.Getenv("LDAF_INSTR_PCAP")
+	if path == "" {
+		var frames [][]byte
+		var want, took uint64
+		for _, f := range identSeeds() {
+			if len(f) > 2048 {
+				continue
+			}
+			frames = append(frames, f)
+			if h, ok := cIdent(f); ok {
+				want ^= h
+				took++
+			}
+		}
+		x, n := cIdentMany(frames, 1)
+		if x != want || n != took {
+			t.Fatalf("ldaf_ident_many: %#x over %d frames, ldaf_ident one by one %#x over %d", x, n, want, took)
+		}
+		return
+	}
+	passes, err := strconv.Atoi(os.Getenv("LDAF_INSTR_PASSES"))
+	if err != nil || passes < 1 {
+		t.Fatalf("LDAF_INSTR_PASSES=%q", os.Getenv("LDAF_INSTR_PASSES"))
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rd, err := pcapfile.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames [][]byte
+	buf := make([]byte, 1<<16)
+	for {
+		f, _, _, _, err := rd.Next(buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, append([]byte(nil), f...))
+	}
+	x, took := cIdentMany(frames, passes)
+	t.Logf("%d frames, %d passes: %d taken (%#x)", len(frames), passes, took, x)
 }

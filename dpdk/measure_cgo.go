@@ -11,6 +11,24 @@ static inline int ldaf_ident_go(uintptr_t f, uint32_t len, uint32_t room, uint64
 	return ldaf_ident((const uint8_t *)f, len, room, hash);
 }
 
+// ldaf_ident_many is the identity loop of ldaf_measure without the rest:
+// passes times over n frames at base, one every stride bytes (an mbuf's
+// data room), of lengths lens. It returns the XOR of the identities and
+// counts the frames taken in *took (tests: TestInstrIdentMix).
+static __attribute__((noinline)) uint64_t ldaf_ident_many(uintptr_t base, uint32_t stride, const uint16_t *lens,
+		uint32_t n, uint32_t passes, uint64_t *took) {
+	uint64_t x = 0, t = 0;
+	for (uint32_t p = 0; p < passes; p++) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t h;
+			if (ldaf_ident((const uint8_t *)base + (size_t)i * stride, lens[i], stride, &h))
+				x ^= h, t++;
+		}
+	}
+	*took = t;
+	return x;
+}
+
 // ldaf_flow_go is ldaf_flow of a frame ldaf_ident took, its key packed as
 // ldaf_flow_observe packs it into key (40 bytes).
 static inline uint64_t ldaf_flow_go(uintptr_t f, uint8_t *key) {
@@ -190,6 +208,25 @@ func (p *Port) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burst
 // cIdent is ldaf_ident on frame (tests: FuzzIdentC) with identSlack bytes
 // readable past it, as in an mbuf's data room.
 func cIdent(frame []byte) (hash uint64, ok bool) { return cIdentRoom(frame, identSlack) }
+
+// cIdentMany is ldaf_ident over frames, passes times, each frame at the
+// start of a 2 KiB slot as in an mbuf: the XOR of the identities of the
+// frames it took, and how many it took (tests: TestInstrIdentMix).
+func cIdentMany(frames [][]byte, passes int) (x uint64, took uint64) {
+	const stride = 2048
+	buf := make([]byte, len(frames)*stride+1)
+	lens := make([]uint16, len(frames)+1)
+	for i, f := range frames {
+		copy(buf[i*stride:(i+1)*stride], f)
+		lens[i] = uint16(min(len(f), stride))
+	}
+	var t C.uint64_t
+	r := C.ldaf_ident_many(C.uintptr_t(uintptr(unsafe.Pointer(&buf[0]))), stride, (*C.uint16_t)(unsafe.Pointer(&lens[0])),
+		C.uint32_t(len(frames)), C.uint32_t(passes), &t)
+	runtime.KeepAlive(buf)
+	runtime.KeepAlive(lens)
+	return uint64(r), uint64(t)
+}
 
 // identSlack is the room past a frame cIdent gives ldaf_ident: more than
 // its straight-line path reads.
