@@ -78,4 +78,9 @@ type FastResult struct {
 	// each transmit call: TxErrSum is Σ over the frames sent of how far
 	// their stamp may be off (half the gap), TxErrMax the widest.
 	TxErrSum, TxErrMax uint64
+	// TxNow is a sender's CLOCK_REALTIME read (RealtimeClock's clock)
+	// right after its last transmit call that took frames: 0 when none
+	// did or the port stamps with another clock. The lane takes it as
+	// the time of the poll instead of reading the clock again.
+	TxNow uint64
 }

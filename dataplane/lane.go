@@ -307,10 +307,12 @@ func (l *Lane) Config() LaneConfig { return l.cfg }
 // at most a few TxBurst calls.
 //
 // Clock reads: one per received burst (the rx timestamp of frames the port
-// did not stamp, and the drain timer), two around each sender TxBurst (the
-// transmit timestamp) unless the tx port is a TxStamper, one when an
-// interval ends or the tx port refuses frames; an empty poll with nothing
-// buffered reads none. A clock read
+// did not stamp, and the drain timer) but a sender's burst the measuring
+// fast path took whole, whose port's reading after its transmit serves
+// (FastResult.TxNow), two around each sender TxBurst (the transmit
+// timestamp) unless the tx port is a TxStamper, one when an interval ends
+// or the tx port refuses frames; an empty poll with nothing buffered reads
+// none. A clock read
 // (RealtimeClock: two vDSO calls) costs about as much as parsing a frame,
 // so they are counted, not sprinkled.
 func (l *Lane) Poll() bool {
@@ -436,8 +438,14 @@ func (l *Lane) sendFast() (n int, done bool) {
 	if !r.Done {
 		return r.Rx, false
 	}
-	// As receive, then flush's record and its tail.
-	l.now = l.cfg.Clock()
+	// As receive, then flush's record and its tail. A sender's port read
+	// the lane's clock right after its last transmit: that reading is the
+	// poll's time (a time.Now is two vDSO calls a burst).
+	if r.TxNow != 0 && l.realtime && r.Kept == 0 && r.Rest == 0 {
+		l.now = r.TxNow
+	} else {
+		l.now = l.cfg.Clock()
+	}
 	l.Stats.FastBursts.Add(1)
 	l.Stats.RxFrames.Add(uint64(r.Rx - r.Rest))
 	l.Stats.RxBytes.Add(r.RxBytes)

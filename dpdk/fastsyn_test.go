@@ -136,6 +136,9 @@ func fastSynRun(t *testing.T, a, b *Port, cfg dataplane.SynConfig, frames [][]by
 			if !receiver && r.Sent != measured || receiver && r.Polled != measured {
 				t.Fatalf("burst of %d: %d measured, %d sent, %d poll-stamped", r.Rx, measured, r.Sent, r.Polled)
 			}
+			if r.TxNow != 0 { // the test clock is no lane's clock
+				t.Fatalf("burst of %d: a clock reading %d on the test clock", r.Rx, r.TxNow)
+			}
 			for _, f := range frames[idx : idx+measured] {
 				if receiver {
 					record(gs, f, r.PollTS, r.PollNow-r.PollTS)

@@ -1047,6 +1047,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	rq->m_polled = 0;
 	rq->m_tx_err_sum = 0;
 	rq->m_tx_err_max = 0;
+	rq->m_tx_now = 0;
 	uint16_t nb = rte_eth_rx_burst(rq->port, rq->queue, ms, n);
 	if (nb == 0)
 		return 0;
@@ -1133,6 +1134,8 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 			rq->m_tx_err_sum += err * t;
 			if (err > rq->m_tx_err_max)
 				rq->m_tx_err_max = err;
+			if (!tq->tx_fake_step)
+				rq->m_tx_now = t1;
 			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
 			if (sy)
 				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, ks + sent, t, ts, NULL, ts, err);

@@ -128,7 +128,7 @@ func (q *Queue) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burs
 	if c.m_polled != 0 {
 		r.Polled, r.PollTS, r.PollNow = int(c.m_polled), uint64(c.m_poll_ts), uint64(c.m_poll_now)
 	}
-	r.TxErrSum, r.TxErrMax = uint64(c.m_tx_err_sum), uint64(c.m_tx_err_max)
+	r.TxErrSum, r.TxErrMax, r.TxNow = uint64(c.m_tx_err_sum), uint64(c.m_tx_err_max), uint64(c.m_tx_now)
 	copy(pkts[:r.Kept+r.Rest], q.pktv)
 	return r, true
 }

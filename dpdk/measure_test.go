@@ -239,6 +239,7 @@ func TestFastPathIsGoLane(t *testing.T) {
 	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
 	t.Run("synopses", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
 	t.Run("sender-stamp-err", func(t *testing.T) { checkFastTxStampErr(t, a, b, plain) })
+	t.Run("sender-tx-now", func(t *testing.T) { checkFastTxNow(t, a, b, plain) })
 }
 
 // checkFastIsGo runs the script on the Go lane and on the fast path and
@@ -469,4 +470,45 @@ func checkFastTxStampErr(t *testing.T, a, b *Port, plain [][]byte) {
 		t.Fatalf("stamp error Σ %d ns over %d frames, widest gap %d ns, in a run of %d ns", set.StampErrNs, set.Frames, gap, elapsed)
 	}
 	t.Logf("mean stamp error %d ns, widest gap %d ns", set.StampErrNs/set.Frames, gap)
+}
+
+// checkFastTxNow: a sender's fast path hands back its clock reading after
+// the last transmit that took frames (FastResult.TxNow, which the lane
+// takes as the poll's time): CLOCK_REALTIME, no earlier than the burst's
+// stamp and within the call; none for a receiver.
+func checkFastTxNow(t *testing.T, a, b *Port, plain [][]byte) {
+	cs, err := dataplane.NewSynSet(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := dataplane.FastSynopses{LDA: cs.LDA[0], Weight: 1}
+	b.queues[0].fakeTxClock(0, 0) // the real clock
+	scratch, pkts := newPackets(32), make([]*dataplane.Packet, 32)
+	for _, receiver := range []bool{false, true} {
+		if n := a.Alloc(scratch); n != 32 {
+			t.Fatal("no mbufs")
+		}
+		for i, q := range scratch {
+			q.Data = q.Data[:copy(q.Data[:cap(q.Data)], plain[i])]
+		}
+		if a.TxBurst(scratch) != 32 {
+			t.Fatal("ring full")
+		}
+		before := uint64(time.Now().UnixNano())
+		r, ok := a.SendMeasured(b, fs, 32, 4, dataplane.RxStamp{On: receiver, PollStart: before}, pkts)
+		after := uint64(time.Now().UnixNano())
+		if !ok || !r.Done || r.Sent != 32 {
+			t.Fatalf("receiver %v: %+v (ok %v)", receiver, r, ok)
+		}
+		stamp := uint64(b.queues[0].c.tx_ns)
+		switch {
+		case receiver && r.TxNow != 0:
+			t.Errorf("receiver: a transmit clock reading %d", r.TxNow)
+		case !receiver && (r.TxNow < before || r.TxNow > after || r.TxNow < stamp):
+			t.Errorf("sender: clock reading %d, call from %d to %d, stamp %d", r.TxNow, before, after, stamp)
+		}
+		for n := b.RxBurst(scratch); n > 0; n = b.RxBurst(scratch) {
+			b.Free(scratch[:n])
+		}
+	}
 }

@@ -129,6 +129,7 @@ struct ldaf_queue {
 	uint32_t m_polled;            // receiver: frames of the prefix given the poll stamp
 	uint64_t m_poll_ts, m_poll_now; // that stamp and the clock reading it is the midpoint to
 	uint64_t m_tx_err_sum, m_tx_err_max; // sender: Σ over the frames sent of their stamp error, and the widest
+	uint64_t m_tx_now; // sender: CLOCK_REALTIME read right after the last transmit that took frames (0: none, or a test clock)
 
 	// A test clock for transmit stamps (tests only): when tx_fake_step is
 	// not 0, every transmit stamp (tx_ns, ldaf_measure's) is tx_fake_ns
