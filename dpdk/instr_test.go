@@ -3,7 +3,6 @@
 package dpdk
 
 import (
-	"io"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -412,21 +411,9 @@ func TestInstrIdentMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	rd, err := pcapfile.NewReader(fh)
+	frames, err := pcapfile.ReadFrames(fh)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var frames [][]byte
-	buf := make([]byte, 1<<16)
-	for {
-		f, _, _, _, err := rd.Next(buf)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		frames = append(frames, append([]byte(nil), f...))
 	}
 	x, took := cIdentMany(frames, passes)
 	t.Logf("%d frames, %d passes: %d taken (%#x)", len(frames), passes, took, x)

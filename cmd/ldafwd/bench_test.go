@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -80,21 +79,12 @@ func TestBenchWriteCaptures(t *testing.T) {
 			t.Fatal(err)
 		}
 		first = append(first, b)
-		rd, err := pcapfile.NewReader(bytes.NewReader(b))
+		frames, err := pcapfile.ReadFrames(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(p, err)
 		}
-		n, tagged := 0, 0
-		buf := make([]byte, 1<<16)
-		for {
-			f, _, _, _, err := rd.Next(buf)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(p, err)
-			}
-			n++
+		n, tagged := len(frames), 0
+		for _, f := range frames {
 			if len(f) >= 14 && f[12] == 0x81 && f[13] == 0 {
 				tagged++
 			}

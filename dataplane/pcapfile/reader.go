@@ -503,3 +503,25 @@ func (r *Reader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error) {
 	}
 	return dst[:capLen], r.link, sec*1e9 + frac*r.scale, orig, nil
 }
+
+// ReadFrames reads every frame of the capture r holds, each a copy, in
+// file order. It stops at the first error other than io.EOF, damage
+// included, and returns it with the frames read before it.
+func ReadFrames(r io.Reader) ([][]byte, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	var frames [][]byte
+	buf := make([]byte, MaxRecord)
+	for {
+		f, _, _, _, err := rd.Next(buf)
+		if err == io.EOF {
+			return frames, nil
+		}
+		if err != nil {
+			return frames, err
+		}
+		frames = append(frames, append([]byte(nil), f...))
+	}
+}

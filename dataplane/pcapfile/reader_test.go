@@ -183,3 +183,25 @@ func TestLocalUseBlockIsDamage(t *testing.T) {
 		t.Fatalf("%d packets and %d local damages, want 2 and 1: %+v", good, local, recs)
 	}
 }
+
+// TestReadFrames: every frame of a well-formed capture, copied; the
+// frames before the damage and the damage of a truncated one.
+func TestReadFrames(t *testing.T) {
+	s := seeds()
+	fs, err := ReadFrames(bytes.NewReader(s[1]))
+	if err != nil || len(fs) != 3 {
+		t.Fatalf("pcapng: %d frames, %v", len(fs), err)
+	}
+	for i, f := range fs {
+		if len(f) != 60+100*i || f[0] != byte(i) {
+			t.Errorf("frame %d: %d bytes, first %d", i, len(f), f[0])
+		}
+	}
+	var d *DamageError
+	if fs, err := ReadFrames(bytes.NewReader(s[2])); len(fs) != 2 || !errors.As(err, &d) {
+		t.Errorf("truncated classic: %d frames, %v", len(fs), err)
+	}
+	if _, err := ReadFrames(bytes.NewReader([]byte("not a capture"))); err == nil {
+		t.Error("no error for a file that is no capture")
+	}
+}
