@@ -133,12 +133,14 @@ func (sh *shardSet) loop(p *pairer, in <-chan *shardBatch, acks chan<- shardAck)
 		}
 		for sq.n > 0 && (b.end || sq.front().closeAt < b.now) {
 			x := sq.pop()
-			b.outS = append(b.outS, *x)
+			b.outS = append(b.outS, *x) // the copy takes its flow
+			x.fk = nil
 			pool.put(x)
 		}
 		for rq.n > 0 && (b.end || rq.front().closeAt < b.now) {
 			x := rq.pop()
 			b.outR = append(b.outR, *x)
+			x.fk = nil
 			pool.put(x)
 		}
 		var marks []badMark
@@ -291,6 +293,7 @@ func (sh *shardSet) drain(s *streamer) {
 			} else {
 				s.onReceiver(x)
 			}
+			s.pool.putPart(x) // the batch's copy goes no further
 		}
 	}
 }

@@ -30,21 +30,42 @@ const DefaultMaxDelay = 1_000_000_000 // ns
 // show) or that must leave snap-cut packets out is repeated with what it
 // learnt, so that the numbers are exact, not estimates.
 
-// srec is a record in flight.
+// srec is a record in flight. It fills one 64-byte cache line: the
+// pairing reads each record again a window after it was fed, when it has
+// left the CPU's caches, and with shards every record is copied to a
+// shard and back. Its flow (the flow hash and key, 48 bytes) is kept out
+// of line, only when a per-flow synopsis runs.
 type srec struct {
 	rec
-	flow uint64
-	key  classifier.FlowKey // only with per-flow synopses
 	// closeAt is when its group closes (the group's first copy plus the
 	// window): once a later record is fed the record can be handed on,
 	// with no need to look at the group again.
 	closeAt int64
-	paired  bool
 	peerTs  uint64 // the paired copy's timestamp
 	// With shards: its place in its end's order, and which end.
-	seq    uint64
-	sender bool
+	seq uint64
+	// fk is its flow, only with per-flow synopses. Whoever holds the
+	// pointer owns the flowPart: a copy of the record that goes on takes
+	// it, and the record it was copied from gives it up.
+	fk     *flowPart
 	k      int32 // pending receiver: the interval it goes to
+	paired bool
+	sender bool
+}
+
+// flowPart is a record's flow, for the per-flow synopses.
+type flowPart struct {
+	hash uint64
+	key  classifier.FlowKey
+}
+
+// flowOf is x's flow hash and key (zero and nil without per-flow
+// synopses).
+func flowOf(x *srec) (uint64, *classifier.FlowKey) {
+	if x.fk == nil {
+		return 0, nil
+	}
+	return x.fk.hash, &x.fk.key
 }
 
 // group is the copies of one identity at both ends within the window of
@@ -295,9 +316,10 @@ func (e *endStream) peek() (*srec, error) {
 			continue
 		}
 		x := e.pool.get()
-		x.rec, x.flow = l.r, l.flow
+		x.rec = l.r
 		if e.keepFlow {
-			x.key = l.key
+			f := e.pool.part(x)
+			f.hash, f.key = l.flow, l.key
 		}
 		e.wait.push(x)
 		// Only past strictly later records: equal stamps keep file order.
@@ -347,11 +369,12 @@ func (r *ring[T]) pop() T {
 	return x
 }
 
-// srecPool recycles records: a long capture allocates only what is in
-// flight at once. held counts the records out of the pool, peak its
-// largest value.
+// srecPool recycles records, and their flowParts: a long capture
+// allocates only what is in flight at once. held counts the records out
+// of the pool, peak its largest value.
 type srecPool struct {
 	free       []*srec
+	parts      []*flowPart
 	held, peak int
 }
 
@@ -366,10 +389,32 @@ func (p *srecPool) get() *srec {
 	return &srec{}
 }
 
+// put takes x back; a flowPart it still owns stays with it.
 func (p *srecPool) put(x *srec) {
 	p.held--
-	*x = srec{}
+	*x = srec{fk: x.fk}
 	p.free = append(p.free, x)
+}
+
+// part is a flowPart for x, which it then owns.
+func (p *srecPool) part(x *srec) *flowPart {
+	if x.fk == nil {
+		if n := len(p.parts); n > 0 {
+			x.fk = p.parts[n-1]
+			p.parts = p.parts[:n-1]
+		} else {
+			x.fk = new(flowPart)
+		}
+	}
+	return x.fk
+}
+
+// putPart takes back the flowPart of x, a copy that goes no further.
+func (p *srecPool) putPart(x *srec) {
+	if x.fk != nil {
+		p.parts = append(p.parts, x.fk)
+		x.fk = nil
+	}
 }
 
 // pairing is what the pairing of copies within an identity needs to know
@@ -586,8 +631,10 @@ func (s *streamer) feed(x *srec, sender bool) {
 		s.lastR, s.fedR = t, true
 	}
 	if s.sh != nil {
-		// The shard pairs a copy: the record is free again at once.
+		// The shard pairs a copy, which takes the record's flow: the
+		// record is free again at once.
 		s.sh.dispatch(x, t, sender)
+		x.fk = nil
 		s.pool.put(x)
 		// Held: the streamer's records and those fed and not handed on
 		// (in the shards, or handed back and waiting).
@@ -1251,7 +1298,8 @@ func (a *analysis) sender(x *srec) bool {
 		a.fail(err)
 		return false
 	}
-	a.lm.addSender(acc, &x.rec, x.flow, &x.key, x.paired, x.peerTs)
+	fh, key := flowOf(x)
+	a.lm.addSender(acc, &x.rec, fh, key, x.paired, x.peerTs)
 	return false
 }
 
@@ -1281,9 +1329,12 @@ func (a *analysis) receiver(x *srec) bool {
 		// Unmatched, and sent (if it was) inside the common range
 		// whatever its delay: it goes where the latest packets went,
 		// once a later packet shows the range goes on.
-		// (A copy: with shards, x is not the pool's.)
+		// (A copy: with shards, x is not the pool's. The copy takes
+		// x's flow and gives x the one it had.)
 		y := a.st.pool.get()
+		yfk := y.fk
 		*y = *x
+		x.fk = yfk
 		y.k = a.cursor
 		a.pending = append(a.pending, y)
 		return false
@@ -1303,7 +1354,8 @@ func (a *analysis) add(x *srec, k int32) {
 		a.fail(err)
 		return
 	}
-	a.lm.addReceiver(acc, &x.rec, x.flow, &x.key)
+	fh, key := flowOf(x)
+	a.lm.addReceiver(acc, &x.rec, fh, key)
 }
 
 // resolve settles the pending unmatched receiver packets: into their
