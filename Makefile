@@ -106,8 +106,9 @@ audit: build
 # writes SCALE_PACKETS packets a side with genscale, times capinfos on the
 # pair as the I/O baseline, then analyze streaming on 1 and 2 cores (peak
 # RSS from /usr/bin/time -v, rate against capinfos) and two cores against
-# one. SCALE_WHOLE=1 adds the whole-capture analysis, SCALE_REPEAT=n keeps
-# the fastest of n runs each. Not part of make test: it writes 2 x 82 bytes
+# one. SCALE_WHOLE=1 adds the whole-capture analysis; SCALE_REPEAT=n runs
+# n rounds of one core and two cores back to back (which goes first
+# alternates) and reports medians. Not part of make test: it writes 2 x 82 bytes
 # a packet to SCALE_DIR and takes minutes.
 SCALE_PACKETS ?= 10000000
 SCALE_DIR     ?= out/scale

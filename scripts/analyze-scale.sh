@@ -10,8 +10,11 @@
 # a different answer. Then two cores against one (wall time) and the load
 # average before and after: other work on the machine slows the runs.
 # GENSCALE_FLAGS passes flags to genscale (e.g. "--rate 1000000");
-# ANALYZE_FLAGS to analyze; SCALE_REPEAT=n runs each analysis n times
-# and reports the fastest.
+# ANALYZE_FLAGS to analyze. SCALE_REPEAT=n runs n rounds: each round runs
+# one core and two cores back to back, the first of the two alternating
+# from round to round, so that a slow spell of the host falls on both.
+# Each row is then the median of its runs, and two cores against one is
+# the median of the rounds' ratios (each round's range printed too).
 set -euo pipefail
 dir=${1:-out/scale}
 n=${2:-10000000}
@@ -39,45 +42,49 @@ measure() { # name, command...
   echo "$name $wall $user $sys $rss"
 }
 repeat=${SCALE_REPEAT:-1}
-best() { # name, command...: measure, repeat times, the fastest run
-  local name=$1 out="" line w bw=""
-  shift
-  for _ in $(seq "$repeat"); do
-    line=$(measure "$name" "$@") || return 1
-    read -r _ w _ _ _ <<<"$line"
-    if [ -z "$bw" ] || [ "$(echo "$w < $bw" | bc -l)" = 1 ]; then
-      bw=$w out=$line
-      cp "$dir/$name.out" "$dir/$name.best"
-    fi
-  done
-  mv "$dir/$name.best" "$dir/$name.out"
-  echo "$out"
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+# rowof name: the median of each column over name's runs (in $dir/name.runs)
+rowof() {
+  local f="$dir/$1.runs"
+  echo "$1 $(cut -d' ' -f2 "$f" | median) $(cut -d' ' -f3 "$f" | median) $(cut -d' ' -f4 "$f" | median) $(cut -d' ' -f5 "$f" | median)"
 }
 sync
-echo "== $n packets a side ($total in both captures), best of $repeat; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== $n packets a side ($total in both captures), $repeat round(s); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(measure capinfos capinfos "$s" "$r")
 read -r _ bwall _ _ _ <<<"$base"
 printf '%-16s %8s %8s %8s %10s %12s %8s\n' run wall_s user_s sys_s peak_MiB pkts_per_s vs_capinfos
 report() {
   local name wall user sys rss
   read -r name wall user sys rss <<<"$1"
-  printf '%-16s %8.2f %8.2f %8.2f %10.0f %12.0f %7.2fx\n' "$name" "$wall" "$user" "$sys" "$((rss / 1024))" \
+  printf '%-16s %8.2f %8.2f %8.2f %10.0f %12.0f %7.2fx\n' "$name" "$wall" "$user" "$sys" "$((${rss%.*} / 1024))" \
     "$(echo "$total / $wall" | bc -l)" "$(echo "$wall / $bwall" | bc -l)"
 }
 report "$base"
 runs=(stream-1core stream-2cores)
-one=$(GOMAXPROCS=1 best stream-1core "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet ${ANALYZE_FLAGS:-})
-report "$one"
-two=$(GOMAXPROCS=2 best stream-2cores "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet ${ANALYZE_FLAGS:-})
-report "$two"
-if [ "${SCALE_WHOLE:-0}" = 1 ]; then
-  runs+=(whole-2cores)
-  report "$(GOMAXPROCS=2 best whole-2cores "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet --whole-capture ${ANALYZE_FLAGS:-})"
-fi
-read -r _ w1 _ _ _ <<<"$one"
-read -r _ w2 _ _ _ <<<"$two"
-printf 'two cores: %.2fx one core (wall); load average after %s\n' "$(echo "$w1 / $w2" | bc -l)" "$(cut -d' ' -f1-3 /proc/loadavg)"
-for x in "${runs[@]:1}"; do
-  cmp -s "$dir/${runs[0]}.out" "$dir/$x.out" || { echo "analyze-scale: $x reported differently from ${runs[0]}"; exit 1; }
+[ "${SCALE_WHOLE:-0}" = 1 ] && runs+=(whole-2cores)
+rm -f "$dir"/*.runs "$dir/ratios"
+analysis() { # name: one run of it, its report kept as name.out
+  local name=$1 procs=2 whole=()
+  [ "$name" = stream-1core ] && procs=1
+  [ "$name" = whole-2cores ] && whole=(--whole-capture)
+  GOMAXPROCS=$procs measure "$name" "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet "${whole[@]}" ${ANALYZE_FLAGS:-} \
+    >>"$dir/$name.runs"
+  cmp -s "$dir/${runs[0]}.out" "$dir/$name.out" 2>/dev/null || [ "$name" = "${runs[0]}" ] ||
+    { echo "analyze-scale: $name reported differently from ${runs[0]}"; exit 1; }
+  cp "$dir/$name.out" "$dir/$name.kept"
+}
+for i in $(seq "$repeat"); do
+  if [ $((i % 2)) = 1 ]; then analysis stream-1core; analysis stream-2cores; else analysis stream-2cores; analysis stream-1core; fi
+  [ "${SCALE_WHOLE:-0}" = 1 ] && analysis whole-2cores
+  w1=$(tail -1 "$dir/stream-1core.runs" | cut -d' ' -f2) w2=$(tail -1 "$dir/stream-2cores.runs" | cut -d' ' -f2)
+  echo "$w1 $w2" | awk '{printf "%.4f\n", $1/$2}' >>"$dir/ratios"
 done
-echo "reports identical across runs ($(wc -l <"$dir/${runs[0]}.out") lines)"
+for x in "${runs[@]}"; do
+  report "$(rowof "$x")"
+done
+printf 'two cores: %.2fx one core (wall; median of %d rounds: %s); load average after %s\n' \
+  "$(median <"$dir/ratios")" "$repeat" "$(sort -g "$dir/ratios" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
+for x in "${runs[@]:1}"; do
+  cmp -s "$dir/${runs[0]}.kept" "$dir/$x.kept" || { echo "analyze-scale: $x reported differently from ${runs[0]}"; exit 1; }
+done
+echo "reports identical across runs ($(wc -l <"$dir/${runs[0]}.kept") lines)"
