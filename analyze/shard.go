@@ -16,18 +16,21 @@ import "sync"
 // combine, and the marks of uncertain groups (an interval spoilt, a rank,
 // the same sentence for each rank) make the same verdict in any order.
 //
-// Records go to the shards in batches, copied (each shard keeps its own
-// records, so that none moves between cores but in the batches), each
-// batch stamped with the time of the last record fed (its now). A shard
-// adds each record to its group (closing the groups whose window ended
-// before it), closes the groups whose window ended before the batch's
-// now, and sends the batch back with the records whose group is closed,
-// paired, each end's in the order it was fed them, and the marks of the
-// groups it closed. The streamer numbers each end's records as it feeds
-// them and hands them on in that order, taking each from the shard that
-// has it: the same records, in the same order, as one pairer hands on,
-// a few batches later (which only holds intervals open a little longer).
-// The synopses are filled on the streamer's goroutine, as without shards.
+// Records go to the shards in batches, each batch stamped with the time
+// of the last record fed (its now). What crosses between the cores is
+// only what pairing reads and writes, 24 bytes a record each way: the
+// streamer keeps every record it fed, in its end's order, in a queue of
+// its own; a shard gets each record's timestamp, identity, flags and
+// place in its end's order, pairs its own copy, and hands back each
+// record's place, flags and pairing. A shard adds each record to its
+// group (closing the groups whose window ended before it), closes the
+// groups whose window ended before the batch's now, and sends the batch
+// back with the records whose group is closed and the marks of the groups
+// it closed. The streamer writes what came back into its queued records
+// and hands them on from the front of each end's queue once paired: the
+// same records, in the same order, as one pairer hands on, a few batches
+// later (which only holds intervals open a little longer). The synopses
+// are filled on the streamer's goroutine, as without shards.
 
 const (
 	// shardBatchLen bounds a batch's records (all shards together).
@@ -41,16 +44,31 @@ const (
 	shardSpan = 64
 )
 
-// shardBatch goes to a shard with records to pair (copies: the shard
-// keeps its own) and comes back with the records the shard hands back,
-// paired, each end's in its order.
+// shardIn is what a shard pairs of a record.
+type shardIn struct {
+	ts, hash uint64
+	seq      uint32 // its place in its end's order (modulo 2^32)
+	flags    uint8
+	sender   bool
+}
+
+// shardRes is what a shard hands back of a record: its place, its flags
+// (now marked ambiguous or not) and its pairing.
+type shardRes struct {
+	peerTs uint64
+	seq    uint32
+	flags  uint8
+	paired bool
+}
+
+// shardBatch goes to a shard with records to pair and comes back with
+// the pairing of the records whose group it closed, each end's in order.
 type shardBatch struct {
 	id         uint64
-	recs       []srec
+	recs       []shardIn
 	now        int64
 	end        bool // the last: close every group
-	outS, outR []srec
-	refs       int // ends whose records are still to be handed on
+	outS, outR []shardRes
 }
 
 type shardAck struct {
@@ -58,11 +76,38 @@ type shardAck struct {
 	marks []badMark
 }
 
-// shardOut is what one shard handed back and the streamer has not yet
-// handed on, for one end.
-type shardOut struct {
-	q   ring[*shardBatch]
-	pos int
+// fedRing is one end's records fed and not yet handed on, in order: the
+// front's place is next. Records are kept by value, so that handing them
+// on reads the queue in order; a slot keeps the flowPart it last held
+// for the next record it takes.
+type fedRing struct {
+	buf     []srec
+	head, n int
+	next    uint32 // the front's place
+}
+
+// push puts a copy of x at the back; x takes the slot's old flowPart.
+func (q *fedRing) push(x *srec) {
+	if q.n == len(q.buf) {
+		nb := make([]srec, max(64, 2*len(q.buf)))
+		for i := 0; i < q.n; i++ {
+			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	y := &q.buf[(q.head+q.n)&(len(q.buf)-1)]
+	fk := y.fk
+	*y = *x
+	x.fk = fk
+	q.n++
+}
+
+func (q *fedRing) at(i int) *srec { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+
+func (q *fedRing) pop() {
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	q.next++
 }
 
 // shardSet is the shards of one streamer's run; every method but the
@@ -74,16 +119,13 @@ type shardSet struct {
 	acks     []chan shardAck
 	free     [][]*shardBatch // per shard, batches to fill
 	cur      []*shardBatch   // per shard, the batch being filled
-	out      [][2]shardOut   // per shard and end (0 receiver, 1 sender)
 	span     int64
 	id       uint64 // the batch being filled; 1 is the first
 	first    int64  // the time of its first record
 	count    int    // its records
 	acked    []uint64
-	ackedAll uint64         // every batch up to it is acknowledged by every shard
-	seq      [2]uint64      // per end: the next record's place
-	next     [2]uint64      // per end: the place of the next record to hand on
-	ts       [2]ring[int64] // per end: the timestamps of the records not yet handed on
+	ackedAll uint64     // every batch up to it is acknowledged by every shard
+	fed      [2]fedRing // per end (0 receiver, 1 sender)
 	marks    []badMark
 	wg       sync.WaitGroup
 	stopped  bool
@@ -97,7 +139,6 @@ func newShardSet(n int, p *pairer) *shardSet {
 		sh.in = append(sh.in, make(chan *shardBatch, shardAhead+1))
 		sh.acks = append(sh.acks, make(chan shardAck, shardAhead+1))
 		sh.free = append(sh.free, nil)
-		sh.out = append(sh.out, [2]shardOut{})
 		sh.cur = append(sh.cur, sh.batch(i))
 	}
 	for i := 0; i < n; i++ {
@@ -115,8 +156,9 @@ func (sh *shardSet) loop(p *pairer, in <-chan *shardBatch, acks chan<- shardAck)
 	var sq, rq ring[*srec]
 	for b := range in {
 		for j := range b.recs {
+			r := &b.recs[j]
 			x := pool.get()
-			*x = b.recs[j]
+			x.ts, x.hash, x.flags, x.seq, x.sender = r.ts, r.hash, r.flags, uint64(r.seq), r.sender
 			t := int64(x.ts)
 			p.closeBefore(t)
 			p.add(x, t, x.sender)
@@ -133,14 +175,12 @@ func (sh *shardSet) loop(p *pairer, in <-chan *shardBatch, acks chan<- shardAck)
 		}
 		for sq.n > 0 && (b.end || sq.front().closeAt < b.now) {
 			x := sq.pop()
-			b.outS = append(b.outS, *x) // the copy takes its flow
-			x.fk = nil
+			b.outS = append(b.outS, shardRes{x.peerTs, uint32(x.seq), x.flags, x.paired})
 			pool.put(x)
 		}
 		for rq.n > 0 && (b.end || rq.front().closeAt < b.now) {
 			x := rq.pop()
-			b.outR = append(b.outR, *x)
-			x.fk = nil
+			b.outR = append(b.outR, shardRes{x.peerTs, uint32(x.seq), x.flags, x.paired})
 			pool.put(x)
 		}
 		var marks []badMark
@@ -162,7 +202,7 @@ func (sh *shardSet) batch(i int) *shardBatch {
 		sh.free[i] = sh.free[i][:k-1]
 		return b
 	}
-	return &shardBatch{recs: make([]srec, 0, 2*shardBatchLen/len(sh.acked)+16)}
+	return &shardBatch{recs: make([]shardIn, 0, 2*shardBatchLen/len(sh.acked)+16)}
 }
 
 func endIndex(sender bool) int {
@@ -172,17 +212,18 @@ func endIndex(sender bool) int {
 	return 0
 }
 
-// dispatch puts a copy of x, fed at t, in its shard's batch.
+// dispatch queues x, fed at t, at its end and puts what pairing needs of
+// it in its shard's batch. x takes a flowPart from the queue in exchange
+// for its own: the pool keeps it.
 func (sh *shardSet) dispatch(x *srec, t int64, sender bool) {
 	if sh.count == 0 {
 		sh.first = t
 	}
-	e := endIndex(sender)
-	x.seq, x.sender = sh.seq[e], sender
-	sh.seq[e]++
-	sh.ts[e].push(t)
+	q := &sh.fed[endIndex(sender)]
+	seq := q.next + uint32(q.n)
+	q.push(x)
 	b := sh.cur[shardOf(x.hash, len(sh.cur))]
-	b.recs = append(b.recs, *x)
+	b.recs = append(b.recs, shardIn{x.ts, x.hash, seq, x.flags, sender})
 	sh.count++
 	if sh.count >= shardBatchLen || t-sh.first > sh.span {
 		sh.flush(t, false)
@@ -232,41 +273,25 @@ func (sh *shardSet) poll(wait bool) {
 	sh.ackedAll = all
 }
 
+// take writes what shard i handed back into the queued records; its batch
+// is free again.
 func (sh *shardSet) take(i int, a shardAck) {
 	b := a.b
 	sh.acked[i] = b.id
 	sh.marks = append(sh.marks, a.marks...)
-	clear(b.recs)
-	b.recs = b.recs[:0]
-	b.refs = 2
-	sh.out[i][0].q.push(b)
-	sh.out[i][1].q.push(b)
-}
-
-// head is the next record shard i hands back for end e, nil if none yet.
-func (sh *shardSet) head(i, e int) *srec {
-	o := &sh.out[i][e]
-	for o.q.n > 0 {
-		b := o.q.front()
-		l := b.outR
-		if e == 1 {
-			l = b.outS
-		}
-		if o.pos < len(l) {
-			return &l[o.pos]
-		}
-		o.q.pop()
-		o.pos = 0
-		if b.refs--; b.refs == 0 {
-			b.outS, b.outR = b.outS[:0], b.outR[:0]
-			sh.free[i] = append(sh.free[i], b)
+	for e, out := range [2][]shardRes{b.outR, b.outS} {
+		q := &sh.fed[e]
+		for _, r := range out {
+			x := q.at(int(r.seq - q.next))
+			x.flags, x.paired, x.peerTs, x.back = r.flags, r.paired, r.peerTs, true
 		}
 	}
-	return nil
+	b.recs, b.outS, b.outR = b.recs[:0], b.outS[:0], b.outR[:0]
+	sh.free[i] = append(sh.free[i], b)
 }
 
 // drain hands on, each end in its order, the records the shards handed
-// back; a record whose shard has not handed it back yet holds its end's.
+// back; a record its shard has not handed back yet holds its end's.
 // The marks of the groups the shards closed come first.
 func (sh *shardSet) drain(s *streamer) {
 	if len(sh.marks) > 0 && s.onMarks != nil {
@@ -274,26 +299,18 @@ func (sh *shardSet) drain(s *streamer) {
 	}
 	sh.marks = sh.marks[:0]
 	for e := 1; e >= 0; e-- {
-		for {
-			var x *srec
-			for i := range sh.out {
-				if h := sh.head(i, e); h != nil && h.seq == sh.next[e] {
-					x = h
-					sh.out[i][e].pos++
-					break
-				}
-			}
-			if x == nil {
+		q := &sh.fed[e]
+		for q.n > 0 {
+			x := q.at(0)
+			if !x.back {
 				break
 			}
-			sh.next[e]++
-			sh.ts[e].pop()
 			if e == 1 {
 				s.onSender(x)
 			} else {
 				s.onReceiver(x)
 			}
-			s.pool.putPart(x) // the batch's copy goes no further
+			q.pop()
 		}
 	}
 }
@@ -301,9 +318,9 @@ func (sh *shardSet) drain(s *streamer) {
 // unhanded is how many records of one end were fed and not yet handed
 // on, and the oldest one's timestamp.
 func (sh *shardSet) unhanded(sender bool) (n int, oldest int64) {
-	q := &sh.ts[endIndex(sender)]
+	q := &sh.fed[endIndex(sender)]
 	if q.n > 0 {
-		oldest = q.front()
+		oldest = int64(q.at(0).ts)
 	}
 	return q.n, oldest
 }

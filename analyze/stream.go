@@ -32,8 +32,8 @@ const DefaultMaxDelay = 1_000_000_000 // ns
 
 // srec is a record in flight. It fills one 64-byte cache line: the
 // pairing reads each record again a window after it was fed, when it has
-// left the CPU's caches, and with shards every record is copied to a
-// shard and back. Its flow (the flow hash and key, 48 bytes) is kept out
+// left the CPU's caches, and with shards every record is copied into its
+// end's queue. Its flow (the flow hash and key, 48 bytes) is kept out
 // of line, only when a per-flow synopsis runs.
 type srec struct {
 	rec
@@ -44,13 +44,15 @@ type srec struct {
 	peerTs  uint64 // the paired copy's timestamp
 	// With shards: its place in its end's order, and which end.
 	seq uint64
-	// fk is its flow, only with per-flow synopses. Whoever holds the
-	// pointer owns the flowPart: a copy of the record that goes on takes
-	// it, and the record it was copied from gives it up.
+	// fk is its flow, only with per-flow synopses. A record keeps its
+	// flowPart in the pool; a copy of it that goes on (into a shard
+	// set's queue, a pending receiver) takes it and gives the record the
+	// one it had, so that no two records share one.
 	fk     *flowPart
 	k      int32 // pending receiver: the interval it goes to
 	paired bool
 	sender bool
+	back   bool // with shards: its shard handed its pairing back
 }
 
 // flowPart is a record's flow, for the per-flow synopses.
@@ -369,12 +371,11 @@ func (r *ring[T]) pop() T {
 	return x
 }
 
-// srecPool recycles records, and their flowParts: a long capture
+// srecPool recycles records, with their flowParts: a long capture
 // allocates only what is in flight at once. held counts the records out
 // of the pool, peak its largest value.
 type srecPool struct {
 	free       []*srec
-	parts      []*flowPart
 	held, peak int
 }
 
@@ -399,22 +400,9 @@ func (p *srecPool) put(x *srec) {
 // part is a flowPart for x, which it then owns.
 func (p *srecPool) part(x *srec) *flowPart {
 	if x.fk == nil {
-		if n := len(p.parts); n > 0 {
-			x.fk = p.parts[n-1]
-			p.parts = p.parts[:n-1]
-		} else {
-			x.fk = new(flowPart)
-		}
+		x.fk = new(flowPart)
 	}
 	return x.fk
-}
-
-// putPart takes back the flowPart of x, a copy that goes no further.
-func (p *srecPool) putPart(x *srec) {
-	if x.fk != nil {
-		p.parts = append(p.parts, x.fk)
-		x.fk = nil
-	}
 }
 
 // pairing is what the pairing of copies within an identity needs to know
@@ -631,14 +619,12 @@ func (s *streamer) feed(x *srec, sender bool) {
 		s.lastR, s.fedR = t, true
 	}
 	if s.sh != nil {
-		// The shard pairs a copy, which takes the record's flow: the
+		// Its end's queue keeps a copy and its shard pairs it: the
 		// record is free again at once.
 		s.sh.dispatch(x, t, sender)
-		x.fk = nil
 		s.pool.put(x)
-		// Held: the streamer's records and those fed and not handed on
-		// (in the shards, or handed back and waiting).
-		s.pool.peak = max(s.pool.peak, s.pool.held+s.sh.ts[0].n+s.sh.ts[1].n)
+		// Held: the streamer's records and those fed and not handed on.
+		s.pool.peak = max(s.pool.peak, s.pool.held+s.sh.fed[0].n+s.sh.fed[1].n)
 		s.sh.drain(s)
 		return
 	}
