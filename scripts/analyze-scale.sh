@@ -15,6 +15,10 @@
 # from round to round, so that a slow spell of the host falls on both.
 # Each row is then the median of its runs, and two cores against one is
 # the median of the rounds' ratios (each round's range printed too).
+# SCALE_CEILING=1 also runs, each round, two one-core analyses at once:
+# what the machine itself gives two memory-bound jobs (its two CPUs may
+# share a physical core or its caches), as their throughput against one
+# alone.
 set -euo pipefail
 dir=${1:-out/scale}
 n=${2:-10000000}
@@ -62,7 +66,18 @@ report() {
 report "$base"
 runs=(stream-1core stream-2cores)
 [ "${SCALE_WHOLE:-0}" = 1 ] && runs+=(whole-2cores)
-rm -f "$dir"/*.runs "$dir/ratios"
+rm -f "$dir"/*.runs "$dir/ratios" "$dir/ceiling"
+# ceiling: two one-core analyses at once; prints both finished after how
+# many seconds
+ceiling() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  GOMAXPROCS=1 "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet ${ANALYZE_FLAGS:-} >/dev/null 2>&1 &
+  GOMAXPROCS=1 "$bin" analyze --sender "$s" --receiver "$r" --format json --quiet ${ANALYZE_FLAGS:-} >/dev/null 2>&1
+  wait
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
 analysis() { # name: one run of it, its report kept as name.out
   local name=$1 procs=2 whole=()
   [ "$name" = stream-1core ] && procs=1
@@ -78,12 +93,19 @@ for i in $(seq "$repeat"); do
   [ "${SCALE_WHOLE:-0}" = 1 ] && analysis whole-2cores
   w1=$(tail -1 "$dir/stream-1core.runs" | cut -d' ' -f2) w2=$(tail -1 "$dir/stream-2cores.runs" | cut -d' ' -f2)
   echo "$w1 $w2" | awk '{printf "%.4f\n", $1/$2}' >>"$dir/ratios"
+  if [ "${SCALE_CEILING:-0}" = 1 ]; then
+    echo "$w1 $(ceiling)" | awk '{printf "%.4f\n", 2*$1/$2}' >>"$dir/ceiling"
+  fi
 done
 for x in "${runs[@]}"; do
   report "$(rowof "$x")"
 done
 printf 'two cores: %.2fx one core (wall; median of %d rounds: %s); load average after %s\n' \
   "$(median <"$dir/ratios")" "$repeat" "$(sort -g "$dir/ratios" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "${SCALE_CEILING:-0}" = 1 ]; then
+  printf 'two one-core analyses at once: %.2fx the throughput of one alone (median of %d rounds: %s)\n' \
+    "$(median <"$dir/ceiling")" "$repeat" "$(sort -g "$dir/ceiling" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}')"
+fi
 for x in "${runs[@]:1}"; do
   cmp -s "$dir/${runs[0]}.kept" "$dir/$x.kept" || { echo "analyze-scale: $x reported differently from ${runs[0]}"; exit 1; }
 done
