@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/ldafwd/ldafwd/dataplane"
 )
 
@@ -17,6 +19,7 @@ import (
 type forwardOnly struct {
 	lanes   [2]*dataplane.Lane // a→b, b→a
 	workers []*dataplane.Worker
+	log     zerolog.Logger
 }
 
 // measurementFlags are the run flags that only make sense when measuring;
@@ -41,8 +44,8 @@ func checkForwardOnly(changed map[string]bool) error {
 	return nil
 }
 
-func newForwardOnly(o *Config, p *portSet) (*forwardOnly, error) {
-	f := &forwardOnly{}
+func newForwardOnly(o *Config, p *portSet, log zerolog.Logger) (*forwardOnly, error) {
+	f := &forwardOnly{log: log}
 	var err error
 	if f.lanes[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: p.a, Tx: p.b, Role: dataplane.RoleForward, Burst: o.Burst}); err != nil {
 		return nil, err
@@ -70,7 +73,11 @@ func (f *forwardOnly) Start() error {
 }
 
 // Stop forwards what is in flight, then stops the workers (nothing to
-// drain but the tx buffers: there is no interval to close).
+// drain but the tx buffers: there is no interval to close), and logs
+// what each direction forwarded and dropped. A lane drops users' frames
+// only when its tx port has taken nothing for the stall limit; those
+// frames are counted in no port's record (the port never saw them), so
+// this line is where a user finds them.
 func (f *forwardOnly) Stop(time.Duration) error {
 	var first error
 	for _, w := range f.workers {
@@ -78,5 +85,9 @@ func (f *forwardOnly) Stop(time.Duration) error {
 			first = err
 		}
 	}
+	ab, ba := &f.lanes[0].Stats, &f.lanes[1].Stats
+	f.log.Info().Uint64("forwarded_ab", ab.TxFrames.Load()).Uint64("forwarded_ba", ba.TxFrames.Load()).
+		Uint64("tx_dropped_ab", ab.TxDropped.Load()).Uint64("tx_dropped_ba", ba.TxDropped.Load()).
+		Msg("forwarding stopped")
 	return first
 }

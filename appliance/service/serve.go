@@ -54,7 +54,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 		}
 	}()
 	if o.ForwardOnly {
-		f, err := newForwardOnly(o, ports)
+		f, err := newForwardOnly(o, ports, log)
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
