@@ -81,32 +81,22 @@ type shardAck struct {
 // on reads the queue in order; a slot keeps the flowPart it last held
 // for the next record it takes.
 type fedRing struct {
-	buf     []srec
-	head, n int
-	next    uint32 // the front's place
+	ring[srec]
+	next uint32 // the front's place
 }
 
 // push puts a copy of x at the back; x takes the slot's old flowPart.
 func (q *fedRing) push(x *srec) {
-	if q.n == len(q.buf) {
-		nb := make([]srec, max(64, 2*len(q.buf)))
-		for i := 0; i < q.n; i++ {
-			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-		}
-		q.buf, q.head = nb, 0
-	}
-	y := &q.buf[(q.head+q.n)&(len(q.buf)-1)]
+	y := q.grow()
 	fk := y.fk
 	*y = *x
 	x.fk = fk
-	q.n++
 }
 
-func (q *fedRing) at(i int) *srec { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+func (q *fedRing) at(i int) *srec { return q.ptr(i) }
 
 func (q *fedRing) pop() {
-	q.head = (q.head + 1) & (len(q.buf) - 1)
-	q.n--
+	q.drop()
 	q.next++
 }
 

@@ -7,8 +7,8 @@ import (
 
 // TestRecordIsOneCacheLine: a record in flight fills one 64-byte line
 // (the size class Go allocates it in is then aligned to 64 bytes), so
-// that reading it back a window later, or copying it to a shard, moves
-// one line.
+// that reading it back a window later, or copying it into the queue of
+// records fed to the shards, moves one line.
 func TestRecordIsOneCacheLine(t *testing.T) {
 	if n := unsafe.Sizeof(srec{}); n != 64 {
 		t.Fatalf("srec is %d bytes, want 64", n)

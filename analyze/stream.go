@@ -340,7 +340,11 @@ type ring[T any] struct {
 	head, n int
 }
 
-func (r *ring[T]) push(x T) {
+func (r *ring[T]) push(x T) { *r.grow() = x }
+
+// grow makes room for one more at the back and returns its slot, which
+// holds whatever it held last (the zero value, unless a drop left it).
+func (r *ring[T]) grow() *T {
 	if r.n == len(r.buf) {
 		nb := make([]T, max(64, 2*len(r.buf)))
 		for i := 0; i < r.n; i++ {
@@ -348,11 +352,13 @@ func (r *ring[T]) push(x T) {
 		}
 		r.buf, r.head = nb, 0
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = x
 	r.n++
+	return r.ptr(r.n - 1)
 }
 
 func (r *ring[T]) at(i int) T { return r.buf[(r.head+i)&(len(r.buf)-1)] }
+
+func (r *ring[T]) ptr(i int) *T { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
 
 func (r *ring[T]) swap(i, j int) {
 	m := len(r.buf) - 1
@@ -366,9 +372,15 @@ func (r *ring[T]) pop() T {
 	var zero T
 	x := r.buf[r.head]
 	r.buf[r.head] = zero
+	r.drop()
+	return x
+}
+
+// drop removes the front and leaves its slot as it is, for a grow to hand
+// out again.
+func (r *ring[T]) drop() {
 	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
-	return x
 }
 
 // srecPool recycles records, with their flowParts: a long capture
