@@ -139,6 +139,12 @@ func releaseLocked(core int) {
 // reserved or nothing would be left. Best effort: a thread that exits
 // meanwhile, or a set the kernel refuses, only leaves that thread as it
 // was. reserved.mu is held.
+//
+// A thread born while a pass runs, of a creator not yet restricted,
+// inherits the old set and is not in the listing the pass walks: the
+// runtime starts threads at any time (sysmon hands a P on when a syscall
+// blocks, as this pass's own may on a loaded machine). So the listing is
+// walked again until a walk finds no thread the earlier ones did not.
 func applyReserved() {
 	want := reserved.orig
 	for c := range reserved.count {
@@ -147,42 +153,67 @@ func applyReserved() {
 	if want.Count() == 0 {
 		want = reserved.orig
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return
-	}
-	seen := make(map[int]bool, len(tasks))
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	seen := map[int]bool{}
+	for pass := 0; pass < maxApplyPasses; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			break
 		}
-		seen[tid] = true
-		var cur unix.CPUSet
-		if unix.SchedGetaffinity(tid, &cur) != nil {
-			continue
+		if pass == 0 && testHookListed != nil {
+			testHookListed(tasks)
 		}
-		if reserved.workers[tid] {
-			delete(reserved.changed, tid)
-			continue
+		fresh := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || seen[tid] {
+				continue
+			}
+			seen[tid], fresh = true, true
+			applyThread(tid, want, pass > 0)
 		}
-		// Ours: set here and not changed since by its owner, or born
-		// since the last pass with the set its creator had from here.
-		set, ours := reserved.changed[tid]
-		if ours && cur != set {
-			ours = false
-			delete(reserved.changed, tid)
-		} else if !ours {
-			ours = !reserved.seen[tid] && cur == reserved.applied
-		}
-		if !ours && cur.Count() <= 1 {
-			continue // pinned by its owner
-		}
-		if cur == want || unix.SchedSetaffinity(tid, &want) == nil {
-			reserved.changed[tid] = want
+		if !fresh {
+			break
 		}
 	}
 	reserved.seen, reserved.applied = seen, want
+}
+
+// testHookListed, when set (tests), runs after applyReserved's first
+// listing of the threads, before any is restricted.
+var testHookListed func(tasks []os.DirEntry)
+
+// maxApplyPasses bounds applyReserved's walks: each finds only the
+// threads born during the one before.
+const maxApplyPasses = 8
+
+// applyThread is applyReserved's work on one thread; bornNow: the thread
+// was born while applyReserved ran, so that it inherited its creator's
+// set from before the call or from this call.
+func applyThread(tid int, want unix.CPUSet, bornNow bool) {
+	var cur unix.CPUSet
+	if unix.SchedGetaffinity(tid, &cur) != nil {
+		return
+	}
+	if reserved.workers[tid] {
+		delete(reserved.changed, tid)
+		return
+	}
+	// Ours: set here and not changed since by its owner, or born
+	// since the last call with the set its creator had from here (from
+	// this call too, when born during it).
+	set, ours := reserved.changed[tid]
+	if ours && cur != set {
+		ours = false
+		delete(reserved.changed, tid)
+	} else if !ours {
+		ours = !reserved.seen[tid] && (cur == reserved.applied || bornNow && cur == want)
+	}
+	if !ours && cur.Count() <= 1 {
+		return // pinned by its owner
+	}
+	if cur == want || unix.SchedSetaffinity(tid, &want) == nil {
+		reserved.changed[tid] = want
+	}
 }
 
 // unreservedSet is cur, a thread's CPU set, with the cores reserved from
