@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
 
 // TestReserveCoreThreadBornDuringPass: a thread the runtime starts while
@@ -17,19 +19,7 @@ import (
 // blocks long enough for sysmon to hand its P on, which the reservation's
 // own syscalls do on a loaded machine.
 func TestReserveCoreThreadBornDuringPass(t *testing.T) {
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		t.Fatal(err)
-	}
-	if all.Count() < 2 {
-		t.Skip("needs two CPUs")
-	}
-	core := -1
-	for c := 0; c < 1024; c++ {
-		if all.IsSet(c) {
-			core = c
-		}
-	}
+	core := nettest.LastCPU(t)
 	var hold sync.WaitGroup
 	hold.Add(1)
 	defer hold.Done()
