@@ -410,8 +410,17 @@ func TestRunTwoAppliances(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// Healthy, unless the recent intervals honestly went unmeasured: at
+	// 0.5 % loss a lossy bucket can fall in two neighbouring intervals,
+	// whose loss the LDA then cannot verify (a loaded machine also makes
+	// the RDA that tells them apart miss its budget). Then the only check
+	// failing must be measurement's, and #2's report must say the same.
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"running"`) {
-		t.Errorf("/healthz while running: %d %s", code, body)
+		if code != 503 || !onlyMeasurementFails(body) || !lastTrafficUnmeasured(t, report2, 3) {
+			t.Errorf("/healthz while running: %d %s", code, body)
+		} else {
+			t.Logf("/healthz degraded, as #2's last intervals with traffic are invalid: %s", body)
+		}
 	}
 	// The delay counters count valid intervals: wait for #2's first
 	// valid LDA line (a lost control fragment early on leaves up to three
@@ -761,4 +770,49 @@ func sinkPort(p dataplane.Port, stop <-chan struct{}, sunk *uint64) chan struct{
 		}
 	}()
 	return done
+}
+
+// onlyMeasurementFails says a /healthz body is degraded by its measurement
+// check alone.
+func onlyMeasurementFails(body string) bool {
+	var h struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if json.Unmarshal([]byte(body), &h) != nil || h.Status != "degraded" || len(h.Checks) != 1 {
+		return false
+	}
+	_, ok := h.Checks["measurement"]
+	return ok
+}
+
+// lastTrafficUnmeasured says the report file's last n a>b intervals of
+// class all that carried traffic have no valid LDA line.
+func lastTrafficUnmeasured(t *testing.T, path string, n int) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	ivs, _ := runLines(t, string(b[:bytes.LastIndexByte(b, '\n')+1]))
+	valid := map[int64]bool{}
+	var traffic []int64
+	for _, r := range ivs {
+		if r.Direction != "a>b" || r.MEC != "all" || r.Synopsis != "lda" || r.Sent+r.Received == 0 {
+			continue
+		}
+		if !slices.Contains(traffic, r.Interval) {
+			traffic = append(traffic, r.Interval)
+		}
+		valid[r.Interval] = valid[r.Interval] || r.Valid
+	}
+	slices.Sort(traffic)
+	if len(traffic) < n {
+		return false
+	}
+	for _, k := range traffic[len(traffic)-n:] {
+		if valid[k] {
+			return false
+		}
+	}
+	return true
 }
