@@ -42,6 +42,14 @@ const (
 	// that the records held for the batches in flight stay a small,
 	// steady part of the window's, however fast the shards go.
 	shardSpan = 64
+	// shardMinSpan: but at least this long (ns). Each batch wakes every
+	// shard and waits for its answer; with a short window (--max-delay
+	// of a few ms) a window/64 batch holds a few records, and the two
+	// cores spent their time handing batches over: two cores ran no
+	// faster than one. The records a longer batch holds stay bounded by
+	// shardBatchLen and shardAhead, and the intervals it holds back by a
+	// few tens of ms.
+	shardMinSpan = 10_000_000
 )
 
 // shardIn is what a shard pairs of a record.
@@ -122,7 +130,7 @@ type shardSet struct {
 }
 
 func newShardSet(n int, p *pairer) *shardSet {
-	sh := &shardSet{main: p, span: max(p.w/shardSpan, 1), id: 1, acked: make([]uint64, n)}
+	sh := &shardSet{main: p, span: max(p.w/shardSpan, shardMinSpan), id: 1, acked: make([]uint64, n)}
 	for i := 0; i < n; i++ {
 		q := &pairer{w: p.w, par: p.par, ds: newDelayStats(), markGroup: p.markGroup}
 		sh.pairers = append(sh.pairers, q)
