@@ -38,18 +38,22 @@ const (
 	// shardAhead bounds the batches sent and not yet acknowledged by
 	// every shard.
 	shardAhead = 4
-	// shardSpan: a batch covers at most the window over this much, so
-	// that the records held for the batches in flight stay a small,
-	// steady part of the window's, however fast the shards go.
+	// shardSpan: a batch is sent before it is full once it covers the
+	// window over this much, so that with a long window the records held
+	// for the batches in flight stay a small part of the window's.
 	shardSpan = 64
-	// shardMinSpan: but at least this long (ns). Each batch wakes every
-	// shard and waits for its answer; with a short window (--max-delay
-	// of a few ms) a window/64 batch holds a few records, and the two
-	// cores spent their time handing batches over: two cores ran no
-	// faster than one. The records a longer batch holds stay bounded by
-	// shardBatchLen and shardAhead, and the intervals it holds back by a
-	// few tens of ms.
-	shardMinSpan = 10_000_000
+	// shardMinSpan (ns) and shardMinBatch: but not before it covers this
+	// long and holds this many records. Each batch wakes every shard and
+	// waits for its answer: with a short window (--max-delay of a few
+	// ms) a window/64 batch held a few records, at a few thousand
+	// packets a second a few dozen, and the two cores spent their time
+	// handing batches over, running slower than one. The records the
+	// batches in flight hold stay bounded by shardAhead × shardBatchLen
+	// whatever the rate; at a low rate they are held back longer in
+	// capture time (under a second at 3 000 packets a second), which only
+	// delays when an interval is reported.
+	shardMinSpan  = 10_000_000
+	shardMinBatch = shardBatchLen / 2
 )
 
 // shardIn is what a shard pairs of a record.
@@ -223,7 +227,7 @@ func (sh *shardSet) dispatch(x *srec, t int64, sender bool) {
 	b := sh.cur[shardOf(x.hash, len(sh.cur))]
 	b.recs = append(b.recs, shardIn{x.ts, x.hash, seq, x.flags, sender})
 	sh.count++
-	if sh.count >= shardBatchLen || t-sh.first > sh.span {
+	if sh.count >= shardBatchLen || t-sh.first > sh.span && sh.count >= shardMinBatch {
 		sh.flush(t, false)
 	}
 }
