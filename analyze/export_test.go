@@ -8,14 +8,14 @@ import (
 	"github.com/ldafwd/ldafwd/report"
 )
 
-// Every test of this package that runs a pair of captures able to stream
-// runs both analyses and holds them to each other: the same lines byte
-// for byte (as the report writes them and as the table prints them), the
-// same statistics, the same error. A difference panics, naming it.
 // ShardInFlight is the most records the batches sent to the shards and
 // not yet answered hold.
 const ShardInFlight = shardAhead * shardBatchLen
 
+// Every test of this package that runs a pair of captures able to stream
+// runs both analyses and holds them to each other: the same lines byte
+// for byte (as the report writes them and as the table prints them), the
+// same statistics, the same error. A difference panics, naming it.
 func init() {
 	oracle = func(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(*report.Interval)) (Stats, error) {
 		// The streaming analysis pairs on 1 to 4 shards in turn.
