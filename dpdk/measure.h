@@ -676,6 +676,8 @@ struct ldaf_flowslot {
 #define LDAF_GOLDEN 0x9e3779b97f4a7c15ull
 #define LDAF_MAX_LATER 128
 #define LDAF_LDS_MAX_ROWS 16
+#define LDAF_RDA_MAX_BANKS 16 // synopsis.RDAMaxBanks
+#define LDAF_LDS_SKIP 0xffffffffu // a row that does not sample the frame (cells are fewer than 2^26)
 #define LDAF_FK0 0xa0761d6478bd642full
 #define LDAF_FK1 0xe7037ed1a0b428dbull
 #define LDAF_FK2 0x8ebc6af09c88c6e3ull
@@ -784,11 +786,24 @@ static __attribute__((noinline)) uint64_t ldaf_note_later(struct ldaf_rdahot *c,
 	return first;
 }
 
+// ldaf_synidx is what ldaf_syn_plan derives from one frame's identity h
+// and flow hash fh for ldaf_syn_add: every remix and row hash of the RDA,
+// its timestamp cache, the trajectory sample and the LDS, computed once,
+// some frames before the frame's updates, and the cells they name, whose
+// lines it prefetches meanwhile. The updates then only read it.
+struct ldaf_synidx {
+	uint64_t ck; // Remix(h, SaltRDACheck)
+	uint64_t cs; // Remix(h, SaltSampling): the cache's selection and first slot
+	uint64_t ss; // Remix(h, SaltSample): the sample's selection
+	uint32_t rda[LDAF_RDA_MAX_BANKS];  // the frame's cell in each RDA bank
+	uint32_t lds[LDAF_LDS_MAX_ROWS];   // its LDS cell in each row, LDAF_LDS_SKIP where the row does not sample it
+};
+
 // ldaf_ts_insert is TSCache.InsertFlow for a cache the burst cannot fill
-// (the caller checked RDA.CacheRoom): the level never rises here.
-static inline void ldaf_ts_insert(struct ldaf_rdahot *c, uint64_t h, uint64_t fh, uint64_t ts) {
+// (the caller checked RDA.CacheRoom): the level never rises here. s is
+// Remix(h, SaltSampling).
+static inline void ldaf_ts_insert(struct ldaf_rdahot *c, uint64_t h, uint64_t fh, uint64_t ts, uint64_t s) {
 	c->offered++;
-	uint64_t s = ldaf_remix(h, LDAF_SALT_SAMPLING);
 	if (c->level != 0 && s >> (64 - c->level) != 0)
 		return;
 	if (unlikely(h == 0)) {
@@ -818,31 +833,6 @@ static inline void ldaf_ts_insert(struct ldaf_rdahot *c, uint64_t h, uint64_t fh
 		c->n++;
 		return;
 	}
-}
-
-// ldaf_rda_add is RDA.AddFlow.
-static inline void ldaf_rda_add(struct ldaf_rdahot *r, uint64_t h, uint64_t fh, uint64_t ts) {
-	if (r->base == 0)
-		r->base = ts;
-	struct ldaf_rdacell *cells = (struct ldaf_rdacell *)r->cells;
-	uint64_t m = r->m, ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK), off = 0;
-	if (likely(r->chunk != 0)) {
-		uint64_t c = r->chunk, x = ldaf_remix(h, LDAF_SALT_RDA), mask = (1ull << c) - 1;
-		for (uint64_t b = 0; b < r->k; b++) {
-			struct ldaf_rdacell *cl = &cells[off + ((x & mask) * m >> c)];
-			cl->id ^= h, cl->ts += ts, cl->n++, cl->chk ^= ck;
-			x >>= c;
-			off += m;
-		}
-	} else {
-		for (uint64_t b = 0; b < r->k; b++) {
-			struct ldaf_rdacell *cl = &cells[off + ldaf_mulhi(ldaf_remix(h, LDAF_SALT_RDA + b * LDAF_GOLDEN), m)];
-			cl->id ^= h, cl->ts += ts, cl->n++, cl->chk ^= ck;
-			off += m;
-		}
-	}
-	if (r->slots)
-		ldaf_ts_insert(r, h, fh, ts);
 }
 
 static inline uint64_t ldaf_lds_row(const uint64_t *ra, const uint64_t *rm, uint64_t x, uint64_t r) {
@@ -890,101 +880,198 @@ static __attribute__((noinline)) void ldaf_flow_observe(struct ldaf_ldshot *l, u
 	l->fused++;
 }
 
-// ldaf_lds_add is LDS.AddFlowKey of a frame with a flow (fh != 0).
-static inline void ldaf_lds_add(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint64_t ts, uint64_t err, uint32_t weight,
-		const struct ldaf_fkey *key) {
-	uint64_t w = weight ? weight : 1;
-	l->packets++;
-	l->last_ts = ts;
-	uint64_t wts = w * ts, werr = w * err;
-	uint64_t fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW), px0 = ldaf_remix(h, LDAF_SALT_LDS_CELL);
-	const uint64_t *ra = (const uint64_t *)l->row_a, *rm = (const uint64_t *)l->row_m, *thr = (const uint64_t *)l->thr;
-	struct ldaf_ldscell *cells = (struct ldaf_ldscell *)l->cells;
-	uint64_t cols = l->cols, k = l->k, rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
-	for (uint64_t r = 0; r < rows; r++) {
-		uint64_t px = ldaf_lds_row(ra, rm, px0, r);
-		if (px >> 32 >= thr[r])
-			continue;
-		uint64_t c = ((ldaf_lds_row(ra, rm, fx, r) >> 32) * cols >> 32) + ((px & 0xffffffffull) * k >> 32);
-		if (c >= cols)
-			c -= cols;
-		struct ldaf_ldscell *cell = &cells[r * cols + c];
-		cell->sum += wts, cell->count += w, cell->digest ^= h, cell->err += werr;
-	}
-	if (l->has_flows)
-		ldaf_flow_observe(l, fh, h, weight, key);
-}
+// ldaf_synshape is what ldaf_syn_add reads of the synopses' shapes, once
+// per call: the cells are written through pointers that alias none of
+// it, so it stays in registers rather than being reloaded after every
+// store.
+struct ldaf_synshape {
+	const struct ldaf_rdacell *rcells;
+	uint64_t rm, rchunk, rmask;    // RDA cells per bank, Remix bits per bank (0: one Remix per bank), their mask
+	const struct ldaf_tsent *slots; // the timestamp cache's (NULL: none)
+	uint64_t smask;
+	const struct ldaf_ldscell *lcells;
+	const uint64_t *ra, *rm_, *thr; // LDS row hash keys and sampling thresholds
+	uint64_t cols, k;
+	const struct ldaf_flowslot *fslots; // the flow table's (NULL: none)
+	uint64_t fmask;
+};
 
-// ldaf_sample_add is Sample.AddFlow and SetStampErr for a sample the
-// burst cannot fill (the caller checked Sample.SampleRoom).
-static inline void ldaf_sample_add(struct ldaf_samplehot *p, uint64_t h, uint64_t fh, uint64_t ts, uint64_t err) {
-	p->offered++;
-	uint64_t s = ldaf_remix(h, LDAF_SALT_SAMPLE);
-	if (s >> 32 < p->thresh && likely(p->len < p->cap)) {
-		struct ldaf_tsent *e = (struct ldaf_tsent *)p->ents + p->len;
-		e->h = s, e->ts = ts;
-		if (p->flows)
-			((uint64_t *)p->flows)[p->len] = fh;
-		p->len++;
-	}
-	if (err > p->err_ns)
-		p->err_ns = err;
-}
-
-// ldaf_syn_prefetch prefetches the lines ldaf_syn_add will write for
-// frame h of flow fh: the RDA's cells and the cache slot where its probe
-// starts, the LDS row cells, the flow table's home slot. The synopses
-// are hundreds of KiB to MiB, their lines picked at random per frame: a
-// frame's updates otherwise wait on their misses one frame after another.
-static inline void ldaf_syn_prefetch(const struct ldaf_syn *sy, uint64_t h, uint64_t fh) {
-	if (sy->has_rda) {
-		const struct ldaf_rdahot *r = &sy->rda;
-		const struct ldaf_rdacell *cells = (const struct ldaf_rdacell *)r->cells;
-		uint64_t m = r->m;
-		if (likely(r->chunk != 0)) {
-			uint64_t c = r->chunk, x = ldaf_remix(h, LDAF_SALT_RDA), mask = (1ull << c) - 1, off = 0;
-			for (uint64_t b = 0; b < r->k; b++, off += m, x >>= c)
-				__builtin_prefetch(&cells[off + ((x & mask) * m >> c)], 1);
+// ldaf_syn_plan fills x for frame h of flow fh (0: none, no LDS) and
+// prefetches the lines its updates will write: its rk RDA cells and the
+// cache slot where its probe starts, its LDS cells in the rows that
+// sample it, its flow's home slot in the flow table. The synopses are
+// hundreds of KiB to MiB and a frame's lines are picked at random: a
+// frame's updates would otherwise wait on their misses one frame after
+// another. With lds_all (every row takes every frame, one cell per flow:
+// the default LDS) a frame's cell is its flow's, so the frame's own row
+// hashes, which only pick a row's sampling and a flow's cell, are
+// skipped. ldaf_syn_add calls it with constant rk, rows and lds_all for
+// the default shapes, so that the compiler unrolls its loops.
+static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
+		uint64_t h, uint64_t fh, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all) {
+	if (has_rda) { // RDA.index
+		uint64_t m = s->rm, off = 0;
+		if (likely(s->rchunk != 0)) {
+			uint64_t c = s->rchunk, v = ldaf_remix(h, LDAF_SALT_RDA);
+			for (uint64_t b = 0; b < rk; b++, off += m, v >>= c) {
+				uint32_t j = (uint32_t)(off + ((v & s->rmask) * m >> c));
+				x->rda[b] = j;
+				__builtin_prefetch(&s->rcells[j], 1);
+			}
+		} else {
+			for (uint64_t b = 0; b < rk; b++, off += m) {
+				uint32_t j = (uint32_t)(off + ldaf_mulhi(ldaf_remix(h, LDAF_SALT_RDA + b * LDAF_GOLDEN), m));
+				x->rda[b] = j;
+				__builtin_prefetch(&s->rcells[j], 1);
+			}
 		}
-		if (r->slots)
-			__builtin_prefetch((const struct ldaf_tsent *)r->slots + (ldaf_remix(h, LDAF_SALT_SAMPLING) & r->mask), 1);
+		x->ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK);
+		if (s->slots) {
+			x->cs = ldaf_remix(h, LDAF_SALT_SAMPLING);
+			__builtin_prefetch(&s->slots[x->cs & s->smask], 1);
+		}
 	}
-	if (fh != 0) {
-		const struct ldaf_ldshot *l = &sy->lds;
-		const uint64_t *ra = (const uint64_t *)l->row_a, *rm = (const uint64_t *)l->row_m;
-		const struct ldaf_ldscell *cells = (const struct ldaf_ldscell *)l->cells;
-		uint64_t fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW), cols = l->cols;
-		uint64_t rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
-		for (uint64_t r = 0; r < rows; r++) // the flow's first cell in each row
-			__builtin_prefetch(&cells[r * cols + ((ldaf_lds_row(ra, rm, fx, r) >> 32) * cols >> 32)], 1);
-		if (l->has_flows && l->fslots)
-			__builtin_prefetch((const struct ldaf_flowslot *)l->fslots + (fh & l->fmask), 1);
+	if (has_smp)
+		x->ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
+	if (fh != 0) { // LDS.AddFlowKey's cells
+		uint64_t cols = s->cols, fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW);
+		if (lds_all) {
+			for (uint64_t r = 0; r < rows; r++) {
+				uint32_t j = (uint32_t)(r * cols + ((ldaf_lds_row(s->ra, s->rm_, fx, r) >> 32) * cols >> 32));
+				x->lds[r] = j;
+				__builtin_prefetch(&s->lcells[j], 1);
+			}
+		} else {
+			uint64_t px0 = ldaf_remix(h, LDAF_SALT_LDS_CELL);
+			for (uint64_t r = 0; r < rows; r++) {
+				uint64_t px = ldaf_lds_row(s->ra, s->rm_, px0, r);
+				if (px >> 32 >= s->thr[r]) {
+					x->lds[r] = LDAF_LDS_SKIP;
+					continue;
+				}
+				uint64_t c = ((ldaf_lds_row(s->ra, s->rm_, fx, r) >> 32) * cols >> 32) + ((px & 0xffffffffull) * s->k >> 32);
+				if (c >= cols)
+					c -= cols;
+				uint32_t j = (uint32_t)(r * cols + c);
+				x->lds[r] = j;
+				__builtin_prefetch(&s->lcells[j], 1);
+			}
+		}
+		if (s->fslots)
+			__builtin_prefetch(&s->fslots[fh & s->fmask], 1);
 	}
 }
 
-// LDAF_PREFETCH_AHEAD is how many frames ahead ldaf_syn_add prefetches.
+// ldaf_flow_count is FlowTable.observe's common case inline: fh already
+// holds its home slot (a flow's frames after its first, as long as no
+// other flow took that slot first). Everything else is ldaf_flow_observe.
+static inline void ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w, const struct ldaf_fkey *k) {
+	if (likely(l->flimit != 0)) {
+		struct ldaf_flowslot *s = (struct ldaf_flowslot *)l->fslots + (fh & l->fmask);
+		if (likely(s->weight != 0 && s->hash == fh)) {
+			s->packets++;
+			return;
+		}
+	}
+	ldaf_flow_observe(l, fh, h, w, k);
+}
+
+// LDAF_PREFETCH_AHEAD is how many frames ahead of its updates
+// ldaf_syn_add plans a frame; LDAF_PLAN_RING, a power of two above it,
+// how many plans it holds.
 #define LDAF_PREFETCH_AHEAD 4
+#define LDAF_PLAN_RING 8
+
+// ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan).
+static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
+		const uint64_t *hs, const uint64_t *fhs, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
+		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all) {
+	struct ldaf_synidx plan[LDAF_PLAN_RING];
+	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
+	struct ldaf_rdahot *r = &sy->rda;
+	struct ldaf_ldshot *l = &sy->lds;
+	struct ldaf_samplehot *p = &sy->smp;
+	const int has_rda = sy->has_rda != 0, has_smp = sy->has_smp != 0, has_flows = l->has_flows != 0;
+	struct ldaf_rdacell *__restrict rcells = (struct ldaf_rdacell *)r->cells;
+	struct ldaf_ldscell *__restrict lcells = (struct ldaf_ldscell *)l->cells;
+	const uint32_t w = (uint32_t)sy->weight;
+	const uint64_t lw = w ? w : 1;
+	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
+		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, has_rda, has_smp, rk, rows, lds_all);
+	for (unsigned i = 0; i < n; i++) {
+		if (i + LDAF_PREFETCH_AHEAD < n)
+			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
+				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all);
+		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
+		uint64_t h = hs[i], t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
+		if (has_rda) { // RDA.AddFlow
+			if (r->base == 0)
+				r->base = t;
+			uint64_t ck = x->ck;
+			for (uint64_t b = 0; b < rk; b++) {
+				struct ldaf_rdacell *cl = &rcells[x->rda[b]];
+				cl->id ^= h, cl->ts += t, cl->n++, cl->chk ^= ck;
+			}
+			if (s->slots)
+				ldaf_ts_insert(r, h, fh, t, x->cs);
+		}
+		if (has_smp) { // Sample.AddFlow, SetStampErr
+			p->offered++;
+			if (x->ss >> 32 < p->thresh && likely(p->len < p->cap)) {
+				struct ldaf_tsent *e = (struct ldaf_tsent *)p->ents + p->len;
+				e->h = x->ss, e->ts = t;
+				if (p->flows)
+					((uint64_t *)p->flows)[p->len] = fh;
+				p->len++;
+			}
+			if (err > p->err_ns)
+				p->err_ns = err;
+		}
+		if (fh != 0) { // LDS.AddFlowKey
+			l->packets++;
+			l->last_ts = t;
+			uint64_t wts = lw * t, werr = lw * err;
+			for (uint64_t j = 0; j < rows; j++) {
+				uint32_t c = x->lds[j];
+				if (!lds_all && c == LDAF_LDS_SKIP)
+					continue;
+				struct ldaf_ldscell *cell = &lcells[c];
+				cell->sum += wts, cell->count += lw, cell->digest ^= h, cell->err += werr;
+			}
+			if (has_flows)
+				ldaf_flow_count(l, fh, h, w, &ks[i]);
+		}
+	}
+}
 
 // ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
 // [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), keys ks, all at ts (ts_each
 // NULL) or at ts_each[i]; a frame stamped poll (not 0) has the stamp
-// error poll_err, every other 0.
+// error poll_err, every other 0. The updates are RDA.AddFlow,
+// Sample.AddFlow with SetStampErr, and LDS.AddFlowKey, operation for
+// operation, in frame order; each frame's hashes come from its plan
+// (ldaf_syn_plan), made LDAF_PREFETCH_AHEAD frames earlier.
 static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
 		const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
-	uint32_t w = (uint32_t)sy->weight;
-	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_prefetch(sy, hs[i], fhs ? fhs[i] : 0);
-	for (unsigned i = 0; i < n; i++) {
-		if (i + LDAF_PREFETCH_AHEAD < n)
-			ldaf_syn_prefetch(sy, hs[i + LDAF_PREFETCH_AHEAD], fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0);
-		uint64_t t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
-		if (sy->has_rda)
-			ldaf_rda_add(&sy->rda, hs[i], fh, t);
-		if (sy->has_smp)
-			ldaf_sample_add(&sy->smp, hs[i], fh, t, err);
-		if (fh != 0)
-			ldaf_lds_add(&sy->lds, fh, hs[i], t, err, w, &ks[i]);
-	}
+	const struct ldaf_rdahot *r = &sy->rda;
+	const struct ldaf_ldshot *l = &sy->lds;
+	struct ldaf_synshape s = {
+		.rcells = (const struct ldaf_rdacell *)r->cells, .rm = r->m, .rchunk = r->chunk,
+		.rmask = r->chunk != 0 ? (1ull << r->chunk) - 1 : 0,
+		.slots = sy->has_rda ? (const struct ldaf_tsent *)r->slots : NULL, .smask = r->mask,
+		.lcells = (const struct ldaf_ldscell *)l->cells, .ra = (const uint64_t *)l->row_a,
+		.rm_ = (const uint64_t *)l->row_m, .thr = (const uint64_t *)l->thr, .cols = l->cols, .k = l->k,
+		.fslots = l->has_flows ? (const struct ldaf_flowslot *)l->fslots : NULL, .fmask = l->fmask,
+	};
+	uint64_t rk = r->k < LDAF_RDA_MAX_BANKS ? r->k : LDAF_RDA_MAX_BANKS;
+	uint64_t rows = l->rows < LDAF_LDS_MAX_ROWS ? l->rows : LDAF_LDS_MAX_ROWS;
+	int lds_all = fhs != NULL && l->k == 1;
+	for (uint64_t j = 0; lds_all && j < rows; j++)
+		lds_all = ((const uint64_t *)l->thr)[j] >= 1ull << 32;
+	if (rk == 3 && rows == 4 && lds_all) // the default shapes (synopsis.DefaultRDABanks, LDS Rows 4)
+		ldaf_syn_run(sy, &s, hs, fhs, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1);
+	else
+		ldaf_syn_run(sy, &s, hs, fhs, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all);
 }
 
 // ldaf_rx_ts is the receive stamp ldaf_fill_burst gives m: the PMD's
