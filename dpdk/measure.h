@@ -888,7 +888,6 @@ struct ldaf_synshape {
 	const struct ldaf_rdacell *rcells;
 	uint64_t rm, rchunk, rmask;    // RDA cells per bank, Remix bits per bank (0: one Remix per bank), their mask
 	const struct ldaf_tsent *slots; // the timestamp cache's (NULL: none)
-	uint64_t smask;
 	const struct ldaf_ldscell *lcells;
 	const uint64_t *ra, *rm_, *thr; // LDS row hash keys and sampling thresholds
 	uint64_t cols, k;
@@ -897,9 +896,11 @@ struct ldaf_synshape {
 };
 
 // ldaf_syn_plan fills x for frame h of flow fh (0: none, no LDS) and
-// prefetches the lines its updates will write: its rk RDA cells and the
-// cache slot where its probe starts, its LDS cells in the rows that
-// sample it, its flow's home slot in the flow table. The synopses are
+// prefetches the lines its updates will write: its rk RDA cells, its LDS
+// cells in the rows that sample it, its flow's home slot in the flow
+// table. cs is the frame's Remix(h, SaltSampling) when the RDA has a
+// timestamp cache (ldaf_cache_ahead computed it and prefetched the slot
+// where the cache's probe starts, a burst earlier). The synopses are
 // hundreds of KiB to MiB and a frame's lines are picked at random: a
 // frame's updates would otherwise wait on their misses one frame after
 // another. With lds_all (every row takes every frame, one cell per flow:
@@ -908,7 +909,7 @@ struct ldaf_synshape {
 // skipped. ldaf_syn_add calls it with constant rk, rows and lds_all for
 // the default shapes, so that the compiler unrolls its loops.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
-		uint64_t h, uint64_t fh, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all) {
+		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all) {
 	if (has_rda) { // RDA.index
 		uint64_t m = s->rm, off = 0;
 		if (likely(s->rchunk != 0)) {
@@ -926,10 +927,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 			}
 		}
 		x->ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK);
-		if (s->slots) {
-			x->cs = ldaf_remix(h, LDAF_SALT_SAMPLING);
-			__builtin_prefetch(&s->slots[x->cs & s->smask], 1);
-		}
+		x->cs = cs;
 	}
 	if (has_smp)
 		x->ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
@@ -984,7 +982,7 @@ static inline void ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t 
 
 // ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan).
 static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
-		const uint64_t *hs, const uint64_t *fhs, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
+		const uint64_t *hs, const uint64_t *fhs, const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
 		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all) {
 	struct ldaf_synidx plan[LDAF_PLAN_RING];
 	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
@@ -997,11 +995,11 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	const uint32_t w = (uint32_t)sy->weight;
 	const uint64_t lw = w ? w : 1;
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, has_rda, has_smp, rk, rows, lds_all);
+		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
-				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all);
+				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
 		uint64_t h = hs[i], t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
 		if (has_rda) { // RDA.AddFlow
@@ -1045,20 +1043,21 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 }
 
 // ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
-// [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), keys ks, all at ts (ts_each
+// [0, n): identities hs, flow hashes fhs (NULL: none, no LDS), cache
+// selections css (ldaf_cache_ahead's; NULL without a timestamp cache), keys ks, all at ts (ts_each
 // NULL) or at ts_each[i]; a frame stamped poll (not 0) has the stamp
 // error poll_err, every other 0. The updates are RDA.AddFlow,
 // Sample.AddFlow with SetStampErr, and LDS.AddFlowKey, operation for
 // operation, in frame order; each frame's hashes come from its plan
 // (ldaf_syn_plan), made LDAF_PREFETCH_AHEAD frames earlier.
 static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
-		const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
+		const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
 	const struct ldaf_rdahot *r = &sy->rda;
 	const struct ldaf_ldshot *l = &sy->lds;
 	struct ldaf_synshape s = {
 		.rcells = (const struct ldaf_rdacell *)r->cells, .rm = r->m, .rchunk = r->chunk,
 		.rmask = r->chunk != 0 ? (1ull << r->chunk) - 1 : 0,
-		.slots = sy->has_rda ? (const struct ldaf_tsent *)r->slots : NULL, .smask = r->mask,
+		.slots = sy->has_rda ? (const struct ldaf_tsent *)r->slots : NULL,
 		.lcells = (const struct ldaf_ldscell *)l->cells, .ra = (const uint64_t *)l->row_a,
 		.rm_ = (const uint64_t *)l->row_m, .thr = (const uint64_t *)l->thr, .cols = l->cols, .k = l->k,
 		.fslots = l->has_flows ? (const struct ldaf_flowslot *)l->fslots : NULL, .fmask = l->fmask,
@@ -1069,9 +1068,31 @@ static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const ui
 	for (uint64_t j = 0; lds_all && j < rows; j++)
 		lds_all = ((const uint64_t *)l->thr)[j] >= 1ull << 32;
 	if (rk == 3 && rows == 4 && lds_all) // the default shapes (synopsis.DefaultRDABanks, LDS Rows 4)
-		ldaf_syn_run(sy, &s, hs, fhs, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1);
 	else
-		ldaf_syn_run(sy, &s, hs, fhs, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all);
+}
+
+// ldaf_cache_ahead computes the timestamp cache's selection hash
+// Remix(h, SaltSampling) of the burst's n frames into css and prefetches
+// the slot where the probe of each frame the cache's level keeps starts;
+// 0 without a cache. It runs a burst ahead of ldaf_syn_add, before the
+// transmit: the cache is the largest synopsis (MiBs, a slot picked at
+// random per frame), and on a virtual machine whose host maps its memory
+// in 4 KiB pages a slot's prefetch waits on a page walk, which a few
+// frames of distance (ldaf_syn_plan's) do not cover.
+static inline int ldaf_cache_ahead(const struct ldaf_syn *sy, const uint64_t *hs, unsigned n, uint64_t *css) {
+	if (!sy->has_rda || sy->rda.slots == 0)
+		return 0;
+	const struct ldaf_tsent *slots = (const struct ldaf_tsent *)sy->rda.slots;
+	uint64_t mask = sy->rda.mask, level = sy->rda.level;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t s = ldaf_remix(hs[i], LDAF_SALT_SAMPLING);
+		css[i] = s;
+		if (level == 0 || s >> (64 - level) == 0)
+			__builtin_prefetch(&slots[s & mask], 1);
+	}
+	return 1;
 }
 
 // ldaf_rx_ts is the receive stamp ldaf_fill_burst gives m: the PMD's
@@ -1193,13 +1214,15 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 	}
 	rq->fwd_bytes = b;
 	rq->m_done = 1;
+	uint64_t css[LDAF_MAX_BURST];
+	int cached = sy != NULL && ldaf_cache_ahead(sy, hs, k, css);
 	const struct ldaf_ldasel *sl = (const struct ldaf_ldasel *)sel;
 	struct ldaf_ldacell *cl = (struct ldaf_ldacell *)cells;
 	if (rx_stamp) {
 		ldaf_lda_add_ts(sl, cl, digest, hs, tss, k);
 		*(uint64_t *)offered += k;
 		if (sy)
-			ldaf_syn_add(sy, hs, flows ? fhs : NULL, ks, k, 0, tss, poll, poll_err);
+			ldaf_syn_add(sy, hs, flows ? fhs : NULL, cached ? css : NULL, ks, k, 0, tss, poll, poll_err);
 	}
 	unsigned sent = 0;
 	uint64_t sb = 0;
@@ -1225,7 +1248,7 @@ static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, ui
 				rq->m_tx_now = t1;
 			ldaf_lda_add(sl, cl, digest, hs + sent, t, ts);
 			if (sy)
-				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, ks + sent, t, ts, NULL, ts, err);
+				ldaf_syn_add(sy, hs + sent, flows ? fhs + sent : NULL, cached ? css + sent : NULL, ks + sent, t, ts, NULL, ts, err);
 		}
 		sent += t;
 	}
