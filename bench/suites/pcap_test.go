@@ -41,3 +41,21 @@ func TestRunChildSpan(t *testing.T) {
 		t.Errorf("wall rate %g Mpps", got)
 	}
 }
+
+// TestSpinPlausible: a pinned worker's CPU time under half the span is a
+// bad reading, which runSpinning measures again.
+func TestSpinPlausible(t *testing.T) {
+	for _, c := range []struct {
+		cpu, wall time.Duration
+		want      bool
+	}{
+		{980 * time.Millisecond, time.Second, true},
+		{500 * time.Millisecond, time.Second, true},
+		{45 * time.Millisecond, time.Second, false}, // 22 × the rate the frames say
+		{0, time.Second, false},
+	} {
+		if got := (childRun{workerCPU: c.cpu, wall: c.wall}).spinPlausible(); got != c.want {
+			t.Errorf("worker %v over %v: plausible %v, want %v", c.cpu, c.wall, got, c.want)
+		}
+	}
+}

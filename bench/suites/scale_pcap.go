@@ -110,7 +110,11 @@ func benchScaleDPDKPcap(o *Options, emit func(report.Bench)) error {
 				} else {
 					args = append(args, "--cores", "1")
 				}
-				run, err := runChild(exe, args, per)
+				runFn := runSpinning // one pinned worker spins on its own core
+				if nq == 2 {
+					runFn = runChild // two workers share the CPUs with the process's other threads
+				}
+				run, err := runFn(exe, args, per)
 				if err != nil {
 					return fmt.Errorf("scale-dpdk-pcap-%s-q%d: %w", c.tag, nq, err)
 				}
