@@ -60,7 +60,10 @@ func testClockOffset(t *testing.T, offset uint64) {
 		wrapSeg2Rx: func(q dataplane.Port) dataplane.Port {
 			return &offsetPort{Port: q, rp: q.(*dataplane.RingPort), off: offset}
 		}})
-	p.run(2500*time.Millisecond, 2000, nil, nil)
+	// 40 intervals: an offset estimate needs the peer's mean of the other
+	// direction, and under load (CI runs two packages at once) that mean
+	// has arrived up to 16 intervals late.
+	p.run(4*time.Second, 2000, nil, nil)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	beyond := float64(offset) > delay // the clocks disagree beyond what the delays explain
@@ -95,7 +98,7 @@ func testClockOffset(t *testing.T, offset uint64) {
 			}
 		}
 		if n < 5 {
-			t.Errorf("%s: %d lines with an offset estimate, want ≥ 5 of a 25-interval run", who, n)
+			t.Errorf("%s: %d lines with an offset estimate, want ≥ 5 of a 40-interval run", who, n)
 		}
 	}
 	check("#2 (a>b)", p.lines, delay+float64(offset), float64(offset))
