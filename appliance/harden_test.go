@@ -50,6 +50,9 @@ type pair struct {
 	// generator whose frame finds the ring full loses it (ingress loss).
 	ringSize int
 	lostIn   [2]atomic.Uint64 // frames up's and down's ring refused
+	// clk: the pair runs on this simulated clock (simRun drives it);
+	// nil: on the wall clock, with goroutines (run).
+	clk *appliance.SimClock
 }
 
 func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(dataplane.Port) dataplane.Port, wrapSeg2Rx func(dataplane.Port) dataplane.Port) *pair {
@@ -60,12 +63,19 @@ func newPair(t *testing.T, iv time.Duration, ringSize int, wrapSeg1Tx func(datap
 type pairOpts struct {
 	wrapSeg1Tx, wrapSeg2Rx func(dataplane.Port) dataplane.Port
 	delay, backDelay       model.Delay   // l1's a→b delay (nil: Weibull, mean 30 µs) and b→a delay (nil: none)
-	clock2                 func() uint64 // #2's clock (nil: CLOCK_REALTIME)
+	clock2                 func() uint64 // #2's clock (nil: CLOCK_REALTIME, or clk's)
+	// clk puts the pair on simulated time: links, lanes and control
+	// sides read it, and simRun is what drives them.
+	clk *appliance.SimClock
 }
 
 func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair {
 	wrapSeg1Tx, wrapSeg2Rx := o.wrapSeg1Tx, o.wrapSeg2Rx
-	p := &pair{t: t, iv: iv, key: []byte("0123456789abcdef0123456789abcdef"), truths: map[uint64]dataplane.TruthInterval{}, ringSize: ringSize}
+	p := &pair{t: t, iv: iv, key: []byte("0123456789abcdef0123456789abcdef"), truths: map[uint64]dataplane.TruthInterval{}, ringSize: ringSize, clk: o.clk}
+	var linkClock func() uint64 // nil: CLOCK_REALTIME
+	if o.clk != nil {
+		linkClock = o.clk.Clock
+	}
 	var err error
 	if p.truth, err = dataplane.NewIntervalTruth(appliance.DirAtoB); err != nil {
 		t.Fatal(err)
@@ -81,14 +91,14 @@ func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair
 	if o.backDelay != nil {
 		back = &dataplane.ImpairConfig{Delay: o.backDelay, Loss: model.NoLoss{}, Seed: 10, Queue: 16384}
 	}
-	if p.l0, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384}); err != nil {
+	if p.l0, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384, Clock: linkClock}); err != nil {
 		t.Fatal(err)
 	}
-	if p.l1, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 32768, AtoB: &dataplane.ImpairConfig{
+	if p.l1, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 32768, Clock: linkClock, AtoB: &dataplane.ImpairConfig{
 		Delay: delay, Loss: model.NoLoss{}, Seed: 9, Queue: 16384, Truth: p.truth.Record}, BtoA: back}); err != nil {
 		t.Fatal(err)
 	}
-	if p.l2, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384}); err != nil {
+	if p.l2, err = dataplane.NewRingLink("", dataplane.LinkConfig{Size: ringSize, Pool: 16384, Clock: linkClock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -109,9 +119,18 @@ func newPairOpts(t *testing.T, iv time.Duration, ringSize int, o pairOpts) *pair
 	if wrapSeg2Rx != nil {
 		p.s2 = wrapSeg2Rx(p.s2)
 	}
+	if o.clk != nil {
+		common.Clock, common.Now, common.ClockName = o.clk.Clock, o.clk.Now, "simulated"
+	}
 	p.c1, p.c2 = common, common
 	p.c2.Log = zerolog.New(&p.log2)
-	p.c2.Clock = o.clock2
+	if o.clock2 != nil {
+		p.c2.Clock = o.clock2
+	}
+	if o.clk != nil {
+		// Fixed sessions: on simulated time nothing random is drawn.
+		p.c1.Session, p.c2.Session = 0x5e55_0001, 0x5e55_0002
+	}
 	p.c1.PortA, p.c1.PortB, p.c1.Segment = p.l0.B(), p.seg1, "b"
 	p.c2.PortA, p.c2.PortB, p.c2.Segment = p.s2, p.l2.A(), "a"
 	p.c1.Reports = func(r *report.Interval) {
@@ -164,17 +183,7 @@ func (p *pair) sink(port *dataplane.RingPort, n *atomic.Uint64, keep bool, stop 
 	defer wg.Done()
 	pk := make([]*dataplane.Packet, 64)
 	for {
-		k := port.RxBurst(pk)
-		for _, q := range pk[:k] {
-			if keep && binary.BigEndian.Uint16(q.Data[12:]) == control.EtherType {
-				p.specMu.Lock()
-				p.special = append(p.special, append([]byte(nil), q.Data...))
-				p.specMu.Unlock()
-			}
-		}
-		n.Add(uint64(k))
-		port.Free(pk[:k])
-		if k == 0 {
+		if p.sinkBurst(port, n, keep, pk) == 0 {
 			select {
 			case <-stop:
 				return
@@ -183,6 +192,21 @@ func (p *pair) sink(port *dataplane.RingPort, n *atomic.Uint64, keep bool, stop 
 			}
 		}
 	}
+}
+
+// sinkBurst is one burst of sink: it returns the frames it took.
+func (p *pair) sinkBurst(port *dataplane.RingPort, n *atomic.Uint64, keep bool, pk []*dataplane.Packet) int {
+	k := port.RxBurst(pk)
+	for _, q := range pk[:k] {
+		if keep && binary.BigEndian.Uint16(q.Data[12:]) == control.EtherType {
+			p.specMu.Lock()
+			p.special = append(p.special, append([]byte(nil), q.Data...))
+			p.specMu.Unlock()
+		}
+	}
+	n.Add(uint64(k))
+	port.Free(pk[:k])
+	return k
 }
 
 // run sends rate frames/s each way for d; extra, when set, is called on
