@@ -978,6 +978,17 @@ static inline void ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t 
 // ldaf_syn_add plans a frame; LDAF_PLAN_RING, a power of two above it,
 // how many plans it holds.
 #define LDAF_PREFETCH_AHEAD 4
+
+// LDAF_NO_SLP: GCC's SLP vectorizer packs a cell's four 64-bit updates
+// into two 128-bit stores, each assembled with movq and pinsrq from
+// loaded, added registers: 14 instructions a cell where four
+// read-modify-write adds are 4. The cells are cold lines picked at
+// random, so nothing is gained by the wide store.
+#if defined(__GNUC__) && !defined(__clang__)
+#define LDAF_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define LDAF_NO_SLP
+#endif
 #define LDAF_PLAN_RING 8
 
 // ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan).
@@ -1050,7 +1061,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 // Sample.AddFlow with SetStampErr, and LDS.AddFlowKey, operation for
 // operation, in frame order; each frame's hashes come from its plan
 // (ldaf_syn_plan), made LDAF_PREFETCH_AHEAD frames earlier.
-static __attribute__((noinline)) void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
+static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *sy, const uint64_t *hs, const uint64_t *fhs,
 		const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts, const uint64_t *ts_each, uint64_t poll, uint64_t poll_err) {
 	const struct ldaf_rdahot *r = &sy->rda;
 	const struct ldaf_ldshot *l = &sy->lds;
@@ -1135,7 +1146,7 @@ static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte
 // that got it. Without poll_start such a frame ends the prefix. Frames
 // handed back carry the port's stamps (0 for none: the Go lane stamps
 // them).
-static inline uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
+static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
 		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp, uint64_t poll_low,
 		uint64_t poll_start, uintptr_t synp) {
 	struct ldaf_queue *rq = (struct ldaf_queue *)rxp, *tq = (struct ldaf_queue *)txp;
