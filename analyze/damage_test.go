@@ -60,8 +60,8 @@ func intervalTruth(tr analyzetest.Truth, st analyze.Stats, width, k int64) (sent
 }
 
 // TestDamagedCaptures: a damaged capture (a corrupt pcapng block, a
-// truncated file, a classic record with an impossible length, impossible or
-// far-off timestamps) is an error naming the file and the record; with
+// truncated file, a classic record with an impossible length, a frame cut
+// before its identity, impossible or far-off timestamps) is an error naming the file and the record; with
 // InvalidateDamaged the intervals it touches are invalid and every valid
 // line still holds the truth — damage never reads as loss.
 func TestDamagedCaptures(t *testing.T) {
@@ -97,6 +97,13 @@ func TestDamagedCaptures(t *testing.T) {
 			binary.LittleEndian.PutUint32(b[off+4:], 1_000_000_000)
 			return b
 		}, "impossible timestamp"},
+		// A record's captured length cut below its identity, in a capture
+		// that states no snap length: not a snap length (left out at this
+		// end only, its sender copy would read as lost) but damage.
+		{"pcapng-captured-length", true, false, false, func(b []byte, off int) []byte {
+			binary.LittleEndian.PutUint32(b[off+20:], 6)
+			return b
+		}, "frame cut to 6 of its"},
 		{"pcap-far-timestamp", false, false, false, func(b []byte, off int) []byte {
 			binary.LittleEndian.PutUint32(b[off:], binary.LittleEndian.Uint32(b[off:])+5000)
 			return b

@@ -116,12 +116,6 @@ func (l *loader) next() (r rec, flowHash uint64, key *classifier.FlowKey, ok boo
 		if l.tick != nil && c.Frames%ProgressEvery == 0 {
 			l.tick(c)
 		}
-		if len(frame) < orig {
-			e.snapped++
-			if e.minSnap == 0 || len(frame) < e.minSnap {
-				e.minSnap = len(frame)
-			}
-		}
 		// Timestamp sanity: a record far behind or far ahead of its
 		// neighbours, while the next record agrees with the ones before,
 		// has a damaged timestamp; disorder that persists is refused.
@@ -140,6 +134,21 @@ func (l *loader) next() (r rec, flowHash uint64, key *classifier.FlowKey, ok boo
 				e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: l.maxTS,
 					What: fmt.Sprintf("timestamp %d ns is %.3f s after the records around it", ts, float64(ts-l.maxTS)/1e9)})
 				continue
+			}
+		}
+		if len(frame) < orig {
+			// A frame cut before its identity while the capture keeps more
+			// than this (or states no limit) is a damaged record (its
+			// captured length), not a snap length: left out at this end
+			// only, its copy at the other end would read as lost.
+			if snap := int(c.SnapLen()); (snap == 0 || len(frame) < snap) && identityExtent(frame) == extentUnknown {
+				e.damage = append(e.damage, &DamageError{File: e.name, Record: recno, Local: true, AfterNs: l.maxTS,
+					What: fmt.Sprintf("frame cut to %d of its %d bytes, before its identity, in a capture whose snap length is %d (0: none)", len(frame), orig, snap)})
+				continue
+			}
+			e.snapped++
+			if e.minSnap == 0 || len(frame) < e.minSnap {
+				e.minSnap = len(frame)
 			}
 		}
 		if !l.haveMax || ts >= l.maxTS {
