@@ -156,9 +156,9 @@ func EstimateRDA(sender, receiver *RDA, conf float64) (Estimate, RDAStats, error
 		contradicted := false
 		if other.cache != nil && !other.cache.partial && !dupCopy {
 			// The other end saw it too: a false pure cell, or a packet
-			// duplicated on the path (a receiver duplicate decodes as an
-			// extra copy; the cache holds the first copy's timestamp
-			// only, so it cannot be repaired exactly).
+			// duplicated on the path whose second copy the receiver's
+			// cache could not keep aside (a copy it kept was taken out
+			// above, dupCopy).
 			_, contradicted = other.cache.Lookup(id)
 		}
 		if !ok && haveOwn && Covers(id, lvOwn) {
