@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 )
 
@@ -338,7 +339,9 @@ func (r *Reader) Next(dst []byte) (frame []byte, link uint32, ts uint64, origLen
 				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
 			}
 			q, _ := bits.Div64(hi, lo, ifc.div)
-			if q+ifc.offset < q {
+			// Past 2^63 ns (the year 2262) no clock stamps: analyses
+			// subtract timestamps as int64.
+			if q+ifc.offset < q || q+ifc.offset > math.MaxInt64 {
 				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
 			}
 			if tooLong {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,5 +204,24 @@ func TestReadFrames(t *testing.T) {
 	}
 	if _, err := ReadFrames(bytes.NewReader([]byte("not a capture"))); err == nil {
 		t.Error("no error for a file that is no capture")
+	}
+}
+
+// TestTimestampPastInt64: a pcapng timestamp that fits 64 bits of
+// nanoseconds but not 63 (past the year 2262) is an impossible timestamp,
+// a local damage: the analyses subtract timestamps as int64.
+func TestTimestampPastInt64(t *testing.T) {
+	b := append([]byte(nil), seeds()[1]...)
+	off := 0
+	for binary.LittleEndian.Uint32(b[off:]) != 6 {
+		off += int(binary.LittleEndian.Uint32(b[off+4:]))
+	}
+	const ns = 10_000_000_000_000_000_000 // the seed's interface stamps in ns
+	binary.LittleEndian.PutUint32(b[off+12:], ns>>32)
+	binary.LittleEndian.PutUint32(b[off+16:], ns&0xffffffff)
+	recs, _ := readAll(t, b, MaxRecord)
+	var d *DamageError
+	if len(recs) != 4 || !errors.As(recs[0].err, &d) || !d.Local || d.Record != 1 || !strings.Contains(d.What, "impossible timestamp") || recs[1].err != nil {
+		t.Fatalf("a timestamp past 2^63 ns: %+v", recs)
 	}
 }
