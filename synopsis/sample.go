@@ -3,6 +3,7 @@ package synopsis
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -551,6 +552,11 @@ func (p *Sample) UnmarshalBinary(b []byte) error {
 					r.fail("stamp gap %d escaped: its Rice code is shorter", i)
 				}
 			} else {
+				if q > math.MaxUint64>>k {
+					// More ones than a 64-bit gap has above its k low
+					// bits: no encoder writes it, and q<<k would drop them.
+					r.fail("stamp gap %d: Rice quotient %d does not fit 64 bits with parameter %d", i, q, k)
+				}
 				z = q<<k | br.read(uint(k))
 			}
 			prev += uint64(int64(z>>1) ^ -int64(z&1))
