@@ -189,13 +189,39 @@ func frameSpans(b []byte) [][2]int {
 	return out
 }
 
+// edgeStampSpans returns the [start, end) byte ranges of the timestamps of
+// the first and the last record of a capture pcapgo wrote.
+func edgeStampSpans(b []byte) [][2]int {
+	var ts [][2]int
+	if binary.LittleEndian.Uint32(b) == 0x0a0d0d0a {
+		for off := 0; off+8 <= len(b); {
+			typ, l := binary.LittleEndian.Uint32(b[off:]), int(binary.LittleEndian.Uint32(b[off+4:]))
+			if typ == 6 {
+				ts = append(ts, [2]int{off + 12, off + 20})
+			}
+			off += l
+		}
+	} else {
+		for off := 24; off+16 <= len(b); {
+			ts = append(ts, [2]int{off, off + 8})
+			off += 16 + int(binary.LittleEndian.Uint32(b[off+8:]))
+		}
+	}
+	if len(ts) < 2 {
+		return ts
+	}
+	return [][2]int{ts[0], ts[len(ts)-1]}
+}
+
 // FuzzAnalyzeDamaged damages a lossless capture pair where the fuzzer says
 // (bytes xor-ed at an offset, or the file cut) and runs the whole pipeline
 // in both damage modes: no panic, and the valid lines may claim no more
 // loss than the frames whose bytes the damage changed (a frame whose
 // content changed is, to anyone reading the file, a packet the network
-// corrupted: one lost, one extra). The network lost nothing, so any other
-// loss would be the damage read as loss.
+// corrupted: one lost, one extra), nor more than the damaged timestamps
+// of a file's first or last record (a gap in the traffic to anyone
+// reading the file). The network lost nothing, so any other loss would be
+// the damage read as loss.
 func FuzzAnalyzeDamaged(f *testing.F) {
 	var pairs [2][2][]byte
 	for i, ng := range []bool{false, true} {
@@ -224,8 +250,17 @@ func FuzzAnalyzeDamaged(f *testing.F) {
 		}
 		files[which>>1&1] = v
 		touched := uint64(0)
+		hit := func(sp [2]int) bool { return len(xor) > 0 && int(off) < sp[1] && int(off)+len(xor) > sp[0] }
 		for _, sp := range frameSpans(p[which>>1&1]) {
-			if len(xor) > 0 && int(off) < sp[1] && int(off)+len(xor) > sp[0] {
+			if hit(sp) {
+				touched++
+			}
+		}
+		// A damaged timestamp on a file's first or last record cannot be
+		// told from a gap in the traffic (no record on one side to hold
+		// it to): its packet may read as lost, one packet.
+		for _, sp := range edgeStampSpans(p[which>>1&1]) {
+			if hit(sp) {
 				touched++
 			}
 		}
