@@ -256,6 +256,20 @@ func checkIdent(t *testing.T, frame []byte) {
 			t.Fatalf("frame %x: C flow %#x key %x, Go %#x key %x", frame, fh, key, full.FlowHash, want)
 		}
 	}
+	// The measuring loop's identity and flow in one walk (ldaf_ident_flow)
+	// agree with the two apart, with room past the frame and without.
+	for _, slack := range []int{identSlack, 0} {
+		h2, ok2, fh2, key2 := cIdentFlow(frame, slack)
+		if h2 != h || ok2 != ok {
+			t.Fatalf("frame %x (room %d): ldaf_ident_flow %#x %v, ldaf_ident %#x %v", frame, slack, h2, ok2, h, ok)
+		}
+		if ok {
+			fh, key := cFlow(frame)
+			if fh2 != fh || key2 != key {
+				t.Fatalf("frame %x (room %d): ldaf_ident_flow's flow %#x key %x, ldaf_flow's %#x key %x", frame, slack, fh2, key2, fh, key)
+			}
+		}
+	}
 	var m classifier.Meta
 	if classifier.ParseFastOnly(frame, &m, classifier.LevelIdentity) && m.Flags&identSpecial == 0 && !ok {
 		t.Fatalf("frame %x: Go's fast path takes it, C does not", frame)

@@ -498,6 +498,90 @@ static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, ui
 	return ldaf_ident_general(f, len, hash);
 }
 
+// classifier's flow hash keys (parse.go).
+#define LDAF_FK0 0xa0761d6478bd642full
+#define LDAF_FK1 0xe7037ed1a0b428dbull
+#define LDAF_FK2 0x8ebc6af09c88c6e3ull
+#define LDAF_FK3 0x589965cc75374cc3ull
+#define LDAF_FK4 0x1d8e4e27c47d124full
+
+static inline uint64_t ldaf_mulhi(uint64_t a, uint64_t b) { return (uint64_t)((unsigned __int128)a * b >> 64); }
+static inline uint64_t ldaf_mum(uint64_t a, uint64_t b) {
+	unsigned __int128 p = (unsigned __int128)a * b;
+	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+}
+
+// ldaf_fkey is a frame's flow key (classifier.FlowKey) as far as the LDS
+// flow table packs it: a[0] the IPv4 source and destination (wire order)
+// or a[0..3] the IPv6 ones, the ports, the protocol.
+struct ldaf_fkey {
+	uint64_t a[4];
+	uint16_t sp, dp;
+	uint8_t proto, v6;
+};
+
+// ldaf_flow_hash ends ldaf_flow: the key's ports and protocol, and the
+// flow hash of the key (its addresses and v6 already in *k).
+static inline __attribute__((always_inline)) uint64_t ldaf_flow_hash(struct ldaf_fkey *k, uint16_t sp, uint16_t dp,
+		uint8_t proto) {
+	k->sp = sp, k->dp = dp, k->proto = proto;
+	uint64_t e = (uint64_t)sp << 48 | (uint64_t)dp << 32 | (uint64_t)proto << 8, x;
+	if (!k->v6) {
+		uint64_t a = k->a[0];
+		x = ldaf_mum((a << 32 | a >> 32) ^ LDAF_FK0, e ^ LDAF_FK1);
+	} else {
+		x = ldaf_mum(k->a[0] ^ LDAF_FK0, k->a[1] ^ LDAF_FK1);
+		x = ldaf_mum(x ^ k->a[2] ^ LDAF_FK2, k->a[3] ^ LDAF_FK3);
+		x = ldaf_mum(x ^ (e | 1) ^ LDAF_FK4, LDAF_FK1);
+	}
+	return x ^ x >> 29;
+}
+
+// ldaf_flow is classifier's flow hash (Meta.FlowHash at LevelFull) of a
+// frame ldaf_ident took, and its key into *k: 0 for a frame that is not
+// IPv4 or IPv6 (no flow). ldaf_ident checked every length read here: at
+// most 8 tags, a whole IP header, the IP length within the frame, no
+// IPv6 extension header. The key is the outer packet's in a tunnel.
+static inline uint64_t ldaf_flow(const uint8_t *f, struct ldaf_fkey *k) {
+	uint32_t off = 12;
+	uint16_t et = ldaf_be16(f + 12);
+	while (unlikely(et == 0x8100 || et == 0x88A8 || et == 0x9100)) {
+		et = ldaf_be16(f + off + 4);
+		off += 4;
+	}
+	const uint8_t *h = f + off + 2, *l4;
+	uint32_t n4;
+	uint8_t proto;
+	if (likely(et == 0x0800)) {
+		proto = h[9];
+		k->a[0] = ldaf_le64(h + 12);
+		k->v6 = 0;
+		uint32_t ihl = (uint32_t)(h[0] & 0x0f) * 4;
+		l4 = h + ihl;
+		n4 = (ldaf_be16(h + 6) & 0x1fff) ? 0 : ldaf_be16(h + 2) - ihl; // a later fragment: no ports
+	} else if (et == 0x86DD) {
+		proto = h[6];
+		k->a[0] = ldaf_le64(h + 8), k->a[1] = ldaf_le64(h + 16), k->a[2] = ldaf_le64(h + 24), k->a[3] = ldaf_le64(h + 32);
+		k->v6 = 1;
+		l4 = h + 40;
+		n4 = ldaf_be16(h + 4);
+	} else {
+		return 0;
+	}
+	uint16_t sp = 0, dp = 0;
+	switch (proto) { // gatherL4
+	case 6: case 17: case 136: case 132:
+		if (n4 >= 4)
+			sp = ldaf_be16(l4), dp = ldaf_be16(l4 + 2);
+		break;
+	case 1: case 58:
+		if (n4 >= 2)
+			sp = l4[0], dp = l4[1];
+		break;
+	}
+	return ldaf_flow_hash(k, sp, dp, proto);
+}
+
 // ldaf_ident returns 1 and the identity hash (classifier.Meta.Hash, as
 // classifier.ParseLevel computes it) of a frame a sender lane records as
 // it is: no flag among truncated, malformed, control and link-local, and
@@ -511,13 +595,20 @@ static __attribute__((noinline)) int ldaf_ident_fast_tunnel(const uint8_t *f, ui
 // readable, and an untagged non-IP frame its raw path, both inlined here;
 // every other frame takes ldaf_ident_general. A tag changes no identity:
 // the hash covers the IP packet only.
-static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint32_t room,
-		uint64_t *hash) {
+//
+// ldaf_ident_flow is ldaf_ident that, with k not NULL, also gives a frame
+// it takes its flow (ldaf_flow) into *fh and *k: the straight-line path
+// has the addresses, the protocol and the IP length in registers, so it
+// hashes the flow without walking the headers again; the other paths
+// call ldaf_flow.
+static inline __attribute__((always_inline)) int ldaf_ident_flow(const uint8_t *f, uint32_t len, uint32_t room,
+		uint64_t *hash, struct ldaf_fkey *k, uint64_t *fh) {
+#define LDAF_SLOW(call) do { int took_ = (call); if (k && took_) *fh = ldaf_flow(f, k); return took_; } while (0)
 	if (len < 14)
 		return 0;
 	uint16_t et = ldaf_be16(f + 12);
 	if (et <= 1500) // an IEEE 802.3 length (net_null's all-zero frames)
-		return ldaf_ident_raw(f, len, 14, et, hash);
+		LDAF_SLOW(ldaf_ident_raw(f, len, 14, et, hash));
 	uint32_t off = 14;
 	if (et == 0x8100 && len >= 18) {
 		uint16_t inner = ldaf_be16(f + 16);
@@ -526,8 +617,8 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 	}
 	if ((et != 0x0800 && et != 0x86DD) || room < off + LDAF_FAST_READ) {
 		if (et == 0x0800 || et == 0x86DD || et == 0x8100 || et == 0x88A8 || et == 0x9100)
-			return ldaf_ident_general(f, len, hash);
-		return ldaf_ident_raw(f, len, 14, et, hash); // untagged non-IP: net_null's frames
+			LDAF_SLOW(ldaf_ident_general(f, len, hash));
+		LDAF_SLOW(ldaf_ident_raw(f, len, 14, et, hash)); // untagged non-IP: net_null's frames
 	}
 	const uint8_t *h = f + off;
 	uint64_t x = ldaf_le64(h), w[4];
@@ -536,9 +627,9 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 		uint8_t proto = h[9];
 		if ((x & 0xff) != 0x45 || (x >> 48 & 0xff3f) != 0 || total < 20 || total > len - off ||
 				(proto != 6 && proto != 17))
-			return ldaf_ident_general(f, len, hash);
+			LDAF_SLOW(ldaf_ident_general(f, len, hash));
 		if (unlikely(!ldaf_window_fast(h + 20, total - 20, proto, w)))
-			return ldaf_ident_fast_tunnel(f, off, hash);
+			LDAF_SLOW(ldaf_ident_fast_tunnel(f, off, hash));
 		uint64_t addrs = ldaf_le64(h + 12);
 		if (unlikely(f[0] & 1)) {
 			uint32_t dst = __builtin_bswap32((uint32_t)(addrs >> 32));
@@ -546,14 +637,19 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 				return 0;
 		}
 		*hash = ldaf_sum_v4((x & ~0xffffull) | (uint64_t)proto << 8 | 4, addrs, w[0], w[1], w[2], w[3]);
+		if (k) { // not a fragment, IHL 5, TCP or UDP: ports when 4 bytes of L4 are in the IP length
+			k->a[0] = addrs, k->v6 = 0;
+			int ports = total >= 24;
+			*fh = ldaf_flow_hash(k, ports ? ldaf_be16(h + 20) : 0, ports ? ldaf_be16(h + 22) : 0, proto);
+		}
 		return 1;
 	}
 	uint32_t declared = 40 + ((uint32_t)(x >> 40 & 0xff) | (uint32_t)(x >> 24 & 0xff00));
 	uint8_t nh = (uint8_t)(x >> 48);
 	if ((x & 0xf0) != 0x60 || declared > len - off || (nh != 6 && nh != 17))
-		return ldaf_ident_general(f, len, hash);
+		LDAF_SLOW(ldaf_ident_general(f, len, hash));
 	if (unlikely(!ldaf_window_fast(h + 40, declared - 40, nh, w)))
-		return ldaf_ident_fast_tunnel(f, off, hash);
+		LDAF_SLOW(ldaf_ident_fast_tunnel(f, off, hash));
 	uint64_t a0 = ldaf_le64(h + 8), a1 = ldaf_le64(h + 16), a2 = ldaf_le64(h + 24), a3 = ldaf_le64(h + 32);
 	if (unlikely(f[0] & 1)) {
 		uint16_t first = __builtin_bswap16((uint16_t)a2);
@@ -562,7 +658,18 @@ static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, ui
 	}
 	*hash = ldaf_sum_v6(6 | (uint64_t)nh << 8 | (x >> 32 & 0xffff) << 16 | (x >> 8 & 0x0f) << 32 |
 		(x >> 16 & 0xffff) << 40, a0, a1, a2, a3, w[0], w[1], w[2], w[3]);
+	if (k) { // no extension header, TCP or UDP: ports when 4 bytes of payload
+		k->a[0] = a0, k->a[1] = a1, k->a[2] = a2, k->a[3] = a3, k->v6 = 1;
+		int ports = declared >= 44;
+		*fh = ldaf_flow_hash(k, ports ? ldaf_be16(h + 40) : 0, ports ? ldaf_be16(h + 42) : 0, nh);
+	}
 	return 1;
+#undef LDAF_SLOW
+}
+
+static inline __attribute__((always_inline)) int ldaf_ident(const uint8_t *f, uint32_t len, uint32_t room,
+		uint64_t *hash) {
+	return ldaf_ident_flow(f, len, room, hash, NULL, NULL);
 }
 
 // synopsis.LDA's selector entry and bucket (synopsis.LDAHot).
@@ -665,7 +772,7 @@ struct ldaf_flowslot {
 };
 
 // Salts and constants of package synopsis (hash.go, rda.go, tscache.go,
-// flowtable.go) and classifier's flow hash keys (parse.go).
+// flowtable.go); classifier's flow hash keys (parse.go) are above ldaf_flow.
 #define LDAF_SALT_RDA 0x52444120b0a7c3e1ull
 #define LDAF_SALT_LDS_ROW 0x4c4453209e3779b9ull
 #define LDAF_SALT_LDS_CELL 0x4c4453437f4a7c15ull
@@ -678,11 +785,6 @@ struct ldaf_flowslot {
 #define LDAF_LDS_MAX_ROWS 16
 #define LDAF_RDA_MAX_BANKS 16 // synopsis.RDAMaxBanks
 #define LDAF_LDS_SKIP 0xffffffffu // a row that does not sample the frame (cells are fewer than 2^26)
-#define LDAF_FK0 0xa0761d6478bd642full
-#define LDAF_FK1 0xe7037ed1a0b428dbull
-#define LDAF_FK2 0x8ebc6af09c88c6e3ull
-#define LDAF_FK3 0x589965cc75374cc3ull
-#define LDAF_FK4 0x1d8e4e27c47d124full
 
 // ldaf_remix is synopsis.Remix.
 static inline uint64_t ldaf_remix(uint64_t h, uint64_t salt) {
@@ -692,76 +794,6 @@ static inline uint64_t ldaf_remix(uint64_t h, uint64_t salt) {
 	x ^= x >> 27;
 	x *= 0x94d049bb133111ebull;
 	return x ^ x >> 31;
-}
-
-static inline uint64_t ldaf_mulhi(uint64_t a, uint64_t b) { return (uint64_t)((unsigned __int128)a * b >> 64); }
-static inline uint64_t ldaf_mum(uint64_t a, uint64_t b) {
-	unsigned __int128 p = (unsigned __int128)a * b;
-	return (uint64_t)(p >> 64) ^ (uint64_t)p;
-}
-
-// ldaf_fkey is a frame's flow key (classifier.FlowKey) as far as the LDS
-// flow table packs it: a[0] the IPv4 source and destination (wire order)
-// or a[0..3] the IPv6 ones, the ports, the protocol.
-struct ldaf_fkey {
-	uint64_t a[4];
-	uint16_t sp, dp;
-	uint8_t proto, v6;
-};
-
-// ldaf_flow is classifier's flow hash (Meta.FlowHash at LevelFull) of a
-// frame ldaf_ident took, and its key into *k: 0 for a frame that is not
-// IPv4 or IPv6 (no flow). ldaf_ident checked every length read here: at
-// most 8 tags, a whole IP header, the IP length within the frame, no
-// IPv6 extension header. The key is the outer packet's in a tunnel.
-static inline uint64_t ldaf_flow(const uint8_t *f, struct ldaf_fkey *k) {
-	uint32_t off = 12;
-	uint16_t et = ldaf_be16(f + 12);
-	while (unlikely(et == 0x8100 || et == 0x88A8 || et == 0x9100)) {
-		et = ldaf_be16(f + off + 4);
-		off += 4;
-	}
-	const uint8_t *h = f + off + 2, *l4;
-	uint32_t n4;
-	uint8_t proto;
-	if (likely(et == 0x0800)) {
-		proto = h[9];
-		k->a[0] = ldaf_le64(h + 12);
-		k->v6 = 0;
-		uint32_t ihl = (uint32_t)(h[0] & 0x0f) * 4;
-		l4 = h + ihl;
-		n4 = (ldaf_be16(h + 6) & 0x1fff) ? 0 : ldaf_be16(h + 2) - ihl; // a later fragment: no ports
-	} else if (et == 0x86DD) {
-		proto = h[6];
-		k->a[0] = ldaf_le64(h + 8), k->a[1] = ldaf_le64(h + 16), k->a[2] = ldaf_le64(h + 24), k->a[3] = ldaf_le64(h + 32);
-		k->v6 = 1;
-		l4 = h + 40;
-		n4 = ldaf_be16(h + 4);
-	} else {
-		return 0;
-	}
-	uint16_t sp = 0, dp = 0;
-	switch (proto) { // gatherL4
-	case 6: case 17: case 136: case 132:
-		if (n4 >= 4)
-			sp = ldaf_be16(l4), dp = ldaf_be16(l4 + 2);
-		break;
-	case 1: case 58:
-		if (n4 >= 2)
-			sp = l4[0], dp = l4[1];
-		break;
-	}
-	k->sp = sp, k->dp = dp, k->proto = proto;
-	uint64_t e = (uint64_t)sp << 48 | (uint64_t)dp << 32 | (uint64_t)proto << 8, x;
-	if (!k->v6) {
-		uint64_t a = k->a[0];
-		x = ldaf_mum((a << 32 | a >> 32) ^ LDAF_FK0, e ^ LDAF_FK1);
-	} else {
-		x = ldaf_mum(k->a[0] ^ LDAF_FK0, k->a[1] ^ LDAF_FK1);
-		x = ldaf_mum(x ^ k->a[2] ^ LDAF_FK2, k->a[3] ^ LDAF_FK3);
-		x = ldaf_mum(x ^ (e | 1) ^ LDAF_FK4, LDAF_FK1);
-	}
-	return x ^ x >> 29;
 }
 
 // ldaf_note_later is TSCache.noteLater.
@@ -1190,7 +1222,9 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
-			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, m->buf_len - m->data_off, &hs[k])))
+			const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+			uint32_t room = m->buf_len - m->data_off;
+			if (unlikely(!(flows ? ldaf_ident_flow(f, len, room, &hs[k], &ks[k], &fhs[k]) : ldaf_ident(f, len, room, &hs[k]))))
 				break;
 			if (unlikely((tss[k] = ldaf_rx_ts(clk, m, sw)) == 0)) {
 				if (poll == 0)
@@ -1200,20 +1234,18 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 			}
 			lens[k] = len;
 			b += len;
-			if (flows)
-				fhs[k] = ldaf_flow(rte_pktmbuf_mtod(m, const uint8_t *), &ks[k]);
 		}
 		rq->m_polled = k > 0 ? polled : 0;
 	} else if (nb == n) {
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
-			if (unlikely(!ldaf_ident(rte_pktmbuf_mtod(m, const uint8_t *), len, m->buf_len - m->data_off, &hs[k])))
+			const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+			uint32_t room = m->buf_len - m->data_off;
+			if (unlikely(!(flows ? ldaf_ident_flow(f, len, room, &hs[k], &ks[k], &fhs[k]) : ldaf_ident(f, len, room, &hs[k]))))
 				break;
 			lens[k] = len;
 			b += len;
-			if (flows)
-				fhs[k] = ldaf_flow(rte_pktmbuf_mtod(m, const uint8_t *), &ks[k]);
 		}
 	}
 	if (k == 0) {

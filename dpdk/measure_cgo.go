@@ -29,6 +29,27 @@ static __attribute__((noinline)) uint64_t ldaf_ident_many(uintptr_t base, uint32
 	return x;
 }
 
+// ldaf_pack_key packs k as ldaf_flow_observe packs it into key (40 bytes).
+static inline void ldaf_pack_key(const struct ldaf_fkey *k, uint8_t *key) {
+	memset(key, 0, 40);
+	key[0] = k->proto;
+	key[1] = k->v6;
+	key[2] = k->sp >> 8, key[3] = (uint8_t)k->sp;
+	key[4] = k->dp >> 8, key[5] = (uint8_t)k->dp;
+	memcpy(key + 6, k->a, k->v6 ? 32 : 8);
+}
+
+// ldaf_ident_flow_go is ldaf_ident_flow: the identity into *hash and the
+// flow hash into *fh, its key packed into key, when it takes the frame.
+static inline int ldaf_ident_flow_go(uintptr_t f, uint32_t len, uint32_t room, uint64_t *hash, uint64_t *fh,
+		uint8_t *key) {
+	struct ldaf_fkey k;
+	int ok = ldaf_ident_flow((const uint8_t *)f, len, room, hash, &k, fh);
+	if (ok && *fh != 0)
+		ldaf_pack_key(&k, key);
+	return ok;
+}
+
 // ldaf_flow_go is ldaf_flow of a frame ldaf_ident took, its key packed as
 // ldaf_flow_observe packs it into key (40 bytes).
 static inline uint64_t ldaf_flow_go(uintptr_t f, uint8_t *key) {
@@ -36,12 +57,7 @@ static inline uint64_t ldaf_flow_go(uintptr_t f, uint8_t *key) {
 	uint64_t fh = ldaf_flow((const uint8_t *)f, &k);
 	if (fh == 0)
 		return 0;
-	memset(key, 0, 40);
-	key[0] = k.proto;
-	key[1] = k.v6;
-	key[2] = k.sp >> 8, key[3] = (uint8_t)k.sp;
-	key[4] = k.dp >> 8, key[5] = (uint8_t)k.dp;
-	memcpy(key + 6, k.a, k.v6 ? 32 : 8);
+	ldaf_pack_key(&k, key);
 	return fh;
 }
 */
@@ -261,6 +277,31 @@ func cFlow(frame []byte) (fh uint64, key synopsis.FlowKeyBytes) {
 		key[i] = byte(k[i])
 	}
 	return fh, key
+}
+
+// cIdentFlow is ldaf_ident_flow on a copy of frame followed by slack bytes
+// of 0xff (as cIdentRoom): the identity, whether it takes the frame, and
+// the flow hash and key the measuring loop records with it.
+func cIdentFlow(frame []byte, slack int) (hash uint64, ok bool, fh uint64, key synopsis.FlowKeyBytes) {
+	buf := make([]byte, len(frame)+slack)
+	copy(buf, frame)
+	for i := len(frame); i < len(buf); i++ {
+		buf[i] = 0xff
+	}
+	var h, f C.uint64_t
+	var k [40]C.uint8_t
+	var p uintptr
+	if len(buf) > 0 {
+		p = uintptr(unsafe.Pointer(&buf[0]))
+	}
+	ok = C.ldaf_ident_flow_go(C.uintptr_t(p), C.uint32_t(len(frame)), C.uint32_t(len(buf)), &h, &f, &k[0]) != 0
+	runtime.KeepAlive(buf)
+	if ok && f != 0 {
+		for i := range key {
+			key[i] = byte(k[i])
+		}
+	}
+	return uint64(h), ok, uint64(f), key
 }
 
 // fakeTxClock makes the queue's transmit stamps start+step, start+2·step, …
