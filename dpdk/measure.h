@@ -520,6 +520,17 @@ struct ldaf_fkey {
 	uint8_t proto, v6;
 };
 
+// ldaf_pack_key packs k into the flow table's 40-byte key
+// (synopsis.PackFlowKey).
+static inline void ldaf_pack_key(const struct ldaf_fkey *k, uint8_t *key) {
+	memset(key, 0, 40);
+	key[0] = k->proto;
+	key[1] = k->v6;
+	key[2] = k->sp >> 8, key[3] = (uint8_t)k->sp;
+	key[4] = k->dp >> 8, key[5] = (uint8_t)k->dp;
+	memcpy(key + 6, k->a, k->v6 ? 32 : 8);
+}
+
 // ldaf_flow_hash ends ldaf_flow: the key's ports and protocol, and the
 // flow hash of the key (its addresses and v6 already in *k).
 static inline __attribute__((always_inline)) uint64_t ldaf_flow_hash(struct ldaf_fkey *k, uint16_t sp, uint16_t dp,
@@ -902,13 +913,7 @@ static __attribute__((noinline)) void ldaf_flow_observe(struct ldaf_ldshot *l, u
 		return;
 	}
 	slots[i].hash = fh, slots[i].packets = 1, slots[i].weight = w ? w : 1, slots[i].pad = 0;
-	uint8_t *key = (uint8_t *)l->fkeys + 40 * i; // PackFlowKey
-	memset(key, 0, 40);
-	key[0] = k->proto;
-	key[1] = k->v6;
-	key[2] = k->sp >> 8, key[3] = (uint8_t)k->sp;
-	key[4] = k->dp >> 8, key[5] = (uint8_t)k->dp;
-	memcpy(key + 6, k->a, k->v6 ? 32 : 8);
+	ldaf_pack_key(k, (uint8_t *)l->fkeys + 40 * i);
 	l->fused++;
 }
 

@@ -29,16 +29,6 @@ static __attribute__((noinline)) uint64_t ldaf_ident_many(uintptr_t base, uint32
 	return x;
 }
 
-// ldaf_pack_key packs k as ldaf_flow_observe packs it into key (40 bytes).
-static inline void ldaf_pack_key(const struct ldaf_fkey *k, uint8_t *key) {
-	memset(key, 0, 40);
-	key[0] = k->proto;
-	key[1] = k->v6;
-	key[2] = k->sp >> 8, key[3] = (uint8_t)k->sp;
-	key[4] = k->dp >> 8, key[5] = (uint8_t)k->dp;
-	memcpy(key + 6, k->a, k->v6 ? 32 : 8);
-}
-
 // ldaf_ident_flow_go is ldaf_ident_flow: the identity into *hash and the
 // flow hash into *fh, its key packed into key, when it takes the frame.
 static inline int ldaf_ident_flow_go(uintptr_t f, uint32_t len, uint32_t room, uint64_t *hash, uint64_t *fh,
