@@ -167,46 +167,40 @@ func lineSummary(out []*report.Interval) []string {
 	return s
 }
 
-// frameSpans returns the [start, end) byte ranges of the frames' bytes in a
-// capture pcapgo wrote.
-func frameSpans(b []byte) [][2]int {
-	var out [][2]int
-	if binary.LittleEndian.Uint32(b) == 0x0a0d0d0a {
-		for off := 0; off+8 <= len(b); {
-			typ, l := binary.LittleEndian.Uint32(b[off:]), int(binary.LittleEndian.Uint32(b[off+4:]))
-			if typ == 6 {
-				out = append(out, [2]int{off + 28, off + 28 + int(binary.LittleEndian.Uint32(b[off+20:]))})
-			}
-			off += l
-		}
-		return out
-	}
-	for off := 24; off+16 <= len(b); {
-		n := int(binary.LittleEndian.Uint32(b[off+8:]))
-		out = append(out, [2]int{off + 16, off + 16 + n})
-		off += 16 + n
-	}
-	return out
-}
-
-// edgeStampSpans returns the [start, end) byte ranges of the timestamps of
-// the first and the last record of a capture pcapgo wrote.
-func edgeStampSpans(b []byte) [][2]int {
-	var ts [][2]int
+// recordSpans returns, for each record of a capture pcapgo wrote, the
+// [start, end) byte ranges of its timestamp and of its frame's bytes.
+func recordSpans(b []byte) (ts, frames [][2]int) {
 	if binary.LittleEndian.Uint32(b) == 0x0a0d0d0a {
 		for off := 0; off+8 <= len(b); {
 			typ, l := binary.LittleEndian.Uint32(b[off:]), int(binary.LittleEndian.Uint32(b[off+4:]))
 			if typ == 6 {
 				ts = append(ts, [2]int{off + 12, off + 20})
+				frames = append(frames, [2]int{off + 28, off + 28 + int(binary.LittleEndian.Uint32(b[off+20:]))})
 			}
 			off += l
 		}
-	} else {
-		for off := 24; off+16 <= len(b); {
-			ts = append(ts, [2]int{off, off + 8})
-			off += 16 + int(binary.LittleEndian.Uint32(b[off+8:]))
-		}
+		return ts, frames
 	}
+	for off := 24; off+16 <= len(b); {
+		n := int(binary.LittleEndian.Uint32(b[off+8:]))
+		ts = append(ts, [2]int{off, off + 8})
+		frames = append(frames, [2]int{off + 16, off + 16 + n})
+		off += 16 + n
+	}
+	return ts, frames
+}
+
+// frameSpans returns the [start, end) byte ranges of the frames' bytes in a
+// capture pcapgo wrote.
+func frameSpans(b []byte) [][2]int {
+	_, frames := recordSpans(b)
+	return frames
+}
+
+// edgeStampSpans returns the [start, end) byte ranges of the timestamps of
+// the first and the last record of a capture pcapgo wrote.
+func edgeStampSpans(b []byte) [][2]int {
+	ts, _ := recordSpans(b)
 	if len(ts) < 2 {
 		return ts
 	}
