@@ -207,7 +207,8 @@ func edgeStampSpans(b []byte) [][2]int {
 	return [][2]int{ts[0], ts[len(ts)-1]}
 }
 
-// FuzzAnalyzeDamaged damages a lossless capture pair where the fuzzer says
+// FuzzAnalyzeDamaged damages a lossless capture pair (one of them reordered,
+// duplicated and written out of order) where the fuzzer says
 // (bytes xor-ed at an offset, or the file cut) and runs the whole pipeline
 // in both damage modes: no panic, and the valid lines may claim no more
 // loss than the frames whose bytes the damage changed (a frame whose
@@ -217,7 +218,10 @@ func edgeStampSpans(b []byte) [][2]int {
 // reading the file). The network lost nothing, so any other loss would be
 // the damage read as loss.
 func FuzzAnalyzeDamaged(f *testing.F) {
-	var pairs [2][2][]byte
+	// which: bit 0 pcapng, bit 1 damage the receiver's file, bit 2 a
+	// pair whose segment reorders and duplicates packets and whose files
+	// are written a little out of time order (still no loss).
+	var pairs [4][2][]byte
 	for i, ng := range []bool{false, true} {
 		var sb, rb bytes.Buffer
 		if _, err := analyzetest.Write(analyzetest.Config{Packets: 300, Rate: 20_000, Start: time.Unix(1_700_000_000, 990_000_000),
@@ -225,13 +229,24 @@ func FuzzAnalyzeDamaged(f *testing.F) {
 			f.Fatal(err)
 		}
 		pairs[i] = [2][]byte{sb.Bytes(), rb.Bytes()}
+		sb.Reset()
+		rb.Reset()
+		if _, err := (analyzetest.Scenario{Seed: 9, Packets: 300, Rate: 20_000, Start: time.Unix(1_700_000_000, 990_000_000),
+			MeanDelay: 20 * time.Microsecond, Reorder: 0.1, ReorderBy: 300 * time.Microsecond, Dup: 0.03, Disorder: 0.03,
+			IPv6: 0.3, Nano: true, PcapNG: ng}).Write(&sb, &rb); err != nil {
+			f.Fatal(err)
+		}
+		pairs[2+i] = [2][]byte{sb.Bytes(), rb.Bytes()}
 	}
 	f.Add(uint8(0), uint32(3000), []byte{0xff}, uint32(0))
 	f.Add(uint8(1), uint32(5000), []byte{0, 0, 0, 0x80}, uint32(0))
 	f.Add(uint8(3), uint32(0), []byte{}, uint32(20000))
 	f.Add(uint8(2), uint32(60), []byte{0x10, 0, 0, 0}, uint32(0))
+	f.Add(uint8(4), uint32(9000), []byte{0, 0x40}, uint32(0))
+	f.Add(uint8(6), uint32(3000), []byte{0xff}, uint32(0))
+	f.Add(uint8(7), uint32(0), []byte{}, uint32(30000))
 	f.Fuzz(func(t *testing.T, which uint8, off uint32, xor []byte, cut uint32) {
-		p := pairs[which&1]
+		p := pairs[which&1|which>>1&2]
 		files := [2][]byte{append([]byte(nil), p[0]...), append([]byte(nil), p[1]...)}
 		v := files[which>>1&1]
 		for i, x := range xor {
