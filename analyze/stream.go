@@ -180,16 +180,18 @@ type endStream struct {
 	readerExited chan struct{}
 }
 
-// loaded is one record as the reader hands it over.
+// loaded is one record as the reader hands it over (40 bytes: every byte
+// of it crosses from the reader's core to the pairing's, so a record's
+// flow key goes in a slice of its own, and only when it is kept).
 type loaded struct {
 	r     rec
 	flow  uint64
-	key   classifier.FlowKey
 	maxTS uint64
 }
 
 type batch struct {
 	recs   []loaded
+	keys   []classifier.FlowKey // recs[i]'s flow key, with keepFlow
 	frames uint64
 	bytes  int64
 	end    bool  // the capture is read (and the loader finished)
@@ -210,7 +212,11 @@ func (e *endStream) start() {
 	e.ahead, e.free = make(chan *batch, batchAhead), make(chan *batch, batchAhead+2)
 	e.stop, e.readerExited = make(chan struct{}), make(chan struct{})
 	for range batchAhead + 2 {
-		e.free <- &batch{recs: make([]loaded, 0, batchLen)}
+		b := &batch{recs: make([]loaded, 0, batchLen)}
+		if e.keepFlow {
+			b.keys = make([]classifier.FlowKey, 0, batchLen)
+		}
+		e.free <- b
 	}
 	go func() {
 		defer close(e.readerExited)
@@ -221,7 +227,7 @@ func (e *endStream) start() {
 			case <-e.stop:
 				return
 			}
-			b.recs, b.end, b.err = b.recs[:0], false, nil
+			b.recs, b.keys, b.end, b.err = b.recs[:0], b.keys[:0], false, nil
 			for len(b.recs) < batchLen {
 				r, fh, key, ok, err := e.l.next()
 				if err != nil {
@@ -233,11 +239,10 @@ func (e *endStream) start() {
 					b.end = true
 					break
 				}
-				x := loaded{r: r, flow: fh, maxTS: e.l.maxTS}
+				b.recs = append(b.recs, loaded{r: r, flow: fh, maxTS: e.l.maxTS})
 				if e.keepFlow {
-					x.key = *key
+					b.keys = append(b.keys, *key)
 				}
-				b.recs = append(b.recs, x)
 			}
 			b.frames, b.bytes = e.l.c.Frames, e.l.c.BytesRead()
 			select {
@@ -288,6 +293,9 @@ func (e *endStream) next() (x *loaded, ok bool, err error) {
 	return x, true, nil
 }
 
+// lastKey is the flow key of the record next returned last (keepFlow).
+func (e *endStream) lastKey() classifier.FlowKey { return e.cur.keys[e.at-1] }
+
 // done says the capture is read and every record handed out.
 func (e *endStream) done() bool { return e.eof && e.wait.n == 0 }
 
@@ -321,7 +329,7 @@ func (e *endStream) peek() (*srec, error) {
 		x.rec = l.r
 		if e.keepFlow {
 			f := e.pool.part(x)
-			f.hash, f.key = l.flow, l.key
+			f.hash, f.key = l.flow, e.lastKey()
 		}
 		e.wait.push(x)
 		// Only past strictly later records: equal stamps keep file order.
