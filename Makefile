@@ -108,7 +108,8 @@ audit: build
 # RSS from /usr/bin/time -v, rate against capinfos) and two cores against
 # one. SCALE_WHOLE=1 adds the whole-capture analysis; SCALE_REPEAT=n runs
 # n rounds of one core and two cores back to back (which goes first
-# alternates) and reports medians. Not part of make test: it writes 2 x 82 bytes
+# alternates) and reports medians, each round beside the cache-line round
+# trip between CPUs 0 and 1 (linetrip). Not part of make test: it writes 2 x 82 bytes
 # a packet to SCALE_DIR and takes minutes.
 SCALE_PACKETS ?= 10000000
 SCALE_DIR     ?= out/scale

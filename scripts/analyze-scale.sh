@@ -18,7 +18,10 @@
 # SCALE_CEILING=1 also runs, each round, two one-core analyses at once:
 # what the machine itself gives two memory-bound jobs (its two CPUs may
 # share a physical core or its caches), as their throughput against one
-# alone.
+# alone. Each round is also printed on a line of its own: its two-core
+# speed-up, the cache-line round trip between CPUs 0 and 1 measured just
+# before and after its two analyses (analyze/analyzetest/linetrip), and
+# the two-at-once speed-up.
 set -euo pipefail
 dir=${1:-out/scale}
 n=${2:-10000000}
@@ -66,7 +69,7 @@ report() {
 report "$base"
 runs=(stream-1core stream-2cores)
 [ "${SCALE_WHOLE:-0}" = 1 ] && runs+=(whole-2cores)
-rm -f "$dir"/*.runs "$dir/ratios" "$dir/ceiling"
+rm -f "$dir"/*.runs "$dir/ratios" "$dir/ceiling" "$dir/rounds"
 # ceiling: two one-core analyses at once; prints both finished after how
 # many seconds
 ceiling() {
@@ -88,15 +91,27 @@ analysis() { # name: one run of it, its report kept as name.out
     { echo "analyze-scale: $name reported differently from ${runs[0]}"; exit 1; }
   cp "$dir/$name.out" "$dir/$name.kept"
 }
+# The cache-line round trip between the two CPUs, each round: the
+# two-core analysis hands every record between them, and on a virtual
+# machine it changes with where the host puts the virtual CPUs.
+trip=
+if [ "$(nproc)" -ge 2 ] && go build -o "$dir/linetrip" ./analyze/analyzetest/linetrip; then trip="$dir/linetrip"; fi
 for i in $(seq "$repeat"); do
+  rt=${trip:+$("$trip" --runs 3 2>/dev/null || true)}
   if [ $((i % 2)) = 1 ]; then analysis stream-1core; analysis stream-2cores; else analysis stream-2cores; analysis stream-1core; fi
   [ "${SCALE_WHOLE:-0}" = 1 ] && analysis whole-2cores
   w1=$(tail -1 "$dir/stream-1core.runs" | cut -d' ' -f2) w2=$(tail -1 "$dir/stream-2cores.runs" | cut -d' ' -f2)
   echo "$w1 $w2" | awk '{printf "%.4f\n", $1/$2}' >>"$dir/ratios"
+  rt2=${trip:+$("$trip" --runs 3 2>/dev/null || true)}
+  line="round $i: one core $w1 s, two cores $w2 s ($(tail -1 "$dir/ratios" | awk '{printf "%.2f", $1}')x)${rt:+; CPU-to-CPU cache-line round trip $rt ns before, $rt2 after}"
   if [ "${SCALE_CEILING:-0}" = 1 ]; then
-    echo "$w1 $(ceiling)" | awk '{printf "%.4f\n", 2*$1/$2}' >>"$dir/ceiling"
+    c=$(ceiling)
+    echo "$w1 $c" | awk '{printf "%.4f\n", 2*$1/$2}' >>"$dir/ceiling"
+    line="$line; two one-core analyses at once $(printf '%.2f' "$c") s ($(tail -1 "$dir/ceiling" | awk '{printf "%.2f", $1}')x)"
   fi
+  echo "$line" >>"$dir/rounds"
 done
+cat "$dir/rounds"
 for x in "${runs[@]}"; do
   report "$(rowof "$x")"
 done
