@@ -180,18 +180,17 @@ type endStream struct {
 	readerExited chan struct{}
 }
 
-// loaded is one record as the reader hands it over (40 bytes: every byte
+// loaded is one record as the reader hands it over (32 bytes: every byte
 // of it crosses from the reader's core to the pairing's, so a record's
-// flow key goes in a slice of its own, and only when it is kept).
+// flow goes in a slice of its own, and only when it is kept).
 type loaded struct {
 	r     rec
-	flow  uint64
 	maxTS uint64
 }
 
 type batch struct {
 	recs   []loaded
-	keys   []classifier.FlowKey // recs[i]'s flow key, with keepFlow
+	flows  []flowPart // recs[i]'s flow, with keepFlow
 	frames uint64
 	bytes  int64
 	end    bool  // the capture is read (and the loader finished)
@@ -214,7 +213,7 @@ func (e *endStream) start() {
 	for range batchAhead + 2 {
 		b := &batch{recs: make([]loaded, 0, batchLen)}
 		if e.keepFlow {
-			b.keys = make([]classifier.FlowKey, 0, batchLen)
+			b.flows = make([]flowPart, 0, batchLen)
 		}
 		e.free <- b
 	}
@@ -227,7 +226,7 @@ func (e *endStream) start() {
 			case <-e.stop:
 				return
 			}
-			b.recs, b.keys, b.end, b.err = b.recs[:0], b.keys[:0], false, nil
+			b.recs, b.flows, b.end, b.err = b.recs[:0], b.flows[:0], false, nil
 			for len(b.recs) < batchLen {
 				r, fh, key, ok, err := e.l.next()
 				if err != nil {
@@ -239,9 +238,9 @@ func (e *endStream) start() {
 					b.end = true
 					break
 				}
-				b.recs = append(b.recs, loaded{r: r, flow: fh, maxTS: e.l.maxTS})
+				b.recs = append(b.recs, loaded{r: r, maxTS: e.l.maxTS})
 				if e.keepFlow {
-					b.keys = append(b.keys, *key)
+					b.flows = append(b.flows, flowPart{fh, *key})
 				}
 			}
 			b.frames, b.bytes = e.l.c.Frames, e.l.c.BytesRead()
@@ -293,8 +292,8 @@ func (e *endStream) next() (x *loaded, ok bool, err error) {
 	return x, true, nil
 }
 
-// lastKey is the flow key of the record next returned last (keepFlow).
-func (e *endStream) lastKey() classifier.FlowKey { return e.cur.keys[e.at-1] }
+// lastFlow is the flow of the record next returned last (keepFlow).
+func (e *endStream) lastFlow() flowPart { return e.cur.flows[e.at-1] }
 
 // done says the capture is read and every record handed out.
 func (e *endStream) done() bool { return e.eof && e.wait.n == 0 }
@@ -328,8 +327,7 @@ func (e *endStream) peek() (*srec, error) {
 		x := e.pool.get()
 		x.rec = l.r
 		if e.keepFlow {
-			f := e.pool.part(x)
-			f.hash, f.key = l.flow, e.lastKey()
+			*e.pool.part(x) = e.lastFlow()
 		}
 		e.wait.push(x)
 		// Only past strictly later records: equal stamps keep file order.
