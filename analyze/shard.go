@@ -18,7 +18,7 @@ import "sync"
 //
 // Records go to the shards in batches, each batch stamped with the time
 // of the last record fed (its now). What crosses between the cores is
-// only what pairing reads and writes, 24 bytes a record each way: the
+// only what pairing reads and writes, 24 bytes a record there, 16 back: the
 // streamer keeps every record it fed, in its end's order, in a queue of
 // its own; a shard gets each record's timestamp, identity, flags and
 // place in its end's order, pairs its own copy, and hands back each
