@@ -282,13 +282,19 @@ func (d *SynBuffer) Begin(k, nowNs uint64) {
 }
 
 // Idle returns the oldest copy the worker has handed over, if any (control
-// side). The caller reads it, then calls Release.
+// side). The caller reads it, then calls Release. The LDS's packets its
+// flow table held back (the measuring fast path's, LDS.SettleFlows) are
+// in its cells by then: the control side does that work, not the worker.
 func (d *SynBuffer) Idle() (*SynSet, bool) {
 	r := d.released.Load()
 	if d.flips.Load() == r {
 		return nil, false
 	}
-	return d.Sets[r%bufCopies], true
+	s := d.Sets[r%bufCopies]
+	if s.LDS != nil {
+		s.LDS.SettleFlows()
+	}
+	return s, true
 }
 
 // Release zeroes the idle copy and gives it back to the worker (control

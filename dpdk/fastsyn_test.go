@@ -21,13 +21,17 @@ import (
 // new one), the LDS flow table refuses flows and samples them in and its
 // rows sample packets, the trajectory sample fills (its level rises in
 // Go); then RDA banks chosen by one Remix per bank (chunk 0), no cache,
-// no flow table; each synopsis alone; `ldafwd run`'s default shapes.
+// no flow table; each synopsis alone; every row taking every packet
+// beside a flow table too small for the traffic (held flows' packets in
+// their slots, the refused ones' in their cells), in shapes other than
+// the default; `ldafwd run`'s default shapes.
 func fastSynConfigs() map[string]dataplane.SynConfig {
 	rda := synopsis.RDAConfig{Banks: 3, Cells: 61, CacheBudget: 1 << 14}
 	lds := synopsis.LDSConfig{Rows: 4, Cols: 37, CellsPerFlow: 3, RowRates: []float64{1, 0.5, 0.25, 0.125}, MaxFlows: 24, HoldRate: 0.5}
 	rda1 := synopsis.RDAConfig{Banks: 1, Cells: 1000}
 	lds1 := synopsis.LDSConfig{Rows: 2, Cols: 1000}
 	def := synopsis.DefaultRDAConfig()
+	ldsHeld := synopsis.LDSConfig{Rows: 3, Cols: 101, MaxFlows: 200}
 	defLDS := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
 	smp := synopsis.SampleConfig{Level: 1, Capacity: 200}
 	defSmp := synopsis.DefaultSampleConfig()
@@ -37,6 +41,7 @@ func fastSynConfigs() map[string]dataplane.SynConfig {
 		"rda":     {LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: 1},
 		"lds":     {LDA: synopsis.DefaultLDAConfig(), LDS: &lds, Classes: 1},
 		"sample":  {LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1},
+		"held":    {LDA: synopsis.DefaultLDAConfig(), RDA: &rda1, LDS: &ldsHeld, Classes: 1, Weights: []uint32{3}},
 		"default": {LDA: synopsis.DefaultLDAConfig(), RDA: &def, LDS: &defLDS, Sample: &defSmp, Classes: 1},
 	}
 }
@@ -179,9 +184,15 @@ var (
 
 // sameSyn reports the first synopsis in which cs and gs differ, "" if
 // none: the LDA, the RDA (cells, timestamp cache and its flows, sampling
-// level, duplicates), the LDS (cells, counters, flow table and its keys),
-// the trajectory sample (entries, flows, threshold, stamp error).
+// level, duplicates), the LDS (cells, counters, flow table and its keys,
+// once the packets C held back in the flow table are settled into the
+// cells, as the control side settles them), the trajectory sample
+// (entries, flows, threshold, stamp error).
 func sameSyn(cs, gs *dataplane.SynSet) string {
+	if cs.LDS != nil {
+		cs.LDS.SettleFlows()
+		gs.LDS.SettleFlows()
+	}
 	switch {
 	case !reflect.DeepEqual(cs.LDA[0], gs.LDA[0]):
 		return "LDA"
@@ -254,11 +265,26 @@ func checkFastSynIsGo(t *testing.T, a, b *Port) {
 	for name, cfg := range fastSynConfigs() {
 		for _, receiver := range []bool{false, true} {
 			cs, gs, done := fastSynRun(t, a, b, cfg, frames, receiver)
+			// In the default shape C holds a held flow's packets back in
+			// its flow-table slot: before SettleFlows the LDS differs.
+			if held := !reflect.DeepEqual(cs.LDS, gs.LDS); held != (name == "default" || name == "held") {
+				t.Errorf("%s, receiver %v: LDS differs before settling: %v", name, receiver, held)
+			}
+			// The control side takes the copy through SynBuffer.Idle,
+			// which settles it.
+			if handOver(t, cfg, cs); !reflect.DeepEqual(cs.LDS, gs.LDS) {
+				t.Errorf("%s, receiver %v: the LDS SynBuffer.Idle hands over differs", name, receiver)
+			}
 			if d := sameSyn(cs, gs); d != "" {
 				t.Errorf("%s, receiver %v: the %s differs", name, receiver, d)
 			}
 			if done < 50 {
 				t.Errorf("%s, receiver %v: C measured %d bursts, want at least 50", name, receiver, done)
+			}
+			if name == "held" {
+				if ft := cs.LDS.Flows(); ft.Refused() == 0 || ft.Len() == 0 {
+					t.Errorf("held, receiver %v: flows %d held, %d refused: want both (slot sums and cells)", receiver, ft.Len(), ft.Refused())
+				}
 			}
 			if name != "small" {
 				continue
@@ -275,6 +301,27 @@ func checkFastSynIsGo(t *testing.T, a, b *Port) {
 			t.Logf("%s, receiver %v: %d of %d bursts in C; cache level %d, %d dups; flows %d held, %d refused",
 				name, receiver, done, len(frames)/32, c.Level(), c.Dups(), ft.Len(), ft.Refused())
 		}
+	}
+}
+
+// handOver passes cs through a SynBuffer as the worker hands a copy to
+// the control side: cs is the active copy, flipped, taken with Idle.
+func handOver(t *testing.T, cfg dataplane.SynConfig, cs *dataplane.SynSet) {
+	t.Helper()
+	var buf dataplane.SynBuffer
+	buf.Sets[0] = cs
+	for i := 1; i < len(buf.Sets); i++ {
+		s, err := dataplane.NewSynSet(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Sets[i] = s
+	}
+	if !buf.Flip(cs.LastK, cs.EndNs) {
+		t.Fatal("no flip")
+	}
+	if idle, ok := buf.Idle(); !ok || idle != cs {
+		t.Fatal("Idle did not hand over the flipped copy")
 	}
 }
 

@@ -754,6 +754,7 @@ struct ldaf_rdahot {
 struct ldaf_ldshot {
 	uint64_t cells, rows, cols, k, thr, row_a, row_m, packets, last_ts;
 	uint64_t has_flows, fslots, fkeys, fmask, fused, flimit, fhold_thr, fmissed, frefused;
+	uint64_t fheld; // frames added to their flow's slot rather than its cells (ldaf_syn_run's held)
 };
 struct ldaf_samplehot {
 	uint64_t ents, flows, len, cap, thresh, offered, err_ns;
@@ -777,10 +778,14 @@ struct ldaf_tsent {
 struct ldaf_ldscell {
 	uint64_t sum, count, digest, err;
 };
+// ldaf_flowslot is synopsis.flowSlot: a 64-byte line, the flow's cell
+// sums held back from its LDS cells (acc_*) after its key.
 struct ldaf_flowslot {
 	uint64_t hash, packets;
 	uint32_t weight, pad;
+	uint64_t acc_sum, acc_count, acc_digest, acc_err, pad2;
 };
+_Static_assert(sizeof(struct ldaf_flowslot) == 64, "ldaf_flowslot is synopsis.flowSlot");
 
 // Salts and constants of package synopsis (hash.go, rda.go, tscache.go,
 // flowtable.go); classifier's flow hash keys (parse.go) are above ldaf_flow.
@@ -884,12 +889,13 @@ static inline uint64_t ldaf_lds_row(const uint64_t *ra, const uint64_t *rm, uint
 }
 
 // ldaf_flow_observe is FlowTable.observe with the key stored at once
-// (SynSet.Record's PackFlowKey).
-static __attribute__((noinline)) void ldaf_flow_observe(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w,
-		const struct ldaf_fkey *k) {
+// (SynSet.Record's PackFlowKey). It returns the flow's slot, NULL when
+// the table does not hold the flow.
+static __attribute__((noinline)) struct ldaf_flowslot *ldaf_flow_observe(struct ldaf_ldshot *l, uint64_t fh, uint64_t h,
+		uint32_t w, const struct ldaf_fkey *k) {
 	if (l->flimit == 0) {
 		l->fmissed++;
-		return;
+		return NULL;
 	}
 	struct ldaf_flowslot *slots = (struct ldaf_flowslot *)l->fslots;
 	uint64_t i = fh & l->fmask;
@@ -899,22 +905,24 @@ static __attribute__((noinline)) void ldaf_flow_observe(struct ldaf_ldshot *l, u
 			break;
 		if (s->hash == fh) {
 			s->packets++;
-			return;
+			return s;
 		}
 		i = (i + 1) & l->fmask;
 	}
 	if (l->fhold_thr < (1ull << 32) && ldaf_remix(h, LDAF_SALT_FLOW_HOLD) >> 32 >= l->fhold_thr) {
 		l->fmissed++;
-		return;
+		return NULL;
 	}
 	if (l->fused >= l->flimit) {
 		l->frefused++;
 		l->fmissed++;
-		return;
+		return NULL;
 	}
+	// An empty slot's held-back sums are 0 (Reset clears whole slots).
 	slots[i].hash = fh, slots[i].packets = 1, slots[i].weight = w ? w : 1, slots[i].pad = 0;
 	ldaf_pack_key(k, (uint8_t *)l->fkeys + 40 * i);
 	l->fused++;
+	return &slots[i];
 }
 
 // ldaf_synshape is what ldaf_syn_add reads of the synopses' shapes, once
@@ -932,6 +940,17 @@ struct ldaf_synshape {
 	uint64_t fmask;
 };
 
+// ldaf_lds_flow_cells puts flow fh's cell in each of the first rows
+// rows into j: LDS.AddFlowKey's cells when every row takes every frame
+// and a flow has one cell per row (lds_all), where a frame's cells are
+// its flow's.
+static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const struct ldaf_synshape *s, uint64_t fh,
+		uint64_t rows, uint32_t *j) {
+	uint64_t cols = s->cols, fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW);
+	for (uint64_t r = 0; r < rows; r++)
+		j[r] = (uint32_t)(r * cols + ((ldaf_lds_row(s->ra, s->rm_, fx, r) >> 32) * cols >> 32));
+}
+
 // ldaf_syn_plan fills x for frame h of flow fh (0: none, no LDS) and
 // prefetches the lines its updates will write: its rk RDA cells, its LDS
 // cells in the rows that sample it, its flow's home slot in the flow
@@ -943,10 +962,14 @@ struct ldaf_synshape {
 // another. With lds_all (every row takes every frame, one cell per flow:
 // the default LDS) a frame's cell is its flow's, so the frame's own row
 // hashes, which only pick a row's sampling and a flow's cell, are
-// skipped. ldaf_syn_add calls it with constant rk, rows and lds_all for
-// the default shapes, so that the compiler unrolls its loops.
+// skipped; with held as well (a flow table beside it) a held flow's
+// frames go to its slot (ldaf_syn_run), so the flow's cells are derived
+// only for a frame whose flow the table turns out not to hold, and only
+// the slot is prefetched. ldaf_syn_add calls it with constant rk, rows,
+// lds_all and held for the default shapes, so that the compiler unrolls
+// its loops.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
-		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all) {
+		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held) {
 	if (has_rda) { // RDA.index
 		uint64_t m = s->rm, off = 0;
 		if (likely(s->rchunk != 0)) {
@@ -970,12 +993,12 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 		x->ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
 	if (fh != 0) { // LDS.AddFlowKey's cells
 		uint64_t cols = s->cols, fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW);
-		if (lds_all) {
-			for (uint64_t r = 0; r < rows; r++) {
-				uint32_t j = (uint32_t)(r * cols + ((ldaf_lds_row(s->ra, s->rm_, fx, r) >> 32) * cols >> 32));
-				x->lds[r] = j;
-				__builtin_prefetch(&s->lcells[j], 1);
-			}
+		if (lds_all && held) {
+			// The flow's slot, prefetched below, takes the frame.
+		} else if (lds_all) {
+			ldaf_lds_flow_cells(s, fh, rows, x->lds);
+			for (uint64_t r = 0; r < rows; r++)
+				__builtin_prefetch(&s->lcells[x->lds[r]], 1);
 		} else {
 			uint64_t px0 = ldaf_remix(h, LDAF_SALT_LDS_CELL);
 			for (uint64_t r = 0; r < rows; r++) {
@@ -1000,15 +1023,17 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 // ldaf_flow_count is FlowTable.observe's common case inline: fh already
 // holds its home slot (a flow's frames after its first, as long as no
 // other flow took that slot first). Everything else is ldaf_flow_observe.
-static inline void ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w, const struct ldaf_fkey *k) {
+// It returns the flow's slot, NULL when the table does not hold the flow.
+static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w,
+		const struct ldaf_fkey *k) {
 	if (likely(l->flimit != 0)) {
 		struct ldaf_flowslot *s = (struct ldaf_flowslot *)l->fslots + (fh & l->fmask);
 		if (likely(s->weight != 0 && s->hash == fh)) {
 			s->packets++;
-			return;
+			return s;
 		}
 	}
-	ldaf_flow_observe(l, fh, h, w, k);
+	return ldaf_flow_observe(l, fh, h, w, k);
 }
 
 // LDAF_PREFETCH_AHEAD is how many frames ahead of its updates
@@ -1031,7 +1056,7 @@ static inline void ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t 
 // ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan).
 static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
 		const uint64_t *hs, const uint64_t *fhs, const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
-		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all) {
+		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all, int held) {
 	struct ldaf_synidx plan[LDAF_PLAN_RING];
 	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
 	struct ldaf_rdahot *r = &sy->rda;
@@ -1043,11 +1068,12 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	const uint32_t w = (uint32_t)sy->weight;
 	const uint64_t lw = w ? w : 1;
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all);
+		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
-				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all);
+				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
+				held);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
 		uint64_t h = hs[i], t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
 		if (has_rda) { // RDA.AddFlow
@@ -1077,6 +1103,25 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 			l->packets++;
 			l->last_ts = t;
 			uint64_t wts = lw * t, werr = lw * err;
+			if (lds_all && held) {
+				// The flow's frames all land in its cells, so a held
+				// flow's slot sums them (synopsis.flowSlot) and
+				// LDS.SettleFlows adds them in once an interval: one
+				// line written per frame instead of one per row.
+				struct ldaf_flowslot *fs = ldaf_flow_count(l, fh, h, w, &ks[i]);
+				if (likely(fs != NULL)) {
+					fs->acc_sum += wts, fs->acc_count += lw, fs->acc_digest ^= h, fs->acc_err += werr;
+					l->fheld++;
+				} else {
+					uint32_t cj[LDAF_LDS_MAX_ROWS];
+					ldaf_lds_flow_cells(s, fh, rows, cj);
+					for (uint64_t j = 0; j < rows; j++) {
+						struct ldaf_ldscell *cell = &lcells[cj[j]];
+						cell->sum += wts, cell->count += lw, cell->digest ^= h, cell->err += werr;
+					}
+				}
+				continue;
+			}
 			for (uint64_t j = 0; j < rows; j++) {
 				uint32_t c = x->lds[j];
 				if (!lds_all && c == LDAF_LDS_SKIP)
@@ -1115,10 +1160,11 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 	int lds_all = fhs != NULL && l->k == 1;
 	for (uint64_t j = 0; lds_all && j < rows; j++)
 		lds_all = ((const uint64_t *)l->thr)[j] >= 1ull << 32;
-	if (rk == 3 && rows == 4 && lds_all) // the default shapes (synopsis.DefaultRDABanks, LDS Rows 4)
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1);
+	int held = lds_all && s.fslots != NULL;
+	if (rk == 3 && rows == 4 && held) // the default shapes (synopsis.DefaultRDABanks, LDS Rows 4, a flow table)
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1);
 	else
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held);
 }
 
 // ldaf_cache_ahead computes the timestamp cache's selection hash

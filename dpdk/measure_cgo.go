@@ -157,7 +157,8 @@ func init() {
 	if unsafe.Sizeof(f) != unsafe.Sizeof(c) || unsafe.Offsetof(f.lds) != unsafe.Offsetof(c.lds) ||
 		unsafe.Offsetof(f.hasRDA) != unsafe.Offsetof(c.has_rda) || unsafe.Offsetof(f.weight) != unsafe.Offsetof(c.weight) ||
 		unsafe.Offsetof(f.smp) != unsafe.Offsetof(c.smp) || unsafe.Offsetof(f.smp.ErrNs) != unsafe.Offsetof(c.smp.err_ns) ||
-		unsafe.Offsetof(f.rda.LaterLost) != unsafe.Offsetof(c.rda.later_lost) || unsafe.Offsetof(f.lds.FRefused) != unsafe.Offsetof(c.lds.frefused) {
+		unsafe.Offsetof(f.rda.LaterLost) != unsafe.Offsetof(c.rda.later_lost) || unsafe.Offsetof(f.lds.FRefused) != unsafe.Offsetof(c.lds.frefused) ||
+		unsafe.Offsetof(f.lds.FHeld) != unsafe.Offsetof(c.lds.fheld) {
 		panic("dpdk: synopsis.RDAHot, LDSHot or SampleHot no longer matches struct ldaf_syn in measure.h")
 	}
 }

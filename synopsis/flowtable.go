@@ -25,15 +25,27 @@ type FlowEntry struct {
 	Key      FlowKeyBytes
 }
 
-// flowSlot is the hot part of a table slot, 24 bytes: what Observe reads
-// and writes per packet. The 40-byte keys live in a parallel array that is
-// touched only when a flow is admitted or read out, so the per-packet probe
-// walks 2.7× less memory than with the key inline.
+// flowSlot is the hot part of a table slot, one 64-byte cache line: what
+// Observe reads and writes per packet. The 40-byte keys live in a parallel
+// array that is touched only when a flow is admitted or read out.
+//
+// The acc fields are the flow's share of its LDS cells held back: a
+// recorder outside Go (package dpdk's measuring fast path, in C) that
+// finds a packet's flow held adds the packet here instead of into the
+// flow's cells, when every row takes every packet and a flow has one cell
+// per row (then a flow's packets all land in the same cells, and the
+// cells' sums do not depend on the order they are added in). One line per
+// packet is written instead of one per row, and no row hash is computed.
+// LDS.SettleFlows adds them into the cells; Go's Add never uses them.
 type flowSlot struct {
 	hash    uint64
 	packets uint64
 	weight  uint32 // 0 marks an empty slot
 	_       uint32
+	// Held-back cell sums (LDS.SettleFlows): Σ weight·ts, Σ weight, XOR
+	// of identities, Σ weight·stamp error.
+	accSum, accCount, accDigest, accErr uint64
+	_                                   uint64
 }
 
 // saltFlowHold derives the sample-and-hold admission bits from the packet
@@ -41,8 +53,8 @@ type flowSlot struct {
 const saltFlowHold uint64 = 0x484f4c44_a54ff53a // "HOLD"
 
 // maxFlowTable bounds a flow table's capacity: 1<<20 flows in 2^21 slots of
-// 24 bytes plus 40-byte keys is 128 MiB, beyond which naming flows is not what the memory
-// should be spent on.
+// 64 bytes plus 40-byte keys is 208 MiB, beyond which naming flows is not
+// what the memory should be spent on.
 const maxFlowTable = 1 << 20
 
 // MaxFlowTable is the most flows a flow table (LDSConfig.MaxFlows) holds.
@@ -58,7 +70,7 @@ var errFlowTableCap = fmt.Errorf("%w: flow table capacity out of range (0..10485
 // lost.
 //
 // It is a preallocated open-addressing (linear probing) table keyed by flow
-// hash, at most 3/4 full so probe sequences stay short; 24-byte slots with
+// hash, at most 3/4 full so probe sequences stay short; 64-byte slots with
 // the keys kept apart. New flows are
 // admitted by sample-and-hold (Estan–Varghese, the slides' heavy-hitter
 // scheme): on a miss the packet admits its flow with probability holdRate,
@@ -115,7 +127,7 @@ func newFlowTable(capacity int, holdRate float64, grow bool) (*FlowTable, error)
 
 // flowTableStart is the room a table of an LDS with FlowsGrow allocates
 // first: memory follows the flows observed (Grow), not the configured
-// capacity, which for a million flows is about 100 MB per copy.
+// capacity, which for a million flows is about 200 MiB per copy.
 const flowTableStart = 4096
 
 // Grow makes room for n flows (at most the configured capacity), keeping

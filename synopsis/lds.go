@@ -45,6 +45,11 @@ type LDS struct {
 	lastTs  uint64 // ns, the latest timestamp added; the encoding's base
 
 	flows *FlowTable // nil when cfg.MaxFlows == 0
+	// held: the flow table's slots may hold packets back from the cells
+	// (flowSlot's acc fields, added by a recorder outside Go through
+	// LDSHot); SettleFlows adds them in. Every method that reads the
+	// cells settles first.
+	held bool
 
 	// absent marks, one bit per cell, the cells a sparse encoding did not
 	// carry (AppendBinarySparse): their contents are unknown, and the
@@ -332,6 +337,42 @@ func (l *LDS) AddFlowKey(flowHash, h, ts, errNs uint64, weight uint32) *FlowKeyB
 	return l.flows.observe(flowHash, h, weight)
 }
 
+// SettleFlows adds into the cells the packets the flow table's slots hold
+// back (see flowSlot): each held flow's sums go to its cell in every
+// row, the cell Add gives its packets when every row takes every packet
+// and a flow has one cell per row, the only shape a recorder holds
+// packets back in. The cells are then what Add would have made of the
+// same packets. It allocates nothing; without held packets it returns at
+// once. The owner of a copy calls it before the copy is read (the control
+// side, on taking a copy from the worker); every method of l that reads
+// the cells also does.
+func (l *LDS) SettleFlows() {
+	if !l.held {
+		return
+	}
+	l.held = false
+	t := l.flows
+	if t == nil {
+		return
+	}
+	rows, cols, cells := min(l.rows, maxLDSRows), l.cols, l.cells
+	for i := range t.slots {
+		s := &t.slots[i]
+		if s.accCount == 0 && s.accDigest == 0 && s.accSum == 0 && s.accErr == 0 {
+			continue
+		}
+		fx := Remix(s.hash, SaltLDSRow)
+		for r := 0; r < rows; r++ {
+			cell := &cells[uint64(r)*cols+ldsFastRange(ldsRowHash(fx, r)>>32, cols)]
+			cell.sum += s.accSum
+			cell.count += s.accCount
+			cell.digest ^= s.accDigest
+			cell.errSum += s.accErr
+		}
+		s.accSum, s.accCount, s.accDigest, s.accErr = 0, 0, 0, 0
+	}
+}
+
 // sameShape reports whether o was built from the same structural config
 // (everything that decides where a packet goes).
 func (l *LDS) sameShape(o *LDS) bool {
@@ -346,6 +387,8 @@ func (l *LDS) Merge(o *LDS) error {
 	if !l.sameShape(o) {
 		return errLDSConfigMismatch
 	}
+	l.SettleFlows()
+	o.SettleFlows()
 	for i := range l.cells {
 		a, b := &l.cells[i], &o.cells[i]
 		a.sum += b.sum
@@ -380,7 +423,7 @@ func (l *LDS) Merge(o *LDS) error {
 // Reset zeroes the sketch and empties the flow table, keeping the memory.
 func (l *LDS) Reset() {
 	clear(l.cells)
-	l.absent = nil
+	l.absent, l.held = nil, false
 	l.packets, l.lastTs = 0, 0
 	if l.flows != nil {
 		l.flows.Reset()
@@ -389,6 +432,7 @@ func (l *LDS) Reset() {
 
 // Clone returns a deep copy.
 func (l *LDS) Clone() *LDS {
+	l.SettleFlows()
 	c := *l
 	c.cfg.RowRates = append([]float64(nil), l.cfg.RowRates...)
 	c.cells = append([]ldsCell(nil), l.cells...)
@@ -415,6 +459,7 @@ func (l *LDS) Bucket(row, col int) (tsSum, count, digest uint64) {
 	if row < 0 || row >= l.rows || col < 0 || uint64(col) >= l.cols {
 		return 0, 0, 0
 	}
+	l.SettleFlows()
 	c := &l.cells[uint64(row)*l.cols+uint64(col)]
 	return c.sum, c.count, c.digest
 }

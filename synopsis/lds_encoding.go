@@ -83,6 +83,7 @@ func (l *LDS) AppendBinaryLimited(b []byte, rows, named int) ([]byte, error) {
 // sparse (version 4) carrying only the cells keep lists (strictly
 // increasing indices, row-major).
 func (l *LDS) appendBinary(b []byte, rows, named int, keep []uint64) ([]byte, error) {
+	l.SettleFlows()
 	if rows < 1 || rows > l.rows {
 		return b, fmt.Errorf("%w: LDS of %d rows cannot ship %d", ErrBadConfig, l.rows, rows)
 	}
@@ -425,6 +426,7 @@ func (l *LDS) NamedFlows() int {
 // so both copies have the same shape. Each row is an independent hash of
 // the flows, so the first n rows are an LDS of n rows.
 func (l *LDS) KeepRows(n int) error {
+	l.SettleFlows()
 	if n < 1 || n > l.rows {
 		return fmt.Errorf("%w: LDS of %d rows cannot keep %d", ErrBadConfig, l.rows, n)
 	}
@@ -454,6 +456,7 @@ func (l *LDS) Cols() int { return int(l.cols) }
 // announces. The flow table is shared, not copied. The copy is for
 // encoding and estimation only: Add and Merge need the recorded shape.
 func (l *LDS) FoldCols(cols int) (*LDS, error) {
+	l.SettleFlows()
 	f := uint64(0)
 	if cols >= 1 && l.cols%uint64(cols) == 0 {
 		f = l.cols / uint64(cols)

@@ -114,6 +114,8 @@ func newLDSEstimator(sender, receiver *LDS) (*ldsEstimator, error) {
 	if sender == nil || receiver == nil {
 		return nil, fmt.Errorf("%w: nil LDS", ErrBadConfig)
 	}
+	sender.SettleFlows()
+	receiver.SettleFlows()
 	if !sender.sameShape(receiver) {
 		return nil, errLDSConfigMismatch
 	}

@@ -27,6 +27,7 @@ type LDSPacket struct {
 // the packet's recorded cell is found in the recorded columns and taken
 // out of the folded cell that merged it.
 func (l *LDS) Remove(p LDSPacket) {
+	l.SettleFlows()
 	w := uint64(p.Weight)
 	if w == 0 {
 		w = 1

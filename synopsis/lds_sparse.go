@@ -85,6 +85,7 @@ func (l *LDS) readSparse(r *ldsReader, cell func(*ldsCell) error) error {
 // those cells. It fails if the shape is too large for the decoder to
 // accept from an encoding this short.
 func (l *LDS) AppendBinarySparse(b []byte, keep []uint64, named int) ([]byte, error) {
+	l.SettleFlows()
 	if l.absent != nil {
 		return b, fmt.Errorf("%w: already sparse", ErrBadConfig)
 	}

@@ -67,10 +67,14 @@ func (r *RDA) CacheRoom(n int) bool {
 // the rows' thresholds (16 each). With HasFlows the flow table gets
 // FlowTable.observe, the key packed as PackFlowKey packs it (FSlots and
 // FKeys are 0 while it has no room, FLimit 0); weights are SynSet's (0
-// means 1).
+// means 1). Where every row takes every packet and K is 1, a packet of a
+// flow the table holds may go to its slot's held-back sums (flowSlot)
+// instead of its cells; FHeld counts such packets, and StoreHot then
+// marks the LDS for SettleFlows.
 type LDSHot struct {
 	Cells, Rows, Cols, K, Thr, RowA, RowM, Packets, LastTs                     uint64
 	HasFlows, FSlots, FKeys, FMask, FUsed, FLimit, FHoldThr, FMissed, FRefused uint64
+	FHeld                                                                      uint64
 }
 
 // LoadHot copies l's hot state into h. It allocates nothing. An LDS
@@ -81,7 +85,7 @@ func (l *LDS) LoadHot(h *LDSHot) (ok bool) {
 	}
 	h.Cells, h.Rows, h.Cols, h.K = uint64(uintptr(unsafe.Pointer(&l.cells[0]))), uint64(l.rows), l.cols, l.k
 	h.Thr, h.RowA, h.RowM = uint64(uintptr(unsafe.Pointer(&l.thr[0]))), uint64(uintptr(unsafe.Pointer(&ldsRowA[0]))), uint64(uintptr(unsafe.Pointer(&ldsRowM[0])))
-	h.Packets, h.LastTs = l.packets, l.lastTs
+	h.Packets, h.LastTs, h.FHeld = l.packets, l.lastTs, 0
 	t := l.flows
 	if t == nil {
 		h.HasFlows = 0
@@ -98,6 +102,9 @@ func (l *LDS) LoadHot(h *LDSHot) (ok bool) {
 // StoreHot copies back what an AddFlowKey elsewhere changed in h.
 func (l *LDS) StoreHot(h *LDSHot) {
 	l.packets, l.lastTs = h.Packets, h.LastTs
+	if h.FHeld != 0 {
+		l.held = true
+	}
 	if t := l.flows; t != nil {
 		t.used, t.missed, t.refused = int(h.FUsed), h.FMissed, h.FRefused
 	}
@@ -107,7 +114,7 @@ func (l *LDS) StoreHot(h *LDSHot) {
 var _ = [1]struct{}{}[unsafe.Sizeof(rdaCell{})-32]
 var _ = [1]struct{}{}[unsafe.Sizeof(tsEntry{})-16]
 var _ = [1]struct{}{}[unsafe.Sizeof(ldsCell{})-32]
-var _ = [1]struct{}{}[unsafe.Sizeof(flowSlot{})-24]
+var _ = [1]struct{}{}[unsafe.Sizeof(flowSlot{})-64]
 var _ = [1]struct{}{}[unsafe.Sizeof(FlowKeyBytes{})-40]
 
 // SampleHot is the state Sample.AddFlow and SetStampErr touch, as RDAHot
