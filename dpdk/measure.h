@@ -778,8 +778,9 @@ struct ldaf_tsent {
 struct ldaf_ldscell {
 	uint64_t sum, count, digest, err;
 };
-// ldaf_flowslot is synopsis.flowSlot: a 64-byte line, the flow's cell
-// sums held back from its LDS cells (acc_*) after its key.
+// ldaf_flowslot is synopsis.flowSlot: a 64-byte line, the flow's hash,
+// packet count and weight, then its sums held back from its LDS cells
+// (acc_*: ldaf_syn_run's held frames, settled by LDS.SettleFlows).
 struct ldaf_flowslot {
 	uint64_t hash, packets;
 	uint32_t weight, pad;
@@ -992,7 +993,6 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 	if (has_smp)
 		x->ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
 	if (fh != 0) { // LDS.AddFlowKey's cells
-		uint64_t cols = s->cols, fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW);
 		if (lds_all && held) {
 			// The flow's slot, prefetched below, takes the frame.
 		} else if (lds_all) {
@@ -1000,6 +1000,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 			for (uint64_t r = 0; r < rows; r++)
 				__builtin_prefetch(&s->lcells[x->lds[r]], 1);
 		} else {
+			uint64_t cols = s->cols, fx = ldaf_remix(fh, LDAF_SALT_LDS_ROW);
 			uint64_t px0 = ldaf_remix(h, LDAF_SALT_LDS_CELL);
 			for (uint64_t r = 0; r < rows; r++) {
 				uint64_t px = ldaf_lds_row(s->ra, s->rm_, px0, r);
