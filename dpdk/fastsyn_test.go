@@ -326,9 +326,10 @@ func handOver(t *testing.T, cfg dataplane.SynConfig, cs *dataplane.SynSet) {
 }
 
 // FuzzFastSynC is checkFastSynIsGo's comparison on generated traffic with
-// the fuzzer's frame among it, two copies in a row and cut short: what C
-// records of it (the flow, its key, the cells it lands in) must be what
-// SynSet.Record does.
+// the fuzzer's frame among it, two copies in a row and cut short, in two
+// shapes: what C records of it (the flow, its key, the cells it lands
+// in, its flow's held-back sums once settled) must be what SynSet.Record
+// does.
 func FuzzFastSynC(f *testing.F) {
 	for _, s := range identSeeds() {
 		f.Add(s, false)
@@ -337,7 +338,7 @@ func FuzzFastSynC(f *testing.F) {
 	needEAL(f)
 	a, b := fastSynPorts(f)
 	base := fastSynFrames(96)
-	cfg := fastSynConfigs()["small"]
+	cfgs := fastSynConfigs()
 	f.Fuzz(func(t *testing.T, frame []byte, receiver bool) {
 		if len(frame) > 1500 {
 			frame = frame[:1500]
@@ -346,9 +347,13 @@ func FuzzFastSynC(f *testing.F) {
 		if len(frame) > 0 {
 			frames[5], frames[40], frames[41], frames[70] = frame, frame, frame, frame[:len(frame)/2+1]
 		}
-		cs, gs, _ := fastSynRun(t, a, b, cfg, frames, receiver)
-		if d := sameSyn(cs, gs); d != "" {
-			t.Fatalf("frame %x, receiver %v: the %s differs", frame, receiver, d)
+		// "small" samples rows and cells; "held" sums held flows in
+		// their flow-table slots.
+		for _, name := range []string{"small", "held"} {
+			cs, gs, _ := fastSynRun(t, a, b, cfgs[name], frames, receiver)
+			if d := sameSyn(cs, gs); d != "" {
+				t.Fatalf("%s, frame %x, receiver %v: the %s differs", name, frame, receiver, d)
+			}
 		}
 	})
 }
