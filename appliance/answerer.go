@@ -69,7 +69,7 @@ func (s *answerer) keepCaches(set *dataplane.SynSet, startK uint64) {
 			continue
 		}
 		var spare *synopsis.TSCache
-		room := cacheRoom(old.Offered(), set, s.cfg.Interval, startK)
+		room := cacheRoom(old.Distinct(), set, s.cfg.Interval, startK)
 		if n := len(s.spares); n > 0 {
 			spare, s.spares = s.spares[n-1], s.spares[:n-1]
 			spare.Reserve(room) // follows the traffic, empties
@@ -93,8 +93,9 @@ func (s *answerer) keepCaches(set *dataplane.SynSet, startK uint64) {
 }
 
 // cacheRoom is the packets a timestamp cache of set's copy is sized for
-// at its next use: the packets it was offered in the interval just handed
-// over, extrapolated to a whole interval when the copy covered less of
+// at its next use: the distinct packets it was offered in the interval
+// just handed over (TSCache.Distinct: copies of a packet take no slot),
+// extrapolated to a whole interval when the copy covered less of
 // one (the copy a start cut short), so that the copy's next interval does
 // not sample for a start's sake. A copy is sized only while the control
 // side holds it, which is an interval behind each of the other copies:

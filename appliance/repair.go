@@ -135,7 +135,7 @@ type delayFields struct {
 // next use (cacheRoom).
 func (c *controller) reserveCache(r *synopsis.RDA, set *dataplane.SynSet) {
 	if cache := r.Cache(); cache != nil {
-		cache.Reserve(cacheRoom(cache.Offered(), set, c.a.cfg.Interval, c.startK))
+		cache.Reserve(cacheRoom(cache.Distinct(), set, c.a.cfg.Interval, c.startK))
 	}
 }
 

@@ -107,7 +107,7 @@ func newTSCache(budget int, following bool) (*TSCache, error) {
 const tsCacheStartSlots = 1 << 12
 
 // Reserve sizes the slots for the next interval: room for twice packets
-// (this interval's Offered, say) within the budget, never less than
+// (this interval's Distinct, say) within the budget, never less than
 // tsCacheStartSlots, so memory follows the traffic instead of the budget
 // (16 MiB by default, for 786 432 packets). It empties the cache and
 // allocates, so it is for the control side between intervals, on an idle
@@ -125,12 +125,12 @@ func (c *TSCache) Reserve(packets uint64) {
 }
 
 // ReserveCache sizes r's timestamp cache for the next interval from the
-// packets this one offered it (TSCache.Reserve); the first call from an
-// appliance, before any traffic, shrinks it to its starting room. No-op
-// without a cache.
+// distinct packets this one offered it (TSCache.Distinct,
+// TSCache.Reserve); the first call from an appliance, before any
+// traffic, shrinks it to its starting room. No-op without a cache.
 func (r *RDA) ReserveCache() {
 	if r.cache != nil {
-		r.cache.Reserve(r.cache.offered)
+		r.cache.Reserve(r.cache.Distinct())
 	}
 }
 
@@ -405,6 +405,15 @@ func (c *TSCache) Offered() uint64 { return c.offered }
 
 // Dups counts inserts of a hash already held (its first timestamp kept).
 func (c *TSCache) Dups() uint64 { return c.dups }
+
+// Distinct is Offered less Dups: the packets offered that were not
+// copies of one the cache held. A copy takes no slot, so this, not
+// Offered, is what the next interval's cache needs room for (Reserve):
+// traffic that repeats a few thousand packets, as a replayed capture
+// does, needs a few thousand slots, not one per packet sent. It is the
+// number of distinct packets offered, or more when the cache sampled
+// (only a sampled packet's copies are found): never less.
+func (c *TSCache) Distinct() uint64 { return c.offered - min(c.dups, c.offered) }
 
 // Partial says the cache was built from a timestamp reply: a miss means
 // "not asked for".
