@@ -7,6 +7,7 @@ import (
 	"github.com/ldafwd/ldafwd/dataplane/traffic"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,10 +33,17 @@ func TestRunForwardOnly(t *testing.T) {
 	}
 	defer func() { lg.A().Close(); lk.B().Close() }()
 	var out, errOut syncBuf
+	// The run stops when the test cancels it, once every frame has been
+	// sent and received (or counted as dropped), not after a fixed
+	// duration: a loaded machine may take longer than any fixed one to
+	// send them, and frames still unsent at the stop would be neither
+	// delivered nor dropped.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runMain(context.Background(), []string{"--forward-only", "--port-a", "ring:" + g + ".b", "--port-b", "ring:" + k + ".a",
-			"--duration", "2s", "--format", "json", "--idle-sleep", "20us"}, &out, &errOut)
+		done <- runMain(ctx, []string{"--forward-only", "--port-a", "ring:" + g + ".b", "--port-b", "ring:" + k + ".a",
+			"--format", "json", "--idle-sleep", "20us"}, &out, &errOut)
 	}()
 	// 20 000 frames each way, ids in order; the far ends check order.
 	const total = 20_000
@@ -82,12 +90,23 @@ func TestRunForwardOnly(t *testing.T) {
 		err error
 	}
 	var res [2]chan result // a→b (received at k's far end), b→a
+	var received, sent sync.WaitGroup
 	for i, p := range []dataplane.Port{lk.B(), lg.A()} {
 		res[i] = make(chan result, 1)
-		go func() { n, err := recv(p); res[i] <- result{n, err} }()
+		received.Add(1)
+		go func() { n, err := recv(p); res[i] <- result{n, err}; received.Done() }()
 	}
-	go send(lg.A())
-	go send(lk.B())
+	for _, p := range []dataplane.Port{lg.A(), lk.B()} {
+		sent.Add(1)
+		go func() { send(p); sent.Done() }()
+	}
+	// Every frame sent; then until both far ends have their last frame,
+	// or a while longer if a stall dropped it.
+	if !waitGroup(&sent, time.Minute) {
+		t.Fatalf("the senders did not finish in a minute\n%s", errOut.String())
+	}
+	waitGroup(&received, 10*time.Second)
+	cancel()
 	var runErr error
 	select {
 	case runErr = <-done:
@@ -144,5 +163,17 @@ func TestRunForwardOnly(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "forwarding only") {
 		t.Errorf("log does not say it is forwarding only:\n%s", errOut.String())
+	}
+}
+
+// waitGroup waits for wg up to d; it reports whether wg finished.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	c := make(chan struct{})
+	go func() { wg.Wait(); close(c) }()
+	select {
+	case <-c:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
