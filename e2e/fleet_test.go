@@ -231,8 +231,10 @@ scrape_configs:
 	// where toStart is the same for every series scraped together, except
 	// that it is cut to the time the counter would take to reach zero
 	// going back (sampled · first / difference), which differs between
-	// packets and delay; so a last candidate is kept only when that cut
-	// applies to neither, by a margin of 50 ms.
+	// packets and delay; so the window is usable only when that cut applies
+	// to neither for every candidate, by a margin of 50 ms: a candidate the
+	// cut applies to may be the scrape the evaluation saw, and what it
+	// recorded from it is no exact ratio to compare with.
 	usableWindow := func(i int, T int64) (first int, lasts []int) {
 		first, last := -1, -1
 		for j, s := range packets[i] {
@@ -253,7 +255,6 @@ scrape_configs:
 		if packets[i][last].ms > T-500 {
 			cands = append(cands, last-1)
 		}
-	next:
 		for _, l := range cands {
 			if l <= first || torn[i][l] {
 				continue
@@ -265,7 +266,7 @@ scrape_configs:
 				// evaluation's time and the scrapes' are in ms, and
 				// Prometheus compares them in finer units).
 				if d := c[l].v - c[first].v; d <= 0 || sampled*c[first].v/d < toStart+50 {
-					continue next
+					return 0, nil
 				}
 			}
 			lasts = append(lasts, l)
