@@ -34,6 +34,10 @@ type answerer struct {
 	fulls      map[uint64][]*synopsis.RDA
 	fullSpares []*synopsis.RDA
 	parts      map[uint64]map[uint16][]byte // interval → class → LDA payload shipped
+	// ldas: each interval's recorded LDAs, by class (ldarows.go);
+	// ldaSpares: their memory, for reuse.
+	ldas      map[uint64][]*synopsis.LDA
+	ldaSpares []*synopsis.LDA
 	// budgets: each shipped interval's control budget (bytes, all
 	// copies; 0: none), while it is open to requests.
 	budgets map[uint64]uint64
@@ -152,13 +156,7 @@ func (s *answerer) answer(x *control.Exchange, loss float64) {
 	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
 	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
 	body := cache.AppendReplyVersion(nil, ids, version)
-	if ok, why := s.replyFits(x.Interval, len(body)); !ok {
-		s.refused.Add(1)
-		s.overBudget.Add(1)
-		s.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("timestamp reply not sent: " + why)
-		return
-	}
-	s.sendReply(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "timestamp reply")
+	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "timestamp reply")
 }
 
 // answerCells replies to a request for interval x.Interval's RDA of class
@@ -180,13 +178,7 @@ func (s *answerer) answerCells(x *control.Exchange, loss float64) {
 		return
 	}
 	body, _ := f.AppendBinary(nil)
-	if ok, why := s.replyFits(x.Interval, len(body)); !ok {
-		s.refused.Add(1)
-		s.overBudget.Add(1)
-		s.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg("RDA cells reply not sent: " + why)
-		return
-	}
-	s.sendReply(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "RDA cells reply")
+	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "RDA cells reply")
 }
 
 // keepCells keeps the sender's recorded RDA cells of interval k (with
@@ -259,20 +251,31 @@ func (s *answerer) keepParts(k uint64, parts []control.Part) {
 // x.MEC with the payload shipped, its fragments paced.
 func (s *answerer) answerPart(x *control.Exchange, nowNs uint64) {
 	payload, ok := s.parts[x.Interval][x.MEC]
-	frag, err := parsePartRequest(x.Body)
+	frag, rows, err := parsePartRequest(x.Body)
+	if err == nil && rows != nil && x.Kind == control.KindLDA {
+		s.answerRows(x, frag, rows, nowNs)
+		return
+	}
 	if x.Kind != control.KindLDA || x.To != s.sender.Session() || !ok || err != nil {
 		s.refused.Add(1)
 		s.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Bool("our_session", x.To == s.sender.Session()).Bool("kept", ok).
 			AnErr("request", err).Msg("LDA part request refused: not our session, the part is no longer kept, or the request does not parse")
 		return
 	}
-	if ok, why := s.replyFits(x.Interval, len(payload)); !ok {
+	s.replyIfFits(x, control.KindLDA, payload, frag, nowNs, "LDA part reply")
+}
+
+// replyIfFits sends body as the reply to x (sendReply) if the interval's
+// control budget can pay for it (replyFits); else it counts and logs the
+// refusal.
+func (s *answerer) replyIfFits(x *control.Exchange, kind control.Kind, body []byte, frag int, nowNs uint64, what string) {
+	if ok, why := s.replyFits(x.Interval, len(body)); !ok {
 		s.refused.Add(1)
 		s.overBudget.Add(1)
-		s.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(payload)).Msg("LDA part reply not sent: " + why)
+		s.cfg.Log.Debug().Uint64("interval", x.Interval).Int("reply_bytes", len(body)).Msg(what + " not sent: " + why)
 		return
 	}
-	s.sendReply(x, control.KindLDA, payload, frag, nowNs, "LDA part reply")
+	s.sendReply(x, kind, body, frag, nowNs, what)
 }
 
 // sendReply sends body as the reply to x, in fragments of frag message

@@ -59,8 +59,11 @@ type controller struct {
 	// cells asks for more RDA cells where the shipped ones do not decode
 	// (fetch.go).
 	cells cellFetcher
-	lds   ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	xs    []control.Exchange
+	// rows asks for a larger LDA where loss thinned the shipped one's
+	// sample (ldarows.go).
+	rows rowsFetcher
+	lds  ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	xs   []control.Exchange
 	// req sends the receiver's requests (requester.go).
 	req requester
 	// parts fetches the LDA parts lost on the segment (partfetch.go);
@@ -115,6 +118,10 @@ type waiting struct {
 	// receiver's copy is there, pending while any is not done.
 	asked   bool
 	fetches []*fetch
+	// The requests for a larger LDA (ldarows.go), asked once no LDA part
+	// of the interval is being fetched.
+	rowsAsked bool
+	rows      []*rowsFetch
 }
 
 func newController(a *Appliance) *controller {
@@ -125,6 +132,7 @@ func newController(a *Appliance) *controller {
 	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
+	c.rows = rowsFetcher{cfg: &a.cfg, req: &c.req}
 	c.rep = repairer{cfg: &a.cfg, req: &c.req}
 	c.lds = ldsRepairer{cfg: &a.cfg}
 	return c
@@ -351,6 +359,7 @@ func (c *controller) sendSide(nowNs uint64) {
 		}
 		c.shipCopy(set, int64(nowNs))
 		c.ans.keepCaches(set, c.startK)
+		c.ans.keepLDAs(set.LastK, set.LDA)
 		if set.LDS != nil {
 			set.LDS.ReserveFlows()
 		}
@@ -529,10 +538,17 @@ func (c *controller) pairSide(now time.Time) {
 				w.asked = true
 				w.fetches = c.cells.start(w.b, rc, now)
 			}
-			if fetching(w) || c.parts.fetching(k) {
+			if !w.rowsAsked && !c.parts.fetching(k) {
+				// Once its LDA part is here: a part fetched on demand
+				// may complete a bundle that went out without it.
+				w.rowsAsked = true
+				w.rows = c.rows.start(w.b, rc, now)
+			}
+			if fetching(w) || rowsFetching(w) || c.parts.fetching(k) {
 				continue
 			}
 			c.applyFetches(w, rc)
+			c.rows.apply(w)
 			c.pair(w.b, rc)
 			if h := c.led.waiting(k); h != nil && rc.firstK < rc.k && !rc.warmup {
 				// The copy holds the interval before this one too (its
@@ -709,6 +725,7 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		out := c.pr.lda(b, rc, m, &seen)
 		r := out.line.r
 		c.parts.fields(b.Interval, m, r)
+		c.rows.fields(b.Interval, m, r)
 		c.led.hold(out.line)
 		if out.snd != nil {
 			c.led.building().snd[m] = out.snd // kept until the next interval is paired

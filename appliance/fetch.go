@@ -344,7 +344,7 @@ func (cf *cellFetcher) fields(k uint64, m int, extra map[string]any) {
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
 	for k, w := range c.halves.bundles {
-		if _, ok := c.halves.copies[k]; ok && (w.fetches != nil || c.parts.fetching(k)) {
+		if _, ok := c.halves.copies[k]; ok && (w.fetches != nil || w.rows != nil || c.parts.fetching(k)) {
 			ks = append(ks, k)
 		}
 	}
@@ -353,7 +353,9 @@ func (c *controller) pairFetchedAtStop() {
 	for _, k := range ks {
 		w := c.halves.bundles[k]
 		c.cells.stop(w.fetches)
+		c.rows.stop(w.rows)
 		c.applyFetches(w, c.halves.copies[k])
+		c.rows.apply(w)
 		c.pair(w.b, c.halves.copies[k])
 		c.halves.paired(k)
 	}

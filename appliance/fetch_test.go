@@ -36,31 +36,13 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 		t.Fatal(err)
 	}
 	rda := synopsis.DefaultRDAConfig()
-	var mu sync.Mutex
-	var lines []report.Interval
 	cfg := demo.Config{
 		Duration: 3 * time.Second, Interval: 400 * time.Millisecond, Delay: delay, Loss: loss, Rate: 20_000, Seed: seed,
 		Syn:        dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, Classes: cl.NumClasses()},
 		Classifier: cl, Insecure: true, Conf: 0.98, ControlCopies: 2, BudgetBytes: 16 << 10, AdaptLDA: true, AdaptRDA: true, SimulatedTime: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-		Reports: func(r *report.Interval) {
-			if r.Synopsis == "rda" && r.Direction == "a>b" {
-				mu.Lock()
-				lines = append(lines, *r)
-				mu.Unlock()
-			}
-		},
 	}
-	if requests != nil {
-		cfg.WrapReceiver = func(p dataplane.Port) dataplane.Port { requests.Port = p; return requests }
-	}
-	sum, err := demo.Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Sunk+sum.ImpairLost != sum.Generated || sum.ApplianceTxDropped != 0 {
-		t.Errorf("dataplane: generated %d, sunk %d, segment lost %d, appliances dropped %d", sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
-	}
+	lines := runExchangeDemo(t, cfg, "rda", requests)
 	for _, r := range lines {
 		t.Logf("%d valid=%v lost=%d truelost=%v mean=%.1f±%.1f true=%s fetch=%v (%v → %v cells, %v tries) decoded=%v repair=%v %s", r.Interval, r.Valid, r.Lost, deref(r.TrueLost),
 			r.MeanNs, r.MeanCINs, derefF(r.TrueMeanNs), r.Extra["rda_fetch"], r.Extra["rda_fetch_shipped_cells"], r.Extra["rda_fetch_cells"], r.Extra["rda_fetch_tries"],
@@ -74,6 +56,34 @@ func runFetchDemo(t *testing.T, seed uint64, rate float64, requests *exchangeDro
 		if r.TrueLost != nil && r.Lost != *r.TrueLost {
 			t.Errorf("%d: lost %d, true %d", r.Interval, r.Lost, *r.TrueLost)
 		}
+	}
+	return lines
+}
+
+// runExchangeDemo runs cfg with requests (when not nil) wrapping #2's
+// segment port, and returns the a>b whole-class lines of synopsis syn; it
+// checks that the dataplane was unaffected: every generated frame sunk or
+// lost in the segment, none dropped by the appliances.
+func runExchangeDemo(t *testing.T, cfg demo.Config, syn string, requests *exchangeDropper) []report.Interval {
+	t.Helper()
+	var mu sync.Mutex
+	var lines []report.Interval
+	cfg.Reports = func(r *report.Interval) {
+		if r.Synopsis == syn && r.Direction == "a>b" && r.Flow == "" {
+			mu.Lock()
+			lines = append(lines, *r)
+			mu.Unlock()
+		}
+	}
+	if requests != nil {
+		cfg.WrapReceiver = func(p dataplane.Port) dataplane.Port { requests.Port = p; return requests }
+	}
+	sum, err := demo.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sunk+sum.ImpairLost != sum.Generated || sum.ApplianceTxDropped != 0 {
+		t.Errorf("dataplane: generated %d, sunk %d, segment lost %d, appliances dropped %d", sum.Generated, sum.Sunk, sum.ImpairLost, sum.ApplianceTxDropped)
 	}
 	return lines
 }

@@ -73,17 +73,29 @@ func appendPartRequest(dst []byte, frag int) []byte {
 }
 
 // parsePartRequest returns the reply fragment size a part request asks
-// for: 64 … 65535 bytes in its shortest uvarint, nothing after it (one
-// encoding per request).
-func parsePartRequest(b []byte) (int, error) {
-	if len(b) < 3 || b[0] != partRequestMagic || b[1] != partRequestVersion {
-		return 0, errPartRequest
+// for: 64 … 65535 bytes in its shortest uvarint; a version-1 request
+// ends there and asks for the part shipped (rows nil), a version-2 one
+// names the rows per bank of the recorded LDA it asks for
+// (appendRowsRequest). One encoding per request.
+func parsePartRequest(b []byte) (frag int, rows []int, err error) {
+	if len(b) < 3 || b[0] != partRequestMagic || b[1] != partRequestVersion && b[1] != partRowsVersion {
+		return 0, nil, errPartRequest
 	}
 	v, n := binary.Uvarint(b[2:])
-	if n <= 0 || 2+n != len(b) || n != len(binary.AppendUvarint(nil, v)) || v < 64 || v > 65535 {
-		return 0, errPartRequest
+	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) || v < 64 || v > 65535 {
+		return 0, nil, errPartRequest
 	}
-	return int(v), nil
+	tail := b[2+n:]
+	if b[1] == partRequestVersion {
+		if len(tail) != 0 {
+			return 0, nil, errPartRequest
+		}
+		return int(v), nil, nil
+	}
+	if rows, err = parseRowsTail(tail); err != nil {
+		return 0, nil, err
+	}
+	return int(v), rows, nil
 }
 
 // partFetch is one class's request for interval k's LDA part.

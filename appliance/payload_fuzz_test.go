@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/synopsis"
 )
 
 // FuzzParsePayload: any bytes from the wire (the payload of an authentic
@@ -39,24 +41,39 @@ func FuzzParsePayload(f *testing.F) {
 func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
 
 // FuzzParsePartRequest: any request body (from an authentic peer) parses
-// to a fragment size in range or fails without panicking; what parses
-// re-encodes to the same bytes.
+// to a fragment size in range (and, version 2, rows per bank in range)
+// or fails without panicking; what parses re-encodes to the same bytes.
 func FuzzParsePartRequest(f *testing.F) {
 	f.Add(appendPartRequest(nil, partFetchFrag))
 	f.Add(appendPartRequest(nil, 64))
+	f.Add(appendRowsRequest(nil, partFetchFrag, []int{1024, 1024, 512, 64, 16, 16, 16, 16}))
+	f.Add(appendRowsRequest(nil, 64, []int{1}))
+	f.Add([]byte{partRequestMagic, partRowsVersion, 0x80, 0x02, 0x01, 0x1f})
 	f.Add([]byte{partRequestMagic, partRequestVersion, 0x80, 0x80, 0x80})
 	f.Add([]byte{partRequestMagic})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := parsePartRequest(b)
+		n, rows, err := parsePartRequest(b)
 		if err != nil {
 			return
 		}
 		if n < 64 || n > 65535 {
 			t.Fatalf("fragment size %d out of range", n)
 		}
-		if again := appendPartRequest(nil, n); !bytes.Equal(again, b) {
-			t.Fatalf("%x parses to %d, which encodes to %x", b, n, again)
+		again := appendPartRequest(nil, n)
+		if rows != nil {
+			if len(rows) < 1 || len(rows) > synopsis.LDAMaxBanks {
+				t.Fatalf("%d banks", len(rows))
+			}
+			for _, r := range rows {
+				if r < 1 || r > 1<<maxRowsLog2 || r&(r-1) != 0 {
+					t.Fatalf("rows %d", r)
+				}
+			}
+			again = appendRowsRequest(nil, n, rows)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("%x parses to %d %v, which encodes to %x", b, n, rows, again)
 		}
 	})
 }

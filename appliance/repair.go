@@ -157,13 +157,14 @@ func (c *controller) exchanges(now time.Time) {
 				c.ans.answer(x, c.parityLoss())
 			}
 		case control.TypeReply:
-			if !c.onPartReply(x) && !c.onFetchReply(x, now) {
+			if !c.onRowsReply(x) && !c.onPartReply(x) && !c.onFetchReply(x, now) {
 				changed = c.onReply(x) || changed
 			}
 		}
 		x.Body = nil
 	}
 	c.fetchTick(now)
+	c.rowsTick(now)
 	c.parts.tick(now)
 	if c.repairTick(now) || changed {
 		c.flush()

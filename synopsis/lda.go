@@ -302,6 +302,19 @@ func (l *LDA) Clone() *LDA {
 	return &c
 }
 
+// CopyInto makes dst a copy of l, reusing dst's memory when it has l's
+// configuration (else, or when dst is nil, it returns a new copy): the
+// sender keeps each interval's recorded LDA this way while a receiver may
+// still ask for it at a larger shape.
+func (l *LDA) CopyInto(dst *LDA) *LDA {
+	if dst == nil || !dst.cfg.equal(l.cfg) || len(dst.cells) != len(l.cells) {
+		return l.Clone()
+	}
+	dst.offered = l.offered
+	copy(dst.cells, l.cells)
+	return dst
+}
+
 // Config returns a copy of l's configuration.
 func (l *LDA) Config() LDAConfig { return l.cfg.clone() }
 
