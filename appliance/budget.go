@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/synopsis"
@@ -314,7 +313,7 @@ func (s *shipper) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []
 		body := sizes[m] - hdrLens[m]
 		limit := body + int(float64(spare/(len(ldas)-m))*fs/(fs+float64(s.sender.FragmentOverhead())))
 		f := s.adaptLDA(l, limit)
-		shape := ldaShape(f.Config())
+		shape := f.Config().Shape()
 		if shape == rows[m] {
 			continue // its packets fill no more rows
 		}
@@ -331,19 +330,6 @@ func (s *shipper) growLDA(ldas []*synopsis.LDA, parts []control.Part, hdrLens []
 		}
 		parts[m].Payload, rows[m] = p, shape
 	}
-}
-
-// ldaShape is an LDA's banks as describeConfig writes them:
-// ROWS:LOG2INVP, comma-separated.
-func ldaShape(cfg synopsis.LDAConfig) string {
-	var b strings.Builder
-	for i, bk := range cfg.Banks {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%d:%d", bk.Rows, bk.SampleLog2)
-	}
-	return b.String()
 }
 
 // adaptRDA folds r to the cells per bank its packets need (SizeRDAConfig

@@ -57,7 +57,7 @@ func TestLDAFramesPerInterval(t *testing.T) {
 				}
 			}
 			frames := (len(p) + fs - 1) / fs
-			t.Logf("%d packets of %d B: budget %d B, LDA %s: %d buckets (%d empty, %.0f %%), %d B, %d frames", n, size, budget, ldaShape(cfg), buckets, empty, 100*float64(empty)/float64(buckets), len(p), frames)
+			t.Logf("%d packets of %d B: budget %d B, LDA %s: %d buckets (%d empty, %.0f %%), %d B, %d frames", n, size, budget, cfg.Shape(), buckets, empty, 100*float64(empty)/float64(buckets), len(p), frames)
 			if len(p) > limit {
 				t.Errorf("%d packets: the LDA's %d bytes are over its limit %d", n, len(p), limit)
 			}

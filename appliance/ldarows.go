@@ -32,8 +32,8 @@ import (
 // rows that loss makes worth having:
 //
 //   - Asked for a class whose loss (sent against received, the LDAs'
-//     exact counts) is at least rowsFetchMinLoss, whose shipped LDA gives
-//     fewer than rowsFetchEnough samples, and for which the sender
+//     exact counts) and shipped LDA's sample are synopsis.LDAThin, and
+//     for which the sender
 //     recorded more rows than it shipped (the receiver records the same
 //     shape: both ends run one configuration).
 //   - The rows asked (ldaFetchRows): from the shipped shape, bank by bank
@@ -71,16 +71,11 @@ import (
 // (lda-shipped= in config is then the fetched shape the estimate used),
 // tries and bytes.
 
+// Where it asks is synopsis.LDAThin: at least 10 % lost, fewer than 1 000
+// samples. Below that loss a bucket per packet keeps at least 90 % of the
+// packets, and the reply's bytes, paid from the next intervals' budget,
+// would cost the other synopses more than the LDA gains.
 const (
-	// rowsFetchMinLoss is the class loss from which the shipped LDA's
-	// sample is worth enlarging: below it, a bucket per packet keeps
-	// at least 90 % of the packets, and the reply's bytes, paid from the
-	// next intervals' budget, would cost the other synopses more than
-	// the LDA gains.
-	rowsFetchMinLoss = 0.1
-	// rowsFetchEnough is the sample from which a line's bound is left
-	// as it is: a thin tail of 1 % is then in it 10 times on average.
-	rowsFetchEnough = 1000
 	// rowsFetchGrowth caps the rows asked at this many times the rows
 	// shipped: a reply costs about as many bytes per row as the shipment.
 	rowsFetchGrowth = 2
@@ -181,7 +176,7 @@ type rowsFetch struct {
 	id             uint32
 	rows           []int // asked, per bank
 	want           synopsis.LDAConfig
-	shipped        string // the shipped shape (ldaShape)
+	shipped        string // the shipped shape (LDAConfig.Shape)
 	shippedSamples uint64
 	loss           float64
 	body           []byte
@@ -242,19 +237,16 @@ func (rf *rowsFetcher) need(b *control.IntervalBundle, rc *rcopy, m int) *rowsFe
 	own := rc.lda[m]
 	snd, rec := cl.Config(), own.Config()
 	sent, got := cl.Count(), own.Count()
-	if snd.Equal(rec) || sent == 0 || got >= sent {
+	if snd.Equal(rec) || !synopsis.LDAThin(sent, got, 0) {
 		return nil
 	}
 	loss := 1 - float64(got)/float64(sent)
-	if loss < rowsFetchMinLoss {
-		return nil
-	}
 	folded, err := own.Fold(snd)
 	if err != nil {
 		return nil
 	}
 	e, err := synopsis.EstimateLDACompact(&cl, folded, rf.cfg.Conf)
-	if err != nil || e.Samples >= rowsFetchEnough {
+	if err != nil || !synopsis.LDAThin(sent, got, e.Samples) {
 		return nil
 	}
 	n := make([]uint64, len(snd.Banks))
@@ -273,7 +265,7 @@ func (rf *rowsFetcher) need(b *control.IntervalBundle, rc *rcopy, m int) *rowsFe
 		return nil
 	}
 	return &rowsFetch{key: repairKey{k: b.Interval, mec: uint16(m)}, peer: b.Session, rows: rows, want: snd.WithRows(rows),
-		shipped: ldaShape(snd), shippedSamples: e.Samples, loss: loss, body: appendRowsRequest(nil, partFetchFrag, rows)}
+		shipped: snd.Shape(), shippedSamples: e.Samples, loss: loss, body: appendRowsRequest(nil, partFetchFrag, rows)}
 }
 
 // send sends (again) f's request, under one request id for every try.
@@ -403,7 +395,7 @@ func (rf *rowsFetcher) fields(k uint64, m int, r *report.Interval) {
 	extra["lda_rows_fetch"] = f.status
 	extra["lda_rows_fetch_shipped"] = f.shipped
 	extra["lda_rows_fetch_shipped_samples"] = f.shippedSamples
-	extra["lda_rows_fetch_rows"] = ldaShape(f.want)
+	extra["lda_rows_fetch_rows"] = f.want.Shape()
 	extra["lda_rows_fetch_tries"] = f.tries
 	extra["lda_rows_fetch_request_bytes"] = f.reqBytes
 	extra["lda_rows_fetch_reply_bytes"] = f.repBytes

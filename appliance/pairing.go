@@ -118,7 +118,7 @@ func (p *pairer) lda(b *control.IntervalBundle, rc *rcopy, m int, seen *delaysSe
 		}
 		rc.lda[m] = f
 	}
-	r.Config += " lda-shipped=" + ldaShape(cl.Config())
+	r.Config += " lda-shipped=" + cl.Config().Shape()
 	e, d, err := synopsis.EstimateLDACompactDetailed(cl, rc.lda[m], p.cfg.Conf)
 	if err != nil {
 		return ldaPaired{line: invalidLine(r, rc.lda[m].Count(), report.Cause{Code: report.Decode, Why: fmt.Sprintf("sender synopsis does not match ours: %v", err)})}

@@ -219,7 +219,7 @@ func (sh *shipment) encodeLDAs() bool {
 			}
 			l = s.adaptLDA(l, limit)
 		}
-		sh.got.ldaRows[m] = ldaShape(l.Config())
+		sh.got.ldaRows[m] = l.Config().Shape()
 		p, err := l.AppendCompact(p, s.cfg.Bounds)
 		if err != nil {
 			sh.fail("LDA", err)

@@ -3,6 +3,7 @@ package synopsis
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 )
 
 // Folding an LDA: a packet's row in a bank of m rows is the low log2(m)
@@ -39,6 +40,47 @@ func (c LDAConfig) foldableTo(to LDAConfig) error {
 		}
 	}
 	return nil
+}
+
+// Shape is c's banks as ROWS:LOG2INVP, comma-separated: what --lda-banks
+// takes, and what the reports name a shipped or estimated shape by.
+func (c LDAConfig) Shape() string {
+	var b strings.Builder
+	for i, bk := range c.Banks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", bk.Rows, bk.SampleLog2)
+	}
+	return b.String()
+}
+
+// Where an LDA's sample is thin under heavy loss (LDAThin): a bucket
+// counts only if none of its packets was lost, so at a share L of the
+// packets lost a bank of n packets in r rows keeps about
+// n(1−L)e^(−L·n/r) of them. A bucket per packet keeps at least 90 % below
+// LDAHeavyLoss; at half the packets lost it keeps 30 %, and banks of
+// several packets a bucket keep almost none. The bound's std-dev is the
+// sample's (eq. 1 of the paper takes σ̂ for σ): a sample of a few hundred
+// that holds none of a thin tail of the delays (1 % of the packets a
+// millisecond off, as a full tail-drop queue gives) reads a narrow σ and
+// a mean off by the tail's share. From LDAThinSample samples such a tail
+// is in the sample about ten times on average.
+const (
+	LDAHeavyLoss  = 0.1
+	LDAThinSample = 1000
+)
+
+// LDAThin says whether an LDA estimate of samples samples, of sent
+// packets of which received arrived, is thin under heavy loss: worth
+// estimating at more rows where more were recorded (the appliance's
+// receiver asks its sender for them; analyze estimates at its recorded
+// shape).
+func LDAThin(sent, received, samples uint64) bool {
+	if sent == 0 || received >= sent || samples >= LDAThinSample {
+		return false
+	}
+	return float64(sent-received) >= LDAHeavyLoss*float64(sent)
 }
 
 // CommonLDAConfig is the shape two LDAs of one recording configuration

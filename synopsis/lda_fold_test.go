@@ -348,3 +348,26 @@ func BenchmarkLDAShip(b *testing.B) {
 		}
 	})
 }
+
+// TestLDAThin: heavy loss (≥ 10 %) with fewer than 1 000 samples is thin;
+// less loss, more samples, no packets or more received than sent is not.
+func TestLDAThin(t *testing.T) {
+	for _, c := range []struct {
+		sent, received, samples uint64
+		want                    bool
+	}{
+		{20000, 10000, 350, true},
+		{20000, 18000, 999, true},
+		{20000, 18001, 999, false},
+		{20000, 10000, 1000, false},
+		{0, 0, 0, false},
+		{100, 120, 10, false},
+	} {
+		if got := LDAThin(c.sent, c.received, c.samples); got != c.want {
+			t.Errorf("LDAThin(%d, %d, %d) = %v", c.sent, c.received, c.samples, got)
+		}
+	}
+	if s := RecordLDAConfig().Shape(); s != "1024:0,1024:2,1024:4,1024:6,1024:8,1024:10,1024:12,1024:14" {
+		t.Errorf("Shape: %s", s)
+	}
+}
