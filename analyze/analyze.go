@@ -11,8 +11,16 @@ import (
 
 // Config says what to compute from a pair of captures.
 type Config struct {
-	Interval   time.Duration // 0: the whole capture is one interval
-	LDA        synopsis.LDAConfig
+	Interval time.Duration // 0: the whole capture is one interval
+	LDA      synopsis.LDAConfig
+	// LDARecord, when it has banks, is a larger shape of LDA's banks
+	// (each bank as many rows or more) to record each class's LDA at:
+	// lines are estimated at LDA (the recorded LDA folded to it is
+	// exactly LDA's), and where that sample is thin under heavy loss
+	// (synopsis.LDAThin) at LDARecord, which keeps more of the same
+	// packets. The line's extra then says lda_rows (the shape estimated)
+	// and lda_rows_configured_samples.
+	LDARecord  synopsis.LDAConfig
 	UseLDA     bool
 	Extra      []SynopsisFactory // RDA, LDS… (see synopses.go)
 	Classifier *classifier.Classifier
@@ -133,6 +141,40 @@ type Stats struct {
 	PeakHeld int
 }
 
+// LDARecordIntervals is the most intervals MaxDelay may span for
+// RecordLDALarger to record larger: the larger LDA is 400 KB per class and
+// interval in flight.
+const LDARecordIntervals = 64
+
+// RecordLDALarger sets LDARecord to the shape a live appliance records
+// (synopsis.RecordLDAConfig: 8 × 1024 rows, LDA's digest setting) where
+// it folds to LDA and MaxDelay spans at most LDARecordIntervals
+// intervals: lines are then estimated at LDA, or at 8 × 1024 where heavy
+// loss leaves LDA's sample thin. ldafwd analyze does this without LDA
+// sizing flags.
+func (c *Config) RecordLDALarger() {
+	maxDelay := c.MaxDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxDelay * time.Nanosecond
+	}
+	if c.Interval > 0 && c.Interval < maxDelay/LDARecordIntervals {
+		return
+	}
+	rec := synopsis.RecordLDAConfig()
+	rec.Digest = c.LDA.Digest
+	if common, err := synopsis.CommonLDAConfig(c.LDA, rec); err == nil && common.Equal(c.LDA) {
+		c.LDARecord = rec
+	}
+}
+
+// recordLDA is the shape each class's LDA is recorded at.
+func (c *Config) recordLDA() synopsis.LDAConfig {
+	if len(c.LDARecord.Banks) > 0 {
+		return c.LDARecord
+	}
+	return c.LDA
+}
+
 // side is one end's synopses for one interval: one set per MEC.
 type side struct {
 	lda    []*synopsis.LDA
@@ -154,7 +196,7 @@ func newSide(cfg *Config, classes int) (*side, error) {
 	}
 	for i := 0; i < classes; i++ {
 		if cfg.UseLDA {
-			l, err := synopsis.NewLDA(cfg.LDA)
+			l, err := synopsis.NewLDA(cfg.recordLDA())
 			if err != nil {
 				return nil, err
 			}

@@ -175,6 +175,35 @@ func (e *lineMaker) addReceiver(a *intervalAcc, x *rec, flowHash uint64, key *cl
 	}
 }
 
+// estimateLDA estimates one class's LDA line from the sender's and the
+// receiver's LDAs s and r (recorded at cfg.recordLDA()): at cfg.LDA, and,
+// where cfg.LDARecord is set and that sample is thin under heavy loss, at
+// the recorded shape, whose sample holds every packet the configured one
+// does and more (every usable bucket of the folded shape is a union of
+// usable ones). It returns the estimate, the pair it came from and, when
+// the recorded shape was used, the configured shape's samples.
+func estimateLDA(cfg *Config, s, r *synopsis.LDA) (e synopsis.Estimate, sl, rl *synopsis.LDA, thin *uint64, err error) {
+	if len(cfg.LDARecord.Banks) == 0 {
+		e, err = synopsis.EstimateLDA(s, r, cfg.Conf)
+		return e, s, r, nil, err
+	}
+	if sl, err = s.Fold(cfg.LDA); err == nil {
+		rl, err = r.Fold(cfg.LDA)
+	}
+	if err != nil {
+		return e, nil, nil, nil, err
+	}
+	if e, err = synopsis.EstimateLDA(sl, rl, cfg.Conf); err != nil || !synopsis.LDAThin(s.Count(), r.Count(), e.Samples) || cfg.LDARecord.Equal(cfg.LDA) {
+		return e, sl, rl, nil, err
+	}
+	big, err := synopsis.EstimateLDA(s, r, cfg.Conf)
+	if err != nil || big.Samples <= e.Samples {
+		return e, sl, rl, nil, nil
+	}
+	n := e.Samples
+	return big, s, r, &n, nil
+}
+
 // finish estimates interval a and emits its lines; bad, when set, is why
 // the whole interval cannot be trusted.
 func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
@@ -208,14 +237,14 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 		base := report.Interval{Interval: abs, StartNs: start, EndNs: end, Direction: cfg.Direction, MEC: names[mec]}
 		c := per[mec]
 		if cfg.UseLDA {
-			e, err := synopsis.EstimateLDA(snd.lda[mec], rcv.lda[mec], cfg.Conf)
+			e, sl, rl, thin, err := estimateLDA(cfg, snd.lda[mec], rcv.lda[mec])
 			if err != nil {
 				return err
 			}
 			l := base
 			fill(&l, e)
 			if cfg.MicroburstGapNs > 0 && e.Valid && e.Lost > 0 {
-				mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(snd.lda[mec]), synopsis.LDABuckets(rcv.lda[mec]),
+				mb, err := synopsis.FindMicrobursts(synopsis.LDABuckets(sl), synopsis.LDABuckets(rl),
 					e.MeanNs, cfg.MicroburstGapNs, max(cfg.MicroburstMin, 1))
 				if err == nil {
 					l.Extra = map[string]any{"microbursts": microbursts(mb)}
@@ -226,6 +255,10 @@ func (e *lineMaker) finish(a *intervalAcc, why string, bad bool) error {
 					l.Extra = map[string]any{}
 				}
 				l.Extra[k] = v
+			}
+			if thin != nil {
+				setExtra(&l, "lda_rows", sl.Config().Shape())
+				setExtra(&l, "lda_rows_configured_samples", *thin)
 			}
 			addCounts(&l, c.crossed, c.extra, c.ambS, c.ambR)
 			unseenExtras(&l, c.extra)

@@ -113,8 +113,8 @@ type propertyResult struct {
 	valid, invalid, misses, wrongLoss int
 }
 
-// checkScenario runs analyze on one scenario (LDA, RDA and LDS, default
-// settings) and holds every valid line against the generator's truth.
+// checkScenario runs analyze on one scenario (LDA, RDA and LDS, the
+// command's default settings) and holds every valid line against the generator's truth.
 func checkScenario(t *testing.T, s scenario, width time.Duration) propertyResult {
 	t.Helper()
 	var res propertyResult
@@ -132,8 +132,10 @@ func checkScenario(t *testing.T, s scenario, width time.Duration) propertyResult
 		// and no concurrency to check.
 		extra = append(extra, analyze.LDSFactory{Auto: true, Classifier: cl})
 	}
-	st, err := analyze.Run(snd, rcv, analyze.Config{Interval: width, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), Classifier: cl,
-		Extra: extra, Truth: true},
+	// As ldafwd analyze runs without LDA sizing flags: recorded at
+	// 8 × 1024 rows, estimated at 8 × 128 or, under heavy loss, 8 × 1024.
+	st, err := analyze.Run(snd, rcv, analyze.Config{Interval: width, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), LDARecord: synopsis.RecordLDAConfig(),
+		Classifier: cl, Extra: extra, Truth: true},
 		func(l *report.Interval) { lines = append(lines, l) })
 	if s.notSame {
 		if err == nil || !strings.Contains(err.Error(), "do not see the same traffic") || len(lines) > 0 {

@@ -74,6 +74,11 @@ func (cfg *Config) defaults() (keepFlows bool, err error) {
 	if cfg.Direction == "" {
 		cfg.Direction = "a>b"
 	}
+	if cfg.UseLDA && len(cfg.LDARecord.Banks) > 0 {
+		if common, err := synopsis.CommonLDAConfig(cfg.LDA, cfg.LDARecord); err != nil || !common.Equal(cfg.LDA) {
+			return false, fmt.Errorf("LDA recorded at %s does not fold to %s", cfg.LDARecord.Shape(), cfg.LDA.Shape())
+		}
+	}
 	for _, f := range cfg.Extra {
 		keepFlows = keepFlows || !f.PerMEC()
 	}

@@ -30,6 +30,7 @@ type analyzeOptions struct {
 	conf      float64
 	direction string
 	lda       ldaFlags
+	ldaAuto   bool // no LDA sizing flag: record larger (analyze.Config.RecordLDALarger)
 	extra     extraSynopsisFlags
 	mbGap     time.Duration
 	mbMin     int
@@ -70,6 +71,10 @@ func analyzeMain(args []string, stdout, stderr io.Writer) error {
 	o.extra.ldsAuto = true
 	for _, n := range service.LDSFlagNames {
 		o.extra.ldsAuto = o.extra.ldsAuto && !fs.Changed(n)
+	}
+	o.ldaAuto = true
+	for _, n := range service.LDASizingFlagNames {
+		o.ldaAuto = o.ldaAuto && !fs.Changed(n)
 	}
 	cfg, err := o.build()
 	if err != nil {
@@ -129,6 +134,9 @@ func (o *analyzeOptions) build() (analyze.Config, error) {
 		cfg.UseLDA = true
 		if cfg.LDA, err = o.lda.Config(); err != nil {
 			return cfg, err
+		}
+		if o.ldaAuto {
+			cfg.RecordLDALarger()
 		}
 	}
 	extra, err := o.extra.factories(kinds, cl)

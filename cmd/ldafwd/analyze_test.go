@@ -356,3 +356,31 @@ func TestAnalyzeProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeLDARows: without LDA sizing flags analyze records the LDA at
+// run's 8 × 1024 rows and estimates heavy-loss intervals at that shape
+// (extra lda_rows); --lda-banks fixes the shape, and so does an
+// --interval that --max-delay spans more than 64 times (memory).
+func TestAnalyzeLDARows(t *testing.T) {
+	s, r, _ := writeCaptures(t, analyzetest.Config{Packets: 20_000, Rate: 20_000, Start: time.Unix(1_700_000_000, 0),
+		MeanDelay: 50 * time.Microsecond, Loss: 0.4, Seed: 2})
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--lda-banks", "128:0,128:2,128:4,128:6,128:8,128:10,128:12,128:14"}, false},
+		{[]string{"--interval", "10ms", "--max-delay", "1s"}, false},
+		{[]string{"--interval", "20ms", "--max-delay", "1s"}, true},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"--sender", s, "--receiver", r, "--format", "json", "--quiet"}, tc.args...)
+		if err := analyzeMain(args, &out, &errb); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, errb.String())
+		}
+		rows := strings.Count(out.String(), `"lda_rows":"1024:0,1024:2,1024:4,1024:6,1024:8,1024:10,1024:12,1024:14"`)
+		if (rows > 0) != tc.want {
+			t.Errorf("%v: %d lines at 8 × 1024, want some: %v", tc.args, rows, tc.want)
+		}
+	}
+}
