@@ -33,6 +33,7 @@ declare -A SC=(
   [tunnels]="--gre 0.3 --vxlan 0.3 --geneve 0.1 --mpls 0.1 --ipv6 0.3 --loss 0.003"
   [tunnelsdup]="--gre 0.3 --vxlan 0.3 --identical 0.01 --loss 0.003"
   [fragments]="--frag4 0.1 --frag6 0.05 --ipv6 0.3 --loss 0.002"
+  [congested]="--loss 0.47 --delay fullqueue:63000000"
 )
 fail=0
 for sc in ${SCEN:-${!SC[@]}}; do
