@@ -178,7 +178,6 @@ type rowsFetch struct {
 	want           synopsis.LDAConfig
 	shipped        string // the shipped shape (LDAConfig.Shape)
 	shippedSamples uint64
-	loss           float64
 	body           []byte
 	first, last    time.Time
 	tries          int
@@ -265,7 +264,7 @@ func (rf *rowsFetcher) need(b *control.IntervalBundle, rc *rcopy, m int) *rowsFe
 		return nil
 	}
 	return &rowsFetch{key: repairKey{k: b.Interval, mec: uint16(m)}, peer: b.Session, rows: rows, want: snd.WithRows(rows),
-		shipped: snd.Shape(), shippedSamples: e.Samples, loss: loss, body: appendRowsRequest(nil, partFetchFrag, rows)}
+		shipped: snd.Shape(), shippedSamples: e.Samples, body: appendRowsRequest(nil, partFetchFrag, rows)}
 }
 
 // send sends (again) f's request, under one request id for every try.

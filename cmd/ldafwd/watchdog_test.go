@@ -222,7 +222,16 @@ func TestRunPeerMismatchNamed(t *testing.T) {
 		{"both segment ports wrong", []string{"--key-file", k1, "--interval", iv, "--segment-port", "a"}, []string{"--key-file", k1, "--interval", iv, "--segment-port", "b"}, "peer_silent", "if both ends name theirs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, log := runTwoIdle(t, strings.ReplaceAll(c.name, " ", ""), c.args1, c.args2, 900*time.Millisecond)
+			// A check other than peer_silent needs the peer's first
+			// control frame, due one (200 ms) interval in. Under the
+			// race detector, beside other packages' tests on two cores,
+			// an end once received nothing within 900 ms and reported
+			// peer_silent: give those runs longer there.
+			dur := 900 * time.Millisecond
+			if raceEnabled && c.check != "peer_silent" {
+				dur = 3 * time.Second
+			}
+			out, log := runTwoIdle(t, strings.ReplaceAll(c.name, " ", ""), c.args1, c.args2, dur)
 			found := false
 			for _, p := range statusProblems(out) {
 				if p.Check == c.check && strings.Contains(p.Reason, c.want) {
