@@ -35,7 +35,10 @@ type MeasureFastPath interface {
 	// pkts[r.Kept:r.Kept+r.Rest], in order; a burst handed back is
 	// pkts[:r.Rx]. ok is false, with nothing received, when to is not a
 	// port it can transmit on directly or when frames received earlier
-	// wait to be taken with RxBurst.
+	// wait to be taken with RxBurst. After a full burst measured and
+	// transmitted whole, when the lane's state is again what it was, it
+	// may poll again in the same call: r.Before sums those polls, and
+	// the rest of r is the last poll's.
 	SendMeasured(to Port, syn FastSynopses, burst, retries int, rx RxStamp, pkts []*Packet) (r FastResult, ok bool)
 }
 
@@ -62,7 +65,8 @@ type RxStamp struct {
 	PollLow, PollStart uint64
 }
 
-// FastResult is what one MeasureFastPath call did.
+// FastResult is what one MeasureFastPath call did: its last poll, and
+// in Before the full polls it made before that one.
 type FastResult struct {
 	Rx        int    // frames received
 	RxBytes   uint64 // the bytes of the prefix measured (Done), Rx - Rest frames
@@ -83,4 +87,26 @@ type FastResult struct {
 	// did or the port stamps with another clock. The lane takes it as
 	// the time of the poll instead of reading the clock again.
 	TxNow uint64
+	// Before is what the call's polls before the last one did: a port
+	// may poll again after a full burst it measured and transmitted
+	// whole, so that one call serves several bursts. The fields above
+	// are the last poll's.
+	Before FastPolls
+}
+
+// FastPolls sums a MeasureFastPath call's full polls before its last
+// one, each measured whole and transmitted whole (Frames received, sent
+// and recorded).
+type FastPolls struct {
+	Polls              int
+	Frames             int
+	Bytes              uint64
+	TxErrSum, TxErrMax uint64 // a sender's, as FastResult's
+	// A receiver's frames given a poll stamp, Σ over them of the stamp's
+	// error and the widest; the last such poll's stamp and the clock
+	// reading after its receive (0: none), a low bound for the arrival
+	// of whatever a later poll receives.
+	Polled                 int
+	PollErrSum, PollErrMax uint64
+	PollTS, PollNow        uint64
 }

@@ -143,6 +143,7 @@ type Lane struct {
 	pollStamps bool   // read the clock before each RxBurst: the port does not stamp (or did not lately)
 	rxLow      uint64 // clock read before the last RxBurst that emptied the rx queue, ns
 	pollTS     uint64 // the poll stamp given to the current burst's unstamped frames
+	fastLow    uint64 // sendFast: a clock reading after the queue's last full burst of the call, 0: none
 	pollErr    uint64 // its uncertainty, ns
 	maxRxErr   uint64
 
@@ -355,9 +356,16 @@ func (l *Lane) Poll() bool {
 		}
 		n = -1
 		if l.fast != nil && l.tx.n == 0 && room == l.cfg.Burst {
-			var done bool
-			if n, done = l.sendFast(); done {
+			var done, moved bool
+			l.fastLow = 0
+			if n, done, moved = l.sendFast(); done {
 				return true
+			}
+			if moved {
+				work = true
+				if before != 0 && l.fastLow > before {
+					before = l.fastLow
+				}
 			}
 		}
 		if n < 0 {
@@ -420,8 +428,12 @@ func (l *Lane) forwardDirect() bool {
 // the rest of the burst behind them, received as from RxBurst. Otherwise
 // n is what Poll goes on with: -1 when the port had nothing to say
 // (RxBurst then receives), or the frames of a burst handed back in
-// l.rxPkts[:n] (0: nothing arrived).
-func (l *Lane) sendFast() (n int, done bool) {
+// l.rxPkts[:n] (0: nothing arrived). moved: the call moved frames, in
+// full bursts before its last poll (FastResult.Before) or in that poll;
+// with !done, l.fastLow is then the clock read after the last full
+// burst's receive, a later low bound than Poll's own for what a next
+// burst holds.
+func (l *Lane) sendFast() (n int, done, moved bool) {
 	set := l.cfg.Buffer.Active()
 	receiver := l.cfg.Role == RoleReceiver
 	var rx RxStamp
@@ -433,10 +445,27 @@ func (l *Lane) sendFast() (n int, done bool) {
 	}
 	r, ok := l.fast.SendMeasured(l.cfg.Tx, set.fastSyn(), l.cfg.Burst, l.cfg.TxRetries, rx, l.rxPkts)
 	if !ok {
-		return -1, false
+		return -1, false, false
+	}
+	if moved = r.Before.Polls > 0; moved {
+		// Full bursts that went whole before the last poll: as many
+		// done bursts below with nothing kept and no rest.
+		l.recordFast(set, receiver, r.Before, r.Before.Frames, r.Before.Bytes)
+		if !r.Done {
+			// The last poll's burst comes back (or none came): Poll
+			// receives it, and reads the clock only if one came.
+			l.now = l.cfg.Clock()
+			l.lastTx = l.now
+			l.stallSince = 0
+			if r.Before.PollNow > l.fastLow {
+				// The queue was not seen empty before the last poll
+				// began, after this reading.
+				l.fastLow = r.Before.PollNow
+			}
+		}
 	}
 	if !r.Done {
-		return r.Rx, false
+		return r.Rx, false, moved
 	}
 	// As receive, then flush's record and its tail. A sender's port read
 	// the lane's clock right after its last transmit: that reading is the
@@ -446,46 +475,17 @@ func (l *Lane) sendFast() (n int, done bool) {
 	} else {
 		l.now = l.cfg.Clock()
 	}
-	l.Stats.FastBursts.Add(1)
-	l.Stats.RxFrames.Add(uint64(r.Rx - r.Rest))
-	l.Stats.RxBytes.Add(r.RxBytes)
-	if receiver {
-		// Every frame of the prefix, with the port's stamp.
-		rec := uint64(r.Rx - r.Rest)
-		set.Frames += rec
-		set.Bytes += r.RxBytes
-		l.Stats.Recorded.Add(rec)
-		l.pollStamps = r.Polled > 0
-		if r.Polled > 0 {
-			// As receiveReceiver accounts for frames pollStamp stamped.
-			polled := uint64(r.Polled)
-			l.pollTS, l.pollErr = r.PollTS, r.PollNow-r.PollTS
-			set.StampErrNs += l.pollErr * polled
-			set.PollStamped += polled
-			l.Stats.PollStamped.Add(polled)
-			if l.pollErr > l.maxRxErr {
-				l.maxRxErr = l.pollErr
-				l.Stats.MaxRxStampErrNs.Store(l.pollErr)
-			}
-		}
-	} else if r.Sent > 0 {
-		sent, bytes := uint64(r.Sent), r.SentBytes
-		set.Frames += sent
-		set.Bytes += bytes
-		set.StampErrNs += r.TxErrSum
-		if gap := 2 * r.TxErrMax; gap > l.maxTxGap {
-			l.maxTxGap = gap
-			l.Stats.MaxTxStampGapNs.Store(gap)
-		}
-		l.intFrames += sent
-		l.intBytes += bytes
-		l.Stats.Recorded.Add(sent)
+	last := FastPolls{Polls: 1, Frames: r.Rx - r.Rest, Bytes: r.RxBytes, TxErrSum: r.TxErrSum, TxErrMax: r.TxErrMax,
+		Polled: r.Polled, PollTS: r.PollTS, PollNow: r.PollNow}
+	if r.Polled > 0 {
+		last.PollErrMax = r.PollNow - r.PollTS
+		last.PollErrSum = last.PollErrMax * uint64(r.Polled)
 	}
-	l.Stats.TxFrames.Add(uint64(r.Sent))
+	l.recordFast(set, receiver, last, r.Sent, r.SentBytes)
 	if r.Kept == 0 && r.Rest == 0 {
 		l.lastTx = l.now
 		l.stallSince = 0
-		return r.Rx, true
+		return r.Rx, true, true
 	}
 	if r.Kept > 0 {
 		kept := l.rxPkts[:r.Kept]
@@ -517,7 +517,48 @@ func (l *Lane) sendFast() (n int, done bool) {
 		l.stallSince = 0
 		l.flush()
 	}
-	return r.Rx, true
+	return r.Rx, true, true
+}
+
+// recordFast accounts for p, polls a MeasureFastPath measured (their
+// sent frames and bytes taken by the tx port), in set and the lane's
+// counters, as receive and flush would have for the same frames.
+func (l *Lane) recordFast(set *SynSet, receiver bool, p FastPolls, sent int, sentBytes uint64) {
+	l.Stats.FastBursts.Add(uint64(p.Polls))
+	l.Stats.RxFrames.Add(uint64(p.Frames))
+	l.Stats.RxBytes.Add(p.Bytes)
+	if receiver {
+		// Every frame of the prefix, with the port's stamp.
+		rec := uint64(p.Frames)
+		set.Frames += rec
+		set.Bytes += p.Bytes
+		l.Stats.Recorded.Add(rec)
+		l.pollStamps = p.Polled > 0
+		if p.Polled > 0 {
+			// As receiveReceiver accounts for frames pollStamp stamped.
+			polled := uint64(p.Polled)
+			l.pollTS, l.pollErr = p.PollTS, p.PollNow-p.PollTS
+			set.StampErrNs += p.PollErrSum
+			set.PollStamped += polled
+			l.Stats.PollStamped.Add(polled)
+			if p.PollErrMax > l.maxRxErr {
+				l.maxRxErr = p.PollErrMax
+				l.Stats.MaxRxStampErrNs.Store(p.PollErrMax)
+			}
+		}
+	} else if sent > 0 {
+		set.Frames += uint64(sent)
+		set.Bytes += sentBytes
+		set.StampErrNs += p.TxErrSum
+		if gap := 2 * p.TxErrMax; gap > l.maxTxGap {
+			l.maxTxGap = gap
+			l.Stats.MaxTxStampGapNs.Store(gap)
+		}
+		l.intFrames += uint64(sent)
+		l.intBytes += sentBytes
+		l.Stats.Recorded.Add(uint64(sent))
+	}
+	l.Stats.TxFrames.Add(uint64(sent))
 }
 
 func (l *Lane) start(now uint64) {

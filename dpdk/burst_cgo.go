@@ -98,6 +98,7 @@ type Queue struct {
 	txCopy []*dataplane.Packet // scratch: txForeign's burst of our Packets
 	one    [1]*dataplane.Packet
 	syn    fastSyn  // the RDA and LDS state C records in (SendMeasured)
+	polls  int      // SendMeasured's polls a call at most (0: fastPolls; tests set 1)
 	_      [64]byte // keep two queues' hot fields off one cache line
 }
 

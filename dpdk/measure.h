@@ -1381,4 +1381,43 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 	return nb;
 }
 
+// ldaf_measure_polls is up to polls ldaf_measure polls in one call: it
+// polls again as long as the last poll received a full burst, measured it
+// whole and transmitted every frame of it (the lane's state is then what it
+// was before that poll: an empty tx buffer, and for a receiver the same low
+// bound of its poll stamps, the queue not having been seen empty). Those
+// polls are summed in the p_ fields; the last poll's results are in the m_
+// fields and its return value is returned. One cgo call and one pass of the
+// Go lane's bookkeeping then serve several bursts: at 32 frames a burst
+// they are about a tenth of a frame's cost each.
+static inline uint16_t ldaf_measure_polls(uintptr_t rxp, uintptr_t txp, uint16_t n, uint16_t tburst, uint16_t retries,
+		uintptr_t sel, uintptr_t cells, uintptr_t offered, int digest, int rx_stamp, uint64_t poll_low,
+		uint64_t poll_start, uintptr_t synp, uint16_t polls) {
+	struct ldaf_queue *rq = (struct ldaf_queue *)rxp;
+	rq->p_polls = rq->p_frames = rq->p_polled = 0;
+	rq->p_bytes = rq->p_tx_err_sum = rq->p_tx_err_max = rq->p_poll_err_sum = rq->p_poll_err_max = 0;
+	rq->p_poll_ts = rq->p_poll_now = 0;
+	for (;;) {
+		uint16_t nb = ldaf_measure(rxp, txp, n, tburst, retries, sel, cells, offered, digest, rx_stamp,
+			poll_low, poll_start, synp);
+		if (--polls == 0 || nb != n || !rq->m_done || rq->m_sent != nb || rq->fwd_kept != 0 || rq->m_rest != 0)
+			return nb;
+		rq->p_polls++;
+		rq->p_frames += nb;
+		rq->p_bytes += rq->m_sent_bytes;
+		rq->p_tx_err_sum += rq->m_tx_err_sum;
+		if (rq->m_tx_err_max > rq->p_tx_err_max)
+			rq->p_tx_err_max = rq->m_tx_err_max;
+		if (rq->m_polled != 0) {
+			uint64_t err = rq->m_poll_now - rq->m_poll_ts;
+			rq->p_polled += rq->m_polled;
+			rq->p_poll_err_sum += err * rq->m_polled;
+			if (err > rq->p_poll_err_max)
+				rq->p_poll_err_max = err;
+			rq->p_poll_ts = rq->m_poll_ts;
+			rq->p_poll_now = rq->m_poll_now;
+		}
+	}
+}
+
 #endif

@@ -131,6 +131,15 @@ struct ldaf_queue {
 	uint64_t m_tx_err_sum, m_tx_err_max; // sender: Σ over the frames sent of their stamp error, and the widest
 	uint64_t m_tx_now; // sender: CLOCK_REALTIME read right after the last transmit that took frames (0: none, or a test clock)
 
+	// ldaf_measure_polls's full polls before its last one, each measured
+	// and transmitted whole (the m_ fields above are the last poll's):
+	// how many, their frames and bytes, the senders' stamp errors (Σ
+	// over the frames, widest), the receivers' poll-stamped frames with
+	// Σ and widest of their errors, and the last such poll's stamp and
+	// clock reading (0: none).
+	uint32_t p_polls, p_frames, p_polled;
+	uint64_t p_bytes, p_tx_err_sum, p_tx_err_max, p_poll_err_sum, p_poll_err_max, p_poll_ts, p_poll_now;
+
 	// A test clock for transmit stamps (tests only): when tx_fake_step is
 	// not 0, every transmit stamp (tx_ns, ldaf_measure's) is tx_fake_ns
 	// advanced by tx_fake_step instead of CLOCK_REALTIME.
