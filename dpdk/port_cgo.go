@@ -13,6 +13,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -124,6 +125,14 @@ func Open(spec string, cfg Config) (*Port, error) {
 func probeHint(d Device) string {
 	if d.PCI {
 		return " (is it bound to vfio-pci and allowed with -a, and was EAL started without --no-pci?)"
+	}
+	if strings.HasPrefix(d.Name, "net_af_packet") {
+		// DPDK 22.11's net_af_packet names its PACKET_FANOUT group pid XOR
+		// ifindex, and a group belongs to one interface of the network
+		// namespace: another process's group can take the number.
+		return " (does iface name an existing interface? If the PMD logged \"could not set PACKET_FANOUT\", another process's" +
+			" af_packet socket in this network namespace holds the fanout group this process's pid and the interface give:" +
+			" start it again)"
 	}
 	return " (is the driver name right and its PMD loaded with -d, and do its arguments name an existing interface?)"
 }

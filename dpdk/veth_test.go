@@ -3,8 +3,14 @@
 package dpdk
 
 import (
+	"errors"
+	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
@@ -97,3 +103,45 @@ func TestVethVdevs(t *testing.T) {
 		})
 	}
 }
+
+// TestAfPacketFanoutClash: DPDK 22.11's net_af_packet joins the
+// PACKET_FANOUT group numbered by the process's pid XOR the interface's
+// index, and a group belongs to one interface of the network namespace.
+// With another socket holding that number on another interface, Open
+// fails with ErrNoDevice and a hint that names the clash (the bare
+// "Operation not permitted" rte_dev_probe returns says nothing of it).
+func TestAfPacketFanoutClash(t *testing.T) {
+	needEAL(t)
+	v := nettest.NewVeth(t, nettest.Options{})
+	ifc, err := net.InterfaceByName(v.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		t.Skipf("no AF_PACKET socket: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: lo.Index}); err != nil {
+		t.Fatal(err)
+	}
+	group := (os.Getpid() ^ ifc.Index) & 0xffff
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, group|unix.PACKET_FANOUT_HASH<<16); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open("dpdk:net_af_packet97,iface="+v.Host, Config{Index: 6})
+	if err == nil {
+		p.Close()
+		t.Fatal("Open succeeded with its fanout group held on another interface: the PMD no longer numbers it pid XOR ifindex")
+	}
+	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "PACKET_FANOUT") {
+		t.Fatalf("Open: %v, want ErrNoDevice naming PACKET_FANOUT", err)
+	}
+	t.Log(err)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

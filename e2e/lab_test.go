@@ -449,12 +449,40 @@ func newLab(t *testing.T, bin string, spec func(ifname string, n int) string) *l
 // start1 and start2 start ldafwd#1 (gen → segment) and ldafwd#2
 // (segment → sink, with metrics).
 func (l *lab) start1(name string) *proc {
-	return startLdafwd(l.t, name, l.bin, append([]string{"--port-a", l.spec(l.gen.Host, 0), "--port-b", l.spec(l.w1.Host, 1), "--segment-port", "b"}, l.common...)...)
+	return l.startAgain(name, append([]string{"--port-a", l.spec(l.gen.Host, 0), "--port-b", l.spec(l.w1.Host, 1), "--segment-port", "b"}, l.common...))
 }
 
 func (l *lab) start2(name string) *proc {
-	return startLdafwd(l.t, name, l.bin, append([]string{"--port-a", l.spec(l.w2.Host, 0), "--port-b", l.spec(l.sink.Host, 1), "--segment-port", "a",
-		"--metrics-addr", "127.0.0.1:0"}, l.common...)...)
+	return l.startAgain(name, append([]string{"--port-a", l.spec(l.w2.Host, 0), "--port-b", l.spec(l.sink.Host, 1), "--segment-port", "a",
+		"--metrics-addr", "127.0.0.1:0"}, l.common...))
+}
+
+// fanoutClash is what DPDK 22.11's net_af_packet logs when its socket
+// cannot join its PACKET_FANOUT group. The PMD names the group from the
+// process's pid XOR the interface's index, and a group belongs to one
+// interface of its network namespace: two processes of one namespace
+// whose pids differ as the indexes of their interfaces do (two
+// appliances started one after the other, on veths created in a row)
+// clash, and the later one cannot open its port. A new process has
+// another pid.
+const fanoutClash = "could not set PACKET_FANOUT"
+
+// startAgain starts an appliance with args and, when it exits on
+// fanoutClash before it logs "appliance started" (its ports open), starts
+// it again, up to three times.
+func (l *lab) startAgain(name string, args []string) *proc {
+	l.t.Helper()
+	for try := 1; ; try++ {
+		p := startLdafwd(l.t, name, l.bin, args...)
+		for deadline := time.Now().Add(10 * time.Second); !p.hasExited() && time.Now().Before(deadline) &&
+			!strings.Contains(p.stderr(), `"appliance started"`); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !p.hasExited() || try == 3 || !strings.Contains(p.stderr(), fanoutClash) {
+			return p
+		}
+		l.t.Logf("%s: net_af_packet's fanout group clashed with another process's (pid %d): starting it again", name, p.cmd.Process.Pid)
+	}
 }
 
 // waitAB waits up to 15 s until p has reported n a>b interval lines in
