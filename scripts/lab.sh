@@ -150,9 +150,24 @@ for _ in $(seq 150); do
 	sleep 0.1
 done
 grep -q '"message":"appliance started"' "$OUT/ldafwd2.log" || { cat "$OUT/ldafwd2.log" >&2; die "ldafwd#2 did not start within 15 s"; }
-"$BIN" run --port-a "$(spec "$G" 0)" --port-b "$(spec "$S1" 1)" --segment-port b "${COMMON[@]}" \
-	--report "$OUT/ldafwd1.jsonl" >"$OUT/ldafwd1.out" 2>"$OUT/ldafwd1.log" &
-P1=$!
+# With PORTS=dpdk, DPDK 22.11's net_af_packet numbers its PACKET_FANOUT
+# group pid XOR ifindex, one interface per group in a network namespace:
+# #1 can draw the number #2 holds on another veth, and then exits at once
+# ("could not set PACKET_FANOUT"). A new process has a new pid: start it
+# again, up to three times.
+for try in 1 2 3; do
+	"$BIN" run --port-a "$(spec "$G" 0)" --port-b "$(spec "$S1" 1)" --segment-port b "${COMMON[@]}" \
+		--report "$OUT/ldafwd1.jsonl" >"$OUT/ldafwd1.out" 2>"$OUT/ldafwd1.log" &
+	P1=$!
+	for _ in $(seq 100); do
+		grep -q '"message":"appliance started"' "$OUT/ldafwd1.log" 2>/dev/null && break
+		kill -0 "$P1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$P1" 2>/dev/null && break
+	grep -q 'could not set PACKET_FANOUT' "$OUT/ldafwd1.log" || break
+	echo "ldafwd#1: net_af_packet's fanout group clashed with another process's (try $try): starting it again" >&2
+done
 PIDS=("$P1" "$P2") # stopped in this order: #1's last interval goes in-band to #2
 
 # Wait (at most 15 s) until ldafwd#2 reports a>b intervals: both are up
