@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ldafwd/ldafwd/report"
@@ -63,6 +64,13 @@ type evidence struct {
 	// where it did not pair (warm-up, span evidence of its own).
 	delay DelayRange
 }
+
+// rdaUnsettled replaces synopsis.CrossingRDAAdvice in an LDA line's
+// reason when the appliance records the RDA: its decode would tell the
+// crossing packets from losses, and this interval's rda line says why it
+// did not here (left out by the control budget, a fragment lost, too many
+// differences to decode).
+const rdaUnsettled = "the RDA tells them apart; this interval's rda line says why it did not"
 
 // windowNs is how far from an End marker a packet of this interval that
 // crossed it can arrive: the spread of its delays, the confidence range's
@@ -214,6 +222,11 @@ func (h *heldInterval) checkCrossings(prev, next *evidence, cfg *Config) (inOrde
 				// more would leave the loss short: the line stands only
 				// while that is no likelier than its mean's miss.
 				l.e.RequireLossVerified(1 - cfg.Conf)
+				if cfg.Syn.RDA != nil {
+					// The RDA is recorded but did not settle this
+					// interval (rdaLoss above): not "--synopsis all".
+					l.e.Reason = strings.Replace(l.e.Reason, synopsis.CrossingRDAAdvice, rdaUnsettled, 1)
+				}
 				carry(l.r, l.e, wasValid)
 				lossClose(l.e, saved)
 				continue

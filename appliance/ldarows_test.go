@@ -2,6 +2,7 @@ package appliance_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,9 +71,17 @@ func runRowsDemo(t *testing.T, seed uint64, loss float64, requests *exchangeDrop
 func TestLDAFetchRows(t *testing.T) {
 	skipSimSlowUnderRace(t)
 	t.Run("answered", func(t *testing.T) {
-		fetched, within, valid := 0, 0, 0
+		fetched, within, valid, pointed := 0, 0, 0, 0
 		var before, after uint64
 		for _, r := range runRowsDemo(t, 3, 0.4, nil) {
+			// The RDA is recorded here: a loss the LDA cannot verify
+			// points at the rda line, not at --synopsis all.
+			if strings.Contains(r.Reason, synopsis.CrossingRDAAdvice) {
+				t.Errorf("%d: %q advises --synopsis all while the RDA is recorded", r.Interval, r.Reason)
+			}
+			if strings.Contains(r.Reason, "this interval's rda line says why") {
+				pointed++
+			}
 			if r.Extra["lda_rows_fetch"] == "complete" {
 				fetched++
 				s, _ := r.Extra["lda_rows_fetch_shipped_samples"].(uint64)
@@ -98,7 +107,10 @@ func TestLDAFetchRows(t *testing.T) {
 		if valid == 0 || float64(within) < 0.85*float64(valid) {
 			t.Errorf("%d of %d valid lines within their bound", within, valid)
 		}
-		t.Logf("%d lines fetched: %d samples against %d shipped; %d of %d valid lines within the bound", fetched, after, before, within, valid)
+		if pointed == 0 {
+			t.Error("no line at 40 % loss points at its rda line (the LDA's crossing check alone cannot verify such a loss)")
+		}
+		t.Logf("%d lines fetched: %d samples against %d shipped; %d of %d valid lines within the bound; %d point at their rda line", fetched, after, before, within, valid, pointed)
 	})
 	t.Run("never answered", func(t *testing.T) {
 		d := &exchangeDropper{drop: isRowsRequest}

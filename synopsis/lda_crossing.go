@@ -163,9 +163,15 @@ func (x LDACrossing) apply(e *Estimate, other, how string) {
 		e.Reason = fmt.Sprintf("the %s interval's receiver saw packets its sender did not record that are not this interval's single losses: some of this interval's packets may have %s; loss cannot be counted", other, how)
 	case x.Hidden > 0:
 		e.Valid, e.Code = false, report.Crossing
-		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the %s interval too, where a packet of this interval that %s would leave no trace (the RDA tells them apart: --synopsis all)", x.Hidden, other, how)
+		e.Reason = fmt.Sprintf("loss not verifiable: %d of this interval's lossy buckets lost packets in the %s interval too, where a packet of this interval that %s would leave no trace (%s)", x.Hidden, other, how, CrossingRDAAdvice)
 	}
 }
+
+// CrossingRDAAdvice ends the reason of a loss the LDA's crossing check
+// cannot verify: the remedy where the RDA is not recorded. A caller that
+// records the RDA, whose decode did not settle this interval, replaces it
+// with its own account.
+const CrossingRDAAdvice = "the RDA tells them apart: --synopsis all"
 
 // ApplyFlows carries the crossing evidence of a class's LDA over to the
 // LDS flow lines of interval k in the same class: a packet that crossed
