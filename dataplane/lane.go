@@ -452,16 +452,14 @@ func (l *Lane) sendFast() (n int, done, moved bool) {
 		// done bursts below with nothing kept and no rest.
 		l.recordFast(set, receiver, r.Before, r.Before.Frames, r.Before.Bytes)
 		if !r.Done {
-			// The last poll's burst comes back (or none came): Poll
-			// receives it, and reads the clock only if one came.
+			// The last poll's burst comes back (or none came) for Poll
+			// to receive; the full bursts before it went now. The queue
+			// was not seen empty before the last poll began, after the
+			// reading that follows the last full burst's receive.
 			l.now = l.cfg.Clock()
 			l.lastTx = l.now
 			l.stallSince = 0
-			if r.Before.PollNow > l.fastLow {
-				// The queue was not seen empty before the last poll
-				// began, after this reading.
-				l.fastLow = r.Before.PollNow
-			}
+			l.fastLow = r.Before.PollNow
 		}
 	}
 	if !r.Done {
