@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -53,7 +54,18 @@ type Exchange struct {
 
 // ExchangeFragmentSize is the message bytes one Request or Reply fragment
 // carries.
-func (s *Sender) ExchangeFragmentSize() int { return s.fragSize - ExchangeHeaderLen }
+func (s *Sender) ExchangeFragmentSize() int { return s.FragmentSize() - ExchangeHeaderLen }
+
+// exchangeFragment is the message bytes per fragment for
+// AppendExchangeSized's frag: ExchangeFragmentSize when frag ≤ 0, else
+// frag, at most what the MTU holds (a frag chosen under a frame limit
+// holds for every try of its message, whatever the limit is then).
+func (s *Sender) exchangeFragment(frag int) int {
+	if frag <= 0 {
+		return s.ExchangeFragmentSize()
+	}
+	return min(frag, s.fragSize-ExchangeHeaderLen)
+}
 
 // AppendExchange builds the frames of one Request or Reply (t) about
 // interval k, class mec, synopsis kind, addressed to session to with
@@ -65,20 +77,26 @@ func (s *Sender) AppendExchange(bufs [][]byte, t Type, k uint64, mec uint16, kin
 	return s.AppendExchangeSized(bufs, t, k, mec, kind, to, id, body, 0)
 }
 
-// AppendExchangeSized is AppendExchange with at most frag body bytes per
-// fragment (frag ≤ 0 or above ExchangeFragmentSize: ExchangeFragmentSize).
+// AppendExchangeSized is AppendExchange with frag body bytes per
+// fragment (frag ≤ 0: ExchangeFragmentSize; at most what the MTU holds).
 // Short frames cross a congested byte-limited queue where full-size ones
 // are refused: a queue kept full by small frames rarely has a whole MTU
 // free. Every try of one message must use the same frag, so that its
 // fragments fill the same slots at the receiver.
 func (s *Sender) AppendExchangeSized(bufs [][]byte, t Type, k uint64, mec uint16, kind Kind, to uint64, id uint32, body []byte, frag int) ([][]byte, error) {
+	return s.AppendExchangeOnly(bufs, t, k, mec, kind, to, id, body, frag, nil)
+}
+
+// AppendExchangeOnly is AppendExchangeSized building only the fragments
+// i with only[i] (nil: all; otherwise one entry per fragment the message
+// takes), each with a fresh sequence number: the fragments a resend
+// request names (ParseResend). No sequence number goes unsent, so the
+// receiver's count of lost control frames stays true.
+func (s *Sender) AppendExchangeOnly(bufs [][]byte, t Type, k uint64, mec uint16, kind Kind, to uint64, id uint32, body []byte, frag int, only []bool) ([][]byte, error) {
 	if t != TypeRequest && t != TypeReply {
 		return bufs[:0], ErrBadHeader
 	}
-	fs := s.ExchangeFragmentSize()
-	if frag > 0 && frag < fs {
-		fs = frag
-	}
+	fs := s.exchangeFragment(frag)
 	n := 1
 	if len(body) > 0 {
 		n = (len(body) + fs - 1) / fs
@@ -86,11 +104,17 @@ func (s *Sender) AppendExchangeSized(bufs [][]byte, t Type, k uint64, mec uint16
 	if n > MaxExchangeFragments {
 		return bufs[:0], fmt.Errorf("control: %v of %d bytes needs %d fragments, at most %d", t, len(body), n, MaxExchangeFragments)
 	}
-	for len(bufs) < n {
-		bufs = append(bufs, nil)
+	if only != nil && len(only) != n {
+		return bufs[:0], fmt.Errorf("control: %v of %d bytes takes %d fragments, %d selected from", t, len(body), n, len(only))
 	}
-	bufs = bufs[:n]
+	out := 0
 	for i := 0; i < n; i++ {
+		if only != nil && !only[i] {
+			continue
+		}
+		if out == len(bufs) {
+			bufs = append(bufs, nil)
+		}
 		lo := i * fs
 		hi := min(lo+fs, len(body))
 		s.scratch = binary.BigEndian.AppendUint64(s.scratch[:0], to)
@@ -99,11 +123,12 @@ func (s *Sender) AppendExchangeSized(bufs [][]byte, t Type, k uint64, mec uint16
 		h := Header{Type: t, Kind: kind, MEC: mec, Session: s.cfg.Session, Interval: k, Seq: s.nextSeq(),
 			FragIndex: uint16(i), FragCount: uint16(n), Direction: s.cfg.Direction}
 		var err error
-		if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
+		if bufs[out], err = AppendFramePriority(bufs[out][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 			return bufs[:0], err
 		}
+		out++
 	}
-	return bufs, nil
+	return bufs[:out], nil
 }
 
 // ExchangeBytes is what one message of n body bytes costs on the wire
@@ -112,10 +137,7 @@ func (s *Sender) ExchangeBytes(n int) int { return s.ExchangeBytesSized(n, 0) }
 
 // ExchangeBytesSized is ExchangeBytes for AppendExchangeSized's frag.
 func (s *Sender) ExchangeBytesSized(n, frag int) int {
-	fs := s.ExchangeFragmentSize()
-	if frag > 0 && frag < fs {
-		fs = frag
-	}
+	fs := s.exchangeFragment(frag)
 	c := 1
 	if n > 0 {
 		c = (n + fs - 1) / fs
@@ -225,4 +247,94 @@ func (r *Receiver) Exchanges(dst []Exchange) []Exchange {
 	clear(r.xasm.out)
 	r.xasm.out = r.xasm.out[:0]
 	return dst
+}
+
+// ReplyMissing reports the reply to request id that session from (the
+// peer's sending session) is sending us (addressed to session to) as far
+// as it has arrived: its fragment count, and missing[i] true for each
+// fragment not yet in (dst reused). ok is false when no fragment of it is
+// being reassembled (none came, it completed, or it expired): the
+// requester then asks again whole. A retry that names the missing
+// fragments (AppendResend) costs the peer those alone.
+func (r *Receiver) ReplyMissing(from, to uint64, id uint32, dst []bool) (missing []bool, ok bool) {
+	for k, st := range r.xasm.inflight {
+		if k.typ != TypeReply || k.session != from || k.to != to || k.id != id {
+			continue
+		}
+		missing = dst[:0]
+		for _, f := range st.frags {
+			missing = append(missing, f == nil)
+		}
+		return missing, true
+	}
+	return dst[:0], false
+}
+
+// Resend (docs/protocol.md §3.4): a Request of KindMeta, under the id of
+// an earlier request whose reply came in part, asks for that reply's
+// missing fragments alone. Its body is resendMagic, resendVersion, the
+// reply's fragment count (uvarint, 1 … MaxExchangeFragments, shortest
+// encoding) and a bitmap of that many bits, fragment i in bit i%8 of byte
+// i/8, set for each fragment to send again; at least one is set and the
+// bits past the count are zero.
+const (
+	resendMagic   = 0xA9
+	resendVersion = 1
+)
+
+// ErrResend is the error of a resend body that does not parse.
+var ErrResend = errors.New("control: resend request does not parse")
+
+// AppendResend appends the body of a resend request for the fragments
+// missing[i] of a reply of len(missing) fragments.
+func AppendResend(dst []byte, missing []bool) []byte {
+	dst = append(dst, resendMagic, resendVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(missing)))
+	for i := 0; i < len(missing); i += 8 {
+		var b byte
+		for j := 0; j < 8 && i+j < len(missing); j++ {
+			if missing[i+j] {
+				b |= 1 << j
+			}
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// IsResend says whether a request's body is a resend request (its magic
+// and version); ParseResend checks the rest.
+func IsResend(body []byte) bool {
+	return len(body) >= 2 && body[0] == resendMagic && body[1] == resendVersion
+}
+
+// ParseResend decodes a resend body into the fragments to send again
+// (dst reused).
+func ParseResend(body []byte, dst []bool) ([]bool, error) {
+	if !IsResend(body) {
+		return dst[:0], ErrResend
+	}
+	v, n := binary.Uvarint(body[2:])
+	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) || v < 1 || v > MaxExchangeFragments {
+		return dst[:0], ErrResend
+	}
+	bits := body[2+n:]
+	count := int(v)
+	if len(bits) != (count+7)/8 {
+		return dst[:0], ErrResend
+	}
+	if r := count % 8; r != 0 && bits[len(bits)-1]>>r != 0 {
+		return dst[:0], ErrResend
+	}
+	out := dst[:0]
+	any := false
+	for i := 0; i < count; i++ {
+		set := bits[i/8]&(1<<(i%8)) != 0
+		any = any || set
+		out = append(out, set)
+	}
+	if !any {
+		return out[:0], ErrResend
+	}
+	return out, nil
 }

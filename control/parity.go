@@ -144,17 +144,29 @@ func (s *Sender) Loss() float64 { return s.loss }
 // ⌈n/k⌉ ≤ F − ParityHeaderLen), so that a part just over one fragment
 // does not pay full-size parity shards for a short last fragment.
 func (s *Sender) layout(n int) (k, m, chunk, shard int) {
+	fs := s.partFragment(n)
 	if n == 0 {
-		return 1, 0, s.fragSize, 0
+		return 1, 0, fs, 0
 	}
-	chunk = s.fragSize - ParityHeaderLen
+	chunk = fs - ParityHeaderLen
 	k = (n + chunk - 1) / chunk
 	if m = ParityFor(k, s.loss); m == 0 {
-		chunk = s.fragSize
+		chunk = fs
 		return (n + chunk - 1) / chunk, 0, chunk, 0
 	}
 	chunk = (n + k - 1) / k
 	return k, m, chunk, chunk
+}
+
+// partFragment is the payload bytes per fragment of a part of n bytes:
+// FragmentSize, or more for a part a frame limit would cut into more than
+// MaxLimitedFragments fragments.
+func (s *Sender) partFragment(n int) int {
+	fs := s.FragmentSize()
+	if fs == s.fragSize {
+		return fs
+	}
+	return min(s.fragSize, max(fs, (n+MaxLimitedFragments-1)/MaxLimitedFragments+ParityHeaderLen))
 }
 
 // PartFrames returns the data and parity fragments a part of n bytes

@@ -361,14 +361,52 @@ type seqLoss struct {
 	got    uint64 // accepted, distinct
 	base   uint64 // sent and got of the sessions before (cumulative)
 	baseGt uint64
+	// seen: the accepted numbers among the latest seenBits up to hi
+	// (bit n%seenBits); mark: the highest at the last ControlFramesSettled
+	// (0: none of the live session).
+	seen [seenBits / 64]uint64
+	mark uint64
 }
+
+// seenBits is how far below the highest number seqLoss remembers which
+// arrived: the frames a control side sends in a few intervals.
+const seenBits = 8192
 
 func (q *seqLoss) add(seq uint64) {
 	if q.lo == 0 {
 		q.lo = seq
 	}
+	if seq > q.hi {
+		if seq-q.hi >= seenBits {
+			clear(q.seen[:])
+		} else {
+			for n := q.hi + 1; n < seq; n++ {
+				q.seen[n%seenBits/64] &^= 1 << (n % 64)
+			}
+		}
+	}
 	q.lo, q.hi = min(q.lo, seq), max(q.hi, seq)
+	if q.hi-seq < seenBits {
+		q.seen[seq%seenBits/64] |= 1 << (seq % 64)
+	}
 	q.got++
+}
+
+// settled is the live session's numbered and arrived frames up to mark,
+// counted now; all of them when mark is past the remembered range.
+func (q *seqLoss) settled() (sent, got uint64) {
+	if q.lo == 0 || q.mark < q.lo {
+		return 0, 0
+	}
+	h := min(q.mark, q.hi)
+	if q.hi-h >= seenBits {
+		return q.hi - q.lo + 1, q.got
+	}
+	above := uint64(0)
+	for n := h + 1; n <= q.hi; n++ {
+		above += q.seen[n%seenBits/64] >> (n % 64) & 1
+	}
+	return h - q.lo + 1, q.got - above
 }
 
 func (q *seqLoss) restart() {
@@ -376,7 +414,8 @@ func (q *seqLoss) restart() {
 		q.base += q.hi - q.lo + 1
 		q.baseGt += q.got
 	}
-	q.lo, q.hi, q.got = 0, 0, 0
+	q.lo, q.hi, q.got, q.mark = 0, 0, 0, 0
+	clear(q.seen[:])
 }
 
 // ControlFrames returns how many control frames the peer's sender
@@ -393,6 +432,19 @@ func (r *Receiver) ControlFrames() (sent, got uint64) {
 		got += q.got
 	}
 	return sent, got
+}
+
+// ControlFramesSettled is ControlFrames counted only up to the highest
+// number the previous call saw (cumulative like it), then moves that mark
+// to the highest now. A frame built before a later one but sent after it
+// (a paced reply, a fragment waiting behind the data while the lane
+// sends an End marker) is then never counted lost while it is on its
+// way: the counts lag one call behind, by the frames then in flight.
+func (r *Receiver) ControlFramesSettled() (sent, got uint64) {
+	q := &r.seqs
+	s, g := q.settled()
+	q.mark = q.hi
+	return q.base + s, q.baseGt + g
 }
 
 // Session returns the current session id and whether there is one.

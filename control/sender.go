@@ -46,7 +46,9 @@ type Sender struct {
 	auth     *Authenticator
 	seq      atomic.Uint64 // last sequence number handed out; shared with EndWriters
 	fragSize int           // payload bytes per fragment at this MTU, priority tag counted
-	scratch  []byte
+	// limit: payload bytes per fragment under SetFrameLimit (0: fragSize).
+	limit   int
+	scratch []byte
 	// Parity (parity.go): the loss rate it is sized for, the codes built
 	// and the parity shards' buffer.
 	loss   float64
@@ -112,8 +114,47 @@ func (s *Sender) Priority() Priority { return s.cfg.Priority }
 // Session returns the session id.
 func (s *Sender) Session() uint64 { return s.cfg.Session }
 
-// FragmentSize returns the payload bytes per fragment.
-func (s *Sender) FragmentSize() int { return s.fragSize }
+// FragmentSize returns the payload bytes per synopsis, parity, request
+// and reply fragment: what the MTU holds, or less under SetFrameLimit.
+func (s *Sender) FragmentSize() int {
+	if s.limit > 0 {
+		return min(s.limit, s.fragSize)
+	}
+	return s.fragSize
+}
+
+// MinFrameLimit is the smallest frame SetFrameLimit cuts fragments to
+// (Ethernet bytes without FCS): the overhead and 58 bytes of payload.
+const MinFrameLimit = Overhead + 58
+
+// MaxLimitedFragments is the most fragments a part is cut into under a
+// frame limit: a larger part takes larger fragments (at most the MTU's),
+// well within a receiver's ReceiverConfig.MaxFragments.
+const MaxLimitedFragments = 128
+
+// SetFrameLimit cuts the synopsis, parity, request and reply fragments
+// built from then on into frames of at most n bytes (Ethernet, no FCS;
+// at least MinFrameLimit, and never more than the MTU allows); n ≤ 0
+// lifts the limit. A queue kept full by small frames takes a frame about
+// their size far more often than a full-size one (appliance/pacing.go).
+// End markers and the Hello are never cut. PartBytes, IntervalBytes and
+// ExchangeBytes follow the limit.
+func (s *Sender) SetFrameLimit(n int) {
+	if n <= 0 {
+		s.limit = 0
+		return
+	}
+	s.limit = max(n, MinFrameLimit) - s.FragmentOverhead()
+}
+
+// FrameLimit returns the limit SetFrameLimit set (Ethernet bytes; 0:
+// none).
+func (s *Sender) FrameLimit() int {
+	if s.limit == 0 {
+		return 0
+	}
+	return s.limit + s.FragmentOverhead()
+}
 
 // nextSeq hands out the next frame sequence number. It is shared by the
 // control goroutine and every EndWriter, hence atomic (one add per frame,
