@@ -59,6 +59,12 @@ type LaneConfig struct {
 	EndCopies int
 	Inject    *ring.SPSC[[]byte] // control frames from the control side, sent paced in-band
 	Pace      int                // control frames injected per poll; default 4
+	// InjectGap, when set and non-zero, is the least time between two
+	// injected control frames (ns), one per poll at most: the control
+	// side sets it from the data's frame rate (appliance/pacing.go), so
+	// that control frames go interleaved with the data instead of in a
+	// burst that a full queue takes only the first frame of.
+	InjectGap *atomic.Uint64
 	// Guard recognises authentic control frames of this appliance pair
 	// arriving from upstream: they are dropped (ControlBlocked), never put
 	// on the segment, where the peer would take a replay for our own.
@@ -170,6 +176,7 @@ type Lane struct {
 	endClasses          []uint64 // the End marker's per-class counts, reused
 	endFrame            control.Frame
 	injectBuf           [1][]byte
+	nextInject          uint64 // with InjectGap: the earliest time the next control frame goes
 	meta                classifier.Meta
 	parse               classifier.Level // as little as the synopses read (NewLane)
 }
@@ -1133,16 +1140,32 @@ func (l *Lane) queueOwn(frame []byte) bool {
 
 // inject queues up to Pace control frames from the control side behind
 // the data (which keeps the order), paced so a synopsis of many fragments
-// never takes a burst's worth of the wire. A frame stays in the inject
-// ring while the tx buffer has no room; one the port has no buffer for is
-// dropped and counted (the receiver then reports the interval invalid,
-// fragment lost).
+// never takes a burst's worth of the wire: with InjectGap non-zero, one
+// frame per poll and at least that gap apart (the clock is read only
+// while frames wait). A frame stays in the inject ring while the tx
+// buffer has no room; one the port has no buffer for is dropped and
+// counted (the receiver then reports the interval invalid, fragment
+// lost).
 func (l *Lane) inject() bool {
 	if l.cfg.Inject == nil {
 		return false
 	}
+	pace := l.cfg.Pace
+	if l.cfg.InjectGap != nil {
+		if gap := l.cfg.InjectGap.Load(); gap > 0 {
+			if l.cfg.Inject.Count() == 0 {
+				return false
+			}
+			now := l.cfg.Clock()
+			if now < l.nextInject {
+				return false
+			}
+			l.nextInject = now + gap
+			pace = 1
+		}
+	}
 	sent := false
-	for i := 0; i < l.cfg.Pace && !l.tx.full(); i++ {
+	for i := 0; i < pace && !l.tx.full(); i++ {
 		if l.cfg.Inject.DequeueBurst(l.injectBuf[:]) != 1 {
 			break
 		}
