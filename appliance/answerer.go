@@ -43,7 +43,11 @@ type answerer struct {
 	budgets map[uint64]uint64
 	paced   []pacedFrame           // reply fragments not yet due, in due order
 	fragOf  map[[2]uint64]replyCut // the fragment size of each request's replies (session, id)
-	bufs    [][]byte
+	// sent: the last reply to each request (session, id), for the
+	// fragments a resend request asks for again; only: their selection.
+	sent map[[2]uint64]*sentReply
+	only []bool
+	bufs [][]byte
 	// The counters of RepairCounters this side keeps.
 	answered, refused, overBudget atomic.Uint64
 }
@@ -156,7 +160,7 @@ func (s *answerer) answer(x *control.Exchange, loss float64) {
 	// leaves out what TSCache.SeenOnce does not vouch for); its cells stay
 	// out of the mean, as EstimateRDA does (RDAStats.Ambiguous).
 	body := cache.AppendReplyVersion(nil, ids, version)
-	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "timestamp reply")
+	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss, 0), s.cfg.Clock(), "timestamp reply")
 }
 
 // answerCells replies to a request for interval x.Interval's RDA of class
@@ -178,7 +182,7 @@ func (s *answerer) answerCells(x *control.Exchange, loss float64) {
 		return
 	}
 	body, _ := f.AppendBinary(nil)
-	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss), s.cfg.Clock(), "RDA cells reply")
+	s.replyIfFits(x, control.KindRDA, body, s.replyFrag(x, loss, 0), s.cfg.Clock(), "RDA cells reply")
 }
 
 // keepCells keeps the sender's recorded RDA cells of interval k (with
@@ -262,7 +266,7 @@ func (s *answerer) answerPart(x *control.Exchange, nowNs uint64) {
 			AnErr("request", err).Msg("LDA part request refused: not our session, the part is no longer kept, or the request does not parse")
 		return
 	}
-	s.replyIfFits(x, control.KindLDA, payload, frag, nowNs, "LDA part reply")
+	s.replyIfFits(x, control.KindLDA, payload, s.replyFrag(x, 0, frag), nowNs, "LDA part reply")
 }
 
 // replyIfFits sends body as the reply to x (sendReply) if the interval's
@@ -296,6 +300,14 @@ func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte
 		return
 	}
 	s.bufs = frames[:cap(frames)]
+	s.pace(frames, nowNs)
+	s.answered.Add(1)
+	s.keepSent(x, kind, body, frag)
+}
+
+// pace queues frames evenly over half a retry period behind the replies
+// already waiting, their bytes paid from later shipments.
+func (s *answerer) pace(frames [][]byte, nowNs uint64) {
 	gap := uint64(retryPeriod(s.cfg.Interval)) / 2 / uint64(len(frames))
 	at := nowNs
 	if n := len(s.paced); n > 0 {
@@ -305,6 +317,66 @@ func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte
 		s.paced = append(s.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...)})
 		s.ship.paid(len(f))
 	}
+}
+
+// sentReply is a reply as sent: what a resend request needs to build
+// any of its fragments again, under fresh sequence numbers.
+type sentReply struct {
+	k    uint64
+	mec  uint16
+	kind control.Kind
+	body []byte
+	frag int
+}
+
+// maxSentReplies bounds the replies kept for resend requests: those of
+// the newest intervals stay.
+const maxSentReplies = 32
+
+// keepSent keeps the reply to x for resend requests while its interval is
+// open to requests (partKeepIntervals), at most maxSentReplies of them.
+func (s *answerer) keepSent(x *control.Exchange, kind control.Kind, body []byte, frag int) {
+	if s.sent == nil {
+		s.sent = map[[2]uint64]*sentReply{}
+	}
+	s.sent[[2]uint64{x.Session, uint64(x.ID)}] = &sentReply{k: x.Interval, mec: x.MEC, kind: kind, body: append([]byte(nil), body...), frag: frag}
+	for len(s.sent) > maxSentReplies {
+		var oldest [2]uint64
+		first := true
+		for key, r := range s.sent {
+			if first || r.k < s.sent[oldest].k || r.k == s.sent[oldest].k && key[1] < oldest[1] {
+				oldest, first = key, false
+			}
+		}
+		delete(s.sent, oldest)
+	}
+	for key, r := range s.sent {
+		if r.k+partKeepIntervals < x.Interval || r.k > x.Interval+64 {
+			delete(s.sent, key)
+		}
+	}
+}
+
+// resend answers a resend request: the fragments it names of our last
+// reply to its request id, built again with fresh sequence numbers and
+// paced like a reply. A request for a reply no longer kept, or naming
+// fragments the reply does not have, is refused.
+func (s *answerer) resend(x *control.Exchange, nowNs uint64) {
+	r := s.sent[[2]uint64{x.Session, uint64(x.ID)}]
+	var err error
+	s.only, err = control.ParseResend(x.Body, s.only)
+	var frames [][]byte
+	if err == nil && r != nil && x.To == s.sender.Session() && r.k == x.Interval && r.mec == x.MEC {
+		frames, err = s.sender.AppendExchangeOnly(s.bufs, control.TypeReply, r.k, r.mec, r.kind, x.Session, x.ID, r.body, r.frag, s.only)
+	}
+	if err != nil || len(frames) == 0 {
+		s.refused.Add(1)
+		s.cfg.Log.Debug().Err(err).Uint64("interval", x.Interval).Uint32("id", x.ID).Bool("kept", r != nil).
+			Msg("resend request refused: not our session, the reply is no longer kept, or fragments it does not have")
+		return
+	}
+	s.bufs = frames[:cap(frames)]
+	s.pace(frames, nowNs)
 	s.answered.Add(1)
 }
 
@@ -312,17 +384,23 @@ func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte
 // which the RDA's replies go in short frames, as LDA parts always do.
 const lossyReplyLoss = 0.05
 
-// replyFrag is the fragment size of the reply to request x: short frames
-// while the peer reports lossy control frames. The first try's choice
-// holds for every retry of the request (kept with its interval).
-func (s *answerer) replyFrag(x *control.Exchange, loss float64) int {
+// replyFrag is the fragment size of the reply to request x: what the
+// request asked for (asked > 0), or short frames while the peer reports
+// lossy control frames, and never more than the sender's fragments under
+// its frame limit (pacing.go). The first try's choice holds for every
+// retry of the request (kept with its interval): the fragments of every
+// try must fill the same slots.
+func (s *answerer) replyFrag(x *control.Exchange, loss float64, asked int) int {
 	key := [2]uint64{x.Session, uint64(x.ID)}
 	if f, ok := s.fragOf[key]; ok {
 		return f.frag
 	}
-	frag := 0
-	if loss >= lossyReplyLoss {
-		frag = partFetchFrag
+	frag := s.sender.ExchangeFragmentSize()
+	switch {
+	case asked > 0:
+		frag = min(frag, asked)
+	case loss >= lossyReplyLoss:
+		frag = min(frag, partFetchFrag)
 	}
 	if s.fragOf == nil {
 		s.fragOf = map[[2]uint64]replyCut{}

@@ -172,6 +172,9 @@ type Appliance struct {
 	rbuf    synBuffer
 	qlanes  [][2]*dataplane.Lane // per queue: sender and receiver lane (lanes is queue 0's)
 	epoch   atomic.Uint64
+	// injectGap: the least time between the control frames the sender
+	// lane injects, ns (pacing.go); set at each shipment.
+	injectGap atomic.Uint64
 	// peerConfig is the newest configuration mismatch with the peer
 	// (PeerConfigMismatch), for run's watchdog.
 	peerConfig atomic.Pointer[PeerMismatch]
@@ -362,7 +365,7 @@ func New(cfg Config) (*Appliance, error) {
 		}
 		var pair [2]*dataplane.Lane
 		pair[0], err = dataplane.NewLane(dataplane.LaneConfig{Rx: otherQ[q], Tx: segQ[q], Role: dataplane.RoleSender, Burst: cfg.Burst,
-			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: endCopies(cfg.ControlCopies), Inject: inject, Guard: guard, Tap: otherRing})
+			Clock: cfg.Clock, Classifier: cfg.Classifier, Buffer: sbufs[q], Epoch: &a.epoch, End: endw, EndCopies: endCopies(cfg.ControlCopies), Inject: inject, InjectGap: &a.injectGap, Guard: guard, Tap: otherRing})
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,9 @@ import (
 // through messages: phases (await) while the workers run, then a.stop.
 type controller struct {
 	a *Appliance
+	// baseGap: the injection gap the data's frame rate gives (pacing.go),
+	// from the last shipment.
+	baseGap uint64
 	// pr estimates each paired interval's lines (pairing.go).
 	pr pairer
 	// ship encodes the sender's copies and sends every control frame
@@ -129,7 +132,7 @@ func newController(a *Appliance) *controller {
 		ship:  newShipper(&a.cfg, a.sender, a.inject),
 		drops: newRxDrops(), pr: newPairer(a)}
 	c.ans = answerer{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
-	c.req = requester{cfg: &a.cfg, sender: a.sender, ship: &c.ship}
+	c.req = requester{cfg: &a.cfg, sender: a.sender, receiver: a.receiver, ship: &c.ship}
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
 	c.rows = rowsFetcher{cfg: &a.cfg, req: &c.req}
@@ -369,6 +372,8 @@ func (c *controller) sendSide(nowNs uint64) {
 	c.ans.duePaced(nowNs)
 	c.ship.handOver()
 	c.ship.dueCopies(nowNs) // schedules what waited for the frames just handed over
+	backlog := len(c.ship.pending) + len(c.ship.later) + a.inject.Count() + len(c.ans.paced)
+	a.injectGap.Store(paceGap(c.baseGap, backlog, a.cfg.Interval))
 }
 
 // shipCopy hands one sender copy to the shipper with what the other
@@ -380,6 +385,8 @@ func (c *controller) shipCopy(set *dataplane.SynSet, nowNs int64) {
 	// shipper counts (IntervalBytes, wireOf) counts it.
 	c.measureLoss()
 	c.a.sender.SetLoss(c.parityLoss())
+	c.a.sender.SetFrameLimit(frameLimit(c.parityLoss(), set))
+	c.baseGap = injectGap(set, c.a.cfg.Interval)
 	c.ans.keepBudget(set.LastK, budget)
 	in := shipIn{budget: budget, stepped: stepped, clock: c.clockMean()}
 	if parts := c.ship.send(set, nowNs, in); parts != nil {
@@ -467,6 +474,9 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 	c.drops.note(rc.k, c.a.segPort.Stats().RxDropped)
+	if set.Frames > 0 {
+		c.req.frame = int(min(set.Bytes/set.Frames, 1<<16))
+	}
 	c.steps.lastCopyK = max(c.steps.lastCopyK, rc.k)
 	for _, l := range set.LDA {
 		rc.lda = append(rc.lda, l.Clone())

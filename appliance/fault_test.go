@@ -198,8 +198,16 @@ func TestFaults(t *testing.T) {
 			var mu sync.Mutex
 			var lines []report.Interval
 			fp := &faultPort{decide: tc.decide}
+			// A fault on fragments must cost the part: parity, sized for a
+			// control frame the segment's 0.1 % loss took before X (which
+			// one it takes shifts with every change in the frames'
+			// order), would rebuild it and the fetch would not show.
+			parity := 0.0
+			if tc.fetched {
+				parity = -1
+			}
 			sum, err := demo.Run(demo.Config{
-				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 50,
+				Duration: 10 * iv, Interval: iv, Delay: delay, Loss: loss, Rate: 5_000, Seed: 3, Flows: 50, ControlParity: parity,
 				// The RDA beside the LDA, as run ships it: it proves the
 				// loss of the lossy intervals around a fault.
 				Syn: dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda}, Classifier: cl, Key: key,

@@ -57,7 +57,7 @@ type fecState struct {
 // at a shipment and updates the loss reported back.
 func (c *controller) measureLoss() {
 	f := &c.fec
-	sent, got := c.a.receiver.ControlFrames()
+	sent, got := c.a.receiver.ControlFramesSettled()
 	f.win = append(f.win, [2]uint64{sent, got})
 	if len(f.win) > lossWindow+1 {
 		f.win = append(f.win[:0], f.win[len(f.win)-lossWindow-1:]...)

@@ -264,7 +264,7 @@ func (rf *rowsFetcher) need(b *control.IntervalBundle, rc *rcopy, m int) *rowsFe
 		return nil
 	}
 	return &rowsFetch{key: repairKey{k: b.Interval, mec: uint16(m)}, peer: b.Session, rows: rows, want: snd.WithRows(rows),
-		shipped: snd.Shape(), shippedSamples: e.Samples, body: appendRowsRequest(nil, partFetchFrag, rows)}
+		shipped: snd.Shape(), shippedSamples: e.Samples, body: appendRowsRequest(nil, rf.req.replyFrag(), rows)}
 }
 
 // send sends (again) f's request, under one request id for every try.
@@ -465,5 +465,5 @@ func (s *answerer) answerRows(x *control.Exchange, frag int, rows []int, nowNs u
 			Msg("LDA rows request refused: not our session, the interval's LDA is no longer kept, or rows it does not fold to")
 		return
 	}
-	s.replyIfFits(x, control.KindLDA, body, frag, nowNs, "LDA rows reply")
+	s.replyIfFits(x, control.KindLDA, body, s.replyFrag(x, 0, frag), nowNs, "LDA rows reply")
 }

@@ -27,12 +27,14 @@ import (
 //     frame of a later interval, which the sender sent after every copy
 //     of the part), or the moment a partial bundle lacks it.
 //     The request (a control.TypeRequest of kind LDA) names the fragment
-//     size of the reply: partFetchFrag bytes, short frames that a full
-//     queue of small frames still takes.
+//     size of the reply: at most partFetchFrag bytes, and frames no
+//     larger than the data's mean frame (requester.replyFrag), short
+//     frames that a full queue of small frames still takes.
 //   - The sender keeps the payload it shipped for each class's LDA for
 //     partKeepIntervals intervals and answers with those bytes, paced
 //     evenly over half the retry period so that the reply is not one
-//     burst into the queue that lost the part.
+//     burst into the queue that lost the part, and its lane injects them
+//     one at a time (pacing.go).
 //   - The requester retries every retryPeriod; the fragments of every try
 //     fill the same slots (control.Exchange), so each has several chances.
 //     It gives up an interval after the first try (16 tries: at 40 %
@@ -53,8 +55,8 @@ import (
 // once a frame of interval k+1 came, retried for an interval.
 const partKeepIntervals = 4
 
-// partFetchFrag is the body bytes per fragment of a part reply: frames of
-// about 330 bytes on the wire.
+// partFetchFrag is the most body bytes per fragment of a reply the
+// requests ask for: frames of about 330 bytes on the wire.
 const partFetchFrag = 256
 
 // partRequestMagic and partRequestVersion open a part request's body.
@@ -62,6 +64,10 @@ const (
 	partRequestMagic   = 0xA7
 	partRequestVersion = 1
 )
+
+// minReplyFrag is the fewest body bytes per reply fragment a request may
+// ask for: requester.replyFrag asks for 46 at control.MinFrameLimit.
+const minReplyFrag = 32
 
 var errPartRequest = errors.New("part request does not parse")
 
@@ -73,7 +79,7 @@ func appendPartRequest(dst []byte, frag int) []byte {
 }
 
 // parsePartRequest returns the reply fragment size a part request asks
-// for: 64 … 65535 bytes in its shortest uvarint; a version-1 request
+// for: 32 … 65535 bytes in its shortest uvarint; a version-1 request
 // ends there and asks for the part shipped (rows nil), a version-2 one
 // names the rows per bank of the recorded LDA it asks for
 // (appendRowsRequest). One encoding per request.
@@ -82,7 +88,7 @@ func parsePartRequest(b []byte) (frag int, rows []int, err error) {
 		return 0, nil, errPartRequest
 	}
 	v, n := binary.Uvarint(b[2:])
-	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) || v < 64 || v > 65535 {
+	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) || v < minReplyFrag || v > 65535 {
 		return 0, nil, errPartRequest
 	}
 	tail := b[2+n:]
@@ -134,7 +140,7 @@ func (p *partFetcher) start(k uint64, mec uint16, peer uint64, now time.Time) {
 	if p.fetches[key] != nil || peer == 0 {
 		return
 	}
-	f := &partFetch{key: key, peer: peer, first: now, body: appendPartRequest(nil, partFetchFrag)}
+	f := &partFetch{key: key, peer: peer, first: now, body: appendPartRequest(nil, p.req.replyFrag())}
 	f.id = p.req.nextID()
 	p.fetches[key] = f
 	p.send(f, now)

@@ -149,7 +149,9 @@ func (c *controller) exchanges(now time.Time) {
 		switch x.Type {
 		case control.TypeRequest:
 			// We are the sender the peer asks: the answerer replies.
-			if x.Kind == control.KindLDA {
+			if x.Kind == control.KindMeta && control.IsResend(x.Body) {
+				c.ans.resend(x, c.a.cfg.Clock())
+			} else if x.Kind == control.KindLDA {
 				c.ans.answerPart(x, c.a.cfg.Clock())
 			} else if synopsis.IsCellsRequest(x.Body) {
 				c.ans.answerCells(x, c.parityLoss())

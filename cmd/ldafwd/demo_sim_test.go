@@ -15,7 +15,7 @@ func TestDemoSimulatedTimeIdentical(t *testing.T) {
 	run := func(seed, format string) []byte {
 		t.Helper()
 		var out, errb bytes.Buffer
-		args := []string{"--simulated-time", "--seed", seed, "--duration", "1s", "--interval", "200ms", "--format", format,
+		args := []string{"--simulated-time", "--seed", seed, "--duration", "2s", "--interval", "200ms", "--format", format,
 			"--loss", "bursty:rate=0.005,burst=6", "--dup", "0.002", "--reorder", "0.01", "--remark", "cs2:0.02", "--mec", "c2=dscp:cs2"}
 		if err := demoMain(args, &out, &errb); err != nil {
 			t.Fatalf("demo %s: %v\n%s", strings.Join(args, " "), err, errb.String())
