@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -38,17 +37,8 @@ import (
 // added no user frame (the bridge's input is exactly the replayed file,
 // the sink's exactly the bridge's output).
 func TestLabBridge(t *testing.T) {
-	nettest.Require(t)
-	if testing.Short() {
-		// Under -short (the -race pass) the instrumented appliances are
-		// too slow for the microsecond stamps this lab checks; the plain
-		// pass runs it.
-		t.Skip("-short: the live bridge lab runs in the plain pass")
-	}
-	requireBridgeLab(t)
-	bin := ldafwdBinary(t, false)
 	// Queueing toward ldafwd#2: 40 Mbit/s, a 16 KB bucket, 20 ms of queue.
-	l := newBridgeLab(t, "ldb", "rate", "40mbit", "burst", "16kb", "latency", "20ms")
+	l, bin := startBridgeLab(t, "bridge lab", "ldb", "rate", "40mbit", "burst", "16kb", "latency", "20ms")
 
 	// The traffic: mixed IPv4/IPv6 TCP/UDP, 64–250 bytes (~25 Mbit/s, so
 	// the tbf queues bursts without overflowing), every frame

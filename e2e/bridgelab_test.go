@@ -14,6 +14,7 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
 
 // bridgeLab is the segment of commodity parts TestLabBridge and
@@ -54,6 +55,23 @@ func requireBridgeLab(t *testing.T) {
 			t.Skipf("needs %s (make deps)", c)
 		}
 	}
+}
+
+// startBridgeLab is the start of a bridge-lab test: it skips where the
+// lab cannot run (no root or namespaces, -short, a tool missing), builds
+// ldafwd and the topology with tbf on the port toward ldafwd#2 (prefix,
+// tbf: newBridgeLab). Under -short (the -race pass) the instrumented
+// appliances are too slow for the microsecond stamps the labs check; the
+// plain pass runs them. what names the lab in the skip message.
+func startBridgeLab(t *testing.T, what, prefix string, tbf ...string) (l *bridgeLab, bin string) {
+	t.Helper()
+	nettest.Require(t)
+	if testing.Short() {
+		t.Skip("-short: the live " + what + " runs in the plain pass")
+	}
+	requireBridgeLab(t)
+	bin = ldafwdBinary(t, false)
+	return newBridgeLab(t, prefix, tbf...), bin
 }
 
 // newBridgeLab builds the topology with tbf (the arguments after `tc

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
 	"github.com/ldafwd/ldafwd/report"
 )
 
@@ -43,13 +42,7 @@ import (
 //     default confidence needs (18), at least half of the intervals with
 //     traffic are valid.
 func TestCongestionSmallFrames(t *testing.T) {
-	nettest.Require(t)
-	if testing.Short() {
-		t.Skip("-short: the live congestion lab runs in the plain pass")
-	}
-	requireBridgeLab(t)
-	bin := ldafwdBinary(t, false)
-	l := newBridgeLab(t, "lds", "rate", "8mbit", "burst", "16kb", "latency", "20ms")
+	l, bin := startBridgeLab(t, "congestion lab", "lds", "rate", "8mbit", "burst", "16kb", "latency", "20ms")
 	const pps, seconds = 10_000, smallSeconds
 	frames := mixedFrames(pps*seconds, 120, 136, 0)
 	pcap := filepath.Join(l.dir, "small.pcap")

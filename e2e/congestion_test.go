@@ -18,7 +18,6 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
 	"github.com/ldafwd/ldafwd/dataplane/pcapfile"
 	"github.com/ldafwd/ldafwd/metrics"
 	"github.com/ldafwd/ldafwd/report"
@@ -113,14 +112,8 @@ const congestionKeepEnv = "LDAFWD_CONGESTION_KEEP"
 //	sudo LDAFWD_CONGESTION_KEEP=/tmp/cong go test -tags dpdk -pgo=off -count=1 -run TestCongestionLab ./e2e/
 //	ldafwd analyze --sender /tmp/cong/in.pcap --receiver /tmp/cong/out.pcap --truth --format json --interval 100ms
 func TestCongestionLab(t *testing.T) {
-	nettest.Require(t)
-	if testing.Short() {
-		t.Skip("-short: the live congestion lab runs in the plain pass")
-	}
-	requireBridgeLab(t)
+	l, bin := startBridgeLab(t, "congestion lab", "ldc", "rate", "20mbit", "burst", "32kb", "latency", "50ms")
 	strict := os.Getenv(congestionStrictEnv) == "1"
-	bin := ldafwdBinary(t, false)
-	l := newBridgeLab(t, "ldc", "rate", "20mbit", "burst", "32kb", "latency", "50ms")
 
 	// The replay, one pcap per phase; phaseOf[i] is frame i's phase.
 	var counts []int

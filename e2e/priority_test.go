@@ -13,7 +13,6 @@ import (
 
 	"github.com/ldafwd/ldafwd/appliance"
 	"github.com/ldafwd/ldafwd/control"
-	"github.com/ldafwd/ldafwd/dataplane/nettest"
 )
 
 // priorityPCP is the priority TestControlPriorityLab gives the control
@@ -151,13 +150,7 @@ type priorityRun struct {
 //
 //	sudo go test -tags dpdk -pgo=off -count=1 -run TestControlPriorityLab -v ./e2e/
 func TestControlPriorityLab(t *testing.T) {
-	nettest.Require(t)
-	if testing.Short() {
-		t.Skip("-short: the live priority lab runs in the plain pass")
-	}
-	requireBridgeLab(t)
-	bin := ldafwdBinary(t, false)
-	l := newBridgeLab(t, "ldp", "rate", "20mbit", "burst", "32kb", "latency", "50ms")
+	l, bin := startBridgeLab(t, "priority lab", "ldp", "rate", "20mbit", "burst", "32kb", "latency", "50ms")
 	dev := l.S2 + "p"
 	tc := func(args ...string) { l.sh(append([]string{"ip", "netns", "exec", l.nsW, "tc"}, args...)...) }
 	// A kernel without htb or cls_bpf cannot build the segment: skip,
