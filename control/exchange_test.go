@@ -6,16 +6,24 @@ import (
 	"testing"
 )
 
+// liveExchangePair is a Sender at MTU 300 of one LDA part and a Receiver
+// whose session with it is live (through an interval's End and Hello),
+// for requests and replies to pass.
+func liveExchangePair(t testing.TB) (*Sender, *Receiver) {
+	t.Helper()
+	s := newTestSender(t, 300, 1, []PartKey{{0, KindLDA}})
+	r := newTestReceiver(t, nil)
+	consumeAll(t, r, intervalFrames(t, s, 5, []Part{{PartKey{0, KindLDA}, payloadFor(5, PartKey{0, KindLDA}, 10)}}), 0)
+	return s, r
+}
+
 // TestExchangeRoundTrip: a request of several fragments, sent as frames
 // of the requester's session, reassembles at the peer's Receiver in any
 // order; a retry (same message, new sequence numbers) completes again,
 // a replayed frame is dropped by the replay window, and a frame of a
 // session the Receiver does not follow (or a forged one) never gets in.
 func TestExchangeRoundTrip(t *testing.T) {
-	s := newTestSender(t, 300, 1, []PartKey{{0, KindLDA}})
-	r := newTestReceiver(t, nil)
-	// The session becomes live through its End and Hello.
-	consumeAll(t, r, intervalFrames(t, s, 5, []Part{{PartKey{0, KindLDA}, payloadFor(5, PartKey{0, KindLDA}, 10)}}), 0)
+	s, r := liveExchangePair(t)
 	body := payloadFor(9, PartKey{1, KindRDA}, 1000)
 	frames, err := s.AppendExchange(nil, TypeRequest, 5, 1, KindRDA, 0xABCD, 7, body)
 	if err != nil {

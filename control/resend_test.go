@@ -14,9 +14,7 @@ import (
 // numbers, and no number goes unsent (the receiver's control-loss count
 // stays at the fragments really lost).
 func TestResendRoundTrip(t *testing.T) {
-	s := newTestSender(t, 300, 1, []PartKey{{0, KindLDA}})
-	r := newTestReceiver(t, nil)
-	consumeAll(t, r, intervalFrames(t, s, 5, []Part{{PartKey{0, KindLDA}, payloadFor(5, PartKey{0, KindLDA}, 10)}}), 0)
+	s, r := liveExchangePair(t)
 	const to, id = 0xABCD, 9
 	body := payloadFor(9, PartKey{0, KindLDA}, 2000)
 	frames, err := s.AppendExchangeSized(nil, TypeReply, 5, 0, KindLDA, to, id, body, 100)

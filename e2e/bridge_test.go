@@ -70,13 +70,7 @@ func TestLabBridge(t *testing.T) {
 	l.stopCaptures()
 
 	// Truth from the captures.
-	var recs [3][]pcapRecord
-	for i, c := range []*capture{cIn, cOut, cSink} {
-		var err error
-		if recs[i], err = readPcap(c.file); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recs := readCaptures(t, cIn, cOut, cSink)
 	st := newSegTruth(t, recs[0], recs[1], frames, isUserFrame)
 	sunk := 0
 	for _, r := range recs[2] {

@@ -57,6 +57,20 @@ func requireBridgeLab(t *testing.T) {
 	}
 }
 
+// readCaptures reads the captures' records, in order; a capture that
+// does not read fails the test.
+func readCaptures(t *testing.T, caps ...*capture) [][]pcapRecord {
+	t.Helper()
+	recs := make([][]pcapRecord, len(caps))
+	for i, c := range caps {
+		var err error
+		if recs[i], err = readPcap(c.file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return recs
+}
+
 // startBridgeLab is the start of a bridge-lab test: it skips where the
 // lab cannot run (no root or namespaces, -short, a tool missing), builds
 // ldafwd and the topology with tbf on the port toward ldafwd#2 (prefix,

@@ -67,14 +67,8 @@ func TestCongestionSmallFrames(t *testing.T) {
 		}
 	}
 	l.stopCaptures()
-	in, err := readPcap(cIn.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outRecs, err := readPcap(cOut.file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readCaptures(t, cIn, cOut)
+	in, outRecs := recs[0], recs[1]
 	st := newSegTruth(t, in, outRecs, frames, isUserFrame)
 	hops := hopIn(t, capA, st)
 	ctl := controlTraffic(in, outRecs)

@@ -191,13 +191,7 @@ func TestCongestionLab(t *testing.T) {
 	t.Logf("stop took: ldafwd#1 %s, ldafwd#2 %s", stops["ldafwd#1"], stops["ldafwd#2"])
 	l.stopCaptures()
 
-	var recs [2][]pcapRecord
-	for i, c := range []*capture{cIn, cOut} {
-		var err error
-		if recs[i], err = readPcap(c.file); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recs := readCaptures(t, cIn, cOut)
 	if dir := os.Getenv(congestionKeepEnv); dir != "" {
 		keepCaptures(t, dir, map[string]string{"in.pcap": cIn.file, "out.pcap": cOut.file, "ldafwd2-a.pcapng": capA})
 		keepLines(t, dir, p1, p2)

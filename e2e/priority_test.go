@@ -208,15 +208,8 @@ func TestControlPriorityLab(t *testing.T) {
 			r.classes[i] = htbClass{after[c].pkts - before[c].pkts, after[c].drops - before[c].drops}
 		}
 		r.tbfDrops = tbfDrops(t, l.nsW, dev) - drops0
-		in, err := readPcap(cIn.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outRecs, err := readPcap(cOut.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.measure(t, in, outRecs, idx)
+		recs := readCaptures(t, cIn, cOut)
+		r.measure(t, recs[0], recs[1], idx)
 		// ldafwd#2's lines for the intervals with traffic.
 		ivs, _ := p2.records(t)
 		for _, iv := range ivs {
