@@ -46,6 +46,7 @@ func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
 func FuzzParsePartRequest(f *testing.F) {
 	f.Add(appendPartRequest(nil, partFetchFrag))
 	f.Add(appendPartRequest(nil, 64))
+	f.Add(appendPartRequest(nil, minReplyFrag))
 	f.Add(appendRowsRequest(nil, partFetchFrag, []int{1024, 1024, 512, 64, 16, 16, 16, 16}))
 	f.Add(appendRowsRequest(nil, 64, []int{1}))
 	f.Add([]byte{partRequestMagic, partRowsVersion, 0x80, 0x02, 0x01, 0x1f})
@@ -57,7 +58,7 @@ func FuzzParsePartRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n < 64 || n > 65535 {
+		if n < minReplyFrag || n > 65535 {
 			t.Fatalf("fragment size %d out of range", n)
 		}
 		again := appendPartRequest(nil, n)
