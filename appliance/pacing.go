@@ -12,10 +12,10 @@ import (
 // queue kept full by the data has room for about one frame whenever one
 // has left, and the data's next frame takes it. A burst of control frames
 // (a shipment's fragments, a reply) arriving at such a queue loses all
-// but its first frame, whatever the data's own loss: on a tbf kept full
-// by 10 kpps of 128-byte frames losing 22 % of them, the control frames
-// sent in bursts lost 80–90 %, and the parity sized for that loss made
-// the control traffic the budget's seven times. The sender lane therefore
+// but its first frame, whatever the data's own loss (on a tbf kept full
+// by 10 kpps of 128-byte frames that loses 22 % of them, control frames
+// sent in bursts lose 80–90 %, and parity sized for that loss would make
+// the control traffic several times its budget). The sender lane therefore
 // injects one control frame at a time, at least injectGap apart
 // (dataplane.LaneConfig.InjectGap): two of the data's mean frame gaps, so
 // that each control frame meets the queue as a data frame does, and
@@ -25,16 +25,16 @@ import (
 
 // Pacing alone does not get a full-size control frame through such a
 // queue: it has room for a frame of the data's size, rarely for 1 500
-// bytes (with the frames paced, 1 514-byte fragments still lost 87 % on
-// that tbf, 144-byte ones 40–60 %). While the peer reports a control loss
-// of lossyFrameLoss or more, the synopsis, parity and reply fragments
-// are therefore cut to the data's mean frame size (control.Sender
-// SetFrameLimit, at least control.MinFrameLimit). Small frames cost more
-// headers: the parts take up to about twice the bytes at 128-byte data
-// frames, which the control budget counts, so the RDA and the LDS shrink
-// first. The limit is lifted when the reported loss falls back below
-// lossyFrameLoss, which the peer's reports (fec.go) take the longest of
-// their windows to say.
+// bytes (paced, 1 514-byte fragments lose 87 % on that tbf, 144-byte
+// ones 40–60 %, 128-byte ones about what the data loses). While the peer
+// reports a control loss of lossyFrameLoss or more, the synopsis, parity
+// and reply fragments are therefore cut to the data's mean frame size
+// (control.Sender SetFrameLimit, at least control.MinFrameLimit). Small
+// frames cost more headers: the parts take up to about twice the bytes at
+// 128-byte data frames, which the control budget counts, so the RDA and
+// the LDS shrink first. The limit is lifted when the reported loss falls
+// back below lossyFrameLoss, which the peer's reports (fec.go) take the
+// longest of their windows to say.
 
 // lossyFrameLoss is the reported control loss from which the fragments
 // are cut to the data's frame size. Below it the parity is cheaper than
