@@ -474,8 +474,8 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	rc := &rcopy{k: set.LastK, firstK: set.FirstK, merged: set.Merged, misrouted: set.Misrouted, warmup: set.FirstK == 0, frames: set.Frames, startNs: set.StartNs, endNs: set.EndNs, at: now,
 		stamps: rxStamps{errNs: set.StampErrNs, polled: set.PollStamped}}
 	c.drops.note(rc.k, c.a.segPort.Stats().RxDropped)
-	if set.Frames > 0 {
-		c.req.frame = int(min(set.Bytes/set.Frames, 1<<16))
+	if f := meanFrame(set); f > 0 {
+		c.req.frame = f
 	}
 	c.steps.lastCopyK = max(c.steps.lastCopyK, rc.k)
 	for _, l := range set.LDA {

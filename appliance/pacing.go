@@ -49,7 +49,17 @@ const lossyFrameLoss = 0.2
 // loss the peer reports and a shipped copy's data (0: none): its mean
 // frame size when the loss is lossyFrameLoss or more.
 func frameLimit(loss float64, set *dataplane.SynSet) int {
-	if loss < lossyFrameLoss || set.Frames == 0 {
+	if loss < lossyFrameLoss {
+		return 0
+	}
+	return meanFrame(set)
+}
+
+// meanFrame is the mean frame size of a copy's data (Ethernet bytes, at
+// most 64 KiB; 0 when it recorded none): what a control frame should not
+// exceed to pass a queue that data keeps full.
+func meanFrame(set *dataplane.SynSet) int {
+	if set.Frames == 0 {
 		return 0
 	}
 	return int(min(set.Bytes/set.Frames, 1<<16))
