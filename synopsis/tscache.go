@@ -74,6 +74,8 @@ type TSCache struct {
 	flows    []uint64
 	zeroFlow uint64
 	tracking bool
+	// gone: an empty stand-in for a cache no longer kept (GoneTSCache).
+	gone bool
 }
 
 // NewTSCache returns an empty cache using at most budget bytes of slots
