@@ -48,6 +48,9 @@ type answerer struct {
 	sent map[[2]uint64]*sentReply
 	only []bool
 	bufs [][]byte
+	// gone answers membership requests about intervals whose caches are
+	// no longer kept (answerMembers).
+	gone *synopsis.TSCache
 	// The counters of RepairCounters this side keeps.
 	answered, refused, overBudget atomic.Uint64
 }
@@ -230,6 +233,7 @@ func (s *answerer) keepCells(k uint64, rdas []*synopsis.RDA, caches []*synopsis.
 type pacedFrame struct {
 	at    uint64
 	frame []byte
+	reply [2]uint64 // the request it answers: session, id
 }
 
 // keepParts keeps interval k's shipped LDA payloads for requests.
@@ -289,6 +293,12 @@ func (s *answerer) replyIfFits(x *control.Exchange, kind control.Kind, body []by
 // it). Every try of one request is cut alike: its fragments fill the same
 // slots at the requester.
 func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte, frag int, nowNs uint64, what string) {
+	if s.waitingReply(x) {
+		// A retry that came before the last answer left: that answer
+		// is still on its way, and a second copy behind it would only
+		// push every later reply back.
+		return
+	}
 	if frag > 0 {
 		// At most MaxExchangeFragments fragments.
 		frag = max(frag, (len(body)+control.MaxExchangeFragments-1)/control.MaxExchangeFragments)
@@ -300,21 +310,21 @@ func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte
 		return
 	}
 	s.bufs = frames[:cap(frames)]
-	s.pace(frames, nowNs)
+	s.pace(frames, [2]uint64{x.Session, uint64(x.ID)}, nowNs)
 	s.answered.Add(1)
 	s.keepSent(x, kind, body, frag)
 }
 
 // pace queues frames evenly over half a retry period behind the replies
 // already waiting, their bytes paid from later shipments.
-func (s *answerer) pace(frames [][]byte, nowNs uint64) {
+func (s *answerer) pace(frames [][]byte, reply [2]uint64, nowNs uint64) {
 	gap := uint64(retryPeriod(s.cfg.Interval)) / 2 / uint64(len(frames))
 	at := nowNs
 	if n := len(s.paced); n > 0 {
 		at = max(at, s.paced[n-1].at+gap)
 	}
 	for i, f := range frames {
-		s.paced = append(s.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...)})
+		s.paced = append(s.paced, pacedFrame{at: at + uint64(i)*gap, frame: append([]byte(nil), f...), reply: reply})
 		s.ship.paid(len(f))
 	}
 }
@@ -362,6 +372,9 @@ func (s *answerer) keepSent(x *control.Exchange, kind control.Kind, body []byte,
 // paced like a reply. A request for a reply no longer kept, or naming
 // fragments the reply does not have, is refused.
 func (s *answerer) resend(x *control.Exchange, nowNs uint64) {
+	if s.waitingReply(x) {
+		return // the fragments it names may still be waiting to leave (sendReply)
+	}
 	r := s.sent[[2]uint64{x.Session, uint64(x.ID)}]
 	var err error
 	s.only, err = control.ParseResend(x.Body, s.only)
@@ -376,8 +389,20 @@ func (s *answerer) resend(x *control.Exchange, nowNs uint64) {
 		return
 	}
 	s.bufs = frames[:cap(frames)]
-	s.pace(frames, nowNs)
+	s.pace(frames, [2]uint64{x.Session, uint64(x.ID)}, nowNs)
 	s.answered.Add(1)
+}
+
+// waitingReply says whether a fragment of our answer to x's request
+// (session, id) is still paced, not yet handed to the inject queue.
+func (s *answerer) waitingReply(x *control.Exchange) bool {
+	key := [2]uint64{x.Session, uint64(x.ID)}
+	for i := range s.paced {
+		if s.paced[i].reply == key {
+			return true
+		}
+	}
+	return false
 }
 
 // lossyReplyLoss is the control loss (the peer's reports, parityLoss) from
