@@ -65,8 +65,17 @@ type controller struct {
 	// rows asks for a larger LDA where loss thinned the shipped one's
 	// sample (ldarows.go).
 	rows rowsFetcher
-	lds  ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
-	xs   []control.Exchange
+	// edges checks each cut's crossing packets against the sender's
+	// timestamp caches (edges.go); spanWaits: the intervals whose
+	// decision against a spanning copy waits for it.
+	edges     edgeFetcher
+	spanWaits []*spanWait
+	// spanChecks: the edge checks started when a spanning copy came, by
+	// the interval whose End marker was lost, until spanDecide takes
+	// them.
+	spanChecks map[uint64][]*edgeCheck
+	lds        ldsRepairer // LDS lines waiting for their interval's exchanges (lds_repair.go)
+	xs         []control.Exchange
 	// req sends the receiver's requests (requester.go).
 	req requester
 	// parts fetches the LDA parts lost on the segment (partfetch.go);
@@ -92,6 +101,9 @@ type heldLine struct {
 	// class beside it could not be decoded: undecodedMoves); it is no
 	// sign of the segment's disorder (orderLog.note).
 	unseenMove bool
+	// edged: the edge check settled the line's loss (edges.go); the
+	// counts' neighbour and order checks do not apply to it.
+	edged bool
 }
 
 // rcopy is the receiver's copy of one interval, cloned off the double
@@ -112,6 +124,9 @@ type rcopy struct {
 	stamps         rxStamps // the receiver's timestamp error (stamps.go)
 	startNs, endNs uint64
 	at             time.Time
+	// edges: what the edge check of the cut before this copy found, per
+	// class (edges.go); nil where it was not asked.
+	edges []*edgeCount
 }
 
 type waiting struct {
@@ -125,6 +140,10 @@ type waiting struct {
 	// of the interval is being fetched.
 	rowsAsked bool
 	rows      []*rowsFetch
+	// The edge check of the cut before this interval (edges.go), asked
+	// with the fetches once the previous interval paired.
+	edgesAsked bool
+	edges      []*edgeCheck
 }
 
 func newController(a *Appliance) *controller {
@@ -136,6 +155,7 @@ func newController(a *Appliance) *controller {
 	c.parts = partFetcher{cfg: &a.cfg, req: &c.req}
 	c.cells = cellFetcher{cfg: &a.cfg, req: &c.req}
 	c.rows = rowsFetcher{cfg: &a.cfg, req: &c.req}
+	c.edges = edgeFetcher{cfg: &a.cfg, req: &c.req}
 	c.rep = repairer{cfg: &a.cfg, req: &c.req}
 	c.lds = ldsRepairer{cfg: &a.cfg}
 	return c
@@ -449,7 +469,7 @@ func (c *controller) receiveSide(now time.Time, nowNs uint64) {
 // measured by its End markers' counts where they stand (pairCounts),
 // else invalid with the failure's cause.
 func (c *controller) failed(f *control.IntervalFailure) {
-	c.spanDecide(f.Interval)
+	c.spanDecide(f.Interval, f.Session, c.a.now())
 	rc := c.halves.copies[f.Interval]
 	defer delete(c.halves.copies, f.Interval) // the copy leaves halves once its lines are built
 	// An interval measured by its counts is the evidence its predecessor
@@ -493,6 +513,9 @@ func (c *controller) takeCopy(now time.Time, set *dataplane.SynSet) {
 	}
 	for _, p := range set.Sample {
 		rc.sample = append(rc.sample, p.Clone())
+	}
+	if rc.firstK < rc.k && !rc.warmup {
+		c.startSpanCheck(rc, now)
 	}
 	if old := c.halves.keep(rc); old != nil {
 		// A second cut of the same interval: the sender restarted
@@ -554,20 +577,33 @@ func (c *controller) pairSide(now time.Time) {
 				w.rowsAsked = true
 				w.rows = c.rows.start(w.b, rc, now)
 			}
-			if fetching(w) || rowsFetching(w) || c.parts.fetching(k) {
+			if !w.edgesAsked && !rc.warmup {
+				if prev := c.led.evidenceOf(k - 1); prev != nil {
+					w.edgesAsked = true
+					w.edges = c.edges.start(w.b.Interval, w.b.Session, w.b.ClassFrames, rc, prev, false, now)
+				} else if c.halves.bundles[k-1] != nil && c.halves.copies[k-1] != nil {
+					// The previous interval pairs first (its fetches
+					// are bounded): its copy's caches are half the
+					// check of the cut between them.
+					continue
+				}
+			}
+			if fetching(w) || rowsFetching(w) || c.parts.fetching(k) || edgesFetching(w) {
 				continue
 			}
 			c.applyFetches(w, rc)
 			c.rows.apply(w)
+			rc.edges = edgeCounts(w.edges, len(rc.lda))
+			w.edges = nil
 			c.pair(w.b, rc)
 			if h := c.led.waiting(k); h != nil && rc.firstK < rc.k && !rc.warmup {
 				// The copy holds the interval before this one too (its
 				// End marker was lost): matched against this interval's
 				// sender alone it proves nothing to the next interval;
 				// its timestamp caches do (spanEvidence).
-				rng := h.ev.delay
+				rng, seen := h.ev.delay, h.ev.seen
 				h.ev = *spanEvidence(rc)
-				h.ev.delay = rng
+				h.ev.delay, h.ev.seen = rng, seen
 			}
 			c.halves.paired(k)
 		}
@@ -601,7 +637,8 @@ func (c *controller) pairSide(now time.Time) {
 // A lost End marker's interval waits, up to an interval more, for the
 // receiver's next copy, which holds k's packets with the next interval's:
 // its timestamp caches tell k−1's crossing check which of k−1's lost
-// packets arrived after its end (spanEvidence).
+// packets arrived after its end (spanEvidence), and the edge check of the
+// cut between k−1 and it counts them (edges.go).
 func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 	if now.Sub(w.at) <= endGrace {
 		return
@@ -612,7 +649,7 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 		// while no receiver was there to cut.
 		why = notRunning
 	} else if c.halves.spanning(k) != nil {
-		c.spanDecide(k)
+		c.spanDecide(k, w.b.Session, now)
 	} else if now.Sub(w.at) <= c.a.cfg.Interval+endGrace && !c.led.stopping {
 		return
 	}
@@ -623,14 +660,30 @@ func (c *controller) unpaired(k uint64, w *waiting, now time.Time) {
 // spanDecide decides interval k−1, still waiting for its next interval,
 // with the receiver copy that spans k (k's End marker was lost), if one
 // came: before k is reported invalid, which would decide it without.
-func (c *controller) spanDecide(k uint64) {
+// The decision waits for the edge check of the cut between k−1 and the
+// spanning copy (session: the sender's), which needs only what either
+// side of the cut holds (spanWait).
+func (c *controller) spanDecide(k, session uint64, now time.Time) {
 	span := c.halves.spanning(k)
 	if span == nil {
 		return
 	}
-	if p := c.led.undecided(k - 1); p != nil {
-		c.decide(p, spanEvidence(span))
+	p := c.led.undecided(k - 1)
+	if p == nil {
+		return
 	}
+	sw := &spanWait{k: k, span: span}
+	if checks, ok := c.spanChecks[k]; ok {
+		sw.edges = checks
+		delete(c.spanChecks, k)
+	} else if !c.led.stopping {
+		sw.edges = c.edges.start(k, session, nil, span, &p.ev, true, now)
+	}
+	if len(sw.edges) == 0 {
+		c.decideSpan(sw)
+		return
+	}
+	c.spanWaits = append(c.spanWaits, sw)
 }
 
 // silent reports, by our own clock, every interval that ended more than a
@@ -728,7 +781,8 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 		return
 	}
 	c.steering(b, rc)
-	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames})
+	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: make([]*synopsis.RDA, len(rc.lda)), sent: b.ClassFrames,
+		caches: copyCaches(rc), toNs: rc.endNs, edges: rc.edges, session: b.Session})
 	defer c.release(b.Interval)
 	var seen delaysSeen
 	for m := range rc.lda {
@@ -750,6 +804,10 @@ func (c *controller) pair(b *control.IntervalBundle, rc *rcopy) {
 	}
 	ev := c.led.building()
 	ev.delay = c.confidenceRange(seen)
+	ev.seen = seen.observed()
+	if ev.seen != (DelayRange{}) {
+		c.edges.seen = ev.seen
+	}
 	if rc.lds != nil {
 		c.pairLDS(b, rc, ev.delay)
 	}
@@ -1132,7 +1190,7 @@ func (c *controller) undecodedMoves(h *heldInterval, prev, next *evidence) {
 // received and lost are theirs.
 func (c *controller) countsProveLoss(h *heldInterval, l *heldLine, prev, next *evidence) bool {
 	m := l.mec
-	if m >= len(h.ev.sent) || m >= len(h.ev.rcv) || h.ev.rcv[m] == nil || len(c.countProof(h, m, prev, next)) > 0 {
+	if m >= len(h.ev.sent) || m >= len(h.ev.rcv) || h.ev.rcv[m] == nil || len(c.countProof(h, m, prev, next, false)) > 0 {
 		return false
 	}
 	sent, recv := h.ev.sent[m], h.ev.rcv[m].Count()
@@ -1297,9 +1355,10 @@ func (c *controller) emit(r *report.Interval) {
 		c.led.hold(heldLine{r: r})
 		return
 	}
-	if p := c.led.undecided(uint64(r.Interval) - 1); p != nil {
+	if p := c.led.undecided(uint64(r.Interval) - 1); p != nil && !c.spanWaiting(p.k) {
 		// The next interval is reported without pairing: its synopses
-		// will not come to check the waiting one.
+		// will not come to check the waiting one. (One whose next copy
+		// spans it is decided with that copy: spanTick.)
 		c.decide(p, nil)
 	}
 	c.led.queue(r)
@@ -1348,6 +1407,7 @@ func (c *controller) final() {
 		}
 	}
 	c.pairFetchedAtStop()
+	c.spanTick(time.Time{})
 	act := c.activeCopy()
 	c.decideAtStop(act)
 	// Oldest first, whatever holds them.

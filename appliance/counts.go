@@ -112,8 +112,11 @@ func countLine(r *report.Interval, sent []uint64, rc *rcopy, m int, why report.C
 // in a neighbouring interval (a packet that crossed an End marker); the
 // segment showed disorder within the last orderMemory intervals or has
 // not been checked in order orderChecksNeeded times; the receiving port
-// dropped frames around it.
-func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []report.Cause {
+// dropped frames around it. edged: the edge check counted the packets
+// that crossed either cut (edges.go), so neither the neighbours nor the
+// segment's order need to show that none did, and sent − received is
+// not the loss there.
+func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence, edged bool) []report.Cause {
 	ev := &h.ev
 	if ev.sent == nil || m >= len(ev.sent) || m >= len(ev.rcv) || ev.rcv[m] == nil {
 		return []report.Cause{{Code: report.Crossing, Why: "the End markers carried no per-class counts"}}
@@ -123,7 +126,7 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 		why = append(why, report.Cause{Code: code, Why: fmt.Sprintf(format, args...)})
 	}
 	names := c.a.cfg.Classifier.Names()
-	if recv, sent := ev.rcv[m].Count(), ev.sent[m]; recv > sent {
+	if recv, sent := ev.rcv[m].Count(), ev.sent[m]; recv > sent && !edged {
 		add(report.Extras, "the receiver recorded %d packets of this class, the sender %d: duplicates, or packets that crossed the interval's boundary or changed class", recv, sent)
 	}
 	for o, sent := range ev.sent {
@@ -138,6 +141,7 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 		what string
 	}{{prev, report.PrevMissing, "previous"}, {next, report.NextMissing, "next"}} {
 		switch {
+		case edged:
 		case n.ev != nil && n.ev.nothing:
 			// The receiver recorded nothing after this interval: nothing crossed.
 		case n.ev == nil || n.ev.sent == nil || m >= len(n.ev.sent) || m >= len(n.ev.rcv) || n.ev.rcv[m] == nil:
@@ -159,7 +163,7 @@ func (c *controller) countProof(h *heldInterval, m int, prev, next *evidence) []
 			add(report.Crossing, "the receiver recorded %d packets of this class in the %s interval, its sender %d: some may be this interval's, crossed", n.ev.rcv[m].Count(), n.what, n.ev.sent[m])
 		}
 	}
-	if doubt := c.order.doubt(h.k, c.a.cfg.Conf); doubt != nil {
+	if doubt := c.order.doubt(h.k, c.a.cfg.Conf); doubt != nil && !edged {
 		why = append(why, *doubt)
 	}
 	if rx := c.drops.around(h.k); rx > 0 {
@@ -178,13 +182,13 @@ func (c *controller) countsLoss(h *heldInterval, prev, next *evidence) {
 	for i := range h.lines {
 		l := &h.lines[i]
 		switch {
-		case l.flow != nil:
+		case l.flow != nil, l.edged:
 		case l.counts:
-			for _, why := range c.countProof(h, l.mec, prev, next) {
+			for _, why := range c.countProof(h, l.mec, prev, next, false) {
 				l.r.Invalidate(why.Code, why.Why)
 			}
 		case l.e != nil && l.r.Synopsis == "lda" && onlyCrossingDoubt(l.r.Verdict()):
-			if len(c.countProof(h, l.mec, prev, next)) > 0 || l.mec >= len(h.ev.sent) ||
+			if len(c.countProof(h, l.mec, prev, next, false)) > 0 || l.mec >= len(h.ev.sent) ||
 				l.r.Sent != h.ev.sent[l.mec] || l.r.Received != h.ev.rcv[l.mec].Count() || l.r.Lost != l.r.Sent-min(l.r.Sent, l.r.Received) {
 				continue
 			}
@@ -301,7 +305,8 @@ func (c *controller) pairCounts(f *control.IntervalFailure, rc *rcopy) bool {
 	}
 	why := c.failureReason(f)
 	n := len(rc.lda)
-	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames})
+	c.led.begin(evidence{snd: make([]*synopsis.CompactLDA, n), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, n), own: make([]*synopsis.RDA, n), sent: f.ClassFrames,
+		caches: copyCaches(rc), toNs: rc.endNs, session: f.Session})
 	for _, l := range c.pr.counts(f, rc, why) {
 		c.led.hold(l)
 	}

@@ -63,6 +63,17 @@ type evidence struct {
 	// delay: the interval's confidence range (confidenceRange); zero
 	// where it did not pair (warm-up, span evidence of its own).
 	delay DelayRange
+	// caches: the receiver copy's timestamp caches per class (nil without
+	// the RDA), toNs its end cut, for the edge check of the cut after it;
+	// edges: what the edge check of the cut before it found (edges.go).
+	caches []*synopsis.TSCache
+	toNs   uint64
+	edges  []*edgeCount
+	// session: the sender's, whose caches the edge check asks.
+	session uint64
+	// seen: the range of the bucket means the interval's LDAs showed
+	// (zero: none), the edge check's measure of the delays' spread.
+	seen DelayRange
 }
 
 // rdaUnsettled replaces synopsis.CrossingRDAAdvice in an LDA line's
@@ -98,6 +109,9 @@ func (c *controller) overdue(now time.Time) {
 	limit := c.a.cfg.PairTimeout + c.a.cfg.Interval
 	late := false
 	for _, k := range c.led.waitingKeys() {
+		if c.spanWaiting(k) {
+			continue // decided at its edge check's reply or deadline (spanTick)
+		}
 		if h := c.led.undecided(k); h != nil && now.Sub(h.at) > limit {
 			c.decide(h, nil)
 			late = true
@@ -120,6 +134,9 @@ func (c *controller) decide(h *heldInterval, next *evidence) {
 	c.crossedInto(h)
 	c.receiverDropped(h)
 	c.classChanges(h, prev, next)
+	if c.edgeLosses(h, prev, next) {
+		inOrder = false
+	}
 	c.order.note(h, inOrder)
 	c.countsLoss(h, prev, next)
 	c.sampleLoss(h) // sample.go
@@ -399,7 +416,7 @@ type spanCopy struct {
 // End marker, for the intervals before and after it (bySpan).
 func spanEvidence(rc *rcopy) *evidence {
 	return &evidence{snd: make([]*synopsis.CompactLDA, len(rc.lda)), rcv: rc.lda, rda: make([]*synopsis.RDADecoding, len(rc.lda)), own: rc.rda,
-		span: &spanCopy{fromNs: rc.startNs, toNs: rc.endNs}}
+		span: &spanCopy{fromNs: rc.startNs, toNs: rc.endNs}, caches: copyCaches(rc), toNs: rc.endNs, edges: rc.edges}
 }
 
 // bySpan counts the packets of dk's interval decoded lost that reached

@@ -103,6 +103,15 @@ func (s *delaysSeen) add(d *synopsis.LDADiagnostics, usable int) {
 	s.lo, s.hi = min(s.lo, d.MinMeanNs), max(s.hi, d.MaxMeanNs)
 }
 
+// observed is the range of the bucket means seen, rounded outwards (zero
+// when none was).
+func (s delaysSeen) observed() DelayRange {
+	if !s.any {
+		return DelayRange{}
+	}
+	return DelayRange{MinNs: int64(math.Floor(s.lo)), MaxNs: int64(math.Ceil(s.hi))}
+}
+
 // rangeOf is an interval's confidence range: assumed, clamped into the
 // wire range bounds, widened to the bucket means seen (which the sender's
 // wire range held: a usable bucket's mean decoded within it). ok is false

@@ -344,7 +344,7 @@ func (cf *cellFetcher) fields(k uint64, m int, extra map[string]any) {
 func (c *controller) pairFetchedAtStop() {
 	var ks []uint64
 	for k, w := range c.halves.bundles {
-		if _, ok := c.halves.copies[k]; ok && (w.fetches != nil || w.rows != nil || c.parts.fetching(k)) {
+		if _, ok := c.halves.copies[k]; ok && (w.fetches != nil || w.rows != nil || w.edges != nil || c.parts.fetching(k)) {
 			ks = append(ks, k)
 		}
 	}
@@ -354,8 +354,11 @@ func (c *controller) pairFetchedAtStop() {
 		w := c.halves.bundles[k]
 		c.cells.stop(w.fetches)
 		c.rows.stop(w.rows)
+		c.edges.stop(w.edges)
 		c.applyFetches(w, c.halves.copies[k])
 		c.rows.apply(w)
+		c.halves.copies[k].edges = edgeCounts(w.edges, len(c.halves.copies[k].lda))
+		w.edges = nil
 		c.pair(w.b, c.halves.copies[k])
 		c.halves.paired(k)
 	}

@@ -79,7 +79,7 @@ func TestLDAFetchRows(t *testing.T) {
 			if strings.Contains(r.Reason, synopsis.CrossingRDAAdvice) {
 				t.Errorf("%d: %q advises --synopsis all while the RDA is recorded", r.Interval, r.Reason)
 			}
-			if strings.Contains(r.Reason, "this interval's rda line says why") {
+			if strings.Contains(r.Reason, "this interval's rda line says why") || r.Extra["loss_verified_by"] == "edges" {
 				pointed++
 			}
 			if r.Extra["lda_rows_fetch"] == "complete" {
@@ -108,9 +108,9 @@ func TestLDAFetchRows(t *testing.T) {
 			t.Errorf("%d of %d valid lines within their bound", within, valid)
 		}
 		if pointed == 0 {
-			t.Error("no line at 40 % loss points at its rda line (the LDA's crossing check alone cannot verify such a loss)")
+			t.Error("no line at 40 % loss points at its rda line or has its loss verified by the edge check (the LDA's crossing check alone cannot verify such a loss)")
 		}
-		t.Logf("%d lines fetched: %d samples against %d shipped; %d of %d valid lines within the bound; %d point at their rda line", fetched, after, before, within, valid, pointed)
+		t.Logf("%d lines fetched: %d samples against %d shipped; %d of %d valid lines within the bound; %d point at their rda line or were verified by the edge check", fetched, after, before, within, valid, pointed)
 	})
 	t.Run("never answered", func(t *testing.T) {
 		d := &exchangeDropper{drop: isRowsRequest}

@@ -292,8 +292,8 @@ func (l *ledger) forget() {
 			delete(l.recent, k)
 		} else if k+1 < newest {
 			// The receiver RDAs (with their timestamp caches) serve
-			// only the next interval's crossedInto.
-			ev.own = nil
+			// only the next interval's crossedInto and edge check.
+			ev.own, ev.caches = nil, nil
 		}
 	}
 }

@@ -51,7 +51,7 @@ import (
 
 // repairKeepIntervals is how many newer intervals the sender ships while
 // it still answers requests for interval k.
-const repairKeepIntervals = 2
+const repairKeepIntervals = 3
 
 // repairDeadlineOf is when a request is given up after its first try,
 // as a fraction of the interval (retryPeriod is how often it is tried).
@@ -151,6 +151,8 @@ func (c *controller) exchanges(now time.Time) {
 			// We are the sender the peer asks: the answerer replies.
 			if x.Kind == control.KindMeta && control.IsResend(x.Body) {
 				c.ans.resend(x, c.a.cfg.Clock())
+			} else if synopsis.IsMemberRequest(x.Body) {
+				c.ans.answerMembers(x, c.parityLoss())
 			} else if x.Kind == control.KindLDA {
 				c.ans.answerPart(x, c.a.cfg.Clock())
 			} else if synopsis.IsCellsRequest(x.Body) {
@@ -159,7 +161,7 @@ func (c *controller) exchanges(now time.Time) {
 				c.ans.answer(x, c.parityLoss())
 			}
 		case control.TypeReply:
-			if !c.onRowsReply(x) && !c.onPartReply(x) && !c.onFetchReply(x, now) {
+			if !c.onRowsReply(x) && !c.onPartReply(x) && !c.onFetchReply(x, now) && !c.onEdgeReply(x) {
 				changed = c.onReply(x) || changed
 			}
 		}
@@ -167,6 +169,7 @@ func (c *controller) exchanges(now time.Time) {
 	}
 	c.fetchTick(now)
 	c.rowsTick(now)
+	c.edgesTick(now)
 	c.parts.tick(now)
 	if c.repairTick(now) || changed {
 		c.flush()

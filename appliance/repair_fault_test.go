@@ -19,6 +19,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// isTimestampRequest says whether f is a timestamp repair request
+// (after the 12-byte exchange header, magic 'Q'): one fragment, its
+// lost packets' identities.
+func isTimestampRequest(f *control.Frame) bool {
+	b := f.Payload
+	return f.Type == control.TypeRequest && f.FragIndex == 0 && len(b) > control.ExchangeHeaderLen && b[control.ExchangeHeaderLen] == 'Q'
+}
+
 // exchangeDropper wraps a segment port and drops the request or reply
 // frames (only those) that drop picks as the appliance transmits them.
 type exchangeDropper struct {
@@ -187,7 +195,7 @@ func TestRDARepairLostRequest(t *testing.T) {
 	// the third its first attempt only.
 	var first, victim, once atomic.Uint64
 	d := &exchangeDropper{drop: func(f *control.Frame) bool {
-		if f.Type != control.TypeRequest {
+		if !isTimestampRequest(f) {
 			return false
 		}
 		k := f.Interval

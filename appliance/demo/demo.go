@@ -32,7 +32,12 @@ type Config struct {
 	Delay       model.Delay // one-way delay of the segment (a→b)
 	Loss        model.Loss
 	ReorderProb float64
-	DupProb     float64
+	// ReorderDepth and ReorderHold: how many later packets overtake a
+	// held one, and its longest hold (dataplane.ImpairConfig's
+	// ReorderDepth and MaxHoldNs; zero: their defaults, 1 and 1 ms).
+	ReorderDepth int
+	ReorderHold  time.Duration
+	DupProb      float64
 	// Remark rewrites DSCPs inside the segment (a router remarking).
 	Remark []dataplane.Remark
 	// LinkLocalRate > 0: link-local frames per second (STP BPDU, LLDP,
@@ -262,7 +267,7 @@ func Run(cfg Config) (Summary, error) {
 		return sum, err
 	}
 	l1, err := mk("", dataplane.LinkConfig{Size: 4096, Pool: 32768, AtoB: &dataplane.ImpairConfig{
-		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, DupProb: cfg.DupProb, Seed: cfg.Seed,
+		Delay: cfg.Delay, Loss: cfg.Loss, ReorderProb: cfg.ReorderProb, ReorderDepth: cfg.ReorderDepth, MaxHoldNs: uint64(cfg.ReorderHold), DupProb: cfg.DupProb, Seed: cfg.Seed,
 		Queue: 16384, Truth: truthFunc(truth, hook), Remark: cfg.Remark, ConsumeLinkLocal: cfg.LinkLocalRate > 0, InjectEveryNs: injectEvery,
 		CalmUntilNs: calmUntil}})
 	if err != nil {
