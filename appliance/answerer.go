@@ -316,9 +316,13 @@ func (s *answerer) sendReply(x *control.Exchange, kind control.Kind, body []byte
 }
 
 // pace queues frames evenly over half a retry period behind the replies
-// already waiting, their bytes paid from later shipments.
+// already waiting, their bytes paid from later shipments; a short reply's
+// frames at most a 32nd of a retry period apart, so that a one-frame
+// reply does not hold every reply behind it for half a retry period (the
+// shipper paces what it injects anyway: pacing.go).
 func (s *answerer) pace(frames [][]byte, reply [2]uint64, nowNs uint64) {
-	gap := uint64(retryPeriod(s.cfg.Interval)) / 2 / uint64(len(frames))
+	rp := uint64(retryPeriod(s.cfg.Interval))
+	gap := min(rp/2/uint64(len(frames)), rp/32)
 	at := nowNs
 	if n := len(s.paced); n > 0 {
 		at = max(at, s.paced[n-1].at+gap)
