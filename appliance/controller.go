@@ -593,7 +593,7 @@ func (c *controller) pairSide(now time.Time) {
 			}
 			c.applyFetches(w, rc)
 			c.rows.apply(w)
-			rc.edges = edgeCounts(w.edges, len(rc.lda))
+			rc.edges = c.edges.counts(w.edges, len(rc.lda))
 			w.edges = nil
 			c.pair(w.b, rc)
 			if h := c.led.waiting(k); h != nil && rc.firstK < rc.k && !rc.warmup {

@@ -46,8 +46,11 @@ import (
 //   - every cache involved is complete (level 0; the sender's reply says
 //     so, the receiver's it checks itself);
 //   - no packet crossed a cut by more than the window: the window is
-//     twice the interval's delay spread plus a millisecond, and a packet
-//     found to have crossed in its outer half fails the check;
+//     twice the larger of the delays' spread and the furthest crossing
+//     found so far (reach), plus edgeSlack; a packet found to have
+//     crossed in its outer half fails the check (and widens the windows
+//     after it); a copy of at most edgeWholeCopy packets is listed
+//     whole;
 //   - the segment duplicated nothing: the receiver's copy of k holds no
 //     more repeated identities than the sender recorded in k, no
 //     identity of one list is in the other copy too, and none of the
@@ -74,8 +77,20 @@ import (
 // loss_verified_by "edges", with crossed and early as the check counted.
 
 // edgeSlack is added to twice the delays' spread for the check's window:
-// bucket means lie inside the delays' range, not at its ends.
-const edgeSlack = time.Millisecond
+// a twentieth of the interval, at least 1 ms and at most 10 ms (each
+// millisecond lists the packets that arrive in it, 8 bytes each). Bucket means lie
+// inside the delays' range, not at its ends, and a segment may hold a
+// packet back behind later ones (a second path, a reordering stage)
+// further than its delays spread: the spread the LDAs show misses such
+// a rare packet, and the first crossings found (reach) may understate
+// it.
+func edgeSlack(interval time.Duration) uint64 {
+	return uint64(min(max(time.Millisecond, interval/20), 10*time.Millisecond))
+}
+
+// edgeWholeCopy is the most packets a copy may hold for the check to list
+// it whole instead of the window (8 KB of request).
+const edgeWholeCopy = 1024
 
 // edgeMaxIDs bounds the identities one check lists per class (both
 // windows): 512 KiB of request at most.
@@ -95,6 +110,9 @@ type edgeCount struct {
 	why                   string
 	late, early           int
 	dupsBefore, dupsAfter uint64
+	// far: the furthest from the cut a packet found crossing it
+	// arrived, ns (edgeFetcher.reach).
+	far uint64
 }
 
 // edgeQuery is one membership request of a check: to the sender's cache
@@ -123,6 +141,9 @@ type edgeCheck struct {
 	// in the copy before it; half: half the window.
 	before, after           *synopsis.TSCache
 	lateCut, earlyCut, half uint64
+	// lateWhole, earlyWhole: the list holds the whole copy (edgeWholeCopy),
+	// not a window: no packet can have crossed beyond it.
+	lateWhole, earlyWhole bool
 }
 
 // edgeFetcher is the receiver's side of the edge check: it starts an
@@ -135,6 +156,12 @@ type edgeFetcher struct {
 	// seen: the latest paired interval's range of bucket means that
 	// showed one (evidence.seen).
 	seen DelayRange
+	// reach: the furthest from its cut any packet found crossing one
+	// arrived since the start, ns. The window is at least twice it: a
+	// segment that holds packets back further than its delays spread
+	// (a second path, a reordering stage) has shown how far, and the
+	// intervals after take it in.
+	reach uint64
 }
 
 // start asks the checks of the cut before interval k, whose receiver
@@ -170,7 +197,7 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 		// the assumed range, as the confidence range takes it.
 		seen = ef.cfg.Assumed
 	}
-	window := 2*seen.WidthNs() + uint64(edgeSlack)
+	window := 2*max(seen.WidthNs(), ef.reach) + edgeSlack(ef.cfg.Interval)
 	if window > uint64(ef.cfg.Interval.Nanoseconds())/2 {
 		return skip("the delays spread over more than a quarter interval: the lists would hold most of the copies")
 	}
@@ -191,13 +218,24 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 		// the earliest lane's start of k+1 and the latest's end of k.
 		// Open on the cut's side: a packet stamped before the cut may be
 		// recorded after it (stamps taken per burst, a lane's flip).
-		lateIDs := after.AppendWindow(nil, 0, rc.startNs+window)
-		earlyIDs := before.AppendWindow(nil, prev.toNs-min(prev.toNs, window), math.MaxUint64)
+		lateEnd, earlyStart := rc.startNs+window, prev.toNs-min(prev.toNs, window)
+		// A copy of few packets is listed whole: every packet that
+		// crossed within an interval is then found, wherever the
+		// window would have ended.
+		if after.Len() <= edgeWholeCopy {
+			lateEnd = math.MaxUint64
+		}
+		if before.Len() <= edgeWholeCopy {
+			earlyStart = 0
+		}
+		lateIDs := after.AppendWindow(nil, 0, lateEnd)
+		earlyIDs := before.AppendWindow(nil, earlyStart, math.MaxUint64)
 		if len(lateIDs)+len(earlyIDs) > edgeMaxIDs {
 			ef.cfg.Log.Debug().Uint64("interval", k).Int("mec", m).Int("ids", len(lateIDs)+len(earlyIDs)).Msg("edge check not asked: too many packets in the window")
 			continue
 		}
 		ch := &edgeCheck{mec: m, before: before, after: after, lateCut: rc.startNs, earlyCut: prev.toNs, half: window / 2,
+			lateWhole: lateEnd == math.MaxUint64, earlyWhole: earlyStart == 0,
 			late:  &edgeQuery{key: repairKey{k: k - 1, mec: uint16(m)}, late: true, peer: session, ids: lateIDs, body: synopsis.AppendMemberRequest(nil, lateIDs), first: now},
 			early: &edgeQuery{key: repairKey{k: k, mec: uint16(m)}, peer: session, ids: earlyIDs, body: synopsis.AppendMemberRequest(nil, earlyIDs), first: now}}
 		ef.send(ch.late, now)
@@ -334,8 +372,9 @@ func (ef *edgeFetcher) stop(checks []*edgeCheck) {
 }
 
 // counts reads a finished check: what it found at its cut, per class of
-// n (nil where not asked).
-func edgeCounts(checks []*edgeCheck, n int) []*edgeCount {
+// n (nil where not asked). The furthest crossing found widens the
+// windows of the checks to come (reach).
+func (ef *edgeFetcher) counts(checks []*edgeCheck, n int) []*edgeCount {
 	if len(checks) == 0 {
 		return nil
 	}
@@ -343,6 +382,7 @@ func edgeCounts(checks []*edgeCheck, n int) []*edgeCount {
 	for _, ch := range checks {
 		if ch.mec < n {
 			out[ch.mec] = ch.count()
+			ef.reach = max(ef.reach, out[ch.mec].far)
 		}
 	}
 	return out
@@ -362,34 +402,44 @@ func (ch *edgeCheck) count() *edgeCount {
 	n := &edgeCount{ok: true, dupsBefore: l.Dups, dupsAfter: e.Dups}
 	// found counts the identities of q the sender recorded; the receiver
 	// must hold each only in the copy it was listed from (other: the copy
-	// across the cut), at a time within the window's inner half.
+	// across the cut), at a time within the window's inner half. far is
+	// the furthest from the cut any was, refused or not.
+	var far uint64
 	found := func(q *edgeQuery, a *synopsis.MemberAnswer, own, other *synopsis.TSCache, late bool) (int, string) {
-		k := 0
+		k, why := 0, ""
 		for i, id := range q.ids {
-			if a.More[i] {
-				return 0, "an identity the sender recorded twice crossed the cut"
-			}
-			if !a.Once[i] {
+			if !a.Once[i] && !a.More[i] {
 				continue
 			}
-			if _, dup := other.Lookup(id); dup || !own.SeenOnce(id) {
-				return 0, "a packet that crossed the cut reached the receiver twice"
-			}
 			ts, _ := own.Lookup(id)
-			if (late && ts > ch.lateCut+ch.half) || (!late && ts+ch.half < ch.earlyCut) {
-				return 0, "a packet crossed the cut by more than half the window: the window may not hold them all"
+			d := ts - min(ts, ch.lateCut)
+			if !late {
+				d = ch.earlyCut - min(ch.earlyCut, ts)
+			}
+			far = max(far, d)
+			whole := (late && ch.lateWhole) || (!late && ch.earlyWhole)
+			switch _, dup := other.Lookup(id); {
+			case why != "":
+			case a.More[i]:
+				why = "an identity the sender recorded twice crossed the cut"
+			case dup || !own.SeenOnce(id):
+				why = "a packet that crossed the cut reached the receiver twice"
+			case !whole && d > ch.half:
+				why = "a packet crossed the cut by more than half the window: the window may not hold them all"
 			}
 			k++
 		}
-		return k, ""
+		return k, why
 	}
-	var why string
-	if n.late, why = found(ch.late, l, ch.after, ch.before, true); why != "" {
-		return &edgeCount{why: why}
+	lateN, whyL := found(ch.late, l, ch.after, ch.before, true)
+	earlyN, whyE := found(ch.early, e, ch.before, ch.after, false)
+	switch {
+	case whyL != "":
+		return &edgeCount{why: whyL, far: far}
+	case whyE != "":
+		return &edgeCount{why: whyE, far: far}
 	}
-	if n.early, why = found(ch.early, e, ch.before, ch.after, false); why != "" {
-		return &edgeCount{why: why}
-	}
+	n.late, n.early, n.far = lateN, earlyN, far
 	return n
 }
 
@@ -591,7 +641,7 @@ func (c *controller) spanTick(now time.Time) {
 func (c *controller) decideSpan(sw *spanWait) {
 	if p := c.led.undecided(sw.k - 1); p != nil {
 		ev := spanEvidence(sw.span)
-		ev.edges = edgeCounts(sw.edges, len(sw.span.lda))
+		ev.edges = c.edges.counts(sw.edges, len(sw.span.lda))
 		c.decide(p, ev)
 	}
 }

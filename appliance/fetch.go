@@ -357,7 +357,7 @@ func (c *controller) pairFetchedAtStop() {
 		c.edges.stop(w.edges)
 		c.applyFetches(w, c.halves.copies[k])
 		c.rows.apply(w)
-		c.halves.copies[k].edges = edgeCounts(w.edges, len(c.halves.copies[k].lda))
+		c.halves.copies[k].edges = c.edges.counts(w.edges, len(c.halves.copies[k].lda))
 		w.edges = nil
 		c.pair(w.b, c.halves.copies[k])
 		c.halves.paired(k)
