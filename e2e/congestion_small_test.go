@@ -32,7 +32,8 @@ import (
 //   - the a>b control traffic that entered the segment stays within 4 %
 //     of the data bytes (the default budget is 1 % and at least 20 KB an
 //     interval; requests' replies come on top): the measurement does not
-//     add to the congestion it measures;
+//     add to the congestion it measures; the b>a control traffic (the
+//     edge check's lists travel there, on its requests) within 2 %;
 //   - the intervals' LDA parts arrive, as shipped or fetched: at most one
 //     line (the first congested interval's, shipped before the peer
 //     reported any loss) says its LDA part was lost;
@@ -145,6 +146,8 @@ func TestCongestionSmallFrames(t *testing.T) {
 		"interval", "t.sent", "t.lost", "sent", "lost", "valid", "exact", "t.ms", "mean.ms", "ci.µs", "ok", "ctl.in", "ctl.out", "frames", "reason", b.String())
 	t.Logf("captures: %d frames entered the segment, %d left it (%.1f %% lost); control a>b: %d bytes entered (%.2f %% of %d data bytes), %d left; by frame size: %s",
 		st.sent, st.recv, 100*float64(st.sent-st.recv)/float64(max(st.sent, 1)), ctl.in.bytes, 100*float64(ctl.in.bytes)/float64(max(dataBytes, 1)), dataBytes, ctl.out.bytes, ctl.bySize(withTraffic))
+	t.Logf("control b>a (ldafwd#2's, entering the segment): %d frames, %d bytes (%.2f %% of the a>b data bytes), of them requests %d frames, %d bytes",
+		ctl.back.frames, ctl.back.bytes, 100*float64(ctl.back.bytes)/float64(max(dataBytes, 1)), ctl.backReq.frames, ctl.backReq.bytes)
 	t.Logf("%d intervals with traffic: %d valid (%d exact, %d within the delay bound), %d said their LDA part was lost; from the %dth on %d of %d valid", len(ks), valid, exactValid, delayOK, partLost, smallSettle+1, lateValid, late)
 
 	if float64(st.sent-st.recv) < 0.15*float64(st.sent) {
@@ -152,6 +155,9 @@ func TestCongestionSmallFrames(t *testing.T) {
 	}
 	if float64(ctl.in.bytes) > 0.04*float64(dataBytes) {
 		t.Errorf("the a>b control traffic was %d bytes, %.1f %% of the %d data bytes: want ≤ 4 %%", ctl.in.bytes, 100*float64(ctl.in.bytes)/float64(dataBytes), dataBytes)
+	}
+	if float64(ctl.back.bytes) > 0.02*float64(dataBytes) {
+		t.Errorf("the b>a control traffic (ldafwd#2's requests among it) was %d bytes, %.1f %% of the %d a>b data bytes: want ≤ 2 %%", ctl.back.bytes, 100*float64(ctl.back.bytes)/float64(dataBytes), dataBytes)
 	}
 	if partLost > 1 {
 		t.Errorf("%d intervals lost their LDA part (neither shipped nor fetched): want at most the first", partLost)

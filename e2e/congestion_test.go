@@ -602,7 +602,11 @@ type ctlTraffic struct {
 	endsOut map[uint64]int // End marker copies of each interval that left the segment
 	typ     map[ctlKind]*[2]ctlCount
 	in, out ctlCount
-	largest int
+	// back: the b>a control frames entering the segment from ldafwd#2's
+	// side (its requests about the a>b intervals among them); backReq
+	// the Requests of them.
+	back, backReq ctlCount
+	largest       int
 	// sent: each frame entering the segment; left: the sequence numbers
 	// of those that left it (a frame's number is its own, copies and
 	// retries included).
@@ -621,7 +625,18 @@ func controlTraffic(in, out []pcapRecord) *ctlTraffic {
 	var cf control.Frame
 	for side, recs := range [][]pcapRecord{in, out} {
 		for _, r := range recs {
-			if !control.IsControlFrame(r.data) || control.ParseFrame(r.data, &cf) != nil || cf.Direction != appliance.DirAtoB {
+			if !control.IsControlFrame(r.data) || control.ParseFrame(r.data, &cf) != nil {
+				continue
+			}
+			if cf.Direction != appliance.DirAtoB {
+				if side == 1 {
+					c.back.frames++
+					c.back.bytes += uint64(len(r.data))
+					if cf.Type == control.TypeRequest {
+						c.backReq.frames++
+						c.backReq.bytes += uint64(len(r.data))
+					}
+				}
 				continue
 			}
 			n := uint64(len(r.data))
