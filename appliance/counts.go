@@ -3,7 +3,6 @@ package appliance
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/ldafwd/ldafwd/control"
 	"github.com/ldafwd/ldafwd/report"
@@ -207,18 +206,7 @@ var crossingDoubts = []report.Code{report.NextMissing, report.PrevMissing, repor
 
 // onlyCrossingDoubt says whether every cause v holds that leaves the loss
 // inexact is a crossing doubt (and there is one).
-func onlyCrossingDoubt(v report.Verdict) bool {
-	doubt := false
-	for _, cause := range v.Causes() {
-		switch {
-		case slices.Contains(crossingDoubts, cause.Code):
-			doubt = true
-		case cause.Code.Scope()&report.ScopeLoss != 0:
-			return false
-		}
-	}
-	return doubt
-}
+func onlyCrossingDoubt(v report.Verdict) bool { return onlyDoubts(v, false) }
 
 // orderLog is what the decided intervals showed of the segment's order,
 // for the loss from counts (countProof): the last interval with a sign of

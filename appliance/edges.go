@@ -589,8 +589,9 @@ func copyCaches(rc *rcopy) []*synopsis.TSCache {
 	return cs
 }
 
-// onlyDoubts is onlyCrossingDoubt, with extras: the Extras cause counts
-// as a doubt the edge check answers too.
+// onlyDoubts says whether every cause v holds that leaves the loss
+// inexact is a crossing doubt, or with extras the Extras cause (which
+// the edge check answers too), and there is one.
 func onlyDoubts(v report.Verdict, extras bool) bool {
 	doubt := false
 	for _, cause := range v.Causes() {
