@@ -78,12 +78,12 @@ import (
 
 // edgeSlack is added to twice the delays' spread for the check's window:
 // a twentieth of the interval, at least 1 ms and at most 10 ms (each
-// millisecond lists the packets that arrive in it, 8 bytes each). Bucket means lie
-// inside the delays' range, not at its ends, and a segment may hold a
-// packet back behind later ones (a second path, a reordering stage)
-// further than its delays spread: the spread the LDAs show misses such
-// a rare packet, and the first crossings found (reach) may understate
-// it.
+// millisecond lists the packets that arrive in it, 8 bytes each). Bucket
+// means lie inside the delays' range, not at its ends, and a segment may
+// hold a packet back behind later ones (a second path, a reordering
+// stage) further than its delays spread: the spread the LDAs show misses
+// such a rare packet, and the first crossings found (reach) may
+// understate it.
 func edgeSlack(interval time.Duration) uint64 {
 	return uint64(min(max(time.Millisecond, interval/20), 10*time.Millisecond))
 }
