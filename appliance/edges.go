@@ -198,9 +198,7 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 		seen = ef.cfg.Assumed
 	}
 	window := 2*max(seen.WidthNs(), ef.reach) + edgeSlack(ef.cfg.Interval)
-	if window > uint64(ef.cfg.Interval.Nanoseconds())/2 {
-		return skip("the delays spread over more than a quarter interval: the lists would hold most of the copies")
-	}
+	tooWide := window > uint64(ef.cfg.Interval.Nanoseconds())/2
 	var checks []*edgeCheck
 	for m := range rc.lda {
 		if m >= len(prev.caches) || m >= len(rc.rda) || m >= len(prev.rcv) || prev.rcv[m] == nil || (!across && m >= len(frames)) {
@@ -228,8 +226,19 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 		if before.Len() <= edgeWholeCopy {
 			earlyStart = 0
 		}
-		lateIDs := after.AppendWindow(nil, 0, lateEnd)
-		earlyIDs := before.AppendWindow(nil, earlyStart, math.MaxUint64)
+		var lateIDs, earlyIDs []uint64
+		switch {
+		case m < len(prev.sent) && prev.sent[m] == 0 && before.Len() == 0:
+			// Nothing on either side of the cut before it in this class
+			// (the traffic's onset): nothing can have crossed, and the
+			// check needs no list and no round trip.
+		case tooWide:
+			ef.cfg.Log.Debug().Uint64("interval", k).Int("mec", m).Msg("edge check not asked: the window would span more than half an interval (the lists would hold most of the copies)")
+			continue
+		default:
+			lateIDs = after.AppendWindow(nil, 0, lateEnd)
+			earlyIDs = before.AppendWindow(nil, earlyStart, math.MaxUint64)
+		}
 		if len(lateIDs)+len(earlyIDs) > edgeMaxIDs {
 			ef.cfg.Log.Debug().Uint64("interval", k).Int("mec", m).Int("ids", len(lateIDs)+len(earlyIDs)).Msg("edge check not asked: too many packets in the window")
 			continue
@@ -238,8 +247,20 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 			lateWhole: lateEnd == math.MaxUint64, earlyWhole: earlyStart == 0,
 			late:  &edgeQuery{key: repairKey{k: k - 1, mec: uint16(m)}, late: true, peer: session, ids: lateIDs, body: synopsis.AppendMemberRequest(nil, lateIDs), first: now},
 			early: &edgeQuery{key: repairKey{k: k, mec: uint16(m)}, peer: session, ids: earlyIDs, body: synopsis.AppendMemberRequest(nil, earlyIDs), first: now}}
-		ef.send(ch.late, now)
-		ef.send(ch.early, now)
+		// A query whose answer is known needs no round trip: an empty
+		// list, or a late list about an interval whose End markers say
+		// its sender recorded nothing in the class (the traffic's onset:
+		// none of the list can be its).
+		if len(earlyIDs) == 0 {
+			ch.early.answer, ch.early.done = &synopsis.MemberAnswer{Complete: true}, true
+		} else {
+			ef.send(ch.early, now)
+		}
+		if m < len(prev.sent) && prev.sent[m] == 0 {
+			ch.late.answer, ch.late.done = &synopsis.MemberAnswer{Complete: true, Once: make([]bool, len(lateIDs)), More: make([]bool, len(lateIDs))}, true
+		} else {
+			ef.send(ch.late, now)
+		}
 		checks = append(checks, ch)
 	}
 	return checks

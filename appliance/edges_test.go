@@ -22,12 +22,12 @@ import (
 // can only stand on its End markers' counts. requests, when not nil,
 // wraps #2's segment port (its requests).
 func edgeDemo(t *testing.T, seed uint64, copies int, requests *exchangeDropper) []report.Interval {
-	return edgeDemoWrapped(t, seed, copies, requests, nil)
+	return edgeDemoWrapped(t, seed, copies, requests, nil, nil)
 }
 
 // edgeDemoWrapped is edgeDemo with #1's segment port wrapped by fp (nil:
-// not wrapped).
-func edgeDemoWrapped(t *testing.T, seed uint64, copies int, requests *exchangeDropper, fp *faultPort) []report.Interval {
+// not wrapped) and the configuration changed by tweak (nil: none).
+func edgeDemoWrapped(t *testing.T, seed uint64, copies int, requests *exchangeDropper, fp *faultPort, tweak func(*demo.Config)) []report.Interval {
 	t.Helper()
 	delay, _ := model.NewUniform(20e6, 22e6)
 	loss, _ := model.NewUniformLoss(0.25)
@@ -44,6 +44,9 @@ func edgeDemoWrapped(t *testing.T, seed uint64, copies int, requests *exchangeDr
 	}
 	if fp != nil {
 		cfg.WrapSegment = func(p dataplane.Port) dataplane.Port { fp.Port = p; return fp }
+	}
+	if tweak != nil {
+		tweak(&cfg)
 	}
 	return runExchangeDemo(t, cfg, "lda", requests)
 }
@@ -124,7 +127,7 @@ func TestEdgeCheckAroundLostEndMarker(t *testing.T) {
 		}
 		return pass
 	}}
-	lines := edgeDemoWrapped(t, 1, 2, nil, fp)
+	lines := edgeDemoWrapped(t, 1, 2, nil, fp, nil)
 	if !fp.faulted[fp.first+x] {
 		t.Fatal("interval x's End markers were not dropped: the test shows nothing")
 	}
@@ -146,3 +149,31 @@ func TestEdgeCheckAroundLostEndMarker(t *testing.T) {
 }
 
 var edgeLogLevel = zerolog.WarnLevel
+
+// TestEdgeCheckTrafficOnset: the traffic starts after two idle
+// intervals. The cut before its first interval needs no list and no
+// round trip (the sender recorded nothing before it, the receiver
+// nothing before it either), whatever the window would be (the demo's
+// assumed range is 110 ms wide), so that interval is checked by the edges
+// too (verified, or agreeing with the RDA that verified it), however late
+// its own pairing comes.
+func TestEdgeCheckTrafficOnset(t *testing.T) {
+	const idle = 600 * time.Millisecond
+	lines := edgeDemoWrapped(t, 1, 2, nil, nil, func(c *demo.Config) {
+		c.Traffic = func(elapsed time.Duration) (pause, malformed bool) { return elapsed < idle, false }
+	})
+	first := int64(-1)
+	for _, r := range lines {
+		if r.Sent == 0 || first >= 0 && r.Interval != first {
+			continue
+		}
+		first = r.Interval
+		t.Logf("first interval with traffic: valid %v sent %d lost %d (true %v) edge %v by %v: %s", r.Valid, r.Sent, r.Lost, deref(r.TrueLost), r.Extra["edge_check"], r.Extra["loss_verified_by"], r.Reason)
+		if ec := r.Extra["edge_check"]; (ec != "complete" && ec != "agrees") || !r.LossValid || r.TrueLost == nil || r.Lost != *r.TrueLost {
+			t.Errorf("the first interval with traffic: loss %d (true %v, loss_valid %v), edge check %v: want the check done and the loss exact", r.Lost, deref(r.TrueLost), r.LossValid, ec)
+		}
+	}
+	if first < 0 {
+		t.Fatal("no interval with traffic")
+	}
+}

@@ -43,10 +43,10 @@ import (
 //     valid: the edge check (the End markers' counts corrected at both
 //     cuts against the sender's timestamp caches) proves their loss
 //     without waiting for the segment to be checked in order for 18
-//     intervals. The first interval's start cut is the traffic's
-//     onset, and the receiver's timestamp caches sample for an interval
-//     or two while their size follows the traffic up; an End marker lost
-//     in all its copies costs its interval and the next.
+//     intervals. At the traffic's start the receiver's timestamp caches
+//     sample for an interval or two while their size follows the
+//     traffic up; an End marker lost in all its copies costs its
+//     interval and the next.
 func TestCongestionSmallFrames(t *testing.T) {
 	l, bin := startBridgeLab(t, "congestion lab", "lds", "rate", "8mbit", "burst", "16kb", "latency", "20ms")
 	const pps, seconds = 10_000, smallSeconds
@@ -172,5 +172,5 @@ func TestCongestionSmallFrames(t *testing.T) {
 
 // smallSeconds is how long TestCongestionSmallFrames sends, and
 // smallSettle how many intervals with traffic it leaves out of its
-// validity count: the onset's (above).
+// validity count: the traffic's start (above).
 const smallSeconds, smallSettle = 30, 3
