@@ -162,6 +162,25 @@ type edgeFetcher struct {
 	// (a second path, a reordering stage) has shown how far, and the
 	// intervals after take it in.
 	reach uint64
+	// unanswered: the checks in a row none of whose queries got a reply
+	// (a peer that does not know the request, a reverse path that loses
+	// everything); skipped: the cuts passed over since (edgeQuiet).
+	unanswered, skipped int
+}
+
+// After edgeQuietAfter checks in a row that got no reply at all, only
+// every edgeQuietProbe-th cut is checked, until one gets a reply: each
+// check holds its interval's pairing until its deadline, and a peer that
+// does not know the request (an older version) answers none.
+const edgeQuietAfter, edgeQuietProbe = 3, 16
+
+// quiet says whether the cut before interval k is passed over (edgeQuiet).
+func (ef *edgeFetcher) quiet() bool {
+	if ef.unanswered < edgeQuietAfter {
+		return false
+	}
+	ef.skipped++
+	return ef.skipped%edgeQuietProbe != 0
 }
 
 // start asks the checks of the cut before interval k, whose receiver
@@ -187,6 +206,8 @@ func (ef *edgeFetcher) start(k, session uint64, frames []uint64, rc *rcopy, prev
 		return skip("the copy after the cut does not start at it, or holds no timestamp cache")
 	case session == 0 || (frames == nil && !across):
 		return skip("the sender's session or counts are unknown")
+	case ef.quiet():
+		return skip("the peer answered none of the last checks (an older version does not know the request)")
 	}
 	seen := prev.seen
 	if seen == (DelayRange{}) {
@@ -400,11 +421,18 @@ func (ef *edgeFetcher) counts(checks []*edgeCheck, n int) []*edgeCount {
 		return nil
 	}
 	out := make([]*edgeCount, n)
+	answered := false
 	for _, ch := range checks {
+		answered = answered || ch.late.answer != nil && ch.late.tries > 0 || ch.early.answer != nil && ch.early.tries > 0
 		if ch.mec < n {
 			out[ch.mec] = ch.count()
 			ef.reach = max(ef.reach, out[ch.mec].far)
 		}
+	}
+	if answered {
+		ef.unanswered, ef.skipped = 0, 0
+	} else if sent(checks) {
+		ef.unanswered++
 	}
 	return out
 }
@@ -682,6 +710,17 @@ func edgeChecksOpen(checks []*edgeCheck) bool {
 func (c *controller) spanWaiting(k uint64) bool {
 	for _, sw := range c.spanWaits {
 		if sw.k == k+1 {
+			return true
+		}
+	}
+	return false
+}
+
+// sent says whether any query of checks went out (one answered without a
+// round trip proves nothing of the peer).
+func sent(checks []*edgeCheck) bool {
+	for _, ch := range checks {
+		if ch.late.tries > 0 || ch.early.tries > 0 {
 			return true
 		}
 	}
