@@ -848,38 +848,59 @@ struct ldaf_synidx {
 	uint32_t lds[LDAF_LDS_MAX_ROWS];   // its LDS cell in each row, LDAF_LDS_SKIP where the row does not sample it
 };
 
+// ldaf_later is ldaf_note_later with its common outcome inline: the
+// list of later copies is full (a traffic that repeats its packets fills
+// it at once), so the copy only counts as lost.
+static inline uint64_t ldaf_later(struct ldaf_rdahot *c, uint64_t h, uint64_t first, uint64_t ts) {
+	if (c->n_later == LDAF_MAX_LATER) {
+		c->later_lost++;
+		return first;
+	}
+	return ldaf_note_later(c, h, first, ts);
+}
+
+// ldaf_tsloc is the timestamp cache's state ldaf_syn_run keeps in
+// registers for one call: what no update of the call changes (the level
+// never rises in C) and the counts it adds to, written back to struct
+// ldaf_rdahot at its end. Through the struct every frame would reload
+// them: a slot's store may alias it as far as the compiler knows.
+struct ldaf_tsloc {
+	struct ldaf_tsent *slots;
+	uint64_t *flows;
+	uint64_t mask, limit, level, n, dups;
+};
+
 // ldaf_ts_insert is TSCache.InsertFlow for a cache the burst cannot fill
 // (the caller checked RDA.CacheRoom): the level never rises here. s is
-// Remix(h, SaltSampling).
-static inline void ldaf_ts_insert(struct ldaf_rdahot *c, uint64_t h, uint64_t fh, uint64_t ts, uint64_t s) {
-	c->offered++;
-	if (c->level != 0 && s >> (64 - c->level) != 0)
+// Remix(h, SaltSampling). The caller counts the packet offered.
+static inline void ldaf_ts_insert(struct ldaf_rdahot *c, struct ldaf_tsloc *L, uint64_t h, uint64_t fh, uint64_t ts,
+		uint64_t s) {
+	if (L->level != 0 && s >> (64 - L->level) != 0)
 		return;
 	if (unlikely(h == 0)) {
 		if (c->has_zero) {
-			c->dups++;
-			c->zero = ldaf_note_later(c, 0, c->zero, ts);
+			L->dups++;
+			c->zero = ldaf_later(c, 0, c->zero, ts);
 			return;
 		}
 		c->has_zero = 1, c->zero = ts, c->zero_flow = fh;
 		return;
 	}
-	struct ldaf_tsent *slots = (struct ldaf_tsent *)c->slots;
-	for (uint64_t i = s & c->mask;; i = (i + 1) & c->mask) {
-		struct ldaf_tsent *e = &slots[i];
+	for (uint64_t i = s & L->mask;; i = (i + 1) & L->mask) {
+		struct ldaf_tsent *e = &L->slots[i];
 		if (e->h == h) {
-			c->dups++;
-			e->ts = ldaf_note_later(c, h, e->ts, ts);
+			L->dups++;
+			e->ts = ldaf_later(c, h, e->ts, ts);
 			return;
 		}
 		if (e->h != 0)
 			continue;
-		if (unlikely(c->n >= c->limit))
+		if (unlikely(L->n >= L->limit))
 			return; // not reached (CacheRoom)
 		e->h = h, e->ts = ts;
-		if (c->flows)
-			((uint64_t *)c->flows)[i] = fh;
-		c->n++;
+		if (L->flows)
+			L->flows[i] = fh;
+		L->n++;
 		return;
 	}
 }
@@ -933,6 +954,7 @@ static __attribute__((noinline)) struct ldaf_flowslot *ldaf_flow_observe(struct 
 struct ldaf_synshape {
 	const struct ldaf_rdacell *rcells;
 	uint64_t rm, rchunk, rmask;    // RDA cells per bank, Remix bits per bank (0: one Remix per bank), their mask
+	uint64_t rshift;               // log2(rm) when rm is a power of two (ldaf_syn_plan's rpow2)
 	const struct ldaf_tsent *slots; // the timestamp cache's (NULL: none)
 	const struct ldaf_ldscell *lcells;
 	const uint64_t *ra, *rm_, *thr; // LDS row hash keys and sampling thresholds
@@ -968,15 +990,23 @@ static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const stru
 // only for a frame whose flow the table turns out not to hold, and only
 // the slot is prefetched. ldaf_syn_add calls it with constant rk, rows,
 // lds_all and held for the default shapes, so that the compiler unrolls
-// its loops.
+// its loops, and with rpow2 where the RDA's banks have a power of two
+// cells (the default 2048), whose index then takes a shift for a
+// multiply: a frame of the default synopses costs some 35 multiplies
+// (XXH64, the remixes, the indexes), one a cycle, which bounds the loop
+// besides its memory.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
-		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held) {
+		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held,
+		int rpow2) {
 	if (has_rda) { // RDA.index
 		uint64_t m = s->rm, off = 0;
 		if (likely(s->rchunk != 0)) {
 			uint64_t c = s->rchunk, v = ldaf_remix(h, LDAF_SALT_RDA);
 			for (uint64_t b = 0; b < rk; b++, off += m, v >>= c) {
-				uint32_t j = (uint32_t)(off + ((v & s->rmask) * m >> c));
+				// With m a power of two, u * m and u << log2(m) are
+				// the same 64-bit value.
+				uint64_t u = v & s->rmask;
+				uint32_t j = (uint32_t)(off + ((rpow2 ? u << s->rshift : u * m) >> c));
 				x->rda[b] = j;
 				__builtin_prefetch(&s->rcells[j], 1);
 			}
@@ -1025,10 +1055,12 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 // holds its home slot (a flow's frames after its first, as long as no
 // other flow took that slot first). Everything else is ldaf_flow_observe.
 // It returns the flow's slot, NULL when the table does not hold the flow.
-static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint64_t fh, uint64_t h, uint32_t w,
-		const struct ldaf_fkey *k) {
-	if (likely(l->flimit != 0)) {
-		struct ldaf_flowslot *s = (struct ldaf_flowslot *)l->fslots + (fh & l->fmask);
+// flimit, fslots and fmask are l's (ldaf_syn_run holds them: no update
+// changes them).
+static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint64_t flimit, const struct ldaf_flowslot *fslots,
+		uint64_t fmask, uint64_t fh, uint64_t h, uint32_t w, const struct ldaf_fkey *k) {
+	if (likely(flimit != 0)) {
+		struct ldaf_flowslot *s = (struct ldaf_flowslot *)fslots + (fh & fmask);
 		if (likely(s->weight != 0 && s->hash == fh)) {
 			s->packets++;
 			return s;
@@ -1054,10 +1086,16 @@ static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint6
 #endif
 #define LDAF_PLAN_RING 8
 
-// ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan).
+// ldaf_syn_run is ldaf_syn_add for given shapes (see ldaf_syn_plan). The
+// state the updates read and the counts they add to are held in locals
+// for the call (ldaf_tsloc; the sample's and the LDS's alike) and
+// written back at its end: the cells and slots are written through
+// pointers the compiler cannot tell from the synopses' structs, so
+// through the structs each frame would reload and store them all.
 static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
 		const uint64_t *hs, const uint64_t *fhs, const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
-		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all, int held) {
+		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all, int held, int rpow2,
+		int unitw) {
 	struct ldaf_synidx plan[LDAF_PLAN_RING];
 	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
 	struct ldaf_rdahot *r = &sy->rda;
@@ -1067,52 +1105,65 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	struct ldaf_rdacell *__restrict rcells = (struct ldaf_rdacell *)r->cells;
 	struct ldaf_ldscell *__restrict lcells = (struct ldaf_ldscell *)l->cells;
 	const uint32_t w = (uint32_t)sy->weight;
-	const uint64_t lw = w ? w : 1;
+	const uint64_t lw = unitw ? 1 : w ? w : 1; // unitw: the caller saw w ≤ 1, and the weighting multiplies go
+	// The RDA's base and its cache (RDA.AddFlow, TSCache.InsertFlow).
+	uint64_t base = r->base;
+	struct ldaf_tsloc tl = {
+		.slots = (struct ldaf_tsent *)r->slots, .flows = (uint64_t *)r->flows, .mask = r->mask, .limit = r->limit,
+		.level = r->level, .n = r->n, .dups = r->dups,
+	};
+	// The sample (Sample.AddFlow, SetStampErr).
+	struct ldaf_tsent *const sents = (struct ldaf_tsent *)p->ents;
+	uint64_t *const sflows = (uint64_t *)p->flows;
+	const uint64_t scap = p->cap, sthr = p->thresh;
+	uint64_t slen = p->len, serr = p->err_ns;
+	// The LDS (LDS.AddFlowKey) and its flow table.
+	const uint64_t flimit = l->flimit;
+	uint64_t lpackets = 0, llast = l->last_ts, lheld = 0;
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held);
+		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held, rpow2);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
 				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
-				held);
+				held, rpow2);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
 		uint64_t h = hs[i], t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
 		if (has_rda) { // RDA.AddFlow
-			if (r->base == 0)
-				r->base = t;
+			if (base == 0)
+				base = t;
 			uint64_t ck = x->ck;
 			for (uint64_t b = 0; b < rk; b++) {
 				struct ldaf_rdacell *cl = &rcells[x->rda[b]];
 				cl->id ^= h, cl->ts += t, cl->n++, cl->chk ^= ck;
 			}
 			if (s->slots)
-				ldaf_ts_insert(r, h, fh, t, x->cs);
+				ldaf_ts_insert(r, &tl, h, fh, t, x->cs);
 		}
 		if (has_smp) { // Sample.AddFlow, SetStampErr
-			p->offered++;
-			if (x->ss >> 32 < p->thresh && likely(p->len < p->cap)) {
-				struct ldaf_tsent *e = (struct ldaf_tsent *)p->ents + p->len;
+			if (x->ss >> 32 < sthr && likely(slen < scap)) {
+				struct ldaf_tsent *e = sents + slen;
 				e->h = x->ss, e->ts = t;
-				if (p->flows)
-					((uint64_t *)p->flows)[p->len] = fh;
-				p->len++;
+				if (sflows)
+					sflows[slen] = fh;
+				slen++;
 			}
-			if (err > p->err_ns)
-				p->err_ns = err;
+			if (err > serr)
+				serr = err;
 		}
 		if (fh != 0) { // LDS.AddFlowKey
-			l->packets++;
-			l->last_ts = t;
+			lpackets++;
+			llast = t;
 			uint64_t wts = lw * t, werr = lw * err;
 			if (lds_all && held) {
 				// The flow's frames all land in its cells, so a held
 				// flow's slot sums them (synopsis.flowSlot) and
 				// LDS.SettleFlows adds them in once an interval: one
 				// line written per frame instead of one per row.
-				struct ldaf_flowslot *fs = ldaf_flow_count(l, fh, h, w, &ks[i]);
+				struct ldaf_flowslot *fs = ldaf_flow_count(l, flimit, s->fslots, s->fmask, fh, h, w, &ks[i]);
 				if (likely(fs != NULL)) {
 					fs->acc_sum += wts, fs->acc_count += lw, fs->acc_digest ^= h, fs->acc_err += werr;
-					l->fheld++;
+					lheld++;
 				} else {
 					uint32_t cj[LDAF_LDS_MAX_ROWS];
 					ldaf_lds_flow_cells(s, fh, rows, cj);
@@ -1131,9 +1182,18 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 				cell->sum += wts, cell->count += lw, cell->digest ^= h, cell->err += werr;
 			}
 			if (has_flows)
-				ldaf_flow_count(l, fh, h, w, &ks[i]);
+				ldaf_flow_count(l, flimit, s->fslots, s->fmask, fh, h, w, &ks[i]);
 		}
 	}
+	if (has_rda) {
+		r->base = base;
+		if (s->slots)
+			r->offered += n, r->n = tl.n, r->dups = tl.dups;
+	}
+	if (has_smp)
+		p->offered += n, p->len = slen, p->err_ns = serr;
+	if (fhs)
+		l->packets += lpackets, l->last_ts = llast, l->fheld += lheld;
 }
 
 // ldaf_syn_add is SynSet.Record's RDA, sample and LDS part for frames i of
@@ -1162,10 +1222,13 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 	for (uint64_t j = 0; lds_all && j < rows; j++)
 		lds_all = ((const uint64_t *)l->thr)[j] >= 1ull << 32;
 	int held = lds_all && s.fslots != NULL;
-	if (rk == 3 && rows == 4 && held) // the default shapes (synopsis.DefaultRDABanks, LDS Rows 4, a flow table)
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1);
+	int rpow2 = s.rm != 0 && (s.rm & (s.rm - 1)) == 0;
+	s.rshift = rpow2 ? (uint64_t)__builtin_ctzll(s.rm) : 0;
+	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
+	if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1)
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1);
 	else
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0);
 }
 
 // ldaf_cache_ahead computes the timestamp cache's selection hash
