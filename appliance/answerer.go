@@ -120,7 +120,8 @@ func (s *answerer) keepCaches(set *dataplane.SynSet, startK uint64) {
 // leaves twice the room, so a copy that ends up holding two intervals
 // (an End marker lost) still keeps every packet, and its cache can tell
 // the neighbouring intervals which of their lost packets crossed
-// (spanEvidence).
+// (spanEvidence). A quiet copy (fewer packets than quietShare of the
+// starting room) sizes the next to the starting room too.
 func cacheRoom(offered uint64, set *dataplane.SynSet, interval time.Duration, startK uint64) uint64 {
 	room := offered + offered/2
 	iv := uint64(interval.Nanoseconds())
@@ -129,11 +130,27 @@ func cacheRoom(offered uint64, set *dataplane.SynSet, interval time.Duration, st
 			room = room * iv / span
 		}
 	}
-	if set.LastK < startK+startSizings && len(set.RDA) > 0 {
-		room = max(room, cacheStartPackets/uint64(len(set.RDA)))
+	if len(set.RDA) > 0 {
+		start := cacheStartPackets / uint64(len(set.RDA))
+		if set.LastK < startK+startSizings || offered < start/quietShare {
+			room = max(room, start)
+		}
 	}
 	return room
 }
+
+// quietShare: a copy that saw fewer packets than 1/quietShare of the
+// starting room sizes the next copies to the starting room rather than
+// to its traffic. A quiet class costs little whatever its caches' room
+// (memory follows the traffic where it is heavy, which is where the
+// caches' size costs rate), and traffic that begins after a quiet spell
+// then finds room from its first interval. Sized to the quiet spell, the
+// copies would sample the first two intervals of new traffic (the sizing
+// follows it an interval behind), and the RDA's repair and the edge check
+// refuse a sampled cache: under congestion, the spell's first intervals
+// would have no verified loss. At 16 384 packets and one class: a copy
+// that saw fewer than 2 048 distinct packets.
+const quietShare = 8
 
 // startSizings is how many intervals after the start size their copies
 // at least to the starting room: one per buffered copy, and one more.

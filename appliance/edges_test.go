@@ -188,3 +188,39 @@ func TestEdgeCheckTrafficOnset(t *testing.T) {
 		t.Fatal("no interval with traffic")
 	}
 }
+
+// TestEdgeCheckAfterQuietSpell: traffic that begins after a quiet spell
+// longer than the start's sizings (cacheRoom's startSizings), heavier
+// than the caches' floor holds, under 25 % loss. Sized to the quiet
+// spell, the copies of its first two intervals sampled (the sizing
+// follows the traffic an interval behind) and the edge check refused
+// them, so their loss was not verified; sized to the starting room
+// (quietShare), each interval's loss is checked at its cuts and exact
+// from the first.
+func TestEdgeCheckAfterQuietSpell(t *testing.T) {
+	const quiet = 2125 * time.Millisecond // 8½ intervals of 250 ms
+	lines := edgeDemoWrapped(t, 4, 2, nil, nil, func(c *demo.Config) {
+		c.Duration, c.Rate = 4*time.Second, 40_000 // 10 000 packets an interval (5 000 in the first), over the floor's 3 072
+		c.Traffic = func(elapsed time.Duration) (pause, malformed bool) { return elapsed < quiet, false }
+	})
+	seen := 0
+	for _, r := range lines {
+		if r.Sent == 0 {
+			continue
+		}
+		seen++
+		t.Logf("%d: valid %v sent %d lost %d (true %v) edge %v by %v: %s", r.Interval, r.Valid, r.Sent, r.Lost, deref(r.TrueLost), r.Extra["edge_check"], r.Extra["loss_verified_by"], r.Reason)
+		if r.LossValid && (r.TrueLost == nil || r.Lost != *r.TrueLost) {
+			t.Errorf("interval %d: lost %d marked exact, true %v", r.Interval, r.Lost, deref(r.TrueLost))
+		}
+		if seen > 3 {
+			continue
+		}
+		if ec := r.Extra["edge_check"]; (ec != "complete" && ec != "agrees") || !r.LossValid {
+			t.Errorf("interval %d, the %d. with traffic: loss_valid %v, edge check %v (%s): want the loss checked at its cuts", r.Interval, seen, r.LossValid, ec, r.Reason)
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("%d intervals with traffic, want at least 4", seen)
+	}
+}
