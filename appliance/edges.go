@@ -612,6 +612,8 @@ func (s *answerer) answerMembers(x *control.Exchange, loss float64) {
 		return
 	}
 	if cache == nil {
+		s.cfg.Log.Debug().Uint64("interval", x.Interval).Uint16("mec", x.MEC).Uints64("kept", sortedKeys(s.tscaches)).
+			Msg("edge check request about an interval whose timestamps are not kept: answered so")
 		cache = s.noCache()
 	}
 	s.replyIfFits(x, control.KindRDA, cache.AppendMemberReply(nil, ids), s.replyFrag(x, loss, 0), s.cfg.Clock(), "edge check reply")
