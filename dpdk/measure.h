@@ -1263,6 +1263,17 @@ static inline uint64_t ldaf_rx_ts(const struct ldaf_clock *clk, const struct rte
 	return sw;
 }
 
+// ldaf_stamp_each makes ldaf_measure stamp a receiver's frames one by one
+// even where its port stamps none (tests: that path, which ports with
+// hardware stamps take, on ports without them).
+static int ldaf_stamp_each;
+
+static inline int ldaf_set_stamp_each(int on) {
+	int was = ldaf_stamp_each;
+	ldaf_stamp_each = on;
+	return was;
+}
+
 // ldaf_measure is a sender lane's poll with an empty tx buffer
 // (dataplane.SenderFastPath): it receives up to n frames on rxp and
 // measures the burst's longest prefix of frames ldaf_ident takes. When
@@ -1321,6 +1332,12 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 	unsigned k = 0; // the prefix measured here
 	const struct ldaf_clock *clk = rq->clk;
 	uint64_t sw = 0, tss[LDAF_MAX_BURST], poll = 0, poll_err = 0;
+	// uni: a receiver's port stamps no frame (ts_off < 0), so every frame
+	// gets the same stamp u, the burst's software stamp or its poll stamp
+	// (ldaf_rx_ts's fallbacks): the frames are recorded as a sender's are,
+	// at one time, without a stamp each. u 0: none, nothing is measured.
+	int uni = 0;
+	uint64_t u = 0;
 	if (nb == n && rx_stamp) {
 		uint64_t polled = 0;
 		if (clk->soft) {
@@ -1334,7 +1351,9 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 			rq->m_poll_now = now;
 			rq->m_poll_ts = poll;
 		}
-		for (; k < nb; k++) {
+		if (clk->ts_off < 0 && !ldaf_stamp_each)
+			uni = 1, u = sw != 0 ? sw : poll;
+		for (; !uni && k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
 			const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -1351,7 +1370,8 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 			b += len;
 		}
 		rq->m_polled = k > 0 ? polled : 0;
-	} else if (nb == n) {
+	}
+	if (nb == n && (!rx_stamp || uni && u != 0)) {
 		for (; k < nb; k++) {
 			struct rte_mbuf *m = ms[k];
 			uint16_t len = m->data_len;
@@ -1362,6 +1382,8 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 			lens[k] = len;
 			b += len;
 		}
+		if (uni && sw == 0)
+			rq->m_polled = k; // every frame got the poll stamp
 	}
 	if (k == 0) {
 		uint64_t fb;
@@ -1376,7 +1398,12 @@ static inline LDAF_NO_SLP uint16_t ldaf_measure(uintptr_t rxp, uintptr_t txp, ui
 	int cached = sy != NULL && ldaf_cache_ahead(sy, hs, k, css);
 	const struct ldaf_ldasel *sl = (const struct ldaf_ldasel *)sel;
 	struct ldaf_ldacell *cl = (struct ldaf_ldacell *)cells;
-	if (rx_stamp) {
+	if (rx_stamp && uni) {
+		ldaf_lda_add(sl, cl, digest, hs, k, u);
+		*(uint64_t *)offered += k;
+		if (sy)
+			ldaf_syn_add(sy, hs, flows ? fhs : NULL, cached ? css : NULL, ks, k, u, NULL, poll, poll_err);
+	} else if (rx_stamp) {
 		ldaf_lda_add_ts(sl, cl, digest, hs, tss, k);
 		*(uint64_t *)offered += k;
 		if (sy)

@@ -242,6 +242,13 @@ func (p *Port) SendMeasured(to dataplane.Port, syn dataplane.FastSynopses, burst
 // readable past it, as in an mbuf's data room.
 func cIdent(frame []byte) (hash uint64, ok bool) { return cIdentRoom(frame, identSlack) }
 
+// setStampEach makes receiver lanes' fast path stamp each frame through
+// ldaf_rx_ts even on ports that stamp none (the path of ports with
+// hardware stamps), and says whether it did before (tests).
+func setStampEach(on bool) (was bool) {
+	return C.ldaf_set_stamp_each(C.int(boolInt(on))) != 0
+}
+
 // cIdentMany is ldaf_ident over frames, passes times, each frame at the
 // start of a 2 KiB slot as in an mbuf: the XOR of the identities of the
 // frames it took, and how many it took (tests: TestInstrIdentMix).

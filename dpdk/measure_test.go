@@ -238,6 +238,15 @@ func TestFastPathIsGoLane(t *testing.T) {
 	t.Run("receiver", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, false) })
 	t.Run("receiver-pollstamp", func(t *testing.T) { checkReceiverFastIsGo(t, a, b, true) })
 	t.Run("synopses", func(t *testing.T) { checkFastSynIsGo(t, a, b) })
+	// A receiver on a port without stamps records its burst at one time;
+	// the same with each frame stamped on its own, as a port with
+	// hardware stamps is recorded.
+	t.Run("stamp-each", func(t *testing.T) {
+		defer setStampEach(setStampEach(true))
+		checkReceiverFastIsGo(t, a, b, false)
+		checkReceiverFastIsGo(t, a, b, true)
+		checkFastSynIsGo(t, a, b)
+	})
 	t.Run("sender-stamp-err", func(t *testing.T) { checkFastTxStampErr(t, a, b, plain) })
 	t.Run("sender-tx-now", func(t *testing.T) { checkFastTxNow(t, a, b, plain) })
 	t.Run("polls", func(t *testing.T) { checkFastPolls(t, a, b, plain) })
