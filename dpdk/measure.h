@@ -954,7 +954,7 @@ static __attribute__((noinline)) struct ldaf_flowslot *ldaf_flow_observe(struct 
 struct ldaf_synshape {
 	const struct ldaf_rdacell *rcells;
 	uint64_t rm, rchunk, rmask;    // RDA cells per bank, Remix bits per bank (0: one Remix per bank), their mask
-	uint64_t rshift;               // log2(rm) when rm is a power of two (ldaf_syn_plan's rpow2)
+	uint64_t rsh[LDAF_RDA_MAX_BANKS]; // with rpow2: bank b's cell is bits [rsh[b], rsh[b] + log2(rm)) of the Remix
 	const struct ldaf_tsent *slots; // the timestamp cache's (NULL: none)
 	const struct ldaf_ldscell *lcells;
 	const uint64_t *ra, *rm_, *thr; // LDS row hash keys and sampling thresholds
@@ -991,22 +991,22 @@ static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const stru
 // the slot is prefetched. ldaf_syn_add calls it with constant rk, rows,
 // lds_all and held for the default shapes, so that the compiler unrolls
 // its loops, and with rpow2 where the RDA's banks have a power of two
-// cells (the default 2048), whose index then takes a shift for a
-// multiply: a frame of the default synopses costs some 35 multiplies
-// (XXH64, the remixes, the indexes), one a cycle, which bounds the loop
-// besides its memory.
+// cells (the default 2048) taken from slices of one Remix, whose index
+// is then a shift and a mask (s->rsh) rather than a mask, a multiply and
+// two shifts by amounts held in memory.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
 		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held,
 		int rpow2) {
 	if (has_rda) { // RDA.index
 		uint64_t m = s->rm, off = 0;
 		if (likely(s->rchunk != 0)) {
-			uint64_t c = s->rchunk, v = ldaf_remix(h, LDAF_SALT_RDA);
+			uint64_t c = s->rchunk, v0 = ldaf_remix(h, LDAF_SALT_RDA), v = v0;
 			for (uint64_t b = 0; b < rk; b++, off += m, v >>= c) {
-				// With m a power of two, u * m and u << log2(m) are
-				// the same 64-bit value.
-				uint64_t u = v & s->rmask;
-				uint32_t j = (uint32_t)(off + ((rpow2 ? u << s->rshift : u * m) >> c));
+				// With m = 2^r a power of two, (u · m) >> c is u's top r
+				// bits (u has c bits, c + r ≤ 64: synopsis.RDA's
+				// setIndexing), bits [b·c + c − r, b·c + c) of the
+				// Remix: one shift of it and a mask.
+				uint32_t j = (uint32_t)(off + (rpow2 ? v0 >> s->rsh[b] & (m - 1) : (v & s->rmask) * m >> c));
 				x->rda[b] = j;
 				__builtin_prefetch(&s->rcells[j], 1);
 			}
@@ -1095,7 +1095,7 @@ static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint6
 static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
 		const uint64_t *hs, const uint64_t *fhs, const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
 		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all, int held, int rpow2,
-		int unitw) {
+		int unitw, int each) {
 	struct ldaf_synidx plan[LDAF_PLAN_RING];
 	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
 	struct ldaf_rdahot *r = &sy->rda;
@@ -1104,6 +1104,9 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	const int has_rda = sy->has_rda != 0, has_smp = sy->has_smp != 0, has_flows = l->has_flows != 0;
 	struct ldaf_rdacell *__restrict rcells = (struct ldaf_rdacell *)r->cells;
 	struct ldaf_ldscell *__restrict lcells = (struct ldaf_ldscell *)l->cells;
+	// each: ts_each gives every frame its stamp; else all are at ts, with
+	// one error.
+	const uint64_t err1 = poll != 0 && ts == poll ? poll_err : 0;
 	const uint32_t w = (uint32_t)sy->weight;
 	const uint64_t lw = unitw ? 1 : w ? w : 1; // unitw: the caller saw w ≤ 1, and the weighting multiplies go
 	// The RDA's base and its cache (RDA.AddFlow, TSCache.InsertFlow).
@@ -1121,14 +1124,17 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	const uint64_t flimit = l->flimit;
 	uint64_t lpackets = 0, llast = l->last_ts, lheld = 0;
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_plan(s, &plan[i], hs[i], fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held, rpow2);
+		ldaf_syn_plan(s, &plan[i], hs[i], held || fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held,
+			rpow2);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
-				fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
+				held || fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
 				held, rpow2);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
-		uint64_t h = hs[i], t = ts_each ? ts_each[i] : ts, fh = fhs ? fhs[i] : 0, err = poll != 0 && t == poll ? poll_err : 0;
+		uint64_t h = hs[i], fh = held || fhs ? fhs[i] : 0, t = ts, err = err1;
+		if (each)
+			t = ts_each[i], err = poll != 0 && t == poll ? poll_err : 0;
 		if (has_rda) { // RDA.AddFlow
 			if (base == 0)
 				base = t;
@@ -1222,13 +1228,16 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 	for (uint64_t j = 0; lds_all && j < rows; j++)
 		lds_all = ((const uint64_t *)l->thr)[j] >= 1ull << 32;
 	int held = lds_all && s.fslots != NULL;
-	int rpow2 = s.rm != 0 && (s.rm & (s.rm - 1)) == 0;
-	s.rshift = rpow2 ? (uint64_t)__builtin_ctzll(s.rm) : 0;
+	int rpow2 = s.rm != 0 && (s.rm & (s.rm - 1)) == 0 && s.rchunk != 0;
+	for (uint64_t b = 0; rpow2 && b < rk; b++)
+		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm);
 	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
-	if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1)
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1);
+	if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1 && ts_each == NULL) // a sender's, a receiver's without port stamps
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0);
+	else if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1)
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1, 1);
 	else
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0, ts_each != NULL);
 }
 
 // ldaf_cache_ahead computes the timestamp cache's selection hash
