@@ -1123,6 +1123,12 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	// The LDS (LDS.AddFlowKey) and its flow table.
 	const uint64_t flimit = l->flimit;
 	uint64_t lpackets = 0, llast = l->last_ts, lheld = 0;
+	if (!each && n > 0) { // every frame at ts with error err1
+		if (base == 0)
+			base = ts;
+		if (err1 > serr)
+			serr = err1;
+	}
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
 		ldaf_syn_plan(s, &plan[i], hs[i], held || fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held,
 			rpow2);
@@ -1136,7 +1142,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 		if (each)
 			t = ts_each[i], err = poll != 0 && t == poll ? poll_err : 0;
 		if (has_rda) { // RDA.AddFlow
-			if (base == 0)
+			if (each && base == 0)
 				base = t;
 			uint64_t ck = x->ck;
 			for (uint64_t b = 0; b < rk; b++) {
@@ -1154,7 +1160,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 					sflows[slen] = fh;
 				slen++;
 			}
-			if (err > serr)
+			if (each && err > serr)
 				serr = err;
 		}
 		if (fh != 0) { // LDS.AddFlowKey
