@@ -50,8 +50,13 @@ import (
 // lost packets, so a loss-free interval costs no round trip.
 
 // repairKeepIntervals is how many newer intervals the sender ships while
-// it still answers requests for interval k.
-const repairKeepIntervals = 3
+// it still answers requests for interval k. A receiver asks about the cut
+// before interval k (the edge check) once k and k−1 have paired, and an
+// interval pairs after its own fetches and its predecessor: under heavy
+// loss of control frames (a congested segment's first intervals, each
+// with cells, rows and parts to fetch again) that chain has taken four
+// intervals, so the caches outlive it by one.
+const repairKeepIntervals = 5
 
 // repairDeadlineOf is when a request is given up after its first try,
 // as a fraction of the interval (retryPeriod is how often it is tried).
