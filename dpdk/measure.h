@@ -813,13 +813,10 @@ static inline uint64_t ldaf_remix(uint64_t h, uint64_t salt) {
 	return x ^ x >> 31;
 }
 
-// ldaf_note_later is TSCache.noteLater.
+// ldaf_note_later is TSCache.noteLater for a list that is not full
+// (ldaf_later, its only caller, takes a full one).
 static __attribute__((noinline)) uint64_t ldaf_note_later(struct ldaf_rdahot *c, uint64_t h, uint64_t first, uint64_t ts) {
 	struct ldaf_tsent *l = (struct ldaf_tsent *)c->later;
-	if (c->n_later == LDAF_MAX_LATER) { // lost, in the list or not
-		c->later_lost++;
-		return first;
-	}
 	for (uint64_t i = 0; i < c->n_later; i++) {
 		if (l[i].h == h) {
 			c->later_lost++;
@@ -1238,9 +1235,10 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 	for (uint64_t b = 0; rpow2 && b < rk; b++)
 		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm);
 	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
-	if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1 && ts_each == NULL) // a sender's, a receiver's without port stamps
+	int def = rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1;
+	if (def && ts_each == NULL) // a sender's, a receiver's without port stamps
 		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0);
-	else if (rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1)
+	else if (def)
 		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1, 1);
 	else
 		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0, ts_each != NULL);
