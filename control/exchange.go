@@ -120,7 +120,7 @@ func (s *Sender) AppendExchangeOnly(bufs [][]byte, t Type, k uint64, mec uint16,
 		s.scratch = binary.BigEndian.AppendUint64(s.scratch[:0], to)
 		s.scratch = binary.BigEndian.AppendUint32(s.scratch, id)
 		s.scratch = append(s.scratch, body[lo:hi]...)
-		h := Header{Type: t, Kind: kind, MEC: mec, Session: s.cfg.Session, Interval: k, Seq: s.nextSeq(),
+		h := Header{Type: t, Kind: kind, MEC: mec, Session: s.cfg.Session, Interval: k, Seq: s.buildSeq(),
 			FragIndex: uint16(i), FragCount: uint16(n), Direction: s.cfg.Direction}
 		var err error
 		if bufs[out], err = AppendFramePriority(bufs[out][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {

@@ -40,9 +40,18 @@ func FuzzParseFrame(f *testing.F) {
 		}
 	}
 	known := []error{ErrNotControl, ErrTruncated, ErrBadMagic, ErrBadVersion, ErrBadHeader, ErrBadPayload}
+	ns := newNumberingSender(f, testKey)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame
 		err := ParseFrame(b, &fr)
+		// Number parses as ParseFrame does: it renumbers exactly what
+		// parses, and leaves the rest untouched.
+		nb := bytes.Clone(b)
+		if nerr := ns.Number(nb); nerr != err {
+			t.Fatalf("Number: %v, ParseFrame: %v", nerr, err)
+		} else if nerr != nil && !bytes.Equal(nb, b) {
+			t.Fatal("Number changed a frame it refused")
+		}
 		if err != nil {
 			for _, k := range known {
 				if err == k {
@@ -50,6 +59,14 @@ func FuzzParseFrame(f *testing.F) {
 				}
 			}
 			t.Fatalf("unexpected error %v", err)
+		}
+		var nf Frame
+		// Keyed, it signs; a frame that says it is unkeyed stays refused.
+		if err := ParseFrame(nb, &nf); err != nil || ns.auth.Verify(&nf) != (nf.Flags&FlagInsecure == 0) {
+			t.Fatalf("renumbered frame: %v, verifies %v", err, ns.auth.Verify(&nf))
+		}
+		if h := nf.Header; h.Seq != ns.seq.Load() || func() bool { h.Seq = fr.Seq; return h != fr.Header }() {
+			t.Fatalf("renumbered header %+v, parsed %+v", nf.Header, fr.Header)
 		}
 		if len(fr.Authed) != HeaderLen+int(fr.PayloadLen) || len(fr.Payload) != int(fr.PayloadLen) || len(fr.Tag) != TagLen {
 			t.Fatalf("lengths: authed %d payload %d tag %d, header says %d", len(fr.Authed), len(fr.Payload), len(fr.Tag), fr.PayloadLen)

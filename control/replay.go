@@ -3,9 +3,12 @@ package control
 // ReplayWindow is the number of sequence numbers behind the highest seen
 // that are still accepted once (a bitmap of this many bits). Control frames
 // come from several transmit queues (one End per sender lane, fragments from
-// the control goroutine), so they may arrive reordered by up to a few
-// bursts; 1024 frames is many intervals' worth. Must be a multiple of 64.
-const ReplayWindow = 1024
+// the control goroutine), so they arrive reordered: an End marker, numbered
+// when its lane writes it, overtakes every frame waiting in the control
+// goroutine's inject ring (1024 frames in the appliance, which numbers a
+// frame as it enters the ring: SenderConfig.NumberAtSend). 4096 spans the
+// ring four times over. Must be a multiple of 64.
+const ReplayWindow = 4096
 
 // replayVerdict is what replayFilter.check says about a sequence number.
 type replayVerdict uint8

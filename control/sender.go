@@ -35,6 +35,15 @@ type SenderConfig struct {
 	// Hello is the configuration announced to the receiver. SentNs is set
 	// per transmission.
 	Hello Hello
+	// NumberAtSend leaves the frames AppendInterval and AppendExchange*
+	// build without a sequence number of their own (they carry 1, which
+	// the receiver would drop as a replay); the caller numbers each with
+	// Number as it hands it to the lane. A caller that holds frames back
+	// (paced replies, spaced copies) must: numbered when built, a frame
+	// sent after frames built later reaches the receiver behind the
+	// newest number it saw by every frame built meanwhile, and past
+	// ReplayWindow it is dropped (TooOld) and counted lost.
+	NumberAtSend bool
 }
 
 // Sender builds the control frames of one session: a Hello and the
@@ -161,6 +170,31 @@ func (s *Sender) FrameLimit() int {
 // not per packet).
 func (s *Sender) nextSeq() uint64 { return s.seq.Add(1) }
 
+// buildSeq is the sequence number a frame gets when built: the next one,
+// or the placeholder 1 under NumberAtSend (Number replaces it).
+func (s *Sender) buildSeq() uint64 {
+	if s.cfg.NumberAtSend {
+		return 1
+	}
+	return s.nextSeq()
+}
+
+// Number gives f, a frame this Sender built, the session's next sequence
+// number and the tag that goes with it, in place. Under
+// SenderConfig.NumberAtSend every frame the control goroutine builds
+// must pass through it, in the order the frames are sent; it is for that
+// goroutine only. An f that does not parse as a control frame is left
+// alone and the error returned.
+func (s *Sender) Number(f []byte) error {
+	var fr Frame
+	if err := ParseFrame(f, &fr); err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint64(fr.Authed[24:32], s.nextSeq())
+	s.auth.appendTag(fr.Tag[:0], fr.Authed) // Tag's capacity is TagLen: written in place
+	return nil
+}
+
 // Part is one per-interval payload to send: an encoded synopsis of one MEC.
 type Part struct {
 	PartKey
@@ -201,7 +235,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 	if s.scratch, err = hello.AppendBinary(s.scratch[:0]); err != nil {
 		return bufs[:0], err
 	}
-	h := Header{Type: TypeHello, Session: s.cfg.Session, Interval: k, Seq: s.nextSeq(), FragCount: 1, Direction: s.cfg.Direction}
+	h := Header{Type: TypeHello, Session: s.cfg.Session, Interval: k, Seq: s.buildSeq(), FragCount: 1, Direction: s.cfg.Direction}
 	if bufs[0], err = AppendFrame(bufs[0][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
 		return bufs[:0], err
 	}
@@ -212,7 +246,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 			lo := f * chunk
 			hi := min(lo+chunk, len(p.Payload))
 			h := Header{Type: TypeFragment, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
-				Seq: s.nextSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
+				Seq: s.buildSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
 			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi], s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
@@ -228,7 +262,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 		for j, sh := range par {
 			s.scratch = appendParityPayload(s.scratch[:0], m, len(p.Payload), sh)
 			h := Header{Type: TypeParity, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
-				Seq: s.nextSeq(), FragIndex: uint16(j), FragCount: uint16(c), Direction: s.cfg.Direction}
+				Seq: s.buildSeq(), FragIndex: uint16(j), FragCount: uint16(c), Direction: s.cfg.Direction}
 			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
