@@ -415,7 +415,10 @@ func (s *answerer) resend(x *control.Exchange, nowNs uint64) {
 }
 
 // waitingReply says whether a fragment of our answer to x's request
-// (session, id) is still paced, not yet handed to the inject queue.
+// (session, id) is still paced, not yet due. One due and waiting in the
+// shipper does not count: a retry then queues the reply again, another
+// copy of every fragment for a lossy segment; the copies wait behind the
+// shipments as the first does, and expire as it does (shipper.handOver).
 func (s *answerer) waitingReply(x *control.Exchange) bool {
 	key := [2]uint64{x.Session, uint64(x.ID)}
 	for i := range s.paced {
@@ -471,7 +474,8 @@ type replyCut struct {
 func (s *answerer) duePaced(nowNs uint64) {
 	n := 0
 	for n < len(s.paced) && s.paced[n].at <= nowNs {
-		s.ship.queue(s.paced[n].frame)
+		p := &s.paced[n]
+		s.ship.queueReply(replyFrame{frame: p.frame, expires: p.at + uint64(s.cfg.Interval.Nanoseconds())})
 		n++
 	}
 	if n > 0 {

@@ -294,7 +294,7 @@ func New(cfg Config) (*Appliance, error) {
 	if cfg.Syn.LDS != nil {
 		parts = append(parts, control.PartKey{MEC: 0, Kind: control.KindLDS})
 	}
-	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir,
+	scfg := control.SenderConfig{Session: cfg.Session, Key: cfg.Key, Insecure: cfg.Insecure, MTU: cfg.MTU, Priority: cfg.ControlPriority, Direction: a.sendDir, NumberAtSend: true, // shipper.handOver
 		Hello: control.Hello{IntervalNs: cfg.Interval.Nanoseconds(), ConfigHash: hash, Lanes: uint16(nq), Clock: cfg.ClockName,
 			MECs: cfg.Classifier.Names(), Parts: parts, Config: desc}}
 	if a.sender, err = control.NewSender(scfg); err != nil {
@@ -609,12 +609,13 @@ func (a *Appliance) logStopped() {
 		Uint64("sender_fast_bursts", s.FastBursts.Load()).Uint64("receiver_fast_bursts", r.FastBursts.Load()).
 		Uint64("control_stripped", r.ControlStripped.Load()).Uint64("control_queue_full", r.ControlQueueFull.Load()).
 		Uint64("ctl_accepted", cc.Accepted).Uint64("ctl_bundles", cc.Bundles).Uint64("ctl_failures", cc.Failures).
-		Uint64("ctl_late", cc.Late).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
+		Uint64("ctl_late", cc.Late).Uint64("ctl_too_old", cc.TooOld).Uint64("ctl_out_of_order", cc.OutOfOrder).Uint64("ctl_bad_tag", cc.BadTag).Uint64("ctl_replayed", cc.Replayed).
 		Uint64("ctl_rebuilt", cc.Rebuilt).Uint64("ctl_rebuilt_fragments", cc.RebuiltFragments).
 		Uint64("overruns", a.sbuf.Overruns()+a.rbuf.Overruns()).
 		Uint64("rda_requests_sent", rc.RequestsSent).Uint64("rda_replies_accepted", rc.RepliesAccepted).Uint64("rda_repairs_given_up", rc.GivenUp).
 		Uint64("rda_requests_answered", rc.RequestsAnswered).Uint64("rda_requests_refused", rc.RequestsRefused).
-		Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).Msg("appliance stopped")
+		Uint64("rda_replies_stray", rc.RepliesStray).Uint64("rda_replies_bad", rc.RepliesBad).Uint64("rda_replies_over_budget", rc.RepliesOverBudget).
+		Uint64("rda_replies_expired", rc.RepliesExpired).Msg("appliance stopped")
 }
 
 // cacheStartPackets sizes the RDA timestamp caches at start, shared by

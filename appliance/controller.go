@@ -390,9 +390,9 @@ func (c *controller) sendSide(nowNs uint64) {
 	}
 	c.ship.dueCopies(nowNs)
 	c.ans.duePaced(nowNs)
-	c.ship.handOver()
+	c.ship.handOver(nowNs)
 	c.ship.dueCopies(nowNs) // schedules what waited for the frames just handed over
-	backlog := len(c.ship.pending) + len(c.ship.later) + a.inject.Count() + len(c.ans.paced)
+	backlog := len(c.ship.pending) + len(c.ship.replies) + len(c.ship.later) + a.inject.Count() + len(c.ans.paced)
 	a.injectGap.Store(paceGap(c.baseGap, backlog, a.cfg.Interval))
 }
 

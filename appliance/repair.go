@@ -76,6 +76,9 @@ type RepairCounters struct {
 	RepliesStray      uint64 // replies to no pending request (late, duplicate, another session's)
 	RepliesBad        uint64 // replies that do not decode against their request
 	GivenUp           uint64 // requests that reached their deadline without a reply
+	// RepliesExpired: reply frames dropped unsent, queued behind the
+	// shipments for an interval (every request they answer given up).
+	RepliesExpired uint64
 }
 
 // repairCounters are the requester's counters; the answerer keeps the
@@ -88,7 +91,8 @@ type repairCounters struct {
 func (a *Appliance) RepairCounters() RepairCounters {
 	r, s := &a.ctl.req.rc, &a.ctl.ans
 	return RepairCounters{RequestsAnswered: s.answered.Load(), RequestsRefused: s.refused.Load(), RequestsSent: r.sent.Load(),
-		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: s.overBudget.Load()}
+		RepliesAccepted: r.accepted.Load(), RepliesStray: r.stray.Load(), RepliesBad: r.bad.Load(), GivenUp: r.givenUp.Load(), RepliesOverBudget: s.overBudget.Load(),
+		RepliesExpired: a.ctl.ship.expired.Load()}
 }
 
 type repairKey struct {

@@ -76,18 +76,18 @@ func TestRepairAcceptsOneReply(t *testing.T) {
 		"not a request":             {Type: control.TypeRequest, Session: peer, To: ours, ID: 1, Interval: k, Kind: control.KindRDA, Body: []byte("junk")},
 	} {
 		c.ans.answer(&x, 0)
-		if len(c.ship.pending) != 0 {
+		if len(c.ans.paced) != 0 {
 			t.Fatalf("%s: answered", name)
 		}
 	}
 	x := control.Exchange{Type: control.TypeRequest, Session: peer, To: ours, ID: 9, Interval: k, Kind: control.KindRDA, Body: req}
 	c.ans.answer(&x, 0)
 	c.ans.duePaced(math.MaxUint64) // the reply's fragments, paced: all due
-	if len(c.ship.pending) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
-		t.Fatalf("%d frames, counters %+v", len(c.ship.pending), a.RepairCounters())
+	if len(c.ship.replies) == 0 || a.RepairCounters().RequestsAnswered != 1 || a.RepairCounters().RequestsRefused != 3 {
+		t.Fatalf("%d frames, counters %+v", len(c.ship.replies), a.RepairCounters())
 	}
 	var f control.Frame
-	if err := control.ParseFrame(c.ship.pending[0], &f); err != nil || f.Type != control.TypeReply || f.Interval != k || f.Direction != a.SendDirection() {
+	if err := control.ParseFrame(c.ship.replies[0].frame, &f); err != nil || f.Type != control.TypeReply || f.Interval != k || f.Direction != a.SendDirection() {
 		t.Fatalf("reply frame: %v %+v", err, f.Header)
 	}
 }

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/ldafwd/ldafwd/control"
@@ -25,6 +26,18 @@ type shipper struct {
 	bufs   [][]byte
 	// pending: frames waiting for room in the inject ring, in order.
 	pending [][]byte
+	// replies: the answerer's due reply frames, which go only when no
+	// pending frame waits and the ring holds few frames (handOver).
+	replies  []replyFrame
+	replyBuf [][]byte
+	// handed counts the frames ever handed to the inject ring, and
+	// shipLast is what it was when the last pending frame went: the lane
+	// has taken every pending frame off the ring once handed minus the
+	// ring's count reaches it (dueCopies).
+	handed, shipLast uint64
+	// expired counts the reply frames dropped unsent (replyFrame.expires);
+	// read by RepairCounters from any goroutine.
+	expired atomic.Uint64
 	// later holds the second and further copies of the shipped intervals'
 	// frames until their time (copySpacing apart): a burst of loss that
 	// takes one copy of a fragment then rarely takes the others.
@@ -52,24 +65,93 @@ type shipIn struct {
 // queue appends a frame to those waiting for the inject ring.
 func (s *shipper) queue(f []byte) { s.pending = append(s.pending, f) }
 
+// replyFrame is a reply fragment due to leave and when it is no longer
+// worth sending (ns).
+type replyFrame struct {
+	frame   []byte
+	expires uint64
+}
+
+// replyRingDepth is the most frames the inject ring holds when a reply
+// frame is handed to it: replies wait in the shipper behind the
+// shipments, and a shipment made while they flow waits behind at most
+// this many of them in the ring. The lane injects a frame per gap of
+// the data's (pacing.go), at most a few a poll: what the control traffic
+// can take is bounded, and the requests for what is lost grow with the
+// loss. Queued ahead of the shipments, replies delayed the LDAs past the
+// receiver's wait, which then asked for more, and under a congested
+// segment's loss no interval was measured again.
+const replyRingDepth = 16
+
+// queueReply appends a due reply frame to those waiting behind the
+// pending frames.
+func (s *shipper) queueReply(f replyFrame) { s.replies = append(s.replies, f) }
+
 // paid counts the bytes of a request or reply sent, to be paid from the
 // next shipment's budget.
 func (s *shipper) paid(n int) { s.exchanged += n }
 
-// idle says whether nothing waits to be sent: no frame pending, no later
-// copy.
-func (s *shipper) idle() bool { return len(s.pending) == 0 && len(s.later) == 0 }
+// idle says whether nothing waits to be sent: no frame pending, no reply,
+// no later copy.
+func (s *shipper) idle() bool { return len(s.pending) == 0 && len(s.replies) == 0 && len(s.later) == 0 }
 
 // handOver moves the pending frames into the inject ring, as many as it
-// takes.
-func (s *shipper) handOver() {
+// takes, numbering each as it goes (control.SenderConfig.NumberAtSend):
+// the frames then leave in the order of their numbers whatever order
+// they were built in (paced replies, spaced copies), and the receiver's
+// replay window only has to span the ring and the End markers the lanes
+// send past it, not every frame built and held back meanwhile.
+//
+// The reply frames go after every pending frame, and only while the ring
+// holds fewer than replyRingDepth frames; one queued longer than its
+// expiry is dropped and counted (every request it answers has been given
+// up by then).
+func (s *shipper) handOver(nowNs uint64) {
 	if len(s.pending) > 0 {
-		n := s.inject.EnqueueBurst(s.pending)
-		for i := 0; i < n; i++ {
-			s.pending[i] = nil
-		}
+		n := s.give(s.pending, s.inject.FreeCount())
+		clear(s.pending[:n])
 		s.pending = s.pending[n:]
+		s.shipLast = s.handed
+		if len(s.pending) > 0 {
+			return
+		}
 	}
+	drop := 0
+	for drop < len(s.replies) && s.replies[drop].expires <= nowNs {
+		drop++
+	}
+	if drop > 0 {
+		s.expired.Add(uint64(drop))
+		clear(s.replies[:drop])
+		s.replies = s.replies[drop:]
+	}
+	if room := replyRingDepth - s.inject.Count(); room > 0 && len(s.replies) > 0 {
+		s.replyBuf = s.replyBuf[:0]
+		for _, r := range s.replies[:min(room, len(s.replies))] {
+			s.replyBuf = append(s.replyBuf, r.frame)
+		}
+		n := s.give(s.replyBuf, room)
+		clear(s.replyBuf)
+		clear(s.replies[:n])
+		s.replies = s.replies[n:]
+	}
+}
+
+// give numbers the first frames of fs, at most room (the ring's free
+// slots or fewer), and enqueues them; it returns how many went.
+func (s *shipper) give(fs [][]byte, room int) int {
+	n := min(len(fs), room)
+	for _, f := range fs[:n] {
+		if err := s.sender.Number(f); err != nil {
+			s.cfg.Log.Error().Err(err).Msg("numbering a control frame") // we built it: cannot happen
+		}
+	}
+	// Only this goroutine enqueues: the ring's room can only have grown
+	// since it was read, so all n go (a frame numbered and not sent
+	// would only read as one lost).
+	n = s.inject.EnqueueBurst(fs[:n])
+	s.handed += uint64(n)
+	return n
 }
 
 // shipment is one sender copy on its way: the parts encoded so far and
@@ -440,7 +522,7 @@ func (s *shipper) copySpacing() time.Duration {
 // other frames (exchanges under loss), and copies that waited together
 // would leave together.
 func (s *shipper) dueCopies(nowNs uint64) {
-	if len(s.pending) == 0 && s.inject.Count() == 0 {
+	if len(s.pending) == 0 && s.handed-uint64(s.inject.Count()) >= s.shipLast {
 		for i := range s.later {
 			if s.later[i].at == 0 {
 				s.later[i].at = nowNs + uint64(s.later[i].copyN)*uint64(s.copySpacing())

@@ -41,8 +41,12 @@ func TestStartedBetweenEndAndFragments(t *testing.T) {
 		t.Fatalf("%d frames: the interval must have fragments to lose one", len(frames))
 	}
 	// The End marker passed before the start; every frame but the last
-	// comes after it.
+	// comes after it, numbered as the peer's shipper numbers a frame it
+	// hands to its lane.
 	for _, f := range frames[:len(frames)-1] {
+		if err := peer.sender.Number(f); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.a.receiver.Consume(f, int64(clk.Load())); err != nil {
 			t.Fatal(err)
 		}
