@@ -177,6 +177,7 @@ type Lane struct {
 	endFrame            control.Frame
 	injectBuf           [1][]byte
 	nextInject          uint64 // with InjectGap: the earliest time the next control frame goes
+	injectIdle          bool   // with InjectGap: the last poll found the inject ring empty (no credit, inject)
 	meta                classifier.Meta
 	parse               classifier.Level // as little as the synopses read (NewLane)
 }
@@ -1140,9 +1141,16 @@ func (l *Lane) queueOwn(frame []byte) bool {
 
 // inject queues up to Pace control frames from the control side behind
 // the data (which keeps the order), paced so a synopsis of many fragments
-// never takes a burst's worth of the wire: with InjectGap non-zero, one
-// frame per poll and at least that gap apart (the clock is read only
-// while frames wait). A frame stays in the inject ring while the tx
+// never takes a burst's worth of the wire: with InjectGap non-zero, at
+// least that gap apart on average, one frame per poll while the lane
+// polls more often than the gap (the clock is read only while frames
+// wait). A lane that polls less often (a worker busy with long bursts, or
+// starved of its core) sends one frame for each gap since the last went,
+// at most Pace, ahead of the poll's burst of data: one a poll would cap
+// the control traffic at the poll rate, a few thousand frames a second
+// on such a worker, below what a congested segment's shipments and
+// exchanges take. Frames that find the ring empty get no credit for the
+// time it was. A frame stays in the inject ring while the tx
 // buffer has no room; one the port has no buffer for is dropped and
 // counted (the receiver then reports the interval invalid, fragment
 // lost).
@@ -1154,14 +1162,20 @@ func (l *Lane) inject() bool {
 	if l.cfg.InjectGap != nil {
 		if gap := l.cfg.InjectGap.Load(); gap > 0 {
 			if l.cfg.Inject.Count() == 0 {
+				l.injectIdle = true
 				return false
 			}
 			now := l.cfg.Clock()
 			if now < l.nextInject {
 				return false
 			}
+			due := uint64(1)
+			if !l.injectIdle && l.nextInject != 0 {
+				due += (now - l.nextInject) / gap
+			}
+			l.injectIdle = false
 			l.nextInject = now + gap
-			pace = 1
+			pace = int(min(due, uint64(pace)))
 		}
 	}
 	sent := false

@@ -14,8 +14,11 @@ import (
 
 // TestLaneInjectGap: with an injection gap, the sender lane puts one
 // control frame on the wire per poll and never two closer than the gap
-// (by its clock), whatever waits in the inject ring; without one, up to
-// Pace a poll. A gap set to 0 while frames wait lets them go at once.
+// (by its clock), whatever waits in the inject ring, while it polls more
+// often than the gap; polling less often, one frame per gap since the
+// last went, at most Pace a poll, none for time the ring was empty;
+// without a gap, up to Pace a poll. A gap set to 0 while frames wait lets
+// them go at once.
 func TestLaneInjectGap(t *testing.T) {
 	cl, _ := classifier.NewClassifier(nil)
 	buf, err := dataplane.NewSynBuffer(dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), Classes: 1})
@@ -70,6 +73,28 @@ func TestLaneInjectGap(t *testing.T) {
 			t.Fatalf("frames %d and %d went %d ns apart under a 100 µs gap", i-1, i, d)
 		}
 	}
+	// Polls 250 µs apart under the 100 µs gap: two frames a poll (one
+	// per gap since the last went); 700 µs apart: Pace (4), the most. The
+	// first poll after the ring was empty sends one: the idle time is no
+	// credit.
+	if n := poll(4_500_000); n != 0 {
+		t.Fatalf("%d frames from an empty ring", n)
+	}
+	for i := 0; i < 20; i++ {
+		inject.EnqueueBurst([][]byte{frame})
+	}
+	for i, want := range []int{1, 2, 2, 2} {
+		if n := poll(4_600_000 + uint64(i)*250_000); n != want {
+			t.Fatalf("poll %d, 250 µs apart: %d frames, want %d", i, n, want)
+		}
+	}
+	if n := poll(4_600_000 + 3*250_000 + 700_000); n != dataplane.DefaultPace {
+		t.Fatalf("a poll 700 µs on: %d frames, want Pace (%d)", n, dataplane.DefaultPace)
+	}
+	for t0 := uint64(7_000_000); inject.Count() > 0; t0 += 1_000_000 {
+		poll(t0)
+	}
+
 	// No gap: Pace (4) a poll.
 	gap.Store(0)
 	for i := 0; i < 8; i++ {
@@ -81,7 +106,7 @@ func TestLaneInjectGap(t *testing.T) {
 	if n := poll(5_000_001); n != dataplane.DefaultPace {
 		t.Fatalf("without a gap: %d frames in the next poll, want %d", n, dataplane.DefaultPace)
 	}
-	if inj := lane.Stats.Injected.Load(); inj != 28 {
-		t.Fatalf("%d injected, want 28", inj)
+	if inj := lane.Stats.Injected.Load(); inj != 48 {
+		t.Fatalf("%d injected, want 48", inj)
 	}
 }
