@@ -258,7 +258,7 @@ netem_dropped=0
 if [ "$NETEM" = 1 ]; then
 	netem_dropped=$(ip netns exec "$NSW" tc -s qdisc show dev "${S2}p" | sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | head -1)
 fi
-KERNEL="{$(k gen_tx "$NSG" "${G}p" tx_packets)$(k gen_tx_dropped "$NSG" "${G}p" tx_dropped)$(k g_rx_dropped "" "$G" rx_dropped)\
+KERNEL="{$(k gen_tx "$NSG" "${G}p" tx_packets)$(k gen_tx_dropped "$NSG" "${G}p" tx_dropped)$(k g_rx_dropped "" "$G" rx_dropped)$(k g_rx "" "$G" rx_packets)$(k s2_rx "" "$S2" rx_packets)\
 $(k s1_tx_dropped "" "$S1" tx_dropped)$(k s1p_rx_dropped "$NSW" "${S1}p" rx_dropped)$(k s2p_tx_dropped "$NSW" "${S2}p" tx_dropped)\
 $(k br_tx "$NSW" br0 tx_packets)$(k br_dropped "$NSW" br0 tx_dropped)$(k s2_rx_dropped "" "$S2" rx_dropped)\
 $(k k_tx_dropped "" "$K" tx_dropped)$(k sink_rx "$NSK" "${K}p" rx_packets)\"netem_dropped\":${netem_dropped:-0},\"netem\":$NETEM,\
@@ -333,12 +333,15 @@ S = kern["sink_rx"]
 # ring full, or no fill ring frame to copy into), as the kernel's veth
 # counts them: an XDP redirect that fails is the veth's rx_drops (its
 # rx_dropped), once per frame; the port's rx_dropped must agree. dpdk
-# (net_af_packet): the packet socket's drops, which the veth never sees:
-# the port's rx_dropped (imissed) is the only count.
+# (net_af_packet): the packet socket's drops (its ring full), which the
+# veth counts as received and DPDK 22.11's net_af_packet does not count
+# at all (the port's rx_dropped stays 0): what the veth received less
+# what the port read.
 if ports == "afxdp":
     V1, V2, how = kern["g_rx_dropped"], kern["s2_rx_dropped"], "its AF_XDP socket refused (failed XDP redirects, the veth's rx_dropped)"
 else:
-    V1, V2, how = D1, D2, "its packet socket dropped (port rx_dropped)"
+    V1, V2 = kern["g_rx"] - A1, kern["s2_rx"] - A2
+    how = "its packet socket dropped (the veth's rx_packets − port rx_packets; net_af_packet counts none)"
 O = kern["br_tx"]                                         # frames the segment's bridge originated
 K = kern["s1_tx_dropped"] + kern["s1p_rx_dropped"] + kern["s2p_tx_dropped"] + kern["br_dropped"] + kern["netem_dropped"]
 KS = kern["k_tx_dropped"]
