@@ -81,6 +81,23 @@ type RepairCounters struct {
 	RepliesExpired uint64
 }
 
+// Each calls fn with a stable snake_case name and the value of every
+// counter, so exporters (Prometheus: ldafwd_exchange_<name>_total) need no
+// list of their own.
+func (c RepairCounters) Each(fn func(name string, v uint64)) {
+	for _, x := range []struct {
+		n string
+		v uint64
+	}{
+		{"requests_answered", c.RequestsAnswered}, {"requests_refused", c.RequestsRefused},
+		{"replies_over_budget", c.RepliesOverBudget}, {"replies_expired", c.RepliesExpired},
+		{"requests_sent", c.RequestsSent}, {"replies_accepted", c.RepliesAccepted}, {"replies_stray", c.RepliesStray},
+		{"replies_bad", c.RepliesBad}, {"given_up", c.GivenUp},
+	} {
+		fn(x.n, x.v)
+	}
+}
+
 // repairCounters are the requester's counters; the answerer keeps the
 // answering side's.
 type repairCounters struct {

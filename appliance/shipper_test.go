@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 
@@ -145,5 +146,38 @@ func TestShipperReplies(t *testing.T) {
 	}
 	if snt, got := r.ControlFrames(); snt != got {
 		t.Errorf("receiver counts %d of %d control frames: %d lost", got, snt, snt-got)
+	}
+}
+
+// TestRepairCountersEach: Each names every RepairCounters field once and
+// reports the field it names (each field set alone, by reflection, so a
+// field added without a name fails here).
+func TestRepairCountersEach(t *testing.T) {
+	n := reflect.TypeOf(RepairCounters{}).NumField()
+	names := map[string]bool{}
+	for i := 0; i < n; i++ {
+		var c RepairCounters
+		reflect.ValueOf(&c).Elem().Field(i).SetUint(uint64(i + 1))
+		hits := 0
+		c.Each(func(name string, v uint64) {
+			if i == 0 {
+				if names[name] {
+					t.Fatalf("name %q twice", name)
+				}
+				names[name] = true
+			}
+			if v != 0 {
+				hits++
+				if v != uint64(i+1) {
+					t.Fatalf("field %d reported as %d under %q", i, v, name)
+				}
+			}
+		})
+		if hits != 1 {
+			t.Fatalf("field %s reported %d times", reflect.TypeOf(c).Field(i).Name, hits)
+		}
+	}
+	if len(names) != n {
+		t.Fatalf("%d names for %d fields", len(names), n)
 	}
 }

@@ -35,6 +35,9 @@ type Sources struct {
 	Lanes map[string]*dataplane.LaneStats
 	// Control returns the receiver's control-frame counters.
 	Control func() control.Counters
+	// Exchange calls fn with each request/reply exchange counter's name
+	// and value (appliance.RepairCounters.Each).
+	Exchange func(fn func(name string, v uint64))
 	// Captures are the capture taps by the report name of their port
 	// ("a", "b").
 	Captures map[string]*dataplane.Tap
@@ -158,7 +161,7 @@ func New(segment string, info map[string]string) *Metrics {
 		ConstLabels: buildinfo.Get().Labels()})
 	bi.Set(1)
 	r.MustRegister(bi)
-	r.MustRegister(&scrape{m: m})
+	r.MustRegister(&scrape{m: m}, exchangeScrape{m: m})
 	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{Namespace: Namespace}))
 	return m
 }

@@ -268,6 +268,10 @@ func TestScrapeSources(t *testing.T) {
 		Ports:   map[string]dataplane.Port{"a": &fakePort{dataplane.Stats{RxPackets: 100, TxDropped: 3}}, "b": &fakePort{dataplane.Stats{TxPackets: 97}}},
 		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender, "receiver": &receiver},
 		Control: func() control.Counters { return cc },
+		Exchange: func(fn func(string, uint64)) {
+			fn("replies_expired", 7)
+			fn("given_up", 2)
+		},
 	})
 	want := `
 # HELP ldafwd_port_rx_packets_total Frames received on the port.
@@ -289,13 +293,20 @@ ldafwd_lane_max_tx_stamp_gap_seconds{lane="sender"} 2.5e-06
 # HELP ldafwd_control_bad_tag_total Control receiver counter bad_tag (see control.Counters).
 # TYPE ldafwd_control_bad_tag_total counter
 ldafwd_control_bad_tag_total 2
+# HELP ldafwd_exchange_replies_expired_total Request/reply exchange counter replies_expired (timestamps, cells, rows, parts and edge checks asked of the peer or answered for it).
+# TYPE ldafwd_exchange_replies_expired_total counter
+ldafwd_exchange_replies_expired_total 7
+# HELP ldafwd_exchange_given_up_total Request/reply exchange counter given_up (timestamps, cells, rows, parts and edge checks asked of the peer or answered for it).
+# TYPE ldafwd_exchange_given_up_total counter
+ldafwd_exchange_given_up_total 2
 # HELP ldafwd_up 1 while the appliance is running.
 # TYPE ldafwd_up gauge
 ldafwd_up 0
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"ldafwd_port_rx_packets_total", "ldafwd_port_tx_dropped_total", "ldafwd_lane_ends_sent_total",
-		"ldafwd_lane_max_tx_stamp_gap_seconds", "ldafwd_control_bad_tag_total", "ldafwd_up"); err != nil {
+		"ldafwd_lane_max_tx_stamp_gap_seconds", "ldafwd_control_bad_tag_total", "ldafwd_exchange_replies_expired_total",
+		"ldafwd_exchange_given_up_total", "ldafwd_up"); err != nil {
 		t.Fatal(err)
 	}
 	// Every control.Counters field is exported.

@@ -27,6 +27,10 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		Ports:   map[string]dataplane.Port{"a": &fakePort{}, "b": &fakePort{}},
 		Lanes:   map[string]*dataplane.LaneStats{"sender": &sender, "receiver": &receiver},
 		Control: func() control.Counters { return control.Counters{Accepted: 3} },
+		Exchange: func(fn func(string, uint64)) {
+			fn("requests_sent", 4)
+			fn("replies_expired", 1)
+		},
 	})
 	m.SetState(StateRunning)
 	m.Observe(&report.Interval{Interval: 1, Direction: "a>b", MEC: "all", Synopsis: "lda", Valid: true, Sent: 10, Received: 9, Lost: 1,

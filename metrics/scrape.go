@@ -124,6 +124,26 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// exchangeScrape exports Sources.Exchange as ldafwd_exchange_<name>_total.
+// Its names come from the source (the appliance's counters), so it
+// describes nothing up front: an unchecked collector.
+type exchangeScrape struct{ m *Metrics }
+
+func (exchangeScrape) Describe(chan<- *prometheus.Desc) {}
+
+func (s exchangeScrape) Collect(ch chan<- prometheus.Metric) {
+	s.m.mu.Lock()
+	src := s.m.src
+	s.m.mu.Unlock()
+	if src.Exchange == nil {
+		return
+	}
+	src.Exchange(func(name string, v uint64) {
+		d := desc("exchange_"+name+"_total", "Request/reply exchange counter "+name+" (timestamps, cells, rows, parts and edge checks asked of the peer or answered for it).")
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	})
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {

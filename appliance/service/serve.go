@@ -89,6 +89,7 @@ func Run(ctx context.Context, o *Config, w *report.Writer, table io.Writer, last
 		Ports:    map[string]dataplane.Port{"a": ports.a, "b": ports.b},
 		Lanes:    lanes,
 		Control:  a.ControlCounters,
+		Exchange: func(fn func(string, uint64)) { a.RepairCounters().Each(fn) },
 		Captures: captureSources(tapA, tapB),
 	})
 	tapA.Start()
