@@ -177,7 +177,7 @@ type Lane struct {
 	endFrame            control.Frame
 	injectBuf           [1][]byte
 	nextInject          uint64 // with InjectGap: the earliest time the next control frame goes
-	injectIdle          bool   // with InjectGap: the last poll found the inject ring empty (no credit, inject)
+	injectIdle          bool   // with InjectGap: the last poll found the inject ring empty (inject: the next frames earn no credit for that time)
 	meta                classifier.Meta
 	parse               classifier.Level // as little as the synopses read (NewLane)
 }
