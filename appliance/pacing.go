@@ -25,7 +25,7 @@ import (
 // the gap (long bursts on a busy or shared core) sends one frame for
 // each gap since the last, a few at most, at the head of the poll's
 // burst: one a poll would hold the control traffic to the poll rate,
-// which on a 2-core host at 50 kpps was below what the shipments alone
+// which on a 2-core host at 50 kpps is below what the shipments alone
 // take.
 
 // Pacing alone does not get a full-size control frame through such a

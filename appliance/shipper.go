@@ -78,9 +78,9 @@ type replyFrame struct {
 // this many of them in the ring. The lane injects a frame per gap of
 // the data's (pacing.go), at most a few a poll: what the control traffic
 // can take is bounded, and the requests for what is lost grow with the
-// loss. Queued ahead of the shipments, replies delayed the LDAs past the
-// receiver's wait, which then asked for more, and under a congested
-// segment's loss no interval was measured again.
+// loss. Queued ahead of the shipments, replies would delay the LDAs past
+// the receiver's wait, which then asks for more: under a congested
+// segment's loss no interval would be measured again.
 const replyRingDepth = 16
 
 // queueReply appends a due reply frame to those waiting behind the
