@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ldafwd/ldafwd/control"
+	"github.com/ldafwd/ldafwd/internal/eachtest"
 	"github.com/ldafwd/ldafwd/ring"
 	"github.com/rs/zerolog"
 )
@@ -153,31 +154,9 @@ func TestShipperReplies(t *testing.T) {
 // reports the field it names (each field set alone, by reflection, so a
 // field added without a name fails here).
 func TestRepairCountersEach(t *testing.T) {
-	n := reflect.TypeOf(RepairCounters{}).NumField()
-	names := map[string]bool{}
-	for i := 0; i < n; i++ {
+	eachtest.Check(t, reflect.TypeOf(RepairCounters{}).NumField(), func(i int, v uint64) func(func(string, uint64)) {
 		var c RepairCounters
-		reflect.ValueOf(&c).Elem().Field(i).SetUint(uint64(i + 1))
-		hits := 0
-		c.Each(func(name string, v uint64) {
-			if i == 0 {
-				if names[name] {
-					t.Fatalf("name %q twice", name)
-				}
-				names[name] = true
-			}
-			if v != 0 {
-				hits++
-				if v != uint64(i+1) {
-					t.Fatalf("field %d reported as %d under %q", i, v, name)
-				}
-			}
-		})
-		if hits != 1 {
-			t.Fatalf("field %s reported %d times", reflect.TypeOf(c).Field(i).Name, hits)
-		}
-	}
-	if len(names) != n {
-		t.Fatalf("%d names for %d fields", len(names), n)
-	}
+		reflect.ValueOf(&c).Elem().Field(i).SetUint(v)
+		return c.Each
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ldafwd/ldafwd/internal/eachtest"
 )
 
 var twoParts = []PartKey{{0, KindLDA}, {1, KindRDA}}
@@ -745,32 +747,11 @@ func TestClockSkewGuard(t *testing.T) {
 // value of the field it names (checked by setting each counter alone).
 func TestCountersEach(t *testing.T) {
 	var r Receiver
-	names := map[string]bool{}
-	for i := 0; i < numCounters; i++ {
+	eachtest.Check(t, numCounters, func(i int, v uint64) func(func(string, uint64)) {
 		r.c = counterSet{}
-		r.c[i].Store(uint64(i + 1))
-		var hits int
-		r.Counters().Each(func(name string, v uint64) {
-			if i == 0 {
-				if names[name] {
-					t.Fatalf("name %q twice", name)
-				}
-				names[name] = true
-			}
-			if v != 0 {
-				hits++
-				if v != uint64(i+1) {
-					t.Fatalf("counter %d reported as %d under %q", i, v, name)
-				}
-			}
-		})
-		if hits != 1 {
-			t.Fatalf("counter %d reported %d times", i, hits)
-		}
-	}
-	if len(names) != numCounters {
-		t.Fatalf("%d names for %d counters", len(names), numCounters)
-	}
+		r.c[i].Store(v)
+		return r.Counters().Each
+	})
 }
 
 // TestSupplyPart: an interval whose End marker and Hello arrived but one
