@@ -39,7 +39,11 @@ type Port struct {
 	hwTS   bool
 	queues []*Queue
 	drops  dataplane.Stats // last drop/error counters read from ethdev
-	gone   dataplane.Stats // packet/byte counters of queues freed by Close
+	// net_af_packet: its packet sockets (afpacket.go) and the frames they
+	// dropped so far.
+	pktSocks  []int
+	sockDrops uint64
+	gone      dataplane.Stats // packet/byte counters of queues freed by Close
 
 	mu     sync.Mutex  // serialises Stats/XStats/Close
 	closed atomic.Bool // set by Close; bursts on a closed port return 0
@@ -118,6 +122,16 @@ func Open(spec string, cfg Config) (*Port, error) {
 	}
 	for q := 0; q < cfg.Queues; q++ {
 		p.queues = append(p.queues, newQueue(p, uint16(q)))
+	}
+	if iface := afPacketIface(dev); iface != "" {
+		// Without its sockets the port reports the PMD's counters alone
+		// (no drop is lost from them: the kernel keeps counting).
+		if p.pktSocks, err = packetSockets(iface); err != nil {
+			p.pktSocks = nil
+		}
+		for _, fd := range p.pktSocks {
+			_, _ = socketDrops(fd) // whatever dropped before the start
+		}
 	}
 	return p, nil
 }
@@ -210,7 +224,8 @@ func (p *Port) MAC() ([6]byte, error) {
 
 // Stats are the port's counters: packets and bytes as RxBurst/TxBurst
 // handed them over (summed over queues), and from ethdev RxDropped =
-// imissed + rx_nombuf (frames the NIC had no descriptor or mbuf for),
+// imissed + rx_nombuf (frames the NIC had no descriptor or mbuf for; a
+// net_af_packet port adds its packet sockets' drops, afpacket.go),
 // TxDropped = oerrors, RxErrors = ierrors. After Close the last values stay.
 func (p *Port) Stats() dataplane.Stats {
 	p.mu.Lock()
@@ -235,8 +250,13 @@ func (p *Port) Stats() dataplane.Stats {
 		return st
 	}
 	var s C.struct_rte_eth_stats
+	for _, fd := range p.pktSocks {
+		if d, err := socketDrops(fd); err == nil {
+			p.sockDrops += d
+		}
+	}
 	if C.rte_eth_stats_get(C.uint16_t(p.id), &s) == 0 {
-		st.RxDropped = uint64(s.imissed) + uint64(s.rx_nombuf)
+		st.RxDropped = uint64(s.imissed) + uint64(s.rx_nombuf) + p.sockDrops
 		st.TxDropped = uint64(s.oerrors)
 		st.RxErrors = uint64(s.ierrors)
 		p.drops = st // kept for Stats after Close
