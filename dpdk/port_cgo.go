@@ -377,6 +377,21 @@ func (p *Port) deferPool() {
 	p.pool = nil
 }
 
+// freeClosedPool frees one closed port's pool before Cleanup, for a
+// caller that knows no mbuf of it is held anywhere (a test that returned
+// every frame it received, among tests that use most of the EAL's memory).
+func freeClosedPool(pool *C.struct_rte_mempool) {
+	closedPools.Lock()
+	defer closedPools.Unlock()
+	for i, mp := range closedPools.pools {
+		if mp == pool {
+			C.rte_mempool_free(mp)
+			closedPools.pools = append(closedPools.pools[:i], closedPools.pools[i+1:]...)
+			return
+		}
+	}
+}
+
 // freeClosedPools frees the pools of closed ports (Cleanup calls it).
 func freeClosedPools() {
 	closedPools.Lock()
