@@ -123,7 +123,7 @@ func (s *Sender) AppendExchangeOnly(bufs [][]byte, t Type, k uint64, mec uint16,
 		h := Header{Type: t, Kind: kind, MEC: mec, Session: s.cfg.Session, Interval: k, Seq: s.buildSeq(),
 			FragIndex: uint16(i), FragCount: uint16(n), Direction: s.cfg.Direction}
 		var err error
-		if bufs[out], err = AppendFramePriority(bufs[out][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
+		if bufs[out], err = AppendFramePriority(bufs[out][:0], s.buildAuth(), s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 			return bufs[:0], err
 		}
 		out++

@@ -20,7 +20,7 @@ func newNumberingSender(t testing.TB, key []byte) *Sender {
 
 // TestNumberAtSend: frames built under NumberAtSend take no number (End
 // markers written meanwhile keep theirs consecutive) and carry the
-// placeholder; Number gives each the next number and a tag that
+// placeholder, untagged (the tag is computed once, by Number); Number gives each the next number and a tag that
 // verifies, so the receiver takes frames built in one order and sent in
 // another as a frame sequence without gaps: no frame too old, none
 // counted lost, every interval complete.
@@ -42,8 +42,8 @@ func TestNumberAtSend(t *testing.T) {
 			}
 			for _, f := range fr {
 				var p Frame
-				if err := ParseFrame(f, &p); err != nil || p.Seq != 1 {
-					t.Fatalf("built frame: seq %d, %v; want the placeholder 1", p.Seq, err)
+				if err := ParseFrame(f, &p); err != nil || p.Seq != 1 || p.Flags&FlagInsecure == 0 || !bytes.Equal(p.Tag, make([]byte, TagLen)) {
+					t.Fatalf("built frame: seq %d, flags %x, tag % x, %v; want the placeholder 1, unkeyed", p.Seq, p.Flags, p.Tag, err)
 				}
 			}
 			built = append(built, cloneFrames(fr))

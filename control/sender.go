@@ -36,9 +36,9 @@ type SenderConfig struct {
 	// per transmission.
 	Hello Hello
 	// NumberAtSend leaves the frames AppendInterval and AppendExchange*
-	// build without a sequence number of their own (they carry 1, which
-	// the receiver would drop as a replay); the caller numbers each with
-	// Number as it hands it to the lane. A caller that holds frames back
+	// build without a sequence number or a tag of their own (they carry 1,
+	// flagged insecure with a zero tag, which a receiver drops); the
+	// caller numbers and tags each with Number as it hands it to the lane. A caller that holds frames back
 	// (paced replies, spaced copies) must: numbered when built, a frame
 	// sent after frames built later reaches the receiver behind the
 	// newest number it saw by every frame built meanwhile, and past
@@ -179,18 +179,36 @@ func (s *Sender) buildSeq() uint64 {
 	return s.nextSeq()
 }
 
+// unkeyed writes the placeholder frames of NumberAtSend: flagged
+// insecure with a zero tag, so that the tag is computed once, by Number.
+var unkeyed = &Authenticator{}
+
+// buildAuth is what tags a frame when built: the session's key, or
+// nothing under NumberAtSend (Number tags it).
+func (s *Sender) buildAuth() *Authenticator {
+	if s.cfg.NumberAtSend {
+		return unkeyed
+	}
+	return s.auth
+}
+
 // Number gives f, a frame this Sender built, the session's next sequence
-// number and the tag that goes with it, in place. Under
-// SenderConfig.NumberAtSend every frame the control goroutine builds
-// must pass through it, in the order the frames are sent; it is for that
-// goroutine only. An f that does not parse as a control frame is left
-// alone and the error returned.
+// number, its key's flags and the tag that goes with them, in place.
+// Under SenderConfig.NumberAtSend every frame the control goroutine
+// builds must pass through it, in the order the frames are sent; it is
+// for that goroutine only. An f that does not parse as a control frame is
+// left alone and the error returned.
 func (s *Sender) Number(f []byte) error {
 	var fr Frame
 	if err := ParseFrame(f, &fr); err != nil {
 		return err
 	}
 	binary.BigEndian.PutUint64(fr.Authed[24:32], s.nextSeq())
+	fl := fr.Authed[4] &^ FlagInsecure
+	if s.auth.Insecure() {
+		fl |= FlagInsecure
+	}
+	fr.Authed[4] = fl
 	s.auth.appendTag(fr.Tag[:0], fr.Authed) // Tag's capacity is TagLen: written in place
 	return nil
 }
@@ -236,7 +254,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 		return bufs[:0], err
 	}
 	h := Header{Type: TypeHello, Session: s.cfg.Session, Interval: k, Seq: s.buildSeq(), FragCount: 1, Direction: s.cfg.Direction}
-	if bufs[0], err = AppendFrame(bufs[0][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch); err != nil {
+	if bufs[0], err = AppendFrame(bufs[0][:0], s.buildAuth(), s.cfg.SrcMAC, &h, s.scratch); err != nil {
 		return bufs[:0], err
 	}
 	i := 1
@@ -247,7 +265,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 			hi := min(lo+chunk, len(p.Payload))
 			h := Header{Type: TypeFragment, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
 				Seq: s.buildSeq(), FragIndex: uint16(f), FragCount: uint16(c), Direction: s.cfg.Direction}
-			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, p.Payload[lo:hi], s.cfg.Priority); err != nil {
+			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.buildAuth(), s.cfg.SrcMAC, &h, p.Payload[lo:hi], s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
 			i++
@@ -263,7 +281,7 @@ func (s *Sender) AppendInterval(bufs [][]byte, k uint64, nowNs int64, parts []Pa
 			s.scratch = appendParityPayload(s.scratch[:0], m, len(p.Payload), sh)
 			h := Header{Type: TypeParity, Kind: p.Kind, MEC: p.MEC, Session: s.cfg.Session, Interval: k,
 				Seq: s.buildSeq(), FragIndex: uint16(j), FragCount: uint16(c), Direction: s.cfg.Direction}
-			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.auth, s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
+			if bufs[i], err = AppendFramePriority(bufs[i][:0], s.buildAuth(), s.cfg.SrcMAC, &h, s.scratch, s.cfg.Priority); err != nil {
 				return bufs[:0], err
 			}
 			i++
