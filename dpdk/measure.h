@@ -801,6 +801,11 @@ _Static_assert(sizeof(struct ldaf_flowslot) == 64, "ldaf_flowslot is synopsis.fl
 #define LDAF_MAX_LATER 128
 #define LDAF_LDS_MAX_ROWS 16
 #define LDAF_RDA_MAX_BANKS 16 // synopsis.RDAMaxBanks
+// synopsis.DefaultRDACells (2^LDAF_RDA_DEF_LOG2) in DefaultRDABanks (3)
+// banks: RDA.setIndexing's 64/3-bit slices of one Remix.
+#define LDAF_RDA_DEF_CELLS 2048
+#define LDAF_RDA_DEF_LOG2 11
+#define LDAF_RDA_DEF_CHUNK 21
 #define LDAF_LDS_SKIP 0xffffffffu // a row that does not sample the frame (cells are fewer than 2^26)
 
 // ldaf_remix is synopsis.Remix.
@@ -864,15 +869,26 @@ static inline uint64_t ldaf_later(struct ldaf_rdahot *c, uint64_t h, uint64_t fi
 struct ldaf_tsloc {
 	struct ldaf_tsent *slots;
 	uint64_t *flows;
-	uint64_t mask, limit, level, n, dups;
+	uint64_t mask, limit, keep, n, dups; // keep: ldaf_ts_keep of the level
 };
+
+// ldaf_ts_keep is the largest selection hash s the cache keeps at level
+// (TSCache: s >> (64 - level) == 0, every s at level 0): one comparison
+// per frame instead of a test and a shift by a variable amount.
+static inline uint64_t ldaf_ts_keep(uint64_t level) {
+	if (level == 0)
+		return ~0ull;
+	if (level >= 64)
+		return 0;
+	return (1ull << (64 - level)) - 1;
+}
 
 // ldaf_ts_insert is TSCache.InsertFlow for a cache the burst cannot fill
 // (the caller checked RDA.CacheRoom): the level never rises here. s is
 // Remix(h, SaltSampling). The caller counts the packet offered.
 static inline void ldaf_ts_insert(struct ldaf_rdahot *c, struct ldaf_tsloc *L, uint64_t h, uint64_t fh, uint64_t ts,
 		uint64_t s) {
-	if (L->level != 0 && s >> (64 - L->level) != 0)
+	if (s > L->keep)
 		return;
 	if (unlikely(h == 0)) {
 		if (c->has_zero) {
@@ -993,17 +1009,19 @@ static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const stru
 // two shifts by amounts held in memory.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
 		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held,
-		int rpow2) {
+		int rpow2, int rdef) {
 	if (has_rda) { // RDA.index
-		uint64_t m = s->rm, off = 0;
-		if (likely(s->rchunk != 0)) {
-			uint64_t c = s->rchunk, v0 = ldaf_remix(h, LDAF_SALT_RDA), v = v0;
+		uint64_t m = rdef ? LDAF_RDA_DEF_CELLS : s->rm, off = 0;
+		if (likely(rdef || s->rchunk != 0)) {
+			uint64_t c = rdef ? LDAF_RDA_DEF_CHUNK : s->rchunk, v0 = ldaf_remix(h, LDAF_SALT_RDA), v = v0;
 			for (uint64_t b = 0; b < rk; b++, off += m, v >>= c) {
 				// With m = 2^r a power of two, (u · m) >> c is u's top r
 				// bits (u has c bits, c + r ≤ 64: synopsis.RDA's
 				// setIndexing), bits [b·c + c − r, b·c + c) of the
-				// Remix: one shift of it and a mask.
-				uint32_t j = (uint32_t)(off + (rpow2 ? v0 >> s->rsh[b] & (m - 1) : (v & s->rmask) * m >> c));
+				// Remix: one shift of it and a mask; with rdef (the
+				// default shape) by constant amounts.
+				uint64_t sh = rdef ? (b + 1) * LDAF_RDA_DEF_CHUNK - LDAF_RDA_DEF_LOG2 : s->rsh[b];
+				uint32_t j = (uint32_t)(off + (rpow2 ? v0 >> sh & (m - 1) : (v & s->rmask) * m >> c));
 				x->rda[b] = j;
 				__builtin_prefetch(&s->rcells[j], 1);
 			}
@@ -1092,7 +1110,7 @@ static inline struct ldaf_flowslot *ldaf_flow_count(struct ldaf_ldshot *l, uint6
 static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *sy, const struct ldaf_synshape *s,
 		const uint64_t *hs, const uint64_t *fhs, const uint64_t *css, const struct ldaf_fkey *ks, unsigned n, uint64_t ts,
 		const uint64_t *ts_each, uint64_t poll, uint64_t poll_err, uint64_t rk, uint64_t rows, int lds_all, int held, int rpow2,
-		int unitw, int each) {
+		int unitw, int each, int rdef) {
 	struct ldaf_synidx plan[LDAF_PLAN_RING];
 	_Static_assert(LDAF_PLAN_RING > LDAF_PREFETCH_AHEAD && (LDAF_PLAN_RING & (LDAF_PLAN_RING - 1)) == 0, "plan ring");
 	struct ldaf_rdahot *r = &sy->rda;
@@ -1110,7 +1128,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	uint64_t base = r->base;
 	struct ldaf_tsloc tl = {
 		.slots = (struct ldaf_tsent *)r->slots, .flows = (uint64_t *)r->flows, .mask = r->mask, .limit = r->limit,
-		.level = r->level, .n = r->n, .dups = r->dups,
+		.keep = ldaf_ts_keep(r->level), .n = r->n, .dups = r->dups,
 	};
 	// The sample (Sample.AddFlow, SetStampErr).
 	struct ldaf_tsent *const sents = (struct ldaf_tsent *)p->ents;
@@ -1128,12 +1146,12 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	}
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
 		ldaf_syn_plan(s, &plan[i], hs[i], held || fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held,
-			rpow2);
+			rpow2, rdef);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
 				held || fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
-				held, rpow2);
+				held, rpow2, rdef);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
 		uint64_t h = hs[i], fh = held || fhs ? fhs[i] : 0, t = ts, err = err1;
 		if (each)
@@ -1236,12 +1254,16 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm);
 	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
 	int def = rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1;
-	if (def && ts_each == NULL) // a sender's, a receiver's without port stamps
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0);
+	// rdef: the RDA's cells as recorded by default, its indexing constants.
+	int rdef = def && s.rm == LDAF_RDA_DEF_CELLS && s.rchunk == LDAF_RDA_DEF_CHUNK;
+	if (rdef && ts_each == NULL) // a sender's, a receiver's without port stamps
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0, 1);
+	else if (def && ts_each == NULL)
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0, 0);
 	else if (def)
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1, 1);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, 3, 4, 1, 1, 1, 1, 1, 0);
 	else
-		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0, ts_each != NULL);
+		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, ts_each, poll, poll_err, rk, rows, lds_all, held, 0, 0, ts_each != NULL, 0);
 }
 
 // ldaf_cache_ahead computes the timestamp cache's selection hash
@@ -1256,11 +1278,11 @@ static inline int ldaf_cache_ahead(const struct ldaf_syn *sy, const uint64_t *hs
 	if (!sy->has_rda || sy->rda.slots == 0)
 		return 0;
 	const struct ldaf_tsent *slots = (const struct ldaf_tsent *)sy->rda.slots;
-	uint64_t mask = sy->rda.mask, level = sy->rda.level;
+	uint64_t mask = sy->rda.mask, keep = ldaf_ts_keep(sy->rda.level);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t s = ldaf_remix(hs[i], LDAF_SALT_SAMPLING);
 		css[i] = s;
-		if (level == 0 || s >> (64 - level) == 0)
+		if (s <= keep)
 			__builtin_prefetch(&slots[s & mask], 1);
 	}
 	return 1;
