@@ -24,13 +24,16 @@ import (
 // no flow table; each synopsis alone; every row taking every packet
 // beside a flow table too small for the traffic (held flows' packets in
 // their slots, the refused ones' in their cells), in shapes other than
-// the default; `ldafwd run`'s default shapes.
+// the default; `ldafwd run`'s default shapes, and the same with RDA
+// banks of another power of two cells (its loop, the indexing not fixed).
 func fastSynConfigs() map[string]dataplane.SynConfig {
 	rda := synopsis.RDAConfig{Banks: 3, Cells: 61, CacheBudget: 1 << 14}
 	lds := synopsis.LDSConfig{Rows: 4, Cols: 37, CellsPerFlow: 3, RowRates: []float64{1, 0.5, 0.25, 0.125}, MaxFlows: 24, HoldRate: 0.5}
 	rda1 := synopsis.RDAConfig{Banks: 1, Cells: 1000}
 	lds1 := synopsis.LDSConfig{Rows: 2, Cols: 1000}
 	def := synopsis.DefaultRDAConfig()
+	pow2 := synopsis.DefaultRDAConfig()
+	pow2.Cells = 1024 // the default shapes' loop with the RDA's indexing held in its shape
 	ldsHeld := synopsis.LDSConfig{Rows: 3, Cols: 101, MaxFlows: 200}
 	defLDS := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
 	smp := synopsis.SampleConfig{Level: 1, Capacity: 200}
@@ -43,6 +46,7 @@ func fastSynConfigs() map[string]dataplane.SynConfig {
 		"sample":  {LDA: synopsis.DefaultLDAConfig(), Sample: &smp, Classes: 1},
 		"held":    {LDA: synopsis.DefaultLDAConfig(), RDA: &rda1, LDS: &ldsHeld, Classes: 1, Weights: []uint32{3}},
 		"default": {LDA: synopsis.DefaultLDAConfig(), RDA: &def, LDS: &defLDS, Sample: &defSmp, Classes: 1},
+		"pow2":    {LDA: synopsis.DefaultLDAConfig(), RDA: &pow2, LDS: &defLDS, Sample: &defSmp, Classes: 1},
 	}
 }
 
@@ -271,7 +275,7 @@ func checkFastSynIsGo(t *testing.T, a, b *Port) {
 			cs, gs, done := fastSynRun(t, a, b, cfg, frames, receiver)
 			// In the default shape C holds a held flow's packets back in
 			// its flow-table slot: before SettleFlows the LDS differs.
-			if held := !reflect.DeepEqual(cs.LDS, gs.LDS); held != (name == "default" || name == "held") {
+			if held := !reflect.DeepEqual(cs.LDS, gs.LDS); held != (name == "default" || name == "pow2" || name == "held") {
 				t.Errorf("%s, receiver %v: LDS differs before settling: %v", name, receiver, held)
 			}
 			// The control side takes the copy through SynBuffer.Idle,

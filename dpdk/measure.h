@@ -772,6 +772,7 @@ struct ldaf_rdacell {
 	int64_t n;
 	uint64_t chk;
 };
+_Static_assert(sizeof(struct ldaf_rdacell) == 32, "ldaf_syn_plan's byte offsets");
 struct ldaf_tsent {
 	uint64_t h, ts;
 };
@@ -838,15 +839,13 @@ static __attribute__((noinline)) uint64_t ldaf_note_later(struct ldaf_rdahot *c,
 }
 
 // ldaf_synidx is what ldaf_syn_plan derives from one frame's identity h
-// and flow hash fh for ldaf_syn_add: every remix and row hash of the RDA,
-// its timestamp cache, the trajectory sample and the LDS, computed once,
-// some frames before the frame's updates, and the cells they name, whose
-// lines it prefetches meanwhile. The updates then only read it.
+// and flow hash fh for ldaf_syn_add: the cells of the RDA and the LDS the
+// frame's updates write, found some frames before them, whose lines it
+// prefetches meanwhile. The remixes that name no line (the RDA's check,
+// the sample's selection) are left to the update: through the plan they
+// would cost a store and a load each.
 struct ldaf_synidx {
-	uint64_t ck; // Remix(h, SaltRDACheck)
-	uint64_t cs; // Remix(h, SaltSampling): the cache's selection and first slot
-	uint64_t ss; // Remix(h, SaltSample): the sample's selection
-	uint32_t rda[LDAF_RDA_MAX_BANKS];  // the frame's cell in each RDA bank
+	struct ldaf_rdacell *rda[LDAF_RDA_MAX_BANKS]; // the frame's cell in each RDA bank
 	uint32_t lds[LDAF_LDS_MAX_ROWS];   // its LDS cell in each row, LDAF_LDS_SKIP where the row does not sample it
 };
 
@@ -967,7 +966,10 @@ static __attribute__((noinline)) struct ldaf_flowslot *ldaf_flow_observe(struct 
 struct ldaf_synshape {
 	const struct ldaf_rdacell *rcells;
 	uint64_t rm, rchunk, rmask;    // RDA cells per bank, Remix bits per bank (0: one Remix per bank), their mask
-	uint64_t rsh[LDAF_RDA_MAX_BANKS]; // with rpow2: bank b's cell is bits [rsh[b], rsh[b] + log2(rm)) of the Remix
+	// With rpow2: bank b's cell is bits [rsh[b] + 5, rsh[b] + 5 + log2(rm))
+	// of the Remix, so its byte offset in the bank (32-byte cells) is the
+	// Remix shifted right by rsh[b], masked.
+	uint64_t rsh[LDAF_RDA_MAX_BANKS];
 	const struct ldaf_tsent *slots; // the timestamp cache's (NULL: none)
 	const struct ldaf_ldscell *lcells;
 	const uint64_t *ra, *rm_, *thr; // LDS row hash keys and sampling thresholds
@@ -990,9 +992,8 @@ static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const stru
 // ldaf_syn_plan fills x for frame h of flow fh (0: none, no LDS) and
 // prefetches the lines its updates will write: its rk RDA cells, its LDS
 // cells in the rows that sample it, its flow's home slot in the flow
-// table. cs is the frame's Remix(h, SaltSampling) when the RDA has a
-// timestamp cache (ldaf_cache_ahead computed it and prefetched the slot
-// where the cache's probe starts, a burst earlier). The synopses are
+// table (the timestamp cache's slot was prefetched a burst earlier, by
+// ldaf_cache_ahead). The synopses are
 // hundreds of KiB to MiB and a frame's lines are picked at random: a
 // frame's updates would otherwise wait on their misses one frame after
 // another. With lds_all (every row takes every frame, one cell per flow:
@@ -1008,8 +1009,7 @@ static inline __attribute__((always_inline)) void ldaf_lds_flow_cells(const stru
 // is then a shift and a mask (s->rsh) rather than a mask, a multiply and
 // two shifts by amounts held in memory.
 static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct ldaf_synshape *s, struct ldaf_synidx *x,
-		uint64_t h, uint64_t fh, uint64_t cs, int has_rda, int has_smp, uint64_t rk, uint64_t rows, int lds_all, int held,
-		int rpow2, int rdef) {
+		uint64_t h, uint64_t fh, int has_rda, uint64_t rk, uint64_t rows, int lds_all, int held, int rpow2, int rdef) {
 	if (has_rda) { // RDA.index
 		uint64_t m = rdef ? LDAF_RDA_DEF_CELLS : s->rm, off = 0;
 		if (likely(rdef || s->rchunk != 0)) {
@@ -1018,25 +1018,25 @@ static inline __attribute__((always_inline)) void ldaf_syn_plan(const struct lda
 				// With m = 2^r a power of two, (u · m) >> c is u's top r
 				// bits (u has c bits, c + r ≤ 64: synopsis.RDA's
 				// setIndexing), bits [b·c + c − r, b·c + c) of the
-				// Remix: one shift of it and a mask; with rdef (the
-				// default shape) by constant amounts.
-				uint64_t sh = rdef ? (b + 1) * LDAF_RDA_DEF_CHUNK - LDAF_RDA_DEF_LOG2 : s->rsh[b];
-				uint32_t j = (uint32_t)(off + (rpow2 ? v0 >> sh & (m - 1) : (v & s->rmask) * m >> c));
-				x->rda[b] = j;
-				__builtin_prefetch(&s->rcells[j], 1);
+				// Remix: one shift of it and a mask, which leave the
+				// cell's byte offset (s->rsh); with rdef (the default
+				// shape) by constant amounts.
+				if (rpow2) {
+					uint64_t sh = rdef ? (b + 1) * LDAF_RDA_DEF_CHUNK - LDAF_RDA_DEF_LOG2 - 5 : s->rsh[b];
+					x->rda[b] = (struct ldaf_rdacell *)((const char *)(s->rcells + off) + (v0 >> sh & (m - 1) << 5));
+				} else {
+					x->rda[b] = (struct ldaf_rdacell *)&s->rcells[off + ((v & s->rmask) * m >> c)];
+				}
+				__builtin_prefetch(x->rda[b], 1);
 			}
 		} else {
 			for (uint64_t b = 0; b < rk; b++, off += m) {
 				uint32_t j = (uint32_t)(off + ldaf_mulhi(ldaf_remix(h, LDAF_SALT_RDA + b * LDAF_GOLDEN), m));
-				x->rda[b] = j;
-				__builtin_prefetch(&s->rcells[j], 1);
+				x->rda[b] = (struct ldaf_rdacell *)&s->rcells[j];
+				__builtin_prefetch(x->rda[b], 1);
 			}
 		}
-		x->ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK);
-		x->cs = cs;
 	}
-	if (has_smp)
-		x->ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
 	if (fh != 0) { // LDS.AddFlowKey's cells
 		if (lds_all && held) {
 			// The flow's slot, prefetched below, takes the frame.
@@ -1117,7 +1117,6 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	struct ldaf_ldshot *l = &sy->lds;
 	struct ldaf_samplehot *p = &sy->smp;
 	const int has_rda = sy->has_rda != 0, has_smp = sy->has_smp != 0, has_flows = l->has_flows != 0;
-	struct ldaf_rdacell *__restrict rcells = (struct ldaf_rdacell *)r->cells;
 	struct ldaf_ldscell *__restrict lcells = (struct ldaf_ldscell *)l->cells;
 	// each: ts_each gives every frame its stamp; else all are at ts, with
 	// one error.
@@ -1145,13 +1144,11 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 			serr = err1;
 	}
 	for (unsigned i = 0; i < n && i < LDAF_PREFETCH_AHEAD; i++)
-		ldaf_syn_plan(s, &plan[i], hs[i], held || fhs ? fhs[i] : 0, css ? css[i] : 0, has_rda, has_smp, rk, rows, lds_all, held,
-			rpow2, rdef);
+		ldaf_syn_plan(s, &plan[i], hs[i], held || fhs ? fhs[i] : 0, has_rda, rk, rows, lds_all, held, rpow2, rdef);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + LDAF_PREFETCH_AHEAD < n)
 			ldaf_syn_plan(s, &plan[(i + LDAF_PREFETCH_AHEAD) & (LDAF_PLAN_RING - 1)], hs[i + LDAF_PREFETCH_AHEAD],
-				held || fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, css ? css[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, has_smp, rk, rows, lds_all,
-				held, rpow2, rdef);
+				held || fhs ? fhs[i + LDAF_PREFETCH_AHEAD] : 0, has_rda, rk, rows, lds_all, held, rpow2, rdef);
 		const struct ldaf_synidx *x = &plan[i & (LDAF_PLAN_RING - 1)];
 		uint64_t h = hs[i], fh = held || fhs ? fhs[i] : 0, t = ts, err = err1;
 		if (each)
@@ -1159,18 +1156,19 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 		if (has_rda) { // RDA.AddFlow
 			if (each && base == 0)
 				base = t;
-			uint64_t ck = x->ck;
+			uint64_t ck = ldaf_remix(h, LDAF_SALT_RDA_CHECK);
 			for (uint64_t b = 0; b < rk; b++) {
-				struct ldaf_rdacell *cl = &rcells[x->rda[b]];
+				struct ldaf_rdacell *cl = x->rda[b];
 				cl->id ^= h, cl->ts += t, cl->n++, cl->chk ^= ck;
 			}
 			if (s->slots)
-				ldaf_ts_insert(r, &tl, h, fh, t, x->cs);
+				ldaf_ts_insert(r, &tl, h, fh, t, css[i]);
 		}
 		if (has_smp) { // Sample.AddFlow, SetStampErr
-			if (x->ss >> 32 < sthr && likely(slen < scap)) {
+			uint64_t ss = ldaf_remix(h, LDAF_SALT_SAMPLE);
+			if (ss >> 32 < sthr && likely(slen < scap)) {
 				struct ldaf_tsent *e = sents + slen;
-				e->h = x->ss, e->ts = t;
+				e->h = ss, e->ts = t;
 				if (sflows)
 					sflows[slen] = fh;
 				slen++;
@@ -1251,7 +1249,7 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 	int held = lds_all && s.fslots != NULL;
 	int rpow2 = s.rm != 0 && (s.rm & (s.rm - 1)) == 0 && s.rchunk != 0;
 	for (uint64_t b = 0; rpow2 && b < rk; b++)
-		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm);
+		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm) - 5; // ≥ 1: rchunk ≥ log2(rm) + 6
 	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
 	int def = rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1;
 	// rdef: the RDA's cells as recorded by default, its indexing constants.
