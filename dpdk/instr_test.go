@@ -419,3 +419,64 @@ func TestInstrIdentMix(t *testing.T) {
 	x, took := cIdentMany(frames, passes)
 	t.Logf("%d frames, %d passes: %d taken (%#x)", len(frames), passes, took, x)
 }
+
+// TestInstrSynCapture counts the measuring fast path with the synopses
+// `ldafwd run` records by default (LDA, RDA with its timestamp cache,
+// LDS beside a flow table, trajectory sample) on a capture's mix: a
+// sender lane from a net_pcap port replaying LDAF_INSTR_SYN_PCAP
+// (infinite_rx) to a net_null sink, LDAF_INSTR_POLLS polls (each up to
+// 8 bursts in one C call) after 256 to warm up. Run it under
+//
+//	GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind \
+//	  --collect-atstart=no --toggle-collect='*instrSynLoop*' ./dpdk.test -test.run InstrSynCapture -test.v
+//
+// and divide the totals (per function: ldaf_measure, ldaf_syn_add, the
+// PMDs) by the frames it logs. Without the variable it is skipped.
+func TestInstrSynCapture(t *testing.T) {
+	path := os.Getenv("LDAF_INSTR_SYN_PCAP")
+	if path == "" {
+		t.Skip("LDAF_INSTR_SYN_PCAP names no capture")
+	}
+	polls, err := strconv.Atoi(os.Getenv("LDAF_INSTR_POLLS"))
+	if err != nil || polls < 1 {
+		t.Fatalf("LDAF_INSTR_POLLS=%q", os.Getenv("LDAF_INSTR_POLLS"))
+	}
+	needEAL(t)
+	x, err := Open("dpdk:net_pcap32,rx_pcap="+path+",infinite_rx=1", Config{Index: 0, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	y, err := Open("dpdk:net_null33,no-rx=1", Config{Index: 1, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if _, err := RegisterThread(-1); err != nil {
+		t.Fatal(err)
+	}
+	defer UnregisterThread()
+	rda := synopsis.DefaultRDAConfig()
+	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
+	smp := synopsis.DefaultSampleConfig()
+	lane := synLanes(t, x, y, true, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp,
+		Classes: 1})[0]
+	instrSynLoop(lane, 256)
+	f0, b0 := lane.Stats.TxFrames.Load(), lane.Stats.FastBursts.Load()
+	instrSynLoop(lane, polls)
+	frames, bursts := lane.Stats.TxFrames.Load()-f0, lane.Stats.FastBursts.Load()-b0
+	t.Logf("instrSynLoop frames %d in %d fast-path calls", frames, bursts)
+	if frames == 0 || bursts == 0 {
+		t.Errorf("%d frames, %d of them through the fast path: the capture's frames were not measured in C", frames, bursts)
+	}
+	lane.Drain()
+}
+
+// instrSynLoop polls one lane polls times.
+//
+//go:noinline
+func instrSynLoop(l *dataplane.Lane, polls int) {
+	for i := 0; i < polls; i++ {
+		l.Poll()
+	}
+}
