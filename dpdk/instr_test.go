@@ -40,20 +40,7 @@ func TestInstrLoops(t *testing.T) {
 		}
 		polls = n
 	}
-	x, err := Open("dpdk:net_null30,copy=1", Config{Index: 0, NoSoftTimestamps: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	y, err := Open("dpdk:net_null31,copy=1", Config{Index: 1, NoSoftTimestamps: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer y.Close()
-	if _, err := RegisterThread(-1); err != nil {
-		t.Fatal(err)
-	}
-	defer UnregisterThread()
+	x, y := instrPorts(t, "dpdk:net_null30,copy=1", "dpdk:net_null31,copy=1")
 	pkts := newPackets(dataplane.DefaultLaneBurst)
 	instrPortLoop(x, y, pkts, 256) // warm the mempool caches
 	fp := instrPortLoop(x, y, pkts, polls)
@@ -246,13 +233,7 @@ func instrLaneLoop(lanes []*dataplane.Lane, polls int) {
 // Cleanup, and the package's tests share EAL's memory.
 func senderFastPathAllocs(t *testing.T, x, y *Port) {
 	t.Helper()
-	rda := synopsis.DefaultRDAConfig()
-	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
-	smp := synopsis.DefaultSampleConfig()
-	for _, syn := range []dataplane.SynConfig{
-		{LDA: synopsis.DefaultLDAConfig(), Classes: 1},
-		{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1},
-	} {
+	for _, syn := range []dataplane.SynConfig{{LDA: synopsis.DefaultLDAConfig(), Classes: 1}, runSynConfig()} {
 		fastPathAllocs(t, synLanes(t, x, y, true, syn))
 	}
 }
@@ -442,25 +423,8 @@ func TestInstrSynCapture(t *testing.T) {
 		t.Fatalf("LDAF_INSTR_POLLS=%q", os.Getenv("LDAF_INSTR_POLLS"))
 	}
 	needEAL(t)
-	x, err := Open("dpdk:net_pcap32,rx_pcap="+path+",infinite_rx=1", Config{Index: 0, NoSoftTimestamps: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	y, err := Open("dpdk:net_null33,no-rx=1", Config{Index: 1, NoSoftTimestamps: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer y.Close()
-	if _, err := RegisterThread(-1); err != nil {
-		t.Fatal(err)
-	}
-	defer UnregisterThread()
-	rda := synopsis.DefaultRDAConfig()
-	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
-	smp := synopsis.DefaultSampleConfig()
-	lane := synLanes(t, x, y, true, dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp,
-		Classes: 1})[0]
+	x, y := instrPorts(t, "dpdk:net_pcap32,rx_pcap="+path+",infinite_rx=1", "dpdk:net_null33,no-rx=1")
+	lane := synLanes(t, x, y, true, runSynConfig())[0]
 	instrSynLoop(lane, 256)
 	f0, b0 := lane.Stats.TxFrames.Load(), lane.Stats.FastBursts.Load()
 	instrSynLoop(lane, polls)
@@ -479,4 +443,36 @@ func instrSynLoop(l *dataplane.Lane, polls int) {
 	for i := 0; i < polls; i++ {
 		l.Poll()
 	}
+}
+
+// instrPorts opens ports a and b (indexes 0 and 1, no software stamps)
+// and registers the test's thread with the EAL, all undone when the test
+// ends.
+func instrPorts(t *testing.T, a, b string) (x, y *Port) {
+	t.Helper()
+	x, err := Open(a, Config{Index: 0, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	y, err = Open(b, Config{Index: 1, NoSoftTimestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { y.Close() })
+	if _, err := RegisterThread(-1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(UnregisterThread)
+	return x, y
+}
+
+// runSynConfig is what `ldafwd run` records by default, one class: the
+// LDA, the RDA with its timestamp cache, the LDS beside a flow table
+// (65 536 flows, grown as they come), the trajectory sample.
+func runSynConfig() dataplane.SynConfig {
+	rda := synopsis.DefaultRDAConfig()
+	lds := synopsis.LDSConfig{Cols: 8192, MaxFlows: 1 << 16, FlowsGrow: true}
+	smp := synopsis.DefaultSampleConfig()
+	return dataplane.SynConfig{LDA: synopsis.DefaultLDAConfig(), RDA: &rda, LDS: &lds, Sample: &smp, Classes: 1}
 }
