@@ -351,3 +351,56 @@ func vethCounter(t *testing.T, ns, ifname, name string) uint64 {
 	}
 	return x
 }
+
+// TestRefillBatches: the fill ring is topped up by at least a quarter of
+// its size at a time (fewer only when that is every free frame), so the
+// kernel re-reads its producer index once a batch rather than once a
+// burst; every frame still arrives.
+func TestRefillBatches(t *testing.T) {
+	v := nettest.NewVeth(t, nettest.Options{})
+	const ring = 256
+	p := mustOpen(t, v, Config{Index: 1, RingSize: ring})
+	peer := mustPeer(t, v)
+	prod := p.rx.fill.cachedProd
+	if prod != ring {
+		t.Fatalf("fill ring producer %d after Open, want %d (the ring full)", prod, ring)
+	}
+	pkts := newPackets(32)
+	const n = 600 // more than the 512 rx frames: the ring must be refilled
+	var got, steps int
+	for i := uint64(0); i < n; i++ {
+		if err := peer.Send(nettest.Frame(v.HostMAC, v.PeerMAC, 5, i, 64)); err != nil {
+			t.Fatal(err)
+		}
+		// Receive this frame before sending the next: the kernel takes
+		// one fill-ring frame at a time, and each poll may refill.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			k := p.RxBurst(pkts)
+			mine := 0
+			for _, pk := range pkts[:k] {
+				if tag, s, ok := nettest.ParseFrame(pk.Data); ok && tag == 5 && s == i {
+					mine++
+				}
+			}
+			p.Free(pkts[:k])
+			if d := p.rx.fill.cachedProd - prod; d != 0 {
+				steps++
+				if d < ring/4 {
+					t.Fatalf("frame %d: the fill ring was topped up by %d, want at least %d", i, d, ring/4)
+				}
+				prod = p.rx.fill.cachedProd
+			}
+			if mine > 0 {
+				got++
+				break
+			}
+		}
+	}
+	if got != n {
+		t.Fatalf("received %d of %d frames", got, n)
+	}
+	if steps < 2 {
+		t.Errorf("the fill ring was topped up %d times over %d frames, want at least 2", steps, n)
+	}
+	t.Logf("%d frames, %d refills", n, steps)
+}
