@@ -41,6 +41,19 @@ func checkPortSpec(flag, spec string) (string, error) {
 	return kind, nil
 }
 
+// arrivalStamps says whether the frames arriving on port (a or b) need
+// their arrival times: those from the segment (a receiver's lanes record
+// them), and any port captured (--capture-a, --capture-b write them). A
+// sender's user-side frames are stamped as they leave into the segment,
+// and forwarding alone stamps nothing; their AF_XDP programs skip the
+// per-frame clock read (afxdp.Config.NoStamps).
+func arrivalStamps(o *Config, port string) bool {
+	if port == "a" && o.Capture.A != "" || port == "b" && o.Capture.B != "" {
+		return true
+	}
+	return !o.ForwardOnly && o.Segment == port
+}
+
 // portSet is the two opened ports and what their kind needs around the
 // workers (DPDK: lcore registration) and at close (EAL cleanup).
 type portSet struct {
@@ -77,6 +90,7 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 		}
 		cfg := afxdp.Config{Burst: o.Burst}
 		cfgA, cfgB := cfg, cfg
+		cfgA.NoStamps, cfgB.NoStamps = !arrivalStamps(o, "a"), !arrivalStamps(o, "b")
 		if o.FailOpen {
 			// Each interface's program sends what no socket takes to
 			// the other: the wire stays up without this process.
@@ -98,7 +112,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 				a.Close()
 				return nil, fmt.Errorf("--port-b: %w", err)
 			}
-			log.Info().Int("queues", o.Queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+			log.Info().Int("queues", o.Queues).Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).
+				Str("timestamps_a", a.Queue(0).TimestampSource()).Str("timestamps_b", b.Queue(0).TimestampSource()).Msg("AF_XDP ports open")
 			warnOffloads(log, o.PortA, a.XDPMode())
 			warnOffloads(log, o.PortB, b.XDPMode())
 			ps.a, ps.b = a, b
@@ -114,7 +129,8 @@ func openPorts(o *Config, log zerolog.Logger) (*portSet, error) {
 			a.Close()
 			return nil, fmt.Errorf("--port-b: %w", err)
 		}
-		log.Info().Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).Msg("AF_XDP ports open")
+		log.Info().Bool("zero_copy_a", a.ZeroCopy()).Bool("zero_copy_b", b.ZeroCopy()).Str("xdp_mode", a.XDPMode()).
+			Str("timestamps_a", a.TimestampSource()).Str("timestamps_b", b.TimestampSource()).Msg("AF_XDP ports open")
 		warnOffloads(log, o.PortA, a.XDPMode())
 		warnOffloads(log, o.PortB, b.XDPMode())
 		ps.a, ps.b = a, b

@@ -30,3 +30,25 @@ func TestNoHugeFallbackWarned(t *testing.T) {
 		t.Error("the warning does not say what happened and what to do")
 	}
 }
+
+// TestArrivalStamps: AF_XDP programs stamp arrivals only on a port whose
+// arrival times are used: the segment's (its frames are a receiver's), or
+// a captured one; a sender's user side and plain forwarding skip them.
+func TestArrivalStamps(t *testing.T) {
+	for _, c := range []struct {
+		o    Config
+		a, b bool
+	}{
+		{o: Config{Segment: "b"}, a: false, b: true},
+		{o: Config{Segment: "a"}, a: true, b: false},
+		{o: Config{ForwardOnly: true}, a: false, b: false},
+		{o: Config{ForwardOnly: true, Capture: Capture{A: "a.pcapng"}}, a: true, b: false},
+		{o: Config{Segment: "b", Capture: Capture{A: "a.pcapng"}}, a: true, b: true},
+		{o: Config{Segment: "a", Capture: Capture{B: "b.pcapng"}}, a: true, b: true},
+	} {
+		if a, b := arrivalStamps(&c.o, "a"), arrivalStamps(&c.o, "b"); a != c.a || b != c.b {
+			t.Errorf("segment %q, forward-only %v, captures %q %q: stamps a %v b %v, want %v %v",
+				c.o.Segment, c.o.ForwardOnly, c.o.Capture.A, c.o.Capture.B, a, b, c.a, c.b)
+		}
+	}
+}

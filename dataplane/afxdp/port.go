@@ -41,6 +41,15 @@ type Config struct {
 	// Bypass. "" is a bpf_link attachment that goes with the process and
 	// removes a bypass left by an earlier run (docs/afxdp.md, "Fail-open").
 	Bypass string
+	// NoStamps loads the interface's XDP program without its arrival
+	// stamp: frames come with TS 0, and a lane stamps each burst with its
+	// poll's clock read (TimestampSource "poll"). For a port whose
+	// arrival times nothing uses — a sender's user side, whose frames are
+	// stamped as they are transmitted into the segment — it spares the
+	// CPU that receives for the socket a clock read per frame (in copy
+	// mode, the sending process's CPU). Every port on one interface must
+	// give the same NoStamps.
+	NoStamps bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -217,7 +226,7 @@ func (p *Port) open(ifindex int, cfg Config) error {
 			return fmt.Errorf("bind to queue %d: zero-copy: %v; copy: %w", p.queue, zerr, err)
 		}
 	}
-	if p.prog, err = acquireProg(ifindex, p.ifname, cfg.Bypass); err != nil {
+	if p.prog, err = acquireProg(ifindex, p.ifname, cfg.Bypass, cfg.NoStamps); err != nil {
 		return err
 	}
 	if err := p.prog.xsks.Update(uint32(p.queue), uint32(p.fd), ebpf.UpdateAny); err != nil {

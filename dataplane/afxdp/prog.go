@@ -24,14 +24,15 @@ const ProgName = "ldafwd_xsk"
 // xdpProg is the redirect program and XSKMAP of one interface, shared by
 // every socket of this process on that interface (one per queue).
 type xdpProg struct {
-	ifindex int
-	refs    int
-	xsks    *ebpf.Map
-	prog    *ebpf.Program
-	link    link.Link
-	mode    string // "driver" or "generic"
-	stamps  bool   // the program writes an arrival stamp before each frame (stampInsns)
-	promisc int    // packet socket holding the interface promiscuous (enablePromisc)
+	ifindex  int
+	refs     int
+	xsks     *ebpf.Map
+	prog     *ebpf.Program
+	link     link.Link
+	mode     string // "driver" or "generic"
+	stamps   bool   // the program writes an arrival stamp before each frame (stampInsns)
+	noStamps bool   // the ports asked for none (Config.NoStamps)
+	promisc  int    // packet socket holding the interface promiscuous (enablePromisc)
 	// bypass is the other interface of the pair (Config.Bypass), "" for
 	// none; peer is then the DEVMAP holding its ifindex, and the program
 	// is attached through netlink (link stays nil) so that it outlives us.
@@ -150,14 +151,18 @@ func stampInsns(xsksFD, peerFD int) asm.Instructions {
 // stays attached: an interface that cannot be made promiscuous is
 // refused, since it would drop the frames a bump in the wire is there to
 // forward. bypass is the other interface of the pair for fail-open
-// (Config.Bypass), "" for none; every port of the process on one
-// interface must agree on it.
-func acquireProg(ifindex int, ifname, bypass string) (*xdpProg, error) {
+// (Config.Bypass), "" for none; noStamps leaves the arrival stamp out
+// (Config.NoStamps). Every port of the process on one interface must
+// agree on both.
+func acquireProg(ifindex int, ifname, bypass string, noStamps bool) (*xdpProg, error) {
 	progs.Lock()
 	defer progs.Unlock()
 	if p := progs.byIf[ifindex]; p != nil {
 		if p.bypass != bypass {
 			return nil, fmt.Errorf("afxdp: %s: already open with bypass %q, not %q", ifname, p.bypass, bypass)
+		}
+		if p.noStamps != noStamps {
+			return nil, fmt.Errorf("afxdp: %s: already open with arrival stamps %s", ifname, map[bool]string{false: "on", true: "off"}[p.noStamps])
 		}
 		p.refs++
 		return p, nil
@@ -172,7 +177,7 @@ func acquireProg(ifindex int, ifname, bypass string) (*xdpProg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: %s: create XSKMAP: %w", ifname, err)
 	}
-	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, bypass: bypass, promisc: -1}
+	p := &xdpProg{ifindex: ifindex, refs: 1, xsks: m, bypass: bypass, noStamps: noStamps, promisc: -1}
 	fail := func(err error) (*xdpProg, error) {
 		p.close()
 		return nil, err
@@ -196,10 +201,13 @@ func acquireProg(ifindex int, ifname, bypass string) (*xdpProg, error) {
 	}
 	// The stamping program needs bpf_ktime_get_tai_ns (Linux ≥ 6.1);
 	// an older kernel refuses it and gets the plain redirect.
-	p.stamps = true
-	p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: stampInsns(m.FD(), peerFD),
-	})
+	err = errors.New("no arrival stamps asked")
+	if !noStamps {
+		p.stamps = true
+		p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name: ProgName, Type: ebpf.XDP, License: "GPL", Instructions: stampInsns(m.FD(), peerFD),
+		})
+	}
 	if err != nil {
 		p.stamps = false
 		p.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{

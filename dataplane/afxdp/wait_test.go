@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,48 @@ func TestXDPStamps(t *testing.T) {
 		if ts < t0 || ts > t1+10_000_000 {
 			t.Fatalf("frame %d stamped %d ns after the send began (send took %d ns)", round, int64(ts-t0), t1-t0)
 		}
+	}
+}
+
+// TestNoStamps: a port opened with NoStamps gets the XDP program without
+// the arrival stamp: its frames arrive with TS 0 (the lane stamps the
+// burst), TimestampSource says so, and a second socket on the same
+// interface must ask the same.
+func TestNoStamps(t *testing.T) {
+	v2 := nettest.NewVeth(t, nettest.Options{Queues: 2})
+	mustOpen(t, v2, Config{Index: 43, RingSize: 64, NoStamps: true})
+	if q, err := Open("afxdp:"+v2.Host+"@1", Config{Index: 44, RingSize: 64}); err == nil {
+		q.Close()
+		t.Fatal("a socket with arrival stamps opened on an interface whose program has none")
+	} else if !strings.Contains(err.Error(), "arrival stamps off") {
+		t.Fatalf("mismatched stamps: %v", err)
+	}
+	v := nettest.NewVeth(t, nettest.Options{})
+	p := mustOpen(t, v, Config{Index: 45, RingSize: 64, NoStamps: true})
+	if got := p.TimestampSource(); got != "poll" {
+		t.Fatalf("TimestampSource %q with NoStamps, want poll", got)
+	}
+	peer := mustPeer(t, v)
+	pkts := newPackets(32)
+	for i := uint64(0); i < 20; i++ {
+		if err := peer.Send(nettest.Frame(v.HostMAC, v.PeerMAC, 9, i, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for deadline := time.Now().Add(5 * time.Second); got < 20 && time.Now().Before(deadline); {
+		n := p.RxBurst(pkts)
+		for _, pk := range pkts[:n] {
+			if tag, _, ok := nettest.ParseFrame(pk.Data); ok && tag == 9 {
+				got++
+				if pk.TS != 0 {
+					t.Fatalf("frame stamped %d without arrival stamps", pk.TS)
+				}
+			}
+		}
+		p.Free(pkts[:n])
+	}
+	if got != 20 {
+		t.Fatalf("received %d of 20 frames", got)
 	}
 }
