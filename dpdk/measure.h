@@ -1125,7 +1125,10 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 	struct ldaf_rdahot *r = &sy->rda;
 	struct ldaf_ldshot *l = &sy->lds;
 	struct ldaf_samplehot *p = &sy->smp;
-	const int has_rda = sy->has_rda != 0, has_smp = sy->has_smp != 0, has_flows = l->has_flows != 0;
+	// rdef: the default shapes whole (ldaf_syn_add): an RDA with its
+	// timestamp cache and a sample, which the loop then need not test.
+	const int has_rda = rdef || sy->has_rda != 0, has_smp = rdef || sy->has_smp != 0, has_flows = l->has_flows != 0;
+	const int has_slots = rdef || s->slots != NULL;
 	struct ldaf_ldscell *__restrict lcells = (struct ldaf_ldscell *)l->cells;
 	// each: ts_each gives every frame its stamp; else all are at ts, with
 	// one error.
@@ -1170,7 +1173,7 @@ static inline __attribute__((always_inline)) void ldaf_syn_run(struct ldaf_syn *
 				struct ldaf_rdacell *cl = x->rda[b];
 				cl->id ^= h, cl->ts += t, cl->n++, cl->chk ^= ck;
 			}
-			if (s->slots)
+			if (has_slots)
 				ldaf_ts_insert(r, &tl, h, fh, t, css[i]);
 		}
 		if (has_smp) { // Sample.AddFlow, SetStampErr
@@ -1261,8 +1264,10 @@ static __attribute__((noinline)) LDAF_NO_SLP void ldaf_syn_add(struct ldaf_syn *
 		s.rsh[b] = (b + 1) * s.rchunk - (uint64_t)__builtin_ctzll(s.rm) - 5; // ≥ 1: rchunk ≥ log2(rm) + 6
 	// The default shapes (synopsis.DefaultRDABanks of 2048 cells, LDS Rows 4, a flow table, weight 1).
 	int def = rk == 3 && rows == 4 && held && rpow2 && sy->weight <= 1;
-	// rdef: the RDA's cells as recorded by default, its indexing constants.
-	int rdef = def && s.rm == LDAF_RDA_DEF_CELLS && s.rchunk == LDAF_RDA_DEF_CHUNK;
+	// rdef: the RDA's cells as recorded by default (its indexing
+	// constants), with its timestamp cache, and the sample: `run`'s
+	// default synopses, nothing left to test per frame.
+	int rdef = def && s.rm == LDAF_RDA_DEF_CELLS && s.rchunk == LDAF_RDA_DEF_CHUNK && sy->has_rda && s.slots != NULL && sy->has_smp;
 	if (rdef && ts_each == NULL) // a sender's, a receiver's without port stamps
 		ldaf_syn_run(sy, &s, hs, fhs, css, ks, n, ts, NULL, poll, poll_err, 3, 4, 1, 1, 1, 1, 0, 1);
 	else if (def && ts_each == NULL)
