@@ -40,6 +40,10 @@ type TestpmdConfig struct {
 	// the forwarding lcores.
 	Queues   int
 	FwdCores []int
+	// Probe, when set, is read as forwarding starts and again as it is
+	// stopped: TestpmdResult.Probed is the difference, a counter (the
+	// traffic a generator offered) over the span Mpps covers.
+	Probe func() uint64
 }
 
 // TestpmdResult is what testpmd forwarded, summed over its ports.
@@ -54,6 +58,7 @@ type TestpmdResult struct {
 	// give (CPUNsPerPkt).
 	FwdCPU      time.Duration
 	CPUNsPerPkt float64
+	Probed      uint64 // TestpmdConfig.Probe's advance over Elapsed
 }
 
 // RunTestpmd runs dpdk-testpmd on cfg.Vdevs with one forwarding core for
@@ -150,6 +155,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 		close(started)
 	}()
 	var t0 time.Time
+	var probe0, probed uint64
 	var cpu0 time.Duration
 	var cpuOK0 bool
 	select {
@@ -160,6 +166,9 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 			return TestpmdResult{}, fmt.Errorf("bench: testpmd exited before forwarding (%v): %s", err, tail(out.String()+stderr.String(), 800))
 		}
 		t0 = t
+		if cfg.Probe != nil {
+			probe0 = cfg.Probe()
+		}
 		cpu0, cpuOK0 = lcoresCPU(cmd.Process.Pid, fwdLcores)
 	case <-ctx.Done():
 		_ = cmd.Wait()
@@ -170,6 +179,9 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	case <-ctx.Done():
 	}
 	cpu1, cpuOK1 := lcoresCPU(cmd.Process.Pid, fwdLcores)
+	if cfg.Probe != nil {
+		probed = cfg.Probe() - probe0
+	}
 	_ = stdin.Close()
 	t1 := time.Now()
 	wg.Wait()
@@ -182,6 +194,7 @@ func RunTestpmd(ctx context.Context, cfg TestpmdConfig) (TestpmdResult, error) {
 	}
 	res.Elapsed = t1.Sub(t0)
 	res.Mpps = float64(res.TxPackets) / res.Elapsed.Seconds() / 1e6
+	res.Probed = probed
 	if cpuOK0 && cpuOK1 && cpu1 > cpu0 && res.TxPackets > 0 {
 		res.FwdCPU = cpu1 - cpu0
 		res.CPUNsPerPkt = float64(res.FwdCPU.Nanoseconds()) / float64(res.TxPackets)

@@ -62,8 +62,12 @@ func TestRunTestpmd(t *testing.T) {
 	if testing.Short() {
 		d = 500 * time.Millisecond
 	}
+	// The probe is a clock: what it advances over the run is the span
+	// Mpps covers, from forwarding's start to its stop.
+	epoch := time.Now()
 	r, err := RunTestpmd(context.Background(), TestpmdConfig{
 		Vdevs: []string{"net_null0,copy=1", "net_null1,copy=1"}, MainCore: 0, FwdCore: 1, Duration: d,
+		Probe: func() uint64 { return uint64(time.Since(epoch)) },
 	})
 	if errors.Is(err, ErrNoTestpmd) {
 		t.Skip(err)
@@ -73,6 +77,9 @@ func TestRunTestpmd(t *testing.T) {
 	}
 	if r.TxPackets == 0 || r.Mpps <= 0 || r.Elapsed < d {
 		t.Fatalf("%+v", r)
+	}
+	if p := time.Duration(r.Probed); p > r.Elapsed || p < d || r.Elapsed-p > 100*time.Millisecond {
+		t.Errorf("probe advanced %v over a run of %v (forwarding %v): not the span Mpps covers", p, r.Elapsed, d)
 	}
 	t.Logf("testpmd macswap net_null: %.2f Mpps (%d packets in %v); forwarding thread CPU %v = %.1f cpu-ns/pkt",
 		r.Mpps, r.TxPackets, r.Elapsed, r.FwdCPU, r.CPUNsPerPkt)

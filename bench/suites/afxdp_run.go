@@ -15,7 +15,7 @@ package suites
 // offered frames forwarded, extra.carried_ratio ours over testpmd's, round
 // by round. A child's rate is taken from its port records as in
 // forward-dpdk-pcap, the offered rate over the same span (runChildProbe);
-// testpmd's offered rate over its whole run.
+// testpmd's over the span its own rate covers (TestpmdConfig.Probe).
 
 import (
 	"fmt"

@@ -517,19 +517,19 @@ func runTestpmdBusy(cfg bench.TestpmdConfig) (bench.TestpmdResult, error) {
 
 // testpmdAFXDP runs dpdk-testpmd --forward-mode=io on net_af_xdp over
 // v's A and B for per, its forwarding lcore on fwd, adds its rates to pmd
-// and returns the generator's rate over the run (testpmd attaches its own
-// XDP program to A and B).
+// and returns the generator's rate over the span its rate covers, from
+// forwarding's start to its stop (testpmd attaches its own XDP program to
+// A and B; what the generator sends while testpmd starts is not counted).
 func testpmdAFXDP(v *vethBench, g *afxdpGen, mainCore, fwd int, per time.Duration, pmd *nicSamples) (offered float64, err error) {
-	s0, t0 := g.sent.Load(), time.Now()
 	res, err := runTestpmdBusy(bench.TestpmdConfig{
 		Vdevs: []string{
 			"net_af_xdp0,iface=" + v.A + ",start_queue=0,queue_count=1",
 			"net_af_xdp1,iface=" + v.B + ",start_queue=0,queue_count=1"},
-		MainCore: mainCore, FwdCore: fwd, ForwardMode: "io", Duration: per})
+		MainCore: mainCore, FwdCore: fwd, ForwardMode: "io", Duration: per, Probe: g.sent.Load})
 	if err != nil {
 		return 0, err
 	}
-	offered = float64(g.sent.Load()-s0) / time.Since(t0).Seconds() / 1e6
+	offered = float64(res.Probed) / res.Elapsed.Seconds() / 1e6
 	cpuM := 0.0
 	if res.CPUNsPerPkt > 0 {
 		cpuM = 1e3 / res.CPUNsPerPkt
