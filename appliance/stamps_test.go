@@ -81,6 +81,13 @@ func TestPollGapsInvalidate(t *testing.T) {
 				if r.Synopsis != "lda" || r.Received == 0 || r.Reason == appliance.ReasonWarmup {
 					continue // (the interval the receiver started in has no estimate)
 				}
+				if !r.Valid && r.StampSource == "" {
+					// No estimate at all (the sender's LDA never came: a
+					// loaded machine stretched a sleep past the control
+					// wait): nothing was stamped to report on.
+					t.Logf("interval %d without an estimate: %s", r.Interval, r.Reason)
+					continue
+				}
 				withTraffic++
 				if r.StampSource != "poll" {
 					t.Errorf("interval %d: stamp_source %q, want poll", r.Interval, r.StampSource)
