@@ -2,6 +2,7 @@ package pcapfile
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type Reader struct {
 	record uint64 // packet records read, the damaged or skipped one included
 	block  uint64 // pcapng blocks read (SHB included)
 	offset uint64 // bytes consumed
+	start  uint64 // byte offset of the last packet record returned
+	// skipped is the timestamp of the last record skipped as ErrTooLong.
+	skipped uint64
 }
 
 type iface struct {
@@ -157,6 +161,133 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("link type %d is not supported (Ethernet or raw IP): %w", r.link, ErrUnsupportedLink)
 	}
 	return r, nil
+}
+
+// Start is the byte offset in the file at which the packet record Next
+// last returned starts (its pcapng block, or its classic record header).
+func (r *Reader) Start() uint64 { return r.start }
+
+// Offset is how many bytes of the file the reader has consumed.
+func (r *Reader) Offset() uint64 { return r.offset }
+
+// At is a reader of the same file that reads from rd, which must start
+// at byte offset at of it, on a record (or pcapng block) boundary: it
+// knows what r knows of the file's header (byte order, timestamp unit,
+// link type, snap length, the pcapng interfaces described so far), and
+// counts offsets from at and records from 0. It lets a file be read in
+// pieces, each from where another reader found a record to start (Sync).
+func (r *Reader) At(rd io.Reader, at uint64) *Reader {
+	return &Reader{r: bufio.NewReaderSize(rd, 256<<10), ng: r.ng, big: r.big, scale: r.scale, link: r.link,
+		snap: r.snap, ifaces: append([]iface(nil), r.ifaces...), offset: at, block: r.block}
+}
+
+// SyncChain is how many packet records in a row Sync wants to read,
+// well-formed and in time order, from where it says a record starts.
+const SyncChain = 8
+
+// Sync finds the first packet record that starts in b, bytes of the file
+// from byte offset at, such that SyncChain packet records in a row parse
+// from it inside b, each with plausible lengths, none damaged, stamped no
+// earlier than minTS, none going back by more than maxBack ns; it returns
+// the record's byte offset in the file and its timestamp. A file holds no marker of where records start, so this
+// is a search: a caller that reads from what it found must check that
+// the records it reads there are the file's (that a reader from the
+// file's start meets a record at exactly that offset).
+func (r *Reader) Sync(b []byte, at, maxBack, minTS uint64) (off, ts uint64, ok bool) {
+	var br bytes.Reader
+	probe := r.At(&br, 0)
+	probe.r = bufio.NewReaderSize(&br, 4096)
+	var dst [2048]byte // a longer record is skipped (ErrTooLong), not read
+	tries := 0
+	for p := 0; p+16 <= len(b) && tries < syncTries; p++ {
+		if !r.plausible(b[p:]) {
+			continue
+		}
+		// Hop along the lengths first (cheap); parse only a chain that
+		// holds together.
+		q, k := p, 0
+		for ; k < SyncChain; k++ {
+			var ok bool
+			if q, ok = r.hop(b, q); !ok {
+				break
+			}
+		}
+		if k < SyncChain {
+			continue
+		}
+		tries++
+		br.Reset(b[p:])
+		probe.r.Reset(&br)
+		probe.offset = at + uint64(p)
+		var last uint64
+		n := 0
+		for ; n < SyncChain; n++ {
+			_, _, t, _, err := probe.Next(dst[:])
+			if err == ErrTooLong {
+				t, err = probe.skipped, nil
+			}
+			if err != nil || t < minTS || (n > 0 && t+maxBack < last) {
+				break
+			}
+			if n == 0 {
+				off, ts = probe.start, t
+			}
+			last = max(last, t)
+		}
+		if n == SyncChain {
+			return off, ts, true
+		}
+	}
+	return 0, 0, false
+}
+
+// syncTries bounds the chains Sync parses: bytes made to look like
+// record headers at every offset cannot make it parse the buffer over
+// and over.
+const syncTries = 64
+
+// plausible is a quick test that b could start a packet record: the
+// lengths a record header states agree with each other (pcapng: an
+// enhanced packet block, on a described interface, whose trailing length
+// repeats its leading one).
+func (r *Reader) plausible(b []byte) bool {
+	if len(b) < 16 {
+		return false
+	}
+	if !r.ng {
+		capLen, orig := r.u32(b[8:]), r.u32(b[12:])
+		// (An empty record is possible but never written by capture
+		// tools; zeros inside a frame would read as one.)
+		return capLen > 0 && capLen <= orig && capLen <= MaxRecord && orig >= 14 && orig <= 1<<20 && uint64(r.u32(b[4:]))*r.scale < 1e9
+	}
+	typ, total := r.u32(b[0:]), r.u32(b[4:])
+	if typ != 6 || total < 32 || total%4 != 0 || total > MaxRecord+64 || int(total) > len(b) {
+		return false
+	}
+	return r.u32(b[total-4:]) == total && int(r.u32(b[8:])) < len(r.ifaces)
+}
+
+// hop is where the record (or pcapng block) at b[q:] ends, if its lengths
+// are plausible and it ends inside b.
+func (r *Reader) hop(b []byte, q int) (int, bool) {
+	if q+16 > len(b) {
+		return 0, false
+	}
+	if !r.ng {
+		if !r.plausible(b[q:]) {
+			return 0, false
+		}
+		end := q + 16 + int(r.u32(b[q+8:]))
+		return end, end <= len(b)
+	}
+	typ, total := r.u32(b[q:]), int(r.u32(b[q+4:]))
+	if typ == 6 {
+		return q + total, r.plausible(b[q:])
+	}
+	if typ == ngSHB || total < 12 || total%4 != 0 || total > maxBlock || q+total > len(b) {
+		return 0, false
+	}
+	return q + total, r.u32(b[q+total-4:]) == uint32(total)
 }
 
 // Record is the number of packet records read so far, the last one
@@ -345,11 +476,13 @@ func (r *Reader) Next(dst []byte) (frame []byte, link uint32, ts uint64, origLen
 				return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("pcapng block %d: impossible timestamp %#x", r.block, raw)}
 			}
 			if tooLong {
+				r.start, r.skipped = start, q+ifc.offset
 				return nil, 0, 0, 0, ErrTooLong
 			}
 			if orig < capLen {
 				orig = capLen
 			}
+			r.start = start
 			return dst[:capLen], ifc.link, q + ifc.offset, orig, nil
 		case 3: // Simple Packet Block: no timestamp, so nothing to measure
 			if len(r.ifaces) == 0 {
@@ -502,8 +635,10 @@ func (r *Reader) nextClassic(dst []byte) ([]byte, uint32, uint64, int, error) {
 		return nil, 0, 0, 0, &DamageError{Record: r.record, Offset: start, Local: true, What: fmt.Sprintf("impossible timestamp: %d %s past the second", frac, unit)}
 	}
 	if tooLong {
+		r.start, r.skipped = start, sec*1e9+frac*r.scale
 		return nil, 0, 0, 0, ErrTooLong
 	}
+	r.start = start
 	return dst[:capLen], r.link, sec*1e9 + frac*r.scale, orig, nil
 }
 
