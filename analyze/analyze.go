@@ -50,9 +50,17 @@ type Config struct {
 	// MaxShards), 1 pairs on Run's own goroutine. Every count gives the
 	// same report.
 	Shards int
-	// Progress, if set, is called from Run's goroutine every
-	// ProgressEvery frames read and once per interval reported, so that a
-	// command can show how far a long analysis is (see Progress).
+	// Split is how many time segments each streaming pass reads the
+	// captures in, each on a goroutine of its own: 0 leaves it to
+	// GOMAXPROCS and the captures' length (at most MaxShards; segments
+	// shorter than a few windows are not worth their overlap), 1 never
+	// splits, more forces that many cuts whatever the length (tests).
+	// Every count gives the same report.
+	Split int
+	// Progress, if set, is called every ProgressEvery frames read and
+	// once per interval reported, from one goroutine at a time (Run's, or
+	// a time segment's), so that a command can show how far a long
+	// analysis is (see Progress).
 	Progress func(Progress)
 }
 
@@ -78,7 +86,9 @@ const ProgressEvery = 1 << 14
 // size is unknown; compressed bytes for a compressed capture) are how far
 // the current pass is, Read the frames of every pass so far, and
 // Intervals the intervals reported, which the last pass does as it
-// reads. Phase is "survey" or "report".
+// reads. Phase is "survey" or "report". A pass read in time segments
+// reads a window's worth of records on each side of a cut twice: its
+// Frames and Bytes count them twice.
 //
 // The whole-capture analysis (Pass 0) reads the sender's capture (Phase
 // "sender"), then the receiver's ("receiver"), then estimates

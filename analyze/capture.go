@@ -42,6 +42,16 @@ type Capture struct {
 	cnt    *countingReader // bytes read from the file so far (compressed bytes, when compressed)
 	unz    *unzReader      // the decompressor, when compressed
 	size   int64           // the file's size; 0: unknown (not a regular file)
+	// ra reads the capture at any offset (a file, a bytes.Reader): from
+	// base to end in it, when the capture is not compressed. The
+	// analysis then reads it in pieces on several cores (segment.go),
+	// each through a view: a Capture of its own reading from proto's
+	// state (the file's header as read) at a record boundary.
+	ra        io.ReaderAt
+	base, end int64
+	proto     *pcapfile.Reader
+	firstTS   uint64   // the first frame's timestamp
+	viewOf    *Capture // a view: the capture it reads part of
 	// Two record buffers (pcapfile.MaxRecord + room for a synthetic Ethernet
 	// header): the frame handed out lives in one while the lookahead is read
 	// into the other.
@@ -53,9 +63,12 @@ type Capture struct {
 	ts     uint64
 	orig   int
 	record uint64
+	off    uint64 // the lookahead's byte offset in the file
 	valid  bool
 	err    error // sticky: io.EOF at the end, or why the stream ended early
 	prevTS uint64
+	// lastOff is the byte offset of the frame next returned last.
+	lastOff uint64
 
 	Frames    uint64         // frames handed out
 	Truncated uint64         // frames cut short by the capture's snap length
@@ -89,8 +102,10 @@ func OpenCapture(path string) (*Capture, error) {
 // io.ReadSeeker the capture can be rewound (Rewind).
 func NewCapture(name string, r io.Reader) (*Capture, error) {
 	c := &Capture{name: name, src: r}
+	base := int64(-1)
 	if s, ok := r.(io.ReadSeeker); ok {
 		if at, err := s.Seek(0, io.SeekCurrent); err == nil {
+			base = at
 			c.rewind = func() error {
 				_, err := s.Seek(at, io.SeekStart)
 				return err
@@ -100,6 +115,16 @@ func NewCapture(name string, r io.Reader) (*Capture, error) {
 	c.bufs[0], c.bufs[1] = make([]byte, pcapfile.MaxRecord+14), make([]byte, pcapfile.MaxRecord+14)
 	if err := c.start(); err != nil {
 		return nil, err
+	}
+	if ra, ok := r.(io.ReaderAt); ok && c.unz == nil && base >= 0 {
+		s := r.(io.Seeker)
+		if at, err := s.Seek(0, io.SeekCurrent); err == nil {
+			if end, err := s.Seek(0, io.SeekEnd); err == nil {
+				if _, err := s.Seek(at, io.SeekStart); err == nil {
+					c.ra, c.base, c.end = ra, base, end
+				}
+			}
+		}
 	}
 	return c, nil
 }
@@ -146,9 +171,16 @@ func (c *Capture) start() error {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	c.rd = rd
+	c.proto = nil
 	c.cur, c.valid, c.err, c.prevTS = 0, false, nil, 0
 	c.Frames, c.Truncated, c.Damage, c.EndedEarly = 0, 0, nil, nil
 	c.advance()
+	if c.unz == nil {
+		// The header's state once the first packet is read (a pcapng
+		// file's interfaces are described before it).
+		c.proto = rd.At(nil, 0)
+		c.firstTS = c.ts
+	}
 	return nil
 }
 
@@ -244,6 +276,7 @@ func (c *Capture) next() (frame []byte, ts uint64, orig int, record uint64, ok b
 		return nil, 0, 0, 0, false
 	}
 	frame, ts, orig, record = c.data, c.ts, c.orig, c.record
+	c.lastOff = c.off
 	c.cur ^= 1 // the lookahead goes into the other buffer
 	c.Frames++
 	c.advance()
@@ -295,7 +328,52 @@ func (c *Capture) advance() {
 			orig += 14
 		}
 		c.data, c.ts, c.orig, c.record, c.valid = frame, ts, orig, c.rd.Record(), true
+		c.off = c.rd.Start()
 		c.prevTS = ts
 		return
 	}
+}
+
+// canSplit says whether the capture can be read in pieces: it is not
+// compressed and can be read at any offset.
+func (c *Capture) canSplit() bool { return c.ra != nil && c.proto != nil && c.viewOf == nil }
+
+// fileEnd is the byte offset in the file at which the capture ends.
+func (c *Capture) fileEnd() uint64 { return uint64(c.end - c.base) }
+
+// maxSyncBefore: a record found by searching the file (syncAt) is
+// stamped no earlier than this before its first record; what would be is
+// not a record (disorder beyond MaxBackStep is refused anyway).
+const maxSyncBefore = 1_000_000_000
+
+// syncAt finds the first packet record that starts at byte offset off of
+// the file or after it (pcapfile.Reader.Sync): its offset and timestamp.
+// Raw timestamps: a record's, as the file states it.
+func (c *Capture) syncAt(off uint64, buf []byte) (at, ts uint64, ok bool) {
+	n, err := c.ra.ReadAt(buf, c.base+int64(off))
+	if n <= 0 || (err != nil && err != io.EOF) {
+		return 0, 0, false
+	}
+	return c.proto.Sync(buf[:n], off, MaxBackStep, c.firstTS-min(c.firstTS, maxSyncBefore))
+}
+
+// view is a Capture reading the file's bytes [from, to): from must be 0
+// (the file's start) or where a packet record starts, to the file's end or
+// where one starts. A view cannot be rewound.
+func (c *Capture) view(from, to uint64) (*Capture, error) {
+	v := &Capture{name: c.name, viewOf: c}
+	v.bufs[0], v.bufs[1] = make([]byte, pcapfile.MaxRecord+14), make([]byte, pcapfile.MaxRecord+14)
+	src := io.NewSectionReader(c.ra, c.base+int64(from), int64(to-from))
+	v.cnt = &countingReader{r: src}
+	if from == 0 {
+		rd, err := pcapfile.NewReader(v.cnt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		v.rd = rd
+	} else {
+		v.rd = c.proto.At(v.cnt, from)
+	}
+	v.advance()
+	return v, nil
 }

@@ -20,7 +20,12 @@
 // the delays and so the common time range, the share of packets found);
 // the second pass reports each interval as soon as no packet still to be
 // read can belong to it. Memory is the packets of the window and of the
-// intervals not yet reported, not the captures. Captures that cannot be
+// intervals not yet reported, not the captures. On several cores each
+// pass cuts uncompressed files in time into segments analyzed apart,
+// sharing nothing while they run, checked against each other where they
+// meet (segment.go); captures that cannot be cut pair on shards, one
+// goroutine merging the ends (shard.go). Every way gives the same lines,
+// byte for byte. Captures that cannot be
 // read twice, and Config.WholeCapture, are read whole into records first
 // (about 60 bytes per packet of both captures) and paired by sorting their
 // identities. On captures whose copies of an identity lie within the

@@ -46,6 +46,42 @@ func init() {
 		}, &prog)
 		peak := stS.PeakHeld
 		stS.PeakHeld = 0
+		// Cut into time segments (forced, however short the captures),
+		// the streaming analysis reports the same.
+		if err := sender.Rewind(); err != nil {
+			return Stats{}, err
+		}
+		if err := receiver.Rewind(); err != nil {
+			return Stats{}, err
+		}
+		cfgT := cfg
+		cfgT.Split = 2 + oracleRuns%3
+		var cut bytes.Buffer
+		wc := report.NewWriter(&cut)
+		before := segmentRuns.Load()
+		stT, errT := runStream(sender, receiver, cfgT, keepFlows, func(l *report.Interval) {
+			wc.Write(l)
+			fmt.Fprintln(&cut, report.AnalyzeRow(l, cfg.Truth))
+		}, &prog)
+		stT.PeakHeld = 0
+		if segmentRuns.Load() > before {
+			segmentedPairs++
+		}
+		if fmt.Sprint(errS) != fmt.Sprint(errT) {
+			panic(fmt.Sprintf("streaming analysis: error %v, in %d segments: %v", errS, cfgT.Split, errT))
+		}
+		if a, b := streamed.String(), cut.String(); a != b {
+			panic(fmt.Sprintf("streaming lines differ in %d segments:\n--- streaming\n%s\n--- segments\n%s", cfgT.Split, firstDiff(a, b), firstDiff(b, a)))
+		}
+		if !reflect.DeepEqual(stS, stT) {
+			panic(fmt.Sprintf("statistics differ in %d segments:\nstreaming %+v\nsegments  %+v", cfgT.Split, stS, stT))
+		}
+		if err := sender.Rewind(); err != nil {
+			return Stats{}, err
+		}
+		if err := receiver.Rewind(); err != nil {
+			return Stats{}, err
+		}
 		same := fmt.Sprint(errS) == fmt.Sprint(errW) && streamed.String() == whole.String() && reflect.DeepEqual(stS, stW)
 		if !same && beyondWindow(sender, receiver, cfg) {
 			// The two analyses are held to each other only where the
@@ -171,5 +207,15 @@ func beyondWindow(sender, receiver *Capture, cfg Config) bool {
 // oracleRuns counts the pairs held to both analyses.
 var oracleRuns int
 
+// segmentedPairs counts the pairs whose streaming analysis the oracle
+// also ran in time segments, some pass of it cut.
+var segmentedPairs int
+
+// SegmentedPairs is segmentedPairs for the package's external tests.
+func SegmentedPairs() int { return segmentedPairs }
+
 // OracleRuns is oracleRuns for the package's external tests.
 func OracleRuns() int { return oracleRuns }
+
+// SegmentRuns is how many streaming passes ran in time segments so far.
+func SegmentRuns() int { return int(segmentRuns.Load()) }

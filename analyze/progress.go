@@ -20,8 +20,11 @@ func MeterProgress(m *progress.Meter) func(Progress) {
 			s := fmt.Sprintf("analyze: pass %d of %d (%s): %d packets, %.2f Mpkt/s", p.Pass, p.Passes, p.Phase, p.Frames,
 				m.Rate(float64(p.Read))/1e6)
 			if p.TotalBytes > 0 {
-				done := float64(p.Pass-1)*float64(p.TotalBytes) + float64(p.Bytes)
-				s += fmt.Sprintf(", %.0f %% of %.1f MB %s", 100*float64(p.Bytes)/float64(p.TotalBytes), float64(p.TotalBytes)/1e6,
+				// (Read in time segments, the files' parts read twice count
+				// twice: never more than the whole.)
+				b := min(p.Bytes, p.TotalBytes)
+				done := float64(p.Pass-1)*float64(p.TotalBytes) + float64(b)
+				s += fmt.Sprintf(", %.0f %% of %.1f MB %s", 100*float64(b)/float64(p.TotalBytes), float64(p.TotalBytes)/1e6,
 					progress.FormatETA(m.ETA(done, float64(p.Passes)*float64(p.TotalBytes))))
 			}
 			if p.Intervals > 0 {

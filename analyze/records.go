@@ -3,6 +3,7 @@ package analyze
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ldafwd/ldafwd/classifier"
@@ -96,6 +97,42 @@ type loader struct {
 	maxTS   uint64 // largest timestamp so far
 	haveMax bool   // whether maxTS is set
 	lastRec uint64 // record number of the frame that set maxTS
+
+	// own, when set, is the part of the file whose records this loader
+	// counts (a view's, segment.go): its counts are taken as each end of
+	// it is passed.
+	own *ownBytes
+}
+
+// ownBytes is the part [from, to) of a capture's file a view counts the
+// records of; the view reads more (before and after) to pair them.
+// Passing each end, the loader notes its counts, whether a record starts
+// exactly there and the largest timestamp before it: a neighbouring view
+// must have seen the same.
+type ownBytes struct {
+	from, to uint64
+	passed   [2]bool
+	hit      [2]bool
+	counts   [2]endData
+	maxTS    [2]uint64
+}
+
+// pass notes what the loader has counted before a record at byte offset
+// off (math.MaxUint64: the end of the view).
+func (o *ownBytes) pass(l *loader, off uint64) {
+	for i, b := range [2]uint64{o.from, o.to} {
+		if !o.passed[i] && off >= b {
+			o.passed[i], o.hit[i], o.counts[i], o.maxTS[i] = true, off == b, *l.e, l.maxTS
+		}
+	}
+}
+
+// owned is what the loader counted of the records in [from, to).
+func (o *ownBytes) owned() endData {
+	a, b := &o.counts[0], &o.counts[1]
+	return endData{name: b.name, frames: b.frames - a.frames, control: b.control - a.control,
+		malformed: b.malformed - a.malformed, snapped: b.snapped - a.snapped, linkLocal: b.linkLocal - a.linkLocal,
+		disordered: b.disordered - a.disordered}
 }
 
 func newLoader(c *Capture, cl *classifier.Classifier, tick func(*Capture)) *loader {
@@ -110,6 +147,13 @@ func (l *loader) next() (r rec, flowHash uint64, key *classifier.FlowKey, ok boo
 	e, c, m := l.e, l.c, &l.m
 	for {
 		frame, ts, orig, recno, ok := c.next()
+		if l.own != nil {
+			off := c.lastOff
+			if !ok {
+				off = math.MaxUint64
+			}
+			l.own.pass(l, off)
+		}
 		if !ok {
 			return rec{}, 0, nil, false, nil
 		}

@@ -178,6 +178,9 @@ type endStream struct {
 	bytes        int64
 	onBatch      func()
 	readerExited chan struct{}
+	// inline: the capture is read on the caller's goroutine (a segment's,
+	// segment.go: each core then reads and pairs its own records).
+	inline bool
 }
 
 // loaded is one record as the reader hands it over (32 bytes: every byte
@@ -205,7 +208,7 @@ const (
 // start reads ahead on a goroutine until the capture ends, the loader
 // refuses it, or close.
 func (e *endStream) start() {
-	if e.ahead != nil {
+	if e.ahead != nil || e.inline {
 		return
 	}
 	e.ahead, e.free = make(chan *batch, batchAhead), make(chan *batch, batchAhead+2)
@@ -226,24 +229,7 @@ func (e *endStream) start() {
 			case <-e.stop:
 				return
 			}
-			b.recs, b.flows, b.end, b.err = b.recs[:0], b.flows[:0], false, nil
-			for len(b.recs) < batchLen {
-				r, fh, key, ok, err := e.l.next()
-				if err != nil {
-					b.err = err
-					break
-				}
-				if !ok {
-					e.l.finish()
-					b.end = true
-					break
-				}
-				b.recs = append(b.recs, loaded{r: r, maxTS: e.l.maxTS})
-				if e.keepFlow {
-					b.flows = append(b.flows, flowPart{fh, *key})
-				}
-			}
-			b.frames, b.bytes = e.l.c.Frames, e.l.c.BytesRead()
+			e.fill(b)
 			select {
 			case e.ahead <- b:
 			case <-e.stop:
@@ -254,6 +240,28 @@ func (e *endStream) start() {
 			}
 		}
 	}()
+}
+
+// fill reads the next batch of records into b.
+func (e *endStream) fill(b *batch) {
+	b.recs, b.flows, b.end, b.err = b.recs[:0], b.flows[:0], false, nil
+	for len(b.recs) < batchLen {
+		r, fh, key, ok, err := e.l.next()
+		if err != nil {
+			b.err = err
+			break
+		}
+		if !ok {
+			e.l.finish()
+			b.end = true
+			break
+		}
+		b.recs = append(b.recs, loaded{r: r, maxTS: e.l.maxTS})
+		if e.keepFlow {
+			b.flows = append(b.flows, flowPart{fh, *key})
+		}
+	}
+	b.frames, b.bytes = e.l.c.Frames, e.l.c.BytesRead()
 }
 
 // close stops the reader and waits for it: the capture is then the
@@ -278,9 +286,22 @@ func (e *endStream) next() (x *loaded, ok bool, err error) {
 			if e.cur.end {
 				return nil, false, nil
 			}
-			e.free <- e.cur
+			if !e.inline {
+				e.free <- e.cur
+			}
 		}
-		e.cur, e.at = <-e.ahead, 0
+		if e.inline {
+			if e.cur == nil {
+				e.cur = &batch{recs: make([]loaded, 0, batchLen)}
+				if e.keepFlow {
+					e.cur.flows = make([]flowPart, 0, batchLen)
+				}
+			}
+			e.fill(e.cur)
+			e.at = 0
+		} else {
+			e.cur, e.at = <-e.ahead, 0
+		}
 		e.frames, e.bytes = e.cur.frames, e.cur.bytes
 		if e.onBatch != nil {
 			e.onBatch()
@@ -465,6 +486,44 @@ type pairer struct {
 	// only reads what does not change during the pass: shards call it.
 	markGroup func(g *group, dst []badMark) []badMark
 	marks     []badMark
+
+	// seg is set when the pairer reads a segment of the captures
+	// (segment.go): it counts only the groups that open in the segment,
+	// and digests how it grouped the copies of each zone.
+	seg *segPairing
+}
+
+// segPairing is a segment's part of pairing: the groups it counts (first
+// copy in [ownLo, ownHi)) and the two zones whose grouping its
+// neighbours must have seen alike.
+type segPairing struct {
+	ownLo, ownHi int64
+	zone         [2]zoneDigest
+}
+
+// zoneDigest sums a digest of every copy stamped in [lo, hi): its
+// identity, end, timestamp and the first copy of its group. Two readings
+// of the captures that agree on it grouped the zone's copies alike, so
+// their groups (each within the window of its first copy) are alike from
+// the zone on.
+type zoneDigest struct {
+	lo, hi int64
+	sum, n uint64
+}
+
+func (z *zoneDigest) add(h uint64, first, t int64, sender bool) {
+	if t < z.lo || t >= z.hi {
+		return
+	}
+	v := h ^ uint64(first)*0x9e3779b97f4a7c15 ^ uint64(t)*0xbf58476d1ce4e5b9
+	if sender {
+		v = ^v
+	}
+	v ^= v >> 31
+	v *= 0x94d049bb133111eb
+	v ^= v >> 29
+	z.sum += v
+	z.n++
 }
 
 // closeBefore closes the groups whose window ended before t.
@@ -496,6 +555,10 @@ func (p *pairer) add(x *srec, t int64, sender bool) {
 		p.gq.push(g)
 	}
 	x.closeAt = g.first + p.w
+	if p.seg != nil {
+		p.seg.zone[0].add(x.hash, g.first, t, sender)
+		p.seg.zone[1].add(x.hash, g.first, t, sender)
+	}
 	if sender {
 		g.s = append(g.s, x)
 	} else {
@@ -752,23 +815,33 @@ const closeAhead = 16
 
 // pair pairs a closed group's copies.
 func (p *pairer) pair(g *group) {
+	// A segment counts only the groups that open in it (segment.go); its
+	// records are paired all the same.
+	var dummy delayStats
+	ds, counts := &p.ds, true
+	if p.seg != nil && (g.first < p.seg.ownLo || g.first >= p.seg.ownHi) {
+		ds, counts = &dummy, false
+	}
 	gs, gr := g.s, g.r
 	if len(gs) > 1 {
 		for _, x := range gs {
 			x.flags |= recAmbiguous
 		}
-		p.ambS += uint64(len(gs))
+		if counts {
+			p.ambS += uint64(len(gs))
+		}
 	}
 	if len(gr) > 1 {
 		for _, x := range gr {
 			x.flags |= recAmbiguous
 		}
-		p.ambR += uint64(len(gr))
+		if counts {
+			p.ambR += uint64(len(gr))
+		}
 	}
 	if len(gs) == 0 || len(gr) == 0 {
 		return
 	}
-	ds := &p.ds
 	d := int64(gr[0].ts) - int64(gs[0].ts)
 	ds.fmin = min(ds.fmin, d)
 	if len(gs) == 1 && len(gr) == 1 {
@@ -778,7 +851,7 @@ func (p *pairer) pair(g *group) {
 		}
 	}
 	nonIP := gs[0].flags&recNonIP != 0
-	p.nonIPPairs = p.nonIPPairs || nonIP
+	p.nonIPPairs = p.nonIPPairs || (nonIP && counts)
 	k := 0
 	for _, j := range gr {
 		for nonIP && p.par.known && k < len(gs) && int64(j.ts)-int64(gs[k].ts) > p.par.dmax+matchSlack {
@@ -795,7 +868,9 @@ func (p *pairer) pair(g *group) {
 		j.paired, j.peerTs = true, i.ts
 		d := int64(j.ts) - int64(i.ts)
 		ds.pmin, ds.pmax = min(ds.pmin, d), max(ds.pmax, d)
-		p.matched++
+		if counts {
+			p.matched++
+		}
 		k++
 	}
 	uncertain := false
@@ -932,41 +1007,7 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 	}
 	sv := &survey{rc: rangeCount{w: w}}
 	st := newStreamer(sender, receiver, cfg.Classifier, false, limit, w, par, cfg.shards(), tick)
-	// rSeen is the latest receiver timestamp read: its last record is
-	// stamped no earlier. A record waiting to be fed counts, so that a gap
-	// in the receiver's capture does not keep the sender's records.
-	rSeen := func() (int64, bool) {
-		if st.rcv.wait.n > 0 {
-			return max(st.lastR, int64(st.rcv.wait.at(st.rcv.wait.n-1).ts)), true
-		}
-		return st.lastR, st.fedR
-	}
-	st.onSender = func(x *srec) bool {
-		if sv.sN == 0 {
-			sv.s0 = int64(x.ts)
-		}
-		sv.sN++
-		sv.s1 = int64(x.ts)
-		rl, ok := rSeen()
-		sv.rc.add(int64(x.ts), x.paired, rl, ok)
-		return false
-	}
-	st.onReceiver = func(x *srec) bool {
-		if sv.rN == 0 {
-			sv.r0 = int64(x.ts)
-		}
-		sv.rN++
-		sv.r1 = int64(x.ts)
-		return false
-	}
-	st.afterFeed = func() error {
-		if st.rcv.done() {
-			sv.rc.rEnded = true
-		}
-		rl, ok := rSeen()
-		sv.rc.settle(rl, ok)
-		return nil
-	}
+	surveyCalls(st, sv, nil, true)
 	// The receiver's first record is known before any sender record is
 	// handed on: ask for it before the first feed.
 	st.snd.start()
@@ -987,6 +1028,53 @@ func runSurvey(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int
 	sv.sExcl, sv.rExcl = st.snd.excluded, st.rcv.excluded
 	sv.peak = st.pool.peak + sv.rc.peak
 	return sv, nil
+}
+
+// surveyCalls sets st's calls to count into sv: every record, or with
+// own only the records it owns (a segment's). rEnds says the receiver's
+// records read end where its capture does.
+func surveyCalls(st *streamer, sv *survey, own func(ts uint64) bool, rEnds bool) {
+	// rSeen is the latest receiver timestamp read: its last record is
+	// stamped no earlier. A record waiting to be fed counts, so that a gap
+	// in the receiver's capture does not keep the sender's records.
+	rSeen := func() (int64, bool) {
+		if st.rcv.wait.n > 0 {
+			return max(st.lastR, int64(st.rcv.wait.at(st.rcv.wait.n-1).ts)), true
+		}
+		return st.lastR, st.fedR
+	}
+	st.onSender = func(x *srec) bool {
+		if own != nil && !own(x.ts) {
+			return false
+		}
+		if sv.sN == 0 {
+			sv.s0 = int64(x.ts)
+		}
+		sv.sN++
+		sv.s1 = int64(x.ts)
+		rl, ok := rSeen()
+		sv.rc.add(int64(x.ts), x.paired, rl, ok)
+		return false
+	}
+	st.onReceiver = func(x *srec) bool {
+		if own != nil && !own(x.ts) {
+			return false
+		}
+		if sv.rN == 0 {
+			sv.r0 = int64(x.ts)
+		}
+		sv.rN++
+		sv.r1 = int64(x.ts)
+		return false
+	}
+	st.afterFeed = func() error {
+		if st.rcv.done() && rEnds {
+			sv.rc.rEnded = true
+		}
+		rl, ok := rSeen()
+		sv.rc.settle(rl, ok)
+		return nil
+	}
 }
 
 // snapLimit is excludeSnapped's limit: the identity extent past which a
@@ -1045,8 +1133,18 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 			pass = 1
 		}
 		var err error
-		if sv, err = runSurvey(sender, receiver, &cfg, keepFlows, limit, w, par, tick); err != nil {
-			return Stats{}, err
+		sv = nil
+		if limit == math.MaxInt {
+			if p := planSegments(sender, receiver, &cfg, w, par.tol); p != nil {
+				if r0, rEmpty, err := firstStamp(receiver, &cfg); err == nil {
+					sv = runSurveySegments(p, sender, receiver, &cfg, limit, par, r0, rEmpty, tick)
+				}
+			}
+		}
+		if sv == nil {
+			if sv, err = runSurvey(sender, receiver, &cfg, keepFlows, limit, w, par, tick); err != nil {
+				return Stats{}, err
+			}
 		}
 		if pass == 1 {
 			if err := endStats(&st, sv.s, sv.r, cfg.InvalidateDamaged); err != nil {
@@ -1108,6 +1206,31 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 	if err := receiver.Rewind(); err != nil {
 		return st, err
 	}
+	if p := planSegments(sender, receiver, &cfg, w, par.tol); p != nil && limit == math.MaxInt && len(st.Damage) == 0 {
+		ok, emitted := runReportSegments(p, sender, receiver, &cfg, &st, keepFlows, limit, par, lo, hi, dmin, dmax, sv, emit, prog, tick)
+		if ok {
+			st.PeakHeld = max(peak, st.PeakHeld)
+			return trimWarning(st, lo, hi), nil
+		}
+		// Again on one goroutine (st is as it was): the lines written are
+		// the first it writes.
+		if emitted > 0 {
+			out := emit
+			emit = func(l *report.Interval) {
+				if emitted > 0 {
+					emitted--
+					return
+				}
+				out(l)
+			}
+		}
+		if err := sender.Rewind(); err != nil {
+			return st, err
+		}
+		if err := receiver.Rewind(); err != nil {
+			return st, err
+		}
+	}
 	a := newAnalysis(&cfg, &st, keepFlows, lo, hi, dmin, dmax, w, sv, emit, prog)
 	a.st = newStreamer(sender, receiver, cfg.Classifier, keepFlows, limit, w, par, cfg.shards(), tick)
 	a.st.markGroup, a.st.onMarks = a.groupMarks, a.addMarks
@@ -1119,11 +1242,34 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 		return st, err
 	}
 	st.PeakHeld = max(peak, a.st.pool.peak)
+	return trimWarning(st, lo, hi), nil
+}
+
+// trimWarning adds the warning of what was left out of the common range.
+func trimWarning(st Stats, lo, hi int64) Stats {
 	if t := st.TrimmedSenderBefore + st.TrimmedSenderAfter + st.TrimmedReceiverBefore + st.TrimmedReceiverAfter; t > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("measured only where both captures overlap (%s in the sender's clock): left out %d sender packets before and %d after, %d receiver packets before and %d after",
 			span(lo, hi), st.TrimmedSenderBefore, st.TrimmedSenderAfter, st.TrimmedReceiverBefore, st.TrimmedReceiverAfter))
 	}
-	return st, nil
+	return st
+}
+
+// firstStamp is the timestamp of the receiver's first record in time
+// order (rEmpty: it has none), as the survey's range count wants it
+// before any sender record: read from the capture's start.
+func firstStamp(receiver *Capture, cfg *Config) (r0 int64, rEmpty bool, err error) {
+	if err := receiver.Rewind(); err != nil {
+		return 0, false, err
+	}
+	var pool srecPool
+	e := &endStream{l: newLoader(receiver, cfg.Classifier, nil), limit: math.MaxInt, pool: &pool}
+	e.start()
+	defer e.close()
+	x, err := e.peek()
+	if err != nil || x == nil {
+		return 0, x == nil, err
+	}
+	return int64(x.ts), false, nil
 }
 
 // badMark says that intervals from..to cannot be trusted and why; of two
@@ -1162,7 +1308,29 @@ type analysis struct {
 	marks      []badMark
 	prog       *Progress
 	err        error // the first error of a callback that cannot return one
+
+	// own, in a segment (segment.go), is what the segment reports: the
+	// others' packets still pass through it, to keep its state as the
+	// analysis of the whole captures would, but count nowhere.
+	own *segOwn
 }
+
+// segOwn is the part of the analysis a segment reports: sender packets
+// stamped in [tsLo, tsHi) and the intervals [kLo, kHi) they fall in, with
+// every receiver packet that goes to one of those intervals (or, left
+// out, would have gone). reachedAt is the receiver timestamp at which
+// the intervals after the segment's began to receive packets (the
+// cursor reached kHi): receiver packets after it that match nothing are
+// the next segment's.
+type segOwn struct {
+	tsLo, tsHi int64
+	kLo, kHi   int32
+	reached    bool
+	reachedAt  int64
+}
+
+func (a *analysis) ownTs(ts int64) bool { return a.own == nil || ts >= a.own.tsLo && ts < a.own.tsHi }
+func (a *analysis) ownK(k int32) bool   { return a.own == nil || k >= a.own.kLo && k < a.own.kHi }
 
 type rDamage struct {
 	d    *DamageError
@@ -1289,6 +1457,9 @@ func (a *analysis) acc(k int32) (*intervalAcc, error) {
 
 func (a *analysis) sender(x *srec) bool {
 	st := a.stats
+	if !a.ownTs(int64(x.ts)) {
+		return false
+	}
 	switch {
 	case int64(x.ts) < a.lo:
 		st.TrimmedSenderBefore++
@@ -1317,13 +1488,23 @@ func (a *analysis) receiver(x *srec) bool {
 	case x.paired && a.inRange(x.peerTs):
 		k := a.lm.k(x.peerTs)
 		a.resolve(true)
-		if k < a.cursor {
+		crossed := k < a.cursor
+		a.cursor = max(a.cursor, k)
+		if a.own != nil && !a.own.reached && a.cursor >= a.own.kHi {
+			a.own.reached, a.own.reachedAt = true, ts
+		}
+		if !a.ownK(k) {
+			break
+		}
+		if crossed {
 			x.flags |= recCrossed
 			st.Crossed++
 		}
-		a.cursor = max(a.cursor, k)
 		a.add(x, k)
 	case x.paired:
+		if !a.ownTs(int64(x.peerTs)) {
+			break
+		}
 		if int64(x.peerTs) < a.lo {
 			st.TrimmedReceiverBefore++
 		} else {
@@ -1342,6 +1523,7 @@ func (a *analysis) receiver(x *srec) bool {
 		y.k = a.cursor
 		a.pending = append(a.pending, y)
 		return false
+	case !a.ownK(a.cursor):
 	default:
 		if a.cursor < 0 || ts-a.dmax < a.lo {
 			st.TrimmedReceiverBefore++
@@ -1368,7 +1550,9 @@ func (a *analysis) add(x *srec, k int32) {
 func (a *analysis) resolve(in bool) {
 	st := a.stats
 	for _, x := range a.pending {
-		if in {
+		if !a.ownK(x.k) {
+			// Another segment's.
+		} else if in {
 			x.flags |= recExtra
 			st.ExtraReceived++
 			a.add(x, x.k)
