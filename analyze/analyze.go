@@ -149,6 +149,10 @@ type Stats struct {
 	// once, in either pass (0 for the whole-capture analysis, which holds
 	// them all).
 	PeakHeld int
+	// Segments is how many time segments the reporting pass read the
+	// captures in, on as many goroutines (0: on one; see Config.Split).
+	// Like PeakHeld it says how, not what: the lines do not depend on it.
+	Segments int
 }
 
 // LDARecordIntervals is the most intervals MaxDelay may span for

@@ -71,5 +71,8 @@ func RunFiles(sender, receiver string, cfg Config, openReport func() (*report.Wr
 		st.ReceiverFrames, st.ReceiverMalformed, st.ReceiverSnapped, st.ReceiverControl, st.ReceiverLinkLocal)
 	fmt.Fprintf(stderr, "analyze: %.1f %% of sender packets found at the receiver; %d crossed an interval boundary, %d received packets match no sent one; identities seen more than once: %d sent, %d received packets\n",
 		100*st.MatchedShare, st.Crossed, st.ExtraReceived, st.SenderAmbiguous, st.ReceiverAmbiguous)
+	if st.Segments > 0 {
+		fmt.Fprintf(stderr, "analyze: read in %d time segments, up to %d at once\n", st.Segments, min(st.Segments, cfg.shards()))
+	}
 	return werr
 }

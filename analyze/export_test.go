@@ -45,7 +45,7 @@ func init() {
 			lines = append(lines, l)
 		}, &prog)
 		peak := stS.PeakHeld
-		stS.PeakHeld = 0
+		stS.PeakHeld, stS.Segments = 0, 0
 		// Cut into time segments (forced, however short the captures),
 		// the streaming analysis reports the same.
 		if err := sender.Rewind(); err != nil {
@@ -63,7 +63,7 @@ func init() {
 			wc.Write(l)
 			fmt.Fprintln(&cut, report.AnalyzeRow(l, cfg.Truth))
 		}, &prog)
-		stT.PeakHeld = 0
+		stT.PeakHeld, stT.Segments = 0, 0
 		if segmentRuns.Load() > before {
 			segmentedPairs++
 		}
@@ -140,7 +140,7 @@ func StreamReport(sender, receiver *Capture, cfg Config, shards int) (string, er
 	for _, d := range st.Damage {
 		fmt.Fprintln(&out, "damage:", d)
 	}
-	st.PeakHeld, st.Damage = 0, nil
+	st.PeakHeld, st.Damage, st.Segments = 0, nil, 0
 	fmt.Fprintf(&out, "%+v\nerror: %v\n", st, err)
 	return out.String(), nil
 }

@@ -49,9 +49,11 @@ import (
 
 const (
 	// segMinSpan: a segment spans at least this many margins (the warm-up
-	// and tail it reads besides its own part), so that what is read
-	// twice stays a small part of the work.
-	segMinSpan = 16
+	// and tail it reads besides its own part, together), so that what is read
+	// twice stays a small part of the work; segments added beyond one a
+	// core (segLines) at least segLongSpan.
+	segMinSpan  = 3
+	segLongSpan = 16
 	// segLines, segMax: more segments than cores when each would hold
 	// more intervals than segLines (their lines wait for the segments
 	// before), at most segMax.
@@ -103,17 +105,23 @@ func (c *Config) split() (n int, forced bool) {
 }
 
 // planSegments cuts the captures for a pass pairing within w with
-// tolerance tol, or returns nil: one core, captures that cannot be read
+// tolerance tol (reporting: reach is the largest delay), or returns nil: one core, captures that cannot be read
 // in pieces (compressed, not files), a whole-capture interval, or
 // captures too short for the cuts to pay.
-func planSegments(sender, receiver *Capture, cfg *Config, w, tol int64) *segPlan {
+func planSegments(sender, receiver *Capture, cfg *Config, w, tol, reach int64) *segPlan {
 	width := cfg.Interval.Nanoseconds()
 	n, forced := cfg.split()
 	if n < 2 || width <= 0 || !sender.canSplit() || !receiver.canSplit() {
 		return nil
 	}
 	buf := make([]byte, syncLen)
-	margin := 2*w + max(tol, 0) + 2*MaxBackStep
+	// A segment reads before its start the zone and a window to warm up
+	// in; after its end a window for the groups of its last packets to
+	// close, and (reporting) the largest delay for the next intervals'
+	// first packets to arrive. MaxBackStep each way for disorder.
+	before := 2*w + max(tol, 0) + MaxBackStep
+	after := w + max(tol, 0) + min(max(reach, 0), w) + MaxBackStep
+	margin := before + after
 	minSpan := segMinSpan * margin
 	if forced {
 		minSpan = width
@@ -127,7 +135,7 @@ func planSegments(sender, receiver *Capture, cfg *Config, w, tol int64) *segPlan
 	if d := int64(last - first); !forced {
 		// More segments than cores where each would hold more than
 		// segLines intervals' lines, as long as they stay long enough.
-		n = max(n, min(int(d/width/segLines)+1, int(d/minSpan), segMax))
+		n = max(n, min(int(d/width/segLines)+1, int(d/(segLongSpan*margin)), segMax))
 	}
 	ts := make([]int64, n+1)
 	for j := 0; j <= n; j++ {
@@ -163,12 +171,12 @@ func planSegments(sender, receiver *Capture, cfg *Config, w, tol int64) *segPlan
 		for j := 0; j < m; j++ {
 			sb[j].viewTo = fend
 			if j > 0 {
-				sb[j].viewFrom = locate(c, cuts[j]-margin-MaxBackStep, false, buf)
+				sb[j].viewFrom = locate(c, cuts[j]-before-MaxBackStep, false, buf)
 				sb[j].ownFrom = locate(c, cuts[j], false, buf)
 				sb[j-1].ownTo = sb[j].ownFrom
 			}
 			if j < m-1 {
-				sb[j].viewTo = locate(c, cuts[j+1]+margin+MaxBackStep, true, buf)
+				sb[j].viewTo = locate(c, cuts[j+1]+after+MaxBackStep, true, buf)
 			}
 		}
 		sb[m-1].ownTo = fend

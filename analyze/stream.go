@@ -1135,7 +1135,7 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 		var err error
 		sv = nil
 		if limit == math.MaxInt {
-			if p := planSegments(sender, receiver, &cfg, w, par.tol); p != nil {
+			if p := planSegments(sender, receiver, &cfg, w, par.tol, 0); p != nil {
 				if r0, rEmpty, err := firstStamp(receiver, &cfg); err == nil {
 					sv = runSurveySegments(p, sender, receiver, &cfg, limit, par, r0, rEmpty, tick)
 				}
@@ -1206,10 +1206,10 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 	if err := receiver.Rewind(); err != nil {
 		return st, err
 	}
-	if p := planSegments(sender, receiver, &cfg, w, par.tol); p != nil && limit == math.MaxInt && len(st.Damage) == 0 {
+	if p := planSegments(sender, receiver, &cfg, w, par.tol, dmax); p != nil && limit == math.MaxInt && len(st.Damage) == 0 {
 		ok, emitted := runReportSegments(p, sender, receiver, &cfg, &st, keepFlows, limit, par, lo, hi, dmin, dmax, sv, emit, prog, tick)
 		if ok {
-			st.PeakHeld = max(peak, st.PeakHeld)
+			st.PeakHeld, st.Segments = max(peak, st.PeakHeld), p.n()
 			return trimWarning(st, lo, hi), nil
 		}
 		// Again on one goroutine (st is as it was): the lines written are
