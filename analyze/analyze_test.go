@@ -19,20 +19,43 @@ import (
 // captures writes a routed capture pair to a temp dir.
 func captures(t *testing.T, cfg analyzetest.Config) (snd, rcv string, tr analyzetest.Truth) {
 	t.Helper()
-	dir := t.TempDir()
-	snd, rcv = filepath.Join(dir, "s.pcap"), filepath.Join(dir, "r.pcap")
 	var sb, rb bytes.Buffer
 	tr, err := analyzetest.Write(cfg, &sb, &rb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(snd, sb.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rcv, rb.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	snd, rcv = writeCaptures(t, sb.Bytes(), rb.Bytes())
 	return snd, rcv, tr
+}
+
+// writeCaptures writes a sender's and a receiver's capture to files in a
+// temp dir.
+func writeCaptures(t *testing.T, s, r []byte) (snd, rcv string) {
+	t.Helper()
+	dir := t.TempDir()
+	snd, rcv = filepath.Join(dir, "s.pcap"), filepath.Join(dir, "r.pcap")
+	if err := os.WriteFile(snd, s, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rcv, r, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return snd, rcv
+}
+
+// openCaptures opens two capture files, closed when the test ends.
+func openCaptures(t *testing.T, snd, rcv string) (s, r *analyze.Capture) {
+	t.Helper()
+	s, err := analyze.OpenCapture(snd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if r, err = analyze.OpenCapture(rcv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return s, r
 }
 
 func run(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval, analyze.Stats) {
@@ -51,16 +74,7 @@ func runErr(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interv
 
 func runStats(t *testing.T, snd, rcv string, cfg analyze.Config) ([]*report.Interval, analyze.Stats, error) {
 	t.Helper()
-	s, err := analyze.OpenCapture(snd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	r, err := analyze.OpenCapture(rcv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	s, r := openCaptures(t, snd, rcv)
 	var out []*report.Interval
 	st, err := analyze.Run(s, r, cfg, func(iv *report.Interval) { out = append(out, iv) })
 	return out, st, err

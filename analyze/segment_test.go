@@ -2,8 +2,6 @@ package analyze_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -27,7 +25,6 @@ func TestSegmentsSameReport(t *testing.T) {
 	if testing.Short() {
 		packets = 30_000
 	}
-	dir := t.TempDir()
 	for _, ng := range []bool{false, true} {
 		sc := baseScenario(77, packets)
 		sc.Rate, sc.Loss, sc.Reorder, sc.PcapNG, sc.Nano = 10_000, 0.01, 0.01, ng, true
@@ -35,23 +32,8 @@ func TestSegmentsSameReport(t *testing.T) {
 		if _, err := sc.Write(&sb, &rb); err != nil {
 			t.Fatal(err)
 		}
-		sp, rp := filepath.Join(dir, "s"), filepath.Join(dir, "r")
-		if err := os.WriteFile(sp, sb.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(rp, rb.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		snd, err := analyze.OpenCapture(sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer snd.Close()
-		rcv, err := analyze.OpenCapture(rp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rcv.Close()
+		sp, rp := writeCaptures(t, sb.Bytes(), rb.Bytes())
+		snd, rcv := openCaptures(t, sp, rp)
 		cl := mecClassifier(t, nil)
 		cfg := analyze.Config{Interval: 100 * time.Millisecond, UseLDA: true, LDA: synopsis.DefaultLDAConfig(), Classifier: cl,
 			Truth: true, MaxDelay: 20 * time.Millisecond, Split: 1}
