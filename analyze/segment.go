@@ -88,6 +88,10 @@ func (p *segPlan) zone(j int) zoneDigest {
 	return zoneDigest{lo: c - p.w, hi: c}
 }
 
+// planHook, when set (by the package's tests), may change the reporting
+// pass's plan, to see its checks refuse what they must.
+var planHook func(p *segPlan, sender, receiver *Capture)
+
 // segmentRuns counts the passes run in segments (tests check that forced
 // cuts did run so).
 var segmentRuns atomic.Int64

@@ -1207,6 +1207,9 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 		return st, err
 	}
 	if p := planSegments(sender, receiver, &cfg, w, par.tol, dmax); p != nil && limit == math.MaxInt && len(st.Damage) == 0 {
+		if planHook != nil {
+			planHook(p, sender, receiver)
+		}
 		ok, emitted := runReportSegments(p, sender, receiver, &cfg, &st, keepFlows, limit, par, lo, hi, dmin, dmax, sv, emit, prog, tick)
 		if ok {
 			st.PeakHeld, st.Segments = max(peak, st.PeakHeld), p.n()
