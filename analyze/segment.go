@@ -109,9 +109,10 @@ func (c *Config) split() (n int, forced bool) {
 }
 
 // planSegments cuts the captures for a pass pairing within w with
-// tolerance tol (reporting: reach is the largest delay), or returns nil: one core, captures that cannot be read
-// in pieces (compressed, not files), a whole-capture interval, or
-// captures too short for the cuts to pay.
+// tolerance tol (the reporting pass: reach is the largest delay), or
+// returns nil: one core, captures that cannot be read in pieces
+// (compressed, not files), a whole-capture interval, or captures too
+// short for the cuts to pay.
 func planSegments(sender, receiver *Capture, cfg *Config, w, tol, reach int64) *segPlan {
 	width := cfg.Interval.Nanoseconds()
 	n, forced := cfg.split()
