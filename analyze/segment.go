@@ -43,9 +43,9 @@ import (
 // the receiver packet that opened the next segment's intervals (until
 // then a receiver packet that matches nothing goes to its intervals).
 // A check that fails, an error, damage or snapped frames (whose handling
-// depends on the whole captures) and the pass runs again on one
-// goroutine the usual way, whose lines are the same: the report is the
-// same byte for byte however the captures were cut.
+// depends on the whole captures) and the pass runs again the usual way
+// (one streamer, pairing on shards), whose lines are the same: the
+// report is the same byte for byte however the captures were cut.
 
 const (
 	// segMinSpan: a segment spans at least this many margins (the warm-up
