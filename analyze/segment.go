@@ -393,7 +393,7 @@ func (p *segPlan) newSegStreamer(sender, receiver *Capture, cfg *Config, keepFlo
 }
 
 // runSurveySegments is runSurvey on segments; nil when they do not join
-// (the caller surveys on one goroutine).
+// (the caller surveys the usual way).
 func runSurveySegments(p *segPlan, sender, receiver *Capture, cfg *Config, limit int, par pairing, r0 int64, rEmpty bool, tick func(uint64, int64)) *survey {
 	n := p.n()
 	parts := make([]*segCommon, n)
@@ -465,7 +465,7 @@ func runSurveySegments(p *segPlan, sender, receiver *Capture, cfg *Config, limit
 // start, so they are that one's lines); every other line is held until
 // its segment has run and joined the one before, which bounds the lines
 // held to those of the segments running. It returns false when the
-// segments do not join: the caller then runs the pass on one goroutine,
+// segments do not join: the caller then runs the pass the usual way,
 // skipping the lines already written (emitted).
 func runReportSegments(p *segPlan, sender, receiver *Capture, cfg *Config, st *Stats, keepFlows bool, limit int, par pairing,
 	lo, hi, dmin, dmax int64, sv *survey, emit func(*report.Interval), prog *Progress, tick func(uint64, int64)) (ok bool, emitted int) {

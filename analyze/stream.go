@@ -1215,7 +1215,7 @@ func runStream(sender, receiver *Capture, cfg Config, keepFlows bool, emit func(
 			st.PeakHeld, st.Segments = max(peak, st.PeakHeld), p.n()
 			return trimWarning(st, lo, hi), nil
 		}
-		// Again on one goroutine (st is as it was): the lines written are
+		// Again the usual way (st is as it was): the lines written are
 		// the first it writes.
 		if emitted > 0 {
 			out := emit
