@@ -32,18 +32,24 @@ func BenchmarkStream(b *testing.B) {
 	}
 	b.SetBytes(int64(sb.Len() + rb.Len()))
 	for b.Loop() {
-		s, err := NewCapture("s.pcap", bytes.NewReader(sb.Bytes()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := NewCapture("r.pcap", bytes.NewReader(rb.Bytes()))
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, r := memPair(b, sb.Bytes(), rb.Bytes())
 		var prog Progress
 		if _, err := runStream(s, r, cfg, keepFlows, func(*report.Interval) {}, &prog); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*packets), "ns/packet")
+}
+
+// memPair opens a sender's and a receiver's capture held in memory.
+func memPair(tb testing.TB, snd, rcv []byte) (s, r *Capture) {
+	tb.Helper()
+	s, err := NewCapture("s.pcap", bytes.NewReader(snd))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if r, err = NewCapture("r.pcap", bytes.NewReader(rcv)); err != nil {
+		tb.Fatal(err)
+	}
+	return s, r
 }

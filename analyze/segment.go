@@ -378,18 +378,21 @@ func ownedData(parts []*segCommon, sender bool) *endData {
 
 // newSegStreamer is segment j's streamer over its views: it reads and
 // pairs on the segment's goroutine and digests the zones at both its
-// ends.
-func (p *segPlan) newSegStreamer(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int, par pairing, j int, tick func(uint64, int64), c *segCommon) (*streamer, error) {
+// ends. c is what the segment's neighbours check; the streamer is nil
+// when the views cannot be opened (c.err says why).
+func (p *segPlan) newSegStreamer(sender, receiver *Capture, cfg *Config, keepFlows bool, limit int, par pairing, j int, tick func(uint64, int64)) (c *segCommon, st *streamer) {
+	c = &segCommon{}
 	sv, rv, so, ro, err := p.segViews(sender, receiver, j)
 	if err != nil {
-		return nil, err
+		c.err = err
+		return c, nil
 	}
-	st := newStreamer(sv, rv, cfg.Classifier, keepFlows, limit, p.w, par, 1, tick)
+	st = newStreamer(sv, rv, cfg.Classifier, keepFlows, limit, p.w, par, 1, tick)
 	st.snd.l.own, st.rcv.l.own = so, ro
 	st.snd.inline, st.rcv.inline = true, true
 	st.seg = &segPairing{ownLo: p.cuts[j], ownHi: p.cuts[j+1], zone: [2]zoneDigest{p.zone(j), p.zone(j + 1)}}
 	c.so, c.ro, c.sEnd, c.rEnd = so, ro, st.snd.l, st.rcv.l
-	return st, nil
+	return c, st
 }
 
 // runSurveySegments is runSurvey on segments; nil when they do not join
@@ -400,11 +403,8 @@ func runSurveySegments(p *segPlan, sender, receiver *Capture, cfg *Config, limit
 	svs := make([]*survey, n)
 	ticks := newSegTick(tick, n)
 	_, _, wait := p.start(cfg.shards(), func(j int) {
-		c := &segCommon{}
-		parts[j] = c
-		st, err := p.newSegStreamer(sender, receiver, cfg, false, limit, par, j, ticks.of(j), c)
-		if err != nil {
-			c.err = err
+		c, st := p.newSegStreamer(sender, receiver, cfg, false, limit, par, j, ticks.of(j))
+		if parts[j] = c; st == nil {
 			return
 		}
 		sv := &survey{rc: rangeCount{w: p.w, r0: r0, haveR0: !rEmpty, rEmpty: rEmpty}}
@@ -478,11 +478,8 @@ func runReportSegments(p *segPlan, sender, receiver *Capture, cfg *Config, st *S
 	held := make([][]*report.Interval, n)
 	intervals := uint64(0) // reported, for progress (under ticks.mu)
 	done, stop, wait := p.start(cfg.shards(), func(j int) {
-		c := &segCommon{}
-		parts[j] = c
-		s, err := p.newSegStreamer(sender, receiver, cfg, keepFlows, limit, par, j, ticks.of(j), c)
-		if err != nil {
-			c.err = err
+		c, s := p.newSegStreamer(sender, receiver, cfg, keepFlows, limit, par, j, ticks.of(j))
+		if parts[j] = c; s == nil {
 			return
 		}
 		s.seg.ownLo, s.seg.ownHi = math.MinInt64, math.MaxInt64

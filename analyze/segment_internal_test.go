@@ -34,14 +34,7 @@ func TestSegmentChecksRefuse(t *testing.T) {
 		MaxDelay: 20 * time.Millisecond, Split: 2}
 	report1 := func(split int) (string, int64) {
 		t.Helper()
-		s, err := NewCapture("s.pcap", bytes.NewReader(sb.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := NewCapture("r.pcap", bytes.NewReader(rb.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, r := memPair(t, sb.Bytes(), rb.Bytes())
 		c := cfg
 		c.Split = split
 		keep, err := c.defaults()
